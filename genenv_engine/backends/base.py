@@ -1,0 +1,44 @@
+"""The generation backend interface: batched sampling that returns text, token ids and log-probs.
+
+The loop only calls `generate` and `sync`; a backend may run in-process (``hf``) or hold its own
+engine (``vllm``) that needs the trained weights pushed to it after every update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How to sample: temperature (ignored when greedy), token budget, greedy or not."""
+
+    temperature: float = 1.0
+    max_new_tokens: int = 64
+    greedy: bool = False
+    seed: int | None = None
+
+
+@dataclass
+class Completion:
+    """One sampled continuation."""
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float] = field(default_factory=list)
+    """Log-probability of each sampled token under the sampling distribution."""
+    finished: bool = True
+    """Whether the model stopped by itself (end of sequence) rather than by the token budget."""
+
+
+class GenerationBackend(Protocol):
+    """What the loop needs from a generation engine."""
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
+        """Sample one completion per already-templated prompt, in order."""
+        ...
+
+    def sync(self) -> None:
+        """Make the backend use the policy's current weights (after an update)."""
+        ...

@@ -1,0 +1,75 @@
+"""The default backend: transformers ``generate`` with a KV cache, batched, on the policy's own model.
+
+Prompts are left-padded and generated in chunks; the sampled tokens' log-probabilities come from
+the processed scores (after temperature). Because the model object is shared with the trainer,
+`sync` has nothing to do.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from genenv_engine.backends.base import Completion, Sampling
+
+
+class HFBackend:
+    """Batched generation with ``model.generate`` for a `genenv_engine.policy.Policy`."""
+
+    def __init__(self, policy, chunk_size: int = 128) -> None:
+        self.policy = policy
+        self.chunk_size = chunk_size
+        self.tokens_generated = 0
+
+    def sync(self) -> None:
+        """Nothing to do: generation uses the trainer's model object."""
+
+    @torch.no_grad()
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
+        """Sample one completion per prompt; order is preserved."""
+        out: list[Completion] = []
+        for start in range(0, len(prompts), self.chunk_size):
+            out.extend(self._generate_chunk(prompts[start:start + self.chunk_size], sampling))
+        return out
+
+    def _generate_chunk(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
+        pol = self.policy
+        tok = pol.tokenizer
+        budget = max(8, pol.max_length - sampling.max_new_tokens)
+        enc = [pol.encode(p)[-budget:] for p in prompts]
+        width = max(len(e) for e in enc)
+        ids = torch.full((len(enc), width), tok.pad_token_id, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for i, e in enumerate(enc):
+            ids[i, width - len(e):] = torch.tensor(e)
+            attn[i, width - len(e):] = 1
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
+        was_training = pol.model.training
+        pol.model.eval()
+        kwargs = dict(do_sample=False) if sampling.greedy else dict(do_sample=True, temperature=sampling.temperature, top_k=0, top_p=1.0)
+        res = pol.model.generate(
+            input_ids=ids.to(pol.device), attention_mask=attn.to(pol.device), max_new_tokens=sampling.max_new_tokens,
+            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, return_dict_in_generate=True,
+            output_scores=True, **kwargs,
+        )
+        pol.model.train(was_training)
+        new = res.sequences[:, width:].cpu()
+        scores = torch.stack(res.scores, dim=1).float().log_softmax(-1).cpu() if res.scores else None
+        return [self._completion(new[i], scores[i] if scores is not None else None) for i in range(len(enc))]
+
+    def _completion(self, row: torch.Tensor, scores: torch.Tensor | None) -> Completion:
+        tok = self.policy.tokenizer
+        ids: list[int] = []
+        lps: list[float] = []
+        finished = False
+        for t, token in enumerate(row.tolist()):
+            if token == tok.eos_token_id:
+                finished = True
+                break
+            if token == tok.pad_token_id:
+                break
+            ids.append(token)
+            if scores is not None:
+                lps.append(float(scores[t, token]))
+        self.tokens_generated += len(ids) + int(finished)
+        return Completion(tok.decode(ids, skip_special_tokens=True), ids, lps, finished)

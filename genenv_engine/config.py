@@ -1,0 +1,382 @@
+"""Run configuration: frozen dataclasses with a docstring per field, loaded from and saved to TOML.
+
+A run is described by one `RunConfig` built from a preset (``presets/<name>.toml``), then an
+optional user TOML file, then command-line overrides. Every value is checked when the dataclass
+is built; a bad value raises `ConfigError` naming the field (``curriculum.alpha`` ...).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import tomllib
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PRESET_DIR = Path(__file__).parent / "presets"
+SIMULATOR_MODES = ("trained", "frozen", "static", "off")
+CURRICULUM_REWARDS = ("alpha", "uniform")
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the field."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"config error in '{name}': {message}")
+        self.field = name
+
+
+def _check(ok: bool, name: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(name, message)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which language model plays both roles, and how to build or load it."""
+
+    kind: str = "tiny"
+    """``tiny``: a small Llama built from this config with a byte tokenizer; ``hf``: a local checkpoint at ``path``."""
+    path: str | None = None
+    """Local checkpoint folder for ``kind = "hf"`` (never a hub id in tests)."""
+    hidden_size: int = 128
+    """Tiny model width."""
+    num_layers: int = 4
+    """Tiny model depth (decoder layers)."""
+    num_heads: int = 4
+    """Tiny model attention heads."""
+    intermediate_size: int = 512
+    """Tiny model MLP width."""
+    max_length: int = 320
+    """Longest prompt + completion in tokens; longer sequences are truncated from the left of the prompt."""
+    threads: int = 2
+    """torch intra-op CPU threads."""
+    device: str = "auto"
+    """``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``."""
+
+    def __post_init__(self) -> None:
+        _check(self.kind in ("tiny", "hf"), "model.kind", f"must be 'tiny' or 'hf', got {self.kind!r}")
+        if self.kind == "hf":
+            _check(bool(self.path), "model.path", "is required when model.kind = 'hf'")
+            _check(Path(str(self.path)).expanduser().is_dir(), "model.path", f"no such folder: {self.path}")
+        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length", "threads"):
+            _check(getattr(self, name) > 0, f"model.{name}", "must be > 0")
+        _check(self.hidden_size % self.num_heads == 0, "model.num_heads", "must divide hidden_size")
+        _check(self.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    """Supervised warm start (epoch 0): agent on the train split, simulator from the agent on sibling pairs."""
+
+    agent_steps: int = 500
+    """SFT steps for the agent on the benchmarks' train splits."""
+    agent_lr: float = 1e-3
+    """Peak learning rate (cosine schedule) of the agent warm start."""
+    simulator_steps: int = 500
+    """SFT steps for the simulator on (seed -> sibling seed) pairs, starting from the agent's weights."""
+    simulator_lr: float = 5e-4
+    """Peak learning rate (cosine schedule) of the simulator warm start."""
+    batch_size: int = 32
+    """Sequences per warm-start step."""
+    cache: bool = True
+    """Reuse a cached warm start for the same preset, model and seed."""
+
+    def __post_init__(self) -> None:
+        for name in ("agent_steps", "simulator_steps"):
+            _check(getattr(self, name) >= 0, f"warm_start.{name}", "must be >= 0")
+        _check(self.batch_size > 0, "warm_start.batch_size", "must be > 0")
+        for name in ("agent_lr", "simulator_lr"):
+            _check(getattr(self, name) > 0, f"warm_start.{name}", "must be > 0")
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """The environment simulator: how it writes tasks and how reward-weighted regression trains it."""
+
+    mode: str = "trained"
+    """``trained`` (GenEnv), ``frozen`` (GenEnv-Random), ``static`` (one-off 5x augmentation), ``off`` (base data only)."""
+    seeds_per_epoch: int = 16
+    """Conditioning seed tasks drawn per epoch per benchmark."""
+    variations: int = 4
+    """n: task variations written per seed; one variation batch gives one p-hat."""
+    temperature: float = 0.7
+    """Sampling temperature of the simulator."""
+    max_new_tokens: int = 160
+    """Longest generated task + answer, in tokens."""
+    lr: float = 1e-4
+    """RWR learning rate."""
+    passes: int = 3
+    """RWR passes over each epoch's weighted set."""
+    batch_size: int = 32
+    """RWR micro-batch size in sequences."""
+    rwr_lambda: float = 1.0
+    """lambda: RWR weights are proportional to exp(lambda * R_env)."""
+    kl_coef: float = 0.05
+    """Coefficient of the KL penalty to the initial (warm-start) simulator."""
+    max_kl: float = 1.0
+    """Per-update KL cap: an RWR update stops early once the mean KL to the initial simulator exceeds this."""
+    replay: float = 1.0
+    """Older in-band pairs replayed from the simulator pool, as a multiple of this epoch's pairs."""
+    static_multiplier: int = 5
+    """In ``static`` mode, generate this many times the seed set once, before epoch 1."""
+    duplicate_cap: int = 2
+    """Most valid tasks kept per near-duplicate key (the prompt with numbers masked), across the pool."""
+
+    def __post_init__(self) -> None:
+        _check(self.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {self.mode!r}")
+        for name in ("seeds_per_epoch", "variations", "max_new_tokens", "passes", "batch_size", "static_multiplier", "duplicate_cap"):
+            _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
+        _check(self.temperature > 0, "simulator.temperature", "must be > 0")
+        for name in ("lr", "max_kl"):
+            _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
+        for name in ("rwr_lambda", "kl_coef", "replay"):
+            _check(getattr(self, name) >= 0, f"simulator.{name}", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The agent: rollouts, success threshold, and its GRPO update."""
+
+    rollouts: int = 8
+    """k: rollouts per task (the GRPO group size)."""
+    temperature: float = 1.0
+    """Rollout sampling temperature (held-out evaluation is greedy)."""
+    max_new_tokens: int = 96
+    """Longest agent answer, in tokens."""
+    success_threshold: float = 0.5
+    """A rollout counts as a success for p-hat when its reward is >= this (matters for soft rewards)."""
+    replay_tasks: int = 32
+    """Tasks drawn per epoch from D_train (base data plus the earlier generated pool), rolled out beside fresh ones."""
+    base_fraction: float = 0.5
+    """Share of the replayed tasks drawn from the base data; the rest come from the generated pool."""
+    lr: float = 5e-5
+    """GRPO learning rate (AdamW)."""
+    clip: float = 0.2
+    """PPO ratio clip epsilon."""
+    kl_coef: float = 0.01
+    """Coefficient of the low-variance KL penalty to the reference (warm-start) agent."""
+    minibatch: int = 64
+    """Sequences per GRPO optimizer step."""
+    update_epochs: int = 1
+    """Passes over each epoch's rollouts."""
+    drop_zero_variance: bool = True
+    """Skip groups whose rollouts all got the same reward (their advantages are zero)."""
+
+    def __post_init__(self) -> None:
+        _check(self.rollouts >= 2, "agent.rollouts", "must be >= 2 (GRPO normalises within a group)")
+        for name in ("max_new_tokens", "minibatch", "update_epochs"):
+            _check(getattr(self, name) > 0, f"agent.{name}", "must be > 0")
+        _check(self.replay_tasks >= 0, "agent.replay_tasks", "must be >= 0")
+        _check(0.0 <= self.base_fraction <= 1.0, "agent.base_fraction", "must be in [0, 1]")
+        _check(0.0 < self.success_threshold <= 1.0, "agent.success_threshold", "must be in (0, 1]")
+        _check(self.temperature > 0, "agent.temperature", "must be > 0")
+        _check(self.lr > 0, "agent.lr", "must be > 0")
+        _check(0 < self.clip < 1, "agent.clip", "must be in (0, 1)")
+        _check(self.kl_coef >= 0, "agent.kl_coef", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """The alpha-curriculum reward R_env = exp(-beta * (p_hat - alpha)^2) and its band filter.
+
+    With the paper's band (k_min = 0.1) and beta = 2, R_env only takes values in [0.98, 1], so the
+    RWR weights exp(lambda * R_env) are nearly flat and the simulator update is close to plain SFT on
+    in-band generations; raise beta (or widen the band) for a sharper weighting.
+    """
+
+    reward: str = "alpha"
+    """``alpha`` (GenEnv) or ``uniform`` (every valid generation weighted 1, no band filter)."""
+    alpha: float = 0.5
+    """Target success rate of generated tasks (the zone of proximal development)."""
+    beta: float = 2.0
+    """Sharpness of R_env; not given by the paper, 2.0 as in the official config (see the class docstring)."""
+    k_min: float = 0.1
+    """Band half-width: variation batches with |p_hat - alpha| > k_min are left out of the simulator update."""
+
+    def __post_init__(self) -> None:
+        _check(self.reward in CURRICULUM_REWARDS, "curriculum.reward", f"must be 'alpha' or 'uniform', got {self.reward!r}")
+        _check(0.0 < self.alpha < 1.0, "curriculum.alpha", f"must be in (0, 1), got {self.alpha}")
+        _check(self.beta > 0, "curriculum.beta", f"must be > 0, got {self.beta}")
+        _check(self.k_min >= 0, "curriculum.k_min", f"must be >= 0, got {self.k_min}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a co-evolution run needs; saved as ``config.toml`` beside each session."""
+
+    preset: str = "tiny"
+    """Name of the preset the run started from."""
+    seed: int = 0
+    """Seed for data splits, warm start and sampling."""
+    epochs: int = 6
+    """Co-evolution epochs after the warm start (epoch 0)."""
+    benchmarks: tuple[str, ...] = ("bfcl",)
+    """Enabled environments."""
+    backend: str = "hf"
+    """Generation backend by name (``hf``; ``vllm`` with the gpu extra)."""
+    heldout_size: int = 400
+    """Held-out tasks evaluated per benchmark per epoch."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The language model shared by both roles."""
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    """Epoch-0 supervised warm start."""
+    simulator: SimulatorConfig = field(default_factory=SimulatorConfig)
+    """The environment simulator and its RWR update."""
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    """The agent and its GRPO update."""
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    """The alpha-curriculum reward and band filter."""
+
+    def __post_init__(self) -> None:
+        from genenv_engine.environments import BENCHMARKS  # deferred: environments import records only
+
+        _check(self.epochs >= 0, "epochs", "must be >= 0")
+        _check(self.heldout_size > 0, "heldout_size", "must be > 0")
+        _check(len(self.benchmarks) > 0, "benchmarks", "enable at least one benchmark")
+        for name in self.benchmarks:
+            _check(name in BENCHMARKS, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+        from genenv_engine.backends import BACKENDS
+
+        _check(self.backend in BACKENDS, "backend", f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the config as nested plain dicts (TOML-ready: no None values)."""
+        return _drop_none(asdict(self))
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
+        """Return a copy with dotted-key overrides applied (``{"curriculum.alpha": 0.4}``)."""
+        nested: dict[str, Any] = {}
+        for key, value in overrides.items():
+            node = nested
+            *parents, leaf = key.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+        return _build(RunConfig, _merge(self.to_dict(), nested), "")
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _coerce(cls: type, name: str, value: Any, path: str) -> Any:
+    """Check a TOML value against the field's default type; convert lists to tuples."""
+    default = next(f for f in fields(cls) if f.name == name)
+    sample = default.default if default.default is not MISSING else default.default_factory()  # type: ignore[misc]
+    if isinstance(sample, bool):
+        _check(isinstance(value, bool), path, f"must be true or false, got {value!r}")
+    elif isinstance(sample, int):
+        _check(isinstance(value, int) and not isinstance(value, bool), path, f"must be an integer, got {value!r}")
+    elif isinstance(sample, float):
+        _check(isinstance(value, (int, float)) and not isinstance(value, bool), path, f"must be a number, got {value!r}")
+        value = float(value)
+    elif isinstance(sample, str):
+        _check(isinstance(value, str), path, f"must be a string, got {value!r}")
+    elif isinstance(sample, tuple):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        _check(isinstance(value, (list, tuple)), path, f"must be a list, got {value!r}")
+        value = tuple(value)
+    return value
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if key not in known:
+            raise ConfigError(path, f"unknown setting; known: {', '.join(known)}")
+        sub = known[key].default_factory if known[key].default_factory is not MISSING else None  # type: ignore[misc]
+        if sub is not None and is_dataclass(sub):
+            _check(isinstance(value, dict), path, "must be a table")
+            kwargs[key] = _build(sub, value, f"{path}.")  # type: ignore[arg-type]
+        elif value is None:
+            kwargs[key] = None
+        else:
+            kwargs[key] = _coerce(cls, key, value, path)
+    return cls(**kwargs)
+
+
+def preset_names() -> list[str]:
+    """Names of the built-in presets."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file, turning syntax errors into a ConfigError naming the file."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(str(path), "file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"invalid TOML: {exc}") from None
+
+
+def load_config(preset: str | None = None, config_file: str | Path | None = None,
+                overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Build a RunConfig: preset file, then the user's TOML file, then explicit overrides."""
+    data: dict[str, Any] = {}
+    if config_file is not None:
+        data = read_toml(config_file)
+    name = preset or data.get("preset") or "tiny"
+    if name not in preset_names():
+        raise ConfigError("preset", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+    base = _merge(read_toml(PRESET_DIR / f"{name}.toml"), data)
+    base["preset"] = name
+    config = _build(RunConfig, base, "")
+    return config.with_overrides(overrides) if overrides else config
+
+
+def save_config(config: RunConfig, path: str | Path) -> None:
+    """Write the config as TOML (atomically: temp file then rename)."""
+    import tomli_w
+
+    target = Path(path)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(tomli_w.dumps(config.to_dict()))
+    tmp.replace(target)
+
+
+def config_from_file(path: str | Path) -> RunConfig:
+    """Rebuild a RunConfig from a saved session config.toml alone."""
+    return _build(RunConfig, read_toml(path), "")
+
+
+@cache
+def field_docs(cls: type) -> dict[str, str]:
+    """Return each dataclass field's attribute docstring (the string literal under it).
+
+    >>> field_docs(CurriculumConfig)["alpha"]
+    'Target success rate of generated tasks (the zone of proximal development).'
+    """
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+                docs[node.target.id] = nxt.value.value
+    return docs
+
+
+def replace_config(config: RunConfig, **changes: Any) -> RunConfig:
+    """dataclasses.replace for RunConfig (kept here so callers need not import dataclasses)."""
+    return replace(config, **changes)

@@ -1,0 +1,92 @@
+"""The alpha-curriculum: success rates, the simulator's reward R_env, the band filter, RWR weights.
+
+Pure functions of floats, one per equation of the GenEnv paper (Eqs. 2-3 and the RWR weighting),
+so they can be tested against hand-computed values and reused by reports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def success_rate(successes: int, attempts: int) -> float | None:
+    """Empirical success rate p_hat = k / n; None when nothing was attempted.
+
+    >>> success_rate(3, 8)
+    0.375
+    >>> success_rate(0, 0) is None
+    True
+    """
+    if attempts < 0 or successes < 0 or successes > attempts:
+        raise ValueError(f"need 0 <= successes <= attempts, got {successes}/{attempts}")
+    return successes / attempts if attempts else None
+
+
+def alpha_reward(p_hat: float, alpha: float = 0.5, beta: float = 2.0) -> float:
+    """The alpha-curriculum reward R_env = exp(-beta * (p_hat - alpha)^2).
+
+    >>> alpha_reward(0.5)
+    1.0
+    >>> round(alpha_reward(0.4), 6)   # exp(-2 * 0.01)
+    0.980199
+    >>> round(alpha_reward(0.0, beta=10.0), 6)   # exp(-10 * 0.25)
+    0.082085
+    """
+    return math.exp(-beta * (p_hat - alpha) ** 2)
+
+
+def env_reward(p_hat: float, kind: str, alpha: float, beta: float) -> float:
+    """R_env under the configured curriculum: ``alpha`` (Eq. 3) or ``uniform`` (always 1).
+
+    >>> env_reward(0.9, "uniform", 0.5, 2.0)
+    1.0
+    """
+    if kind == "uniform":
+        return 1.0
+    if kind == "alpha":
+        return alpha_reward(p_hat, alpha, beta)
+    raise ValueError(f"unknown curriculum reward {kind!r}")
+
+
+def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:
+    """Whether a batch is kept for the simulator update: |p_hat - alpha| <= k_min (with float slack).
+
+    >>> in_band(0.6), in_band(0.4), in_band(0.61), in_band(0.375)
+    (True, True, False, False)
+    """
+    return abs(p_hat - alpha) <= k_min + 1e-9
+
+
+def rwr_weights(rewards: Sequence[float], lam: float = 1.0) -> list[float]:
+    """Reward-weighted-regression weights proportional to exp(lambda * R_env), normalised to mean 1.
+
+    >>> [round(w, 4) for w in rwr_weights([1.0, 0.0], lam=1.0)]   # e/(e+1)*2, 1/(e+1)*2
+    [1.4621, 0.5379]
+    >>> rwr_weights([0.98, 0.98])
+    [1.0, 1.0]
+    """
+    if not rewards:
+        return []
+    top = max(rewards)
+    raw = [math.exp(lam * (r - top)) for r in rewards]  # shift by max for stability
+    mean = sum(raw) / len(raw)
+    return [w / mean for w in raw]
+
+
+def calibration_error(p_hats: Sequence[float], alpha: float = 0.5) -> float | None:
+    """Mean |p_hat - alpha| over variation batches; None when there are none.
+
+    >>> calibration_error([0.25, 0.75, 0.5])
+    0.16666666666666666
+    """
+    return sum(abs(p - alpha) for p in p_hats) / len(p_hats) if p_hats else None
+
+
+def is_success(reward: float, threshold: float) -> bool:
+    """A rollout counts toward p_hat when its reward reaches the threshold (soft rewards).
+
+    >>> is_success(0.6, 0.5), is_success(0.4, 0.5), is_success(1.0, 1.0)
+    (True, False, True)
+    """
+    return reward >= threshold - 1e-12

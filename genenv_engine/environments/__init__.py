@@ -1,0 +1,32 @@
+"""Registry of environments by name, imported lazily so choosing one never loads the others.
+
+`BENCHMARKS` maps a benchmark name to ``module:Class``; `get_environment` imports and builds it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from genenv_engine.environments.base import Environment, SplitSizes
+
+BENCHMARKS: dict[str, str] = {
+    "bfcl": "genenv_engine.environments.bfcl:BfclMini",
+}
+"""Known benchmark names and the class implementing each."""
+
+
+def environment_class(name: str) -> type["Environment"]:
+    """Import and return the environment class registered under ``name``."""
+    if name not in BENCHMARKS:
+        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+    module, _, cls = BENCHMARKS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_environment(name: str, seed: int = 0, sizes: "SplitSizes | None" = None) -> "Environment":
+    """Build the environment ``name`` with seeded splits."""
+    from genenv_engine.environments.base import SplitSizes
+
+    return environment_class(name)(seed=seed, sizes=sizes or SplitSizes())

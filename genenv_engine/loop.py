@@ -1,0 +1,410 @@
+"""The co-evolution controller: one function per epoch that reads like the paper's Algorithm 1.
+
+`run` opens or continues a session: epoch 0 is the warm start and a held-out evaluation; every
+later epoch is `run_epoch`, whose timed phases are generate -> validate -> rollout -> agent update
+-> simulator update -> held-out eval -> checkpoint. The loop emits typed events, checks the
+`RunControl` between phases and batches (pause/stop), and stores everything in the session's
+SQLite store, so a crash or a stop leaves a resumable session.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from collections import Counter
+from typing import Any
+
+import torch
+
+from genenv_engine.agent import TaskAttempts, evaluate, rollout
+from genenv_engine.backends.base import Sampling
+from genenv_engine.curriculum import calibration_error, env_reward, in_band, rwr_weights, success_rate
+from genenv_engine.environments import get_environment
+from genenv_engine.environments.base import Environment
+from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
+                                  EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
+                                  RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
+from genenv_engine.records import Task
+from genenv_engine.roles import Roles, load_roles, save_roles
+from genenv_engine.session import Session
+from genenv_engine import simulator as sim
+from genenv_engine.trainer import Group
+
+QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
+"""High-rate events that are forwarded but not written to the store."""
+
+
+def run(session: Session, sink: EventSink = null_sink, control: RunControl | None = None) -> dict[str, Any]:
+    """Run (or continue) the session up to ``config.epochs``; returns a short summary."""
+    cfg = session.config
+    control = control or RunControl()
+    emit = _recorder(session, sink)
+    control.sink = emit
+    torch.set_num_threads(cfg.model.threads)
+    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    store = session.store
+    start = store.last_finished_epoch() + 1
+    if any(m["epoch"] >= start for m in store.epoch_metrics()):
+        store.log_event("PartialEpochDiscarded", start, {"reason": "resumed after a stop or crash mid-epoch"})
+        store.drop_epochs_from(start)
+    emit(RunStarted(start, str(session.path), cfg.to_dict(), start))
+    epoch = start
+    try:
+        if start == 0:
+            roles = _epoch_zero(session, envs, emit, control)
+            epoch = 1
+        else:
+            roles = load_roles(session, start - 1)
+        while epoch <= session.config.epochs:
+            control.epoch = epoch
+            control.check()
+            run_epoch(session, roles, envs, epoch, emit, control)
+            epoch += 1
+    except StopRequested:
+        store.mark_partial(epoch)
+        emit(RunStopped(epoch, "stop requested"))
+        return {"stopped_at": epoch, "epochs_done": epoch - 1}
+    except Exception as exc:
+        store.mark_partial(epoch)
+        emit(RunFailed(epoch, "".join(traceback.format_exception_only(exc)).strip()))
+        raise
+    emit(RunFinished(epoch - 1, epoch - 1))
+    return {"epochs_done": epoch - 1}
+
+
+def _recorder(session: Session, sink: EventSink) -> EventSink:
+    """Write events to the store and the JSONL log, then forward them."""
+    import json
+
+    log = session.log_path()
+
+    def emit(event: Event) -> None:
+        if event.kind not in QUIET_EVENTS:
+            payload = event.payload()
+            session.store.log_event(event.kind, event.epoch, payload)
+            with log.open("a") as fh:
+                fh.write(json.dumps({"ts": time.time(), "kind": event.kind, **payload}, default=str) + "\n")
+        sink(event)
+    return emit
+
+
+def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, control: RunControl) -> Roles:
+    """Store the built-in splits, warm-start both roles (cached), evaluate, and checkpoint epoch 0."""
+    from genenv_engine.warmstart import warm_start
+
+    store, cfg = session.store, session.config
+    store.start_epoch(0)
+    emit(EpochStarted(0))
+    seconds: dict[str, float] = {}
+    for env in envs.values():
+        for tasks in env.splits().values():
+            store.insert_tasks(tasks)
+    with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
+        folder, info = warm_start(cfg, envs, emit)
+        phase.info = info
+    roles = load_roles(session, 0, warm_start_dir=folder)
+    heldout, by_level = _heldout(session, roles, envs, 0, emit, control, seconds)
+    with PhaseTimer(emit, 0, "checkpoint", seconds):
+        path = session.write_checkpoint(0, lambda tmp: save_roles(roles, tmp))
+    emit(CheckpointSaved(0, str(path)))
+    metrics = {"heldout": heldout, "heldout_by_level": by_level, "phase_seconds": seconds, "warm_start": info,
+               "simulator_fingerprint": roles.simulator.fingerprint(), "agent_fingerprint": roles.agent.fingerprint()}
+    store.finish_epoch(0, metrics)
+    emit(EpochFinished(0, metrics))
+    return roles
+
+
+def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
+              control: RunControl) -> dict[str, Any]:
+    """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint."""
+    cfg, store = session.config, session.store
+    rng = random.Random(f"{cfg.seed}/{epoch}")
+    torch.manual_seed(cfg.seed * 100_003 + epoch)
+    store.start_epoch(epoch)
+    emit(EpochStarted(epoch))
+    seconds: dict[str, float] = {}
+    tokens_before = roles.tokens_generated()
+    metrics: dict[str, Any] = {}
+
+    # 1-2. the simulator writes n variations per seed; the environment validates each one
+    gens = _generate(session, roles, envs, epoch, rng, emit, control, seconds)
+    with PhaseTimer(emit, epoch, "validate", seconds):
+        metrics.update(_validate_and_store(session, envs, gens, epoch, emit))
+    control.check()
+    fresh = _fresh_tasks(session, gens, rng)
+
+    # 3. the agent attempts every fresh task and a replay sample of D_train, k times each
+    replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
+    with PhaseTimer(emit, epoch, "rollout", seconds):
+        scored = _rollout(session, roles, envs, fresh + replay, epoch, emit, control)
+    metrics.update(_score_batches(session, scored[: len(fresh)], epoch, emit))
+    metrics["tasks_trained"] = len(scored)
+    metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
+    control.check()
+
+    # 4. agent: GRPO on the rolled-out groups
+    with PhaseTimer(emit, epoch, "agent_update", seconds) as phase:
+        groups = [Group(roles.agent.encode(s.prompt), [a.completion.token_ids + [roles.agent.tokenizer.eos_token_id]
+                                                       if a.completion.finished else a.completion.token_ids
+                                                       for a in s.attempts], [a.reward for a in s.attempts])
+                  for s in scored]
+        phase.info = roles.grpo.update(groups, rng, control.check)
+        roles.agent_backend.sync()
+    emit(PolicyUpdated(epoch, "agent", phase.info))
+    metrics["agent_update"] = phase.info
+
+    # 5. simulator: reward-weighted regression on in-band batches (trained mode only)
+    with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
+        phase.info = _simulator_update(session, roles, envs, gens, epoch, rng, control)
+    if phase.info.get("steps"):
+        emit(PolicyUpdated(epoch, "simulator", phase.info))
+    metrics["simulator_update"] = phase.info
+
+    # 6. held-out evaluation on every enabled benchmark
+    metrics["heldout"], metrics["heldout_by_level"] = _heldout(session, roles, envs, epoch, emit, control, seconds)
+
+    # 7. checkpoint, atomically
+    with PhaseTimer(emit, epoch, "checkpoint", seconds):
+        path = session.write_checkpoint(epoch, lambda tmp: save_roles(roles, tmp))
+    emit(CheckpointSaved(epoch, str(path)))
+
+    busy = sum(seconds.get(p, 0.0) for p in ("generate", "rollout", "heldout_eval"))
+    tokens = roles.tokens_generated() - tokens_before
+    metrics.update({
+        "phase_seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "tokens_generated": tokens, "tokens_per_second": round(tokens / busy, 1) if busy else None,
+        "pool_size": len(store.pool(list(cfg.benchmarks))),
+        "simulator_fingerprint": roles.simulator.fingerprint(), "agent_fingerprint": roles.agent.fingerprint(),
+    })
+    store.finish_epoch(epoch, metrics)
+    emit(EpochFinished(epoch, metrics))
+    return metrics
+
+
+def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, rng: random.Random,
+              emit: EventSink, control: RunControl, seconds: dict[str, float]) -> list[sim.Generation]:
+    """Sample this epoch's generations (trained/frozen), or the one-off static augmentation."""
+    cfg = session.config
+    mode = cfg.simulator.mode
+    if mode == "off" or (mode == "static" and session.store.count_tasks(origin="static") > 0):
+        return []
+    sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
+                        seed=rng.randrange(2**31))
+    gens: list[sim.Generation] = []
+    with PhaseTimer(emit, epoch, "generate", seconds):
+        for name, env in envs.items():
+            seed_split = env.splits()["seed"]
+            if mode == "static":
+                seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
+            else:
+                seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
+                n, prefix = cfg.simulator.variations, None
+
+            def progress(done: int, total: int, name: str = name) -> None:
+                emit(BatchProgressed(epoch, f"generate:{name}", done, total))
+                control.check()
+            gens.extend(sim.sample(roles.simulator_backend, roles.simulator, env, seeds, n, sampling, epoch=epoch,
+                                   id_prefix=prefix, progress=progress))
+    return gens
+
+
+def _validate_and_store(session: Session, envs: dict[str, Environment], gens: list[sim.Generation], epoch: int,
+                        emit: EventSink) -> dict[str, Any]:
+    """Validate generations, cap near-duplicates against the pool, store every one with its verdict."""
+    cfg, store = session.config, session.store
+    if not gens:
+        return {"generated": 0, "valid": 0, "valid_fraction": None, "unique_fraction": None, "difficulty_mix": {}}
+    origin = "static" if cfg.simulator.mode == "static" else "generated"
+    generator = f"simulator@e{epoch - 1}"
+    pool = store.pool(list(cfg.benchmarks))
+    existing = {t.prompt for t in pool} | {t.prompt for env in envs.values() for t in env.splits()["seed"]}
+    keys = Counter(sim.near_duplicate_key(t.prompt) for t in pool)
+    out: dict[str, Any] = {"generated": len(gens)}
+    uniques = []
+    for name, env in envs.items():
+        mine = [g for g in gens if g.seed.benchmark == name]
+        sim.validate(env, mine, epoch=epoch, generator=generator, origin=origin)
+        capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap)
+        if capped["unique_fraction"] is not None:
+            uniques.append(capped["unique_fraction"])
+        reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)  # type: ignore[union-attr]
+        emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))  # type: ignore[union-attr]
+    for g in gens:
+        store.insert_tasks([g.task], batch_id=g.batch_id)  # type: ignore[list-item]
+    valid = [g.task for g in gens if g.task.valid]  # type: ignore[union-attr]
+    out["valid"] = len(valid)
+    out["valid_fraction"] = len(valid) / len(gens)
+    out["unique_fraction"] = sum(uniques) / len(uniques) if uniques else None
+    out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))  # type: ignore[union-attr]
+    out["difficulty_mix"] = dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items()))  # type: ignore[union-attr]
+    return out
+
+
+def _fresh_tasks(session: Session, gens: list[sim.Generation], rng: random.Random) -> list[Task]:
+    """This epoch's valid generated tasks; in static mode a sample of the stored static batches."""
+    cfg = session.config
+    if cfg.simulator.mode != "static":
+        return [g.task for g in gens if g.task is not None and g.task.valid]
+    rows = session.store.query_tasks(origin="static", valid=True, status="active", limit=1_000_000, order="id")
+    by_batch: dict[str, list[str]] = {}
+    for r in rows:
+        by_batch.setdefault(r["batch_id"], []).append(r["id"])
+    chosen = rng.sample(sorted(by_batch), min(len(by_batch), cfg.simulator.seeds_per_epoch * len(cfg.benchmarks)))
+    return [session.store.get_task(i) for b in chosen for i in by_batch[b]]  # type: ignore[misc]
+
+
+def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[str], rng: random.Random,
+                  n_fresh: int) -> list[Task]:
+    """Sample D_train = base data plus the earlier generated pool; pinned tasks and new edits always ride along."""
+    cfg, store = session.config, session.store
+    n = cfg.agent.replay_tasks
+    if cfg.simulator.mode == "off":
+        n += cfg.simulator.seeds_per_epoch * cfg.simulator.variations * len(envs)  # same compute as GenEnv
+    base = [t for env in envs.values() for t in env.splits()["train"]]
+    pool = [t for t in store.pool(list(cfg.benchmarks)) if t.id not in exclude and t.status != "pinned"]
+    n_pool = 0 if cfg.simulator.mode == "off" else min(len(pool), round(n * (1 - cfg.agent.base_fraction)))
+    chosen = rng.sample(base, min(len(base), n - n_pool)) + rng.sample(pool, n_pool)
+    must = store.pinned_tasks() + _unused_edits(session)
+    seen = {t.id for t in chosen} | exclude
+    chosen += [t for t in must if t.id not in seen and not seen.add(t.id)]  # type: ignore[func-returns-value]
+    return [t for t in chosen if t.status != "banned"]
+
+
+def _unused_edits(session: Session) -> list[Task]:
+    """Hand-edited tasks no epoch has trained on yet (so an edit made while paused is used next)."""
+    rows = session.store.query_tasks(origin="edited", valid=True, limit=10_000, order="id")
+    return [session.store.get_task(r["id"]) for r in rows  # type: ignore[misc]
+            if not r.get("n_rollouts") and r.get("superseded_by") is None and r.get("status") != "banned"]
+
+
+def _rollout(session: Session, roles: Roles, envs: dict[str, Environment], tasks: list[Task], epoch: int,
+             emit: EventSink, control: RunControl) -> list[TaskAttempts]:
+    """k rollouts per task, stored with their rewards."""
+    cfg = session.config
+
+    def progress(done: int, total: int) -> None:
+        emit(BatchProgressed(epoch, "rollout", done, total))
+        control.check()
+    sampling = Sampling(temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens)
+    scored = rollout(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.rollouts, sampling,
+                     cfg.agent.success_threshold, progress=progress) if tasks else []
+    rows = [{"task_id": s.task.id, "epoch": epoch, "response": a.completion.text, "reward": a.reward,
+             "success": a.success, "error_type": a.result.error_type, "purpose": "train"}
+            for s in scored for a in s.attempts]
+    session.store.insert_rollouts(rows)
+    for s in scored:
+        stats = session.store.task_stats(s.task.id) or {}
+        session.store.set_task_stats(s.task.id, p_hat=s.p_hat, n_rollouts=(stats.get("n_rollouts") or 0) + len(s.attempts))
+    return scored
+
+
+def _score_batches(session: Session, fresh: list[TaskAttempts], epoch: int, emit: EventSink) -> dict[str, Any]:
+    """p-hat per variation batch, R_env, band membership; calibration metrics of the epoch."""
+    cur = session.config.curriculum
+    store = session.store
+    by_batch: dict[str, list[TaskAttempts]] = {}
+    for s in fresh:
+        batch_id = (store.task_stats(s.task.id) or {}).get("batch_id") or s.task.id
+        by_batch.setdefault(batch_id, []).append(s)
+    rows, p_hats, r_envs = [], [], []
+    for batch_id, items in by_batch.items():
+        succ = sum(s.successes for s in items)
+        tries = sum(len(s.attempts) for s in items)
+        p_hat = success_rate(succ, tries)
+        r_env = env_reward(p_hat, cur.reward, cur.alpha, cur.beta)  # type: ignore[arg-type]
+        band = cur.reward == "uniform" or in_band(p_hat, cur.alpha, cur.k_min)  # type: ignore[arg-type]
+        p_hats.append(p_hat)
+        r_envs.append(r_env)
+        rows.append({"id": batch_id, "epoch": epoch, "benchmark": items[0].task.benchmark,
+                     "seed_task_id": items[0].task.parent_id, "n_generated": len(items), "n_valid": len(items),
+                     "p_hat": p_hat, "r_env": r_env, "in_band": band})
+        for s in items:
+            store.set_task_stats(s.task.id, r_env=r_env)
+    store.upsert_batches(rows)
+    emit(AttemptsScored(epoch, len(fresh), sum(len(s.attempts) for s in fresh),
+                        _pooled(fresh) or 0.0, p_hats, r_envs))  # type: ignore[arg-type]
+    by_bench: dict[str, float | None] = {}
+    for name in sorted({s.task.benchmark for s in fresh}):
+        by_bench[name] = _pooled([s for s in fresh if s.task.benchmark == name])
+    return {
+        "generated_success": _pooled(fresh), "generated_success_by_benchmark": by_bench,
+        "calibration_error": calibration_error(p_hats, cur.alpha),  # type: ignore[arg-type]
+        "batches": len(rows), "in_band_fraction": (sum(r["in_band"] for r in rows) / len(rows)) if rows else None,
+        "batch_p_hats": [round(p, 4) for p in p_hats],  # type: ignore[arg-type]
+        "task_p_hats": [round(s.p_hat, 4) for s in fresh],
+        "r_env_mean": sum(r_envs) / len(r_envs) if r_envs else None,
+    }
+
+
+def _pooled(items: list[TaskAttempts]) -> float | None:
+    tries = sum(len(s.attempts) for s in items)
+    return sum(s.successes for s in items) / tries if tries else None
+
+
+def _simulator_update(session: Session, roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
+                      epoch: int, rng: random.Random, control: RunControl) -> dict[str, Any]:
+    """RWR on valid generations of kept batches (weights from exp(lambda R_env)), plus replayed older pairs."""
+    cfg = session.config
+    if cfg.simulator.mode != "trained":
+        return {"skipped": f"simulator mode {cfg.simulator.mode}"}
+    batches = {b["id"]: b for b in session.store.batches(epoch)}
+    eos = roles.simulator.tokenizer.eos_token_id
+    current = []
+    for g in gens:
+        b = batches.get(g.batch_id)
+        if g.task is not None and g.task.valid and b and b["in_band"] and b["r_env"] is not None:
+            current.append((roles.simulator.encode(g.context), g.token_ids + [eos], float(b["r_env"])))
+    if not current:
+        return {"skipped": "no batch in the band", "examples": 0}
+    older = _older_pairs(session, roles, envs, epoch)
+    extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
+    examples = current + extra
+    weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
+    info = roles.rwr.update([(c, t, w) for (c, t, _), w in zip(examples, weights)], rng, control.check)
+    roles.simulator_backend.sync()
+    info.update({"current_examples": len(current), "replayed_examples": len(extra),
+                 "weight_min": min(weights), "weight_max": max(weights)})
+    return info
+
+
+def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
+    """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
+    store = session.store
+    eos = roles.simulator.tokenizer.eos_token_id
+    pairs = []
+    kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
+    for b in kept:
+        seed = store.get_task(b["seed_task_id"]) if b["seed_task_id"] else None
+        if seed is None or seed.benchmark not in envs:
+            continue
+        env = envs[seed.benchmark]
+        context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed))
+        for row in store.query_tasks(origin="generated", valid=True, limit=1000, order="id", epoch=b["epoch"]):
+            if row.get("batch_id") == b["id"]:
+                task = store.get_task(row["id"])
+                pairs.append((context, roles.simulator.encode(env.simulator_text(task)) + [eos], float(b["r_env"])))  # type: ignore[arg-type]
+    return pairs
+
+
+def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
+             control: RunControl, seconds: dict[str, float]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Greedy held-out success per benchmark (and per difficulty bucket)."""
+    cfg = session.config
+    tasks = [t for env in envs.values() for t in env.splits()["heldout"][: cfg.heldout_size]]
+
+    def progress(done: int, total: int) -> None:
+        emit(BatchProgressed(epoch, "heldout_eval", done, total))
+        control.check()
+    with PhaseTimer(emit, epoch, "heldout_eval", seconds):
+        rates, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
+                                 cfg.agent.success_threshold, progress)
+    by_level: dict[str, dict[str, float]] = {}
+    for name, env in envs.items():
+        buckets: dict[str, list[int]] = {}
+        for s in scored:
+            if s.task.benchmark == name:
+                buckets.setdefault(env.bucket(s.task), []).append(s.successes)
+        by_level[name] = {b: sum(v) / len(v) for b, v in sorted(buckets.items())}
+    emit(HeldoutEvaluated(epoch, rates))
+    return rates, by_level

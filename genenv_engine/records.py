@@ -1,0 +1,88 @@
+"""Typed records that cross module boundaries: tasks, checker results and validation verdicts.
+
+A `Task` follows the shared task schema (design note benchmarks.md §8) flattened to what the
+loop, the store and the checkers need; benchmark-specific structure lives in `tools`,
+`expected` and `difficulty` as plain JSON-able dicts so every benchmark fits without change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+ORIGINS = ("seed", "generated", "edited", "official", "static")
+STATUSES = ("active", "pinned", "banned")
+SPLITS = ("seed", "train", "heldout", "generated")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One single-step task: the agent reads `prompt` and must produce an action the checker accepts."""
+
+    id: str
+    """Unique id, e.g. ``bfcl/train/00042`` or ``gen/e3/0042``."""
+    benchmark: str
+    """Environment name that owns the checker and validator (``bfcl``, ``apibank``, ...)."""
+    prompt: str
+    """The agent-facing text: tool docs plus the query, already rendered for the model."""
+    answer: str
+    """The canonical gold answer text (what supervised warm start trains on)."""
+    expected: dict[str, Any] = field(default_factory=dict)
+    """Structured gold for the checker (e.g. ``{"calls": [{"name": .., "args": {k: [allowed]}}]}``)."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """Tool/function documentation in JSON-schema form (empty when the benchmark has none)."""
+    difficulty: dict[str, Any] = field(default_factory=dict)
+    """``{"level": int, "features": {...}}``: native level plus the ladder features."""
+    checker: str = "step_match"
+    """Name of the checker the environment applies."""
+    granularity: str = "step"
+    """``step`` (one context -> action) or ``episode`` (run to the end)."""
+    split: str = "train"
+    """One of ``seed``, ``train``, ``heldout`` or ``generated``."""
+    origin: str = "seed"
+    """One of ``seed``, ``generated``, ``edited``, ``official``, ``static``."""
+    parent_id: str | None = None
+    """The task this one was generated from or is a revision of (lineage)."""
+    epoch: int = 0
+    """Epoch in which the task was created (0 for built-in data)."""
+    generator: str | None = None
+    """Which simulator version wrote it, e.g. ``sim@e2``."""
+    valid: bool = True
+    """Whether the environment accepted the task."""
+    reason: str = ""
+    """Why the task is invalid (empty when valid)."""
+    status: str = "active"
+    """``active``, ``pinned`` (always in the agent pool) or ``banned`` (never used)."""
+
+    def to_row(self) -> dict[str, Any]:
+        """Return the task as a plain dict (JSON-able) for storage or export."""
+        return asdict(self)
+
+    def with_(self, **changes: Any) -> "Task":
+        """Return a copy with some fields changed."""
+        return replace(self, **changes)
+
+    @property
+    def level(self) -> int:
+        """The native difficulty level (0 when unknown)."""
+        return int(self.difficulty.get("level", 0))
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a checker says about one response: the common result shape of all five benchmarks."""
+
+    success: bool
+    score: float
+    sub_scores: dict[str, float] = field(default_factory=dict)
+    error_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The environment's verdict on a generated (prompt, answer) pair."""
+
+    ok: bool
+    reason: str
+    task: Task | None = None
+    """The accepted task, with the gold answer recomputed by the environment (None if rejected)."""

@@ -1,0 +1,63 @@
+"""The two roles in memory: agent and simulator policies, their frozen references, trainers and backends.
+
+`load_roles` rebuilds everything for a given epoch from a session's checkpoints (the warm start
+for epoch 0), and `save_roles` writes a checkpoint folder: ``agent/`` and ``simulator/`` as plain
+``save_pretrained`` folders plus the optimizer states, so resuming continues the same optimisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from genenv_engine.backends import get_backend
+from genenv_engine.backends.base import GenerationBackend
+from genenv_engine.policy import Policy, pick_device
+from genenv_engine.trainer import GRPOTrainer, RWRTrainer
+
+
+@dataclass
+class Roles:
+    """Agent, simulator, their references (warm-start copies), trainers and generation backends."""
+
+    agent: Policy
+    agent_ref: Policy
+    simulator: Policy
+    simulator_init: Policy
+    grpo: GRPOTrainer
+    rwr: RWRTrainer
+    agent_backend: GenerationBackend
+    simulator_backend: GenerationBackend
+
+    def tokens_generated(self) -> int:
+        """Tokens sampled so far by both backends (for throughput)."""
+        return sum(getattr(b, "tokens_generated", 0) for b in (self.agent_backend, self.simulator_backend))
+
+
+def load_roles(session, epoch: int, warm_start_dir: Path | None = None) -> Roles:
+    """Load both roles as of the end of ``epoch`` (epoch 0 may come straight from the warm-start cache)."""
+    cfg = session.config
+    device = pick_device(cfg.model.device)
+    init = warm_start_dir if warm_start_dir is not None else session.checkpoint_dir(0)
+    here = init if epoch == 0 else session.checkpoint_dir(epoch)
+    agent = Policy.load(here / "agent", device, cfg.model.max_length)
+    simulator = Policy.load(here / "simulator", device, cfg.model.max_length)
+    agent_ref = Policy.load(init / "agent", device, cfg.model.max_length).frozen_copy()
+    simulator_init = Policy.load(init / "simulator", device, cfg.model.max_length).frozen_copy()
+    a, s = cfg.agent, cfg.simulator
+    grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance)
+    rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size)
+    if (here / "agent_optimizer.pt").exists():
+        grpo.load_state(here / "agent_optimizer.pt")
+    if (here / "simulator_optimizer.pt").exists():
+        rwr.load_state(here / "simulator_optimizer.pt")
+    return Roles(agent, agent_ref, simulator, simulator_init, grpo, rwr,
+                 get_backend(cfg.backend, policy=agent), get_backend(cfg.backend, policy=simulator))
+
+
+def save_roles(roles: Roles, folder: Path) -> None:
+    """Write both policies and both optimizer states into ``folder``."""
+    roles.agent.save(folder / "agent")
+    roles.simulator.save(folder / "simulator")
+    roles.grpo.save_state(folder / "agent_optimizer.pt")
+    roles.rwr.save_state(folder / "simulator_optimizer.pt")

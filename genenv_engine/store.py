@@ -1,0 +1,451 @@
+"""The run's SQLite store: tasks, rollouts, variation batches, epochs, events and meta, as verb methods.
+
+One `Store` per session folder keeps everything the co-evolution loop produces in one file so a run
+can be resumed after a crash, browsed by the console while it runs (WAL lets a reader and the
+engine's writer work at once) and reported on afterwards. It is built on sqlite-utils: the schema
+is a list of named `Migrations` applied once each, and every multi-statement write is one
+`db.atomic()` transaction. sqlite3 connections are tied to their thread, so the store holds one
+connection per thread (``store.db``); an in-memory store (tests) shares a single connection.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database, Migrations
+
+from genenv_engine.records import STATUSES, Task
+
+_JSON_TASK_FIELDS = ("expected", "tools", "difficulty")
+_POOL_ORIGINS = ("generated", "edited", "static")
+_TASK_COLUMNS = (
+    "id", "benchmark", "prompt", "answer", "expected", "tools", "difficulty", "level", "checker",
+    "granularity", "split", "origin", "parent_id", "epoch", "generator", "valid", "reason", "status",
+    "batch_id", "p_hat", "r_env", "n_rollouts", "superseded_by", "created_at",
+)  # fmt: skip
+_TASK_FIELDS = tuple(f for f in Task.__dataclass_fields__)
+_STAT_FIELDS = ("p_hat", "r_env", "n_rollouts", "batch_id", "superseded_by")
+_ORDER_TERM = re.compile(r"^\s*(\w+)(?:\s+(asc|desc))?\s*$", re.IGNORECASE)
+
+MIGRATIONS = Migrations("genenv.store")
+
+
+@MIGRATIONS()
+def m001_initial(db: Database) -> None:
+    """Create the six tables and the task indexes."""
+    db.executescript(
+        """
+        CREATE TABLE tasks (
+            id TEXT PRIMARY KEY, benchmark TEXT NOT NULL, prompt TEXT NOT NULL, answer TEXT NOT NULL,
+            expected TEXT, tools TEXT, difficulty TEXT, level INTEGER, checker TEXT, granularity TEXT,
+            split TEXT, origin TEXT, parent_id TEXT, epoch INTEGER, generator TEXT,
+            valid INTEGER, reason TEXT, status TEXT, batch_id TEXT,
+            p_hat REAL, r_env REAL, n_rollouts INTEGER NOT NULL DEFAULT 0, superseded_by TEXT,
+            created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        );
+        CREATE TABLE rollouts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, epoch INTEGER,
+            response TEXT, reward REAL, success INTEGER, error_type TEXT, purpose TEXT
+        );
+        CREATE INDEX idx_rollouts_task_id ON rollouts (task_id);
+        CREATE INDEX idx_rollouts_epoch ON rollouts (epoch);
+        CREATE TABLE batches (
+            id TEXT PRIMARY KEY, epoch INTEGER, benchmark TEXT, seed_task_id TEXT,
+            n_generated INTEGER, n_valid INTEGER, p_hat REAL, r_env REAL, in_band INTEGER
+        );
+        CREATE TABLE epochs (
+            epoch INTEGER PRIMARY KEY, status TEXT, started_at TEXT, finished_at TEXT, metrics TEXT
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, epoch INTEGER, kind TEXT, payload TEXT
+        );
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+    for column in ("epoch", "origin", "status", "benchmark", "batch_id", "parent_id"):
+        db["tasks"].create_index([column], f"idx_tasks_{column}")
+
+
+@MIGRATIONS()
+def m002_fts(db: Database) -> None:
+    """Full-text index over prompt and answer, kept current by insert/update/delete triggers."""
+    # External-content FTS5 keys on the tasks rowid; a VACUUM may renumber rowids of a table with a
+    # TEXT primary key, so run `rebuild` on tasks_fts after any VACUUM.
+    db["tasks"].enable_fts(["prompt", "answer"], fts_version="FTS5", create_triggers=True)
+
+
+def _now() -> str:
+    """Current UTC time as an ISO-8601 string."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fts_query(text: str) -> str:
+    """Turn free user text into a safe FTS5 query: every word quoted, all words required.
+
+    Punctuation and FTS operators lose their meaning, so no user input can raise a syntax error.
+
+    >>> fts_query('add" OR (')
+    '"add" "OR"'
+    >>> fts_query("  ")
+    ''
+    """
+    return " ".join(f'"{word}"' for word in re.findall(r"\w+", text))
+
+
+def _task_row(task: Task, batch_id: str | None) -> dict[str, Any]:
+    """A Task as a `tasks` row: JSON text for dict/list fields, level pulled out of difficulty."""
+    row = task.to_row()
+    for name in _JSON_TASK_FIELDS:
+        row[name] = json.dumps(row[name], sort_keys=True)
+    row["valid"] = int(task.valid)
+    row["level"] = task.level
+    if batch_id is not None:
+        row["batch_id"] = batch_id
+    return row
+
+
+def _decode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A `tasks` row with JSON fields decoded and `valid` as a bool."""
+    out = dict(row)
+    for name in _JSON_TASK_FIELDS:
+        if out.get(name) is not None:
+            out[name] = json.loads(out[name])
+    if "valid" in out and out["valid"] is not None:
+        out["valid"] = bool(out["valid"])
+    return out
+
+
+def _to_task(row: dict[str, Any]) -> Task:
+    """Rebuild a Task from a `tasks` row."""
+    decoded = _decode_row(row)
+    return Task(**{name: decoded[name] for name in _TASK_FIELDS})
+
+
+def _bools(row: dict[str, Any], *names: str) -> dict[str, Any]:
+    """Turn 0/1 integer columns of a row into bools (None stays None)."""
+    return {k: (bool(v) if k in names and v is not None else v) for k, v in row.items()}
+
+
+def _order_sql(order: str) -> str:
+    """Validate an ORDER BY string against the task columns, so it can be put into SQL as is."""
+    terms = []
+    for term in order.split(","):
+        match = _ORDER_TERM.match(term)
+        if not match or match.group(1) not in _TASK_COLUMNS:
+            raise ValueError(f"bad order term {term.strip()!r}: use '<tasks column> [ASC|DESC]'")
+        terms.append(f"tasks.{match.group(1)} {(match.group(2) or 'ASC').upper()}")
+    return ", ".join(terms)
+
+
+class Store:
+    """The run database: one SQLite file (WAL), one connection per thread, migrated at open."""
+
+    def __init__(self, path: str | Path) -> None:
+        """Open (creating if needed) the store at `path`, or ":memory:" for a throwaway one."""
+        self.path = str(path)
+        self._local = threading.local()
+        self._shared: Database | None = None
+        if self.path == ":memory:":
+            # One connection shared by every thread: fine for tests, not for concurrent writers.
+            self._shared = Database(sqlite3.connect(":memory:", check_same_thread=False))
+        MIGRATIONS.apply(self.db)
+        version = str(len(self.applied_migrations()))
+        if self.get_meta("schema_version") != version:
+            self.set_meta("schema_version", version)
+
+    # -- connections ---------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        """This thread's `Database`, opened on first use (WAL, 5 s busy timeout)."""
+        if self._shared is not None:
+            return self._shared
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = Database(self.path)
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.enable_wal()
+            self._local.db = db
+        return db
+
+    def close(self) -> None:
+        """Close this thread's connection (other threads close their own)."""
+        if self._shared is not None:
+            self._shared.close()
+            return
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+    def __enter__(self) -> Store:
+        """Use the store in a `with` block that closes this thread's connection at the end."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close this thread's connection."""
+        self.close()
+
+    def applied_migrations(self) -> list[str]:
+        """Names of the applied migrations, in the order they ran."""
+        return [m.name for m in MIGRATIONS.applied(self.db)]
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> Iterator[dict[str, Any]]:
+        """Rows of a SELECT as dicts, on this thread's connection."""
+        return self.db.query(sql, list(params))
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    def insert_tasks(self, tasks: Iterable[Task], batch_id: str | None = None) -> None:
+        """Upsert tasks by id; their stats and created_at survive a re-insert."""
+        rows = [_task_row(task, batch_id) for task in tasks]
+        if rows:
+            with self.db.atomic():
+                self.db["tasks"].upsert_all(rows, pk="id")
+
+    def get_task(self, task_id: str) -> Task | None:
+        """The task with this id, or None."""
+        rows = list(self._rows("SELECT * FROM tasks WHERE id = ?", [task_id]))
+        return _to_task(rows[0]) if rows else None
+
+    def task_stats(self, task_id: str) -> dict[str, Any] | None:
+        """The store-only fields of a task (p_hat, r_env, n_rollouts, batch_id, superseded_by), or None."""
+        sql = f"SELECT {', '.join(_STAT_FIELDS)} FROM tasks WHERE id = ?"
+        rows = list(self._rows(sql, [task_id]))
+        return rows[0] if rows else None
+
+    def set_task_stats(
+        self,
+        task_id: str,
+        *,
+        p_hat: float | None = None,
+        r_env: float | None = None,
+        n_rollouts: int | None = None,
+    ) -> None:
+        """Set the given success-rate statistics of a task (None means leave unchanged)."""
+        values = {"p_hat": p_hat, "r_env": r_env, "n_rollouts": n_rollouts}
+        given = {k: v for k, v in values.items() if v is not None}
+        if given:
+            self._update_task(task_id, given)
+
+    def _update_task(self, task_id: str, values: dict[str, Any]) -> None:
+        """Set columns of one task row; KeyError when the id is unknown."""
+        sets = ", ".join(f"{k} = ?" for k in values)
+        cursor = self.db.execute(f"UPDATE tasks SET {sets} WHERE id = ?", [*values.values(), task_id])
+        if cursor.rowcount == 0:
+            raise KeyError(f"no task with id {task_id!r}")
+
+    def set_status(self, task_id: str, status: str) -> None:
+        """Set a task's status to one of active, pinned or banned."""
+        if status not in STATUSES:
+            raise ValueError(f"bad status {status!r}: must be one of {', '.join(STATUSES)}")
+        self._update_task(task_id, {"status": status})
+
+    def revise_task(self, task_id: str, new: Task) -> Task:
+        """Store a hand-edited revision of a task and mark the old one superseded, in one transaction."""
+        if new.id == task_id:
+            raise ValueError(f"the revision of {task_id!r} needs a new id")
+        new = new.with_(origin="edited", parent_id=task_id)
+        with self.db.atomic():
+            self._update_task(task_id, {"superseded_by": new.id})
+            self.insert_tasks([new])
+        return new
+
+    def lineage(self, task_id: str) -> list[Task]:
+        """The task, its parent, its parent's parent, ... up to a task with no (stored) parent."""
+        chain: list[Task] = []
+        seen: set[str] = set()
+        current: str | None = task_id
+        while current is not None and current not in seen:
+            seen.add(current)
+            task = self.get_task(current)
+            if task is None:
+                break
+            chain.append(task)
+            current = task.parent_id
+        return chain
+
+    def pool(self, benchmarks: list[str] | None = None) -> list[Task]:
+        """The agent's training pool: valid, unsuperseded, not banned tasks that are generated,
+        edited or static, plus every pinned task whatever its origin."""
+        marks = ", ".join("?" for _ in _POOL_ORIGINS)
+        sql = (
+            "SELECT * FROM tasks WHERE valid = 1 AND superseded_by IS NULL AND ("
+            f"(origin IN ({marks}) AND status = 'active') OR status = 'pinned')"
+        )
+        params: list[Any] = list(_POOL_ORIGINS)
+        if benchmarks is not None:
+            sql += f" AND benchmark IN ({', '.join('?' for _ in benchmarks)})"
+            params += benchmarks
+        return [_to_task(row) for row in self._rows(sql + " ORDER BY epoch, id", params)]
+
+    def pinned_tasks(self) -> list[Task]:
+        """Every pinned task that has not been superseded by an edit."""
+        sql = "SELECT * FROM tasks WHERE status = 'pinned' AND superseded_by IS NULL ORDER BY id"
+        return [_to_task(row) for row in self._rows(sql)]
+
+    def _where(self, **filters: Any) -> tuple[str, list[Any]]:
+        """WHERE clause and parameters for the query_tasks/count_tasks filters."""
+        clauses, params = [], []
+        for column in ("benchmark", "origin", "status", "epoch"):
+            if filters[column] is not None:
+                clauses.append(f"tasks.{column} = ?")
+                params.append(filters[column])
+        if filters["valid"] is not None:
+            clauses.append("tasks.valid = ?")
+            params.append(int(filters["valid"]))
+        if filters["p_min"] is not None:
+            clauses.append("tasks.p_hat >= ?")
+            params.append(filters["p_min"])
+        if filters["p_max"] is not None:
+            clauses.append("tasks.p_hat <= ?")
+            params.append(filters["p_max"])
+        match = fts_query(filters["text"] or "")
+        if match:
+            clauses.append("tasks.rowid IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?)")
+            params.append(match)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def query_tasks(
+        self,
+        *,
+        benchmark: str | None = None,
+        origin: str | None = None,
+        status: str | None = None,
+        epoch: int | None = None,
+        valid: bool | None = None,
+        p_min: float | None = None,
+        p_max: float | None = None,
+        text: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "epoch DESC, id",
+    ) -> list[dict[str, Any]]:
+        """One page of task rows (all columns, JSON decoded) matching the filters; `text` is a word search."""
+        where, params = self._where(
+            benchmark=benchmark, origin=origin, status=status, epoch=epoch, valid=valid,
+            p_min=p_min, p_max=p_max, text=text,
+        )  # fmt: skip
+        sql = f"SELECT * FROM tasks{where} ORDER BY {_order_sql(order)} LIMIT ? OFFSET ?"
+        return [_decode_row(row) for row in self._rows(sql, [*params, int(limit), int(offset)])]
+
+    def count_tasks(
+        self,
+        *,
+        benchmark: str | None = None,
+        origin: str | None = None,
+        status: str | None = None,
+        epoch: int | None = None,
+        valid: bool | None = None,
+        p_min: float | None = None,
+        p_max: float | None = None,
+        text: str | None = None,
+    ) -> int:
+        """How many tasks match the same filters as `query_tasks`."""
+        where, params = self._where(
+            benchmark=benchmark, origin=origin, status=status, epoch=epoch, valid=valid,
+            p_min=p_min, p_max=p_max, text=text,
+        )  # fmt: skip
+        return self.db.execute(f"SELECT count(*) FROM tasks{where}", params).fetchone()[0]
+
+    def counts_by_epoch(self) -> list[dict[str, Any]]:
+        """Task counts grouped by (epoch, origin, status, valid)."""
+        sql = (
+            "SELECT epoch, origin, status, valid, count(*) AS n FROM tasks "
+            "GROUP BY epoch, origin, status, valid ORDER BY epoch, origin, status, valid"
+        )
+        return [_bools(row, "valid") for row in self._rows(sql)]
+
+    # -- rollouts and batches ------------------------------------------------------------------
+
+    def insert_rollouts(self, rows: list[dict[str, Any]]) -> None:
+        """Append rollouts (task_id, epoch, response, reward, success, error_type, purpose='train')."""
+        if rows:
+            full = [{"purpose": "train", "error_type": None, **row} for row in rows]
+            with self.db.atomic():
+                self.db["rollouts"].insert_all(full)
+
+    def rollouts_for(self, task_id: str) -> list[dict[str, Any]]:
+        """All rollouts of a task, oldest first."""
+        rows = self._rows("SELECT * FROM rollouts WHERE task_id = ? ORDER BY id", [task_id])
+        return [_bools(row, "success") for row in rows]
+
+    def upsert_batches(self, rows: list[dict[str, Any]]) -> None:
+        """Insert or update variation-batch rows by id."""
+        if rows:
+            with self.db.atomic():
+                self.db["batches"].upsert_all(rows, pk="id")
+
+    def batches(self, epoch: int | None = None) -> list[dict[str, Any]]:
+        """Variation batches, of one epoch or all, ordered by id."""
+        if epoch is None:
+            rows = self._rows("SELECT * FROM batches ORDER BY id")
+        else:
+            rows = self._rows("SELECT * FROM batches WHERE epoch = ? ORDER BY id", [epoch])
+        return [_bools(row, "in_band") for row in rows]
+
+    # -- epochs --------------------------------------------------------------------------------
+
+    def start_epoch(self, epoch: int) -> None:
+        """Record that an epoch began (restarting it resets its row)."""
+        row = {"epoch": epoch, "status": "running", "started_at": _now()}
+        self.db["epochs"].upsert({**row, "finished_at": None, "metrics": None}, pk="epoch")
+
+    def finish_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        """Record that an epoch completed, with its metrics."""
+        row = {"epoch": epoch, "status": "done", "finished_at": _now(), "metrics": json.dumps(metrics)}
+        self.db["epochs"].upsert(row, pk="epoch")
+
+    def mark_partial(self, epoch: int) -> None:
+        """Record that an epoch stopped before completing."""
+        self.db["epochs"].upsert({"epoch": epoch, "status": "partial", "finished_at": _now()}, pk="epoch")
+
+    def epoch_metrics(self) -> list[dict[str, Any]]:
+        """One dict per epoch: epoch, status, started_at, finished_at and the decoded metrics."""
+        out = []
+        for row in self._rows("SELECT * FROM epochs ORDER BY epoch"):
+            metrics = json.loads(row.pop("metrics") or "{}")
+            out.append({**row, **{k: v for k, v in metrics.items() if k not in row}})
+        return out
+
+    def last_finished_epoch(self) -> int:
+        """The highest epoch with status 'done', or -1 when none is."""
+        value = self.db.execute("SELECT max(epoch) FROM epochs WHERE status = 'done'").fetchone()[0]
+        return -1 if value is None else int(value)
+
+    def drop_epochs_from(self, epoch: int) -> None:
+        """Forget epochs >= `epoch` (resume after a crash): their generated/static tasks, rollouts,
+        batches and epoch rows go; edited tasks, earlier epochs and events stay."""
+        with self.db.atomic():
+            sql = "DELETE FROM tasks WHERE epoch >= ? AND origin IN ('generated', 'static')"
+            self.db.execute(sql, [epoch])
+            for table in ("rollouts", "batches", "epochs"):
+                self.db.execute(f"DELETE FROM {table} WHERE epoch >= ?", [epoch])
+
+    # -- events and meta -----------------------------------------------------------------------
+
+    def log_event(self, kind: str, epoch: int | None, payload: dict[str, Any]) -> int:
+        """Append an event and return its id."""
+        row = {"ts": _now(), "epoch": epoch, "kind": kind, "payload": json.dumps(payload)}
+        return int(self.db["events"].insert(row).last_rowid)
+
+    def events(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        """Events with id > `after_id`, oldest first, payload decoded."""
+        rows = self._rows("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?", [after_id, limit])
+        return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        """The stored value for `key`, or `default`."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a text value under `key`."""
+        self.db["meta"].upsert({"key": key, "value": value}, pk="key")

@@ -1,0 +1,176 @@
+"""Optimizer-owning updates: supervised warm start, GRPO for the agent, RWR for the simulator.
+
+Each trainer turns lists of token sequences into `Policy.make_batch` batches and calls the pure
+losses of `genenv_engine.algorithms`; it owns its AdamW state so a session can save and resume it.
+A ``tick`` callback runs between optimizer steps so a front end can pause or stop a long update.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from genenv_engine.algorithms import group_advantages, grpo_loss, rwr_loss
+from genenv_engine.policy import Policy
+
+Tick = Callable[[], None]
+
+
+def _noop() -> None:
+    return None
+
+
+@dataclass
+class Group:
+    """One task's k rollouts: the shared prompt, each completion's token ids and reward."""
+
+    prompt_ids: list[int]
+    completions: list[list[int]]
+    rewards: list[float]
+
+
+class _Trainer:
+    """Shared AdamW ownership, gradient clipping and state persistence."""
+
+    def __init__(self, policy: Policy, lr: float, weight_decay: float = 0.0) -> None:
+        self.policy = policy
+        self.optimizer = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.steps = 0
+
+    def _step(self, loss: torch.Tensor) -> float:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.steps += 1
+        return float(norm)
+
+    def save_state(self, path: Path) -> None:
+        """Save the optimizer state and step count."""
+        torch.save({"optimizer": self.optimizer.state_dict(), "steps": self.steps}, path)
+
+    def load_state(self, path: Path) -> None:
+        """Restore what `save_state` wrote."""
+        state = torch.load(path, weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.steps = int(state["steps"])
+
+
+def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int, lr: float, batch_size: int,
+        rng: random.Random, on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Supervised fine-tuning on (prompt ids, completion ids) pairs, cosine schedule with 5% warm-up."""
+    trainer = _Trainer(policy, lr, weight_decay=0.01)
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        trainer.optimizer,
+        lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / max(1, steps))),
+    )
+    policy.model.train()
+    losses = []
+    for step in range(steps):
+        chosen = [pairs[rng.randrange(len(pairs))] for _ in range(batch_size)]
+        batch = policy.make_batch([p for p, _ in chosen], [c for _, c in chosen])
+        logp = policy.logprobs(batch)
+        loss = -(logp * batch.mask).sum() / batch.mask.sum()
+        trainer._step(loss)
+        sched.step()
+        losses.append(loss.item())
+        if on_step:
+            on_step(step, losses[-1])
+    return losses
+
+
+class GRPOTrainer(_Trainer):
+    """GRPO: group-normalised advantages, clipped ratio, low-variance KL to a frozen reference agent."""
+
+    def __init__(self, policy: Policy, reference: Policy, lr: float, clip: float, kl_coef: float,
+                 minibatch: int, update_epochs: int = 1, drop_zero_variance: bool = True) -> None:
+        super().__init__(policy, lr)
+        self.reference = reference
+        self.clip, self.kl_coef = clip, kl_coef
+        self.minibatch, self.update_epochs = minibatch, update_epochs
+        self.drop_zero_variance = drop_zero_variance
+
+    def update(self, groups: list[Group], rng: random.Random, tick: Tick = _noop) -> dict[str, float]:
+        """One GRPO update over the groups; returns mean loss, KL, clip fraction and counts."""
+        rows = []
+        for g in groups:
+            rewards = torch.tensor(g.rewards, dtype=torch.float32)
+            if self.drop_zero_variance and float(rewards.max() - rewards.min()) == 0.0:
+                continue
+            adv = group_advantages(rewards.unsqueeze(0))[0]
+            rows.extend((g.prompt_ids, c, float(a)) for c, a in zip(g.completions, adv))
+        info = {"groups": float(len(groups)), "sequences": float(len(rows)), "steps": 0.0,
+                "loss": 0.0, "kl": 0.0, "clip_fraction": 0.0}
+        if not rows:
+            return info
+        self.policy.model.train()
+        metrics: list[dict[str, float]] = []
+        for _ in range(self.update_epochs):
+            order = list(range(len(rows)))
+            rng.shuffle(order)
+            for start in range(0, len(order), self.minibatch):
+                part = [rows[i] for i in order[start:start + self.minibatch]]
+                batch = self.policy.make_batch([r[0] for r in part], [r[1] for r in part])
+                with torch.no_grad():
+                    old = self.policy.logprobs(batch) if not metrics or self.update_epochs > 1 else None
+                    ref = self.reference.logprobs(batch) if self.kl_coef > 0 else None
+                logp = self.policy.logprobs(batch)
+                # single pass: the sampling policy is the current one, so old log-probs equal logp detached
+                old = logp.detach() if old is None else old
+                adv = torch.tensor([r[2] for r in part], device=logp.device)
+                loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
+                m["loss"] = float(loss)
+                m["grad_norm"] = self._step(loss)
+                metrics.append(m)
+                tick()
+        for key in ("loss", "kl", "clip_fraction", "grad_norm"):
+            info[key] = sum(m[key] for m in metrics) / len(metrics)
+        info["steps"] = float(len(metrics))
+        return info
+
+
+class RWRTrainer(_Trainer):
+    """Reward-weighted regression with a KL penalty to the initial simulator and a KL cap per update."""
+
+    def __init__(self, policy: Policy, initial: Policy, lr: float, kl_coef: float, max_kl: float,
+                 passes: int, batch_size: int) -> None:
+        super().__init__(policy, lr)
+        self.initial = initial
+        self.kl_coef, self.max_kl = kl_coef, max_kl
+        self.passes, self.batch_size = passes, batch_size
+
+    def update(self, examples: list[tuple[list[int], list[int], float]], rng: random.Random,
+               tick: Tick = _noop) -> dict[str, float]:
+        """Weighted NLL over (context ids, generated ids, weight) examples; stops early past the KL cap."""
+        info = {"examples": float(len(examples)), "steps": 0.0, "nll": 0.0, "kl": 0.0, "stopped_by_kl": 0.0}
+        if not examples:
+            return info
+        self.policy.model.train()
+        metrics: list[dict[str, float]] = []
+        for _ in range(self.passes):
+            order = list(range(len(examples)))
+            rng.shuffle(order)
+            for start in range(0, len(order), self.batch_size):
+                part = [examples[i] for i in order[start:start + self.batch_size]]
+                batch = self.policy.make_batch([e[0] for e in part], [e[1] for e in part])
+                with torch.no_grad():
+                    ref = self.initial.logprobs(batch)
+                logp = self.policy.logprobs(batch)
+                weights = torch.tensor([e[2] for e in part], device=logp.device)
+                loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
+                self._step(loss)
+                metrics.append(m)
+                tick()
+            if metrics[-1]["kl"] > self.max_kl:
+                info["stopped_by_kl"] = 1.0
+                break
+        info["nll"] = sum(m["nll"] for m in metrics) / len(metrics)
+        info["kl"] = metrics[-1]["kl"]
+        info["steps"] = float(len(metrics))
+        return info

@@ -1,0 +1,117 @@
+"""Epoch 0: build both roles from one base and warm-start them by supervised fine-tuning, cached.
+
+As in the paper both policies start from one model: the agent is fine-tuned on the benchmarks'
+train splits (prompt -> gold answer); the simulator starts from the agent's weights and is
+fine-tuned on (seed -> sibling seed) pairs so it can write well-formed, valid variations. The
+result is cached per preset, model, warm-start settings and seed (``$GENENV_CACHE``, default
+``~/.cache/genenv``), because it costs minutes on CPU and is the same for every run that shares it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from genenv_engine.agent import agent_prompt
+from genenv_engine.config import RunConfig
+from genenv_engine.environments.base import Environment
+from genenv_engine.events import EventSink, WarmStartProgressed, null_sink
+from genenv_engine.policy import Policy, build_tiny_model, pick_device
+from genenv_engine.simulator import simulator_prompt
+from genenv_engine.trainer import sft
+
+WARM_START_VERSION = 1
+"""Bump when the warm-start recipe changes so stale caches are not reused."""
+
+
+def cache_root() -> Path:
+    """Where warm starts are cached."""
+    return Path(os.environ.get("GENENV_CACHE", Path.home() / ".cache" / "genenv")).expanduser()
+
+
+def cache_key(config: RunConfig) -> str:
+    """A short hash of everything that determines the warm-start weights."""
+    blob = json.dumps({"v": WARM_START_VERSION, "model": asdict(config.model), "warm": asdict(config.warm_start),
+                       "seed": config.seed, "benchmarks": list(config.benchmarks)}, sort_keys=True)
+    return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+def base_policy(config: RunConfig) -> Policy:
+    """The shared starting model: tiny from config with the byte tokenizer, or a local checkpoint."""
+    device = pick_device(config.model.device)
+    if config.model.kind == "hf":
+        return Policy.load(Path(config.model.path).expanduser(), device, config.model.max_length)  # type: ignore[arg-type]
+    from genenv_engine.tokenizer import build_byte_tokenizer
+
+    tok = build_byte_tokenizer()
+    return Policy(build_tiny_model(config.model, tok, config.seed), tok, device, config.model.max_length)
+
+
+def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink) -> tuple[Path, dict]:
+    """Return the folder holding ``agent/`` and ``simulator/`` warm starts (training them if not cached)."""
+    folder = cache_root() / "warmstart" / cache_key(config)
+    info_file = folder / "info.json"
+    if config.warm_start.cache and info_file.exists():
+        return folder, json.loads(info_file.read_text())
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    info = _train(config, envs, tmp, sink)
+    (tmp / "info.json").write_text(json.dumps(info, indent=2))
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+    return folder, info
+
+
+def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink) -> dict:
+    ws = config.warm_start
+    rng = random.Random(config.seed)
+    torch.manual_seed(config.seed)
+    agent = base_policy(config)
+    started = time.perf_counter()
+    pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
+             for env in envs.values() for t in env.splits()["train"]]
+    report = _reporter(sink, "agent", ws.agent_steps)
+    agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report)
+    agent.save(out / "agent")
+    agent_seconds = time.perf_counter() - started
+    # the simulator starts from the agent's weights: one base, two roles
+    sim = Policy.load(out / "agent", agent.device, agent.max_length)
+    sim_pairs = []
+    per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
+    for env in envs.values():
+        pool = env.splits()["train"] + env.splits()["seed"]
+        for src, sib in env.sibling_pairs(pool, rng, per_env):
+            sim_pairs.append((sim.encode(simulator_prompt(sim, env, src)), sim.completion_ids(env.simulator_text(sib))))
+    report = _reporter(sink, "simulator", ws.simulator_steps)
+    sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report)
+    sim.save(out / "simulator")
+    return {
+        "key": out.name, "parameters": agent.num_parameters(), "agent_steps": ws.agent_steps,
+        "simulator_steps": ws.simulator_steps, "agent_final_loss": _tail_mean(agent_losses),
+        "simulator_final_loss": _tail_mean(sim_losses), "agent_seconds": round(agent_seconds, 1),
+        "simulator_seconds": round(time.perf_counter() - started - agent_seconds, 1),
+        "simulator_pairs": len(sim_pairs), "agent_pairs": len(pairs),
+    }
+
+
+def _tail_mean(losses: list[float]) -> float | None:
+    tail = losses[-20:]
+    return round(sum(tail) / len(tail), 4) if tail else None
+
+
+def _reporter(sink: EventSink, role: str, steps: int):
+    every = max(1, steps // 50)
+
+    def report(step: int, loss: float) -> None:
+        if step % every == 0 or step == steps - 1:
+            sink(WarmStartProgressed(0, role, step + 1, steps, loss))
+    return report

@@ -1,0 +1,279 @@
+"""Tests for the BFCL-mini environment: AST checker rules, validator verdicts, splits and siblings."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from genenv_engine.environments.base import SplitSizes
+from genenv_engine.environments.bfcl import ERROR_TYPES, BfclMini, parse_calls
+from genenv_engine.environments.bfcl_catalog import CATALOG, VERBS, read_prompt
+
+SMALL = SplitSizes(seed=30, train=120, heldout=40)
+
+
+@pytest.fixture(scope="module")
+def env() -> BfclMini:
+    return BfclMini(seed=0, sizes=SMALL)
+
+
+def make(env: BfclMini, prompt: str, answer: str | None = None):
+    """A task built by the validator from a hand-written prompt (its own gold answer when none given)."""
+    draft = read_prompt(prompt)
+    verdict = env.validate(prompt, answer or draft.answer, task_id="t/0")
+    assert verdict.ok, verdict.reason
+    return verdict.task
+
+
+ADD = "F: add(a:int,b:int) neg(x:int) | Q: add 3 and 5"
+PAR = "F: add(a:int,b:int) neg(x:int) sq(x:int) mul(a:int,b:int) | Q: sum 3 and 5 then negate 4"
+TEMP = "F: set_temp(t:int,u:c|f) move(d:n|s|e|w,k:int=1) add(a:int,b:int) | Q: heat 20 f"
+MOVE = "F: set_temp(t:int,u:c|f) move(d:n|s|e|w,k:int=1) add(a:int,b:int) | Q: go w"
+
+
+# ---------------------------------------------------------------- checker
+
+def test_correct_answer_passes(env):
+    task = make(env, ADD)
+    assert task.answer == "add(a=3,b=5)"
+    result = env.check(task, "add(a=3,b=5)")
+    assert (result.success, result.score, result.error_type) == (True, 1.0, None)
+    assert result.sub_scores == {"name": 1.0, "calls": 1.0}
+
+
+@pytest.mark.parametrize("prompt, response, error", [
+    (ADD, "add(a=3,b=5", "parse_error"),
+    (ADD, "add(3,5)", "parse_error"),
+    (ADD, "add(a=3,b=5);neg(x=1)", "wrong_count"),
+    (PAR, "add(a=3,b=5)", "wrong_count"),
+    (ADD, "mul(a=3,b=5)", "wrong_name"),
+    (ADD, "add(a=3)", "missing_arg"),
+    (ADD, "add(a=3,b=5,c=1)", "unexpected_arg"),
+    (ADD, "add(a=3,b=5.5)", "type_error"),
+    (ADD, "add(a=3,b=6)", "value_error"),
+    (TEMP, "set_temp(t=20,u=c)", "value_error"),
+    (TEMP, "set_temp(t=20,u=1)", "type_error"),
+    (MOVE, "move(d=w,k=2)", "value_error"),
+])
+def test_each_error_type(env, prompt, response, error):
+    result = env.check(make(env, prompt), response)
+    assert not result.success
+    assert result.error_type == error
+    assert result.score < 1.0
+
+
+def test_all_error_types_are_covered():
+    assert set(ERROR_TYPES) == {"parse_error", "wrong_count", "wrong_name", "missing_arg",
+                                "unexpected_arg", "type_error", "value_error"}
+
+
+def test_parallel_calls_match_in_any_order(env):
+    task = make(env, PAR)
+    assert task.answer == "add(a=3,b=5);neg(x=4)"
+    assert env.check(task, "neg(x=4); add(b=5,a=3)").success
+    half = env.check(task, "neg(x=4);add(a=3,b=9)")
+    assert (half.success, half.score, half.error_type) == (False, 0.5, "value_error")
+    assert half.sub_scores["name"] == 1.0
+
+
+def test_optional_arg_and_enum_rules(env):
+    task = make(env, MOVE)
+    assert task.answer == "move(d=w)"
+    assert task.expected["calls"][0]["args"]["k"] == [1, ""]
+    assert env.check(task, "move(d=w)").success
+    assert env.check(task, "move(d=w,k=1)").success
+    assert env.check(task, "move(d='W')").success
+    assert env.check(task, 'move(d="w")').success
+    assert env.check(task, "move(d=e)").error_type == "value_error"
+    temp = make(env, TEMP)
+    assert env.check(temp, "set_temp(t=20)").error_type == "missing_arg"
+    assert env.check(temp, "set_temp(u=f,t=20)").success
+
+
+def test_mentioned_optional_arg_is_required(env):
+    task = make(env, "F: move(d:n|s|e|w,k:int=1) add(a:int,b:int) sq(x:int) | Q: go w by 4")
+    assert task.answer == "move(d=w,k=4)"
+    assert env.check(task, "move(d=w)").error_type == "missing_arg"
+
+
+def test_string_for_int_is_type_error(env):
+    task = make(env, ADD)
+    assert env.check(task, 'add(a="3",b=5)').error_type == "type_error"
+    assert env.check(task, "add(a=True,b=5)").error_type == "type_error"
+    assert env.check(task, "add(a=3.0,b=5)").error_type == "type_error"
+
+
+@pytest.mark.parametrize("response", [
+    "__import__('os').system('x')",
+    "add(a=1+2,b=3)",
+    "add(a=__import__('os').system('touch /tmp/bfcl_pwned'),b=3)",
+    "add(**{'a': 3, 'b': 5})",
+    "add(a=3,a=5)",
+    "import os",
+    "",
+    "add(a=3,b=5);",
+    "(" * 500 + ")" * 500,
+])
+def test_hostile_or_malformed_is_parse_error(env, response):
+    result = env.check(make(env, ADD), response)
+    assert (result.success, result.score, result.error_type) == (False, 0.0, "parse_error")
+
+
+def test_parse_never_executes(tmp_path):
+    marker = tmp_path / "pwned"
+    with pytest.raises(ValueError):
+        parse_calls(f"add(a=open('{marker}','w').write('x'),b=1)")
+    assert not marker.exists()
+    assert parse_calls(f"os.system(cmd='touch {marker}')") == [("os.system", {"cmd": f"touch {marker}"})]
+    assert not marker.exists()
+
+
+def test_negative_number_and_bare_names_parse():
+    assert parse_calls("neg(x=-4)") == [("neg", {"x": -4})]
+    assert parse_calls("move(d=n,k=2)") == [("move", {"d": "n", "k": 2})]
+
+
+# ---------------------------------------------------------------- validator
+
+def test_validator_accepts_and_recomputes(env):
+    parent = env.splits()["seed"][0]
+    prompt = "F: mul(a:int,b:int) add(a:int,b:int) play(s:pop|jazz|rock,v:int=5) | Q: stream jazz"
+    verdict = env.validate(prompt, "play(v=5, s='jazz')", task_id="gen/e1/0001", parent=parent,
+                           epoch=1, generator="sim@e1")
+    assert verdict.ok and verdict.reason == ""
+    task = verdict.task
+    assert task.answer == "play(s=jazz)"
+    assert task.expected == {"calls": [{"name": "play", "args": {"s": ["jazz"], "v": [5, ""]}}]}
+    assert (task.split, task.origin, task.parent_id, task.epoch, task.generator, task.checker) == (
+        "generated", "generated", parent.id, 1, "sim@e1", "bfcl_ast")
+    assert task.id == "gen/e1/0001" and task.benchmark == "bfcl"
+    assert task.difficulty == {"level": 3, "features": {
+        "n_functions": 3, "n_args": 1, "n_calls": 1, "n_distractors": 2, "synonym": True,
+        "rich": True, "max_value": 0}}
+    assert [t["name"] for t in task.tools] == ["mul", "add", "play"]
+
+
+@pytest.mark.parametrize("prompt, answer, reason", [
+    (ADD, "add(a=3,b=6)", "answer_mismatch: value_error"),
+    (ADD, "add(a=3", "answer_mismatch: parse_error"),
+    ("F: add(a:int,b:int) foo(x:int) | Q: add 3 and 5", "add(a=3,b=5)", "unknown_function: foo"),
+    ("F: add(a:int,b:int) add(a:int,b:int) | Q: add 3 and 5", "add(a=3,b=5)", "duplicate_function: add"),
+    ("F: add(a:int,b:int) neg(x:int) | Q: mul 3 and 5", "mul(a=3,b=5)", "verb_not_listed: mul"),
+    ("F: add(a:int) | Q: add 3", "add(a=3)", "bad_signature: add"),
+    ("F: add(a:int,b:int) | Q: fly 3 and 5", "add(a=3,b=5)", "unknown_verb: fly"),
+    ("F: add(a:int,b:int) | Q: add 3 and", "add(a=3)", "unparseable_query"),
+    ("F: add(a:int,b:int) | Q: add 3 and 5 please", "add(a=3,b=5)", "unparseable_query"),
+    ("F: add(a:int,b:int) | Q: add 3 and 5000", "add(a=3,b=5000)", "unparseable_query"),
+    ("F: move(d:n|s|e|w,k:int=1) | Q: go up", "move(d=up)", "unparseable_query"),
+    ("lorem ipsum add add )(", "add(a=3,b=5)", "bad_format"),
+    ("F: add(a:int,b:int)  | Q: add 1 and 2", "add(a=1,b=2)", "bad_function_list"),
+    ("F: " + " ".join(CATALOG[n].signature for n in ["add", "sub", "mul", "div", "mod", "pow", "neg"])
+     + " | Q: add 1 and 2", "add(a=1,b=2)", "too_many_functions"),
+    ("F: add(a:int,b:int) | Q: " + " then ".join(["add 1 and 2"] * 4), "add(a=1,b=2)", "too_many_calls"),
+    ("F: add(a:int,b:int) | Q: add 1 and 2" + " then add 1 and 2" * 9, "add(a=1,b=2)", "too_long"),
+])
+def test_validator_rejects(env, prompt, answer, reason):
+    verdict = env.validate(prompt, answer, task_id="gen/x")
+    assert not verdict.ok and verdict.task is None
+    assert verdict.reason.startswith(reason), verdict.reason
+
+
+def test_validator_rejects_copy_of_parent(env):
+    parent = env.splits()["seed"][3]
+    verdict = env.validate(parent.prompt, parent.answer, task_id="gen/x", parent=parent)
+    assert (verdict.ok, verdict.reason) == (False, "copy_of_parent")
+
+
+def test_validator_through_simulator_text(env):
+    task = env.splits()["train"][5]
+    prompt, answer = env.parse_generation(env.simulator_text(task))
+    assert env.validate(prompt, answer, task_id="g").task.answer == task.answer
+
+
+# ---------------------------------------------------------------- splits
+
+def test_splits_sizes_levels_and_ids(env):
+    splits = env.splits()
+    assert {k: len(v) for k, v in splits.items()} == {"seed": 30, "train": 120, "heldout": 40}
+    for name in ("train", "heldout"):
+        counts = [sum(t.level == lv for t in splits[name]) for lv in (1, 2, 3, 4)]
+        assert counts == [len(splits[name]) // 4] * 4
+    assert {t.level for t in splits["seed"]} == {2, 3, 4}
+    assert splits["train"][42].id == "bfcl/train/00042"
+    assert all(t.split == name and t.checker == "bfcl_ast" for name, ts in splits.items() for t in ts)
+
+
+def test_splits_deterministic_and_seeded(env):
+    prompts = {k: [t.prompt for t in v] for k, v in env.splits().items()}
+    again = {k: [t.prompt for t in v] for k, v in BfclMini(seed=0, sizes=SMALL).splits().items()}
+    other = {k: [t.prompt for t in v] for k, v in BfclMini(seed=1, sizes=SMALL).splits().items()}
+    assert prompts == again
+    assert prompts["train"] != other["train"] and prompts["heldout"] != other["heldout"]
+    assert env.splits() is not env.splits() and env.splits()["train"] == env.splits()["train"]
+
+
+def test_splits_disjoint_by_prompt(env):
+    splits = env.splits()
+    all_prompts = [t.prompt for ts in splits.values() for t in ts]
+    assert len(set(all_prompts)) == len(all_prompts)
+
+
+def test_default_sizes_and_lengths():
+    splits = BfclMini(seed=7).splits()
+    assert {k: len(v) for k, v in splits.items()} == {"seed": 200, "train": 2000, "heldout": 400}
+    tasks = [t for ts in splits.values() for t in ts]
+    assert len({t.prompt for t in tasks}) == len(tasks)
+    assert max(len(t.prompt) for t in tasks if t.level < 4) <= 120
+    assert max(len(t.answer) for t in tasks) <= 70
+
+
+def test_every_gold_passes_and_revalidates(env):
+    for task in (t for ts in env.splits().values() for t in ts):
+        assert env.check(task, task.answer).success, task.prompt
+        verdict = env.validate(task.prompt, task.answer, task_id=task.id)
+        assert verdict.ok, (task.prompt, verdict.reason)
+        assert verdict.task.answer == task.answer
+        assert verdict.task.expected == task.expected
+        assert verdict.task.difficulty == task.difficulty
+
+
+def test_level_features_follow_the_ladder(env):
+    for task in (t for ts in env.splits().values() for t in ts):
+        f, level = task.difficulty["features"], task.level
+        assert f["n_calls"] == (2 if level == 4 else 1)
+        assert f["synonym"] == (level >= 3)
+        assert f["n_functions"] in {1: (1, 2), 2: (3, 4), 3: (3, 4), 4: (4, 5)}[level]
+        assert f["max_value"] <= {1: 9, 2: 99, 3: 99, 4: 999}[level]
+        assert f["n_distractors"] == f["n_functions"] - len({c["name"] for c in task.expected["calls"]})
+
+
+def test_catalog_verbs_unique_and_signatures_short():
+    verbs = [v for f in CATALOG.values() for v in f.verbs]
+    assert len(verbs) == len(set(verbs)) == len(VERBS)
+    assert len(CATALOG) == 16
+    assert all(len(f.signature) <= 30 for f in CATALOG.values())
+
+
+# ---------------------------------------------------------------- siblings
+
+def test_sibling_pairs(env):
+    seeds = env.splits()["seed"]
+    pairs = env.sibling_pairs(seeds, random.Random(5), 40)
+    assert len(pairs) == 40
+    same_level = 0
+    for source, sibling in pairs:
+        assert sibling.expected["calls"][0]["name"] == source.expected["calls"][0]["name"]
+        assert abs(sibling.level - source.level) <= 1
+        assert sibling.prompt != source.prompt and sibling.parent_id == source.id
+        verdict = env.validate(sibling.prompt, sibling.answer, task_id="x", parent=source)
+        assert verdict.ok and verdict.task.answer == sibling.answer
+        same_level += sibling.level == source.level
+    assert 0 < same_level < 40
+    again = env.sibling_pairs(seeds, random.Random(5), 40)
+    assert [b.prompt for _, b in again] == [b.prompt for _, b in pairs]
+
+
+def test_bucket_default(env):
+    task = env.splits()["train"][0]
+    assert env.bucket(task) == f"L{task.level}"
