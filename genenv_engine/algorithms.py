@@ -88,7 +88,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         kl = masked_sequence_mean(low_var_kl(logp, ref_logp), mask).mean()
     clip_fraction = masked_sequence_mean(((ratio - 1.0).abs() > clip).float(), mask).mean()
     loss = policy_loss + kl_coef * kl
-    return loss, {"policy_loss": float(policy_loss), "kl": float(kl), "clip_fraction": float(clip_fraction)}
+    return loss, {"policy_loss": policy_loss.item(), "kl": kl.item(), "clip_fraction": clip_fraction.item()}
 
 
 def rwr_loss(logp: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor,
@@ -108,4 +108,4 @@ def rwr_loss(logp: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor,
     if ref_logp is not None:
         kl = masked_sequence_mean(low_var_kl(logp, ref_logp), mask).mean()
     loss = weighted + kl_coef * kl
-    return loss, {"nll": float(nll.mean()), "kl": float(kl)}
+    return loss, {"nll": nll.mean().item(), "kl": kl.item()}

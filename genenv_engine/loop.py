@@ -26,7 +26,7 @@ from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSav
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
 from genenv_engine.records import Task
-from genenv_engine.roles import Roles, load_roles, save_roles
+from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
 from genenv_engine.trainer import Group
@@ -35,7 +35,8 @@ QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 """High-rate events that are forwarded but not written to the store."""
 
 
-def run(session: Session, sink: EventSink = null_sink, control: RunControl | None = None) -> dict[str, Any]:
+def run(session: Session, sink: EventSink = null_sink, control: RunControl | None = None,
+        backend_factory: BackendFactory | None = None) -> dict[str, Any]:
     """Run (or continue) the session up to ``config.epochs``; returns a short summary."""
     cfg = session.config
     control = control or RunControl()
@@ -52,10 +53,10 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     epoch = start
     try:
         if start == 0:
-            roles = _epoch_zero(session, envs, emit, control)
+            roles = _epoch_zero(session, envs, emit, control, backend_factory)
             epoch = 1
         else:
-            roles = load_roles(session, start - 1)
+            roles = load_roles(session, start - 1, backend_factory=backend_factory)
         while epoch <= session.config.epochs:
             control.epoch = epoch
             control.check()
@@ -89,7 +90,8 @@ def _recorder(session: Session, sink: EventSink) -> EventSink:
     return emit
 
 
-def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, control: RunControl) -> Roles:
+def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, control: RunControl,
+                backend_factory: BackendFactory | None) -> Roles:
     """Store the built-in splits, warm-start both roles (cached), evaluate, and checkpoint epoch 0."""
     from genenv_engine.warmstart import warm_start
 
@@ -103,7 +105,7 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
     with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
         folder, info = warm_start(cfg, envs, emit)
         phase.info = info
-    roles = load_roles(session, 0, warm_start_dir=folder)
+    roles = load_roles(session, 0, warm_start_dir=folder, backend_factory=backend_factory)
     heldout, by_level = _heldout(session, roles, envs, 0, emit, control, seconds)
     with PhaseTimer(emit, 0, "checkpoint", seconds):
         path = session.write_checkpoint(0, lambda tmp: save_roles(roles, tmp))

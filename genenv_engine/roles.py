@@ -7,6 +7,7 @@ for epoch 0), and `save_roles` writes a checkpoint folder: ``agent/`` and ``simu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +35,16 @@ class Roles:
         return sum(getattr(b, "tokens_generated", 0) for b in (self.agent_backend, self.simulator_backend))
 
 
-def load_roles(session, epoch: int, warm_start_dir: Path | None = None) -> Roles:
-    """Load both roles as of the end of ``epoch`` (epoch 0 may come straight from the warm-start cache)."""
+BackendFactory = Callable[[str, Policy], GenerationBackend]
+"""Builds the generation backend of a role (``"agent"`` or ``"simulator"``) for its policy."""
+
+
+def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
+               backend_factory: BackendFactory | None = None) -> Roles:
+    """Load both roles as of the end of ``epoch`` (epoch 0 may come straight from the warm-start cache).
+
+    ``backend_factory`` replaces the configured backend (tests use scripted doubles through it).
+    """
     cfg = session.config
     device = pick_device(cfg.model.device)
     init = warm_start_dir if warm_start_dir is not None else session.checkpoint_dir(0)
@@ -51,8 +60,8 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None) -> Roles
         grpo.load_state(here / "agent_optimizer.pt")
     if (here / "simulator_optimizer.pt").exists():
         rwr.load_state(here / "simulator_optimizer.pt")
-    return Roles(agent, agent_ref, simulator, simulator_init, grpo, rwr,
-                 get_backend(cfg.backend, policy=agent), get_backend(cfg.backend, policy=simulator))
+    make = backend_factory or (lambda role, policy: get_backend(cfg.backend, policy=policy))
+    return Roles(agent, agent_ref, simulator, simulator_init, grpo, rwr, make("agent", agent), make("simulator", simulator))
 
 
 def save_roles(roles: Roles, folder: Path) -> None:

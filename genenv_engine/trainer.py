@@ -110,22 +110,25 @@ class GRPOTrainer(_Trainer):
         if not rows:
             return info
         self.policy.model.train()
+        # ratios are taken against the policy that sampled the rollouts: its log-probs are fixed here,
+        # before any step (skipped when there is a single step, where they equal the current ones)
+        single_step = self.update_epochs == 1 and len(rows) <= self.minibatch
+        old_rows = None if single_step else self._sampling_logprobs(rows)
         metrics: list[dict[str, float]] = []
         for _ in range(self.update_epochs):
             order = list(range(len(rows)))
             rng.shuffle(order)
             for start in range(0, len(order), self.minibatch):
-                part = [rows[i] for i in order[start:start + self.minibatch]]
+                idx = order[start:start + self.minibatch]
+                part = [rows[i] for i in idx]
                 batch = self.policy.make_batch([r[0] for r in part], [r[1] for r in part])
                 with torch.no_grad():
-                    old = self.policy.logprobs(batch) if not metrics or self.update_epochs > 1 else None
                     ref = self.reference.logprobs(batch) if self.kl_coef > 0 else None
                 logp = self.policy.logprobs(batch)
-                # single pass: the sampling policy is the current one, so old log-probs equal logp detached
-                old = logp.detach() if old is None else old
+                old = logp.detach() if old_rows is None else self._align([old_rows[i] for i in idx], logp)
                 adv = torch.tensor([r[2] for r in part], device=logp.device)
                 loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
-                m["loss"] = float(loss)
+                m["loss"] = loss.item()
                 m["grad_norm"] = self._step(loss)
                 metrics.append(m)
                 tick()
@@ -133,6 +136,26 @@ class GRPOTrainer(_Trainer):
             info[key] = sum(m[key] for m in metrics) / len(metrics)
         info["steps"] = float(len(metrics))
         return info
+
+
+    @torch.no_grad()
+    def _sampling_logprobs(self, rows: list[tuple[list[int], list[int], float]]) -> list[torch.Tensor]:
+        """Per-row log-probs under the current (sampling) weights; right padding keeps positions fixed."""
+        out: list[torch.Tensor] = []
+        for start in range(0, len(rows), self.minibatch):
+            part = rows[start:start + self.minibatch]
+            lp = self.policy.logprobs(self.policy.make_batch([r[0] for r in part], [r[1] for r in part]))
+            out.extend(lp[j] for j in range(len(part)))
+        return out
+
+    @staticmethod
+    def _align(rows: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+        """Stack per-row log-prob vectors into the (B, T) shape of ``like`` (extra positions are masked)."""
+        out = torch.zeros_like(like)
+        for j, row in enumerate(rows):
+            n = min(row.shape[0], like.shape[1])
+            out[j, :n] = row[:n]
+        return out
 
 
 class RWRTrainer(_Trainer):

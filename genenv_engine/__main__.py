@@ -1,0 +1,7 @@
+"""``python -m genenv_engine``: the same headless command line as ``genenv``."""
+
+import sys
+
+from genenv_engine.cli import main
+
+sys.exit(main())

@@ -1,0 +1,137 @@
+"""The headless command line: ``genenv run``, ``genenv resume``, ``genenv status`` and ``genenv presets``.
+
+Runs the same engine the console drives, with rich progress bars, for long jobs on a GPU box or
+in CI. Ctrl-C asks the loop to stop at its next check, leaving the session resumable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from genenv_engine.config import ConfigError, load_config, preset_names
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="genenv", description="GenEnv co-evolution of an agent and an environment simulator.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="start a new session and run it")
+    src = run.add_mutually_exclusive_group()
+    src.add_argument("--preset", help=f"built-in preset ({', '.join(preset_names())}); default tiny")
+    src.add_argument("--config", type=Path, help="a TOML config file (may name a preset)")
+    run.add_argument("--session", type=Path, help="session folder to create (default sessions/<preset>-<mode>-<time>)")
+    run.add_argument("--epochs", type=int, help="co-evolution epochs after the warm start")
+    run.add_argument("--seed", type=int, help="seed for splits, warm start and sampling")
+    run.add_argument("--benchmarks", help="comma-separated benchmarks to enable")
+    run.add_argument("--simulator-mode", choices=("trained", "frozen", "static", "off"), help="ablation mode")
+    run.add_argument("--curriculum", choices=("alpha", "uniform"), help="simulator reward")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override any config value, e.g. --set curriculum.beta=10 (repeatable)")
+    run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
+    resume = sub.add_parser("resume", help="continue a session from its last finished epoch")
+    resume.add_argument("session", type=Path)
+    resume.add_argument("--epochs", type=int, help="new total number of epochs")
+    resume.add_argument("--quiet", action="store_true")
+    status = sub.add_parser("status", help="per-epoch metrics of a session")
+    status.add_argument("session", type=Path)
+    status.add_argument("--json", action="store_true", help="print JSON")
+    sub.add_parser("presets", help="list the built-in presets")
+    return parser
+
+
+def _value(text: str) -> Any:
+    """Parse a --set value as TOML (numbers, booleans, lists), falling back to a plain string."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Only what the user typed overrides the preset or file."""
+    out: dict[str, Any] = {}
+    for key, name in (("epochs", "epochs"), ("seed", "seed"), ("simulator.mode", "simulator_mode"),
+                      ("curriculum.reward", "curriculum")):
+        if getattr(args, name) is not None:
+            out[key] = getattr(args, name)
+    if args.benchmarks:
+        out["benchmarks"] = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    for item in args.set:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ConfigError(item, "--set needs KEY=VALUE")
+        out[key.strip()] = _value(text.strip())
+    return out
+
+
+def status_json(session_dir: Path) -> dict[str, Any]:
+    """The session's per-epoch metrics in the documented ``genenv status --json`` shape."""
+    from genenv_engine.session import Session
+
+    session = Session.open(session_dir)
+    keys = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
+            "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
+            "heldout_by_level", "tokens_per_second")
+    epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in keys}}
+              for m in session.store.epoch_metrics()]
+    cfg = session.config
+    return {"session": str(session_dir), "preset": cfg.preset, "simulator_mode": cfg.simulator.mode,
+            "target_epochs": cfg.epochs, "epochs": epochs}
+
+
+def _run(session, quiet: bool) -> int:
+    from genenv_engine.events import RunControl
+    from genenv_engine.loop import run
+    from genenv_engine.progress import ConsoleReporter
+
+    control = RunControl()
+    signal.signal(signal.SIGINT, lambda *_: (control.stop(), signal.signal(signal.SIGINT, signal.default_int_handler)))
+    with ConsoleReporter(session, quiet=quiet) as reporter:
+        summary = run(session, reporter, control)
+    if "stopped_at" in summary:
+        print(f"stopped; resume with: genenv resume {session.path}")
+        return 130
+    print(f"done: {summary['epochs_done']} epochs in {session.path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``genenv`` command."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "presets":
+            print("\n".join(preset_names()))
+            return 0
+        if args.command == "status":
+            data = status_json(args.session)
+            if args.json:
+                print(json.dumps(data, indent=2))
+            else:
+                from genenv_engine.progress import print_status
+
+                print_status(data)
+            return 0
+        from genenv_engine.session import Session
+
+        if args.command == "run":
+            config = load_config(args.preset, args.config, _overrides(args))
+            session = Session.create(config, args.session)
+            print(f"session: {session.path}")
+            return _run(session, args.quiet)
+        session = Session.open(args.session)
+        if args.epochs is not None:
+            session.set_epochs(args.epochs)
+        return _run(session, args.quiet)
+    except (ConfigError, FileNotFoundError, FileExistsError) as exc:
+        print(f"genenv: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

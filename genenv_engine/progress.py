@@ -1,0 +1,87 @@
+"""Headless progress for the CLI: rich progress bars per phase and a summary line per epoch.
+
+A `ConsoleReporter` is an EventSink; ``quiet`` mode prints one plain line per epoch instead (for
+logs and CI). `print_status` renders ``genenv status`` as a table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from genenv_engine.events import Event
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_fmt(v, 2)}" for k, v in value.items())
+    return str(value)
+
+
+def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
+    """One line summarising an epoch's metrics."""
+    secs = sum((metrics.get("phase_seconds") or {}).values())
+    return (f"epoch {epoch}: p_hat={_fmt(metrics.get('generated_success'))} "
+            f"|p-a|={_fmt(metrics.get('calibration_error'))} valid={_fmt(metrics.get('valid_fraction'))} "
+            f"unique={_fmt(metrics.get('unique_fraction'))} mix={_fmt(metrics.get('difficulty_mix'))} "
+            f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s")
+
+
+class ConsoleReporter:
+    """Render engine events on the terminal."""
+
+    def __init__(self, session, quiet: bool = False) -> None:
+        self.session = session
+        self.quiet = quiet
+        self.console = Console(stderr=False)
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                 TimeElapsedColumn(), console=self.console, transient=True, disable=quiet)
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> "ConsoleReporter":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def _bar(self, key: str, total: int, done: int) -> None:
+        if key not in self.tasks:
+            self.tasks[key] = self.progress.add_task(key, total=total)
+        self.progress.update(self.tasks[key], completed=done, total=total)
+
+    def __call__(self, event: Event) -> None:
+        kind = event.kind
+        if kind == "WarmStartProgressed":
+            self._bar(f"warm start {event.role}", event.steps, event.step)  # type: ignore[attr-defined]
+        elif kind == "BatchProgressed":
+            self._bar(f"epoch {event.epoch} {event.phase}", event.total, event.done)  # type: ignore[attr-defined]
+        elif kind == "PhaseFinished":
+            for key in [k for k in self.tasks if k.startswith(f"epoch {event.epoch} ")]:
+                self.progress.remove_task(self.tasks.pop(key))
+        elif kind == "EpochFinished":
+            for key in list(self.tasks):
+                self.progress.remove_task(self.tasks.pop(key))
+            self.console.print(epoch_line(event.metrics, event.epoch))  # type: ignore[attr-defined]
+        elif kind in ("RunPaused", "RunResumed", "RunStopped", "RunFailed"):
+            self.console.print(f"{kind} {event.payload()}")
+
+
+def print_status(data: dict[str, Any]) -> None:
+    """Print ``genenv status`` as a table."""
+    table = Table(title=f"{data['session']} ({data['preset']}, simulator {data['simulator_mode']})")
+    for col in ("epoch", "status", "p_hat gen", "|p-a|", "valid", "unique", "mix", "held-out", "trained", "seconds"):
+        table.add_column(col)
+    for e in data["epochs"]:
+        table.add_row(str(e["epoch"]), e["status"], _fmt(e["generated_success"]), _fmt(e["calibration_error"]),
+                      _fmt(e["valid_fraction"]), _fmt(e["unique_fraction"]), _fmt(e["difficulty_mix"]),
+                      _fmt(e["heldout"]), _fmt(e["tasks_trained"]),
+                      f"{sum((e['phase_seconds'] or {}).values()):.1f}")
+    Console().print(table)

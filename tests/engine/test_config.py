@@ -1,0 +1,300 @@
+"""Config tests: presets load, paper defaults hold, every bad value names its field, TOML roundtrips."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from genenv_engine.config import (
+    AgentConfig,
+    ConfigError,
+    CurriculumConfig,
+    ModelConfig,
+    RunConfig,
+    SimulatorConfig,
+    WarmStartConfig,
+    config_from_file,
+    field_docs,
+    load_config,
+    preset_names,
+    save_config,
+)
+
+ALL_CLASSES = [ModelConfig, WarmStartConfig, SimulatorConfig, AgentConfig, CurriculumConfig, RunConfig]
+
+
+def write(tmp_path, text: str, name: str = "run.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# --- presets and defaults -------------------------------------------------------------------------
+
+
+def test_preset_names_lists_tiny_and_micro():
+    assert {"tiny", "micro"} <= set(preset_names())
+
+
+def test_tiny_preset_loads_with_its_values():
+    cfg = load_config("tiny")
+    assert cfg.preset == "tiny"
+    assert cfg.epochs == 6
+    assert cfg.heldout_size == 400
+    assert cfg.model == ModelConfig(kind="tiny", hidden_size=128, num_layers=4, num_heads=4,
+                                    intermediate_size=512, max_length=384)
+    assert cfg.simulator.max_new_tokens == 200
+    assert cfg.agent.rollouts == 8
+    assert cfg.agent.max_new_tokens == 64
+
+
+def test_micro_preset_loads_with_its_values():
+    cfg = load_config("micro")
+    assert cfg.preset == "micro"
+    assert cfg.epochs == 2
+    assert cfg.heldout_size == 24
+    assert (cfg.model.hidden_size, cfg.model.num_layers, cfg.model.num_heads, cfg.model.intermediate_size) == (32, 2, 2, 64)
+    assert (cfg.warm_start.agent_steps, cfg.warm_start.simulator_steps, cfg.warm_start.batch_size) == (8, 8, 8)
+    assert (cfg.simulator.seeds_per_epoch, cfg.simulator.variations, cfg.simulator.batch_size) == (4, 2, 8)
+    assert (cfg.agent.rollouts, cfg.agent.max_new_tokens, cfg.agent.minibatch) == (4, 24, 16)
+    # micro leaves the curriculum section out: the dataclass defaults apply
+    assert cfg.curriculum == CurriculumConfig()
+
+
+def test_no_preset_and_no_file_means_tiny():
+    assert load_config().preset == "tiny"
+
+
+@pytest.mark.parametrize("cfg", [CurriculumConfig(), load_config("tiny").curriculum, load_config("micro").curriculum])
+def test_paper_curriculum_defaults(cfg):
+    assert cfg.reward == "alpha"
+    assert cfg.alpha == 0.5
+    assert cfg.k_min == 0.1
+    assert cfg.beta == 2.0
+
+
+@pytest.mark.parametrize("preset", ["tiny", "micro"])
+def test_paper_rwr_lambda_default(preset):
+    assert SimulatorConfig().rwr_lambda == 1.0
+    assert load_config(preset).simulator.rwr_lambda == 1.0
+
+
+# --- bad values -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: CurriculumConfig(alpha=0.0), "curriculum.alpha"),
+        (lambda: CurriculumConfig(alpha=1.0), "curriculum.alpha"),
+        (lambda: CurriculumConfig(alpha=1.5), "curriculum.alpha"),
+        (lambda: CurriculumConfig(k_min=-0.1), "curriculum.k_min"),
+        (lambda: CurriculumConfig(beta=0.0), "curriculum.beta"),
+        (lambda: CurriculumConfig(reward="sharp"), "curriculum.reward"),
+        (lambda: RunConfig(benchmarks=("nope",)), "benchmarks"),
+        (lambda: RunConfig(benchmarks=()), "benchmarks"),
+        (lambda: RunConfig(backend="nope"), "backend"),
+        (lambda: ModelConfig(kind="hf"), "model.path"),
+        (lambda: ModelConfig(kind="hf", path="/definitely/not/a/folder/genenv"), "model.path"),
+        (lambda: ModelConfig(kind="gguf"), "model.kind"),
+        (lambda: ModelConfig(hidden_size=30, num_heads=4), "model.num_heads"),
+        (lambda: SimulatorConfig(mode="bogus"), "simulator.mode"),
+        (lambda: AgentConfig(rollouts=1), "agent.rollouts"),
+        (lambda: AgentConfig(clip=1.0), "agent.clip"),
+    ],
+    ids=["alpha0", "alpha1", "alpha1.5", "kmin-neg", "beta0", "reward", "benchmark", "no-benchmarks",
+         "backend", "hf-no-path", "hf-missing-path", "model-kind", "heads", "sim-mode", "rollouts", "clip"],
+)
+def test_bad_values_raise_naming_the_field(build, field):
+    with pytest.raises(ConfigError) as err:
+        build()
+    assert err.value.field == field
+    assert f"'{field}'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"curriculum.alpha": 0}, "curriculum.alpha"),
+        ({"curriculum.alpha": 1.5}, "curriculum.alpha"),
+        ({"curriculum.k_min": -0.1}, "curriculum.k_min"),
+        ({"benchmarks": ["nope"]}, "benchmarks"),
+        ({"model.kind": "hf"}, "model.path"),
+        ({"simulator.mode": "bogus"}, "simulator.mode"),
+        ({"agent.rollout": 3}, "agent.rollout"),
+        ({"epochs": "six"}, "epochs"),
+    ],
+)
+def test_bad_overrides_raise_naming_the_field(overrides, field):
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", overrides=overrides)
+    assert err.value.field == field
+    assert field in str(err.value)
+
+
+def test_hf_model_with_existing_folder_is_accepted(tmp_path):
+    cfg = ModelConfig(kind="hf", path=str(tmp_path))
+    assert cfg.path == str(tmp_path)
+
+
+def test_unknown_key_in_toml_names_the_dotted_field(tmp_path):
+    path = write(tmp_path, "[agent]\nrollout = 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", path)
+    assert err.value.field == "agent.rollout"
+    assert "unknown setting" in str(err.value)
+    assert "rollouts" in str(err.value)  # the message lists the known names
+
+
+def test_wrong_type_in_toml_names_the_field(tmp_path):
+    path = write(tmp_path, 'epochs = "six"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", path)
+    assert err.value.field == "epochs"
+    assert "integer" in str(err.value)
+
+
+def test_bool_is_not_an_integer(tmp_path):
+    path = write(tmp_path, "[agent]\nrollouts = true\n")
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", path)
+    assert err.value.field == "agent.rollouts"
+
+
+def test_section_must_be_a_table(tmp_path):
+    path = write(tmp_path, "agent = 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", path)
+    assert err.value.field == "agent"
+
+
+def test_invalid_toml_syntax_names_the_file(tmp_path):
+    path = write(tmp_path, "[agent\nrollouts = = 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", path)
+    assert err.value.field == str(path)
+    assert "invalid TOML" in str(err.value)
+
+
+def test_missing_config_file_names_the_file(tmp_path):
+    path = tmp_path / "absent.toml"
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", path)
+    assert err.value.field == str(path)
+    assert "not found" in str(err.value)
+
+
+def test_unknown_preset_argument(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config("huge")
+    assert err.value.field == "preset"
+    assert "huge" in str(err.value)
+
+
+def test_unknown_preset_named_in_file(tmp_path):
+    path = write(tmp_path, 'preset = "huge"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(None, path)
+    assert err.value.field == "preset"
+
+
+def test_config_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        CurriculumConfig(alpha=2.0)
+
+
+# --- save / load / overrides ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("preset", ["tiny", "micro"])
+def test_save_then_config_from_file_roundtrips(tmp_path, preset):
+    original = load_config(preset)
+    path = tmp_path / "config.toml"
+    save_config(original, path)
+    again = config_from_file(path)
+    assert again == original
+    assert isinstance(again.benchmarks, tuple)
+    assert not (tmp_path / "config.tmp").exists()  # the temp file was renamed away
+
+
+def test_roundtrip_keeps_a_non_default_hf_path_and_overrides(tmp_path):
+    original = load_config("micro").with_overrides({
+        "curriculum.alpha": 0.3, "curriculum.beta": 8, "model.kind": "hf", "model.path": str(tmp_path),
+        "simulator.mode": "frozen", "agent.drop_zero_variance": False, "seed": 7,
+    })
+    path = tmp_path / "config.toml"
+    save_config(original, path)
+    again = config_from_file(path)
+    assert again == original
+    assert again.curriculum.alpha == 0.3
+    assert again.curriculum.beta == 8.0 and isinstance(again.curriculum.beta, float)
+    assert again.model.path == str(tmp_path)
+    assert again.simulator.mode == "frozen"
+    assert again.agent.drop_zero_variance is False
+    assert again.seed == 7
+
+
+def test_with_overrides_changes_only_the_named_field():
+    base = load_config("micro")
+    changed = base.with_overrides({"curriculum.alpha": 0.3})
+    assert changed.curriculum.alpha == 0.3
+    assert base.curriculum.alpha == 0.5  # frozen original untouched
+    assert changed == dataclasses.replace(base, curriculum=dataclasses.replace(base.curriculum, alpha=0.3))
+
+
+def test_with_overrides_splits_comma_strings_into_tuples():
+    cfg = load_config("micro").with_overrides({"benchmarks": "bfcl, bfcl"})
+    assert cfg.benchmarks == ("bfcl", "bfcl")
+
+
+def test_load_config_precedence_preset_file_overrides(tmp_path):
+    path = write(tmp_path, (
+        "epochs = 5\n"
+        "[curriculum]\nalpha = 0.4\nk_min = 0.2\n"
+        "[agent]\nrollouts = 6\n"
+    ))
+    cfg = load_config("micro", path, {"curriculum.alpha": 0.3, "seed": 3})
+    # overrides beat the file
+    assert cfg.curriculum.alpha == 0.3
+    assert cfg.seed == 3
+    # the file beats the preset
+    assert cfg.epochs == 5  # micro says 2
+    assert cfg.agent.rollouts == 6  # micro says 4
+    assert cfg.curriculum.k_min == 0.2
+    # untouched preset values survive the merge inside a section the file also sets
+    assert cfg.agent.max_new_tokens == 24
+    assert cfg.agent.minibatch == 16
+    assert cfg.model.hidden_size == 32
+    assert cfg.preset == "micro"
+
+
+def test_preset_argument_beats_the_preset_named_in_the_file(tmp_path):
+    path = write(tmp_path, 'preset = "tiny"\n')
+    assert load_config("micro", path).preset == "micro"
+    assert load_config(None, path).preset == "tiny"
+    assert load_config(None, path).model.hidden_size == 128
+
+
+# --- documentation --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+def test_every_field_has_a_docstring(cls):
+    docs = field_docs(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert sorted(docs) == sorted(names)
+    for name in names:
+        assert docs[name].strip(), f"{cls.__name__}.{name} has an empty docstring"
+
+
+def test_field_docs_reads_the_literal_under_the_field():
+    assert field_docs(CurriculumConfig)["alpha"] == (
+        "Target success rate of generated tasks (the zone of proximal development)."
+    )
+
+
+def test_curriculum_docstring_warns_that_beta_2_gives_flat_weights():
+    doc = " ".join(CurriculumConfig.__doc__.split())
+    assert "beta = 2" in doc
+    assert "nearly flat" in doc

@@ -1,0 +1,261 @@
+"""End-to-end tests of the co-evolution controller on the micro preset, with real tiny models and SQLite.
+
+Where a test needs the simulator to write valid tasks or the agent to succeed some of the time
+(which seconds-old micro models cannot), it swaps the role's generation backend for a scripted
+test double (`ScriptedSimulator`, `ScriptedAgent`); the policies, trainers and store stay real.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+
+import pytest
+
+from genenv_engine.backends.base import Completion, Sampling
+from genenv_engine.cli import status_json
+from genenv_engine.config import config_from_file, load_config
+from genenv_engine.environments.bfcl import generate_task
+from genenv_engine.environments.bfcl_catalog import read_prompt
+from genenv_engine.events import RunControl
+from genenv_engine.loop import run
+from genenv_engine.roles import load_roles
+from genenv_engine.session import Session
+
+USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
+
+
+class ScriptedSimulator:
+    """Test double: writes a fresh valid BFCL-style task (or fixed texts) for every simulator prompt."""
+
+    def __init__(self, policy, texts: list[str] | None = None, seed: int = 0) -> None:
+        self.policy, self.texts, self.rng = policy, texts, random.Random(seed)
+        self.tokens_generated = 0
+
+    def sync(self) -> None:
+        pass
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
+        out = []
+        for i, _ in enumerate(prompts):
+            if self.texts is not None:
+                text = self.texts[i % len(self.texts)]
+            else:
+                prompt, answer, *_ = generate_task(self.rng.choice([1, 2, 3]), self.rng)
+                text = f"{prompt} => {answer}"
+            out.append(Completion(text, self.policy.encode(text)))
+        return out
+
+
+class ScriptedAgent:
+    """Test double: answers a task correctly with probability ``p`` (otherwise a wrong call)."""
+
+    def __init__(self, policy, p: float = 0.5, seed: int = 0) -> None:
+        self.policy, self.p, self.rng = policy, p, random.Random(seed)
+        self.tokens_generated = 0
+        self.prompts_seen: list[str] = []
+
+    def sync(self) -> None:
+        pass
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
+        out = []
+        for prompt in prompts:
+            task = USER.search(prompt).group(1)
+            self.prompts_seen.append(task)
+            good = sampling.greedy or self.rng.random() < self.p
+            text = read_prompt(task).answer if good else "nope(x=1)"
+            out.append(Completion(text, self.policy.encode(text)))
+        return out
+
+
+def scripted(sim_texts: list[str] | None = None, p: float = 0.5):
+    made: dict[str, object] = {}
+
+    def factory(role, policy):
+        made[role] = ScriptedAgent(policy, p) if role == "agent" else ScriptedSimulator(policy, sim_texts)
+        return made[role]
+    factory.made = made  # type: ignore[attr-defined]
+    return factory
+
+
+def micro_session(tmp_path, name="s", **overrides) -> Session:
+    return Session.create(load_config("micro", overrides=overrides or None), tmp_path / name)
+
+
+def collect():
+    events = []
+    return events, events.append
+
+
+def test_micro_run_event_order_rows_and_checkpoints(tmp_path):
+    session = micro_session(tmp_path)
+    events, sink = collect()
+    summary = run(session, sink)
+    assert summary == {"epochs_done": 2}
+    kinds = [e.kind for e in events if e.kind not in ("BatchProgressed", "WarmStartProgressed")]
+    assert kinds[:2] == ["RunStarted", "EpochStarted"] and kinds[-1] == "RunFinished"
+    phases = [e.phase for e in events if e.kind == "PhaseFinished" and e.epoch == 1]
+    assert phases == ["generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval", "checkpoint"]
+    metrics = session.store.epoch_metrics()
+    assert [(m["epoch"], m["status"]) for m in metrics] == [(0, "done"), (1, "done"), (2, "done")]
+    cfg = session.config
+    for m in metrics[1:]:
+        assert m["generated"] == cfg.simulator.seeds_per_epoch * cfg.simulator.variations
+        n_rollouts = len(session.store.db.execute("select 1 from rollouts where epoch = ?", [m["epoch"]]).fetchall())
+        assert n_rollouts == m["tasks_trained"] * cfg.agent.rollouts
+        assert set(m["heldout"]) == {"bfcl"} and 0.0 <= m["heldout"]["bfcl"] <= 1.0
+    assert session.checkpoint_epochs() == [0, 1, 2]
+    assert all((session.checkpoint_dir(e) / "COMPLETE").exists() for e in (0, 1, 2))
+    status = status_json(session.path)
+    assert [e["epoch"] for e in status["epochs"]] == [0, 1, 2]
+    assert set(status["epochs"][1]) >= {"epoch", "generated_success", "calibration_error", "valid_fraction",
+                                         "unique_fraction", "difficulty_mix", "heldout", "phase_seconds", "tasks_trained"}
+    json.dumps(status)  # serialisable as printed by `genenv status --json`
+
+
+def test_resume_continues_at_next_epoch_with_same_config(tmp_path):
+    session = micro_session(tmp_path, epochs=1)
+    run(session)
+    epoch1 = session.store.epoch_metrics()[1]
+    saved = config_from_file(session.path / "config.toml")
+    assert saved == session.config
+    again = Session.open(session.path)
+    again.set_epochs(2)
+    events, sink = collect()
+    assert run(again, sink) == {"epochs_done": 2}
+    started = [e.epoch for e in events if e.kind == "EpochStarted"]
+    assert started == [2]
+    assert again.config == saved.with_overrides({"epochs": 2})
+    assert again.store.epoch_metrics()[1] == epoch1
+
+
+def test_malformed_simulator_output_is_stored_invalid_with_reason(tmp_path):
+    texts = ["hello there", "F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)", "=> x => y",
+             "F: fly(a:int) | Q: fly 3 => fly(a=3)"]
+    session = micro_session(tmp_path, epochs=1)
+    run(session, backend_factory=scripted(texts))
+    rows = session.store.query_tasks(origin="generated", limit=100, order="id")
+    assert rows and not any(r["valid"] for r in rows)
+    reasons = {r["prompt"] or r["answer"]: r["reason"] for r in rows}
+    assert any(v.startswith("parse_error") for v in reasons.values())
+    assert reasons["F: add(a:int,b:int) | Q: add 3 and 5"].startswith("answer_mismatch")
+    assert reasons["F: fly(a:int) | Q: fly 3"].startswith("unknown_function")
+    metrics = session.store.epoch_metrics()[1]
+    assert metrics["valid_fraction"] == 0.0 and metrics["generated_success"] is None
+
+
+@pytest.mark.parametrize("mode", ["trained", "frozen"])
+def test_rwr_changes_simulator_only_when_trained(tmp_path, mode):
+    session = micro_session(tmp_path, epochs=2, **{"simulator.mode": mode, "curriculum.reward": "uniform"})
+    run(session, backend_factory=scripted())
+    prints = [m["simulator_fingerprint"] for m in session.store.epoch_metrics()]
+    agent_prints = [m["agent_fingerprint"] for m in session.store.epoch_metrics()]
+    if mode == "trained":
+        assert prints[0] != prints[1] != prints[2]
+        assert session.store.epoch_metrics()[1]["simulator_update"]["steps"] > 0
+    else:
+        assert prints[0] == prints[1] == prints[2]
+    assert agent_prints[0] != agent_prints[1]  # mixed rewards -> GRPO moved the agent
+    m = session.store.epoch_metrics()[1]
+    assert m["valid"] > 0 and 0.0 < m["generated_success"] < 1.0
+    batches = session.store.batches(1)
+    assert all(b["r_env"] == 1.0 and b["in_band"] for b in batches)
+
+
+def test_alpha_band_filter_keeps_simulator_still_when_no_batch_in_band(tmp_path):
+    # the scripted agent always succeeds: every batch has p_hat = 1, outside [0.4, 0.6]
+    session = micro_session(tmp_path, epochs=1)
+    factory = scripted()
+
+    def always(role, policy):
+        backend = factory(role, policy)
+        if role == "agent":
+            backend.p = 1.0
+        return backend
+    run(session, backend_factory=always)
+    m = session.store.epoch_metrics()
+    assert m[1]["generated_success"] == 1.0 and m[1]["calibration_error"] == pytest.approx(0.5)
+    assert m[1]["simulator_update"]["skipped"] == "no batch in the band"
+    assert m[0]["simulator_fingerprint"] == m[1]["simulator_fingerprint"]
+    assert all(not b["in_band"] and b["r_env"] == pytest.approx(0.60653, abs=1e-4) for b in session.store.batches(1))
+
+
+def test_static_mode_generates_once_and_off_mode_never(tmp_path):
+    static = micro_session(tmp_path, "static", epochs=2, **{"simulator.mode": "static"})
+    run(static, backend_factory=scripted())
+    seeds = len(static.store.query_tasks(benchmark="bfcl", limit=10_000, text=None, origin="seed", order="id"))
+    n_static = static.store.count_tasks(origin="static")
+    assert n_static == 200 * static.config.simulator.static_multiplier  # the seed split, 5x, written once
+    assert static.store.count_tasks(origin="generated") == 0
+    assert static.store.epoch_metrics()[2]["generated"] == 0 and seeds > 0
+    assert static.store.epoch_metrics()[2]["tasks_trained_by_origin"].get("static", 0) > 0
+    off = micro_session(tmp_path, "off", epochs=1, **{"simulator.mode": "off"})
+    run(off, backend_factory=scripted())
+    assert off.store.count_tasks(origin="generated") + off.store.count_tasks(origin="static") == 0
+    assert set(off.store.epoch_metrics()[1]["tasks_trained_by_origin"]) == {"seed"}
+
+
+def test_stop_leaves_partial_epoch_that_resume_redoes(tmp_path):
+    session = micro_session(tmp_path, epochs=2)
+    control = RunControl()
+
+    def sink(event):
+        if event.kind == "PhaseFinished" and event.epoch == 1 and event.phase == "rollout":
+            control.stop()
+    summary = run(session, sink, control)
+    assert summary == {"stopped_at": 1, "epochs_done": 0}
+    assert [(m["epoch"], m["status"]) for m in session.store.epoch_metrics()] == [(0, "done"), (1, "partial")]
+    assert run(Session.open(session.path)) == {"epochs_done": 2}
+    assert [(m["epoch"], m["status"]) for m in session.store.epoch_metrics()] == [(0, "done"), (1, "done"), (2, "done")]
+    kinds = [e["kind"] for e in session.store.events(limit=10_000)]
+    assert "RunStopped" in kinds and "PartialEpochDiscarded" in kinds
+
+
+def test_pause_blocks_between_batches_until_resumed(tmp_path):
+    session = micro_session(tmp_path, epochs=1)
+    control = RunControl()
+    events, sink = collect()
+    paused = threading.Event()
+
+    def pausing_sink(event):
+        sink(event)
+        if event.kind == "PhaseFinished" and event.phase == "generate":
+            control.pause()
+        if event.kind == "RunPaused":
+            paused.set()
+    timer = threading.Thread(target=lambda: (paused.wait(30), control.resume()))
+    timer.start()
+    run(session, pausing_sink, control)
+    timer.join()
+    kinds = [e.kind for e in events]
+    assert kinds.index("RunPaused") < kinds.index("RunResumed") < kinds.index("RunFinished")
+    assert session.store.epoch_metrics()[1]["status"] == "done"
+
+
+def test_hand_edit_made_between_epochs_is_trained_on_next_epoch(tmp_path):
+    session = micro_session(tmp_path, epochs=1)
+    factory = scripted()
+    run(session, backend_factory=factory)
+    original = session.store.query_tasks(origin="generated", valid=True, limit=1, order="id")[0]
+    env_task = session.store.get_task(original["id"])
+    prompt, answer, expected, tools, features = generate_task(2, random.Random(99))
+    edited = env_task.with_(id=env_task.id + "/r1", prompt=prompt, answer=answer, expected=expected, tools=tools)
+    session.store.revise_task(env_task.id, edited)
+    resumed = Session.open(session.path)
+    resumed.set_epochs(2)
+    run(resumed, backend_factory=factory)
+    trained = {r["task_id"] for r in resumed.store.db.execute(
+        "select task_id from rollouts where epoch = 2").fetchall() for r in [dict(zip(["task_id"], r))]}
+    assert edited.id in trained
+    assert env_task.id not in trained  # the superseded revision is no longer used
+
+
+def test_roles_reload_from_checkpoint_with_optimizer_state(tmp_path):
+    session = micro_session(tmp_path, epochs=1)
+    run(session, backend_factory=scripted())
+    roles = load_roles(session, 1)
+    assert roles.agent.fingerprint() == pytest.approx(session.store.epoch_metrics()[1]["agent_fingerprint"], rel=1e-6)
+    assert roles.grpo.steps > 0

@@ -1,0 +1,37 @@
+"""The engine never loads the console, textual or vllm: checked in a fresh interpreter per module."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FORBIDDEN = ("textual", "textual_plotext", "vllm", "genenv_console")
+ENGINE_MODULES = ["genenv_engine", "genenv_engine.loop", "genenv_engine.cli", "genenv_engine.config",
+                  "genenv_engine.store", "genenv_engine.environments.bfcl", "genenv_engine.backends.hf"]
+
+
+def loaded_after_import(module: str) -> set[str]:
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", ENGINE_MODULES)
+def test_engine_module_loads_no_ui_or_vllm(module):
+    loaded = loaded_after_import(module)
+    assert module in loaded
+    leaked = {m for m in loaded if m.split(".")[0] in FORBIDDEN}
+    assert leaked == set()
+
+
+def test_package_import_is_light():
+    loaded = loaded_after_import("genenv_engine")
+    assert "torch" not in loaded and "transformers" not in loaded
+
+
+def test_the_check_itself_sees_a_forbidden_import():
+    # guards against a vacuous test: importing textual is visible to the same probe
+    assert "textual" in loaded_after_import("textual")
