@@ -71,7 +71,7 @@ class ModelConfig:
 class WarmStartConfig:
     """Supervised warm start (epoch 0): agent on the train split, simulator from the agent on sibling pairs."""
 
-    agent_steps: int = 500
+    agent_steps: int = 700
     """SFT steps for the agent on the benchmarks' train splits."""
     agent_lr: float = 1e-3
     """Peak learning rate (cosine schedule) of the agent warm start."""

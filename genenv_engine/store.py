@@ -172,6 +172,7 @@ class Store:
             db = Database(self.path)
             db.execute("PRAGMA busy_timeout = 5000")
             db.enable_wal()
+            db.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; skips an fsync per commit
             self._local.db = db
         return db
 

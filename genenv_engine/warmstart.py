@@ -65,6 +65,7 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     info = _train(config, envs, tmp, sink)
+    info["key"] = folder.name
     (tmp / "info.json").write_text(json.dumps(info, indent=2))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
@@ -95,7 +96,7 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report)
     sim.save(out / "simulator")
     return {
-        "key": out.name, "parameters": agent.num_parameters(), "agent_steps": ws.agent_steps,
+        "parameters": agent.num_parameters(), "agent_steps": ws.agent_steps,
         "simulator_steps": ws.simulator_steps, "agent_final_loss": _tail_mean(agent_losses),
         "simulator_final_loss": _tail_mean(sim_losses), "agent_seconds": round(agent_seconds, 1),
         "simulator_seconds": round(time.perf_counter() - started - agent_seconds, 1),

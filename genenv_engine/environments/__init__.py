@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 BENCHMARKS: dict[str, str] = {
     "bfcl": "genenv_engine.environments.bfcl:BfclMini",
+    "bamboogle": "genenv_engine.environments.bamboogle:BamboogleMini",
 }
 """Known benchmark names and the class implementing each."""
 
@@ -25,8 +26,9 @@ def environment_class(name: str) -> type["Environment"]:
     return getattr(importlib.import_module(module), cls)
 
 
-def get_environment(name: str, seed: int = 0, sizes: "SplitSizes | None" = None) -> "Environment":
-    """Build the environment ``name`` with seeded splits."""
+def get_environment(name: str, seed: int = 0, sizes: "SplitSizes | None" = None,
+                    data_dir: str | None = None) -> "Environment":
+    """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given)."""
     from genenv_engine.environments.base import SplitSizes
 
-    return environment_class(name)(seed=seed, sizes=sizes or SplitSizes())
+    return environment_class(name)(seed=seed, sizes=sizes or SplitSizes(), data_dir=data_dir)

@@ -40,9 +40,17 @@ class Environment(ABC):
     structured: bool = True
     """Structured actions are rewarded by exact success (1/0); unstructured ones by the checker's score."""
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes()) -> None:
+    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
         self.seed = seed
         self.sizes = sizes
+        self.data_dir = data_dir
+        """A user folder holding the upstream benchmark data; None uses the built-in mini only."""
+
+    def describe(self) -> dict[str, object]:
+        """Name, granularity, source and split sizes, for ``genenv benchmarks``."""
+        return {"name": self.name, "granularity": self.granularity,
+                "source": "upstream folder" if self.data_dir else self.source,
+                "sizes": {k: len(v) for k, v in self.splits().items()}}
 
     @abstractmethod
     def splits(self) -> dict[str, list[Task]]:

@@ -256,8 +256,8 @@ class BfclMini(Environment):
     granularity = "step"
     source = "built-in mini"
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes()) -> None:
-        super().__init__(seed, sizes)
+    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
+        super().__init__(seed, sizes, data_dir)
         self._splits: dict[str, list[Task]] | None = None
 
     def splits(self) -> dict[str, list[Task]]:

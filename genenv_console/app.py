@@ -1,0 +1,347 @@
+"""The genenv console app: screens, key bindings, commands, and the handlers that own all UI state.
+
+The engine runs in the runner's thread worker and reports through messages; `@on` handlers here
+fold them into the `RunState` and hand it down to the dashboard. The UI thread keeps its own read
+connection to the session's store (``ui_store``) for the tasks and sessions screens and for hand
+edits. Engine errors end up in an `ErrorScreen`, never as a crash; the session stays resumable.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual import events, on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from genenv_engine import events as ev
+from genenv_engine.config import RunConfig, config_from_file
+from genenv_engine.roles import BackendFactory
+from genenv_engine.session import Session
+from genenv_engine.store import Store
+
+from genenv_console.data import export_jsonl
+from genenv_console.latency import LatencyProbe
+from genenv_console.messages import (CreateSession, EngineIdled, EngineMessage, ExportWritten, OpenSession,
+                                     TaskRevised, TaskStatusChanged)
+from genenv_console.runner import EngineRunner, EngineWorkerMixin
+from genenv_console.screens.dashboard import DashboardScreen
+from genenv_console.screens.error import ErrorScreen
+from genenv_console.screens.help import HelpScreen, binding_rows
+from genenv_console.screens.sessions import SessionsScreen
+from genenv_console.screens.tasks import TasksScreen
+from genenv_console.state import RunState, describe
+
+HISTORY_LINES = 200
+"""Stored events replayed into the event log when a session is opened."""
+
+
+def history_lines(store: Store, limit: int = HISTORY_LINES) -> list[str]:
+    """Event-log lines for the last ``limit`` stored events of a session."""
+    last = store.db.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+    lines = []
+    for row in store.events(after_id=max(0, last - limit), limit=limit):
+        cls = getattr(ev, row["kind"], None)
+        if row["kind"] == "PartialEpochDiscarded":
+            lines.append(f"epoch {row['epoch']} was partial: discarded on resume")
+        elif isinstance(cls, type) and issubclass(cls, ev.Event):
+            try:
+                line = describe(cls(**row["payload"]))
+            except TypeError:
+                line = row["kind"]
+            if line:
+                lines.append(line)
+    return lines
+
+
+class GenEnvConsole(EngineWorkerMixin, App[None]):
+    """Watch, pause, inspect and steer a GenEnv co-evolution run."""
+
+    CSS_PATH = "styles/app.tcss"
+    TITLE = "genenv console"
+    SCREENS = {"dashboard": DashboardScreen, "tasks": TasksScreen, "sessions": SessionsScreen}
+    MODES = {"dashboard": "dashboard", "tasks": "tasks", "sessions": "sessions"}
+    DEFAULT_MODE = "dashboard"
+    BINDINGS = [
+        Binding("space", "toggle_pause", "Pause/Resume"),
+        Binding("P", "pause_after_epoch", "Pause after epoch"),
+        Binding("s", "stop", "Stop"),
+        Binding("r", "run", "Run/Resume"),
+        Binding("d", "show('dashboard')", "Dashboard"),
+        Binding("t", "show('tasks')", "Tasks"),
+        Binding("o", "show('sessions')", "Sessions"),
+        Binding("x", "export", "Export"),
+        Binding("plus", "more_epochs", "+1 epoch", show=False),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, session_path: Path | None = None, sessions_root: Path = Path("sessions"),
+                 backend_factory: BackendFactory | None = None, autostart: bool = True) -> None:
+        super().__init__()
+        self.sessions_root = Path(sessions_root)
+        self.backend_factory = backend_factory
+        self.autostart = autostart
+        self.initial_session = session_path
+        self.session_path: Path | None = None
+        self.session_config: RunConfig | None = None
+        self.ui_store: Store | None = None
+        self.state = RunState()
+        self.log_lines: list[str] = []
+        self.runner: EngineRunner | None = None
+        self.pending: tuple[Path, bool] | None = None
+        self.latency = LatencyProbe()
+        self._engine: Worker | None = None
+        self._started_at: float | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.set_interval(self.latency.interval, self.latency.tick)
+        self.set_interval(1.0, self._tick_elapsed)
+        if self.initial_session is not None:
+            self.open_session(self.initial_session, self.autostart)
+        else:
+            self.switch_mode("sessions")
+
+    async def on_event(self, event: events.Event) -> None:
+        """Time every key from its creation to the first screen refresh after it was handled."""
+        if isinstance(event, events.Key):
+            self.call_after_refresh(self.latency.key_shown, event.time)
+        await super().on_event(event)
+
+    def _tick_elapsed(self) -> None:
+        if self.state.active and self._started_at is not None:
+            self.dashboard.query_one("#status").elapsed = time.monotonic() - self._started_at  # type: ignore[attr-defined]
+
+    @property
+    def dashboard(self) -> DashboardScreen:
+        """The dashboard screen (one instance for the app's life)."""
+        return self.get_screen("dashboard", DashboardScreen)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def open_session(self, path: Path, autostart: bool = False) -> None:
+        """Show ``path``'s session (stopping a running one first) and optionally start its engine."""
+        path = Path(path)
+        if self.state.active:
+            if path == self.session_path:
+                self.switch_mode("dashboard")
+                return
+            self.pending = (path, autostart)
+            self.action_stop()
+            self.notify(f"stopping {self.state.session} before opening {path.name}")
+            return
+        if self.ui_store is not None:
+            self.ui_store.close()
+        self.session_path = path
+        self.session_config = config_from_file(path / "config.toml")
+        self.ui_store = Store(path / "genenv.db")
+        pause_after = self.state.pause_after_epoch
+        self.state = RunState.from_session(path.name, self.session_config, self.ui_store.epoch_metrics())
+        self.state.pause_after_epoch = pause_after
+        self.log_lines = history_lines(self.ui_store)
+        self.sub_title = path.name
+        dash = self.dashboard
+        dash.clear_log()
+        for line in self.log_lines:
+            dash.log_line(line)
+        dash.show_state(self.state, {"status", "plots"})
+        tasks = self.get_screen("tasks", TasksScreen)
+        if tasks.is_mounted:
+            tasks.set_benchmarks()
+            tasks.load_page()
+        self.switch_mode("dashboard")
+        if autostart:
+            self.start_run()
+
+    @on(OpenSession)
+    def _open_requested(self, message: OpenSession) -> None:
+        self.open_session(message.path, autostart=True)
+
+    @on(CreateSession)
+    def _create_requested(self, message: CreateSession) -> None:
+        session = Session.create(message.config, root=self.sessions_root)
+        session.store.close()
+        self.notify(f"created {session.path}")
+        self.open_session(session.path, autostart=True)
+
+    # -- the engine ----------------------------------------------------------------------------
+
+    def start_run(self) -> None:
+        """Start (or resume) the open session's run in the engine worker."""
+        if self.session_path is None or self.state.active:
+            return
+        self.runner = EngineRunner(self.post_message, self.backend_factory)
+        self.runner.pause_after_epoch = self.state.pause_after_epoch
+        self.state.run, self.state.error = "running", ""
+        self._started_at = time.monotonic()
+        self.dashboard.show_state(self.state, {"status"})
+        self._engine = self.run_engine(self.runner, self.session_path)
+
+    @on(EngineMessage)
+    def _engine_event(self, message: EngineMessage) -> None:
+        if message.runner is not self.runner:
+            return  # a previous run's last words
+        event = message.event
+        changed = self.state.apply(event)
+        if event.kind == "RunStarted":
+            self._started_at = time.monotonic()
+        line = describe(event)
+        if line:
+            self.log_lines.append(line)
+            self.dashboard.log_line(line)
+        self.dashboard.show_state(self.state, changed)
+        self.latency.recording = self.state.run == "running"
+
+    @on(EngineIdled)
+    def _engine_idled(self, message: EngineIdled) -> None:
+        if message.runner is self.runner and self.state.active:
+            self.state.run = "stopped"
+            self.dashboard.show_state(self.state, {"status"})
+        self.latency.recording = False
+        if self.pending is not None and not self.state.active:
+            path, autostart = self.pending
+            self.pending = None
+            self.open_session(path, autostart)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Turn a failed engine or export worker into a modal or a notification, never a crash."""
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        details = "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else str(error)
+        if event.worker.group == "export":
+            self.notify(f"export failed: {error}", severity="error")
+            return
+        if event.worker is not self._engine:
+            return
+        self.state.run = "failed"
+        self.state.error = self.state.error or str(error)
+        self.dashboard.show_state(self.state, {"status"})
+        self.push_screen(ErrorScreen(f"The engine stopped with an error: {self.state.error}", details))
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        """Pause at the next batch, or resume."""
+        if self.runner is None or not self.state.active:
+            self.notify("no run in progress: r starts one", severity="warning")
+            return
+        if self.state.run == "running":
+            self.runner.control.pause()
+            self.state.request_pause()
+        elif self.state.run in ("pausing", "paused"):
+            self.runner.control.resume()
+            self.state.request_resume()
+        self.dashboard.show_state(self.state, {"status"})
+        self.latency.recording = self.state.run == "running"
+
+    def action_pause_after_epoch(self) -> None:
+        """Toggle pausing as soon as the current epoch finishes."""
+        self.state.pause_after_epoch = not self.state.pause_after_epoch
+        if self.runner is not None:
+            self.runner.pause_after_epoch = self.state.pause_after_epoch
+        self.dashboard.show_state(self.state, {"status"})
+        self.notify("pause after this epoch: " + ("on" if self.state.pause_after_epoch else "off"))
+
+    def action_stop(self) -> None:
+        """Stop at the next batch; the epoch is marked partial and the session stays resumable."""
+        if self.runner is None or not self.state.active:
+            return
+        self.runner.control.stop()
+        self.state.request_stop()
+        self.dashboard.show_state(self.state, {"status"})
+
+    def action_run(self) -> None:
+        """Resume the open session from its last finished epoch."""
+        if self.state.active:
+            self.notify("already running", severity="warning")
+        elif self.session_path is None:
+            self.switch_mode("sessions")
+        else:
+            self.start_run()
+
+    def action_more_epochs(self) -> None:
+        """Raise the session's target by one epoch (only while the engine is idle)."""
+        if self.session_path is None or self.state.active:
+            return
+        session = Session.open(self.session_path)
+        session.set_epochs(session.config.epochs + 1)
+        session.store.close()
+        self.session_config = session.config
+        self.state.target_epochs = session.config.epochs
+        self.dashboard.show_state(self.state, {"status"})
+
+    def action_show(self, mode: str) -> None:
+        """Switch to the dashboard, tasks or sessions screen."""
+        if mode != self.current_mode:
+            self.switch_mode(mode)
+
+    def action_export(self) -> None:
+        """Write export/metrics.jsonl and export/tasks.jsonl in the session folder."""
+        if self.session_path is None:
+            return
+        self.notify("exporting…")
+        self.export_session(self.session_path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="export")
+    def export_session(self, path: Path) -> None:
+        """Export in a thread with its own store connection."""
+        paths, n = export_jsonl(path)
+        self.post_message(ExportWritten(paths, n))
+
+    @on(ExportWritten)
+    def _exported(self, message: ExportWritten) -> None:
+        self.notify(f"exported {message.tasks:,} tasks to {message.paths[0].parent}")
+
+    @on(TaskRevised)
+    def _revised(self, message: TaskRevised) -> None:
+        line = f"edit: {message.old_id} → {message.new_id} (used by the next epoch)"
+        self.log_lines.append(line)
+        self.dashboard.log_line(line)
+        self.notify(line)
+
+    @on(TaskStatusChanged)
+    def _status_changed(self, message: TaskStatusChanged) -> None:
+        line = f"task {message.task_id} is now {message.status}"
+        self.log_lines.append(line)
+        self.dashboard.log_line(line)
+        self.notify(line)
+
+    def action_help(self) -> None:
+        """Show every key binding."""
+        sections = [("everywhere", binding_rows(self.BINDINGS) + [("ctrl+p", "Command palette")])]
+        screen = self.screen
+        if getattr(screen, "BINDINGS", None) and not isinstance(screen, HelpScreen):
+            sections.append((type(screen).__name__.replace("Screen", "").lower(), binding_rows(screen.BINDINGS)))
+        self.push_screen(HelpScreen(sections))
+
+    async def action_quit(self) -> None:
+        """Stop the engine (leaving the session resumable) and exit."""
+        if self.runner is not None and self.state.active:
+            self.runner.control.stop()
+        self.exit()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The command palette: the main actions next to Textual's own."""
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Pause / resume", "Pause the run at the next batch, or resume it", self.action_toggle_pause)
+        yield SystemCommand("Pause after this epoch", "Pause as soon as the current epoch finishes",
+                            self.action_pause_after_epoch)
+        yield SystemCommand("Stop the run", "Stop at the next batch; the session stays resumable", self.action_stop)
+        yield SystemCommand("Run / resume the session", "Continue from the last finished epoch", self.action_run)
+        yield SystemCommand("Add an epoch", "Raise the session's target epochs by one (when idle)",
+                            self.action_more_epochs)
+        yield SystemCommand("Export metrics and tasks", "Write export/metrics.jsonl and export/tasks.jsonl",
+                            self.action_export)
+        yield SystemCommand("Dashboard", "Live plots and the event log", lambda: self.action_show("dashboard"))
+        yield SystemCommand("Tasks", "Browse, search, edit, pin and ban tasks", lambda: self.action_show("tasks"))
+        yield SystemCommand("Sessions", "Resume or create a session", lambda: self.action_show("sessions"))
+        yield SystemCommand("Key bindings", "Show the help screen", self.action_help)
+

@@ -1,0 +1,240 @@
+"""Console-side data access: session listing, task pages and details, hand edits and JSONL export.
+
+Plain functions over the engine's `Store` (the UI thread holds its own read connection; the
+export runs in its own worker thread with its own). Nothing here imports Textual, so it is tested
+directly and shared by the screens and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from genenv_engine.config import ConfigError, config_from_file
+from genenv_engine.environments import get_environment
+from genenv_engine.records import Task
+from genenv_engine.store import Store
+
+PAGE_SIZE = 50
+"""Task rows per page in the tasks table."""
+
+EXPORT_PAGE = 1000
+"""Task rows read per query while exporting."""
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of the sessions screen."""
+
+    path: Path
+    preset: str
+    mode: str
+    benchmarks: str
+    epochs_done: int
+    target: int
+    status: str
+
+
+def session_info(folder: Path) -> SessionInfo | None:
+    """Read a session folder's config and store (None when it is not a session)."""
+    try:
+        config = config_from_file(folder / "config.toml")
+    except (ConfigError, OSError):
+        return None
+    done, status = -1, "new"
+    if (folder / "genenv.db").exists():
+        with Store(folder / "genenv.db") as store:
+            done = store.last_finished_epoch()
+            rows = store.epoch_metrics()
+        if rows and rows[-1]["status"] in ("partial", "running"):
+            status = f"{rows[-1]['status']} e{rows[-1]['epoch']}"
+        elif done >= config.epochs:
+            status = "done"
+        elif rows:
+            status = "resumable"
+    return SessionInfo(folder, config.preset, config.simulator.mode, ",".join(config.benchmarks),
+                       max(done, 0), config.epochs, status)
+
+
+def list_sessions(root: Path) -> list[SessionInfo]:
+    """Every session folder directly under ``root``, newest name first."""
+    if not root.is_dir():
+        return []
+    out = [session_info(p) for p in sorted(root.iterdir(), reverse=True) if (p / "config.toml").exists()]
+    return [s for s in out if s is not None]
+
+
+# -- task pages --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskFilters:
+    """The tasks screen's filters, as `Store.query_tasks` keyword arguments (None = any)."""
+
+    benchmark: str | None = None
+    origin: str | None = None
+    status: str | None = None
+    epoch: int | None = None
+    valid: bool | None = None
+    p_min: float | None = None
+    p_max: float | None = None
+    text: str | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `Store.query_tasks` / `Store.count_tasks`."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    """One page of task rows and the total matching count."""
+
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        """Number of pages (at least 1)."""
+        return max(1, -(-self.total // self.page_size))
+
+
+def task_page(store: Store, filters: TaskFilters, page: int = 0, page_size: int = PAGE_SIZE) -> TaskPage:
+    """Load one page of tasks (never more than ``page_size`` rows) and the matching count."""
+    total = store.count_tasks(**filters.kwargs())
+    pages = max(1, -(-total // page_size))
+    page = min(max(page, 0), pages - 1)
+    rows = store.query_tasks(**filters.kwargs(), limit=page_size, offset=page * page_size)
+    return TaskPage(rows, total, page, page_size)
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    """A table cell: '-' for None, fixed decimals for floats.
+
+    >>> fmt(None), fmt(0.5), fmt(True), fmt(3)
+    ('-', '0.50', 'yes', '3')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+TABLE_COLUMNS = ("id", "bench", "origin", "status", "ep", "valid", "p̂", "R_env", "roll", "prompt")
+"""Column labels of the tasks table."""
+
+
+def table_row(row: dict[str, Any], prompt_chars: int = 60) -> tuple[str, ...]:
+    """The cells of one tasks-table row."""
+    status = row.get("status") or "active"
+    if row.get("superseded_by"):
+        status = "superseded"
+    prompt = " ".join(str(row.get("prompt") or "").split())
+    return (row["id"], row.get("benchmark") or "", row.get("origin") or "", status, fmt(row.get("epoch")),
+            fmt(row.get("valid")), fmt(row.get("p_hat")), fmt(row.get("r_env"), 3), fmt(row.get("n_rollouts")),
+            prompt[:prompt_chars])
+
+
+def task_detail(store: Store, task_id: str, max_rollouts: int = 20) -> dict[str, Any] | None:
+    """Everything the detail pane shows: the task row, its rollouts and its lineage to the seed."""
+    task = store.get_task(task_id)
+    if task is None:
+        return None
+    stats = store.task_stats(task_id) or {}
+    rollouts = store.rollouts_for(task_id)
+    return {"task": task, "stats": stats, "rollouts": rollouts[-max_rollouts:], "n_rollouts": len(rollouts),
+            "lineage": store.lineage(task_id)}
+
+
+# -- hand edits --------------------------------------------------------------------------------
+
+_REVISION = re.compile(r"/r\d+$")
+
+
+def next_revision_id(store: Store, task_id: str) -> str:
+    """A fresh id for a revision of ``task_id``: ``<base>/r1``, ``<base>/r2``, ...
+
+    ``<base>`` is the id without a trailing ``/r<n>``, so revising a revision counts on.
+    """
+    base = _REVISION.sub("", task_id)
+    n = 1
+    while store.get_task(f"{base}/r{n}") is not None:
+        n += 1
+    return f"{base}/r{n}"
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """Outcome of a hand edit: the stored revision, or why nothing was saved."""
+
+    ok: bool
+    error: str = ""
+    task: Task | None = None
+
+
+def apply_edit(store: Store, task_id: str, prompt: str, answer: str, seed: int = 0) -> EditResult:
+    """Validate an edited prompt/answer with the task's environment; store it as a revision when valid."""
+    old = store.get_task(task_id)
+    if old is None:
+        return EditResult(False, f"no task {task_id}")
+    stats = store.task_stats(task_id) or {}
+    if stats.get("superseded_by"):
+        return EditResult(False, f"{task_id} was already revised as {stats['superseded_by']}; edit that one")
+    prompt, answer = prompt.strip(), answer.strip()
+    if prompt == old.prompt and answer == old.answer:
+        return EditResult(False, "nothing changed")
+    if not prompt or not answer:
+        return EditResult(False, "prompt and answer must not be empty")
+    env = get_environment(old.benchmark, seed)
+    new_id = next_revision_id(store, task_id)
+    verdict = env.validate(prompt, answer, task_id=new_id, parent=old, epoch=old.epoch, generator="hand-edit")
+    if not verdict.ok or verdict.task is None:
+        return EditResult(False, f"invalid: {verdict.reason}")
+    revised = store.revise_task(task_id, verdict.task.with_(status=old.status if old.status == "pinned" else "active"))
+    return EditResult(True, "", revised)
+
+
+def toggle_status(store: Store, task_id: str, status: str) -> str:
+    """Set ``status`` (pinned or banned) on a task, or back to active if it already has it; return the new one."""
+    task = store.get_task(task_id)
+    if task is None:
+        raise KeyError(task_id)
+    new = "active" if task.status == status else status
+    store.set_status(task_id, new)
+    return new
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+def export_jsonl(session_dir: Path, page: int = EXPORT_PAGE) -> tuple[list[Path], int]:
+    """Write ``export/metrics.jsonl`` and ``export/tasks.jsonl`` (tasks streamed in pages); return paths, tasks."""
+    out = session_dir / "export"
+    out.mkdir(exist_ok=True)
+    metrics_path, tasks_path = out / "metrics.jsonl", out / "tasks.jsonl"
+    n = 0
+    with Store(session_dir / "genenv.db") as store:
+        with metrics_path.open("w") as fh:
+            for row in store.epoch_metrics():
+                fh.write(json.dumps(row, default=str) + "\n")
+        with tasks_path.open("w") as fh:
+            offset = 0
+            while True:
+                rows = store.query_tasks(limit=page, offset=offset, order="id")
+                for row in rows:
+                    fh.write(json.dumps(row, default=str) + "\n")
+                n += len(rows)
+                if len(rows) < page:
+                    break
+                offset += page
+    return [metrics_path, tasks_path], n

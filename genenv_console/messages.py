@@ -1,0 +1,159 @@
+"""Textual messages: one past-tense message per engine event, plus the console's own requests and facts.
+
+The engine's sink runs in the worker thread; it wraps each `genenv_engine.events.Event` in the
+message class of the same name (``RunPaused`` -> `RunPaused`) and posts it to the app, which is
+thread-safe. Handlers on the UI thread then own every change to widgets and UI state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textual.message import Message
+
+from genenv_engine import events as engine_events
+from genenv_engine.config import RunConfig
+
+
+class EngineMessage(Message):
+    """Base class of the messages that wrap one engine event."""
+
+    def __init__(self, event: engine_events.Event, runner: object = None) -> None:
+        super().__init__()
+        self.event = event
+        self.runner = runner
+        """The `EngineRunner` that posted it (the app ignores a previous run's stragglers)."""
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the event belongs to."""
+        return self.event.epoch
+
+
+class RunStarted(EngineMessage):
+    """The engine opened the session and is about to run ``start_epoch``."""
+
+
+class WarmStartProgressed(EngineMessage):
+    """A warm-start SFT step finished (throttled)."""
+
+
+class EpochStarted(EngineMessage):
+    """An epoch began."""
+
+
+class PhaseStarted(EngineMessage):
+    """A timed phase began."""
+
+
+class PhaseFinished(EngineMessage):
+    """A timed phase finished."""
+
+
+class BatchProgressed(EngineMessage):
+    """A batch of a phase finished (throttled)."""
+
+
+class TasksGenerated(EngineMessage):
+    """The simulator's generations of one benchmark were validated."""
+
+
+class AttemptsScored(EngineMessage):
+    """The agent's rollouts of the fresh tasks were scored: batch p-hats and R_env."""
+
+
+class PolicyUpdated(EngineMessage):
+    """The agent (GRPO) or the simulator (RWR) was updated."""
+
+
+class HeldoutEvaluated(EngineMessage):
+    """Held-out success per benchmark was measured."""
+
+
+class CheckpointSaved(EngineMessage):
+    """An epoch's checkpoint was written."""
+
+
+class EpochFinished(EngineMessage):
+    """An epoch completed with its metrics."""
+
+
+class RunPaused(EngineMessage):
+    """The engine is blocked at a check, waiting for resume."""
+
+
+class RunResumed(EngineMessage):
+    """The engine continued after a pause."""
+
+
+class RunStopped(EngineMessage):
+    """The engine stopped on request; the session is resumable."""
+
+
+class RunFinished(EngineMessage):
+    """The engine reached the session's target epoch."""
+
+
+class RunFailed(EngineMessage):
+    """The engine raised; the epoch is marked partial and the session is resumable."""
+
+
+ENGINE_MESSAGES: dict[str, type[EngineMessage]] = {
+    cls.__name__: cls for cls in EngineMessage.__subclasses__()
+}
+"""Message class per engine event class name."""
+
+
+def wrap(event: engine_events.Event, runner: object = None) -> EngineMessage:
+    """The console message for an engine event (an unknown kind gets the base class)."""
+    return ENGINE_MESSAGES.get(event.kind, EngineMessage)(event, runner)
+
+
+class EngineIdled(Message):
+    """The engine worker's thread is done (finished, stopped or failed); a new run may start."""
+
+    def __init__(self, runner: object = None) -> None:
+        super().__init__()
+        self.runner = runner
+
+
+class OpenSession(Message):
+    """Request: resume the session in this folder."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class CreateSession(Message):
+    """Request: create a session from this config and run it."""
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__()
+        self.config = config
+
+
+class TaskRevised(Message):
+    """A hand edit was validated and stored as a new revision."""
+
+    def __init__(self, old_id: str, new_id: str) -> None:
+        super().__init__()
+        self.old_id = old_id
+        self.new_id = new_id
+
+
+class TaskStatusChanged(Message):
+    """A task was pinned, banned or set back to active."""
+
+    def __init__(self, task_id: str, status: str) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.status = status
+
+
+class ExportWritten(Message):
+    """The session's metrics and tasks were exported as JSON lines."""
+
+    def __init__(self, paths: list[Path], tasks: int) -> None:
+        super().__init__()
+        self.paths = paths
+        self.tasks = tasks

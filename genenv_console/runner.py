@@ -1,0 +1,91 @@
+"""The only bridge between the console and the engine: one thread worker running `genenv_engine.loop.run`.
+
+The worker (``@work(thread=True, exclusive=True, exit_on_error=False, group="engine")``) opens the
+session in its own thread (so the engine owns its SQLite connection) and runs the loop with a sink
+that wraps each event in a message and posts it to the app, the one thread-safe way to reach the UI.
+High-rate progress events are throttled in the sink. The worker never touches a widget; pause,
+resume and stop go through the engine's `RunControl`, which the loop checks between batches.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from textual import work
+from textual.message import Message
+from textual.worker import Worker
+
+from genenv_engine import events as ev
+from genenv_engine.roles import BackendFactory
+from genenv_engine.session import Session
+
+from genenv_console.messages import EngineIdled, wrap
+
+THROTTLED = ("BatchProgressed", "WarmStartProgressed")
+"""Events forwarded at most every `EngineRunner.min_interval` seconds (plus the last of a phase)."""
+
+
+class EngineRunner:
+    """One run of the engine: its control flags and the sink that turns events into messages."""
+
+    def __init__(self, post: Callable[[Message], Any], backend_factory: BackendFactory | None = None,
+                 min_interval: float = 0.1) -> None:
+        self.post = post
+        self.backend_factory = backend_factory
+        self.control = ev.RunControl()
+        self.min_interval = min_interval
+        self.pause_after_epoch = False
+        """When set, the sink pauses the engine as soon as an epoch finishes (before the next one starts)."""
+        self._last_sent: dict[str, float] = {}
+
+    def sink(self, event: ev.Event) -> None:
+        """EventSink called in the engine thread: throttle, apply epoch-end pauses, post a message."""
+        if event.kind in THROTTLED:
+            key = f"{event.kind}:{getattr(event, 'phase', getattr(event, 'role', ''))}"
+            done = getattr(event, "done", getattr(event, "step", 0))
+            total = getattr(event, "total", getattr(event, "steps", 0))
+            now = time.monotonic()
+            if done < total and now - self._last_sent.get(key, 0.0) < self.min_interval:
+                return
+            self._last_sent[key] = now
+        if event.kind == "EpochFinished" and self.pause_after_epoch:
+            self.control.pause()
+        self.send(wrap(event, self))
+
+    def send(self, message: Message) -> None:
+        """Post to the app; after the app has closed there is nobody to tell."""
+        try:
+            self.post(message)
+        except RuntimeError:  # the app's event loop is already closed (quit while the engine was stopping)
+            pass
+
+    def run(self, session_path: Path) -> dict[str, Any]:
+        """Open the session in this thread and run the loop to its target epoch (or a stop)."""
+        from genenv_engine.loop import run
+
+        session = Session.open(session_path)
+        try:
+            return run(session, self.sink, self.control, self.backend_factory)
+        finally:
+            session.store.close()
+
+
+class EngineWorkerMixin:
+    """Adds the engine worker to the app; the app's handlers own everything it reports."""
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="engine", name="engine")
+    def run_engine(self, runner: EngineRunner, session_path: Path) -> dict[str, Any] | None:
+        """Run the engine in a thread; an exception ends the worker in the ERROR state (the app shows a modal)."""
+        try:
+            return runner.run(session_path)
+        finally:
+            runner.send(EngineIdled(runner))
+
+    def engine_worker(self) -> Worker | None:
+        """The running engine worker, if any."""
+        for worker in self.workers:  # type: ignore[attr-defined]
+            if worker.group == "engine" and not worker.is_finished:
+                return worker
+        return None

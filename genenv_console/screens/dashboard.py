@@ -1,0 +1,67 @@
+"""The dashboard: status bar, five live plots and the event log.
+
+The app folds engine events into a `RunState` and hands it down with `show_state`; the screen
+only copies the parts that changed onto its widgets' attributes, and each plot redraws itself.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Footer, Log
+
+from genenv_console.state import RunState
+from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot
+from genenv_console.widgets.status_bar import StatusBar
+
+
+class DashboardScreen(Screen):
+    """Live view of the run."""
+
+    CSS_PATH = "../styles/dashboard.tcss"
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Grid(id="plots"):
+            yield CalibrationPlot(id="calibration")
+            yield HeldoutPlot(id="heldout")
+            yield PHatHistogram(id="histogram")
+            yield PhasePlot(id="phases")
+            yield ThroughputPlot(id="throughput")
+            yield Log(id="log", max_lines=2000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#log", Log).border_title = "events"
+        state = getattr(self.app, "state", None)
+        if state is not None:
+            self.show_state(state, {"status", "plots"})
+        for line in getattr(self.app, "log_lines", []):
+            self.query_one("#log", Log).write_line(line)
+
+    def show_state(self, state: RunState, changed: set[str]) -> None:
+        """Copy the changed parts of the run state onto the widgets."""
+        if not self.is_mounted:
+            return
+        if "status" in changed:
+            bar = self.query_one(StatusBar)
+            bar.session, bar.epoch, bar.target = state.session, state.epoch, state.target_epochs
+            bar.phase, bar.progress, bar.run = state.phase, state.progress, state.run
+            bar.pause_after_epoch = state.pause_after_epoch
+        if "plots" in changed:
+            self.query_one(CalibrationPlot).data = state.calibration()
+            self.query_one(HeldoutPlot).data = state.heldout()
+            self.query_one(PHatHistogram).data = state.histogram()
+            self.query_one(PhasePlot).data = state.phase_seconds()
+            self.query_one(ThroughputPlot).data = state.throughput()
+
+    def log_line(self, line: str) -> None:
+        """Append one line to the event log."""
+        if self.is_mounted:
+            self.query_one("#log", Log).write_line(line)
+
+    def clear_log(self) -> None:
+        """Empty the event log (another session was opened)."""
+        if self.is_mounted:
+            self.query_one("#log", Log).clear()

@@ -1,0 +1,160 @@
+"""The sessions screen: the session folders under the sessions root, and a form to create a new one.
+
+Each row reads the session's own config and store (epochs done / target, status). Enter resumes
+the highlighted session; the form builds a `RunConfig` from a preset plus the typed values (any
+bad value is reported with the field's name) and asks the app to create and run it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
+
+from genenv_engine.config import SIMULATOR_MODES, ConfigError, RunConfig, load_config, preset_names
+
+from genenv_console.data import SessionInfo, list_sessions
+from genenv_console.messages import CreateSession, OpenSession
+
+FORM_FIELDS = (
+    ("benchmarks", "benchmarks (comma-separated)", "benchmarks"),
+    ("alpha", "α (target success)", "curriculum.alpha"),
+    ("beta", "β (R_env sharpness)", "curriculum.beta"),
+    ("k_min", "k_min (band half-width)", "curriculum.k_min"),
+    ("lambda", "λ (RWR temperature)", "simulator.rwr_lambda"),
+    ("epochs", "epochs", "epochs"),
+)
+"""(widget id, label, config key) of the create form's text fields."""
+
+
+def form_defaults(config: RunConfig) -> dict[str, str]:
+    """The create form's text values for a config."""
+    return {"benchmarks": ",".join(config.benchmarks), "alpha": str(config.curriculum.alpha),
+            "beta": str(config.curriculum.beta), "k_min": str(config.curriculum.k_min),
+            "lambda": str(config.simulator.rwr_lambda), "epochs": str(config.epochs)}
+
+
+def form_config(preset: str, values: dict[str, str], mode: str) -> RunConfig:
+    """Build the RunConfig the form describes; raises ConfigError naming the bad field."""
+    overrides: dict[str, Any] = {"simulator.mode": mode}
+    for wid, _, key in FORM_FIELDS:
+        text = values[wid].strip()
+        if key == "benchmarks":
+            overrides[key] = [b.strip() for b in text.split(",") if b.strip()]
+            continue
+        try:
+            overrides[key] = int(text) if key == "epochs" else float(text)
+        except ValueError:
+            raise ConfigError(key, f"must be a number, got {text!r}") from None
+    return load_config(preset, overrides=overrides)
+
+
+class SessionsScreen(Screen):
+    """List, resume and create sessions."""
+
+    CSS_PATH = "../styles/sessions.tcss"
+    BINDINGS = [
+        Binding("enter", "open", "Resume"),
+        Binding("c", "focus_form", "Create…"),
+        Binding("u", "reload", "Refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sessions: list[SessionInfo] = []
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="sessions-body"):
+            with Vertical(id="sessions-left"):
+                yield Label("Sessions", classes="title")
+                yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="sessions-root")
+            with VerticalScroll(id="create-form"):
+                yield Label("New session", classes="title")
+                yield Label("preset", classes="field-label")
+                yield Select([(p, p) for p in preset_names()], value="tiny" if "tiny" in preset_names() else
+                             preset_names()[0], allow_blank=False, id="preset")
+                for wid, label, _ in FORM_FIELDS:
+                    yield Label(label, classes="field-label")
+                    yield Input(id=wid)
+                yield Label("simulator mode", classes="field-label")
+                yield Select([(m, m) for m in SIMULATOR_MODES], value="trained", allow_blank=False, id="mode")
+                yield Static("", id="form-error")
+                yield Button("Create & run", id="create", variant="primary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#sessions-table", DataTable).add_columns(
+            "session", "preset", "mode", "benchmarks", "epochs", "status")
+        self._fill_form(str(self.query_one("#preset", Select).value))
+        self.load()
+
+    def on_screen_resume(self) -> None:
+        self.load()
+        self.query_one("#sessions-table", DataTable).focus()
+
+    @property
+    def root(self) -> Path:
+        """The folder holding the sessions."""
+        return Path(getattr(self.app, "sessions_root", "sessions"))
+
+    def load(self) -> None:
+        """Re-read the sessions under the root."""
+        table = self.query_one("#sessions-table", DataTable)
+        table.clear()
+        self.sessions = list_sessions(self.root)
+        current = getattr(self.app, "session_path", None)
+        for s in self.sessions:
+            name = s.path.name + (" ◀" if current is not None and Path(current) == s.path else "")
+            table.add_row(name, s.preset, s.mode, s.benchmarks, f"{s.epochs_done}/{s.target}", s.status,
+                          key=str(s.path))
+        self.query_one("#sessions-root", Static).update(
+            f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create")
+
+    def _fill_form(self, preset: str) -> None:
+        try:
+            defaults = form_defaults(load_config(preset))
+        except ConfigError as exc:
+            self.query_one("#form-error", Static).update(str(exc))
+            return
+        for wid, value in defaults.items():
+            self.query_one(f"#{wid}", Input).value = value
+
+    @on(Select.Changed, "#preset")
+    def _preset_changed(self, event: Select.Changed) -> None:
+        self._fill_form(str(event.value))
+
+    def action_reload(self) -> None:
+        """Re-read the session list."""
+        self.load()
+
+    def action_focus_form(self) -> None:
+        """Jump to the create form."""
+        self.query_one("#preset", Select).focus()
+
+    @on(DataTable.RowSelected, "#sessions-table")
+    def action_open(self) -> None:
+        """Resume the highlighted session."""
+        table = self.query_one("#sessions-table", DataTable)
+        if not self.sessions or table.cursor_row is None or table.cursor_row >= len(self.sessions):
+            return
+        self.post_message(OpenSession(self.sessions[table.cursor_row].path))
+
+    @on(Button.Pressed, "#create")
+    def create(self) -> None:
+        """Validate the form and ask the app to create and run the session."""
+        values = {wid: self.query_one(f"#{wid}", Input).value for wid, _, _ in FORM_FIELDS}
+        try:
+            config = form_config(str(self.query_one("#preset", Select).value), values,
+                                 str(self.query_one("#mode", Select).value))
+        except ConfigError as exc:
+            self.query_one("#form-error", Static).update(f"✘ {exc}")
+            return
+        self.query_one("#form-error", Static).update("")
+        self.post_message(CreateSession(config))

@@ -1,0 +1,259 @@
+"""The tasks screen: a page of tasks from SQLite with filters and word search, a detail pane, edit/pin/ban.
+
+Only one page (`genenv_console.data.PAGE_SIZE` rows) is ever read and put in the table; moving
+the cursor shows that task's prompt, gold, checker, verdict, p-hat, R_env, rollouts and lineage.
+Edits go through the environment's validator in `EditScreen`; pin and ban set the task's status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from genenv_engine.records import ORIGINS, STATUSES
+from genenv_engine.store import Store
+
+from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilters, TaskPage, apply_edit, fmt, table_row,
+                                 task_detail, task_page, toggle_status)
+from genenv_console.messages import TaskRevised, TaskStatusChanged
+from genenv_console.screens.edit import EditScreen
+
+
+def _number(text: str, cast: type) -> Any:
+    """Parse a filter box: None when empty or not a number."""
+    try:
+        return cast(text.strip()) if text.strip() else None
+    except ValueError:
+        return None
+
+
+def detail_text(detail: dict[str, Any] | None) -> Text:
+    """The detail pane's content for one task."""
+    if detail is None:
+        return Text("no task selected", style="dim")
+    task, stats = detail["task"], detail["stats"]
+    out = Text()
+
+    def field(label: str, value: str, style: str = "") -> None:
+        out.append(f"{label}: ", style="bold")
+        out.append(f"{value}\n", style=style)
+
+    field("id", task.id, "bold cyan")
+    field("benchmark", f"{task.benchmark}   origin {task.origin}   epoch {task.epoch}   level {task.level}")
+    status = task.status + (f" (superseded by {stats['superseded_by']})" if stats.get("superseded_by") else "")
+    field("status", status, "bold red" if task.status == "banned" else "bold yellow" if task.status == "pinned" else "")
+    field("checker", task.checker)
+    field("valid", "yes" if task.valid else f"no: {task.reason}", "green" if task.valid else "bold red")
+    field("p̂", f"{fmt(stats.get('p_hat'))}   R_env {fmt(stats.get('r_env'), 3)}   rollouts {detail['n_rollouts']}")
+    out.append("\nprompt\n", style="bold underline")
+    out.append(f"{task.prompt}\n")
+    out.append("\ngold answer\n", style="bold underline")
+    out.append(f"{task.answer}\n")
+    out.append(f"\nrollouts ({detail['n_rollouts']}, last {len(detail['rollouts'])})\n", style="bold underline")
+    for r in detail["rollouts"]:
+        mark = ("✔", "green") if r.get("success") else ("✘", "red")
+        out.append(f"{mark[0]} ", style=mark[1])
+        out.append(f"e{r.get('epoch')} reward {fmt(r.get('reward'))}  {str(r.get('response') or '')[:80]}\n")
+    if not detail["rollouts"]:
+        out.append("none yet\n", style="dim")
+    out.append("\nlineage\n", style="bold underline")
+    for depth, t in enumerate(detail["lineage"]):
+        out.append(("  " * depth) + ("└ " if depth else ""))
+        out.append(f"{t.id}", style="cyan")
+        out.append(f"  [{t.origin}, e{t.epoch}] {t.prompt[:60]}\n", style="dim")
+    return out
+
+
+class TasksScreen(Screen):
+    """Browse, search, inspect and hand-edit the session's tasks."""
+
+    CSS_PATH = "../styles/tasks.tcss"
+    BINDINGS = [
+        Binding("enter", "edit", "Edit"),
+        Binding("p", "pin", "Pin"),
+        Binding("b", "ban", "Ban"),
+        Binding("slash", "search", "Search"),
+        Binding("right_square_bracket", "page(1)", "Next page"),
+        Binding("left_square_bracket", "page(-1)", "Prev page"),
+        Binding("u", "reload", "Refresh"),
+        Binding("escape", "focus_table", "Table", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filters = TaskFilters()
+        self.page = 0
+        self.current: TaskPage | None = None
+        self.selected_id: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="filters"):
+            yield Input(placeholder="search prompt/answer…  (/)", id="search")
+            yield Select([], prompt="benchmark", id="benchmark")
+            yield Select([(o, o) for o in ORIGINS], prompt="origin", id="origin")
+            yield Select([(s, s) for s in STATUSES], prompt="status", id="status")
+            yield Select([("valid", True), ("invalid", False)], prompt="validity", id="valid")
+            yield Input(placeholder="epoch", id="epoch", type="integer")
+            yield Input(placeholder="p̂ ≥", id="p_min", type="number")
+            yield Input(placeholder="p̂ ≤", id="p_max", type="number")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield DataTable(id="table", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="page-info")
+            with VerticalScroll(id="detail-pane"):
+                yield Static(detail_text(None), id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns(*TABLE_COLUMNS)
+        self.set_benchmarks()
+        self.load_page()
+
+    def on_screen_resume(self) -> None:
+        self.load_page()
+        self.query_one(DataTable).focus()
+
+    @property
+    def store(self) -> Store | None:
+        """The app's UI-thread store of the open session."""
+        return getattr(self.app, "ui_store", None)
+
+    def set_benchmarks(self) -> None:
+        """Offer the session's benchmarks in the benchmark filter."""
+        config = getattr(self.app, "session_config", None)
+        names = list(config.benchmarks) if config is not None else []
+        self.query_one("#benchmark", Select).set_options([(n, n) for n in names])
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def load_page(self, keep: str | None = None) -> None:
+        """Query the current page with the current filters and show it (keeping ``keep`` selected if there)."""
+        table = self.query_one(DataTable)
+        store = self.store
+        table.clear()
+        if store is None:
+            self.current = None
+            self.query_one("#page-info", Static).update("no session open")
+            self.show_detail(None)
+            return
+        self.current = task_page(store, self.filters, self.page)
+        self.page = self.current.page
+        for row in self.current.rows:
+            table.add_row(*table_row(row), key=row["id"])
+        info = f"page {self.current.page + 1}/{self.current.pages} · {self.current.total:,} tasks"
+        active = {k: v for k, v in self.filters.kwargs().items() if v not in (None, "")}
+        if active:
+            info += " · " + " ".join(f"{k}={v}" for k, v in active.items())
+        self.query_one("#page-info", Static).update(info + "   [ ] page · ⏎ edit · p pin · b ban")
+        ids = [r["id"] for r in self.current.rows]
+        target = keep if keep in ids else (self.selected_id if self.selected_id in ids else None)
+        if target is not None:
+            table.move_cursor(row=ids.index(target))
+        self.show_detail(target or (ids[0] if ids else None))
+
+    def show_detail(self, task_id: str | None) -> None:
+        """Fill the detail pane for one task."""
+        self.selected_id = task_id
+        detail = task_detail(self.store, task_id) if (self.store is not None and task_id) else None
+        self.query_one("#detail", Static).update(detail_text(detail))
+
+    @on(DataTable.RowHighlighted, "#table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value != self.selected_id:
+            self.show_detail(event.row_key.value)
+
+    @on(DataTable.RowSelected, "#table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_edit()
+
+    # -- filters -------------------------------------------------------------------------------
+
+    def read_filters(self) -> TaskFilters:
+        """The filter widgets' values as `TaskFilters`."""
+        def pick(selector: str) -> Any:
+            value = self.query_one(selector, Select).value
+            return None if value is Select.NULL else value
+
+        return TaskFilters(
+            benchmark=pick("#benchmark"), origin=pick("#origin"), status=pick("#status"), valid=pick("#valid"),
+            epoch=_number(self.query_one("#epoch", Input).value, int),
+            p_min=_number(self.query_one("#p_min", Input).value, float),
+            p_max=_number(self.query_one("#p_max", Input).value, float),
+            text=self.query_one("#search", Input).value.strip() or None,
+        )
+
+    @on(Select.Changed)
+    @on(Input.Changed, "#epoch, #p_min, #p_max")
+    @on(Input.Submitted, "#search")
+    def _filters_changed(self) -> None:
+        filters = self.read_filters()
+        if filters != self.filters:
+            self.filters, self.page = filters, 0
+            self.load_page()
+
+    @on(Input.Changed, "#search")
+    def _search_typed(self, event: Input.Changed) -> None:
+        if not event.value.strip() and self.filters.text:
+            self._filters_changed()
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def action_page(self, step: int) -> None:
+        """Show the next (1) or previous (-1) page."""
+        self.page += step
+        self.load_page()
+
+    def action_reload(self) -> None:
+        """Re-read the current page."""
+        self.load_page()
+
+    def action_search(self) -> None:
+        """Focus the search box."""
+        self.query_one("#search", Input).focus()
+
+    def action_focus_table(self) -> None:
+        """Back to the table."""
+        self.query_one(DataTable).focus()
+
+    def action_edit(self) -> None:
+        """Open the selected task in the hand-edit modal."""
+        store, task_id = self.store, self.selected_id
+        if store is None or task_id is None:
+            return
+        task = store.get_task(task_id)
+        if task is None:
+            return
+        seed = self.app.session_config.seed if getattr(self.app, "session_config", None) else 0
+
+        def save(prompt: str, answer: str) -> EditResult:
+            return apply_edit(store, task_id, prompt, answer, seed=seed)
+
+        def done(result: EditResult | None) -> None:
+            if result is not None and result.ok and result.task is not None:
+                self.post_message(TaskRevised(task_id, result.task.id))
+                self.load_page(keep=result.task.id)
+                self.query_one(DataTable).focus()
+
+        self.app.push_screen(EditScreen(task, save), done)
+
+    def _toggle(self, status: str) -> None:
+        if self.store is None or self.selected_id is None:
+            return
+        new = toggle_status(self.store, self.selected_id, status)
+        self.post_message(TaskStatusChanged(self.selected_id, new))
+        self.load_page(keep=self.selected_id)
+
+    def action_pin(self) -> None:
+        """Pin the selected task (always in the agent's pool), or unpin it."""
+        self._toggle("pinned")
+
+    def action_ban(self) -> None:
+        """Ban the selected task (never used again), or lift the ban."""
+        self._toggle("banned")

@@ -1,0 +1,293 @@
+"""The dashboard's model of a run: what the engine's events say, as plain data the plots can draw.
+
+`RunState` is folded from engine events on the UI thread (and seeded from the store when a
+session is opened), so the widgets never read the engine or the database to redraw. The series
+functions turn it into exactly what each plot shows; tests assert on them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from genenv_engine import events as ev
+from genenv_engine.config import RunConfig
+
+PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
+          "checkpoint")
+"""Phases in loop order (the phase plot's stacking order)."""
+
+ACTIVE = ("running", "pausing", "paused", "stopping")
+"""Run states in which the engine worker is alive."""
+
+
+@dataclass
+class Calibration:
+    """Mean p-hat of generated tasks per benchmark per epoch, against alpha and its band."""
+
+    alpha: float
+    k_min: float
+    points: dict[str, list[tuple[int, float]]]
+
+
+@dataclass
+class Histogram:
+    """Batch p-hats of one epoch with the R_env they earned."""
+
+    epoch: int | None
+    p_hats: list[float]
+    r_envs: list[float]
+    alpha: float
+    beta: float
+    k_min: float
+
+    def counts(self, bins: int = 10) -> list[int]:
+        """How many p-hats fall in each of ``bins`` equal bins of [0, 1] (1.0 goes in the last).
+
+        >>> Histogram(1, [0.0, 0.5, 0.55, 1.0], [], 0.5, 2.0, 0.1).counts(4)
+        [1, 0, 2, 1]
+        """
+        out = [0] * bins
+        for p in self.p_hats:
+            out[min(bins - 1, int(p * bins))] += 1
+        return out
+
+    def r_env_mean(self) -> float | None:
+        """Mean R_env of the epoch's batches (None without batches)."""
+        return sum(self.r_envs) / len(self.r_envs) if self.r_envs else None
+
+    def in_band_fraction(self) -> float | None:
+        """Share of batches whose p-hat lies in [alpha - k_min, alpha + k_min]."""
+        if not self.p_hats:
+            return None
+        return sum(abs(p - self.alpha) <= self.k_min + 1e-9 for p in self.p_hats) / len(self.p_hats)
+
+
+@dataclass
+class RunState:
+    """Everything the dashboard shows about the session's run."""
+
+    session: str = ""
+    target_epochs: int = 0
+    benchmarks: tuple[str, ...] = ()
+    alpha: float = 0.5
+    beta: float = 2.0
+    k_min: float = 0.1
+    run: str = "idle"
+    """idle, running, pausing, paused, stopping, stopped, finished or failed."""
+    epoch: int | None = None
+    phase: str = ""
+    progress: tuple[str, int, int] | None = None
+    error: str = ""
+    pause_after_epoch: bool = False
+    metrics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Finished epochs' metrics."""
+    scored: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
+    """(batch p-hats, R_envs) per epoch, live from AttemptsScored."""
+
+    @classmethod
+    def from_session(cls, name: str, config: RunConfig, epoch_rows: list[dict[str, Any]]) -> "RunState":
+        """State of a session at rest: its config and the metrics of its finished epochs."""
+        state = cls(session=name, target_epochs=config.epochs, benchmarks=tuple(config.benchmarks),
+                    alpha=config.curriculum.alpha, beta=config.curriculum.beta, k_min=config.curriculum.k_min)
+        for row in epoch_rows:
+            if row.get("status") == "done":
+                state.metrics[row["epoch"]] = row
+        if state.metrics:
+            state.epoch = max(state.metrics)
+        partial = [r for r in epoch_rows if r.get("status") in ("partial", "running")]
+        if partial:
+            state.run, state.epoch = "stopped", partial[-1]["epoch"]
+        elif state.metrics and max(state.metrics) >= state.target_epochs:
+            state.run = "finished"
+        return state
+
+    @property
+    def active(self) -> bool:
+        """Whether the engine worker is running this session."""
+        return self.run in ACTIVE
+
+    def epochs_done(self) -> int:
+        """The highest finished epoch (0 when only the warm start is done, -1 when none)."""
+        return max(self.metrics) if self.metrics else -1
+
+    # -- folding events ------------------------------------------------------------------------
+
+    def apply(self, event: ev.Event) -> set[str]:
+        """Fold one engine event in; return what changed: ``status``, ``plots`` and/or ``log``."""
+        handler = getattr(self, f"_on_{event.kind}", None)
+        changed = handler(event) if handler else set()
+        return changed | {"log"}
+
+    def _on_RunStarted(self, e: ev.RunStarted) -> set[str]:
+        self.metrics = {k: v for k, v in self.metrics.items() if k < e.start_epoch}
+        self.scored = {k: v for k, v in self.scored.items() if k < e.start_epoch}
+        self.run = "pausing" if self.run == "pausing" else "running"
+        self.epoch, self.phase, self.progress, self.error = e.start_epoch, "", None, ""
+        return {"status", "plots"}
+
+    def _on_EpochStarted(self, e: ev.EpochStarted) -> set[str]:
+        self.epoch, self.phase, self.progress = e.epoch, "", None
+        return {"status"}
+
+    def _on_PhaseStarted(self, e: ev.PhaseStarted) -> set[str]:
+        self.phase, self.progress = e.phase, None
+        return {"status"}
+
+    def _on_BatchProgressed(self, e: ev.BatchProgressed) -> set[str]:
+        self.progress = (e.phase, e.done, e.total)
+        return {"status"}
+
+    def _on_WarmStartProgressed(self, e: ev.WarmStartProgressed) -> set[str]:
+        self.progress = (f"warm start {e.role}", e.step, e.steps)
+        return {"status"}
+
+    def _on_AttemptsScored(self, e: ev.AttemptsScored) -> set[str]:
+        self.scored[e.epoch] = (list(e.p_hats), list(e.r_envs))
+        return {"plots"}
+
+    def _on_EpochFinished(self, e: ev.EpochFinished) -> set[str]:
+        self.metrics[e.epoch] = {"epoch": e.epoch, "status": "done", **e.metrics}
+        self.phase, self.progress = "", None
+        return {"status", "plots"}
+
+    def _on_RunPaused(self, e: ev.RunPaused) -> set[str]:
+        self.run = "stopping" if self.run == "stopping" else "paused"
+        return {"status"}
+
+    def _on_RunResumed(self, e: ev.RunResumed) -> set[str]:
+        if self.run != "stopping":
+            self.run = "pausing" if self.run == "pausing" else "running"
+        return {"status"}
+
+    def _on_RunStopped(self, e: ev.RunStopped) -> set[str]:
+        self.run, self.phase, self.progress = "stopped", "", None
+        return {"status"}
+
+    def _on_RunFinished(self, e: ev.RunFinished) -> set[str]:
+        self.run, self.phase, self.progress = "finished", "", None
+        return {"status"}
+
+    def _on_RunFailed(self, e: ev.RunFailed) -> set[str]:
+        self.run, self.error, self.progress = "failed", e.error, None
+        return {"status"}
+
+    # -- requests from the user ----------------------------------------------------------------
+
+    def request_pause(self) -> None:
+        """The user asked to pause (the engine confirms with RunPaused)."""
+        if self.run == "running":
+            self.run = "pausing"
+
+    def request_resume(self) -> None:
+        """The user asked to continue."""
+        if self.run in ("pausing", "paused"):
+            self.run = "running"
+
+    def request_stop(self) -> None:
+        """The user asked to stop (the engine confirms with RunStopped)."""
+        if self.active:
+            self.run = "stopping"
+
+    # -- what the plots show -------------------------------------------------------------------
+
+    def calibration(self) -> Calibration:
+        """Per benchmark, (epoch, mean p-hat of that epoch's fresh generated tasks)."""
+        points: dict[str, list[tuple[int, float]]] = {b: [] for b in self.benchmarks}
+        for epoch in sorted(self.metrics):
+            for bench, value in (self.metrics[epoch].get("generated_success_by_benchmark") or {}).items():
+                if value is not None:
+                    points.setdefault(bench, []).append((epoch, float(value)))
+        return Calibration(self.alpha, self.k_min, points)
+
+    def heldout(self) -> dict[str, list[tuple[int, float]]]:
+        """Per benchmark, (epoch, held-out success), epoch 0 being the warm start."""
+        points: dict[str, list[tuple[int, float]]] = {b: [] for b in self.benchmarks}
+        for epoch in sorted(self.metrics):
+            for bench, value in (self.metrics[epoch].get("heldout") or {}).items():
+                if value is not None:
+                    points.setdefault(bench, []).append((epoch, float(value)))
+        return points
+
+    def histogram(self) -> Histogram:
+        """Batch p-hats and R_env of the latest epoch that scored any (live events first, then metrics)."""
+        epochs = sorted(set(self.scored) | {e for e, m in self.metrics.items() if m.get("batch_p_hats")})
+        for epoch in reversed(epochs):
+            if epoch in self.scored and self.scored[epoch][0]:
+                p_hats, r_envs = self.scored[epoch]
+            else:
+                p_hats = list(self.metrics.get(epoch, {}).get("batch_p_hats") or [])
+                r_envs = [env_reward(p, self.alpha, self.beta) for p in p_hats]
+            if p_hats:
+                return Histogram(epoch, p_hats, r_envs, self.alpha, self.beta, self.k_min)
+        return Histogram(None, [], [], self.alpha, self.beta, self.k_min)
+
+    def phase_seconds(self) -> tuple[list[int], dict[str, list[float]]]:
+        """Epochs and, per phase that ever ran, its seconds in each epoch (0 when absent)."""
+        epochs = sorted(self.metrics)
+        seen = {p for e in epochs for p in (self.metrics[e].get("phase_seconds") or {})}
+        order = [p for p in PHASES if p in seen] + sorted(seen - set(PHASES))
+        table = {p: [float((self.metrics[e].get("phase_seconds") or {}).get(p, 0.0)) for e in epochs] for p in order}
+        return epochs, table
+
+    def throughput(self) -> list[tuple[int, float]]:
+        """(epoch, generated tokens per second of busy time) for epochs that report it."""
+        return [(e, float(m["tokens_per_second"])) for e, m in sorted(self.metrics.items())
+                if m.get("tokens_per_second") is not None]
+
+
+def env_reward(p_hat: float, alpha: float, beta: float) -> float:
+    """R_env = exp(-beta (p_hat - alpha)^2), the alpha-curriculum reward (for stored p-hats without R_env).
+
+    >>> round(env_reward(0.5, 0.5, 2.0), 3), round(env_reward(1.0, 0.5, 2.0), 3)
+    (1.0, 0.607)
+    """
+    return math.exp(-beta * (p_hat - alpha) ** 2)
+
+
+def describe(event: ev.Event) -> str | None:
+    """One event-log line for an engine event (None for the high-rate progress events)."""
+    kind, e = event.kind, event
+    if kind in ("BatchProgressed", "WarmStartProgressed"):
+        return None
+    if kind == "RunStarted":
+        return f"run started at epoch {e.start_epoch}"  # type: ignore[attr-defined]
+    if kind == "EpochStarted":
+        return f"epoch {e.epoch} started"
+    if kind == "PhaseStarted":
+        return None
+    if kind == "PhaseFinished":
+        return f"e{e.epoch} {e.phase} {e.seconds:.2f}s"  # type: ignore[attr-defined]
+    if kind == "TasksGenerated":
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(e.reasons.items()))  # type: ignore[attr-defined]
+        return (f"e{e.epoch} {e.benchmark}: {e.valid}/{e.generated} valid"  # type: ignore[attr-defined]
+                + (f" ({reasons})" if reasons else ""))
+    if kind == "AttemptsScored":
+        return (f"e{e.epoch} scored {e.tasks} tasks, {e.rollouts} rollouts, "  # type: ignore[attr-defined]
+                f"success {e.success:.2f}, {len(e.p_hats)} batches")  # type: ignore[attr-defined]
+    if kind == "PolicyUpdated":
+        m = e.metrics  # type: ignore[attr-defined]
+        bits = " ".join(f"{k}={v:.3g}" for k, v in m.items() if isinstance(v, (int, float)) and k in
+                        ("steps", "loss", "kl", "examples", "current_examples"))
+        return f"e{e.epoch} {e.role} updated {bits}".rstrip()  # type: ignore[attr-defined]
+    if kind == "HeldoutEvaluated":
+        res = " ".join(f"{k}={v:.2f}" for k, v in e.results.items())  # type: ignore[attr-defined]
+        return f"e{e.epoch} held-out {res}"
+    if kind == "CheckpointSaved":
+        return f"e{e.epoch} checkpoint saved"
+    if kind == "EpochFinished":
+        m = e.metrics  # type: ignore[attr-defined]
+        gen = m.get("generated_success")
+        return f"epoch {e.epoch} finished" + (f": generated p̂ {gen:.2f}" if gen is not None else "")
+    if kind == "RunPaused":
+        return f"paused in epoch {e.epoch}"
+    if kind == "RunResumed":
+        return f"resumed in epoch {e.epoch}"
+    if kind == "RunStopped":
+        return f"stopped in epoch {e.epoch}: {e.reason} (resumable)"  # type: ignore[attr-defined]
+    if kind == "RunFinished":
+        return f"run finished: {e.epochs_done} epochs"  # type: ignore[attr-defined]
+    if kind == "RunFailed":
+        return f"run FAILED in epoch {e.epoch}: {e.error}"  # type: ignore[attr-defined]
+    return kind

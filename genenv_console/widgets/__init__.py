@@ -1,0 +1,1 @@
+"""Reusable console widgets: the status bar and the live plots."""

@@ -1,0 +1,140 @@
+"""The dashboard's live plots (textual-plotext): calibration, held-out success, p-hat histogram, phases, throughput.
+
+Each plot has one reactive ``data`` attribute that its parent sets ("attributes down"); setting it
+redraws the figure in `replot`. The data objects come from `genenv_console.state.RunState`, so a
+test can read exactly what a plot shows from ``plot.data``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.reactive import reactive
+from textual_plotext import PlotextPlot
+
+from genenv_console.state import Calibration, Histogram, env_reward
+
+COLORS = ("cyan", "magenta", "green", "orange", "blue", "red")
+"""Series colours, one per benchmark or phase (in order)."""
+
+
+def _epoch_ticks(plt: Any, epochs: list[int]) -> None:
+    """Integer epoch ticks on the x axis, padded half an epoch either side."""
+    if epochs:
+        lo, hi = min(epochs), max(epochs)
+        plt.xlim(lo - 0.5, hi + 0.5)
+        step = max(1, (hi - lo + 1) // 8)
+        plt.xticks(list(range(lo, hi + 1, step)))
+
+
+class MetricPlot(PlotextPlot):
+    """A plot redrawn from its ``data`` attribute."""
+
+    data: reactive[Any] = reactive(None, always_update=True, layout=False)
+
+    def watch_data(self) -> None:
+        """Redraw whenever the parent sets new data."""
+        self.plt.clear_figure()
+        self.replot(self.plt, self.data)
+        self.refresh()
+
+    def replot(self, plt: Any, data: Any) -> None:
+        """Draw ``data`` on the cleared figure ``plt``."""
+        raise NotImplementedError
+
+
+class CalibrationPlot(MetricPlot):
+    """Mean p-hat of each epoch's generated tasks per benchmark, against the alpha line and its band."""
+
+    def replot(self, plt: Any, data: Calibration | None) -> None:
+        if data is None:
+            plt.title("calibration")
+            return
+        epochs = sorted({e for pts in data.points.values() for e, _ in pts})
+        span = [min(epochs) - 0.5, max(epochs) + 0.5] if epochs else [0.5, 1.5]
+        plt.plot(span, [data.alpha] * 2, color="gray", label=f"α={data.alpha:g}")
+        for edge in (data.alpha - data.k_min, data.alpha + data.k_min):
+            plt.plot(span, [edge] * 2, color="gray", marker="dot")
+        for i, (bench, pts) in enumerate(sorted(data.points.items())):
+            if pts:
+                plt.plot([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)],
+                         marker="hd", label=bench)
+                plt.scatter([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="o")
+        last = {b: pts[-1][1] for b, pts in data.points.items() if pts}
+        status = " ".join(f"{b} {p:.2f}" for b, p in sorted(last.items())) or "waiting for epoch 1"
+        plt.title(f"calibration p̂ vs α±{data.k_min:g}: {status}")
+        plt.ylim(0, 1)
+        _epoch_ticks(plt, epochs or [1])
+
+
+class HeldoutPlot(MetricPlot):
+    """Held-out success per benchmark per epoch (epoch 0 is the warm start)."""
+
+    def replot(self, plt: Any, data: dict[str, list[tuple[int, float]]] | None) -> None:
+        data = data or {}
+        epochs = sorted({e for pts in data.values() for e, _ in pts})
+        for i, (bench, pts) in enumerate(sorted(data.items())):
+            if pts:
+                plt.plot([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="hd",
+                         label=bench)
+                plt.scatter([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="o")
+        last = {b: pts[-1][1] for b, pts in data.items() if pts}
+        status = " ".join(f"{b} {p:.2f}" for b, p in sorted(last.items())) or "waiting for epoch 0"
+        plt.title(f"held-out success: {status}")
+        plt.ylim(0, 1)
+        _epoch_ticks(plt, epochs or [0])
+
+
+class PHatHistogram(MetricPlot):
+    """Histogram of the latest epoch's batch p-hats, with the R_env curve on the right axis."""
+
+    bins = 10
+
+    def replot(self, plt: Any, data: Histogram | None) -> None:
+        if data is None or data.epoch is None:
+            plt.title("p̂ per variation batch: waiting for scored batches")
+            plt.xlim(0, 1)
+            return
+        width = 1 / self.bins
+        centers = [round((i + 0.5) * width, 3) for i in range(self.bins)]
+        plt.bar(centers, data.counts(self.bins), width=width * 0.9, color="cyan", label="batches")
+        xs = [i / 40 for i in range(41)]
+        plt.plot(xs, [env_reward(x, data.alpha, data.beta) for x in xs], yside="right", color="orange",
+                 marker="braille", label="R_env")
+        plt.ylim(0, 1.05, yside="right")
+        plt.xlim(0, 1)
+        mean = data.r_env_mean()
+        band = data.in_band_fraction()
+        plt.title(f"p̂ per batch, epoch {data.epoch}: {len(data.p_hats)} batches, "
+                  f"R_env mean {mean:.3f}, in band {band:.0%}" if mean is not None and band is not None
+                  else f"p̂ per batch, epoch {data.epoch}")
+
+
+class PhasePlot(MetricPlot):
+    """Seconds per phase, stacked per epoch."""
+
+    def replot(self, plt: Any, data: tuple[list[int], dict[str, list[float]]] | None) -> None:
+        epochs, table = data or ([], {})
+        if not epochs or not table:
+            plt.title("phase seconds: waiting for an epoch")
+            return
+        phases = list(table)
+        plt.stacked_bar([str(e) for e in epochs], [table[p] for p in phases], labels=phases,
+                        color=[COLORS[i % len(COLORS)] if i < len(COLORS) else "white" for i in range(len(phases))])
+        total = sum(table[p][-1] for p in phases)
+        plt.title(f"phase seconds per epoch (last {total:.1f}s)")
+
+
+class ThroughputPlot(MetricPlot):
+    """Generated tokens per second of busy time, per epoch."""
+
+    def replot(self, plt: Any, data: list[tuple[int, float]] | None) -> None:
+        data = data or []
+        if not data:
+            plt.title("throughput tokens/s: waiting for epoch 1")
+            return
+        plt.plot([e for e, _ in data], [t for _, t in data], color="green", marker="hd")
+        plt.scatter([e for e, _ in data], [t for _, t in data], color="green", marker="o")
+        plt.ylim(0, max(t for _, t in data) * 1.2 or 1)
+        _epoch_ticks(plt, [e for e, _ in data])
+        plt.title(f"throughput: {data[-1][1]:.0f} tokens/s")

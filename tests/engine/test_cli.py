@@ -1,0 +1,50 @@
+"""The headless command line, driven in-process: run, status --json, resume, and clear config errors."""
+
+from __future__ import annotations
+
+import json
+
+from genenv_engine.cli import main
+
+
+def test_run_status_resume_roundtrip(tmp_path, capsys):
+    session = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--seed", "3",
+                 "--set", "curriculum.beta=4.0", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "epoch 1:" in out and f"done: 1 epochs in {session}" in out
+    assert main(["status", str(session), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["preset"] == "micro" and data["target_epochs"] == 1
+    assert [(e["epoch"], e["status"]) for e in data["epochs"]] == [(0, "done"), (1, "done")]
+    assert set(data["epochs"][1]["phase_seconds"]) == {"generate", "validate", "rollout", "agent_update",
+                                                        "simulator_update", "heldout_eval", "checkpoint"}
+    text = (session / "config.toml").read_text()
+    assert "beta = 4.0" in text and "seed = 3" in text
+    assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    main(["status", str(session), "--json"])
+    assert [e["epoch"] for e in json.loads(capsys.readouterr().out)["epochs"]] == [0, 1, 2]
+
+
+def test_bad_config_values_stop_with_one_message_naming_the_field(tmp_path, capsys):
+    assert main(["run", "--preset", "micro", "--session", str(tmp_path / "a"), "--set", "curriculum.alpha=1.5"]) == 2
+    err = capsys.readouterr().err
+    assert "curriculum.alpha" in err and "(0, 1)" in err
+    assert not (tmp_path / "a").exists()  # nothing created for a rejected config
+    assert main(["run", "--preset", "micro", "--session", str(tmp_path / "b"), "--benchmarks", "nope"]) == 2
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[agent]\nrollout = 3\n")
+    assert main(["run", "--config", str(bad), "--session", str(tmp_path / "c")]) == 2
+    assert "agent.rollout" in capsys.readouterr().err
+
+
+def test_existing_session_is_not_overwritten_and_missing_one_is_reported(tmp_path, capsys):
+    session = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "0", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--preset", "micro", "--session", str(session), "--quiet"]) == 2
+    assert "already holds a session" in capsys.readouterr().err
+    assert main(["resume", str(tmp_path / "nothing")]) == 2
+    assert "not a genenv session" in capsys.readouterr().err
