@@ -26,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--session", type=Path, help="session folder to create (default sessions/<preset>-<mode>-<time>)")
     run.add_argument("--epochs", type=int, help="co-evolution epochs after the warm start")
     run.add_argument("--seed", type=int, help="seed for splits, warm start and sampling")
-    run.add_argument("--benchmarks", help="comma-separated benchmarks to enable")
+    run.add_argument("--benchmarks", help="comma-separated benchmarks to enable, or 'all'")
+    run.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH",
+                     help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv")
     run.add_argument("--simulator-mode", choices=("trained", "frozen", "static", "off"), help="ablation mode")
     run.add_argument("--curriculum", choices=("alpha", "uniform"), help="simulator reward")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -40,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("session", type=Path)
     status.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("presets", help="list the built-in presets")
+    bench = sub.add_parser("benchmarks", help="list the benchmarks with granularity, source and sizes")
+    bench.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--json", action="store_true")
     return parser
 
 
@@ -62,12 +68,36 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             out[key] = getattr(args, name)
     if args.benchmarks:
         out["benchmarks"] = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    if args.data_dir:
+        out["data_dirs"] = _pairs(args.data_dir, "--data-dir")
     for item in args.set:
         key, sep, text = item.partition("=")
         if not sep:
             raise ConfigError(item, "--set needs KEY=VALUE")
         out[key.strip()] = _value(text.strip())
     return out
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(flag, f"expected BENCH=PATH, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str, Any]]:
+    """Every registered benchmark with its granularity, source and split sizes."""
+    from genenv_engine.environments import BENCHMARKS, get_environment
+
+    for name, path in data_dirs.items():
+        if name not in BENCHMARKS:
+            raise ConfigError(f"data_dirs.{name}", f"unknown benchmark {name!r}")
+        if not Path(path).expanduser().exists():
+            raise ConfigError(f"data_dirs.{name}", f"no such file or folder: {path}")
+    return [get_environment(name, seed, data_dir=data_dirs.get(name)).describe() for name in BENCHMARKS]
 
 
 def status_json(session_dir: Path) -> dict[str, Any]:
@@ -108,6 +138,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "presets":
             print("\n".join(preset_names()))
             return 0
+        if args.command == "benchmarks":
+            rows = benchmarks_table(_pairs(args.data_dir, "--data-dir"), args.seed)
+            if args.json:
+                print(json.dumps(rows, indent=2))
+            else:
+                for r in rows:
+                    sizes = " ".join(f"{k}={v}" for k, v in r["sizes"].items())
+                    print(f"{r['name']:<14} {r['granularity']:<8} {r['source']:<16} {sizes}")
+            return 0
         if args.command == "status":
             data = status_json(args.session)
             if args.json:
@@ -128,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.epochs is not None:
             session.set_epochs(args.epochs)
         return _run(session, args.quiet)
-    except (ConfigError, FileNotFoundError, FileExistsError) as exc:
+    except (ConfigError, FileNotFoundError, FileExistsError, ValueError) as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 2
 

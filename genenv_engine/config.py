@@ -219,6 +219,8 @@ class RunConfig:
     """Generation backend by name (``hf``; ``vllm`` with the gpu extra)."""
     heldout_size: int = 400
     """Held-out tasks evaluated per benchmark per epoch."""
+    data_dirs: dict[str, str] = field(default_factory=dict)
+    """Upstream data per benchmark (``{bamboogle = "~/data/bamboogle.csv"}``): its items become the held-out split."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The language model shared by both roles."""
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
@@ -235,7 +237,13 @@ class RunConfig:
 
         _check(self.epochs >= 0, "epochs", "must be >= 0")
         _check(self.heldout_size > 0, "heldout_size", "must be > 0")
+        if tuple(self.benchmarks) == ("all",):
+            object.__setattr__(self, "benchmarks", tuple(BENCHMARKS))
         _check(len(self.benchmarks) > 0, "benchmarks", "enable at least one benchmark")
+        _check(len(set(self.benchmarks)) == len(self.benchmarks), "benchmarks", "lists a benchmark twice")
+        for name, path in self.data_dirs.items():
+            _check(name in BENCHMARKS, f"data_dirs.{name}", f"unknown benchmark {name!r}")
+            _check(Path(path).expanduser().exists(), f"data_dirs.{name}", f"no such file or folder: {path}")
         for name in self.benchmarks:
             _check(name in BENCHMARKS, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
         from genenv_engine.backends import BACKENDS
@@ -289,6 +297,10 @@ def _coerce(cls: type, name: str, value: Any, path: str) -> Any:
         value = float(value)
     elif isinstance(sample, str):
         _check(isinstance(value, str), path, f"must be a string, got {value!r}")
+    elif isinstance(sample, dict):
+        _check(isinstance(value, dict) and all(isinstance(v, str) for v in value.values()), path,
+               f"must be a table of strings, got {value!r}")
+        value = dict(value)
     elif isinstance(sample, tuple):
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]

@@ -43,7 +43,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     emit = _recorder(session, sink)
     control.sink = emit
     torch.set_num_threads(cfg.model.threads)
-    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 BENCHMARKS: dict[str, str] = {
     "bfcl": "genenv_engine.environments.bfcl:BfclMini",
     "bamboogle": "genenv_engine.environments.bamboogle:BamboogleMini",
+    "alfworld": "genenv_engine.environments.alfworld:AlfworldMini",
 }
 """Known benchmark names and the class implementing each."""
 

@@ -181,33 +181,35 @@ def _random_world(level: int, rng: random.Random, kind: str) -> World | None:
     types = list(dict.fromkeys(required))
     n_recs = max(rng.choice(_LADDER[level]), len(types))
     while len(types) < n_recs:
-        kind_ = rng.choice(MINI_RECEPTACLES)
-        if kind_ not in types or kind_ in REPEATABLE:
-            types.append(kind_)
+        extra = rng.choice(MINI_RECEPTACLES)
+        if extra not in types or extra in REPEATABLE:
+            types.append(extra)
     rng.shuffle(types)
     recs = _number(types)
     goal = Goal(kind, obj, target)
-    objs, where = _place_objects(goal, recs, level, rng)
-    if objs is None:
+    placed = _place_objects(goal, recs, level, rng)
+    if placed is None:
         return None
+    objs, where = placed
     closed = tuple(rtype(r) in OPENABLE and rng.random() < 0.8 for r in recs)
     at = NOWHERE if rng.random() < 0.5 else rng.randrange(len(recs))
     return World(goal, tuple(recs), tuple(objs), tuple(where), (0,) * len(objs), closed, at)
 
 
-def _place_objects(goal: Goal, recs: list[str], level: int, rng: random.Random):
+def _place_objects(goal: Goal, recs: list[str], level: int,
+                   rng: random.Random) -> tuple[list[str], list[int]] | None:
+    """Goal objects (one more than needed w.p. 1/4), distractors and lamps, each in a random receptacle."""
     count = (2 if goal.kind == "two" else 1) + (rng.random() < 0.25)
     types = [goal.obj] * count
     others = [o for o in MINI_OBJECTS if o != goal.obj]
     types += rng.sample(others, rng.randint(*_CLUTTER[level]))
     where = [rng.randrange(len(recs)) for _ in types]
     hosts = [r for r, name in enumerate(recs) if rtype(name) not in OPENABLE]
-    lamp_wanted = goal.kind == "look" or rng.random() < 0.15
-    if lamp_wanted and hosts:
+    if goal.kind == "look" and not hosts:
+        return None
+    if hosts and (goal.kind == "look" or rng.random() < 0.15):
         types.append(goal.target if goal.kind == "look" else rng.choice(sorted(LAMPS)))
         where.append(rng.choice(hosts))
-    elif goal.kind == "look":
-        return None, None
     order = list(range(len(types)))
     rng.shuffle(order)
     return _number([types[i] for i in order]), [where[i] for i in order]
@@ -247,7 +249,8 @@ def generate_state(level: int, rng: random.Random, kind: str | None = None) -> t
             return state, solve(state)
 
 
-def generate_task(level: int, rng: random.Random, kind: str | None = None) -> tuple[str, str, dict[str, Any], list, dict[str, Any]]:
+def generate_task(level: int, rng: random.Random,
+                  kind: str | None = None) -> tuple[str, str, dict[str, Any], list, dict[str, Any]]:
     """Sample one step task at ``level``: (prompt, answer, expected, tools, features).
 
     >>> prompt, answer, expected, tools, features = generate_task(1, random.Random(3))
@@ -259,6 +262,13 @@ def generate_task(level: int, rng: random.Random, kind: str | None = None) -> tu
 
 
 # ---------------------------------------------------------------- the environment
+
+def load_upstream(data_dir: str, **options: Any) -> list[Task]:
+    """Official games' steps from an ``$ALFWORLD_DATA`` folder (see :mod:`.alfworld_upstream`)."""
+    from genenv_engine.environments.alfworld_upstream import load_upstream as load  # it imports this module
+
+    return load(data_dir, **options)
+
 
 class AlfworldMini(Environment):
     """Built-in ALFWorld mini: step-level next-action prediction in household text games."""
@@ -288,11 +298,7 @@ class AlfworldMini(Environment):
         return {split: list(tasks) for split, tasks in self._splits.items()}
 
     def _official(self) -> list[Task] | None:
-        if not self.data_dir:
-            return None
-        from genenv_engine.environments.alfworld_upstream import load_upstream
-
-        return load_upstream(self.data_dir)
+        return load_upstream(self.data_dir) if self.data_dir else None
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
                     seen: set[str]) -> list[Task]:
@@ -371,4 +377,5 @@ def _size_problem(world: World) -> str:
 
 
 __all__ = ["AlfworldMini", "ERROR_TYPES", "EPISODE_ERROR_TYPES", "check_step", "expert_act", "generate_task",
-           "generate_state", "infer_level", "make_task", "play_episode", "random_world"]
+           "generate_state", "infer_level", "load_upstream", "make_task", "play_episode",
+           "random_world"]

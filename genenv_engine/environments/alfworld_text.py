@@ -28,7 +28,6 @@ class PromptError(ValueError):
     """A state line outside the grammar or inconsistent; ``str(err)`` is a short ``reason: detail``."""
 
 
-
 # ---------------------------------------------------------------- goals
 
 _GOAL_RES = (

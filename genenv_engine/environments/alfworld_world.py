@@ -66,8 +66,8 @@ HELD = -1
 """``where`` value of the held object."""
 NOWHERE = -1
 """``at`` value before the agent has gone anywhere (the middle of the room)."""
-MAX_NUMBER = 99
 NAME_RE = r"[a-z]+ [1-9][0-9]?"
+"""An entity name: type and instance number 1-99, e.g. ``cabinet 12``."""
 
 
 def rtype(name: str) -> str:

@@ -311,9 +311,11 @@ def test_splits_deterministic_and_seeded(env):
 
 
 def test_default_sizes_disjoint_and_short():
-    splits = AlfworldMini(seed=7).splits()
+    env = AlfworldMini(seed=7)
+    splits = env.splits()
     assert {k: len(v) for k, v in splits.items()} == {"seed": 200, "train": 2000, "heldout": 400}
     tasks = [t for ts in splits.values() for t in ts]
+    assert all(env.check(t, t.answer).success for t in tasks)
     assert len({t.prompt for t in tasks}) == len(tasks)
     assert max(len(t.prompt) for t in tasks) <= 180 and max(len(t.answer) for t in tasks) <= 60
     assert sum(len(t.prompt) for t in tasks) / len(tasks) < 140
@@ -419,7 +421,8 @@ def test_loader_reads_fixture_trials():
     tasks = load_upstream(FIXTURE, skipped=skipped)
     assert len(tasks) == 37
     assert [s.split("/")[-3] for s in skipped] == [
-        "pick_and_place_with_movable_recep-Pen-Mug-Desk-305", "pick_heat_then_place_in_recep-PotatoSliced-None-DiningTable-18"]
+        "pick_and_place_with_movable_recep-Pen-Mug-Desk-305",
+        "pick_heat_then_place_in_recep-PotatoSliced-None-DiningTable-18"]
     assert "is not one of ALFWorld's six" in skipped[0] and "sliced" in skipped[1]
     assert tasks[0].id == "alfworld/heldout/00000" and tasks[-1].id == "alfworld/heldout/00036"
     assert all(t.origin == "official" and t.split == "heldout" and t.checker == "step_match" for t in tasks)
