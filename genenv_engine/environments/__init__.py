@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "bfcl": "genenv_engine.environments.bfcl:BfclMini",
     "bamboogle": "genenv_engine.environments.bamboogle:BamboogleMini",
     "alfworld": "genenv_engine.environments.alfworld:AlfworldMini",
+    "apibank": "genenv_engine.environments.apibank:ApiBankMini",
 }
 """Known benchmark names and the class implementing each."""
 

@@ -28,15 +28,14 @@ True
 
 from __future__ import annotations
 
-import copy
 import datetime
 import math
 import random
 from typing import Any
 
 from genenv_engine.environments.apibank_db import (
-    APIS, KINDS, SEARCHABLE, STOCK_CODES, STOCK_DATES, calculate, execute, initial_db, jaccard, normalise_args,
-    results_match)
+    APIS, KINDS, SEARCHABLE, STOCK_CODES, STOCK_DATES, ApiError, calculate, copy_db, execute, initial_db,
+    jaccard, normalise_args, results_match)
 from genenv_engine.environments.apibank_dialogue import (
     GRAMMAR, QUESTIONS, REFS, Draft, PromptError, build_args, phrase_value, read_prompt, render_prompt,
     render_utterance, slots_of)
@@ -56,7 +55,9 @@ MULTI = tuple(a for a in SEARCHABLE if len(APIS[a].params) >= 2)
 WHATS = ("gym", "yoga", "swim", "lunch", "movie", "piano", "study", "shop", "walk", "dance")
 PLACES = ("park", "cafe", "home", "mall", "club", "pool", "lab", "beach")
 TOPICS = ("sync", "demo", "sales", "promo", "intro", "recap", "retro", "audit")
-_DATES = tuple((datetime.date(2023, 3, 1) + datetime.timedelta(days=i)).strftime("%m-%d") for i in range(61))
+_DATES = tuple((datetime.date(2023, 1, 1) + datetime.timedelta(days=i)).strftime("%m-%d") for i in range(365))
+_DB = initial_db()
+"""A read-only snapshot of the initial database for sampling values that execute."""
 _VALUE_RANGES = {"bp": (90, 160), "hr": (50, 120), "steps": (1000, 20000), "sleep": (300, 600), "weight": (45, 110)}
 
 
@@ -101,7 +102,7 @@ def check_response(expected: dict[str, Any], response: str) -> CheckResult:
     state = initial_db()
     for call in expected["context"]:
         execute(state, call["api"], call["args"])
-    gold_out, _ = execute(copy.deepcopy(state), name, expected["args"])
+    gold_out, _ = execute(copy_db(state), name, expected["args"])
     out, exc = execute(state, name, args)
     if exc is not None:
         return _result("exec_error", 1.0, 1.0, 0.0)
@@ -126,7 +127,8 @@ def _args_fraction(name: str, raw: dict[str, Any]) -> float:
 def _check_upstream(expected: dict[str, Any], raw: dict[str, Any]) -> CheckResult:
     """Official dialogues whose APIs are not mocked here: arguments compared loosely, Calculator executed."""
     gold: dict[str, Any] = expected["args"]
-    fraction = sum(k in gold and _kind(v) == _kind(gold[k]) for k, v in raw.items()) / max(len(set(gold) | set(raw)), 1)
+    typed = sum(k in gold and _kind(v) == _kind(gold[k]) for k, v in raw.items())
+    fraction = typed / max(len(set(gold) | set(raw)), 1)
     if any(k not in raw for k in gold):
         return _result("missing_arg", 1.0, fraction, 0.0)
     if any(k not in gold for k in raw):
@@ -135,8 +137,8 @@ def _check_upstream(expected: dict[str, Any], raw: dict[str, Any]) -> CheckResul
         return _result("bad_arg_type", 1.0, fraction, 0.0)
     if expected["api"] == "Calculator" and "formula" in raw:
         try:
-            value = calculate(raw["formula"])
-        except Exception:  # noqa: BLE001 - any refusal of the mock counts as an execution error
+            value = calculate(str(raw["formula"]))
+        except ApiError:
             return _result("exec_error", 1.0, 1.0, 0.0)
         ok = _numeric_gold_match(value, expected.get("output"), gold)
     elif expected["api"] == "ToolSearcher":
@@ -152,7 +154,7 @@ def _numeric_gold_match(value: float, output: Any, gold: dict[str, Any]) -> bool
     except (TypeError, ValueError):
         try:
             target = calculate(str(gold["formula"]))
-        except Exception:  # noqa: BLE001
+        except ApiError:
             return False
     return math.isclose(value, target, rel_tol=1e-6, abs_tol=1e-9)
 
@@ -223,11 +225,8 @@ def _sample_prompt(level: int, rng: random.Random, target: str | None) -> str:
         return render_prompt(_listing(api, rng, 1, 3), ["U: " + _utterance(api, rng, rng.random() < 0.5, 0.5)])
     if level == 3:
         return _level3(rng, target)
-    if target is None or rng.random() < 0.5:
-        target = target or rng.choice([a for a in SEARCHABLE if APIS[a].params])
-        if rng.random() < 0.5:
-            return _slot_fill(rng, target)
-    return _follow_up(rng, target)
+    target = target or rng.choice([a for a in SEARCHABLE if APIS[a].params])
+    return _slot_fill(rng, target) if rng.random() < 0.5 else _follow_up(rng, target)
 
 
 def _level3(rng: random.Random, target: str | None) -> str:
@@ -247,11 +246,10 @@ def _slot_fill(rng: random.Random, api: str) -> str:
     phrases = {s: phrase_value(s, v, rng.random() < 0.5, rng) for s, v in slots.items()}
     verb = rng.choice(GRAMMAR[api][0])
     turns = ["U: " + render_utterance(api, verb, phrases, omit=omit), f"AI: {QUESTIONS[omit]}", f"U: {phrases[omit]}"]
-    return render_prompt(_listing(api, rng, 0, 2), turns)
+    return render_prompt(_listing(api, rng, 0, 1), turns)
 
 
-def _follow_up(rng: random.Random, target: str | None) -> str:
-    api = target or rng.choice([a for a in SEARCHABLE if _refable(a)])
+def _follow_up(rng: random.Random, api: str) -> str:
     slot = rng.choice(_refable(api))
     first = rng.choice([a for a in SEARCHABLE if slot in slots_of(a)])
     first_slots = sample_slots(first, rng)
@@ -260,7 +258,7 @@ def _follow_up(rng: random.Random, target: str | None) -> str:
     for s in slots_of(api):
         if s == slot or (s in first_slots and s in REFS and rng.random() < 0.3):
             phrases[s] = f"that{_formula_tail(rng)}" if s == "formula" else REFS[s]
-    listing = list(dict.fromkeys([first, api] + rng.sample(SEARCHABLE, rng.randint(0, 1))))
+    listing = list(dict.fromkeys([first, api] + rng.sample(SEARCHABLE, int(rng.random() < 0.3))))
     rng.shuffle(listing)
     turns = [f"U: {first_text}", f"[{render_call(first, build_args(first, first_slots))}]",
              "U: " + render_utterance(api, rng.choice(GRAMMAR[api][0]), phrases)]
@@ -288,10 +286,9 @@ def _utterance(api: str, rng: random.Random, synonym: bool, nl: float,
 
 def sample_slots(api: str, rng: random.Random) -> dict[str, Any]:
     """Canonical slot values for ``api`` that usually execute (existing alarms for DeleteAlarm, ...)."""
-    db = initial_db()
     values: dict[str, Any] = {}
     for slot in slots_of(api):
-        values[slot] = _sample_slot(api, slot, rng, db)
+        values[slot] = _sample_slot(api, slot, rng, _DB)
     if api == "RecordHealthData":
         values["value"] = rng.randint(*_VALUE_RANGES[values["kind"]])
     return values
@@ -409,12 +406,15 @@ class ApiBankMini(Environment):
         level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
         levels = allowed_levels(target) if target else (1, 2, 3, 4)
         level = min(max(level, levels[0]), levels[-1])
-        while True:
-            draft = generate_draft(level, rng, target)
-            verdict = self.validate(draft.prompt, draft.answer, task_id=task_id, parent=source,
-                                    generator="builtin-sibling")
-            if verdict.ok and verdict.task is not None:
-                return verdict.task
+        near = [lv for lv in (source.level, source.level - 1, source.level + 1) if lv in levels and lv != level]
+        for candidate in [level] + near:  # a tiny level (one L1 QueryAlarm prompt) may hold only the source
+            for _ in range(30):
+                draft = generate_draft(candidate, rng, target)
+                verdict = self.validate(draft.prompt, draft.answer, task_id=task_id, parent=source,
+                                        generator="builtin-sibling")
+                if verdict.ok and verdict.task is not None:
+                    return verdict.task
+        raise RuntimeError(f"no sibling for {source.id}")
 
 
 def _task(draft: Draft, task_id: str, **fields: Any) -> Task:

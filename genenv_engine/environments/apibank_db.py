@@ -21,13 +21,13 @@ and :func:`results_match` holds API-Bank's per-API correctness rules, fuzzy ones
 from __future__ import annotations
 
 import ast
-import copy
+import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from genenv_engine.environments.apibank_syntax import norm_value
+from genenv_engine.environments.apibank_syntax import norm_value, quiet_parse
 
 KINDS = ("bp", "hr", "steps", "sleep", "weight")
 STOCK_CODES = ("ACME", "BOLT", "CORE", "DYNA", "ECHO")
@@ -106,9 +106,17 @@ _INIT_DB: dict[str, Any] = {
 }
 
 
+_INIT_JSON = json.dumps(_INIT_DB)
+
+
 def initial_db() -> dict[str, Any]:
     """A fresh deep copy of the mock database every task starts from (JSON-able)."""
-    return copy.deepcopy(_INIT_DB)
+    return json.loads(_INIT_JSON)
+
+
+def copy_db(db: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a database state (a JSON round trip: states are plain JSON)."""
+    return json.loads(json.dumps(db))
 
 
 def normalise_args(name: str, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
@@ -135,7 +143,7 @@ def calculate(formula: str) -> float:
     if len(formula) > MAX_FORMULA_CHARS:
         raise ApiError("formula too long")
     try:
-        tree = ast.parse(formula.strip(), mode="eval")
+        tree = quiet_parse(formula.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ApiError("invalid formula") from None
     result = float(_arith(tree.body))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import datetime
 import re
+import warnings
 from typing import Any
 
 YEAR = 2023
@@ -24,6 +25,14 @@ MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", 
 
 class CallSyntaxError(ValueError):
     """Text that is not one ``Name(key=literal, ...)`` call."""
+
+
+def quiet_parse(text: str) -> ast.Expression:
+    """:func:`ast.parse` in eval mode without SyntaxWarnings on odd literals (``1abc``); never evaluates."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(text, mode="eval")
+
 
 # ---------------------------------------------------------------- value normalisation (agent side)
 
@@ -86,10 +95,10 @@ def _month(word: str) -> int | None:
 def norm_datetime(text: str) -> str | None:
     """``MM-DD HH:MM`` from a date followed by a time, e.g. ``2023-03-26 15:00:00`` or ``mar 26 3pm``.
 
-    >>> norm_datetime("2023-03-26 15:00:00"), norm_datetime("mar 26 3pm"), norm_datetime("3pm")
-    ('03-26 15:00', '03-26 15:00', None)
+    >>> norm_datetime("2023-03-26T15:00:00"), norm_datetime("OCT 5 3PM"), norm_datetime("3pm")
+    ('03-26 15:00', '10-05 15:00', None)
     """
-    words = text.strip().replace("T", " ").split()
+    words = re.sub(r"(?<=\d)T(?=\d)", " ", text.strip()).split()
     for cut in range(1, len(words)):
         date, time = norm_date(" ".join(words[:cut])), norm_time(" ".join(words[cut:]))
         if date and time:
@@ -140,7 +149,7 @@ def parse_call(text: str) -> tuple[str, dict[str, Any]]:
     if len(text) > 2000:
         raise CallSyntaxError("too long")
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = quiet_parse(text.strip()).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         raise CallSyntaxError(str(err)) from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:

@@ -12,8 +12,10 @@ API-Bank's ``lv1-lv2-samples`` folders hold one dialogue per ``*.jsonl`` file, o
 compact rendering (``APIs: <signatures> | U: .. | AI: .. | [Call(..)] | R: <output json>``), the
 gold is that API call. Dialogues that use ``ToolSearcher`` (API-Bank level 2) list only
 ``ToolSearcher``. The upstream APIs are not mocked here, so these tasks use the checker's
-``upstream`` mode (loose argument comparison; Calculator executed). Bad input raises
-:class:`UpstreamFormatError` naming the file and line.
+``upstream`` mode (loose argument comparison; Calculator executed). Levels follow the mini's
+ladder: ToolSearcher dialogues are L3, a step after an earlier non-search call is L4, a first call
+with two or more arguments is L3, others L1/L2. Bad input raises :class:`UpstreamFormatError`
+naming the file and line.
 """
 
 from __future__ import annotations

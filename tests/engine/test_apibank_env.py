@@ -368,6 +368,12 @@ def test_sibling_pairs(env):
         env.sibling_pairs([], random.Random(0), 1)
 
 
+def test_sibling_of_a_one_prompt_level_moves_level(env):
+    only = make(env, "APIs: QueryAlarm() | U: query alarms")
+    pairs = env.sibling_pairs([only], random.Random(0), 6)
+    assert all(b.level == 2 and b.difficulty["features"]["target"] == "QueryAlarm" for _, b in pairs)
+
+
 def test_bucket_default(env):
     task = env.splits()["train"][0]
     assert env.bucket(task) == f"L{task.level}"
