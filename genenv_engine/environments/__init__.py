@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "bamboogle": "genenv_engine.environments.bamboogle:BamboogleMini",
     "alfworld": "genenv_engine.environments.alfworld:AlfworldMini",
     "apibank": "genenv_engine.environments.apibank:ApiBankMini",
+    "travelplanner": "genenv_engine.environments.travelplanner:TravelPlannerMini",
 }
 """Known benchmark names and the class implementing each."""
 

@@ -34,13 +34,17 @@ from datetime import date, timedelta
 from typing import Any
 
 from genenv_engine.environments.base import Environment, SplitSizes
-from genenv_engine.environments.travelplanner_constraints import (
-    COMMONSENSE, HARD, query_to_upstream, render_compact, score_plan)
+from genenv_engine.environments.travelplanner_constraints import COMMONSENSE, HARD, aggregate, score_plan
+from genenv_engine.environments.travelplanner_formats import query_to_upstream, render_compact
 from genenv_engine.environments.travelplanner_db import (
-    CUISINES, HOUSE_RULES, ROOM_WANTS, TRANSPORT_BANS, Query, Sandbox, Slot, sandbox, schedule)
+    CUISINES, HOUSE_RULES, ROOM_WANTS, SANDBOX_SEED, TRANSPORT_BANS, Query, Sandbox, Slot, sandbox, schedule)
 from genenv_engine.environments.travelplanner_solver import (
     Solution, apply, candidates, field_error, replay, solve)
+from genenv_engine.environments.travelplanner_upstream import LiteralError, load_upstream, parse_literal
 from genenv_engine.records import CheckResult, Task, Validation
+
+__all__ = ["ERROR_TYPES", "TravelPlannerMini", "aggregate", "check_step", "generate_step", "gold_field",
+           "infer_level", "load_upstream", "read_prompt", "render_prompt", "score_plan"]
 
 ERROR_TYPES = ("parse_error", "wrong_kind", "not_in_sandbox",
                *(f"violates_commonsense:{c}" for c in COMMONSENSE[1:]),
@@ -117,12 +121,15 @@ def read_prompt(prompt: str, db: Sandbox | None = None) -> Step:
     head, sep, plan = prompt.partition(" | ")
     match = _HEAD_RE.fullmatch(head)
     if not sep or match is None:
-        raise PromptError("bad_format: expected '<org>>'<dest> <n>d <n>p $<budget> [constraints] | <plan> ?<field>'")
-    query = _read_query(match, head, db)
-    return Step(prompt, query, _read_plan(plan, query))
+        raise PromptError("bad_format: expected '<org>><dest> <n>d <n>p $<budget> [constraints] | <plan> ?<field>'")
+    query = _read_query(match, db)
+    prefix = _read_plan(plan, query)
+    if render_prompt(query, prefix) != prompt:
+        raise PromptError("bad_format: not in canonical form")
+    return Step(prompt, query, prefix)
 
 
-def _read_query(match: re.Match[str], head: str, db: Sandbox) -> Query:
+def _read_query(match: re.Match[str], db: Sandbox) -> Query:
     org, dest, k, days, people, budget, extra = match.groups()
     cities = int(k) if k else 1
     if org not in db.cities:
@@ -131,7 +138,7 @@ def _read_query(match: re.Match[str], head: str, db: Sandbox) -> Query:
         raise PromptError(f"bad_query: bad region destination {dest}*{k}")
     if not k and (dest not in db.cities or dest == org):
         raise PromptError(f"bad_query: bad destination {dest}")
-    if not 1 <= int(days) <= 7 or (cities > 1 and int(days) - 1 < cities) or int(people) < 1:
+    if not 1 <= int(days) <= 7 or (cities > 1 and int(days) - 1 < cities) or not 1 <= int(people) <= 8:
         raise PromptError("bad_query: days, cities and people do not fit")
     fields = _read_constraints(extra.split(), int(days))
     return with_dates(Query(org, dest, int(days), cities, int(people), int(budget), fields.get("h"),
@@ -318,7 +325,6 @@ class TravelPlannerMini(Environment):
                     ("seed", self.sizes.seed, (2, 3, 4))]
             self._splits = {split: self._make_split(split, n, levels, rng, seen) for split, n, levels in plan}
             if self.data_dir:
-                from genenv_engine.environments.travelplanner_upstream import load_upstream
                 self._splits["heldout"] = load_upstream(self.data_dir)
         return {split: list(tasks) for split, tasks in self._splits.items()}
 
@@ -404,8 +410,7 @@ def _read_plan_response(response: str) -> Any:
     if text.startswith("["):
         try:
             return json.loads(text)
-        except ValueError:
-            from genenv_engine.environments.travelplanner_upstream import LiteralError, parse_literal
+        except (ValueError, RecursionError):
             try:
                 return parse_literal(text)
             except LiteralError:
@@ -419,7 +424,7 @@ def _task(step: Step, min_cost: int, task_id: str, **fields: Any) -> Task:
     features = step_features(step, min_cost)
     expected = {"query": query_to_upstream(step.query, db), "prefix": list(step.prefix), "day": step.slot.day,
                 "field": step.slot.kind, "gold": gold, "gold_plan": render_compact(step.query, plan),
-                "min_cost": min_cost}
+                "min_cost": min_cost, "sandbox": SANDBOX_SEED}
     return Task(id=task_id, benchmark="travelplanner", prompt=step.prompt, answer=gold, expected=expected,
                 difficulty={"level": infer_level(features), "features": features},
                 checker="tp_constraints", granularity="step", **fields)

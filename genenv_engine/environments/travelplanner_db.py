@@ -130,7 +130,8 @@ class Sandbox:
     def __init__(self, cities: dict[str, City], restaurants: list[Restaurant], attractions: list[Attraction],
                  stays: list[Stay], flights: list[Leg]) -> None:
         self.cities = cities
-        self.regions = {r: (name, tuple(c for c in cities if cities[c].region == r)) for r, (name, _) in _REGIONS.items()}
+        self.regions = {r: (name, tuple(c for c in cities if cities[c].region == r))
+                        for r, (name, _) in _REGIONS.items()}
         self.restaurants = {r.code: r for r in restaurants}
         self.attractions = {a.code: a for a in attractions}
         self.stays = {s.code: s for s in stays}
@@ -143,8 +144,12 @@ class Sandbox:
                     self.legs[f"t{a}{b}"] = Leg(f"t{a}{b}", "taxi", a, b, math.ceil(dist * 0.5), dist)
         self._from = {c: sorted((leg for leg in self.legs.values() if leg.org == c), key=lambda leg: leg.code)
                       for c in cities}
-        self._by_name = {(item.name.lower(), item.city): item.code
-                         for group in (self.restaurants, self.attractions, self.stays) for item in group.values()}
+        self._by_name = {(kind, item.name.lower(), item.city): item.code
+                         for kind, group in (("restaurant", self.restaurants), ("sight", self.attractions),
+                                             ("stay", self.stays)) for item in group.values()}
+        self.menus = {c: sorted((r for r in restaurants if r.city == c), key=lambda r: (r.cost, r.code))
+                      for c in cities}
+        """City -> its restaurants, cheapest first."""
         self.city_by_name = {c.name.lower(): c.code for c in cities.values()}
         self.region_by_name = {name.lower(): r for r, (name, _) in self.regions.items()}
 
@@ -173,9 +178,9 @@ class Sandbox:
                 return group[code].city
         raise KeyError(code)
 
-    def code_by_name(self, name: str, city: str) -> str | None:
-        """Code of the restaurant, attraction or stay called ``name`` in city code ``city``."""
-        return self._by_name.get((name.strip().lower(), city))
+    def code_by_name(self, kind: str, name: str, city: str) -> str | None:
+        """Code of the ``kind`` (restaurant, sight or stay) called ``name`` in city code ``city``."""
+        return self._by_name.get((kind, name.strip().lower(), city))
 
     def item_name(self, code: str) -> str:
         for group in (self.restaurants, self.attractions, self.stays):

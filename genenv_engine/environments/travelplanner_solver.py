@@ -314,9 +314,10 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
         key = (city, n, mask)
         if key not in memo:
             must = tuple(c for k, c in enumerate(need) if mask >> k & 1)
-            pool = sorted((r for r in db.restaurants.values() if r.city == city and r.code not in state.used),
-                          key=lambda r: (r.cost, r.code))
-            memo[key] = None if must and city == query.org else _city_pick(pool, n, must)
+            if must and city == query.org:
+                memo[key] = None
+            else:
+                memo[key] = _city_pick([r for r in db.menus[city] if r.code not in state.used], n, must)
         return memo[key]
 
     def options(city: str, n: int) -> list[tuple[int, int]]:
