@@ -1,18 +1,25 @@
 # Two entry points for a fresh machine (see README): `make run` and `make test`.
-# The virtualenv is created once and refreshed when pyproject.toml or the constraints change.
+# The virtualenv is created once and refreshed when pyproject.toml, the constraints or this file change.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The real BFCL data and official checkers (benchmark `bfcl_official`), installed with --no-deps: a plain
+# install pulls provider SDKs and torch/CUDA wheels. Pinned because BFCL's data and answers change between
+# releases. The wheel is about 2 MB, so setup always installs it.
+BFCL_EVAL_VERSION := 2026.3.23
 
-.PHONY: setup run test lint clean-venv
+.PHONY: setup setup-bfcl run run-headless test clean-venv
 
-$(STAMP): pyproject.toml constraints-cpu.txt
+$(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade --quiet pip
 	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps bfcl-eval==$(BFCL_EVAL_VERSION)
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+setup-bfcl: setup
 
 run: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv run --preset tiny $(ARGS)

@@ -97,7 +97,13 @@ def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str,
             raise ConfigError(f"data_dirs.{name}", f"unknown benchmark {name!r}")
         if not Path(path).expanduser().exists():
             raise ConfigError(f"data_dirs.{name}", f"no such file or folder: {path}")
-    return [get_environment(name, seed, data_dir=data_dirs.get(name)).describe() for name in BENCHMARKS]
+    rows = []
+    for name in BENCHMARKS:
+        try:
+            rows.append(get_environment(name, seed, data_dir=data_dirs.get(name)).describe())
+        except (ImportError, RuntimeError) as exc:  # an optional package is missing (bfcl-eval)
+            rows.append({"name": name, "granularity": "step", "source": f"unavailable: {exc}", "sizes": {}})
+    return rows
 
 
 def status_json(session_dir: Path) -> dict[str, Any]:

@@ -233,12 +233,12 @@ class RunConfig:
     """The alpha-curriculum reward and band filter."""
 
     def __post_init__(self) -> None:
-        from genenv_engine.environments import BENCHMARKS  # deferred: environments import records only
+        from genenv_engine.environments import BENCHMARKS, PAPER_BENCHMARKS  # deferred: imports records only
 
         _check(self.epochs >= 0, "epochs", "must be >= 0")
         _check(self.heldout_size > 0, "heldout_size", "must be > 0")
         if tuple(self.benchmarks) == ("all",):
-            object.__setattr__(self, "benchmarks", tuple(BENCHMARKS))
+            object.__setattr__(self, "benchmarks", PAPER_BENCHMARKS)
         _check(len(self.benchmarks) > 0, "benchmarks", "enable at least one benchmark")
         _check(len(set(self.benchmarks)) == len(self.benchmarks), "benchmarks", "lists a benchmark twice")
         for name, path in self.data_dirs.items():

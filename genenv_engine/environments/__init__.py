@@ -17,8 +17,15 @@ BENCHMARKS: dict[str, str] = {
     "alfworld": "genenv_engine.environments.alfworld:AlfworldMini",
     "apibank": "genenv_engine.environments.apibank:ApiBankMini",
     "travelplanner": "genenv_engine.environments.travelplanner:TravelPlannerMini",
+    "bfcl_official": "genenv_engine.environments.bfcl_official:BfclOfficial",
 }
 """Known benchmark names and the class implementing each."""
+
+PAPER_BENCHMARKS: tuple[str, ...] = ("bfcl", "apibank", "alfworld", "bamboogle", "travelplanner")
+"""The five benchmarks of the GenEnv paper as built-in minis (what ``--benchmarks all`` enables).
+
+``bfcl_official`` (the real BFCL items and official checker, from the pinned ``bfcl-eval`` wheel) is
+selectable by name instead of ``bfcl``; its prompts (median ~2k characters) are for real LLMs."""
 
 
 def environment_class(name: str) -> type["Environment"]:

@@ -94,6 +94,10 @@ def _literal(node: ast.expr) -> Any:
         return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+            raise _ParseError("dict keys must be string literals")
+        return {k.value: _literal(v) for k, v in zip(node.keys, node.values)}  # type: ignore[union-attr]
     raise _ParseError("argument is not a literal")
 
 
@@ -112,7 +116,7 @@ def _type_ok(value: Any, json_type: str | None) -> bool:
     if isinstance(value, bool):
         return json_type in (None, "boolean")
     checks = {"integer": (int,), "number": (int, float), "float": (int, float), "string": (str,),
-              "boolean": (bool,), "array": (list,)}
+              "boolean": (bool,), "array": (list,), "dict": (dict,), "object": (dict,)}
     return isinstance(value, checks.get(json_type or "", (object,)))
 
 
@@ -121,9 +125,31 @@ def _same(value: Any, allowed: Any) -> bool:
         return standardize(value) == standardize(allowed)
     if isinstance(value, list) and isinstance(allowed, list):
         return len(value) == len(allowed) and all(_same(v, a) for v, a in zip(value, allowed))
-    if isinstance(value, (str, list)) or isinstance(allowed, (str, list)):
+    if isinstance(value, dict) and isinstance(allowed, dict):
+        return _same_dict(value, allowed)
+    if isinstance(value, (str, list, dict)) or isinstance(allowed, (str, list, dict)):
         return False
     return value == allowed
+
+
+def _same_dict(value: dict[str, Any], allowed: dict[str, Any]) -> bool:
+    """BFCL dict rule: each key's value is among its allowed list; a key may be left out if ``""`` is allowed.
+
+    >>> _same_dict({"name": "Ann"}, {"name": ["ann"], "age": ["", 30]})
+    True
+    >>> _same_dict({"name": "Bob"}, {"name": ["ann"]}), _same_dict({"x": 1}, {"name": ["", "a"]})
+    (False, False)
+    """
+    if set(value) - set(allowed):
+        return False
+    for key, options in allowed.items():
+        options = options if isinstance(options, list) else [options]
+        if key not in value:
+            if "" not in options:
+                return False
+        elif not any(_same(value[key], option) for option in options if option != "" or value[key] == ""):
+            return False
+    return True
 
 
 def call_error(gold: dict[str, Any], name: str, args: dict[str, Any], tool: dict[str, Any] | None) -> str | None:

@@ -51,20 +51,22 @@ def test_existing_session_is_not_overwritten_and_missing_one_is_reported(tmp_pat
 
 
 def test_benchmarks_lists_every_environment_with_granularity_source_and_sizes(capsys):
-    from genenv_engine.environments import BENCHMARKS
+    from genenv_engine.environments import BENCHMARKS, PAPER_BENCHMARKS
 
     assert main(["benchmarks", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == list(BENCHMARKS)
-    for r in rows:
-        assert r["granularity"] in ("step", "episode") and r["source"] == "built-in mini"
-        assert r["sizes"] == {"heldout": 400, "train": 2000, "seed": 200}
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(rows) == list(BENCHMARKS) and set(PAPER_BENCHMARKS) < set(rows)
+    for name in PAPER_BENCHMARKS:
+        assert rows[name]["granularity"] == "step" and rows[name]["source"] == "built-in mini"
+        assert rows[name]["sizes"] == {"heldout": 400, "train": 2000, "seed": 200}
+    assert rows["bfcl_official"]["source"] in ("package", "upstream folder") or \
+        rows["bfcl_official"]["source"].startswith("unavailable")
     assert main(["benchmarks", "--data-dir", "nope=/x"]) == 2
     assert "data_dirs.nope" in capsys.readouterr().err
 
 
 def test_all_benchmarks_run_together_and_report_heldout_each(tmp_path, capsys):
-    from genenv_engine.environments import BENCHMARKS
+    from genenv_engine.environments import PAPER_BENCHMARKS
 
     session = tmp_path / "all"
     assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--benchmarks", "all",
@@ -72,4 +74,4 @@ def test_all_benchmarks_run_together_and_report_heldout_each(tmp_path, capsys):
     capsys.readouterr()
     main(["status", str(session), "--json"])
     epochs = json.loads(capsys.readouterr().out)["epochs"]
-    assert all(set(e["heldout"]) == set(BENCHMARKS) for e in epochs)
+    assert all(set(e["heldout"]) == set(PAPER_BENCHMARKS) for e in epochs)
