@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--json", action="store_true")
+    from genenv_engine.reports import add_report_parser
+
+    add_report_parser(sub)
     return parser
 
 
@@ -162,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 print_status(data)
             return 0
+        if args.command == "report":
+            from genenv_engine.reports import run_report
+
+            return run_report(args)
         from genenv_engine.session import Session
 
         if args.command == "run":

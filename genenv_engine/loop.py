@@ -49,6 +49,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
         store.log_event("PartialEpochDiscarded", start, {"reason": "resumed after a stop or crash mid-epoch"})
         store.drop_epochs_from(start)
+    _record_environment(session)
     emit(RunStarted(start, str(session.path), cfg.to_dict(), start))
     epoch = start
     try:
@@ -72,6 +73,20 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
         raise
     emit(RunFinished(epoch - 1, epoch - 1))
     return {"epochs_done": epoch - 1}
+
+
+def _record_environment(session: Session) -> None:
+    """Store the software versions and the machine of this run (the report shows them)."""
+    import json
+
+    from genenv_engine.reports.data import local_machine, local_versions
+
+    machine = local_machine()
+    machine["torch_threads"] = str(torch.get_num_threads())
+    if torch.cuda.is_available():
+        machine["gpu"] = torch.cuda.get_device_name(0)
+    session.store.set_meta("versions", json.dumps(local_versions()))
+    session.store.set_meta("machine", json.dumps(machine))
 
 
 def _recorder(session: Session, sink: EventSink) -> EventSink:

@@ -129,11 +129,13 @@ class GRPOTrainer(_Trainer):
                 adv = torch.tensor([r[2] for r in part], device=logp.device)
                 loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
                 m["loss"] = loss.item()
+                m["tokens"] = float(batch.mask.sum())
                 m["grad_norm"] = self._step(loss)
                 metrics.append(m)
                 tick()
         for key in ("loss", "kl", "clip_fraction", "grad_norm"):
             info[key] = sum(m[key] for m in metrics) / len(metrics)
+        info["tokens"] = sum(m["tokens"] for m in metrics)
         info["steps"] = float(len(metrics))
         return info
 
@@ -187,6 +189,7 @@ class RWRTrainer(_Trainer):
                 logp = self.policy.logprobs(batch)
                 weights = torch.tensor([e[2] for e in part], device=logp.device)
                 loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
+                m["tokens"] = float(batch.mask.sum())
                 self._step(loss)
                 metrics.append(m)
                 tick()
@@ -194,6 +197,7 @@ class RWRTrainer(_Trainer):
                 info["stopped_by_kl"] = 1.0
                 break
         info["nll"] = sum(m["nll"] for m in metrics) / len(metrics)
+        info["tokens"] = sum(m["tokens"] for m in metrics)
         info["kl"] = metrics[-1]["kl"]
         info["steps"] = float(len(metrics))
         return info

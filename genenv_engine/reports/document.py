@@ -1,0 +1,490 @@
+"""The report's content as a list of format-neutral blocks (headings, tables, images, code), built once.
+
+`build_document` says *what* a report holds; `markdown.py` and `html.py` only say how each block is
+written, so both formats always carry the same sections and numbers. Block text is plain text:
+renderers escape it for their format, so task text can never become markup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from genenv_engine.reports.data import MODE_LABELS, EpochData, SessionData, TaskView
+
+
+# -- blocks ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Heading:
+    level: int
+    text: str
+    anchor: str
+    toc: bool = True
+    """Listed in the HTML table of contents (task-level headings are not)."""
+
+
+@dataclass
+class Para:
+    """A paragraph: plain strings, with ("b", text) for bold and ("code", text) for inline code."""
+
+    parts: list[Union[str, tuple[str, str]]]
+
+
+@dataclass
+class Note:
+    """A call-out; ``kind`` is ``warn`` (partial epochs, crashes) or ``info``."""
+
+    text: str
+    kind: str = "info"
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    anchor: str = ""
+    marks: list[str] = field(default_factory=list)
+    """Per row, a CSS-ish mark (``partial``) or ``""``."""
+
+
+@dataclass
+class Image:
+    key: str
+    alt: str
+
+
+@dataclass
+class Code:
+    """Literal text (task prompts and answers), shown verbatim."""
+
+    label: str
+    text: str
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+Block = Union[Heading, Para, Note, Table, Image, Code, Bullets]
+
+
+# -- formatting ------------------------------------------------------------------------------------
+
+DASH = "—"
+_BIDI = {0x200E, 0x200F, 0x061C, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def visible(text: str) -> str:
+    r"""Make invisible characters visible: C0/C1 controls (but newline and tab) as control pictures or
+    ``<U+XXXX>``, and bidirectional overrides as ``<U+XXXX>`` so they cannot reorder what a reader sees.
+
+    >>> visible("a\x1b[1mb\tc\u202ed\x85\n")
+    'a␛[1mb\tc<U+202E>d<U+0085>\n'
+    """
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if ch in "\n\t":
+            out.append(ch)
+        elif cp < 0x20:
+            out.append(chr(0x2400 + cp))
+        elif cp == 0x7F:
+            out.append("\u2421")
+        elif 0x80 <= cp < 0xA0 or cp in _BIDI:
+            out.append(f"<U+{cp:04X}>")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A number for a table cell: fixed decimals, a dash for missing.
+
+    >>> num(0.4375), num(None), num(3), num(12.0, 1)
+    ('0.438', '—', '3', '12.0')
+    """
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    try:
+        return f"{float(value):.{digits}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as a short human duration.
+
+    >>> duration(42.25), duration(3725), duration(None)
+    ('42.2 s', '1 h 02 min 05 s', '—')
+    """
+    if seconds is None:
+        return DASH
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min {s:02d} s" if h else f"{m} min {s:02d} s"
+
+
+def status_text(e: EpochData) -> str:
+    """The status cell of an epoch: partial and running epochs are marked loudly."""
+    if e.status == "done":
+        return "done"
+    if e.status == "partial":
+        return "PARTIAL (stopped or crashed mid-epoch)"
+    return f"PARTIAL ({e.status}: no end recorded)"
+
+
+def _mark(e: EpochData) -> str:
+    return "" if e.complete else "partial"
+
+
+def _counter(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(d.items())) if d else DASH
+
+
+# -- sections --------------------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+
+    def add(self, *blocks: Block) -> None:
+        self.blocks.extend(blocks)
+
+
+def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
+    cfg = s.config
+    b.add(Heading(lvl, "Run", f"{pre}run"))
+    model = cfg["model"]
+    if model.get("kind") == "hf":
+        model_text = f"local checkpoint {model.get('path')} (both roles start from it)"
+    else:
+        model_text = (f"tiny Llama: hidden {model['hidden_size']}, {model['num_layers']} layers, "
+                      f"{model['num_heads']} heads, MLP {model['intermediate_size']}, max length "
+                      f"{model['max_length']} (both roles start from it)")
+    warm = s.trained.get("warm_start") or {}
+    if warm.get("parameters"):
+        model_text += f"; {warm['parameters']:,} parameters"
+    done = [e.epoch for e in s.done_epochs if e.epoch > 0]
+    last = s.runs[-1] if s.runs else None
+    if s.incomplete_epochs:
+        state = "has a partial epoch (stopped, crashed or still running)"
+    elif last is not None and last.end == "finished":
+        state = "finished"
+    elif last is not None and last.end:
+        state = last.end
+    else:
+        state = "no end recorded"
+    rows = [
+        ["session", s.name],
+        ["simulator mode", s.label],
+        ["curriculum", f"{s.reward} (alpha {s.alpha}, beta {s.beta}, k_min {s.k_min})"],
+        ["preset", str(cfg.get("preset"))],
+        ["seed", str(cfg.get("seed"))],
+        ["benchmarks", ", ".join(s.benchmarks)],
+        ["models", model_text],
+        ["generation backend / device", f"{cfg.get('backend')} / {model.get('device')}"],
+        ["co-evolution epochs done / target", f"{len(done)} / {cfg.get('epochs')}"],
+        ["state", state],
+        ["created", s.created_at or DASH],
+        ["started", s.started_at or DASH],
+        ["ended", s.ended_at or DASH],
+        ["wall time (runs with a recorded end)", duration(s.wall_seconds)],
+        ["tokens generated (both roles, done epochs)", num(s.tokens_generated)],
+    ]
+    b.add(Table(["item", "value"], rows, f"{pre}summary"))
+    for e in s.incomplete_epochs:
+        how = "stopped or crashed mid-epoch" if e.status == "partial" else f"{e.status}, no end recorded"
+        b.add(Note(f"Epoch {e.epoch} is PARTIAL ({how}): it started {e.started_at or '?'} and did not finish; "
+                   "its numbers below are rebuilt from what it left in the database, not recorded metrics.", "warn"))
+    for d in s.discarded:
+        b.add(Note(f"A partial attempt at epoch {d['epoch']} was discarded at {d['at']} and the epoch was redone "
+                   f"({d['reason']}).", "warn"))
+    b.add(Heading(lvl + 1, "Runs", f"{pre}runs"))
+    run_rows = [[str(i + 1), r.started_at, str(r.start_epoch), r.ended_at or DASH,
+                 r.end or "no end recorded", DASH if r.end_epoch is None else str(r.end_epoch),
+                 duration(r.seconds), r.detail or DASH] for i, r in enumerate(s.runs)]
+    b.add(Table(["run", "started", "from epoch", "ended", "end", "at epoch", "duration", "detail"], run_rows,
+                f"{pre}runs-table", ["" if r.end == "finished" else "partial" for r in s.runs]))
+
+    b.add(Heading(lvl + 1, "Versions and machine", f"{pre}versions"))
+    if not s.versions_recorded or not s.machine_recorded:
+        b.add(Note("The session did not record the software versions or machine it ran with, so these are the "
+                   "versions and machine that built this report.", "info"))
+    b.add(Table(["software", "version"], [[k, v] for k, v in s.versions.items()], f"{pre}versions-table"))
+    b.add(Table(["machine", "value"], [[k, v] for k, v in s.machine.items()], f"{pre}machine-table"))
+
+    b.add(Heading(lvl + 1, "Time by phase", f"{pre}time"))
+    total = sum(s.phase_totals.values())
+    rows = []
+    for phase in sorted(set(s.phase_totals) | set(s.phase_totals_all), key=lambda p: -s.phase_totals_all.get(p, 0)):
+        sec = s.phase_totals.get(phase, 0.0)
+        rows.append([phase, num(sec, 1), num(100 * sec / total, 1) + " %" if total else DASH,
+                     num(s.phase_totals_all.get(phase, 0.0), 1)])
+    rows.append(["total", num(total, 1), "100.0 %" if total else DASH, num(sum(s.phase_totals_all.values()), 1)])
+    b.add(Para(["Seconds per phase summed over done epochs, and over every attempt including partial and "
+                "discarded ones (from the phase events)."]))
+    b.add(Table(["phase", "seconds (done epochs)", "share", "seconds (all attempts)"], rows, f"{pre}time-table"))
+    b.add(Image(f"{img}time", "Seconds per phase for each epoch (partial epochs hatched)"))
+
+    b.add(Heading(lvl + 1, "Generated and trained", f"{pre}volume"))
+    t = s.trained
+    tps = [e.tokens_per_second for e in s.done_epochs if e.tokens_per_second]
+    rows = [
+        ["tokens generated (agent and simulator sampling, done epochs)", num(s.tokens_generated)],
+        ["generation throughput (mean tokens/s over epochs)", num(sum(tps) / len(tps), 1) if tps else DASH],
+        ["agent GRPO sequences trained", num(t["agent_sequences"])],
+        ["agent GRPO optimizer steps", num(t["agent_steps"])],
+        ["agent completion tokens trained (recorded by the GRPO update)", num(t["agent_tokens"])]
+        if t["agent_tokens"] is not None else
+        ["agent completion tokens trained (estimate: stored rollouts re-tokenised)", num(t["agent_tokens_estimate"])],
+        ["simulator tokens trained (recorded by the RWR update)", num(t["simulator_tokens"])],
+        ["simulator RWR examples trained", num(t["simulator_examples"])],
+        ["simulator RWR optimizer steps", num(t["simulator_steps"])],
+        ["warm start: agent SFT steps / pairs", f"{num(warm.get('agent_steps'))} / {num(warm.get('agent_pairs'))}"],
+        ["warm start: simulator SFT steps / pairs",
+         f"{num(warm.get('simulator_steps'))} / {num(warm.get('simulator_pairs'))}"],
+    ]
+    b.add(Table(["quantity", "value"], rows, f"{pre}volume-table"))
+
+    b.add(Heading(lvl + 1, "Configuration", f"{pre}config"))
+    b.add(Para(["Every setting of the run, as saved in ", ("code", "config.toml"), "."]))
+    b.add(Table(["setting", "value", "meaning"], [list(r) for r in s.config_rows], f"{pre}config-table"))
+
+
+def _calibration_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
+    b.add(Heading(lvl, "Difficulty calibration", f"{pre}calibration"))
+    lo, hi = s.alpha - s.k_min, s.alpha + s.k_min
+    b.add(Para([f"Success rate p̂ of the agent on the simulator's tasks against the target alpha = {s.alpha} and "
+                f"the band [{lo:.2f}, {hi:.2f}] (alpha ± k_min); R_env = exp(-{s.beta} (p̂ - {s.alpha})²) per "
+                "variation batch. Compare the paper's Fig. 7."]))
+    b.add(Image(f"{img}calibration", "Mean p̂ of generated tasks per epoch and benchmark, with alpha and the band"))
+    epochs = [e for e in s.epochs if e.epoch > 0]
+    benches = s.benchmarks
+    headers = (["epoch", "status", "mean p̂"] + [f"p̂ {x}" for x in benches] +
+               ["batches", "batch p̂ mean", "in band", "calibration error", "R_env mean", "R_env min", "R_env max",
+                "valid fraction", "unique fraction"])
+    rows, marks = [], []
+    for e in epochs:
+        rows.append([str(e.epoch), status_text(e), num(e.generated_success)]
+                    + [num(e.generated_success_by_benchmark.get(x)) for x in benches]
+                    + [str(len(e.batch_p_hats)), num(e.batch_p_hat_mean), num(e.in_band_fraction),
+                       num(e.calibration_error), num(e.r_env_mean), num(min(e.r_envs) if e.r_envs else None),
+                       num(max(e.r_envs) if e.r_envs else None), num(e.valid_fraction), num(e.unique_fraction)])
+        marks.append(_mark(e))
+    if rows:
+        b.add(Table(headers, rows, f"{pre}calibration-table", marks))
+    else:
+        b.add(Para(["No co-evolution epoch has started yet."]))
+    b.add(Image(f"{img}phat_hist", "Histogram of task p̂ in the first and last scored epoch"))
+    b.add(Image(f"{img}generation", "Valid, unique and in-band fractions per epoch"))
+    rows = [[str(e.epoch), status_text(e), num(e.generated), num(e.valid), _counter(e.invalid_reasons),
+             _counter(e.difficulty_mix)] for e in epochs]
+    if rows:
+        b.add(Table(["epoch", "status", "generated", "valid", "invalid reasons", "difficulty mix (valid)"], rows,
+                    f"{pre}generation-table", [_mark(e) for e in epochs]))
+
+
+def _progress_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
+    b.add(Heading(lvl, "Agent progress", f"{pre}progress"))
+    b.add(Para(["Greedy success on each benchmark's held-out split after every epoch (epoch 0 is the warm start)."]))
+    b.add(Image(f"{img}heldout", "Held-out success per benchmark per epoch"))
+    benches = s.benchmarks
+    rows = [[str(e.epoch), status_text(e)] + [num(e.heldout.get(x)) for x in benches] for e in s.epochs]
+    b.add(Table(["epoch", "status"] + benches, rows, f"{pre}heldout-table", [_mark(e) for e in s.epochs]))
+    rows = []
+    for x in benches:
+        start = next((r for ep, r in s.heldout_series(x) if ep == 0), None)
+        best, final = s.heldout_best(x), s.heldout_final(x)
+        rows.append([x, num(start),
+                     f"{num(best[1])} (epoch {best[0]})" if best else DASH,
+                     f"{num(final[1])} (epoch {final[0]})" if final else DASH,
+                     (f"{final[1] - start:+.3f}" if final and start is not None else DASH)])
+    b.add(Table(["benchmark", "epoch 0", "best", "final", "final - epoch 0"], rows, f"{pre}best-table"))
+    last = s.done_epochs[-1] if s.done_epochs else None
+    if last is not None and last.heldout_by_level:
+        rows = [[x, lvl_name, num(rate)] for x, levels in sorted(last.heldout_by_level.items())
+                for lvl_name, rate in levels.items()]
+        b.add(Para([f"Held-out success by difficulty bucket at epoch {last.epoch}:"]))
+        b.add(Table(["benchmark", "bucket", "success"], rows, f"{pre}level-table"))
+    epochs = [e for e in s.epochs if e.epoch > 0]
+    if epochs:
+        b.add(Heading(lvl + 1, "Policy updates", f"{pre}updates"))
+        rows = []
+        for e in epochs:
+            a, m = e.agent_update, e.simulator_update
+            sim = (m.get("skipped") if m.get("skipped") else
+                   f"{num(m.get('steps'), 0)} steps, {num(m.get('examples'), 0)} examples, nll {num(m.get('nll'))}, "
+                   f"kl {num(m.get('kl'))}" + (", stopped by KL cap" if m.get("stopped_by_kl") else "")) if m else DASH
+            rows.append([str(e.epoch), status_text(e), num(e.tasks_trained), _counter(e.tasks_trained_by_origin),
+                         num(a.get("sequences"), 0), num(a.get("steps"), 0), num(a.get("loss"), 4),
+                         num(a.get("kl"), 4), num(a.get("clip_fraction")), sim])
+        b.add(Table(["epoch", "status", "tasks trained", "by origin", "GRPO sequences", "GRPO steps", "GRPO loss",
+                     "GRPO kl", "clip fraction", "simulator update"], rows, f"{pre}updates-table",
+                    [_mark(e) for e in epochs]))
+
+
+def _task_blocks(b: _Builder, v: TaskView, lvl: int, pre: str, index: str) -> None:
+    b.add(Heading(lvl, f"Task {v.id}", f"{pre}task-{index}", toc=False))
+    rows = [["benchmark / bucket", f"{v.benchmark} / {v.bucket}"],
+            ["origin / status / epoch", f"{v.origin} / {v.status} / {DASH if v.epoch is None else v.epoch}"],
+            ["valid", "yes" if v.valid else f"no: {v.reason}"],
+            ["written by", v.generator or DASH],
+            ["p̂ (task) / R_env (its batch) / rollouts", f"{num(v.p_hat)} / {num(v.r_env)} / {v.n_rollouts}"],
+            ["checker result", v.check or DASH],
+            ["agent attempts", v.attempts or DASH],
+            ["lineage (to the seed)", " ← ".join(f"{i} ({o}, epoch {e})" for i, o, e in v.lineage) or v.id]]
+    if v.superseded_by:
+        rows.append(["superseded by", v.superseded_by])
+    b.add(Table(["field", "value"], rows))
+    b.add(Code("prompt", v.prompt), Code("answer", v.answer))
+    if v.root_prompt is not None:
+        b.add(Code(f"root seed {v.lineage[-1][0]}: prompt", v.root_prompt),
+              Code(f"root seed {v.lineage[-1][0]}: answer", v.root_answer or ""))
+
+
+def _tasks_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
+    b.add(Heading(lvl, "Tasks", f"{pre}tasks"))
+    b.add(Para(["Tasks in the store per epoch, by origin (built-in tasks by split) and status. Superseded tasks "
+                "were replaced by a hand edit."]))
+    agg: dict[tuple[int, str], dict[str, int]] = {}
+    for r in s.task_counts:
+        origin = r["origin"] if r["origin"] != "seed" else f"seed ({r['split']} split)"
+        cell = agg.setdefault((r["epoch"], origin), {})
+        key = "invalid" if not r["valid"] else r["status"]
+        cell[key] = cell.get(key, 0) + r["n"]
+        if r["superseded"]:
+            cell["superseded"] = cell.get("superseded", 0) + r["n"]
+        cell["total"] = cell.get("total", 0) + r["n"]
+    status_of = {e.epoch: e for e in s.epochs}
+    rows, marks = [], []
+    for (epoch, origin), c in sorted(agg.items(), key=lambda kv: (kv[0][0] if kv[0][0] is not None else -1, kv[0][1])):
+        e = status_of.get(epoch)
+        rows.append([DASH if epoch is None else str(epoch), status_text(e) if e else DASH, origin,
+                     str(c.get("active", 0)), str(c.get("pinned", 0)), str(c.get("banned", 0)),
+                     str(c.get("invalid", 0)), str(c.get("superseded", 0)), str(c.get("total", 0))])
+        marks.append(_mark(e) if e else "")
+    b.add(Table(["epoch", "epoch status", "origin", "active", "pinned", "banned", "invalid", "superseded", "total"],
+                rows, f"{pre}counts-table", marks))
+
+    b.add(Heading(lvl + 1, "Sample of generated tasks by difficulty bucket", f"{pre}samples"))
+    if not s.samples:
+        b.add(Para(["No valid generated task is stored."]))
+    for bucket, views in s.samples.items():
+        b.add(Heading(lvl + 2, f"Bucket {bucket}", f"{pre}bucket-{bucket}", toc=False))
+        for i, v in enumerate(views):
+            _task_blocks(b, v, lvl + 3, pre, f"{bucket}-{i}")
+    if s.rejected:
+        b.add(Heading(lvl + 1, "Rejected generations (sample)", f"{pre}rejected"))
+        for i, v in enumerate(s.rejected):
+            _task_blocks(b, v, lvl + 2, pre, f"rejected-{i}")
+
+    b.add(Heading(lvl + 1, "Hand edits", f"{pre}edits"))
+    if not s.edits:
+        b.add(Para(["No task was edited by hand."]))
+    for i, ed in enumerate(s.edits):
+        a, o = ed.after, ed.before
+        b.add(Heading(lvl + 2, f"Edit {i + 1}: {o.id} -> {a.id}", f"{pre}edit-{i}", toc=False))
+        b.add(Table(["field", "before", "after"], [
+            ["id", o.id, a.id], ["origin", o.origin, a.origin], ["status", o.status, a.status],
+            ["valid", "yes" if o.valid else "no", "yes" if a.valid else f"no: {a.reason}"],
+            ["p̂", num(o.p_hat), num(a.p_hat)], ["edited at", DASH, a.created_at or DASH],
+            ["checker result", DASH, a.check or DASH], ["agent attempts", DASH, a.attempts or DASH]]))
+        b.add(Code("prompt before", o.prompt), Code("prompt after", a.prompt),
+              Code("answer before", o.answer), Code("answer after", a.answer))
+
+    for title, anchor, views in (("Pinned tasks", "pins", s.pinned), ("Banned tasks", "bans", s.banned)):
+        b.add(Heading(lvl + 1, title, f"{pre}{anchor}"))
+        if not views:
+            b.add(Para([f"No {title.split()[0].lower()} task."]))
+            continue
+        b.add(Table(["id", "benchmark", "origin", "epoch", "valid", "superseded by"],
+                    [[v.id, v.benchmark, v.origin, DASH if v.epoch is None else str(v.epoch),
+                      "yes" if v.valid else "no", v.superseded_by or DASH] for v in views], f"{pre}{anchor}-table"))
+        for v in views:
+            b.add(Code(f"{v.id}: prompt", v.prompt))
+
+
+def _session_blocks(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
+    _run_section(b, s, lvl, pre, img)
+    _calibration_section(b, s, lvl, pre, img)
+    _progress_section(b, s, lvl, pre, img)
+    _tasks_section(b, s, lvl, pre)
+
+
+def _comparison(b: _Builder, sessions: list[SessionData], labels: list[str]) -> None:
+    b.add(Heading(2, "Comparison", "comparison"))
+    b.add(Para(["Sessions side by side, labelled by simulator mode (the paper's Fig. 6 compares GenEnv, "
+                "GenEnv-Random and GenEnv-Static)."]))
+    benches = sorted({x for s in sessions for x in s.benchmarks})
+    headers = (["session", "label", "preset", "seed", "epochs done / target", "partial epochs"]
+               + [f"{x} epoch 0" for x in benches] + [f"{x} best" for x in benches] + [f"{x} final" for x in benches]
+               + ["last mean p̂", "mean calibration error", "mean valid fraction", "tokens generated", "wall time"])
+    rows, marks = [], []
+    for s, label in zip(sessions, labels):
+        done = [e for e in s.done_epochs if e.epoch > 0]
+        cal = [e.calibration_error for e in done if e.calibration_error is not None]
+        val = [e.valid_fraction for e in done if e.valid_fraction is not None]
+        last_p = next((e.generated_success for e in reversed(done) if e.generated_success is not None), None)
+        starts = [next((r for ep, r in s.heldout_series(x) if ep == 0), None) for x in benches]
+        best = [s.heldout_best(x) for x in benches]
+        final = [s.heldout_final(x) for x in benches]
+        rows.append([s.name, label, str(s.config.get("preset")), str(s.config.get("seed")),
+                     f"{len(done)} / {s.config.get('epochs')}",
+                     ", ".join(str(e.epoch) for e in s.incomplete_epochs) or DASH]
+                    + [num(v) for v in starts]
+                    + [f"{num(p[1])} (e{p[0]})" if p else DASH for p in best]
+                    + [f"{num(p[1])} (e{p[0]})" if p else DASH for p in final]
+                    + [num(last_p), num(sum(cal) / len(cal)) if cal else DASH,
+                       num(sum(val) / len(val)) if val else DASH, num(s.tokens_generated), duration(s.wall_seconds)])
+        marks.append("partial" if s.incomplete_epochs else "")
+    b.add(Table(headers, rows, "comparison-table", marks))
+    b.add(Image("compare_heldout", "Held-out success per epoch, one line per session"))
+    b.add(Image("compare_calibration", "Mean p̂ of generated tasks per epoch, one line per session"))
+
+
+def labels_for(sessions: list[SessionData]) -> list[str]:
+    """Legend labels: the simulator mode's paper name, with the session name where two would clash."""
+    base = [s.label for s in sessions]
+    return [f"{lab} [{s.name}]" if base.count(lab) > 1 else lab for lab, s in zip(base, sessions)]
+
+
+def build_document(sessions: list[SessionData]) -> tuple[str, list[Block]]:
+    """The report's title and blocks for one session or a comparison of several."""
+    b = _Builder()
+    if len(sessions) == 1:
+        s = sessions[0]
+        title = f"genenv session report: {s.name}"
+        b.add(Para([("b", s.label), f" · preset {s.config.get('preset')} · seed {s.config.get('seed')} · "
+                    f"benchmarks {', '.join(s.benchmarks)}"]))
+        _session_blocks(b, s, 2, "", "")
+        return title, b.blocks
+    labels = labels_for(sessions)
+    title = f"genenv comparison report: {len(sessions)} sessions"
+    b.add(Bullets([f"{lab}: {s.name}" for lab, s in zip(labels, sessions)]))
+    _comparison(b, sessions, labels)
+    for i, (s, label) in enumerate(zip(sessions, labels), start=1):
+        b.add(Heading(2, f"Session {i}: {s.name} ({label})", f"s{i}"))
+        _session_blocks(b, s, 3, f"s{i}-", f"s{i}_")
+    return title, b.blocks
+
+
+def image_keys(sessions: list[SessionData]) -> list[str]:
+    """Every image key a document for these sessions refers to."""
+    per = ["time", "calibration", "phat_hist", "generation", "heldout"]
+    if len(sessions) == 1:
+        return per
+    return ["compare_heldout", "compare_calibration"] + [f"s{i}_{k}" for i in range(1, len(sessions) + 1) for k in per]
+
+
+__all__ = ["Block", "Bullets", "Code", "Heading", "Image", "Note", "Para", "Table", "build_document", "image_keys",
+           "labels_for", "MODE_LABELS"]
