@@ -120,6 +120,11 @@ class SimulatorConfig:
     """Per-update KL cap: an RWR update stops early once the mean KL to the initial simulator exceeds this."""
     replay: float = 1.0
     """Older in-band pairs replayed from the simulator pool, as a multiple of this epoch's pairs."""
+    init_replay: float = 2.0
+    """Warm-start (seed -> sibling) pairs mixed into each RWR update, as a multiple of its in-band examples.
+
+    Maximising their likelihood is a sample estimate of KL(initial simulator || simulator): it anchors the few
+    in-band examples of an epoch against the mode collapse that plain RWR shows (design note feasibility.md)."""
     static_multiplier: int = 5
     """In ``static`` mode, generate this many times the seed set once, before epoch 1."""
     duplicate_cap: int = 2
@@ -132,7 +137,7 @@ class SimulatorConfig:
         _check(self.temperature > 0, "simulator.temperature", "must be > 0")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
-        for name in ("rwr_lambda", "kl_coef", "replay"):
+        for name in ("rwr_lambda", "kl_coef", "replay", "init_replay"):
             _check(getattr(self, name) >= 0, f"simulator.{name}", "must be >= 0")
 
 

@@ -378,11 +378,29 @@ def _simulator_update(session: Session, roles: Roles, envs: dict[str, Environmen
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
-    info = roles.rwr.update([(c, t, w) for (c, t, _), w in zip(examples, weights)], rng, control.check)
+    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng)
+    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + anchors
+    info = roles.rwr.update(weighted, rng, control.check)
     roles.simulator_backend.sync()
-    info.update({"current_examples": len(current), "replayed_examples": len(extra),
+    info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
                  "weight_min": min(weights), "weight_max": max(weights)})
     return info
+
+
+def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random) -> list[tuple]:
+    """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks."""
+    eos = roles.simulator.tokenizer.eos_token_id
+    out = []
+    names = sorted(envs)
+    for i, name in enumerate(names):
+        env = envs[name]
+        share = n // len(names) + (1 if i < n % len(names) else 0)
+        if share:
+            pool = env.splits()["train"] + env.splits()["seed"]
+            for src, sib in env.sibling_pairs(pool, rng, share):
+                out.append((roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, src)),
+                            roles.simulator.encode(env.simulator_text(sib)) + [eos], 1.0))
+    return out
 
 
 def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:

@@ -155,7 +155,11 @@ def test_rwr_changes_simulator_only_when_trained(tmp_path, mode):
     agent_prints = [m["agent_fingerprint"] for m in session.store.epoch_metrics()]
     if mode == "trained":
         assert prints[0] != prints[1] != prints[2]
-        assert session.store.epoch_metrics()[1]["simulator_update"]["steps"] > 0
+        update = session.store.epoch_metrics()[1]["simulator_update"]
+        assert update["steps"] > 0
+        # warm-start anchors ride along: init_replay (2.0) times the epoch's in-band examples
+        assert update["anchor_examples"] == round(2.0 * update["current_examples"])
+        assert update["examples"] == update["current_examples"] + update["replayed_examples"] + update["anchor_examples"]
     else:
         assert prints[0] == prints[1] == prints[2]
     assert agent_prints[0] != agent_prints[1]  # mixed rewards -> GRPO moved the agent
