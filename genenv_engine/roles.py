@@ -51,8 +51,11 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
     here = init if epoch == 0 else session.checkpoint_dir(epoch)
     agent = Policy.load(here / "agent", device, cfg.model.max_length)
     simulator = Policy.load(here / "simulator", device, cfg.model.max_length)
-    agent_ref = Policy.load(init / "agent", device, cfg.model.max_length).frozen_copy()
-    simulator_init = Policy.load(init / "simulator", device, cfg.model.max_length).frozen_copy()
+    if here == init:  # the references are the weights just loaded: copy instead of reading them again
+        agent_ref, simulator_init = agent.frozen_copy(), simulator.frozen_copy()
+    else:
+        agent_ref = Policy.load(init / "agent", device, cfg.model.max_length).frozen_copy()
+        simulator_init = Policy.load(init / "simulator", device, cfg.model.max_length).frozen_copy()
     a, s = cfg.agent, cfg.simulator
     grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance)
     rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size)

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from genenv_engine.environments.alfworld_planner import Solution, solve
 from genenv_engine.environments.alfworld_text import PromptError, read_state, render_state
 from genenv_engine.environments.alfworld_world import (
     LAMPS, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, CommandError, Goal, World, apply, parse_command, rtype, won)
-from genenv_engine.environments.base import Environment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "invalid_command", "not_admissible", "suboptimal")
@@ -270,48 +271,21 @@ def load_upstream(data_dir: str, **options: Any) -> list[Task]:
     return load(data_dir, **options)
 
 
-class AlfworldMini(Environment):
+class AlfworldMini(LadderEnvironment):
     """Built-in ALFWorld mini: step-level next-action prediction in household text games."""
 
     name = "alfworld"
     granularity = "step"
     source = "built-in mini"
+    reserve_official_prompts = True
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
-        super().__init__(seed, sizes, data_dir)
-        self._splits: dict[str, list[Task]] | None = None
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        state, solution = generate_state(level, rng)
+        return render_state(state), partial(make_task, state, solution)
 
-    def splits(self) -> dict[str, list[Task]]:
-        """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
-
-        With ``data_dir`` the held-out split is the official games' steps (see :func:`load_upstream`).
-        """
-        if self._splits is None:
-            official = self._official()
-            rng = random.Random(f"alfworld-splits-{self.seed}")
-            seen = {t.prompt for t in official or ()}
-            plan = [("heldout", self.sizes.heldout, (1, 2, 3, 4)), ("train", self.sizes.train, (1, 2, 3, 4)),
-                    ("seed", self.sizes.seed, (2, 3, 4))]
-            self._splits = {split: self._make_split(split, n, levels, rng, seen) for split, n, levels in plan}
-            if official is not None:
-                self._splits["heldout"] = official
-        return {split: list(tasks) for split, tasks in self._splits.items()}
-
-    def _official(self) -> list[Task] | None:
+    def _official_heldout(self) -> list[Task] | None:
+        """With ``data_dir`` the held-out split is the official games' steps (see :func:`load_upstream`)."""
         return load_upstream(self.data_dir) if self.data_dir else None
-
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str]) -> list[Task]:
-        mix = [levels[i * len(levels) // n] for i in range(n)]
-        rng.shuffle(mix)
-        tasks = []
-        for i, level in enumerate(mix):
-            state, solution = generate_state(level, rng)
-            while render_state(state) in seen:
-                state, solution = generate_state(level, rng)
-            seen.add(render_state(state))
-            tasks.append(make_task(state, solution, f"alfworld/{split}/{i:05d}", split=split, origin="seed"))
-        return tasks
 
     def check(self, task: Task, response: str) -> CheckResult:
         """``step_match`` check of one response (see :func:`check_step`)."""
@@ -320,10 +294,9 @@ class AlfworldMini(Environment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Rebuild the world from the prompt, check it is consistent and solvable, recompute the optimal actions."""
-        if len(prompt) > MAX_PROMPT_CHARS or len(answer) > MAX_ANSWER_CHARS:
-            return Validation(False, "too_long")
-        if parent is not None and prompt == parent.prompt:
-            return Validation(False, "copy_of_parent")
+        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+        if rejected:
+            return rejected
         try:
             world = read_state(prompt)
         except PromptError as err:
@@ -335,34 +308,18 @@ class AlfworldMini(Environment):
         if solution.status != "solved":
             reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard"}[solution.status]
             return Validation(False, f"{reason}: {solution.reason}")
-        task = make_task(world, solution, task_id, split="generated", origin="generated",
-                         parent_id=parent.id if parent else None, epoch=epoch, generator=generator)
-        verdict = check_step(task, answer)
-        if not verdict.success:
-            return Validation(False, f"answer_mismatch: {verdict.error_type}")
-        return Validation(True, "", task)
-
-    def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """(source, sibling) pairs: the sibling has the source's task type, at the same level or ±1."""
-        if n > 0 and not tasks:
-            raise ValueError("sibling_pairs needs at least one source task")
-        pairs = []
-        for i in range(n):
-            source = rng.choice(tasks)
-            pairs.append((source, self._sibling(source, rng, f"alfworld/sib/{i:05d}")))
-        return pairs
+        return self._accept(make_task(world, solution, task_id, **self._generated(parent, epoch, generator)), answer)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A sibling with the source's task type, at the same level or ±1."""
         kind = KIND_OF[source.expected["task_type"]]
-        level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
-        level = min(4, max(1, level))
+        level = self._sibling_level(source, rng)
         while True:
             state, solution = generate_state(level, rng, kind)
             draft = make_task(state, solution, task_id)
-            verdict = self.validate(draft.prompt, draft.answer, task_id=task_id, parent=source,
-                                    generator="builtin-sibling")
-            if verdict.ok and verdict.task is not None:
-                return verdict.task
+            sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
+            if sibling is not None:
+                return sibling
 
 
 def _size_problem(world: World) -> str:

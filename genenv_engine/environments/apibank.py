@@ -31,6 +31,8 @@ from __future__ import annotations
 import datetime
 import math
 import random
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from genenv_engine.environments.apibank_db import (
@@ -41,7 +43,7 @@ from genenv_engine.environments.apibank_dialogue import (
     render_utterance, slots_of)
 from genenv_engine.environments.apibank_syntax import (
     CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
-from genenv_engine.environments.base import Environment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg", "bad_arg_type",
@@ -325,46 +327,24 @@ def _formula_tail(rng: random.Random) -> str:
 
 # ---------------------------------------------------------------- the environment
 
-class ApiBankMini(Environment):
+class ApiBankMini(LadderEnvironment):
     """Built-in mini API-Bank: next API call after a short dialogue, checked by executing it on mock APIs."""
 
     name = "apibank"
     granularity = "step"
     source = "built-in mini"
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
-        super().__init__(seed, sizes, data_dir)
-        self._splits: dict[str, list[Task]] | None = None
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        draft = generate_draft(level, rng)
+        return draft.prompt, partial(_task, draft)
 
-    def splits(self) -> dict[str, list[Task]]:
-        """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
+    def _official_heldout(self) -> list[Task] | None:
+        """With ``data_dir``, the official dialogues' steps are the held-out split (seed/train unchanged)."""
+        if self.data_dir is None:
+            return None
+        from genenv_engine.environments.apibank_upstream import load_upstream
 
-        With ``data_dir``, ``heldout`` holds the official dialogues' steps instead (seed/train unchanged).
-        """
-        if self._splits is None:
-            rng = random.Random(f"apibank-splits-{self.seed}")
-            seen: set[str] = set()
-            plan = [("heldout", self.sizes.heldout, (1, 2, 3, 4)), ("train", self.sizes.train, (1, 2, 3, 4)),
-                    ("seed", self.sizes.seed, (2, 3, 4))]
-            self._splits = {split: self._make_split(split, n, levels, rng, seen) for split, n, levels in plan}
-            if self.data_dir is not None:
-                from genenv_engine.environments.apibank_upstream import load_upstream
-
-                self._splits["heldout"] = load_upstream(self.data_dir)
-        return {split: list(tasks) for split, tasks in self._splits.items()}
-
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str]) -> list[Task]:
-        mix = [levels[i * len(levels) // n] for i in range(n)]
-        rng.shuffle(mix)
-        tasks = []
-        for i, level in enumerate(mix):
-            draft = generate_draft(level, rng)
-            while draft.prompt in seen:
-                draft = generate_draft(level, rng)
-            seen.add(draft.prompt)
-            tasks.append(_task(draft, f"apibank/{split}/{i:05d}", split=split, origin="seed"))
-        return tasks
+        return load_upstream(self.data_dir)
 
     def check(self, task: Task, response: str) -> CheckResult:
         """Execute the response's call on the task's database and compare with the gold by API-Bank's rules."""
@@ -373,47 +353,31 @@ class ApiBankMini(Environment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt parses, its gold executes and the answer matches it."""
-        if len(prompt) > MAX_PROMPT_CHARS or len(answer) > MAX_GENERATED_ANSWER_CHARS:
-            return Validation(False, "too_long: prompt or answer")
-        if parent is not None and prompt == parent.prompt:
-            return Validation(False, "copy_of_parent")
+        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_GENERATED_ANSWER_CHARS,
+                               too_long="too_long: prompt or answer")
+        if rejected:
+            return rejected
         try:
             draft = read_prompt(prompt)
         except PromptError as err:
             return Validation(False, str(err))
         if len(draft.answer) > MAX_ANSWER_CHARS:
             return Validation(False, f"too_long: gold answer {len(draft.answer)} chars")
-        task = _task(draft, task_id, split="generated", origin="generated",
-                     parent_id=parent.id if parent else None, epoch=epoch, generator=generator)
-        verdict = self.check(task, answer)
-        if not verdict.success:
-            return Validation(False, f"answer_mismatch: {verdict.error_type}")
-        return Validation(True, "", task)
-
-    def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """(source, sibling) pairs: the sibling targets the source's API, same level w.p. 0.5 else ±1."""
-        if n > 0 and not tasks:
-            raise ValueError("sibling_pairs needs at least one source task")
-        pairs = []
-        for i in range(n):
-            source = rng.choice(tasks)
-            pairs.append((source, self._sibling(source, rng, f"apibank/sib/{i:05d}")))
-        return pairs
+        return self._accept(_task(draft, task_id, **self._generated(parent, epoch, generator)), answer)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A sibling targeting the source's API, at the same level w.p. 0.5 else ±1 (within its levels)."""
         target = source.difficulty.get("features", {}).get("target")
         target = target if target in SEARCHABLE else None
-        level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
         levels = allowed_levels(target) if target else (1, 2, 3, 4)
-        level = min(max(level, levels[0]), levels[-1])
+        level = self._sibling_level(source, rng, levels[0], levels[-1])
         near = [lv for lv in (source.level, source.level - 1, source.level + 1) if lv in levels and lv != level]
         for candidate in [level] + near:  # a tiny level (one L1 QueryAlarm prompt) may hold only the source
             for _ in range(30):
                 draft = generate_draft(candidate, rng, target)
-                verdict = self.validate(draft.prompt, draft.answer, task_id=task_id, parent=source,
-                                        generator="builtin-sibling")
-                if verdict.ok and verdict.task is not None:
-                    return verdict.task
+                sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
+                if sibling is not None:
+                    return sibling
         raise RuntimeError(f"no sibling for {source.id}")
 
 

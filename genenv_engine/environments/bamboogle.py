@@ -34,10 +34,12 @@ import random
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.environments.base import Environment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.environments.bamboogle_kb import RELATIONS, RELATIONS_FROM, KnowledgeBase, kb_for
 from genenv_engine.environments.bamboogle_prompt import (
     TOOLS, Draft, PromptError, read_prompt, render_compare, render_prompt, render_question)
@@ -225,7 +227,7 @@ def generate_draft(level: int, rng: random.Random, kb: KnowledgeBase, first: str
 
 # ---------------------------------------------------------------- the environment
 
-class BamboogleMini(Environment):
+class BamboogleMini(LadderEnvironment):
     """Built-in mini Bamboogle: step-level search/answer tasks over an invented knowledge base."""
 
     name = "bamboogle"
@@ -235,7 +237,6 @@ class BamboogleMini(Environment):
 
     def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
         super().__init__(seed, sizes, data_dir)
-        self._splits: dict[str, list[Task]] | None = None
         self._official = load_upstream(Path(data_dir)) if data_dir else None
 
     @property
@@ -247,33 +248,13 @@ class BamboogleMini(Environment):
         """The local search tool: top-``k`` knowledge-base passages for ``query`` by BM25."""
         return self.kb.search(query, k)
 
-    def splits(self) -> dict[str, list[Task]]:
-        """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        draft = generate_draft(level, rng, self.kb)
+        return draft.prompt, partial(_task, draft)
 
-        With ``data_dir`` the heldout split is the upstream Q/A instead (built-in train and seed unchanged).
-        """
-        if self._splits is None:
-            rng = random.Random(f"bamboogle-splits-{self.seed}")
-            seen: set[str] = set()
-            plan = [("heldout", self.sizes.heldout, (1, 2, 3, 4)), ("train", self.sizes.train, (1, 2, 3, 4)),
-                    ("seed", self.sizes.seed, (2, 3, 4))]
-            self._splits = {split: self._make_split(split, n, levels, rng, seen) for split, n, levels in plan}
-            if self._official is not None:
-                self._splits["heldout"] = list(self._official)
-        return {split: list(tasks) for split, tasks in self._splits.items()}
-
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str]) -> list[Task]:
-        mix = [levels[i * len(levels) // n] for i in range(n)]
-        rng.shuffle(mix)
-        tasks = []
-        for i, level in enumerate(mix):
-            draft = generate_draft(level, rng, self.kb)
-            while draft.prompt in seen:
-                draft = generate_draft(level, rng, self.kb)
-            seen.add(draft.prompt)
-            tasks.append(_task(draft, f"bamboogle/{split}/{i:05d}", split=split, origin="seed"))
-        return tasks
+    def _official_heldout(self) -> list[Task] | None:
+        """With ``data_dir`` the heldout split is the upstream Q/A, loaded at construction (train/seed unchanged)."""
+        return self._official
 
     def check(self, task: Task, response: str) -> CheckResult:
         """``qa_em_f1``: EM/F1 for an answer step, BM25 top-1 retrieval for a search step."""
@@ -283,44 +264,27 @@ class BamboogleMini(Environment):
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated step only if its question resolves over the KB, its evidence is KB passages
         consistent with the question, and its action passes the checker against the recomputed gold."""
-        if len(prompt) > MAX_PROMPT_CHARS or len(answer) > MAX_ANSWER_CHARS:
-            return Validation(False, "too_long")
-        if parent is not None and prompt == parent.prompt:
-            return Validation(False, "copy_of_parent")
+        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+        if rejected:
+            return rejected
         try:
             draft = read_prompt(prompt, self.kb)
         except PromptError as err:
             return Validation(False, str(err))
-        task = _task(draft, task_id, split="generated", origin="generated",
-                     parent_id=parent.id if parent else None, epoch=epoch, generator=generator)
-        verdict = self.check(task, answer)
-        if not verdict.success:
-            return Validation(False, f"answer_mismatch: {verdict.error_type}")
-        return Validation(True, "", task)
-
-    def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """(source, sibling) pairs: same action and first relation when possible, level equal or ±1."""
-        if n > 0 and not tasks:
-            raise ValueError("sibling_pairs needs at least one source task")
-        pairs = []
-        for i in range(n):
-            source = rng.choice(tasks)
-            pairs.append((source, self._sibling(source, rng, f"bamboogle/sib/{i:05d}")))
-        return pairs
+        return self._accept(_task(draft, task_id, **self._generated(parent, epoch, generator)), answer)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
-        level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
-        level = min(4, max(1, level))
+        """A sibling with the same action and first relation when possible, at the same level or ±1."""
+        level = self._sibling_level(source, rng)
         features = source.difficulty.get("features", {})
         first = features.get("relations", "").split(">")[0] or None
         for attempt in range(200):
             draft = generate_draft(level, rng, self.kb, first=first if attempt < 100 else None)
             if attempt < 150 and draft.action != features.get("action", draft.action):
                 continue
-            verdict = self.validate(draft.prompt, draft.answer, task_id=task_id, parent=source,
-                                    generator="builtin-sibling")
-            if verdict.ok and verdict.task is not None:
-                return verdict.task
+            sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
+            if sibling is not None:
+                return sibling
         raise RuntimeError(f"no sibling found for {source.id}")
 
 

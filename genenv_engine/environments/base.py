@@ -4,13 +4,24 @@ An environment owns everything benchmark-specific, so the co-evolution loop neve
 benchmark: it asks for seeded splits, renders tasks for the simulator, parses and validates the
 simulator's output (recomputing or checking the gold answer itself, never by eval/exec of
 generated text), and scores agent responses with its checker.
+
+Provides the :class:`Environment` ABC (with protected validator helpers shared by every benchmark:
+:meth:`~Environment._guard` for the length and copy-of-parent checks, :meth:`~Environment._generated`
+for a generated task's lineage fields, :meth:`~Environment._accept` for the final "the answer must
+pass the checker" verdict) and :class:`LadderEnvironment`, the base of the built-in minis whose
+tasks are sampled on a 4-level difficulty ladder: memoized seeded splits (equal level quarters,
+prompt-disjoint, built from a per-environment ``_draft(level, rng)`` hook, the held-out split
+optionally replaced by official data) and ``sibling_pairs`` built from a per-environment
+``_sibling(source, rng, task_id)`` hook.
 """
 
 from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -89,3 +100,111 @@ class Environment(ABC):
     def bucket(self, task: Task) -> str:
         """Difficulty bucket name used for the difficulty mix (default: ``L<level>``)."""
         return f"L{task.level}"
+
+    # ------------------------------------------------------------ validator helpers
+
+    @staticmethod
+    def _guard(prompt: str, answer: str, parent: Task | None, max_prompt: int, max_answer: int,
+               too_long: str = "too_long") -> Validation | None:
+        """The rejection every validator starts with (over-long text, a copy of the parent), or None."""
+        if len(prompt) > max_prompt or len(answer) > max_answer:
+            return Validation(False, too_long)
+        if parent is not None and prompt == parent.prompt:
+            return Validation(False, "copy_of_parent")
+        return None
+
+    @staticmethod
+    def _generated(parent: Task | None, epoch: int, generator: str | None) -> dict[str, Any]:
+        """The split, origin and lineage fields of a task built from simulator output."""
+        return {"split": "generated", "origin": "generated", "parent_id": parent.id if parent else None,
+                "epoch": epoch, "generator": generator}
+
+    def _accept(self, task: Task, answer: str) -> Validation:
+        """Accept ``task`` (its gold recomputed) iff the generated ``answer`` passes the checker against it."""
+        verdict = self.check(task, answer)
+        if not verdict.success:
+            return Validation(False, f"answer_mismatch: {verdict.error_type}")
+        return Validation(True, "", task)
+
+
+class LadderEnvironment(Environment):
+    """A built-in benchmark sampled on a 4-level difficulty ladder (levels 1-4).
+
+    Subclasses implement ``check``, ``validate``, :meth:`_draft` (sample one candidate task at a
+    level) and :meth:`_sibling` (one validated sibling of a source task), and may override
+    :meth:`_official_heldout` to replace the built-in held-out split with official data.
+    """
+
+    SPLIT_PLAN: tuple[tuple[str, tuple[int, ...]], ...] = (
+        ("heldout", (1, 2, 3, 4)), ("train", (1, 2, 3, 4)), ("seed", (2, 3, 4)))
+    """Splits in generation order (one rng, so the order matters) and the levels each is drawn from."""
+    reserve_official_prompts: bool = False
+    """Keep generated seed/train prompts off the official held-out prompts (else those may repeat one)."""
+
+    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
+        super().__init__(seed, sizes, data_dir)
+        self._splits: dict[str, list[Task]] | None = None
+
+    def splits(self) -> dict[str, list[Task]]:
+        """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
+
+        Computed once per instance (callers get fresh lists). The rng is seeded with
+        ``<name>-splits-<seed>``; task ids are ``<name>/<split>/<index:05d>``. When
+        :meth:`_official_heldout` returns tasks they replace the generated held-out split.
+        """
+        if self._splits is None:
+            official = self._official_heldout()
+            rng = random.Random(f"{self.name}-splits-{self.seed}")
+            seen = {t.prompt for t in official} if official is not None and self.reserve_official_prompts else set()
+            self._splits = {split: self._make_split(split, getattr(self.sizes, split), levels, rng, seen)
+                            for split, levels in self.SPLIT_PLAN}
+            if official is not None:
+                self._splits["heldout"] = list(official)
+        return {split: list(tasks) for split, tasks in self._splits.items()}
+
+    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
+                    seen: set[str]) -> list[Task]:
+        """``n`` tasks in equal shares of ``levels`` (shuffled), redrawing any prompt already in ``seen``."""
+        mix = [levels[i * len(levels) // n] for i in range(n)]
+        rng.shuffle(mix)
+        tasks = []
+        for i, level in enumerate(mix):
+            prompt, build = self._draft(level, rng)
+            while prompt in seen:
+                prompt, build = self._draft(level, rng)
+            seen.add(prompt)
+            tasks.append(build(f"{self.name}/{split}/{i:05d}", split=split, origin="seed"))
+        return tasks
+
+    @abstractmethod
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        """Sample one task at ``level``: its prompt and ``build(task_id, **task_fields) -> Task``."""
+
+    def _official_heldout(self) -> list[Task] | None:
+        """Official tasks that replace the generated held-out split (default: None, keep the built-in one)."""
+        return None
+
+    def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
+        """``n`` (source, sibling) pairs: random sources, each sibling from :meth:`_sibling`."""
+        if n > 0 and not tasks:
+            raise ValueError("sibling_pairs needs at least one source task")
+        pairs = []
+        for i in range(n):
+            source = rng.choice(tasks)
+            pairs.append((source, self._sibling(source, rng, f"{self.name}/sib/{i:05d}")))
+        return pairs
+
+    @abstractmethod
+    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A validated task like ``source`` (see :meth:`_as_sibling`), usually at a :meth:`_sibling_level`."""
+
+    @staticmethod
+    def _sibling_level(source: Task, rng: random.Random, lo: int = 1, hi: int = 4) -> int:
+        """The source's level w.p. 0.5, else one step up or down; clamped to ``[lo, hi]``."""
+        level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
+        return min(hi, max(lo, level))
+
+    def _as_sibling(self, source: Task, prompt: str, answer: str, task_id: str) -> Task | None:
+        """The task the validator builds for a candidate sibling of ``source``, or None if it rejects it."""
+        verdict = self.validate(prompt, answer, task_id=task_id, parent=source, generator="builtin-sibling")
+        return verdict.task if verdict.ok else None

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import ast
 import random
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from genenv_engine.environments.base import Environment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.environments.bfcl_catalog import (
     CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
 from genenv_engine.records import CheckResult, Task, Validation
@@ -275,39 +277,16 @@ def min_level(function: str) -> int:
 
 # ---------------------------------------------------------------- the environment
 
-class BfclMini(Environment):
+class BfclMini(LadderEnvironment):
     """Built-in mini BFCL: single-step function calling, checked with BFCL's AST rules."""
 
     name = "bfcl"
     granularity = "step"
     source = "built-in mini"
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
-        super().__init__(seed, sizes, data_dir)
-        self._splits: dict[str, list[Task]] | None = None
-
-    def splits(self) -> dict[str, list[Task]]:
-        """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4."""
-        if self._splits is None:
-            rng = random.Random(f"bfcl-splits-{self.seed}")
-            seen: set[str] = set()
-            plan = [("heldout", self.sizes.heldout, (1, 2, 3, 4)), ("train", self.sizes.train, (1, 2, 3, 4)),
-                    ("seed", self.sizes.seed, (2, 3, 4))]
-            self._splits = {split: self._make_split(split, n, levels, rng, seen) for split, n, levels in plan}
-        return {split: list(tasks) for split, tasks in self._splits.items()}
-
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str]) -> list[Task]:
-        mix = [levels[i * len(levels) // n] for i in range(n)]
-        rng.shuffle(mix)
-        tasks = []
-        for i, level in enumerate(mix):
-            draft = generate_draft(level, rng)
-            while draft.prompt in seen:
-                draft = generate_draft(level, rng)
-            seen.add(draft.prompt)
-            tasks.append(_task(draft, f"bfcl/{split}/{i:05d}", split=split, origin="seed"))
-        return tasks
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        draft = generate_draft(level, rng)
+        return draft.prompt, partial(_task, draft)
 
     def check(self, task: Task, response: str) -> CheckResult:
         """BFCL AST check of ``response`` against the task's possible-answer gold."""
@@ -316,41 +295,24 @@ class BfclMini(Environment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt parses and its answer matches the recomputed gold."""
-        if len(prompt) > MAX_PROMPT_CHARS or len(answer) > MAX_ANSWER_CHARS:
-            return Validation(False, "too_long")
-        if parent is not None and prompt == parent.prompt:
-            return Validation(False, "copy_of_parent")
+        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+        if rejected:
+            return rejected
         try:
             draft = read_prompt(prompt)
         except PromptError as err:
             return Validation(False, str(err))
-        task = _task(draft, task_id, split="generated", origin="generated",
-                     parent_id=parent.id if parent else None, epoch=epoch, generator=generator)
-        verdict = self.check(task, answer)
-        if not verdict.success:
-            return Validation(False, f"answer_mismatch: {verdict.error_type}")
-        return Validation(True, "", task)
-
-    def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """(source, sibling) pairs: the sibling's first call uses the source's first function, level ±1."""
-        if n > 0 and not tasks:
-            raise ValueError("sibling_pairs needs at least one source task")
-        pairs = []
-        for i in range(n):
-            source = rng.choice(tasks)
-            pairs.append((source, self._sibling(source, rng, f"bfcl/sib/{i:05d}")))
-        return pairs
+        return self._accept(_task(draft, task_id, **self._generated(parent, epoch, generator)), answer)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A sibling whose first call uses the source's first function, at the same level or ±1."""
         first = source.expected["calls"][0]["name"]
-        level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
-        level = min(4, max(level, 1, min_level(first)))
+        level = self._sibling_level(source, rng, lo=min_level(first))
         while True:
             draft = generate_draft(level, rng, first=first)
-            verdict = self.validate(draft.prompt, draft.answer, task_id=task_id, parent=source,
-                                    generator="builtin-sibling")
-            if verdict.ok and verdict.task is not None:
-                return verdict.task
+            sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
+            if sibling is not None:
+                return sibling
 
 
 def _task(draft: Draft, task_id: str, **fields: Any) -> Task:

@@ -29,11 +29,13 @@ import json
 import random
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from datetime import date, timedelta
 from typing import Any
 
-from genenv_engine.environments.base import Environment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.environments.travelplanner_constraints import COMMONSENSE, HARD, aggregate, score_plan
 from genenv_engine.environments.travelplanner_formats import query_to_upstream, render_compact
 from genenv_engine.environments.travelplanner_db import (
@@ -302,44 +304,20 @@ def _walk(query: Query, plan: tuple[str, ...], k: int, rng: random.Random, db: S
 
 # ---------------------------------------------------------------- the environment
 
-class TravelPlannerMini(Environment):
+class TravelPlannerMini(LadderEnvironment):
     """Built-in TravelPlanner mini: next-field steps over the synthetic sandbox, checked by constraints."""
 
     name = "travelplanner"
     granularity = "step"
     source = "built-in mini"
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
-        super().__init__(seed, sizes, data_dir)
-        self._splits: dict[str, list[Task]] | None = None
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        step, min_cost = generate_step(level, rng)
+        return step.prompt, partial(_task, step, min_cost)
 
-    def splits(self) -> dict[str, list[Task]]:
-        """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
-
-        With ``data_dir`` the held-out split is the official queries (episode-level, plan scoring only).
-        """
-        if self._splits is None:
-            rng = random.Random(f"travelplanner-splits-{self.seed}")
-            seen: set[str] = set()
-            plan = [("heldout", self.sizes.heldout, (1, 2, 3, 4)), ("train", self.sizes.train, (1, 2, 3, 4)),
-                    ("seed", self.sizes.seed, (2, 3, 4))]
-            self._splits = {split: self._make_split(split, n, levels, rng, seen) for split, n, levels in plan}
-            if self.data_dir:
-                self._splits["heldout"] = load_upstream(self.data_dir)
-        return {split: list(tasks) for split, tasks in self._splits.items()}
-
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str]) -> list[Task]:
-        mix = [levels[i * len(levels) // n] for i in range(n)]
-        rng.shuffle(mix)
-        tasks = []
-        for i, level in enumerate(mix):
-            step, min_cost = generate_step(level, rng)
-            while step.prompt in seen:
-                step, min_cost = generate_step(level, rng)
-            seen.add(step.prompt)
-            tasks.append(_task(step, min_cost, f"travelplanner/{split}/{i:05d}", split=split, origin="seed"))
-        return tasks
+    def _official_heldout(self) -> list[Task] | None:
+        """With ``data_dir`` the held-out split is the official queries (episode-level, plan scoring only)."""
+        return load_upstream(self.data_dir) if self.data_dir else None
 
     def check(self, task: Task, response: str) -> CheckResult:
         """Step tasks: is the field a completable choice? Official (episode) tasks: score the whole plan."""
@@ -351,10 +329,9 @@ class TravelPlannerMini(Environment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated step if it parses, its plan so far is valid and completable, and the answer works."""
-        if len(prompt) > MAX_PROMPT_CHARS or len(answer) > MAX_ANSWER_CHARS:
-            return Validation(False, "too_long")
-        if parent is not None and prompt == parent.prompt:
-            return Validation(False, "copy_of_parent")
+        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+        if rejected:
+            return rejected
         db = sandbox()
         try:
             step = read_prompt(prompt, db)
@@ -371,32 +348,17 @@ class TravelPlannerMini(Environment):
             return Validation(False, "infeasible_prefix: no completion within budget")
         cheapest = solve(step.query, (), db)
         assert cheapest is not None
-        task = _task(step, cheapest.cost, task_id, split="generated", origin="generated",
-                     parent_id=parent.id if parent else None, epoch=epoch, generator=generator)
-        verdict = check_step(step.query, step.prefix, answer, db)
-        if not verdict.success:
-            return Validation(False, f"answer_mismatch: {verdict.error_type}")
-        return Validation(True, "", task)
+        return self._accept(_task(step, cheapest.cost, task_id, **self._generated(parent, epoch, generator)), answer)
 
-    def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """(source, sibling) pairs: a sibling leaves from the source's origin, same level w.p. 0.5 else ±1."""
-        if n > 0 and not tasks:
-            raise ValueError("sibling_pairs needs at least one source task")
-        pairs = []
-        for i in range(n):
-            source = rng.choice(tasks)
-            level = source.level if rng.random() < 0.5 else source.level + rng.choice((-1, 1))
-            level = min(4, max(1, level))
-            org = _org_of(source)
-            while True:
-                step, _ = generate_step(level, rng, org=org)
-                verdict = self.validate(step.prompt, gold_field(step.query, step.prefix, sandbox())[0],
-                                        task_id=f"travelplanner/sib/{i:05d}", parent=source,
-                                        generator="builtin-sibling")
-                if verdict.ok and verdict.task is not None:
-                    pairs.append((source, verdict.task))
-                    break
-        return pairs
+    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A sibling leaving from the source's origin city, at the same level w.p. 0.5 else ±1."""
+        level = self._sibling_level(source, rng)
+        org = _org_of(source)
+        while True:
+            step, _ = generate_step(level, rng, org=org)
+            sibling = self._as_sibling(source, step.prompt, gold_field(step.query, step.prefix, sandbox())[0], task_id)
+            if sibling is not None:
+                return sibling
 
 
 def _org_of(task: Task) -> str | None:

@@ -244,8 +244,16 @@ def test_with_overrides_changes_only_the_named_field():
 
 
 def test_with_overrides_splits_comma_strings_into_tuples():
-    cfg = load_config("micro").with_overrides({"benchmarks": "bfcl, bfcl"})
-    assert cfg.benchmarks == ("bfcl", "bfcl")
+    cfg = load_config("micro").with_overrides({"benchmarks": "bfcl, apibank"})
+    assert cfg.benchmarks == ("bfcl", "apibank")
+
+
+def test_benchmark_lists_reject_repeats_and_expand_all():
+    with pytest.raises(ConfigError) as err:
+        load_config("micro").with_overrides({"benchmarks": "bfcl, bfcl"})
+    assert err.value.field == "benchmarks" and "twice" in str(err.value)
+    cfg = load_config("micro").with_overrides({"benchmarks": "all"})
+    assert cfg.benchmarks == ("bfcl", "apibank", "alfworld", "bamboogle", "travelplanner")
 
 
 def test_load_config_precedence_preset_file_overrides(tmp_path):

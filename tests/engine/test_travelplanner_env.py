@@ -1,8 +1,8 @@
-"""Tests for TravelPlanner-mini: step checker, episode scoring, solver, validator, splits, siblings, loader."""
+"""Tests for TravelPlanner-mini: step checker, episode scoring, solver, validator, split lengths and ladder,
+loader; the splits/siblings contract shared by all five minis is in test_env_contract.py."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -319,18 +319,6 @@ def test_validator_rejects(env, prompt, answer, reason):
     assert verdict.reason.startswith(reason), verdict.reason
 
 
-def test_validator_rejects_copy_of_parent(env):
-    parent = env.splits()["seed"][3]
-    verdict = env.validate(parent.prompt, parent.answer, task_id="gen/x", parent=parent)
-    assert (verdict.ok, verdict.reason) == (False, "copy_of_parent")
-
-
-def test_validator_through_simulator_text(env):
-    task = env.splits()["train"][5]
-    prompt, answer = env.parse_generation(env.simulator_text(task))
-    assert env.validate(prompt, answer, task_id="g").task.answer == task.answer
-
-
 def test_render_and_read_are_inverse():
     q = read_prompt("A>Y*2 5d 2p $2400 h:pets c:thai r:notshared | ?go").query
     for k in (0, 5, 6, 11, 26):
@@ -341,44 +329,11 @@ def test_render_and_read_are_inverse():
 
 # ---------------------------------------------------------------- splits
 
-def test_splits_sizes_levels_and_ids(env):
-    splits = env.splits()
-    assert {k: len(v) for k, v in splits.items()} == {"seed": 24, "train": 80, "heldout": 40}
-    for name in ("train", "heldout"):
-        counts = [sum(t.level == lv for t in splits[name]) for lv in (1, 2, 3, 4)]
-        assert counts == [len(splits[name]) // 4] * 4
-    assert {t.level for t in splits["seed"]} == {2, 3, 4}
-    assert splits["train"][42].id == "travelplanner/train/00042"
-    assert all(t.split == name and t.origin == "seed" and t.checker == "tp_constraints" and t.granularity == "step"
-               for name, ts in splits.items() for t in ts)
-
-
-def test_splits_deterministic_and_seeded(env):
-    prompts = {k: [t.prompt for t in v] for k, v in env.splits().items()}
-    again = {k: [t.prompt for t in v] for k, v in TravelPlannerMini(seed=0, sizes=SMALL).splits().items()}
-    other = {k: [t.prompt for t in v] for k, v in TravelPlannerMini(seed=1, sizes=SMALL).splits().items()}
-    assert prompts == again
-    assert prompts["train"] != other["train"] and prompts["heldout"] != other["heldout"]
-    assert env.splits() is not env.splits() and env.splits()["train"] == env.splits()["train"]
-
-
-def test_splits_disjoint_and_short(env):
+def test_splits_short(env):
     tasks = [t for ts in env.splits().values() for t in ts]
-    assert len({t.prompt for t in tasks}) == len(tasks)
     assert max(len(t.prompt) for t in tasks) <= 180
     assert max(len(t.prompt) for t in tasks if t.level == 1) <= 60
     assert max(len(t.answer) for t in tasks) <= 4
-    assert all(" => " not in t.prompt for t in tasks)
-
-
-def test_every_gold_passes_and_revalidates(env):
-    for task in (t for ts in env.splits().values() for t in ts):
-        assert env.check(task, task.answer).success, task.prompt
-        verdict = env.validate(task.prompt, task.answer, task_id=task.id)
-        assert verdict.ok, (task.prompt, verdict.reason)
-        assert verdict.task.answer == task.answer
-        assert verdict.task.expected == task.expected
-        assert verdict.task.difficulty == task.difficulty
 
 
 def test_level_features_follow_the_ladder(env):
@@ -410,25 +365,6 @@ def test_sandbox_shape():
         assert len(stays) == 4 and {s.room_type for s in stays} == {"entire", "private", "shared"}
         assert len({c for r in DB.restaurants.values() if r.city == city for c in r.cuisines}) >= 5
     assert DB is sandbox() and DB.item_cost("FAB1", 2) == 2 * DB.legs["FAB1"].unit_cost
-
-
-# ---------------------------------------------------------------- siblings
-
-def test_sibling_pairs(env):
-    seeds = env.splits()["seed"]
-    pairs = env.sibling_pairs(seeds, random.Random(5), 16)
-    assert len(pairs) == 16
-    same_level = 0
-    for source, sibling in pairs:
-        assert abs(sibling.level - source.level) <= 1
-        assert sibling.prompt[0] == source.prompt[0]
-        assert sibling.prompt != source.prompt and sibling.parent_id == source.id
-        verdict = env.validate(sibling.prompt, sibling.answer, task_id="x", parent=source)
-        assert verdict.ok and verdict.task.answer == sibling.answer
-        same_level += sibling.level == source.level
-    assert 0 < same_level < 16
-    again = env.sibling_pairs(seeds, random.Random(5), 16)
-    assert [b.prompt for _, b in again] == [b.prompt for _, b in pairs]
 
 
 # ---------------------------------------------------------------- upstream loader
