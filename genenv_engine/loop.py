@@ -242,7 +242,8 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], gens: li
     for name, env in envs.items():
         mine = [g for g in gens if g.seed.benchmark == name]
         sim.validate(env, mine, epoch=epoch, generator=generator, origin=origin)
-        capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap)
+        heldout = frozenset(t.prompt for t in env.splits()["heldout"])
+        capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
         if capped["unique_fraction"] is not None:
             uniques.append(capped["unique_fraction"])
         reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)  # type: ignore[union-attr]

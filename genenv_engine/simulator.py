@@ -98,8 +98,9 @@ def validate(env: Environment, gens: list[Generation], *, epoch: int, generator:
         g.task = task.with_(origin=origin)
 
 
-def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int) -> dict[str, float]:
-    """Reject exact repeats of known prompts and near-duplicates beyond ``cap`` per key, in place.
+def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,
+                   heldout_prompts: frozenset[str] = frozenset()) -> dict[str, float]:
+    """Reject held-out copies, exact repeats of known prompts and near-duplicates beyond ``cap`` per key, in place.
 
     ``key_counts`` holds the near-duplicate keys already in the pool and is updated. Returns the
     unique fraction of the valid generations before capping, and how many were rejected.
@@ -110,7 +111,9 @@ def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_count
     rejected = 0
     for g in valid:
         key = near_duplicate_key(g.task.prompt)
-        if g.task.prompt in seen:
+        if g.task.prompt in heldout_prompts:
+            g.task = g.task.with_(valid=False, reason="heldout_copy: the prompt of a held-out task")  # type: ignore[union-attr]
+        elif g.task.prompt in seen:
             g.task = g.task.with_(valid=False, reason="duplicate: same prompt as an earlier task")  # type: ignore[union-attr]
         elif key_counts[key] >= cap:
             g.task = g.task.with_(valid=False, reason=f"duplicate_cap: {cap} tasks share this template")

@@ -263,3 +263,15 @@ def test_roles_reload_from_checkpoint_with_optimizer_state(tmp_path):
     roles = load_roles(session, 1)
     assert roles.agent.fingerprint() == pytest.approx(session.store.epoch_metrics()[1]["agent_fingerprint"], rel=1e-6)
     assert roles.grpo.steps > 0
+
+
+def test_generated_copies_of_heldout_tasks_are_rejected(tmp_path):
+    from genenv_engine.environments import get_environment
+
+    heldout = get_environment("bfcl", 0).splits()["heldout"]
+    texts = [f"{t.prompt} => {t.answer}" for t in heldout[:3]]
+    session = micro_session(tmp_path, epochs=1)
+    run(session, backend_factory=scripted(texts))
+    rows = session.store.query_tasks(origin="generated", limit=100, order="id")
+    assert rows and all(r["reason"].startswith("heldout_copy") for r in rows)
+    assert session.store.epoch_metrics()[1]["valid"] == 0
