@@ -22,6 +22,9 @@ setup: $(STAMP)
 setup-bfcl: setup
 
 run: setup
+	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv-console --preset tiny $(ARGS)
+
+run-headless: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv run --preset tiny $(ARGS)
 
 test: setup

@@ -11,13 +11,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genenv_engine.config import ConfigError, load_config, preset_names
-from genenv_engine.roles import BackendFactory
 from genenv_engine.session import Session
 
 from genenv_console.app import GenEnvConsole
+
+if TYPE_CHECKING:  # roles imports torch; the console starts without it
+    from genenv_engine.roles import BackendFactory
 
 
 def make_app(session_dir: str | Path | None = None, *, preset: str | None = None, config_file: str | Path | None = None,

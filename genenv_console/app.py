@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import App, SystemCommand
@@ -20,8 +22,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from genenv_engine import events as ev
-from genenv_engine.config import RunConfig, config_from_file
-from genenv_engine.roles import BackendFactory
+from genenv_engine.config import ConfigError, RunConfig, config_from_file
 from genenv_engine.session import Session
 from genenv_engine.store import Store
 
@@ -30,12 +31,15 @@ from genenv_console.latency import LatencyProbe
 from genenv_console.messages import (CreateSession, EngineIdled, EngineMessage, ExportWritten, OpenSession,
                                      TaskRevised, TaskStatusChanged)
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
-from genenv_console.screens.dashboard import DashboardScreen
+from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
 from genenv_console.screens.sessions import SessionsScreen
 from genenv_console.screens.tasks import TasksScreen
 from genenv_console.state import RunState, describe
+
+if TYPE_CHECKING:  # roles imports torch; the console starts without it
+    from genenv_engine.roles import BackendFactory
 
 HISTORY_LINES = 200
 """Stored events replayed into the event log when a session is opened."""
@@ -76,8 +80,8 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         Binding("t", "show('tasks')", "Tasks"),
         Binding("o", "show('sessions')", "Sessions"),
         Binding("x", "export", "Export"),
-        Binding("plus", "more_epochs", "+1 epoch", show=False),
-        Binding("question_mark", "help", "Help"),
+        Binding("plus", "more_epochs", "+1 epoch", show=False, key_display="+"),
+        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -92,7 +96,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         self.session_config: RunConfig | None = None
         self.ui_store: Store | None = None
         self.state = RunState()
-        self.log_lines: list[str] = []
+        self.log_lines: deque[str] = deque(maxlen=LOG_LINES)
         self.runner: EngineRunner | None = None
         self.pending: tuple[Path, bool] | None = None
         self.latency = LatencyProbe()
@@ -100,6 +104,12 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         self._started_at: float | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Leave the current screen's own 'go to' key out of the footer (it would do nothing there)."""
+        if action == "show" and parameters and parameters[0] == self.current_mode:
+            return False
+        return True
 
     def on_mount(self) -> None:
         self.set_interval(self.latency.interval, self.latency.tick)
@@ -109,15 +119,22 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         else:
             self.switch_mode("sessions")
 
+    def on_unmount(self) -> None:
+        """Never leave the engine thread behind: a closing app stops it (the session stays resumable)."""
+        if self.runner is not None:
+            self.runner.control.stop()
+        if self.ui_store is not None:
+            self.ui_store.close()
+
     async def on_event(self, event: events.Event) -> None:
-        """Time every key from its creation to the first screen refresh after it was handled."""
-        if isinstance(event, events.Key):
-            self.call_after_refresh(self.latency.key_shown, event.time)
+        """Time every key from its creation until the screen has repainted after each step of its handling."""
         await super().on_event(event)
+        if isinstance(event, events.Key):  # a key arrives here first and again when it bubbles back
+            self.call_after_refresh(self.latency.key_shown, id(event), event.time, event.key)
 
     def _tick_elapsed(self) -> None:
         if self.state.active and self._started_at is not None:
-            self.dashboard.query_one("#status").elapsed = time.monotonic() - self._started_at  # type: ignore[attr-defined]
+            self.dashboard.show_elapsed(time.monotonic() - self._started_at)
 
     @property
     def dashboard(self) -> DashboardScreen:
@@ -137,15 +154,20 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
             self.action_stop()
             self.notify(f"stopping {self.state.session} before opening {path.name}")
             return
+        try:
+            config = config_from_file(path / "config.toml")
+        except (ConfigError, OSError) as exc:
+            self.notify(f"cannot open {path}: {exc}", severity="error")
+            return
         if self.ui_store is not None:
             self.ui_store.close()
         self.session_path = path
-        self.session_config = config_from_file(path / "config.toml")
+        self.session_config = config
         self.ui_store = Store(path / "genenv.db")
         pause_after = self.state.pause_after_epoch
         self.state = RunState.from_session(path.name, self.session_config, self.ui_store.epoch_metrics())
         self.state.pause_after_epoch = pause_after
-        self.log_lines = history_lines(self.ui_store)
+        self.log_lines = deque(history_lines(self.ui_store), maxlen=LOG_LINES)
         self.sub_title = path.name
         dash = self.dashboard
         dash.clear_log()
@@ -166,7 +188,11 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
 
     @on(CreateSession)
     def _create_requested(self, message: CreateSession) -> None:
-        session = Session.create(message.config, root=self.sessions_root)
+        try:
+            session = Session.create(message.config, root=self.sessions_root)
+        except OSError as exc:  # e.g. a session of that name was created this very second
+            self.notify(f"cannot create the session: {exc}", severity="error")
+            return
         session.store.close()
         self.notify(f"created {session.path}")
         self.open_session(session.path, autostart=True)

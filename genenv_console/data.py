@@ -133,6 +133,22 @@ def fmt(value: Any, digits: int = 2) -> str:
 TABLE_COLUMNS = ("id", "bench", "origin", "status", "ep", "valid", "p̂", "R_env", "roll", "prompt")
 """Column labels of the tasks table."""
 
+COLUMN_WIDTHS = (24, 8, 9, 10, 3, 5, 5, 6, 4, 60)
+"""Character width of each column of the tasks table."""
+
+
+def table_line(cells: tuple[str, ...]) -> str:
+    """One row of the tasks table as a single fixed-width line (one table cell renders ~10x faster than ten).
+
+    >>> table_line(("gen/e1/0", "bfcl", "generated", "active", "1", "yes", "0.50", "0.969", "4", "F: x"))[:47]
+    'gen/e1/0                  bfcl      generated  '
+    """
+    out = []
+    for cell, width in zip(cells, COLUMN_WIDTHS):
+        text = cell if len(cell) <= width else cell[: width - 1] + "…"
+        out.append(text.ljust(width))
+    return "  ".join(out).rstrip()
+
 
 def table_row(row: dict[str, Any], prompt_chars: int = 60) -> tuple[str, ...]:
     """The cells of one tasks-table row."""
@@ -182,7 +198,8 @@ class EditResult:
     task: Task | None = None
 
 
-def apply_edit(store: Store, task_id: str, prompt: str, answer: str, seed: int = 0) -> EditResult:
+def apply_edit(store: Store, task_id: str, prompt: str, answer: str, seed: int = 0,
+               data_dirs: dict[str, str] | None = None) -> EditResult:
     """Validate an edited prompt/answer with the task's environment; store it as a revision when valid."""
     old = store.get_task(task_id)
     if old is None:
@@ -195,7 +212,7 @@ def apply_edit(store: Store, task_id: str, prompt: str, answer: str, seed: int =
         return EditResult(False, "nothing changed")
     if not prompt or not answer:
         return EditResult(False, "prompt and answer must not be empty")
-    env = get_environment(old.benchmark, seed)
+    env = get_environment(old.benchmark, seed, data_dir=(data_dirs or {}).get(old.benchmark))
     new_id = next_revision_id(store, task_id)
     verdict = env.validate(prompt, answer, task_id=new_id, parent=old, epoch=old.epoch, generator="hand-edit")
     if not verdict.ok or verdict.task is None:

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual import work
 from textual.message import Message
-from textual.worker import Worker
 
 from genenv_engine import events as ev
-from genenv_engine.roles import BackendFactory
 from genenv_engine.session import Session
 
 from genenv_console.messages import EngineIdled, wrap
+
+if TYPE_CHECKING:  # roles imports torch; the console starts without it
+    from genenv_engine.roles import BackendFactory
 
 THROTTLED = ("BatchProgressed", "WarmStartProgressed")
 """Events forwarded at most every `EngineRunner.min_interval` seconds (plus the last of a phase)."""
@@ -82,10 +83,3 @@ class EngineWorkerMixin:
             return runner.run(session_path)
         finally:
             runner.send(EngineIdled(runner))
-
-    def engine_worker(self) -> Worker | None:
-        """The running engine worker, if any."""
-        for worker in self.workers:  # type: ignore[attr-defined]
-            if worker.group == "engine" and not worker.is_finished:
-                return worker
-        return None

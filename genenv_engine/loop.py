@@ -118,7 +118,7 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
         for tasks in env.splits().values():
             store.insert_tasks(tasks)
     with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
-        folder, info = warm_start(cfg, envs, emit)
+        folder, info = warm_start(cfg, envs, emit, control.check)
         phase.info = info
     roles = load_roles(session, 0, warm_start_dir=folder, backend_factory=backend_factory)
     heldout, by_level = _heldout(session, roles, envs, 0, emit, control, seconds)
@@ -279,7 +279,7 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
     n = cfg.agent.replay_tasks
     if cfg.simulator.mode == "off":
         n += cfg.simulator.seeds_per_epoch * cfg.simulator.variations * len(envs)  # same compute as GenEnv
-    base = [t for env in envs.values() for t in env.splits()["train"]]
+    base = _base_tasks(session, envs)
     pool = [t for t in store.pool(list(cfg.benchmarks)) if t.id not in exclude and t.status != "pinned"]
     n_pool = 0 if cfg.simulator.mode == "off" else min(len(pool), round(n * (1 - cfg.agent.base_fraction)))
     chosen = rng.sample(base, min(len(base), n - n_pool)) + rng.sample(pool, n_pool)
@@ -287,6 +287,14 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
     seen = {t.id for t in chosen} | exclude
     chosen += [t for t in must if t.id not in seen and not seen.add(t.id)]  # type: ignore[func-returns-value]
     return [t for t in chosen if t.status != "banned"]
+
+
+def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
+    """The benchmarks' train splits less the tasks the user banned, pinned (always added) or edited (superseded)."""
+    rows = session.store.db.execute(
+        "SELECT id FROM tasks WHERE split = 'train' AND (status != 'active' OR superseded_by IS NOT NULL)").fetchall()
+    skip = {r[0] for r in rows}
+    return [t for env in envs.values() for t in env.splits()["train"] if t.id not in skip]
 
 
 def _unused_edits(session: Session) -> list[Task]:

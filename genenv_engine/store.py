@@ -81,6 +81,13 @@ def m002_fts(db: Database) -> None:
     db["tasks"].enable_fts(["prompt", "answer"], fts_version="FTS5", create_triggers=True)
 
 
+@MIGRATIONS()
+def m003_page_indexes(db: Database) -> None:
+    """Indexes matching the console's task pages (epoch DESC, id), so deep pages and filters stay fast."""
+    db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_epoch_desc_id ON tasks (epoch DESC, id)")
+    db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_origin_valid_page ON tasks (origin, valid, epoch DESC, id)")
+
+
 def _now() -> str:
     """Current UTC time as an ISO-8601 string."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

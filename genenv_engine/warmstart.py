@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -55,8 +56,12 @@ def base_policy(config: RunConfig) -> Policy:
     return Policy(build_tiny_model(config.model, tok, config.seed), tok, device, config.model.max_length)
 
 
-def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink) -> tuple[Path, dict]:
-    """Return the folder holding ``agent/`` and ``simulator/`` warm starts (training them if not cached)."""
+def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink,
+               check: Callable[[], None] = lambda: None) -> tuple[Path, dict]:
+    """Return the folder holding ``agent/`` and ``simulator/`` warm starts (training them if not cached).
+
+    ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop leaves no cache entry.
+    """
     folder = cache_root() / "warmstart" / cache_key(config)
     info_file = folder / "info.json"
     if config.warm_start.cache and info_file.exists():
@@ -64,7 +69,11 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    info = _train(config, envs, tmp, sink)
+    try:
+        info = _train(config, envs, tmp, sink, check)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     info["key"] = folder.name
     (tmp / "info.json").write_text(json.dumps(info, indent=2))
     shutil.rmtree(folder, ignore_errors=True)
@@ -72,7 +81,8 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     return folder, info
 
 
-def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink) -> dict:
+def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink,
+           check: Callable[[], None]) -> dict:
     ws = config.warm_start
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
@@ -80,7 +90,7 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     started = time.perf_counter()
     pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
              for env in envs.values() for t in env.splits()["train"]]
-    report = _reporter(sink, "agent", ws.agent_steps)
+    report = _reporter(sink, "agent", ws.agent_steps, check)
     agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report)
     agent.save(out / "agent")
     agent_seconds = time.perf_counter() - started
@@ -92,7 +102,7 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
         pool = env.splits()["train"] + env.splits()["seed"]
         for src, sib in env.sibling_pairs(pool, rng, per_env):
             sim_pairs.append((sim.encode(simulator_prompt(sim, env, src)), sim.completion_ids(env.simulator_text(sib))))
-    report = _reporter(sink, "simulator", ws.simulator_steps)
+    report = _reporter(sink, "simulator", ws.simulator_steps, check)
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report)
     sim.save(out / "simulator")
     return {
@@ -109,10 +119,11 @@ def _tail_mean(losses: list[float]) -> float | None:
     return round(sum(tail) / len(tail), 4) if tail else None
 
 
-def _reporter(sink: EventSink, role: str, steps: int):
+def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None]):
     every = max(1, steps // 50)
 
     def report(step: int, loss: float) -> None:
+        check()
         if step % every == 0 or step == steps - 1:
             sink(WarmStartProgressed(0, role, step + 1, steps, loss))
     return report

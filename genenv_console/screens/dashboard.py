@@ -9,11 +9,15 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.screen import Screen
-from textual.widgets import Footer, Log
+from textual.widgets import Log
 
 from genenv_console.state import RunState
+from genenv_console.widgets.key_bar import KeyBar
 from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot
 from genenv_console.widgets.status_bar import StatusBar
+
+LOG_LINES = 2000
+"""Lines the event log keeps."""
 
 
 class DashboardScreen(Screen):
@@ -29,8 +33,8 @@ class DashboardScreen(Screen):
             yield PHatHistogram(id="histogram")
             yield PhasePlot(id="phases")
             yield ThroughputPlot(id="throughput")
-            yield Log(id="log", max_lines=2000)
-        yield Footer()
+            yield Log(id="log", max_lines=LOG_LINES)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#log", Log).border_title = "events"
@@ -55,6 +59,11 @@ class DashboardScreen(Screen):
             self.query_one(PHatHistogram).data = state.histogram()
             self.query_one(PhasePlot).data = state.phase_seconds()
             self.query_one(ThroughputPlot).data = state.throughput()
+
+    def show_elapsed(self, seconds: float) -> None:
+        """Set the status bar's elapsed time."""
+        if self.is_mounted:
+            self.query_one(StatusBar).elapsed = seconds
 
     def log_line(self, line: str) -> None:
         """Append one line to the event log."""

@@ -31,16 +31,17 @@ class EditScreen(ModalScreen[EditResult | None]):
 
     def __init__(self, task: Task, save: Callable[[str, str], EditResult]) -> None:
         super().__init__()
-        self.task = task
+        self.edited = task
         self.save = save
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-dialog"):
-            yield Label(f"Edit {self.task.id}  ({self.task.benchmark}, origin {self.task.origin})", id="edit-title")
+            task = self.edited
+            yield Label(f"Edit {task.id}  ({task.benchmark}, origin {task.origin})", id="edit-title")
             yield Label("prompt", classes="field-label")
-            yield TextArea(self.task.prompt, id="edit-prompt", soft_wrap=True, show_line_numbers=False)
+            yield TextArea(self.edited.prompt, id="edit-prompt", soft_wrap=True, show_line_numbers=False)
             yield Label("gold answer", classes="field-label")
-            yield Input(self.task.answer, id="edit-answer")
+            yield Input(self.edited.answer, id="edit-answer")
             yield Static("", id="edit-error")
             yield Static("ctrl+s validate & save as a new revision · esc cancel", id="edit-help")
             with Horizontal(id="edit-buttons"):

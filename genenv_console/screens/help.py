@@ -49,6 +49,6 @@ def binding_rows(bindings: list) -> list[tuple[str, str]]:
     rows = []
     for b in bindings:
         binding = b if isinstance(b, Binding) else Binding(*b)
-        if binding.description:
+        if binding.description:  # shown here even when left out of the footer
             rows.append((binding.key_display or binding.key.replace("_", " "), binding.description))
     return rows

@@ -15,12 +15,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
+from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, RunConfig, load_config, preset_names
 
 from genenv_console.data import SessionInfo, list_sessions
 from genenv_console.messages import CreateSession, OpenSession
+from genenv_console.widgets.key_bar import KeyBar
 
 FORM_FIELDS = (
     ("benchmarks", "benchmarks (comma-separated)", "benchmarks"),
@@ -87,7 +88,7 @@ class SessionsScreen(Screen):
                 yield Select([(m, m) for m in SIMULATOR_MODES], value="trained", allow_blank=False, id="mode")
                 yield Static("", id="form-error")
                 yield Button("Create & run", id="create", variant="primary")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#sessions-table", DataTable).add_columns(

@@ -15,15 +15,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from genenv_engine.records import ORIGINS, STATUSES
 from genenv_engine.store import Store
 
-from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilters, TaskPage, apply_edit, fmt, table_row,
-                                 task_detail, task_page, toggle_status)
+from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilters, TaskPage, apply_edit, fmt, table_line,
+                                 table_row, task_detail, task_page, toggle_status)
 from genenv_console.messages import TaskRevised, TaskStatusChanged
 from genenv_console.screens.edit import EditScreen
+from genenv_console.widgets.key_bar import KeyBar
 
 
 def _number(text: str, cast: type) -> Any:
@@ -76,13 +77,13 @@ class TasksScreen(Screen):
 
     CSS_PATH = "../styles/tasks.tcss"
     BINDINGS = [
-        Binding("enter", "edit", "Edit"),
+        Binding("enter", "edit", "Edit", key_display="⏎"),
         Binding("p", "pin", "Pin"),
         Binding("b", "ban", "Ban"),
-        Binding("slash", "search", "Search"),
-        Binding("right_square_bracket", "page(1)", "Next page"),
-        Binding("left_square_bracket", "page(-1)", "Prev page"),
-        Binding("u", "reload", "Refresh"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("right_square_bracket", "page(1)", "Next page", key_display="]", show=False),
+        Binding("left_square_bracket", "page(-1)", "Prev page", key_display="[", show=False),
+        Binding("u", "reload", "Refresh", show=False),
         Binding("escape", "focus_table", "Table", show=False),
     ]
 
@@ -96,29 +97,30 @@ class TasksScreen(Screen):
     def compose(self) -> ComposeResult:
         with Horizontal(id="filters"):
             yield Input(placeholder="search prompt/answer…  (/)", id="search")
-            yield Select([], prompt="benchmark", id="benchmark")
+            yield Select([], prompt="bench", id="benchmark")
             yield Select([(o, o) for o in ORIGINS], prompt="origin", id="origin")
-            yield Select([(s, s) for s in STATUSES], prompt="status", id="status")
-            yield Select([("valid", True), ("invalid", False)], prompt="validity", id="valid")
-            yield Input(placeholder="epoch", id="epoch", type="integer")
-            yield Input(placeholder="p̂ ≥", id="p_min", type="number")
-            yield Input(placeholder="p̂ ≤", id="p_max", type="number")
+            yield Select([(s, s) for s in STATUSES], prompt="status", id="status-filter")
+            yield Select([("valid", True), ("invalid", False)], prompt="valid?", id="valid")
+            yield Input(placeholder="epoch", id="epoch", classes="narrow", type="integer")
+            yield Input(placeholder="p̂ ≥", id="p_min", classes="narrow", type="number")
+            yield Input(placeholder="p̂ ≤", id="p_max", classes="narrow", type="number")
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield DataTable(id="table", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="page-info")
             with VerticalScroll(id="detail-pane"):
                 yield Static(detail_text(None), id="detail")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*TABLE_COLUMNS)
+        self.query_one(DataTable).add_column(table_line(TABLE_COLUMNS), key="task")
         self.set_benchmarks()
         self.load_page()
 
     def on_screen_resume(self) -> None:
-        self.load_page()
+        # show the screen at once, then bring the page up to date (the engine may have added tasks)
         self.query_one(DataTable).focus()
+        self.call_after_refresh(self.load_page)
 
     @property
     def store(self) -> Store | None:
@@ -146,7 +148,7 @@ class TasksScreen(Screen):
         self.current = task_page(store, self.filters, self.page)
         self.page = self.current.page
         for row in self.current.rows:
-            table.add_row(*table_row(row), key=row["id"])
+            table.add_row(table_line(table_row(row)), key=row["id"])
         info = f"page {self.current.page + 1}/{self.current.pages} · {self.current.total:,} tasks"
         active = {k: v for k, v in self.filters.kwargs().items() if v not in (None, "")}
         if active:
@@ -182,7 +184,7 @@ class TasksScreen(Screen):
             return None if value is Select.NULL else value
 
         return TaskFilters(
-            benchmark=pick("#benchmark"), origin=pick("#origin"), status=pick("#status"), valid=pick("#valid"),
+            benchmark=pick("#benchmark"), origin=pick("#origin"), status=pick("#status-filter"), valid=pick("#valid"),
             epoch=_number(self.query_one("#epoch", Input).value, int),
             p_min=_number(self.query_one("#p_min", Input).value, float),
             p_max=_number(self.query_one("#p_max", Input).value, float),
@@ -230,10 +232,11 @@ class TasksScreen(Screen):
         task = store.get_task(task_id)
         if task is None:
             return
-        seed = self.app.session_config.seed if getattr(self.app, "session_config", None) else 0
+        config = getattr(self.app, "session_config", None)
+        seed, data_dirs = (config.seed, dict(config.data_dirs)) if config is not None else (0, {})
 
         def save(prompt: str, answer: str) -> EditResult:
-            return apply_edit(store, task_id, prompt, answer, seed=seed)
+            return apply_edit(store, task_id, prompt, answer, seed=seed, data_dirs=data_dirs)
 
         def done(result: EditResult | None) -> None:
             if result is not None and result.ok and result.task is not None:

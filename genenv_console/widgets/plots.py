@@ -28,15 +28,28 @@ def _epoch_ticks(plt: Any, epochs: list[int]) -> None:
 
 
 class MetricPlot(PlotextPlot):
-    """A plot redrawn from its ``data`` attribute."""
+    """A plot redrawn from its ``data`` attribute; the drawn figure is cached until data, size or theme change."""
 
     data: reactive[Any] = reactive(None, always_update=True, layout=False)
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
+        self._version = 0
+        self._cached: tuple[tuple[Any, ...], Any] | None = None
 
     def watch_data(self) -> None:
         """Redraw whenever the parent sets new data."""
         self.plt.clear_figure()
         self.replot(self.plt, self.data)
+        self._version += 1
         self.refresh()
+
+    def render(self) -> Any:
+        """The figure, rebuilt only when it changed (plotext's build is the slow part of a repaint)."""
+        key = (self._version, self.size, self.app.theme, self.theme)
+        if self._cached is None or self._cached[0] != key:
+            self._cached = (key, super().render())
+        return self._cached[1]
 
     def replot(self, plt: Any, data: Any) -> None:
         """Draw ``data`` on the cleared figure ``plt``."""
@@ -97,7 +110,8 @@ class PHatHistogram(MetricPlot):
             return
         width = 1 / self.bins
         centers = [round((i + 0.5) * width, 3) for i in range(self.bins)]
-        plt.bar(centers, data.counts(self.bins), width=width * 0.9, color="cyan", label="batches")
+        plt.bar(centers, data.counts(self.bins), width=width * 0.9, color="cyan", label="batches", reset_ticks=False)
+        plt.xticks([0, 0.25, 0.5, 0.75, 1])
         xs = [i / 40 for i in range(41)]
         plt.plot(xs, [env_reward(x, data.alpha, data.beta) for x in xs], yside="right", color="orange",
                  marker="braille", label="R_env")
@@ -105,9 +119,10 @@ class PHatHistogram(MetricPlot):
         plt.xlim(0, 1)
         mean = data.r_env_mean()
         band = data.in_band_fraction()
-        plt.title(f"p̂ per batch, epoch {data.epoch}: {len(data.p_hats)} batches, "
-                  f"R_env mean {mean:.3f}, in band {band:.0%}" if mean is not None and band is not None
-                  else f"p̂ per batch, epoch {data.epoch}")
+        if mean is not None and band is not None:
+            plt.title(f"batch p̂ e{data.epoch}: R_env {mean:.2f}, {band:.0%} in band")
+        else:
+            plt.title(f"batch p̂ e{data.epoch}")
 
 
 class PhasePlot(MetricPlot):

@@ -275,3 +275,37 @@ def test_generated_copies_of_heldout_tasks_are_rejected(tmp_path):
     rows = session.store.query_tasks(origin="generated", limit=100, order="id")
     assert rows and all(r["reason"].startswith("heldout_copy") for r in rows)
     assert session.store.epoch_metrics()[1]["valid"] == 0
+
+
+def test_banned_and_edited_base_tasks_leave_the_replay_sample(tmp_path):
+    from genenv_engine.environments import get_environment
+    from genenv_engine.loop import _base_tasks, _replay_tasks
+
+    session = micro_session(tmp_path, epochs=0)
+    run(session, backend_factory=scripted())
+    envs = {"bfcl": get_environment("bfcl", 0)}
+    train = envs["bfcl"].splits()["train"]
+    banned, edited, pinned = train[0], train[1], train[2]
+    session.store.set_status(banned.id, "banned")
+    session.store.set_status(pinned.id, "pinned")
+    session.store.revise_task(edited.id, edited.with_(id=edited.id + "/r1", prompt=edited.prompt + " "))
+    base_ids = {t.id for t in _base_tasks(session, envs)}
+    assert len(base_ids) == len(train) - 3 and not {banned.id, edited.id, pinned.id} & base_ids
+    replay = {t.id for t in _replay_tasks(session, envs, set(), random.Random(0), 0)}
+    assert pinned.id in replay and edited.id + "/r1" in replay  # pinned always, a fresh edit once
+    assert banned.id not in replay and edited.id not in replay
+
+
+def test_stop_during_warm_start_leaves_no_cache_and_resume_trains_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    session = micro_session(tmp_path, epochs=0)
+    control = RunControl()
+
+    def sink(event):
+        if event.kind == "WarmStartProgressed":
+            control.stop()
+    assert run(session, sink, control) == {"stopped_at": 0, "epochs_done": -1}
+    assert not list((tmp_path / "cache").glob("warmstart/*"))
+    assert [(m["epoch"], m["status"]) for m in session.store.epoch_metrics()] == [(0, "partial")]
+    assert run(Session.open(session.path)) == {"epochs_done": 0}
+    assert [p.name.endswith(".tmp") for p in (tmp_path / "cache" / "warmstart").iterdir()] == [False]

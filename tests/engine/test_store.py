@@ -77,12 +77,13 @@ def test_migrations_idempotent(tmp_path):
         first.insert_tasks([task("t1")])
     with Store(path) as second:
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
-        assert second.applied_migrations() == ["m001_initial", "m002_fts"]
-        assert second.get_meta("schema_version") == "2"
+        assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes"]
+        assert second.get_meta("schema_version") == "3"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
         {"migration_set": "genenv.store", "name": "m002_fts"},
+        {"migration_set": "genenv.store", "name": "m003_page_indexes"},
     ]
 
 
@@ -295,3 +296,10 @@ def test_events_and_meta(store):
     store.set_meta("run", "a")
     store.set_meta("run", "b")
     assert store.get_meta("run") == "b"
+
+
+def test_task_pages_use_the_page_index(tmp_path):
+    store = Store(tmp_path / "s.db")
+    plan = " ".join(str(r[-1]) for r in store.db.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM tasks ORDER BY epoch DESC, id LIMIT 50 OFFSET 1000").fetchall())
+    assert "idx_tasks_epoch_desc_id" in plan and "TEMP B-TREE" not in plan

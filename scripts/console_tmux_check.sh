@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Real-terminal check of genenv-console, driven through tmux (new-session -d, send-keys, capture-pane):
+# the console starts a new session on the micro preset, shows data in its plots within 60 s, and
+# pauses when space is pressed (the status bar says PAUSED). Prints SKIP and exits 0 without tmux.
+#
+#   scripts/console_tmux_check.sh            # uses .venv/bin/python; PYTHON=... to override
+#   PRESET=tiny scripts/console_tmux_check.sh
+set -u
+cd "$(dirname "$0")/.."
+
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "SKIP: tmux is not installed (apt-get install -y tmux); the console tmux check did not run"
+    exit 0
+fi
+
+PY=${PYTHON:-.venv/bin/python}
+PRESET=${PRESET:-micro}
+PLOT_TIMEOUT=${PLOT_TIMEOUT:-60}
+WORK=$(mktemp -d)
+NAME="genenv-console-check-$$"
+export GENENV_CACHE=${GENENV_CACHE:-$WORK/cache}   # a fresh warm start unless the caller shares a cache
+export HF_HUB_OFFLINE=1
+
+cleanup() {
+    tmux kill-session -t "$NAME" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+screen() { tmux capture-pane -p -t "$NAME"; }
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $(( ${t:0:-3} )); }
+
+wait_for() {  # wait_for PATTERN SECONDS -> prints the seconds it took (0.1 s polling), fails on timeout
+    local pattern=$1 limit=$(( $2 * 1000 )) start
+    start=$(now_ms)
+    while (( $(now_ms) - start < limit )); do
+        if screen | grep -Eq -- "$pattern"; then
+            local took=$(( $(now_ms) - start ))
+            printf '%d.%02d\n' $(( took / 1000 )) $(( took % 1000 / 10 ))
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+tmux new-session -d -s "$NAME" -x 140 -y 44 \
+    "TERM=xterm-256color $PY -m genenv_console --preset $PRESET --epochs 50 --sessions-root $WORK/sessions; sleep 30"
+echo "launched: genenv-console --preset $PRESET --epochs 50 (tmux session $NAME, 140x44)"
+
+if ! took=$(wait_for "held-out success: [a-z_]+ [0-9]" "$PLOT_TIMEOUT"); then
+    echo "FAIL: no plot data within ${PLOT_TIMEOUT}s; the screen was:"
+    screen
+    exit 1
+fi
+echo "plots: held-out data on screen after ${took}s"
+tmux send-keys -t "$NAME" Space
+if ack=$(wait_for "pausing|PAUSED" 5); then
+    echo "pause: the status bar acknowledged space after ${ack}s"
+fi
+if ! paused=$(wait_for "PAUSED" 20); then
+    echo "FAIL: the status bar did not say PAUSED within 20s of space; the screen was:"
+    screen
+    exit 1
+fi
+echo "pause: the engine paused (status bar says PAUSED) ${paused}s after that"
+echo "----- screen while paused -----"
+screen
+tmux send-keys -t "$NAME" q
+if stopped=$(wait_for "resume with: genenv-console" 30); then
+    echo "quit: the app stopped the engine and exited after ${stopped}s (session left resumable)"
+fi
+echo "PASS"

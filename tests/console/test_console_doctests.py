@@ -1,0 +1,17 @@
+"""Run the console modules' doctests (the pytest testpaths collect the engine's doctests, not the console's)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["genenv_console.state", "genenv_console.data", "genenv_console.latency",
+           "genenv_console.widgets.status_bar"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0

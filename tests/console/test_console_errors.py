@@ -1,0 +1,48 @@
+"""Engine failures become a modal, never a crash, and the session stays resumable from the console."""
+
+from __future__ import annotations
+
+from conftest import ScriptedSimulator, first, scripted, wait_until
+
+from genenv_engine.store import Store
+
+from genenv_console import messages as M
+from genenv_console.__main__ import make_app
+from genenv_console.screens.error import ErrorScreen
+from genenv_console.widgets.status_bar import StatusBar
+
+
+class BrokenSimulator(ScriptedSimulator):
+    """A simulator backend that fails the first time it is asked to write tasks."""
+
+    def generate(self, prompts, sampling):
+        raise RuntimeError("simulated backend failure")
+
+
+def broken_factory(role, policy):
+    return scripted()(role, policy) if role == "agent" else BrokenSimulator(policy)
+
+
+async def test_engine_error_shows_modal_and_r_resumes(tmp_path):
+    app = make_app(preset="micro", overrides={"epochs": 1}, sessions_root=tmp_path, backend_factory=broken_factory)
+    msgs: list = []
+    async with app.run_test(size=(140, 44), message_hook=msgs.append) as pilot:
+        await wait_until(lambda: isinstance(app.screen, ErrorScreen), 90, "the error modal")
+        await pilot.pause()
+        failed = first(msgs, M.RunFailed)
+        assert failed is not None and failed.epoch == 1 and "simulated backend failure" in failed.event.error
+        details = str(app.screen.query_one("#error-details").render())
+        assert "RuntimeError: simulated backend failure" in details and "Traceback" in details
+        assert app.is_running and app.state.run == "failed"
+        assert "failed" in app.dashboard.query_one(StatusBar).text
+        with Store(app.session_path / "genenv.db") as store:
+            assert [(m["epoch"], m["status"]) for m in store.epoch_metrics()] == [(0, "done"), (1, "partial")]
+
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ErrorScreen)
+        app.backend_factory = scripted()  # the "fix": the next run gets working backends
+        await pilot.press("r")
+        await wait_until(lambda: first(msgs, M.RunFinished), 90, "the resumed run")
+        assert first(msgs, M.RunStarted, start_epoch=1) is not None
+        with Store(app.session_path / "genenv.db") as store:
+            assert [(m["epoch"], m["status"]) for m in store.epoch_metrics()] == [(0, "done"), (1, "done")]
