@@ -310,7 +310,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
             self.switch_mode(mode)
 
     def action_export(self) -> None:
-        """Write export/metrics.jsonl and export/tasks.jsonl in the session folder."""
+        """Write the session report (report/report.md and report.html) and the JSONL export of metrics and tasks."""
         if self.session_path is None:
             return
         self.notify("exporting…")
@@ -319,12 +319,17 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="export")
     def export_session(self, path: Path) -> None:
         """Export in a thread with its own store connection."""
+        from genenv_engine.reports import build_report
+
         paths, n = export_jsonl(path)
-        self.post_message(ExportWritten(paths, n))
+        report = build_report([path])
+        self.post_message(ExportWritten([*paths, *report.values()], n))
 
     @on(ExportWritten)
     def _exported(self, message: ExportWritten) -> None:
-        self.notify(f"exported {message.tasks:,} tasks to {message.paths[0].parent}")
+        report = [p for p in message.paths if p.suffix == ".html"]
+        where = f"; report: {report[0]}" if report else ""
+        self.notify(f"exported {message.tasks:,} tasks to {message.paths[0].parent}{where}")
 
     @on(TaskRevised)
     def _revised(self, message: TaskRevised) -> None:

@@ -141,6 +141,9 @@ async def test_export_writes_metrics_and_all_tasks(fixed_session):
         assert written.tasks == len(tasks) == store.count_tasks()
     assert [m["epoch"] for m in metrics] == [0, 1, 2] and metrics[1]["generated_success"] == 0.625
     assert len({t["id"] for t in tasks}) == len(tasks)
+    report = fixed_session / "report" / "report.html"  # the export key also writes the session report
+    assert report in written.paths and (fixed_session / "report" / "report.md") in written.paths
+    assert "data:image/png;base64," in report.read_text()
 
 
 async def test_sessions_screen_lists_and_creates(fixed_session, scripted_factory):
