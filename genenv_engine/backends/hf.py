@@ -7,9 +7,38 @@ the processed scores (after temperature). Because the model object is shared wit
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import torch
 
 from genenv_engine.backends.base import Completion, Sampling
+
+
+def _tick_criterion(tick: Callable[[], None], every: float = 0.2):
+    """A stopping criterion that never stops but calls ``tick`` between decoding steps (at most every ``every`` s).
+
+    The loop's pause/stop check runs inside long ``generate`` calls this way: a pause blocks between two
+    tokens and a stop raises out of ``generate``.
+    """
+    from transformers import StoppingCriteria
+
+    class Tick(StoppingCriteria):
+        last = 0.0
+
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
+            now = time.monotonic()
+            if now - self.last >= every:
+                self.last = now
+                tick()
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    return Tick()
+
+
+def _tick_list(tick: Callable[[], None]):
+    from transformers import StoppingCriteriaList
+
+    return StoppingCriteriaList([_tick_criterion(tick)])
 
 
 class HFBackend:
@@ -19,6 +48,8 @@ class HFBackend:
         self.policy = policy
         self.chunk_size = chunk_size
         self.tokens_generated = 0
+        self.tick: Callable[[], None] | None = None
+        """Called between decoding steps (the loop sets its pause/stop check here)."""
 
     def sync(self) -> None:
         """Nothing to do: generation uses the trainer's model object."""
@@ -51,6 +82,7 @@ class HFBackend:
             input_ids=ids.to(pol.device), attention_mask=attn.to(pol.device), max_new_tokens=sampling.max_new_tokens,
             eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, return_dict_in_generate=True,
             output_scores=True, **kwargs,
+            **({"stopping_criteria": _tick_list(self.tick)} if self.tick else {}),
         )
         pol.model.train(was_training)
         new = res.sequences[:, width:].cpu()

@@ -309,3 +309,25 @@ def test_stop_during_warm_start_leaves_no_cache_and_resume_trains_it(tmp_path, m
     assert [(m["epoch"], m["status"]) for m in session.store.epoch_metrics()] == [(0, "partial")]
     assert run(Session.open(session.path)) == {"epochs_done": 0}
     assert [p.name.endswith(".tmp") for p in (tmp_path / "cache" / "warmstart").iterdir()] == [False]
+
+
+def test_pause_takes_effect_inside_a_generate_call(tmp_path):
+    session = micro_session(tmp_path, epochs=1)
+    control = RunControl()
+    events, sink = collect()
+    paused = threading.Event()
+
+    def pausing_sink(event):
+        sink(event)
+        if event.kind == "PhaseStarted" and event.phase == "generate":
+            control.pause()
+        if event.kind == "RunPaused":
+            paused.set()
+    resumer = threading.Thread(target=lambda: (paused.wait(30), control.resume()))
+    resumer.start()
+    run(session, pausing_sink, control)
+    resumer.join()
+    kinds = [(e.kind, getattr(e, "phase", None)) for e in events]
+    # the pause lands between decoding steps, before the generate batch reports any progress
+    assert kinds.index(("RunPaused", None)) < kinds.index(("BatchProgressed", "generate:bfcl"))
+    assert session.store.epoch_metrics()[1]["status"] == "done"
