@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,60 +18,17 @@ from pathlib import Path
 import pytest
 
 from genenv_engine import events as ev
-from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl import generate_task
-from genenv_engine.environments.bfcl_catalog import read_prompt
 from genenv_engine.session import Session
+from genenv_engine.testing import ScriptedSimulator, scripted_backends  # noqa: F401 (re-exported to tests)
 
-USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
-
-
-class ScriptedSimulator:
-    """Test double: writes a fresh valid BFCL-style task for every simulator prompt."""
-
-    def __init__(self, policy, seed: int = 0) -> None:
-        self.policy, self.rng = policy, random.Random(seed)
-        self.tokens_generated = 0
-
-    def sync(self) -> None:
-        pass
-
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
-        out = []
-        for _ in prompts:
-            prompt, answer, *_ = generate_task(self.rng.choice([1, 2, 3]), self.rng)
-            text = f"{prompt} => {answer}"
-            out.append(Completion(text, self.policy.encode(text)))
-        return out
-
-
-class ScriptedAgent:
-    """Test double: answers a task correctly with probability ``p`` (otherwise a wrong call)."""
-
-    def __init__(self, policy, p: float = 0.5, seed: int = 0) -> None:
-        self.policy, self.p, self.rng = policy, p, random.Random(seed)
-        self.tokens_generated = 0
-
-    def sync(self) -> None:
-        pass
-
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
-        out = []
-        for prompt in prompts:
-            task = USER.search(prompt).group(1)
-            good = sampling.greedy or self.rng.random() < self.p
-            text = read_prompt(task).answer if good else "nope(x=1)"
-            out.append(Completion(text, self.policy.encode(text)))
-        return out
 
 
 def scripted(p: float = 0.5):
     """A backend factory that gives each role its scripted double."""
-    def factory(role, policy):
-        return ScriptedAgent(policy, p) if role == "agent" else ScriptedSimulator(policy)
-    return factory
+    return scripted_backends(p=p)
 
 
 @pytest.fixture

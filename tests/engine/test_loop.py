@@ -2,83 +2,28 @@
 
 Where a test needs the simulator to write valid tasks or the agent to succeed some of the time
 (which seconds-old micro models cannot), it swaps the role's generation backend for a scripted
-test double (`ScriptedSimulator`, `ScriptedAgent`); the policies, trainers and store stay real.
+test double (`ScriptedSimulator`, `ScriptedAgent` from `genenv_engine.testing`); the policies, trainers and store stay real.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
 import threading
 
 import pytest
 
-from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.cli import status_json
 from genenv_engine.config import config_from_file, load_config
 from genenv_engine.environments.bfcl import generate_task
-from genenv_engine.environments.bfcl_catalog import read_prompt
 from genenv_engine.events import RunControl
 from genenv_engine.loop import run
 from genenv_engine.roles import load_roles
 from genenv_engine.session import Session
-
-USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
-
-
-class ScriptedSimulator:
-    """Test double: writes a fresh valid BFCL-style task (or fixed texts) for every simulator prompt."""
-
-    def __init__(self, policy, texts: list[str] | None = None, seed: int = 0) -> None:
-        self.policy, self.texts, self.rng = policy, texts, random.Random(seed)
-        self.tokens_generated = 0
-
-    def sync(self) -> None:
-        pass
-
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
-        out = []
-        for i, _ in enumerate(prompts):
-            if self.texts is not None:
-                text = self.texts[i % len(self.texts)]
-            else:
-                prompt, answer, *_ = generate_task(self.rng.choice([1, 2, 3]), self.rng)
-                text = f"{prompt} => {answer}"
-            out.append(Completion(text, self.policy.encode(text)))
-        return out
-
-
-class ScriptedAgent:
-    """Test double: answers a task correctly with probability ``p`` (otherwise a wrong call)."""
-
-    def __init__(self, policy, p: float = 0.5, seed: int = 0) -> None:
-        self.policy, self.p, self.rng = policy, p, random.Random(seed)
-        self.tokens_generated = 0
-        self.prompts_seen: list[str] = []
-
-    def sync(self) -> None:
-        pass
-
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
-        out = []
-        for prompt in prompts:
-            task = USER.search(prompt).group(1)
-            self.prompts_seen.append(task)
-            good = sampling.greedy or self.rng.random() < self.p
-            text = read_prompt(task).answer if good else "nope(x=1)"
-            out.append(Completion(text, self.policy.encode(text)))
-        return out
-
+from genenv_engine.testing import scripted_backends
 
 def scripted(sim_texts: list[str] | None = None, p: float = 0.5):
-    made: dict[str, object] = {}
-
-    def factory(role, policy):
-        made[role] = ScriptedAgent(policy, p) if role == "agent" else ScriptedSimulator(policy, sim_texts)
-        return made[role]
-    factory.made = made  # type: ignore[attr-defined]
-    return factory
+    return scripted_backends(sim_texts, p)
 
 
 def micro_session(tmp_path, name="s", **overrides) -> Session:

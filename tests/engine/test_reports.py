@@ -11,7 +11,6 @@ import argparse
 import base64
 import importlib.metadata
 import platform
-import random
 import re
 import shutil
 import tomllib
@@ -20,14 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.config import load_config
-from genenv_engine.environments.bfcl import generate_task
-from genenv_engine.environments.bfcl_catalog import read_prompt
 from genenv_engine.events import RunControl
 from genenv_engine.loop import run
 from genenv_engine.reports import add_report_parser, build_report, run_report
 from genenv_engine.session import Session
+from genenv_engine.testing import scripted_backends
 from genenv_engine.store import Store
 
 USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
@@ -37,55 +34,8 @@ HOSTILE_ANSWER = "add(a=1,b=2) <b>bold</b> | `x`"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-# -- scripted backends (copied from test_loop.py) ------------------------------------------------
-
-
-class ScriptedSimulator:
-    """Test double: writes a fresh valid BFCL-style task for every simulator prompt."""
-
-    def __init__(self, policy, seed: int = 0) -> None:
-        self.policy, self.rng = policy, random.Random(seed)
-        self.tokens_generated = 0
-
-    def sync(self) -> None:
-        pass
-
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
-        out = []
-        for _ in prompts:
-            prompt, answer, *_ = generate_task(self.rng.choice([1, 2, 3]), self.rng)
-            text = f"{prompt} => {answer}"
-            out.append(Completion(text, self.policy.encode(text)))
-        return out
-
-
-class ScriptedAgent:
-    """Test double: answers correctly with probability ``p`` (always when greedy); can crash on rollouts."""
-
-    def __init__(self, policy, p: float = 0.5, seed: int = 0, crash: bool = False) -> None:
-        self.policy, self.p, self.rng, self.crash = policy, p, random.Random(seed), crash
-        self.tokens_generated = 0
-
-    def sync(self) -> None:
-        pass
-
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
-        if self.crash and not sampling.greedy:
-            raise RuntimeError("scripted crash during rollout")
-        out = []
-        for prompt in prompts:
-            task = USER.search(prompt).group(1)
-            good = sampling.greedy or self.rng.random() < self.p
-            text = read_prompt(task).answer if good else "nope(x=1)"
-            self.tokens_generated += len(text)
-            out.append(Completion(text, self.policy.encode(text)))
-        return out
-
-
 def scripted(crash: bool = False):
-    def factory(role, policy):
-        return ScriptedAgent(policy, crash=crash) if role == "agent" else ScriptedSimulator(policy)
-    return factory
+    return scripted_backends(crash=crash)
 
 
 LIGHT = {"heldout_size": 12, "agent.replay_tasks": 4, "simulator.seeds_per_epoch": 3}
