@@ -19,7 +19,7 @@ import torch
 
 from genenv_engine.agent import TaskAttempts, evaluate, rollout
 from genenv_engine.backends.base import Sampling
-from genenv_engine.curriculum import calibration_error, env_reward, in_band, rwr_weights, success_rate
+from genenv_engine.curriculum import calibration_error, env_reward, in_band, success_rate
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
@@ -29,6 +29,7 @@ from genenv_engine.records import Task
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
+from genenv_engine.simulator_update import simulator_update
 from genenv_engine.trainer import Group
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
@@ -176,7 +177,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 5. simulator: reward-weighted regression on in-band batches (trained mode only)
     with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
-        phase.info = _simulator_update(session, roles, envs, gens, epoch, rng, control)
+        phase.info = simulator_update(session, roles, envs, gens, epoch, rng, control.check)
     if phase.info.get("steps"):
         emit(PolicyUpdated(epoch, "simulator", phase.info))
     metrics["simulator_update"] = phase.info
@@ -369,69 +370,6 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], epoch: int, emit
 def _pooled(items: list[TaskAttempts]) -> float | None:
     tries = sum(len(s.attempts) for s in items)
     return sum(s.successes for s in items) / tries if tries else None
-
-
-def _simulator_update(session: Session, roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
-                      epoch: int, rng: random.Random, control: RunControl) -> dict[str, Any]:
-    """RWR on valid generations of kept batches (weights from exp(lambda R_env)), plus replayed older pairs."""
-    cfg = session.config
-    if cfg.simulator.mode != "trained":
-        return {"skipped": f"simulator mode {cfg.simulator.mode}"}
-    batches = {b["id"]: b for b in session.store.batches(epoch)}
-    eos = roles.simulator.tokenizer.eos_token_id
-    current = []
-    for g in gens:
-        b = batches.get(g.batch_id)
-        if g.task is not None and g.task.valid and b and b["in_band"] and b["r_env"] is not None:
-            current.append((roles.simulator.encode(g.context), g.token_ids + [eos], float(b["r_env"])))
-    if not current:
-        return {"skipped": "no batch in the band", "examples": 0}
-    older = _older_pairs(session, roles, envs, epoch)
-    extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
-    examples = current + extra
-    weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
-    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng)
-    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + anchors
-    info = roles.rwr.update(weighted, rng, control.check)
-    roles.simulator_backend.sync()
-    info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
-                 "weight_min": min(weights), "weight_max": max(weights)})
-    return info
-
-
-def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random) -> list[tuple]:
-    """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks."""
-    eos = roles.simulator.tokenizer.eos_token_id
-    out = []
-    names = sorted(envs)
-    for i, name in enumerate(names):
-        env = envs[name]
-        share = n // len(names) + (1 if i < n % len(names) else 0)
-        if share:
-            pool = env.splits()["train"] + env.splits()["seed"]
-            for src, sib in env.sibling_pairs(pool, rng, share):
-                out.append((roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, src)),
-                            roles.simulator.encode(env.simulator_text(sib)) + [eos], 1.0))
-    return out
-
-
-def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
-    """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
-    store = session.store
-    eos = roles.simulator.tokenizer.eos_token_id
-    pairs = []
-    kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
-    for b in kept:
-        seed = store.get_task(b["seed_task_id"]) if b["seed_task_id"] else None
-        if seed is None or seed.benchmark not in envs:
-            continue
-        env = envs[seed.benchmark]
-        context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed))
-        for row in store.query_tasks(origin="generated", valid=True, limit=1000, order="id", epoch=b["epoch"]):
-            if row.get("batch_id") == b["id"]:
-                task = store.get_task(row["id"])
-                pairs.append((context, roles.simulator.encode(env.simulator_text(task)) + [eos], float(b["r_env"])))  # type: ignore[arg-type]
-    return pairs
 
 
 def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,

@@ -1,0 +1,82 @@
+"""The simulator's update set for one epoch: reward-weighted regression data built from the store.
+
+D_env for an epoch is this epoch's valid generations from kept (in-band) variation batches, weighted by
+exp(lambda * R_env); plus older kept pairs replayed from earlier epochs; plus fresh warm-start sibling
+pairs with weight 1 (a sample estimate of KL(initial simulator || simulator) that anchors the update
+against mode collapse). `simulator_update` builds that set and runs the RWR trainer on it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from genenv_engine import simulator as sim
+from genenv_engine.curriculum import rwr_weights
+from genenv_engine.environments.base import Environment
+from genenv_engine.roles import Roles
+from genenv_engine.session import Session
+
+
+def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
+                     epoch: int, rng: random.Random, tick: Callable[[], None]) -> dict[str, Any]:
+    """RWR on valid generations of kept batches (weights from exp(lambda R_env)), plus replayed older pairs."""
+    cfg = session.config
+    if cfg.simulator.mode != "trained":
+        return {"skipped": f"simulator mode {cfg.simulator.mode}"}
+    batches = {b["id"]: b for b in session.store.batches(epoch)}
+    eos = roles.simulator.tokenizer.eos_token_id
+    current = []
+    for g in gens:
+        b = batches.get(g.batch_id)
+        if g.task is not None and g.task.valid and b and b["in_band"] and b["r_env"] is not None:
+            current.append((roles.simulator.encode(g.context), g.token_ids + [eos], float(b["r_env"])))
+    if not current:
+        return {"skipped": "no batch in the band", "examples": 0}
+    older = _older_pairs(session, roles, envs, epoch)
+    extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
+    examples = current + extra
+    weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
+    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng)
+    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + anchors
+    info = roles.rwr.update(weighted, rng, tick)
+    roles.simulator_backend.sync()
+    info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
+                 "weight_min": min(weights), "weight_max": max(weights)})
+    return info
+
+
+def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random) -> list[tuple]:
+    """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks."""
+    eos = roles.simulator.tokenizer.eos_token_id
+    out = []
+    names = sorted(envs)
+    for i, name in enumerate(names):
+        env = envs[name]
+        share = n // len(names) + (1 if i < n % len(names) else 0)
+        if share:
+            pool = env.splits()["train"] + env.splits()["seed"]
+            for src, sib in env.sibling_pairs(pool, rng, share):
+                out.append((roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, src)),
+                            roles.simulator.encode(env.simulator_text(sib)) + [eos], 1.0))
+    return out
+
+
+def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
+    """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
+    store = session.store
+    eos = roles.simulator.tokenizer.eos_token_id
+    pairs = []
+    kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
+    for b in kept:
+        seed = store.get_task(b["seed_task_id"]) if b["seed_task_id"] else None
+        if seed is None or seed.benchmark not in envs:
+            continue
+        env = envs[seed.benchmark]
+        context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed))
+        for row in store.query_tasks(origin="generated", valid=True, limit=1000, order="id", epoch=b["epoch"]):
+            if row.get("batch_id") == b["id"]:
+                task = store.get_task(row["id"])
+                pairs.append((context, roles.simulator.encode(env.simulator_text(task)) + [eos], float(b["r_env"])))  # type: ignore[arg-type]
+    return pairs
