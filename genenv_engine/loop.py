@@ -153,13 +153,13 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     with PhaseTimer(emit, epoch, "validate", seconds):
         metrics.update(_validate_and_store(session, envs, gens, epoch, emit))
     control.check()
-    fresh = _fresh_tasks(session, gens, rng)
+    fresh, batch_of = _fresh_tasks(session, gens, rng)
 
     # 3. the agent attempts every fresh task and a replay sample of D_train, k times each
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
     with PhaseTimer(emit, epoch, "rollout", seconds):
         scored = _rollout(session, roles, envs, fresh + replay, epoch, emit, control)
-    metrics.update(_score_batches(session, scored[: len(fresh)], epoch, emit))
+    metrics.update(_score_batches(session, scored[: len(fresh)], batch_of, epoch, emit))
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
     control.check()
@@ -252,8 +252,11 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], gens: li
             uniques.append(capped["unique_fraction"])
         reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)  # type: ignore[union-attr]
         emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))  # type: ignore[union-attr]
+    by_batch: dict[str, list[Task]] = {}
     for g in gens:
-        store.insert_tasks([g.task], batch_id=g.batch_id)  # type: ignore[list-item]
+        by_batch.setdefault(g.batch_id, []).append(g.task)  # type: ignore[arg-type]
+    for batch_id, tasks in by_batch.items():
+        store.insert_tasks(tasks, batch_id=batch_id)
     valid = [g.task for g in gens if g.task.valid]  # type: ignore[union-attr]
     out["valid"] = len(valid)
     out["valid_fraction"] = len(valid) / len(gens)
@@ -263,17 +266,19 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], gens: li
     return out
 
 
-def _fresh_tasks(session: Session, gens: list[sim.Generation], rng: random.Random) -> list[Task]:
-    """This epoch's valid generated tasks; in static mode a sample of the stored static batches."""
+def _fresh_tasks(session: Session, gens: list[sim.Generation], rng: random.Random) -> tuple[list[Task], dict[str, str]]:
+    """This epoch's valid generated tasks (static mode: a sample of the stored static batches) and each one's batch."""
     cfg = session.config
     if cfg.simulator.mode != "static":
-        return [g.task for g in gens if g.task is not None and g.task.valid]
-    rows = session.store.query_tasks(origin="static", valid=True, status="active", limit=1_000_000, order="id")
-    by_batch: dict[str, list[str]] = {}
-    for r in rows:
-        by_batch.setdefault(r["batch_id"], []).append(r["id"])
-    chosen = rng.sample(sorted(by_batch), min(len(by_batch), cfg.simulator.seeds_per_epoch * len(cfg.benchmarks)))
-    return [session.store.get_task(i) for b in chosen for i in by_batch[b]]  # type: ignore[misc]
+        valid = [g for g in gens if g.task is not None and g.task.valid]
+        return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}  # type: ignore[union-attr,misc]
+    batch_ids = [r[0] for r in session.store.db.execute(
+        "SELECT DISTINCT batch_id FROM tasks WHERE origin = 'static' AND valid = 1 AND status = 'active' "
+        "ORDER BY batch_id").fetchall()]
+    chosen = rng.sample(batch_ids, min(len(batch_ids), cfg.simulator.seeds_per_epoch * len(cfg.benchmarks)))
+    by_batch = session.store.tasks_in_batches(chosen, origin="static")
+    tasks = [t for b in chosen for t in by_batch[b] if t.status == "active"]
+    return tasks, {t.id: b for b in chosen for t in by_batch[b]}
 
 
 def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[str], rng: random.Random,
@@ -323,20 +328,18 @@ def _rollout(session: Session, roles: Roles, envs: dict[str, Environment], tasks
              "success": a.success, "error_type": a.result.error_type, "purpose": "train"}
             for s in scored for a in s.attempts]
     session.store.insert_rollouts(rows)
-    for s in scored:
-        stats = session.store.task_stats(s.task.id) or {}
-        session.store.set_task_stats(s.task.id, p_hat=s.p_hat, n_rollouts=(stats.get("n_rollouts") or 0) + len(s.attempts))
+    session.store.add_rollout_stats((s.task.id, s.p_hat, len(s.attempts)) for s in scored)
     return scored
 
 
-def _score_batches(session: Session, fresh: list[TaskAttempts], epoch: int, emit: EventSink) -> dict[str, Any]:
+def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[str, str], epoch: int,
+                   emit: EventSink) -> dict[str, Any]:
     """p-hat per variation batch, R_env, band membership; calibration metrics of the epoch."""
     cur = session.config.curriculum
     store = session.store
     by_batch: dict[str, list[TaskAttempts]] = {}
     for s in fresh:
-        batch_id = (store.task_stats(s.task.id) or {}).get("batch_id") or s.task.id
-        by_batch.setdefault(batch_id, []).append(s)
+        by_batch.setdefault(batch_of.get(s.task.id, s.task.id), []).append(s)
     rows, p_hats, r_envs = [], [], []
     for batch_id, items in by_batch.items():
         succ = sum(s.successes for s in items)
@@ -349,8 +352,7 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], epoch: int, emit
         rows.append({"id": batch_id, "epoch": epoch, "benchmark": items[0].task.benchmark,
                      "seed_task_id": items[0].task.parent_id, "n_generated": len(items), "n_valid": len(items),
                      "p_hat": p_hat, "r_env": r_env, "in_band": band})
-        for s in items:
-            store.set_task_stats(s.task.id, r_env=r_env)
+    store.set_r_env((s.task.id, r["r_env"]) for r, items in zip(rows, by_batch.values()) for s in items)
     store.upsert_batches(rows)
     emit(AttemptsScored(epoch, len(fresh), sum(len(s.attempts) for s in fresh),
                         _pooled(fresh) or 0.0, p_hats, r_envs))  # type: ignore[arg-type]

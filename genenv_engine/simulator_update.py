@@ -67,16 +67,15 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
     store = session.store
     eos = roles.simulator.tokenizer.eos_token_id
-    pairs = []
     kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
+    generated = store.tasks_in_batches([b["id"] for b in kept], origin="generated")
+    pairs = []
     for b in kept:
         seed = store.get_task(b["seed_task_id"]) if b["seed_task_id"] else None
         if seed is None or seed.benchmark not in envs:
             continue
         env = envs[seed.benchmark]
         context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed))
-        for row in store.query_tasks(origin="generated", valid=True, limit=1000, order="id", epoch=b["epoch"]):
-            if row.get("batch_id") == b["id"]:
-                task = store.get_task(row["id"])
-                pairs.append((context, roles.simulator.encode(env.simulator_text(task)) + [eos], float(b["r_env"])))  # type: ignore[arg-type]
+        for task in generated[b["id"]]:
+            pairs.append((context, roles.simulator.encode(env.simulator_text(task)) + [eos], float(b["r_env"])))
     return pairs

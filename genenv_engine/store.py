@@ -243,6 +243,32 @@ class Store:
         if given:
             self._update_task(task_id, given)
 
+    def add_rollout_stats(self, stats: Iterable[tuple[str, float, int]]) -> None:
+        """For many tasks at once: set p_hat and add newly made rollouts to n_rollouts, in one transaction.
+
+        ``stats`` holds ``(task_id, p_hat, new_rollouts)``.
+        """
+        rows = [(p_hat, n, task_id) for task_id, p_hat, n in stats]
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "UPDATE tasks SET p_hat = ?, n_rollouts = coalesce(n_rollouts, 0) + ? WHERE id = ?", rows)
+
+    def set_r_env(self, values: Iterable[tuple[str, float]]) -> None:
+        """Set R_env for many tasks at once (``(task_id, r_env)`` pairs), in one transaction."""
+        with self.db.atomic():
+            self.db.conn.executemany("UPDATE tasks SET r_env = ? WHERE id = ?", [(r, i) for i, r in values])
+
+    def tasks_in_batches(self, batch_ids: Iterable[str], *, origin: str, valid: bool = True) -> dict[str, list[Task]]:
+        """Tasks of the given origin and validity grouped by variation batch, in one query (ordered by id)."""
+        ids = list(batch_ids)
+        out: dict[str, list[Task]] = {b: [] for b in ids}
+        if ids:
+            sql = (f"SELECT * FROM tasks WHERE origin = ? AND valid = ? AND batch_id IN ({', '.join('?' * len(ids))}) "
+                   "ORDER BY id")
+            for row in self._rows(sql, [origin, int(valid), *ids]):
+                out[row["batch_id"]].append(_to_task(row))
+        return out
+
     def _update_task(self, task_id: str, values: dict[str, Any]) -> None:
         """Set columns of one task row; KeyError when the id is unknown."""
         sets = ", ".join(f"{k} = ?" for k in values)

@@ -303,3 +303,19 @@ def test_task_pages_use_the_page_index(tmp_path):
     plan = " ".join(str(r[-1]) for r in store.db.execute(
         "EXPLAIN QUERY PLAN SELECT id FROM tasks ORDER BY epoch DESC, id LIMIT 50 OFFSET 1000").fetchall())
     assert "idx_tasks_epoch_desc_id" in plan and "TEMP B-TREE" not in plan
+
+
+def test_bulk_stats_and_batch_lookup(tmp_path):
+    store = Store(tmp_path / "s.db")
+    store.insert_tasks([task("g/1", origin="generated"), task("g/2", origin="generated")], batch_id="e1/a")
+    store.insert_tasks([task("g/3", origin="generated", valid=False)], batch_id="e1/a")
+    store.insert_tasks([task("g/4", origin="generated")], batch_id="e1/b")
+    store.add_rollout_stats([("g/1", 0.25, 4), ("g/2", 0.5, 4)])
+    store.add_rollout_stats([("g/1", 0.75, 4)])
+    store.set_r_env([("g/1", 0.9), ("g/2", 0.8)])
+    assert {k: store.task_stats("g/1")[k] for k in ("p_hat", "n_rollouts", "r_env")} == \
+        {"p_hat": 0.75, "n_rollouts": 8, "r_env": 0.9}
+    assert store.task_stats("g/2")["n_rollouts"] == 4 and store.task_stats("g/4")["r_env"] is None
+    grouped = store.tasks_in_batches(["e1/a", "e1/b", "e1/none"], origin="generated")
+    assert {b: [t.id for t in ts] for b, ts in grouped.items()} == {"e1/a": ["g/1", "g/2"], "e1/b": ["g/4"], "e1/none": []}
+    assert [t.id for t in store.tasks_in_batches(["e1/a"], origin="generated", valid=False)["e1/a"]] == ["g/3"]
