@@ -163,7 +163,8 @@ def test_stop_leaves_partial_epoch_that_resume_redoes(tmp_path):
     assert "RunStopped" in kinds and "PartialEpochDiscarded" in kinds
 
 
-def test_pause_blocks_between_batches_until_resumed(tmp_path):
+def run_pausing_at(tmp_path, kind: str, phase: str) -> tuple[Session, list]:
+    """Run one micro epoch, pausing when the event (kind, phase) arrives; a thread resumes once RunPaused is seen."""
     session = micro_session(tmp_path, epochs=1)
     control = RunControl()
     events, sink = collect()
@@ -171,14 +172,19 @@ def test_pause_blocks_between_batches_until_resumed(tmp_path):
 
     def pausing_sink(event):
         sink(event)
-        if event.kind == "PhaseFinished" and event.phase == "generate":
+        if event.kind == kind and event.phase == phase:
             control.pause()
         if event.kind == "RunPaused":
             paused.set()
-    timer = threading.Thread(target=lambda: (paused.wait(30), control.resume()))
-    timer.start()
+    resumer = threading.Thread(target=lambda: (paused.wait(30), control.resume()))
+    resumer.start()
     run(session, pausing_sink, control)
-    timer.join()
+    resumer.join()
+    return session, events
+
+
+def test_pause_blocks_between_batches_until_resumed(tmp_path):
+    session, events = run_pausing_at(tmp_path, "PhaseFinished", "generate")
     kinds = [e.kind for e in events]
     assert kinds.index("RunPaused") < kinds.index("RunResumed") < kinds.index("RunFinished")
     assert session.store.epoch_metrics()[1]["status"] == "done"
@@ -257,21 +263,7 @@ def test_stop_during_warm_start_leaves_no_cache_and_resume_trains_it(tmp_path, m
 
 
 def test_pause_takes_effect_inside_a_generate_call(tmp_path):
-    session = micro_session(tmp_path, epochs=1)
-    control = RunControl()
-    events, sink = collect()
-    paused = threading.Event()
-
-    def pausing_sink(event):
-        sink(event)
-        if event.kind == "PhaseStarted" and event.phase == "generate":
-            control.pause()
-        if event.kind == "RunPaused":
-            paused.set()
-    resumer = threading.Thread(target=lambda: (paused.wait(30), control.resume()))
-    resumer.start()
-    run(session, pausing_sink, control)
-    resumer.join()
+    session, events = run_pausing_at(tmp_path, "PhaseStarted", "generate")
     kinds = [(e.kind, getattr(e, "phase", None)) for e in events]
     # the pause lands between decoding steps, before the generate batch reports any progress
     assert kinds.index(("RunPaused", None)) < kinds.index(("BatchProgressed", "generate:bfcl"))
