@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 BACKENDS: dict[str, str] = {
     "hf": "genenv_engine.backends.hf:HFBackend",
+    "vllm": "genenv_engine.backends.vllm:VLLMBackend",
 }
 """Backend names and the dotted path of the class implementing each."""
 
