@@ -13,9 +13,11 @@ Two kinds of policy:
   new id makes it read the new weights; the base is never merged or reloaded.
 - **Full** (``policy.adapter`` is None): an engine of its own, started from ``policy.source`` (or from a
   save of the policy when it has none). `sync` saves the whole model (``policy.save``) into a fresh folder
-  and has every vLLM worker load those safetensors into its model in place (``collective_rpc`` to
-  `WeightLoader`, a worker extension), then clears the prefix cache. That costs one full save and load per
-  update (seconds for small models, much more for billions of parameters) but no engine restart.
+  and has every vLLM worker reload its weights in place from that folder (`WeightSync`, a worker
+  extension called through ``collective_rpc``: vLLM's own ``reload_weights(weights_path=...)``, which
+  redoes the post-load processing such as the CPU backend's weight repacking, plus a refresh of the tied
+  output layer that the CPU build misses), then clears the prefix cache. That costs one full save and
+  load per update (seconds for small models, much more for billions of parameters) but no engine restart.
 
 Prompts are encoded with the policy's tokenizer and truncated from the left to ``max_length -
 max_new_tokens`` tokens, as in the ``hf`` backend, and passed to vLLM as token ids; completions are
@@ -29,6 +31,7 @@ import importlib
 import itertools
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,23 +54,30 @@ def _lora_request_cls():
     return importlib.import_module("vllm.lora.request").LoRARequest
 
 
-class WeightLoader:
-    """vLLM worker extension (``worker_extension_cls``): load safetensors files into the worker's model."""
+class WeightSync:
+    """vLLM worker extension (``worker_extension_cls``) for full-model syncs.
 
-    def genenv_load_weights(self, folder: str) -> int:
-        """Load every ``*.safetensors`` file of ``folder`` into the model; returns the tensor count."""
-        from safetensors.torch import load_file
+    `genenv_reload_weights` runs the worker's ``reload_weights(weights_path=...)`` and then rebuilds the
+    CPU GEMM handles of layers that keep their weight next to a prepacked copy. vLLM 0.32 on CPU misses
+    these for a tied output layer: ``lm_head`` shares the reloaded embedding tensor but no weight is
+    loaded into it, so its oneDNN copy stays at the old values (observed: a changed EOS row had no effect
+    on sampling until this refresh). On GPU no layer has such a copy and the refresh does nothing.
+    """
 
-        count = 0
-        for file in sorted(Path(folder).glob("*.safetensors")):
-            weights = load_file(str(file))
-            count += len(weights)
-            self.model_runner.model.load_weights(weights=weights.items())  # type: ignore[attr-defined]
-        return count
+    def genenv_reload_weights(self, folder: str) -> int:
+        """Reload the weights from ``folder``; returns how many prepacked CPU layers were refreshed."""
+        self.reload_weights(weights_path=folder)  # type: ignore[attr-defined]
+        refreshed = 0
+        for module in self.model_runner.get_model().modules():  # type: ignore[attr-defined]
+            method, weight = getattr(module, "quant_method", None), getattr(module, "weight", None)
+            if hasattr(module, "cpu_linear") and method is not None and getattr(weight, "numel", lambda: 0)():
+                method.process_weights_after_loading(module)
+                refreshed += 1
+        return refreshed
 
 
-WEIGHT_LOADER = f"{__name__}.{WeightLoader.__name__}"
-"""The worker extension's dotted path as vLLM resolves it."""
+WEIGHT_SYNC = f"{__name__}.{WeightSync.__name__}"
+"""The worker extension's dotted path, as vLLM resolves it in its worker processes."""
 
 
 def _lora_rank(rank: int | None, wanted: int | None) -> int:
@@ -114,6 +124,7 @@ class VLLMBackend:
         """Called between chunks of prompts (the loop sets its pause/stop check here)."""
         self.adapter: str | None = getattr(policy, "adapter", None)
         self._workdir = Path(tempfile.mkdtemp(prefix=f"genenv-vllm-{self.adapter or 'full'}-"))
+        weakref.finalize(self, shutil.rmtree, self._workdir, True)  # synced weights are scratch
         self._version = 0
         self._folder: Path | None = None
         self.lora_id: int | None = None
@@ -135,10 +146,10 @@ class VLLMBackend:
             self.sync()
         else:
             source = getattr(policy, "source", None)
-            if source is None:
-                source = self._fresh_folder()
+            if source is None:  # built in memory: start from a save of it (deleted at the next sync)
+                source = self._folder = self._fresh_folder()
                 policy.save(source)
-            options.update(worker_extension_cls=WEIGHT_LOADER)
+            options.update(worker_extension_cls=WEIGHT_SYNC)
             options.update(engine_kwargs or {})
             self.llm = _vllm().LLM(model=str(source), **options)
 
@@ -158,7 +169,7 @@ class VLLMBackend:
             self._remove_lora(old_id)
         else:
             self.policy.save(folder)
-            self.llm.collective_rpc("genenv_load_weights", args=(str(folder),))
+            self.llm.collective_rpc("genenv_reload_weights", args=(str(folder),))
             self.llm.reset_prefix_cache()
         self._folder = folder
         if previous is not None:

@@ -86,8 +86,8 @@ class FakeLLM:
             results.append(types.SimpleNamespace(outputs=[out]))
         return results
 
-    def collective_rpc(self, method, args=()):
-        self.rpcs.append((method, args))
+    def collective_rpc(self, method, args=(), kwargs=None):
+        self.rpcs.append((method, args, kwargs))
         return [None]
 
     def reset_prefix_cache(self):
@@ -304,43 +304,62 @@ def test_lora_policy_without_base_folder_is_refused(fake_vllm, tmp_path):
 
 
 def test_full_sync_saves_and_reloads_weights_in_place(fake_vllm, tmp_path):
-    from genenv_engine.backends.vllm import WEIGHT_LOADER, WeightLoader
+    from safetensors.torch import load_file
+
+    from genenv_engine.backends.vllm import WEIGHT_SYNC
 
     model, tok = tiny_base(tmp_path / "ckpt")
     policy = PolicyDouble(model, tok, None)  # built in memory: the backend saves it first
     backend = get_backend("vllm", policy=policy, engine_kwargs={"swap_space": 0})
     (llm,) = fake_vllm
     assert llm.model == str(policy.saved[0]) and (policy.saved[0] / "model.safetensors").is_file()
-    assert llm.kwargs["worker_extension_cls"] == WEIGHT_LOADER and llm.kwargs["swap_space"] == 0
+    assert llm.kwargs["swap_space"] == 0 and llm.kwargs["worker_extension_cls"] == WEIGHT_SYNC
     with torch.no_grad():
         model.model.norm.weight.add_(1.0)
     backend.sync()
-    ((method, (folder,)),) = llm.rpcs
-    assert method == "genenv_load_weights" and llm.prefix_resets == 1
+    ((method, (folder,), _),) = llm.rpcs
+    assert method == "genenv_reload_weights" and llm.prefix_resets == 1
+    folder = Path(folder)
+    assert folder == policy.saved[-1] and not policy.saved[0].exists()
+    assert torch.equal(load_file(str(folder / "model.safetensors"))["model.norm.weight"], model.model.norm.weight)
 
-    class FakeWorker(WeightLoader):  # test double of a vLLM worker with the extension mixed in
+
+def test_weight_sync_extension_reloads_then_refreshes_prepacked_layers():
+    from genenv_engine.backends.vllm import WeightSync
+
+    class Layer(torch.nn.Module):  # test double of a vLLM layer: weight, quant method, maybe a CPU GEMM handle
+        def __init__(self, size: int, packed: bool):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(size, 2))
+            self.quant_method = types.SimpleNamespace(process_weights_after_loading=refreshed.append)
+            if packed:
+                self.cpu_linear = None
+
+    class FakeWorker(WeightSync):  # test double of a vLLM worker with the extension mixed in
         def __init__(self):
-            self.loaded: dict[str, torch.Tensor] = {}
-            self.model_runner = types.SimpleNamespace(model=types.SimpleNamespace(load_weights=self.load))
+            self.model = torch.nn.ModuleDict(dict(head=Layer(3, True), emptied=Layer(0, True), plain=Layer(3, False)))
+            self.model_runner = types.SimpleNamespace(get_model=lambda: self.model)
+            self.reloaded: list[str] = []
 
-        def load(self, weights):
-            self.loaded.update(weights)
+        def reload_weights(self, weights_path):
+            self.reloaded.append(weights_path)
 
+    refreshed: list[torch.nn.Module] = []
     worker = FakeWorker()
-    assert worker.genenv_load_weights(folder) == len(worker.loaded) > 0
-    assert torch.equal(worker.loaded["model.norm.weight"], model.model.norm.weight)
+    assert worker.genenv_reload_weights("/some/folder") == 1
+    assert worker.reloaded == ["/some/folder"] and refreshed == [worker.model["head"]]
 
 
 # ---------------------------------------------------------------------------------------------- real vLLM
 
 
-def hf_greedy(model, ids: list[int], max_new: int, eos: int, pad: int) -> list[int]:
-    """Reference greedy continuation with transformers ``generate`` (one unpadded prompt)."""
+def hf_greedy(model, ids: list[int], max_new: int, eos: int, pad: int) -> tuple[list[int], bool]:
+    """Reference greedy continuation with transformers ``generate`` (one unpadded prompt): ids before EOS, EOS seen."""
     with torch.no_grad():
         out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                              max_new_tokens=max_new, do_sample=False, eos_token_id=eos, pad_token_id=pad)
     new = out[0, len(ids):].tolist()
-    return new[:new.index(eos)] if eos in new else new
+    return (new[:new.index(eos)], True) if eos in new else (new, False)
 
 
 PROMPTS = ["<|user|>add 2 and 3<|assistant|>", "<|user|>weather in Paris?<|assistant|>", "hello world", "zzz 123"]
@@ -349,12 +368,17 @@ SIZE = dict(hidden=256, heads=4, scale=0.3)
 """head_dim 64 (vLLM's CPU attention supports 32, 64, 80, ... 512); large weights so greedy tokens are not near-ties."""
 
 
-def expected(model, backend, adapter: str | None) -> list[list[int]]:
+def expected(model, backend, adapter: str | None) -> list[tuple[list[int], bool]]:
+    """HF greedy (token ids, finished) per prompt of `PROMPTS`, on the same truncated prompt ids the backend sends."""
     if adapter is not None:
         model.set_adapter(adapter)
     tok = backend.policy.tokenizer
     return [hf_greedy(model, backend.prompt_ids(p, GREEDY), GREEDY.max_new_tokens, tok.eos_token_id, tok.pad_token_id)
             for p in PROMPTS]
+
+
+def greedy(backend) -> list[tuple[list[int], bool]]:
+    return [(c.token_ids, c.finished) for c in backend.generate(PROMPTS, GREEDY)]
 
 
 @pytest.mark.slow
@@ -369,20 +393,19 @@ def test_real_vllm_lora_adapters_match_hf_and_follow_sync(tmp_path):
     simulator = get_backend("vllm", policy=PolicyDouble(peft, tok, tmp_path / "base", "simulator", max_length=128))
     try:
         assert agent.llm is simulator.llm
-        got_agent = [c.token_ids for c in agent.generate(PROMPTS, GREEDY)]
-        got_sim = [c.token_ids for c in simulator.generate(PROMPTS, GREEDY)]
+        got_agent, got_sim = greedy(agent), greedy(simulator)
         want_agent, want_sim = expected(peft, agent, "agent"), expected(peft, simulator, "simulator")
         print("agent", got_agent, "\nsimulator", got_sim)
         assert got_agent == want_agent and got_sim == want_sim
         assert got_agent != got_sim  # the adapters really change the outputs
 
         randomize_adapter(peft, "agent", seed=7, std=0.3)
-        stale = [c.token_ids for c in agent.generate(PROMPTS, GREEDY)]
-        assert stale == got_agent  # the engine keeps the old adapter until sync
+        assert greedy(agent) == got_agent  # the engine keeps the old adapter until sync
         agent.sync()
-        synced = [c.token_ids for c in agent.generate(PROMPTS, GREEDY)]
+        agent.sync()  # twice in a row: the skipped version was never loaded by the engine
+        synced = greedy(agent)
         assert synced == expected(peft, agent, "agent") and synced != got_agent
-        assert [c.token_ids for c in simulator.generate(PROMPTS, GREEDY)] == want_sim
+        assert greedy(simulator) == want_sim
 
         sampled = agent.generate([PROMPTS[0]] * 4, Sampling(max_new_tokens=16, temperature=1.0, seed=3))
         again = agent.generate([PROMPTS[0]] * 4, Sampling(max_new_tokens=16, temperature=1.0, seed=3))
@@ -402,16 +425,22 @@ def test_real_vllm_full_model_sync_reloads_weights(tmp_path):
     model, tok = tiny_base(tmp_path / "ckpt", **SIZE)
     backend = get_backend("vllm", policy=PolicyDouble(model, tok, tmp_path / "ckpt", max_length=128))
     try:
-        before = [c.token_ids for c in backend.generate(PROMPTS, GREEDY)]
-        assert before == expected(model, backend, None)
+        before = greedy(backend)
+        assert before == expected(model, backend, None) and not any(done for _, done in before)
         with torch.no_grad():
             gen = torch.Generator().manual_seed(11)
             for param in model.model.layers[0].mlp.parameters():
                 param.add_(torch.randn(param.shape, generator=gen) * 0.3)
+            # make EOS win wherever the new model would say the 4th token of its first answer (tied embeddings:
+            # the EOS row of the output layer is EOS's input embedding, which no prompt uses)
+            stop = expected(model, backend, None)[0][0][3]
+            embed = model.get_input_embeddings().weight
+            embed[tok.eos_token_id] = embed[stop] * 1.05
         backend.sync()
-        after = [c.token_ids for c in backend.generate(PROMPTS, GREEDY)]
+        after = greedy(backend)
         print("before", before, "\nafter", after)
         assert after == expected(model, backend, None) and after != before
+        assert after[0][1] and len(after[0][0]) <= 3 and stop not in after[0][0]  # stopped by EOS, EOS not returned
     finally:
         del backend
         gc.collect()
