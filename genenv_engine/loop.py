@@ -29,7 +29,7 @@ from genenv_engine.records import Task
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
-from genenv_engine.simulator_update import simulator_update
+from genenv_engine.simulator_update import simulator_update, success_before
 from genenv_engine.trainer import Group
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
@@ -225,8 +225,9 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
             def progress(done: int, total: int, name: str = name) -> None:
                 emit(BatchProgressed(epoch, f"generate:{name}", done, total))
                 control.check()
+            note = sim.success_note(name, success_before(session.store, name, epoch), cfg.curriculum.alpha)
             gens.extend(sim.sample(roles.simulator_backend, roles.simulator, env, seeds, n, sampling, epoch=epoch,
-                                   id_prefix=prefix, progress=progress))
+                                   id_prefix=prefix, progress=progress, style=cfg.simulator.prompt, note=note))
     return gens
 
 
@@ -245,7 +246,7 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], gens: li
     uniques = []
     for name, env in envs.items():
         mine = [g for g in gens if g.seed.benchmark == name]
-        sim.validate(env, mine, epoch=epoch, generator=generator, origin=origin)
+        sim.validate(env, mine, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
         capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
         if capped["unique_fraction"] is not None:

@@ -1,8 +1,12 @@
-"""A policy: one causal language model with its tokenizer, turned into training batches and log-probs.
+"""A policy: one causal language model (or one LoRA adapter on a shared base) with its tokenizer.
 
 Both roles (agent and simulator) are `Policy` objects. The tiny preset builds a small Llama from
-the config with the byte tokenizer; ``model.kind = "hf"`` loads a local checkpoint. Saving writes
-standard ``save_pretrained`` folders, so a checkpoint reloads with plain transformers.
+the config with the byte tokenizer; other kinds load a local checkpoint. A LoRA policy is a named
+adapter on a ``PeftModel`` that other policies may share; every forward pass first activates the
+policy's own adapter. Log-probabilities are gathered only at completion positions, in chunks, so
+full-vocabulary logits never exist for a whole batch (SmolLM2's 49k-token vocabulary would need
+0.8 GB per copy at 32x128). Saving writes standard ``save_pretrained`` folders (full models) or
+standard PEFT adapter folders, so a checkpoint reloads with plain transformers / peft.
 """
 
 from __future__ import annotations
@@ -31,6 +35,19 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def pick_dtype(name: str, device: torch.device) -> torch.dtype:
+    """Resolve ``auto`` to bfloat16 on CUDA and float32 elsewhere.
+
+    >>> pick_dtype("auto", torch.device("cpu"))
+    torch.float32
+    >>> pick_dtype("bfloat16", torch.device("cpu"))
+    torch.bfloat16
+    """
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return getattr(torch, name)
+
+
 def build_tiny_model(cfg: ModelConfig, tokenizer, seed: int):
     """A randomly initialised Llama-style model sized by ``cfg`` (about 1M parameters by default)."""
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -45,6 +62,35 @@ def build_tiny_model(cfg: ModelConfig, tokenizer, seed: int):
     return LlamaForCausalLM(config)
 
 
+def load_model(folder: str | Path, device: torch.device, dtype: torch.dtype | None = None):
+    """Load a local causal-LM checkpoint folder (never the hub) onto ``device``."""
+    from transformers import AutoModelForCausalLM
+
+    quiet_transformers()
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    return AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, **kwargs).to(device)
+
+
+def target_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, chunk: int) -> torch.Tensor:
+    """log p(target) for each row of ``hidden`` (N, H), computing the (chunk, vocab) logits one chunk at a time.
+
+    With gradients on, each chunk is checkpointed: its logits are recomputed in the backward pass
+    instead of being kept, so peak memory holds one chunk of logits, not N.
+    """
+    def one(h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        logits = head(h).float()
+        return logits.gather(-1, t.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
+
+    parts = []
+    for start in range(0, hidden.shape[0], chunk):
+        h, t = hidden[start:start + chunk], targets[start:start + chunk]
+        if torch.is_grad_enabled() and h.requires_grad:
+            parts.append(torch.utils.checkpoint.checkpoint(one, h, t, use_reentrant=False))
+        else:
+            parts.append(one(h, t))
+    return torch.cat(parts) if parts else hidden.new_zeros(0, dtype=torch.float32)
+
+
 @dataclass
 class Batch:
     """Right-padded prompt+completion tokens; ``mask`` marks completion tokens among the targets."""
@@ -54,40 +100,96 @@ class Batch:
     targets: torch.Tensor
     mask: torch.Tensor
 
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
 
 class Policy:
-    """A causal LM plus tokenizer with the few verbs the trainers need."""
+    """A causal LM (or one adapter of a shared PeftModel) plus tokenizer, with the verbs the trainers need."""
 
-    def __init__(self, model, tokenizer, device: torch.device, max_length: int) -> None:
+    def __init__(self, model, tokenizer, device: torch.device, max_length: int, *, adapter: str | None = None,
+                 source: Path | None = None, frozen: bool = False, logprob_chunk: int = 2048) -> None:
         self.model = model.to(device)
         self.tokenizer = tokenizer
         self.device = device
         self.max_length = max_length
+        self.adapter = adapter
+        """Name of this policy's PEFT adapter on ``model``; None for a whole model of its own."""
+        self.source = source
+        """Local folder the (base) weights came from, if any (an external engine such as vLLM loads it)."""
+        self.frozen = frozen
+        self.logprob_chunk = logprob_chunk
 
     @classmethod
-    def load(cls, path: str | Path, device: torch.device, max_length: int) -> "Policy":
-        """Load a policy saved with `save` (or any local HF checkpoint folder)."""
-        from transformers import AutoModelForCausalLM
-
+    def load(cls, path: str | Path, device: torch.device, max_length: int, dtype: torch.dtype | None = None,
+             logprob_chunk: int = 2048) -> "Policy":
+        """Load a full policy saved with `save` (or any local HF checkpoint folder)."""
         from genenv_engine.tokenizer import load_tokenizer
 
-        quiet_transformers()
+        model = load_model(path, device, dtype)
+        return cls(model, load_tokenizer(path), device, max_length, source=Path(path), logprob_chunk=logprob_chunk)
 
-        model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
-        return cls(model, load_tokenizer(path), device, max_length)
+    # ------------------------------------------------------------------ adapters
 
-    def save(self, path: str | Path) -> None:
-        """Write model weights (safetensors), config and tokenizer into ``path``."""
-        quiet_transformers()
-        self.model.save_pretrained(str(path))
-        self.tokenizer.save_pretrained(str(path))
+    @property
+    def lora_rank(self) -> int | None:
+        """The adapter's LoRA rank (None for a full model)."""
+        return self.model.peft_config[self.adapter].r if self.adapter else None
 
-    def frozen_copy(self) -> "Policy":
-        """A detached copy for use as a reference policy (no gradients, eval mode)."""
+    def activate(self) -> None:
+        """Make this policy's adapter the active one on the shared model (no-op for a full model)."""
+        if self.adapter is not None and self.model.active_adapter != self.adapter:
+            self.model.set_adapter(self.adapter, inference_mode=self.frozen)
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        """The weights this policy trains: its adapter's LoRA matrices, or the whole model."""
+        if self.adapter is None:
+            return list(self.model.parameters())
+        from genenv_engine.adapters import adapter_parameters
+
+        return adapter_parameters(self.model, self.adapter)
+
+    def sibling(self, adapter: str, *, frozen: bool = False) -> "Policy":
+        """Another policy on the same shared model, using adapter ``adapter`` (already loaded)."""
+        return Policy(self.model, self.tokenizer, self.device, self.max_length, adapter=adapter, source=self.source,
+                      frozen=frozen, logprob_chunk=self.logprob_chunk)
+
+    def frozen_copy(self, name: str | None = None) -> "Policy":
+        """A frozen reference holding the current weights: a copied adapter ``name`` on the shared model
+        (default ``<adapter>_ref``), or a deep copy of a full model (no gradients, eval mode)."""
+        if self.adapter is not None:
+            from genenv_engine.adapters import copy_adapter
+
+            target = name or f"{self.adapter}_ref"
+            copy_adapter(self.model, self.adapter, target, trainable=False)
+            return self.sibling(target, frozen=True)
         model = copy.deepcopy(self.model).eval()
         for p in model.parameters():
             p.requires_grad_(False)
-        return Policy(model, self.tokenizer, self.device, self.max_length)
+        return Policy(model, self.tokenizer, self.device, self.max_length, source=self.source, frozen=True,
+                      logprob_chunk=self.logprob_chunk)
+
+    # ------------------------------------------------------------------ saving
+
+    def save(self, path: str | Path) -> None:
+        """Write the weights (full safetensors, or the adapter alone in PEFT format), config and tokenizer."""
+        quiet_transformers()
+        path = Path(path)
+        if self.adapter is not None:
+            self.save_adapter(path)
+        else:
+            self.model.save_pretrained(str(path))
+        self.tokenizer.save_pretrained(str(path))
+
+    def save_adapter(self, path: str | Path) -> None:
+        """Write this policy's adapter alone into ``path`` (``adapter_config.json`` + safetensors)."""
+        if self.adapter is None:
+            raise ValueError("save_adapter needs a LoRA policy; this one fine-tunes the whole model")
+        from genenv_engine.adapters import save_adapter
+
+        save_adapter(self.model, self.adapter, Path(path))
+
+    # ------------------------------------------------------------------ text and batches
 
     def chat(self, messages: list[dict[str, str]]) -> str:
         """Render chat messages with the tokenizer's template, ready for the assistant's turn."""
@@ -125,17 +227,29 @@ class Policy:
         return Batch(ids.to(self.device), attn.to(self.device), ids[:, 1:].to(self.device), comp[:, 1:].to(self.device))
 
     def logprobs(self, batch: Batch) -> torch.Tensor:
-        """Per-token log-probabilities (B, T-1) of the batch's targets under the current weights."""
-        from genenv_engine.algorithms import token_logprobs
+        """Log-probabilities (B, T-1) of the batch's targets at completion positions (0 elsewhere).
 
-        logits = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-        return token_logprobs(logits[:, :-1], batch.targets)
+        The decoder's final hidden states are taken once; the vocabulary projection runs only at the
+        masked positions, ``logprob_chunk`` positions at a time.
+        """
+        self.activate()
+        base = self.model.get_base_model() if self.adapter is not None else self.model
+        decoder, head = base.get_decoder(), base.get_output_embeddings()
+        hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state[:, :-1]
+        rows, cols = batch.mask.nonzero(as_tuple=True)
+        values = target_logprobs(head, hidden[rows, cols], batch.targets[rows, cols], self.logprob_chunk)
+        out = torch.zeros(batch.targets.shape, dtype=torch.float32, device=hidden.device)
+        return out.index_put((rows, cols), values)
 
     def num_parameters(self) -> int:
-        """Number of model parameters."""
+        """Number of model parameters (the base plus every adapter on it)."""
         return sum(p.numel() for p in self.model.parameters())
 
+    def num_trainable(self) -> int:
+        """Number of parameters this policy trains."""
+        return sum(p.numel() for p in self.parameters())
+
     def fingerprint(self) -> float:
-        """A cheap scalar summary of the weights (sum of |w|), to tell whether they changed."""
+        """A cheap scalar summary of the trained weights (sum of |w|), to tell whether they changed."""
         with torch.no_grad():
-            return float(sum(p.detach().abs().sum() for p in self.model.parameters()))
+            return float(sum(p.detach().float().abs().sum() for p in self.parameters()))

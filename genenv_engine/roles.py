@@ -2,7 +2,8 @@
 
 `load_roles` rebuilds everything for a given epoch from a session's checkpoints (the warm start
 for epoch 0), and `save_roles` writes a checkpoint folder: ``agent/`` and ``simulator/`` as plain
-``save_pretrained`` folders plus the optimizer states, so resuming continues the same optimisation.
+``save_pretrained`` folders (full roles) or standard PEFT adapter folders (LoRA roles, whose base
+is the run's base checkpoint) plus the optimizer states, so resuming continues the same optimisation.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from genenv_engine.backends import get_backend
 from genenv_engine.backends.base import GenerationBackend
-from genenv_engine.policy import Policy, pick_device
+from genenv_engine.policy import Policy
 from genenv_engine.trainer import GRPOTrainer, RWRTrainer
 
 
@@ -45,20 +46,18 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
 
     ``backend_factory`` replaces the configured backend (tests use scripted doubles through it).
     """
+    from genenv_engine.models import load_role_policies
+
     cfg = session.config
-    device = pick_device(cfg.model.device)
     init = warm_start_dir if warm_start_dir is not None else session.checkpoint_dir(0)
     here = init if epoch == 0 else session.checkpoint_dir(epoch)
-    agent = Policy.load(here / "agent", device, cfg.model.max_length)
-    simulator = Policy.load(here / "simulator", device, cfg.model.max_length)
-    if here == init:  # the references are the weights just loaded: copy instead of reading them again
-        agent_ref, simulator_init = agent.frozen_copy(), simulator.frozen_copy()
-    else:
-        agent_ref = Policy.load(init / "agent", device, cfg.model.max_length).frozen_copy()
-        simulator_init = Policy.load(init / "simulator", device, cfg.model.max_length).frozen_copy()
+    p = load_role_policies(cfg.model, here, init)
+    agent, agent_ref, simulator, simulator_init = p["agent"], p["agent_ref"], p["simulator"], p["simulator_ref"]
     a, s = cfg.agent, cfg.simulator
-    grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance)
-    rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size)
+    micro = cfg.model.micro_batch
+    grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance,
+                       micro_batch=micro)
+    rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size, micro_batch=micro)
     if (here / "agent_optimizer.pt").exists():
         grpo.load_state(here / "agent_optimizer.pt")
     if (here / "simulator_optimizer.pt").exists():

@@ -1,10 +1,13 @@
 """The simulator role: write n task variations per seed, validate them, and cap near-duplicates.
 
-The simulator reads a seed task as ``<prompt> => <answer>`` under a ``gen`` system turn and writes
-a new one in the same shape (the paper's "original task + answer -> new similar task + answer").
-Its text is untrusted: the environment parses it strictly and recomputes the gold answer, and a
-rejected generation is kept with its reason. Near-duplicates (same prompt with numbers masked) are
-capped across the pool so calibration cannot be reached by repeating a handful of tasks.
+Two prompt styles implement the paper's "original task + answer -> new similar task + answer":
+``compact`` (models trained from scratch) reads a seed as ``<prompt> => <answer>`` under a ``gen``
+system turn and writes one line in the same shape; ``instruct`` (instruction-tuned models) gives
+an instruction, the example task, its answer and the agent's recent success rate against the
+target alpha, and expects exactly ``TASK: ...`` and ``ANSWER: ...`` lines. The text is untrusted:
+it is parsed strictly, the environment recomputes the gold answer, and a rejected generation is
+kept with its reason. Near-duplicates (same prompt with numbers masked) are capped across the
+pool so calibration cannot be reached by repeating a handful of tasks.
 """
 
 from __future__ import annotations
@@ -15,12 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
-from genenv_engine.environments.base import Environment, GenerationParseError
+from genenv_engine.environments.base import SEP, Environment, GenerationParseError
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
 
 SIMULATOR_SYSTEM = "gen"
-"""System turn that tells the shared base model it is playing the simulator."""
+"""System turn that tells the shared base model it is playing the simulator (compact style)."""
+INSTRUCT_SYSTEM = (
+    "You are an environment simulator. You write practice tasks for an AI agent. You are shown one example "
+    "task, its correct answer, and how often the agent solved recent tasks of this benchmark. Write ONE new "
+    "task of the same kind and in exactly the same format, with its correct answer. Aim for a task the agent "
+    "solves at the target rate: harder if its recent success is above the target, easier if below. Reply "
+    "with exactly two lines and nothing else:\nTASK: <the new task>\nANSWER: <its correct answer>"
+)
+"""System turn of the instruct style."""
 
 
 @dataclass
@@ -38,10 +49,66 @@ class Generation:
     task_id: str = ""
 
 
-def simulator_prompt(policy: Policy, env: Environment, seed: Task) -> str:
-    """The simulator's chat prompt for one conditioning seed."""
-    return policy.chat([{"role": "system", "content": SIMULATOR_SYSTEM},
-                        {"role": "user", "content": env.simulator_text(seed)}])
+def success_note(benchmark: str, rate: float | None, alpha: float) -> str:
+    """The recent-success line of the instruct prompt.
+
+    >>> success_note("bfcl", 0.3125, 0.5)
+    'Agent success on recent bfcl tasks: 31% (target 50%).'
+    >>> success_note("bfcl", None, 0.5)
+    'Agent success on recent bfcl tasks: not measured yet (target 50%).'
+    """
+    seen = "not measured yet" if rate is None else f"{rate:.0%}"
+    return f"Agent success on recent {benchmark} tasks: {seen} (target {alpha:.0%})."
+
+
+def simulator_prompt(policy: Policy, env: Environment, seed: Task, style: str = "compact",
+                     note: str | None = None) -> str:
+    """The simulator's chat prompt for one conditioning seed (``note``: the instruct style's success line)."""
+    if style == "compact":
+        return policy.chat([{"role": "system", "content": SIMULATOR_SYSTEM},
+                            {"role": "user", "content": env.simulator_text(seed)}])
+    note = note or success_note(env.name, None, 0.5)
+    user = f"Benchmark: {env.name}\nExample task: {seed.prompt}\nExample answer: {seed.answer}\n{note}"
+    return policy.chat([{"role": "system", "content": INSTRUCT_SYSTEM}, {"role": "user", "content": user}])
+
+
+def simulator_target(env: Environment, task: Task, style: str = "compact") -> str:
+    """What the simulator should write for ``task`` (the supervised target of warm start and RWR)."""
+    if style == "compact":
+        return env.simulator_text(task)
+    return f"TASK: {task.prompt}\nANSWER: {task.answer}"
+
+
+def parse_instruct(text: str) -> tuple[str, str]:
+    """Strictly split instruct-style output into (task, answer): two lines, ``TASK:`` then ``ANSWER:``.
+
+    >>> parse_instruct("TASK: add 2 and 3\\nANSWER: add(a=2,b=3)\\n")
+    ('add 2 and 3', 'add(a=2,b=3)')
+    >>> parse_instruct("Sure! TASK: add 2 and 3\\nANSWER: 5")
+    Traceback (most recent call last):
+    ...
+    genenv_engine.environments.base.GenerationParseError: the first line must start with 'TASK:'
+    """
+    lines = text.strip().split("\n")
+    if len(lines) != 2:
+        raise GenerationParseError(f"expected exactly two lines (TASK:, ANSWER:), got {len(lines)}")
+    first, second = (line.strip() for line in lines)
+    if not first.startswith("TASK:"):
+        raise GenerationParseError("the first line must start with 'TASK:'")
+    if not second.startswith("ANSWER:"):
+        raise GenerationParseError("the second line must start with 'ANSWER:'")
+    prompt, answer = first[len("TASK:"):].strip(), second[len("ANSWER:"):].strip()
+    if not prompt or not answer:
+        raise GenerationParseError("empty task or answer")
+    return prompt, answer
+
+
+def parse_output(env: Environment, text: str, style: str = "compact") -> tuple[str, str]:
+    """(prompt, answer) from simulator text in ``style``; the environment's own format checks apply to both."""
+    if style == "compact":
+        return env.parse_generation(text)
+    prompt, answer = parse_instruct(text)
+    return env.parse_generation(f"{prompt}{SEP}{answer}")
 
 
 def near_duplicate_key(prompt: str) -> str:
@@ -54,10 +121,10 @@ def near_duplicate_key(prompt: str) -> str:
 
 
 def parse_and_validate(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int,
-                       generator: str) -> Task:
+                       generator: str, style: str = "compact") -> Task:
     """Turn raw simulator text into a stored task: the environment's accepted task or an invalid record."""
     try:
-        prompt, answer = env.parse_generation(text)
+        prompt, answer = parse_output(env, text, style)
     except GenerationParseError as exc:
         return _invalid(env, task_id, text, "", f"parse_error: {exc}", seed, epoch, generator)
     verdict = env.validate(prompt, answer, task_id=task_id, parent=seed, epoch=epoch, generator=generator)
@@ -75,10 +142,11 @@ def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: s
 
 def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: list[Task], n: int,
            sampling: Sampling, *, epoch: int, id_prefix: str | None = None,
-           progress: Callable[[int, int], None] | None = None, chunk: int = 128) -> list[Generation]:
+           progress: Callable[[int, int], None] | None = None, chunk: int = 128, style: str = "compact",
+           note: str | None = None) -> list[Generation]:
     """Write ``n`` variations of each seed; each comes back unvalidated (``task`` is None)."""
     prefix = id_prefix or f"gen/e{epoch}/{env.name}"
-    contexts = [simulator_prompt(policy, env, s) for s in seeds]
+    contexts = [simulator_prompt(policy, env, s, style, note) for s in seeds]
     flat = [(si, v) for si in range(len(seeds)) for v in range(n)]
     outs = []
     for start in range(0, len(flat), chunk):
@@ -91,10 +159,12 @@ def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: 
             for (si, v), comp in zip(flat, outs)]
 
 
-def validate(env: Environment, gens: list[Generation], *, epoch: int, generator: str, origin: str = "generated") -> None:
+def validate(env: Environment, gens: list[Generation], *, epoch: int, generator: str, origin: str = "generated",
+             style: str = "compact") -> None:
     """Parse and validate every generation in place, setting its stored task (valid or not)."""
     for g in gens:
-        task = parse_and_validate(env, g.text, task_id=g.task_id, seed=g.seed, epoch=epoch, generator=generator)
+        task = parse_and_validate(env, g.text, task_id=g.task_id, seed=g.seed, epoch=epoch, generator=generator,
+                                  style=style)
         g.task = task.with_(origin=origin)
 
 

@@ -38,7 +38,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
-    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng)
+    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng, cfg.simulator.prompt)
     weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + anchors
     info = roles.rwr.update(weighted, rng, tick)
     roles.simulator_backend.sync()
@@ -47,7 +47,8 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     return info
 
 
-def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random) -> list[tuple]:
+def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random,
+                  style: str) -> list[tuple]:
     """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks."""
     eos = roles.simulator.tokenizer.eos_token_id
     out = []
@@ -58,14 +59,24 @@ def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: rando
         if share:
             pool = env.splits()["train"] + env.splits()["seed"]
             for src, sib in env.sibling_pairs(pool, rng, share):
-                out.append((roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, src)),
-                            roles.simulator.encode(env.simulator_text(sib)) + [eos], 1.0))
+                out.append((roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, src, style)),
+                            roles.simulator.encode(sim.simulator_target(env, sib, style)) + [eos], 1.0))
     return out
+
+
+def success_before(store, benchmark: str, epoch: int) -> float | None:
+    """The agent's pooled success on ``benchmark``'s generated tasks in the epoch before ``epoch`` (the
+    "recent success" the simulator was shown when it wrote that epoch's tasks)."""
+    for m in store.epoch_metrics():
+        if m["epoch"] == epoch - 1:
+            return (m.get("generated_success_by_benchmark") or {}).get(benchmark)
+    return None
 
 
 def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
-    store = session.store
+    store, cfg = session.store, session.config
+    style = cfg.simulator.prompt
     eos = roles.simulator.tokenizer.eos_token_id
     kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
     generated = store.tasks_in_batches([b["id"] for b in kept], origin="generated")
@@ -75,7 +86,9 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         if seed is None or seed.benchmark not in envs:
             continue
         env = envs[seed.benchmark]
-        context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed))
+        note = sim.success_note(env.name, success_before(store, env.name, b["epoch"]), cfg.curriculum.alpha)
+        context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed, style, note))
         for task in generated[b["id"]]:
-            pairs.append((context, roles.simulator.encode(env.simulator_text(task)) + [eos], float(b["r_env"])))
+            pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],
+                          float(b["r_env"])))
     return pairs

@@ -35,20 +35,35 @@ class Group:
 
 
 class _Trainer:
-    """Shared AdamW ownership, gradient clipping and state persistence."""
+    """Shared AdamW ownership, micro-batched gradient accumulation, clipping and state persistence.
 
-    def __init__(self, policy: Policy, lr: float, weight_decay: float = 0.0) -> None:
+    One optimizer step covers a list of rows; they are run ``micro_batch`` sequences at a time (0: all
+    at once) and each micro-batch's loss is scaled by its share of the step, so the accumulated
+    gradient equals the gradient of the whole batch while activations exist for one micro-batch only.
+    """
+
+    def __init__(self, policy: Policy, lr: float, weight_decay: float = 0.0, micro_batch: int = 0) -> None:
         self.policy = policy
-        self.optimizer = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.params = policy.parameters()
+        self.optimizer = torch.optim.AdamW(self.params, lr=lr, weight_decay=weight_decay)
+        self.micro_batch = micro_batch
         self.steps = 0
 
-    def _step(self, loss: torch.Tensor) -> float:
+    def _accumulate(self, rows: Sequence, loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float]]
+                    ) -> dict[str, float]:
+        """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step)."""
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), 1.0)
+        size = self.micro_batch or len(rows)
+        total: dict[str, float] = {}
+        for start in range(0, len(rows), size):
+            loss, metrics, share = loss_of(list(rows[start:start + size]))
+            (loss * share).backward()
+            for key, value in metrics.items():
+                total[key] = total.get(key, 0.0) + (value if key == "tokens" else value * share)
+        total["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.params, 1.0))
         self.optimizer.step()
         self.steps += 1
-        return float(norm)
+        return total
 
     def save_state(self, path: Path) -> None:
         """Save the optimizer state and step count."""
@@ -62,9 +77,12 @@ class _Trainer:
 
 
 def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int, lr: float, batch_size: int,
-        rng: random.Random, on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Supervised fine-tuning on (prompt ids, completion ids) pairs, cosine schedule with 5% warm-up."""
-    trainer = _Trainer(policy, lr, weight_decay=0.01)
+        rng: random.Random, on_step: Callable[[int, float], None] | None = None, micro_batch: int = 0) -> list[float]:
+    """Supervised fine-tuning on (prompt ids, completion ids) pairs, cosine schedule with 5% warm-up.
+
+    The loss is the mean NLL per completion token over each step's whole batch, whatever the micro-batching.
+    """
+    trainer = _Trainer(policy, lr, weight_decay=0.01, micro_batch=micro_batch)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         trainer.optimizer,
@@ -74,12 +92,16 @@ def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int
     losses = []
     for step in range(steps):
         chosen = [pairs[rng.randrange(len(pairs))] for _ in range(batch_size)]
-        batch = policy.make_batch([p for p, _ in chosen], [c for _, c in chosen])
-        logp = policy.logprobs(batch)
-        loss = -(logp * batch.mask).sum() / batch.mask.sum()
-        trainer._step(loss)
+        total_tokens = sum(min(len(c), policy.max_length - 1) for _, c in chosen)
+
+        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+            batch = policy.make_batch([p for p, _ in part], [c for _, c in part])
+            tokens = batch.mask.sum()
+            loss = -(policy.logprobs(batch) * batch.mask).sum() / tokens
+            return loss, {"loss": loss.item()}, float(tokens) / total_tokens
+        metrics = trainer._accumulate(chosen, loss_of)
         sched.step()
-        losses.append(loss.item())
+        losses.append(metrics["loss"])
         if on_step:
             on_step(step, losses[-1])
     return losses
@@ -89,8 +111,8 @@ class GRPOTrainer(_Trainer):
     """GRPO: group-normalised advantages, clipped ratio, low-variance KL to a frozen reference agent."""
 
     def __init__(self, policy: Policy, reference: Policy, lr: float, clip: float, kl_coef: float,
-                 minibatch: int, update_epochs: int = 1, drop_zero_variance: bool = True) -> None:
-        super().__init__(policy, lr)
+                 minibatch: int, update_epochs: int = 1, drop_zero_variance: bool = True, micro_batch: int = 0) -> None:
+        super().__init__(policy, lr, micro_batch=micro_batch)
         self.reference = reference
         self.clip, self.kl_coef = clip, kl_coef
         self.minibatch, self.update_epochs = minibatch, update_epochs
@@ -114,24 +136,26 @@ class GRPOTrainer(_Trainer):
         # before any step (skipped when there is a single step, where they equal the current ones)
         single_step = self.update_epochs == 1 and len(rows) <= self.minibatch
         old_rows = None if single_step else self._sampling_logprobs(rows)
+
+        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+            batch = self.policy.make_batch([rows[i][0] for i in part], [rows[i][1] for i in part])
+            with torch.no_grad():
+                ref = self.reference.logprobs(batch) if self.kl_coef > 0 else None
+            logp = self.policy.logprobs(batch)
+            old = logp.detach() if old_rows is None else self._align([old_rows[i] for i in part], logp)
+            adv = torch.tensor([rows[i][2] for i in part], device=logp.device)
+            loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
+            m["loss"] = loss.item()
+            m["tokens"] = float(batch.mask.sum())
+            return loss, m, len(part) / len(step_rows)
+
         metrics: list[dict[str, float]] = []
         for _ in range(self.update_epochs):
             order = list(range(len(rows)))
             rng.shuffle(order)
             for start in range(0, len(order), self.minibatch):
-                idx = order[start:start + self.minibatch]
-                part = [rows[i] for i in idx]
-                batch = self.policy.make_batch([r[0] for r in part], [r[1] for r in part])
-                with torch.no_grad():
-                    ref = self.reference.logprobs(batch) if self.kl_coef > 0 else None
-                logp = self.policy.logprobs(batch)
-                old = logp.detach() if old_rows is None else self._align([old_rows[i] for i in idx], logp)
-                adv = torch.tensor([r[2] for r in part], device=logp.device)
-                loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
-                m["loss"] = loss.item()
-                m["tokens"] = float(batch.mask.sum())
-                m["grad_norm"] = self._step(loss)
-                metrics.append(m)
+                step_rows = order[start:start + self.minibatch]
+                metrics.append(self._accumulate(step_rows, loss_of))
                 tick()
         for key in ("loss", "kl", "clip_fraction", "grad_norm"):
             info[key] = sum(m[key] for m in metrics) / len(metrics)
@@ -139,13 +163,13 @@ class GRPOTrainer(_Trainer):
         info["steps"] = float(len(metrics))
         return info
 
-
     @torch.no_grad()
     def _sampling_logprobs(self, rows: list[tuple[list[int], list[int], float]]) -> list[torch.Tensor]:
         """Per-row log-probs under the current (sampling) weights; right padding keeps positions fixed."""
         out: list[torch.Tensor] = []
-        for start in range(0, len(rows), self.minibatch):
-            part = rows[start:start + self.minibatch]
+        size = self.micro_batch or self.minibatch
+        for start in range(0, len(rows), size):
+            part = rows[start:start + size]
             lp = self.policy.logprobs(self.policy.make_batch([r[0] for r in part], [r[1] for r in part]))
             out.extend(lp[j] for j in range(len(part)))
         return out
@@ -164,8 +188,8 @@ class RWRTrainer(_Trainer):
     """Reward-weighted regression with a KL penalty to the initial simulator and a KL cap per update."""
 
     def __init__(self, policy: Policy, initial: Policy, lr: float, kl_coef: float, max_kl: float,
-                 passes: int, batch_size: int) -> None:
-        super().__init__(policy, lr)
+                 passes: int, batch_size: int, micro_batch: int = 0) -> None:
+        super().__init__(policy, lr, micro_batch=micro_batch)
         self.initial = initial
         self.kl_coef, self.max_kl = kl_coef, max_kl
         self.passes, self.batch_size = passes, batch_size
@@ -177,21 +201,25 @@ class RWRTrainer(_Trainer):
         if not examples:
             return info
         self.policy.model.train()
+
+        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+            batch = self.policy.make_batch([e[0] for e in part], [e[1] for e in part])
+            with torch.no_grad():
+                ref = self.initial.logprobs(batch)
+            logp = self.policy.logprobs(batch)
+            weights = torch.tensor([e[2] for e in part], device=logp.device)
+            loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
+            m["tokens"] = float(batch.mask.sum())
+            return loss, m, len(part) / step_size
+
         metrics: list[dict[str, float]] = []
         for _ in range(self.passes):
             order = list(range(len(examples)))
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
                 part = [examples[i] for i in order[start:start + self.batch_size]]
-                batch = self.policy.make_batch([e[0] for e in part], [e[1] for e in part])
-                with torch.no_grad():
-                    ref = self.initial.logprobs(batch)
-                logp = self.policy.logprobs(batch)
-                weights = torch.tensor([e[2] for e in part], device=logp.device)
-                loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
-                m["tokens"] = float(batch.mask.sum())
-                self._step(loss)
-                metrics.append(m)
+                step_size = len(part)
+                metrics.append(self._accumulate(part, loss_of))
                 tick()
             if metrics[-1]["kl"] > self.max_kl:
                 info["stopped_by_kl"] = 1.0

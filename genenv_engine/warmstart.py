@@ -22,15 +22,21 @@ from pathlib import Path
 import torch
 
 from genenv_engine.agent import agent_prompt
-from genenv_engine.config import RunConfig
+from genenv_engine.config import ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, null_sink
-from genenv_engine.policy import Policy, build_tiny_model, pick_device
-from genenv_engine.simulator import simulator_prompt
+from genenv_engine.models import warmstart_agent, warmstart_simulator
+from genenv_engine.simulator import simulator_prompt, simulator_target
 from genenv_engine.trainer import sft
 
 WARM_START_VERSION = 1
 """Bump when the warm-start recipe changes so stale caches are not reused."""
+
+
+_LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
+    "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha", "lora_dropout",
+    "lora_targets", "dtype", "gradient_checkpointing", "micro_batch", "logprob_chunk")}
+"""Model fields added after warm-start version 1, with their defaults (see `cache_key`)."""
 
 
 def cache_root() -> Path:
@@ -39,21 +45,19 @@ def cache_root() -> Path:
 
 
 def cache_key(config: RunConfig) -> str:
-    """A short hash of everything that determines the warm-start weights."""
-    blob = json.dumps({"v": WARM_START_VERSION, "model": asdict(config.model), "warm": asdict(config.warm_start),
-                       "seed": config.seed, "benchmarks": list(config.benchmarks)}, sort_keys=True)
+    """A short hash of everything that determines the warm-start weights.
+
+    Model fields added after the first cache version join the hash only when set away from their
+    defaults, so caches made before they existed stay valid; the simulator's prompt style joins it
+    the same way.
+    """
+    model = {k: v for k, v in asdict(config.model).items() if k not in _LATER_FIELDS or v != _LATER_FIELDS[k]}
+    blob = {"v": WARM_START_VERSION, "model": model, "warm": asdict(config.warm_start), "seed": config.seed,
+            "benchmarks": list(config.benchmarks)}
+    if config.simulator.prompt != "compact":
+        blob["simulator_prompt"] = config.simulator.prompt
+    blob = json.dumps(blob, sort_keys=True, default=list)
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
-
-
-def base_policy(config: RunConfig) -> Policy:
-    """The shared starting model: tiny from config with the byte tokenizer, or a local checkpoint."""
-    device = pick_device(config.model.device)
-    if config.model.kind == "hf":
-        return Policy.load(Path(config.model.path).expanduser(), device, config.model.max_length)  # type: ignore[arg-type]
-    from genenv_engine.tokenizer import build_byte_tokenizer
-
-    tok = build_byte_tokenizer()
-    return Policy(build_tiny_model(config.model, tok, config.seed), tok, device, config.model.max_length)
 
 
 def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink,
@@ -86,27 +90,31 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     ws = config.warm_start
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
-    agent = base_policy(config)
+    agent = warmstart_agent(config.model, config.seed)
     started = time.perf_counter()
     pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
              for env in envs.values() for t in env.splits()["train"]]
     report = _reporter(sink, "agent", ws.agent_steps, check)
-    agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report)
+    micro = config.model.micro_batch
+    agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro)
     agent.save(out / "agent")
     agent_seconds = time.perf_counter() - started
-    # the simulator starts from the agent's weights: one base, two roles
-    sim = Policy.load(out / "agent", agent.device, agent.max_length)
+    # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
+    sim = warmstart_simulator(config.model, agent, out / "agent")
+    style = config.simulator.prompt
     sim_pairs = []
     per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
     for env in envs.values():
         pool = env.splits()["train"] + env.splits()["seed"]
         for src, sib in env.sibling_pairs(pool, rng, per_env):
-            sim_pairs.append((sim.encode(simulator_prompt(sim, env, src)), sim.completion_ids(env.simulator_text(sib))))
+            sim_pairs.append((sim.encode(simulator_prompt(sim, env, src, style)),
+                              sim.completion_ids(simulator_target(env, sib, style))))
     report = _reporter(sink, "simulator", ws.simulator_steps, check)
-    sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report)
+    sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro)
     sim.save(out / "simulator")
     return {
-        "parameters": agent.num_parameters(), "agent_steps": ws.agent_steps,
+        "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(),
+        "simulator_trainable": sim.num_trainable(), "agent_steps": ws.agent_steps,
         "simulator_steps": ws.simulator_steps, "agent_final_loss": _tail_mean(agent_losses),
         "simulator_final_loss": _tail_mean(sim_losses), "agent_seconds": round(agent_seconds, 1),
         "simulator_seconds": round(time.perf_counter() - started - agent_seconds, 1),

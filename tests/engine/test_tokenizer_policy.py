@@ -182,7 +182,25 @@ def test_logprobs_shape_and_range(policy):
     # they are the log-softmax of the model's next-token logits
     logits = policy.model(input_ids=b.input_ids, attention_mask=b.attention_mask).logits
     ref = F.log_softmax(logits[:, :-1].float(), -1).gather(-1, b.targets.unsqueeze(-1)).squeeze(-1)
-    torch.testing.assert_close(lp, ref.detach(), rtol=1e-5, atol=1e-5)
+    # ... at completion positions; prompt and padding positions are not computed and read 0
+    torch.testing.assert_close(lp, (ref * b.mask).detach(), rtol=1e-5, atol=1e-5)
+    assert (lp[b.mask == 0] == 0).all() and (lp[b.mask == 1] < 0).all()
+
+
+def test_chunked_logprob_gather_matches_full_values_and_gradients(policy):
+    b = policy.make_batch([[1, 2, 3], [4], [9, 9]], [[5, 6, 7, 8], [7, 8, 9], [10]])
+    grads = []
+    for chunk in (1, 3, 4096):
+        policy.logprob_chunk = chunk
+        policy.model.zero_grad(set_to_none=True)
+        lp = policy.logprobs(b)
+        (lp * b.mask).sum().backward()
+        grads.append((lp.detach(), [p.grad.clone() for p in policy.model.parameters()]))
+    policy.logprob_chunk = 2048
+    for lp, g in grads[:-1]:
+        torch.testing.assert_close(lp, grads[-1][0], rtol=1e-5, atol=1e-6)
+        for a, c in zip(g, grads[-1][1]):
+            torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-6)
 
 
 # --- persistence and frozen copies --------------------------------------------------------------

@@ -238,9 +238,11 @@ def test_optimizer_state_roundtrip(policy, task, tmp_path):
 def test_trainer_step_counts_and_clips_gradients(policy, task):
     prompt, good, _ = task
     trainer = _Trainer(policy, lr=1e-3)
-    batch = policy.make_batch([prompt], [good])
-    loss = -(policy.logprobs(batch) * batch.mask).sum() * 1000.0  # a huge gradient
-    norm = trainer._step(loss)
+
+    def loss_of(part):
+        batch = policy.make_batch([p for p, _ in part], [c for _, c in part])
+        return -(policy.logprobs(batch) * batch.mask).sum() * 1000.0, {}, 1.0  # a huge gradient
+    norm = trainer._accumulate([(prompt, good)], loss_of)["grad_norm"]
     assert trainer.steps == 1
     assert norm > 1.0  # the pre-clip norm is reported
     total = torch.sqrt(sum((p.grad.detach() ** 2).sum() for p in policy.model.parameters() if p.grad is not None))
