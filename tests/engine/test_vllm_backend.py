@@ -377,6 +377,13 @@ def expected(model, backend, adapter: str | None) -> list[tuple[list[int], bool]
             for p in PROMPTS]
 
 
+@torch.no_grad()
+def teacher_forced(model, prompt: list[int], completion: list[int]) -> list[float]:
+    """log p(token) of each completion token under ``model`` (its active adapter), at temperature 1."""
+    logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1:-1].float()
+    return logits.log_softmax(-1).gather(-1, torch.tensor(completion)[:, None])[:, 0].tolist()
+
+
 def greedy(backend) -> list[tuple[list[int], bool]]:
     return [(c.token_ids, c.finished) for c in backend.generate(PROMPTS, GREEDY)]
 
@@ -411,7 +418,11 @@ def test_real_vllm_lora_adapters_match_hf_and_follow_sync(tmp_path):
         again = agent.generate([PROMPTS[0]] * 4, Sampling(max_new_tokens=16, temperature=1.0, seed=3))
         assert [c.token_ids for c in sampled] == [c.token_ids for c in again]  # seeded: reproducible
         assert len({tuple(c.token_ids) for c in sampled}) > 1  # one seed per prompt: repeats differ
-        assert all(len(c.logprobs) == len(c.token_ids) and all(lp <= 0 for lp in c.logprobs) for c in sampled)
+        peft.set_adapter("agent")  # sampled and greedy log-probs are the policy's own (temperature 1: raw)
+        prompt = agent.prompt_ids(PROMPTS[0], GREEDY)
+        for c in sampled + agent.generate(PROMPTS[:1], GREEDY):
+            assert len(c.logprobs) == len(c.token_ids)
+            assert c.logprobs == pytest.approx(teacher_forced(peft, prompt, c.token_ids), abs=1e-3)
     finally:
         del agent, simulator
         backend_module.close_engines()
