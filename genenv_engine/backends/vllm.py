@@ -112,9 +112,11 @@ class VLLMBackend:
 
     def __init__(self, policy, *, gpu_memory_utilization: float = 0.4, enforce_eager: bool = True,
                  max_lora_rank: int | None = None, max_loras: int = 2, dtype: str | None = None,
-                 chunk_size: int = 256, engine_kwargs: dict[str, Any] | None = None) -> None:
-        """``gpu_memory_utilization`` is vLLM's share of GPU memory (the rest stays with the trainer; vLLM on
-        CPU sizes its KV cache from ``VLLM_CPU_KVCACHE_SPACE`` GiB instead). ``engine_kwargs`` go to
+                 chunk_size: int = 128, engine_kwargs: dict[str, Any] | None = None) -> None:
+        """``gpu_memory_utilization`` is the share of GPU memory each engine takes (the rest stays with the
+        trainer; two full-model roles start two engines, one shared LoRA engine counts once; vLLM on CPU
+        sizes its KV cache from ``VLLM_CPU_KVCACHE_SPACE`` GiB instead). ``chunk_size`` prompts go to vLLM
+        per call and ``tick`` runs between calls, so a pause or stop lands after at most one chunk. ``engine_kwargs`` go to
         ``vllm.LLM`` as they are and win over the options derived here. ``dtype`` None runs the engine in the
         dtype of the policy's weights (vLLM's own ``auto`` would downcast a float32 checkpoint)."""
         self.policy = policy
@@ -218,8 +220,7 @@ class VLLMBackend:
         ids = list(output.token_ids)
         lps = [float(step[token].logprob) for token, step in zip(ids, output.logprobs or [])]
         finished = output.finish_reason == "stop"
-        if ids and ids[-1] == eos:
+        if ids and ids[-1] == eos:  # vLLM returns the stop token; the hf backend's completions end before it
             ids, lps = ids[:-1], lps[:len(ids) - 1]
         self.tokens_generated += len(ids) + int(finished)
-        text = self.policy.tokenizer.decode(ids, skip_special_tokens=True)
-        return Completion(text, ids, lps if output.logprobs is not None else [], finished)
+        return Completion(self.policy.tokenizer.decode(ids, skip_special_tokens=True), ids, lps, finished)
