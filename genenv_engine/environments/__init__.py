@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "apibank": "genenv_engine.environments.apibank:ApiBankMini",
     "travelplanner": "genenv_engine.environments.travelplanner:TravelPlannerMini",
     "bfcl_official": "genenv_engine.environments.bfcl_official:BfclOfficial",
+    "alfworld_textworld": "genenv_engine.environments.alfworld_textworld:AlfworldTextWorld",
 }
 """Known benchmark names and the class implementing each."""
 
