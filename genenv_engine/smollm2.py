@@ -43,8 +43,9 @@ def cache_dir() -> Path:
 def smollm2_checkpoint(target: Path | None = None) -> Path:
     """Return a local checkpoint folder of SmolLM2-135M-Instruct, converting the GGUF on first use."""
     target = target or cache_dir()
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
-        return target
+    config = target / "config.json"
+    if config.is_file() and (target / "model.safetensors").is_file() and "quantization_config" not in config.read_text():
+        return target  # (a copy written before that key was dropped is converted again)
     source = gguf_path()
     if importlib.util.find_spec("gguf") is None:
         raise MissingModelError(f"reading the GGUF file needs the gguf package; run: {INSTALL_HINT}")
@@ -57,7 +58,10 @@ def smollm2_checkpoint(target: Path | None = None) -> Path:
     loaded = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name, dtype=torch.float32,
                                                   local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name, local_files_only=True)
-    fresh = type(loaded)(loaded.config)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):  # the weights are dequantised: no GGUF left (vLLM refuses it)
+        del config.quantization_config
+    fresh = type(loaded)(config)
     fresh.load_state_dict(loaded.state_dict())
     fresh.generation_config = loaded.generation_config
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")

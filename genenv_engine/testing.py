@@ -19,9 +19,13 @@ USER_TURN = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
 class ScriptedSimulator:
     """Test double: writes a fresh valid BFCL-style task per simulator prompt, or cycles through fixed ``texts``."""
 
-    def __init__(self, policy, texts: list[str] | None = None, seed: int = 0) -> None:
+    def __init__(self, policy, texts: list[str] | None = None, seed: int = 0, style: str = "compact") -> None:
         self.policy, self.texts, self.rng = policy, texts, random.Random(seed)
+        self.style = style
+        """``compact`` writes ``<prompt> => <answer>``; ``instruct`` writes ``TASK:``/``ANSWER:`` lines."""
         self.tokens_generated = 0
+        self.prompts: list[str] = []
+        """Every prompt received, in order."""
 
     def sync(self) -> None:
         """Nothing to sync: no weights are used."""
@@ -31,12 +35,13 @@ class ScriptedSimulator:
         from genenv_engine.environments.bfcl import generate_task
 
         out = []
+        self.prompts.extend(prompts)
         for i, _ in enumerate(prompts):
             if self.texts is not None:
                 text = self.texts[i % len(self.texts)]
             else:
                 prompt, answer, *_ = generate_task(self.rng.choice([1, 2, 3]), self.rng)
-                text = f"{prompt} => {answer}"
+                text = f"{prompt} => {answer}" if self.style == "compact" else f"TASK: {prompt}\nANSWER: {answer}"
             self.tokens_generated += len(text)
             out.append(Completion(text, self.policy.encode(text)))
         return out
@@ -74,12 +79,14 @@ class ScriptedAgent:
         return out
 
 
-def scripted_backends(sim_texts: list[str] | None = None, p: float = 0.5, crash: bool = False):
+def scripted_backends(sim_texts: list[str] | None = None, p: float = 0.5, crash: bool = False,
+                      style: str = "compact"):
     """A ``backend_factory`` giving each role its scripted double; the built doubles are kept in ``.made``."""
     made: dict[str, object] = {}
 
     def factory(role: str, policy):
-        made[role] = ScriptedAgent(policy, p, crash=crash) if role == "agent" else ScriptedSimulator(policy, sim_texts)
+        made[role] = (ScriptedAgent(policy, p, crash=crash) if role == "agent"
+                      else ScriptedSimulator(policy, sim_texts, style=style))
         return made[role]
     factory.made = made  # type: ignore[attr-defined]
     return factory

@@ -1,0 +1,217 @@
+"""LoRA roles: two adapters on one base train independently, save in PEFT format, reload, resume.
+
+The base is a small Llama made in the test and saved as a local checkpoint folder (no downloads),
+used exactly like a user's ``--base-model PATH``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from genenv_engine.adapters import adapter_parameters, is_adapter_folder
+from genenv_engine.config import ConfigError, ModelConfig, load_config
+from genenv_engine.models import load_role_policies, warmstart_agent, warmstart_simulator
+from genenv_engine.policy import Policy, build_tiny_model
+from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.trainer import GRPOTrainer, Group, RWRTrainer, sft
+
+SMALL = dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128, max_length=96)
+
+
+@pytest.fixture(scope="module")
+def base_dir(tmp_path_factory):
+    """A local checkpoint folder (model + tokenizer) standing for a pretrained base."""
+    folder = tmp_path_factory.mktemp("base")
+    tok = build_byte_tokenizer()
+    model = build_tiny_model(ModelConfig(**SMALL), tok, seed=3)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def lora_cfg(base_dir, **extra) -> ModelConfig:
+    return ModelConfig(kind="hf", path=str(base_dir), agent_tuning="lora", simulator_tuning="lora", lora_r=4,
+                       lora_alpha=8, **{**SMALL, **extra})
+
+
+def pairs_for(policy: Policy, texts: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    return [(policy.encode(policy.chat([{"role": "user", "content": q}])), policy.completion_ids(a)) for q, a in texts]
+
+
+AGENT_DATA = [("add 2 and 3", "add(a=2,b=3)"), ("sq 7", "sq(x=7)")]
+SIM_DATA = [("sq 7 => sq(x=7)", "sq 9 => sq(x=9)")]
+
+
+def snapshot(params) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in params]
+
+
+def same(a, b) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_two_adapters_share_one_base_and_train_independently(base_dir):
+    cfg = lora_cfg(base_dir)
+    agent = warmstart_agent(cfg, seed=0)
+    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    assert agent.model is sim.model  # one base model in memory
+    assert (agent.adapter, sim.adapter) == ("agent", "simulator")
+    base_params = [p for n, p in agent.model.named_parameters() if "lora_" not in n]
+    base_before = snapshot(base_params)
+    assert agent.num_trainable() == sim.num_trainable() < agent.num_parameters() // 10
+
+    sim_before, agent_before = snapshot(sim.parameters()), snapshot(agent.parameters())
+    sft(agent, pairs_for(agent, AGENT_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
+    assert not same(agent.parameters(), agent_before)  # the agent's adapter learned
+    assert same(sim.parameters(), sim_before)  # the simulator's adapter did not move
+    assert same(base_params, base_before)  # nor did the shared base
+
+    agent_after = snapshot(agent.parameters())
+    sft(sim, pairs_for(sim, SIM_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
+    assert not same(sim.parameters(), sim_before)
+    assert same(agent.parameters(), agent_after)
+    assert same(base_params, base_before)
+
+    # each policy's forward pass uses its own adapter
+    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA[:1])))
+    with torch.no_grad():
+        a, s = agent.logprobs(batch), sim.logprobs(batch)
+        a_again = agent.logprobs(batch)
+    assert not torch.allclose(a, s)
+    torch.testing.assert_close(a, a_again)
+
+
+def test_simulator_starts_as_a_copy_of_the_warm_started_agent(base_dir):
+    cfg = lora_cfg(base_dir)
+    agent = warmstart_agent(cfg, seed=0)
+    sft(agent, pairs_for(agent, AGENT_DATA), steps=2, lr=1e-2, batch_size=2, rng=random.Random(1))
+    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    assert same(sim.parameters(), agent.parameters()) and sim.fingerprint() > 0
+
+
+def test_adapter_saves_in_peft_format_and_reloads_with_plain_peft(base_dir, tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    cfg = lora_cfg(base_dir)
+    agent = warmstart_agent(cfg, seed=0)
+    sft(agent, pairs_for(agent, AGENT_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
+    agent.save(tmp_path / "agent")
+    assert is_adapter_folder(tmp_path / "agent")
+    assert (tmp_path / "agent" / "adapter_model.safetensors").is_file()
+    assert not (tmp_path / "agent" / "model.safetensors").exists()  # the base is not copied
+    plain = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir), tmp_path / "agent").eval()
+    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA)))
+    agent.model.eval()
+    with torch.no_grad():
+        ours = agent.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        theirs = plain(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_checkpoint_reload_shares_the_base_and_freezes_the_references(base_dir, tmp_path):
+    cfg = lora_cfg(base_dir)
+    agent = warmstart_agent(cfg, seed=0)
+    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    init = tmp_path / "init"
+    agent.save(init / "agent")
+    sim.save(init / "simulator")
+    sft(agent, pairs_for(agent, AGENT_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
+    here = tmp_path / "e1"
+    agent.save(here / "agent")
+    sim.save(here / "simulator")
+    roles = load_role_policies(cfg, here, init)
+    models = {id(p.model) for p in roles.values()}
+    assert len(models) == 1  # four role views, one base in memory
+    assert roles["agent"].fingerprint() == pytest.approx(agent.fingerprint(), rel=1e-6)
+    assert roles["agent_ref"].fingerprint() != pytest.approx(roles["agent"].fingerprint(), rel=1e-6)
+    assert roles["agent_ref"].frozen and not roles["agent"].frozen
+    # training the reloaded agent leaves its reference and the simulator where they were
+    ref_before, sim_before = snapshot(roles["agent_ref"].parameters()), snapshot(roles["simulator"].parameters())
+    sft(roles["agent"], pairs_for(agent, AGENT_DATA), steps=2, lr=1e-2, batch_size=2, rng=random.Random(2))
+    assert same(roles["agent_ref"].parameters(), ref_before)
+    assert same(roles["simulator"].parameters(), sim_before)
+
+
+def _grads_of_one_step(policy_factory, micro_batch: int, kind: str) -> list[torch.Tensor]:
+    policy = policy_factory()
+    rows = pairs_for(policy, AGENT_DATA + [("mod 9 and 4", "mod(a=9,b=4)"), ("sq 12", "sq(x=12)")])
+    rng = random.Random(0)
+    if kind == "sft":
+        sft(policy, rows, steps=1, lr=1e-2, batch_size=4, rng=rng, micro_batch=micro_batch)
+    elif kind == "grpo":
+        ref = policy.frozen_copy()
+        groups = [Group(rows[0][0], [rows[0][1], rows[1][1], rows[2][1][:3]], [1.0, 0.0, 0.5]),
+                  Group(rows[3][0], [rows[3][1], rows[0][1]], [0.0, 1.0])]
+        GRPOTrainer(policy, ref, lr=1e-2, clip=0.2, kl_coef=0.1, minibatch=8, micro_batch=micro_batch).update(groups, rng)
+    else:
+        ref = policy.frozen_copy()
+        examples = [(p, c, w) for (p, c), w in zip(rows, (1.0, 2.0, 0.5, 1.5))]
+        RWRTrainer(policy, ref, lr=1e-2, kl_coef=0.1, max_kl=10.0, passes=1, batch_size=4,
+                   micro_batch=micro_batch).update(examples, rng)
+    # the gradient of the (only) optimizer step stays on the parameters until the next step zeroes it
+    return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in policy.parameters()]
+
+
+@pytest.mark.parametrize("kind", ["sft", "grpo", "rwr"])
+def test_micro_batches_accumulate_to_the_whole_batch_gradient(base_dir, kind):
+    def factory():
+        return Policy.load(base_dir, torch.device("cpu"), max_length=96)
+    whole = _grads_of_one_step(factory, 0, kind)
+    micro = _grads_of_one_step(factory, 1, kind)
+    assert sum(float(g.abs().sum()) for g in whole) > 0  # there was a gradient
+    for a, b in zip(whole, micro):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
+
+
+def test_lora_on_a_model_trained_from_scratch_is_a_config_error():
+    with pytest.raises(ConfigError) as err:
+        ModelConfig(kind="tiny", agent_tuning="lora")
+    assert err.value.field == "model.agent_tuning"
+
+
+def test_cli_model_flags_become_config_overrides(base_dir, tmp_path):
+    from genenv_engine.cli import _overrides, _parser
+
+    args = _parser().parse_args(["run", "--preset", "micro", "--base-model", str(base_dir), "--lora", "simulator",
+                                      "--agent-model", str(base_dir)])
+    cfg = load_config("micro", overrides=_overrides(args))
+    assert (cfg.model.kind, cfg.model.path, cfg.model.agent_path) == ("hf", str(base_dir), str(base_dir))
+    assert (cfg.model.agent_tuning, cfg.model.simulator_tuning) == ("full", "lora")
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", overrides={"model.simulator_path": str(tmp_path / "missing")})
+    assert err.value.field == "model.simulator_path"
+
+
+def test_micro_run_with_lora_roles_and_instruct_prompt_checkpoints_adapters_and_resumes(base_dir, tmp_path):
+    from genenv_engine.loop import run
+    from genenv_engine.roles import load_roles
+    from genenv_engine.session import Session
+    from genenv_engine.testing import scripted_backends
+
+    over = {"model.kind": "hf", "model.path": str(base_dir), "model.agent_tuning": "lora",
+            "model.simulator_tuning": "lora", "model.lora_r": 4, "model.micro_batch": 4, "epochs": 1,
+            "simulator.prompt": "instruct", "simulator.seeds_per_epoch": 8, "simulator.variations": 4}
+    session = Session.create(load_config("micro", overrides=over), tmp_path / "s")
+    assert run(session, backend_factory=scripted_backends(p=0.5, style="instruct")) == {"epochs_done": 1}
+    for epoch in (0, 1):
+        for role in ("agent", "simulator"):
+            assert is_adapter_folder(session.checkpoint_dir(epoch) / role)
+    m0, m1 = session.store.epoch_metrics()[:2]
+    assert m1["valid"] > 0 and m1["agent_update"]["steps"] >= 1  # TASK/ANSWER lines parsed into valid tasks
+    assert m1["agent_fingerprint"] != pytest.approx(m0["agent_fingerprint"], rel=1e-9)
+
+    again = Session.open(session.path)
+    again.set_epochs(2)
+    factory = scripted_backends(p=0.5, style="instruct")
+    assert run(again, backend_factory=factory) == {"epochs_done": 2}
+    # epoch 2's simulator prompts report epoch 1's measured success against alpha
+    rate = m1["generated_success_by_benchmark"]["bfcl"]
+    assert all(f"Agent success on recent bfcl tasks: {rate:.0%} (target 50%)." in p for p in factory.made["simulator"].prompts)
+    roles = load_roles(again, 1)
+    assert roles.agent.fingerprint() == pytest.approx(m1["agent_fingerprint"], rel=1e-6)
+    assert roles.simulator.fingerprint() == pytest.approx(m1["simulator_fingerprint"], rel=1e-6)
+    assert roles.agent.model is roles.simulator.model
