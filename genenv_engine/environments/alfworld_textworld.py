@@ -164,13 +164,17 @@ class AlfworldTextWorld(LadderEnvironment):
         super().__init__(seed, sizes, data_dir)
         self.skipped: list[str] = []
         """Official steps left out of the held-out split, with the reason."""
+        self._official: list[Task] | None = None
 
     def describe(self) -> dict[str, object]:
-        """Like every benchmark's, but without building the splits (each task is a TextWorld game to plan)."""
-        if self._splits is None and not self.data_dir:
-            sizes = {"heldout": self.sizes.heldout, "train": self.sizes.train, "seed": self.sizes.seed}
-            return {"name": self.name, "granularity": self.granularity, "source": self.source, "sizes": sizes}
-        return super().describe()
+        """Like every benchmark's, but without generating the splits (each task is a TextWorld game to plan).
+
+        The generated splits always have the configured sizes; an official held-out split is loaded to count it.
+        """
+        heldout = len(self._official_heldout() or ()) if self.data_dir else self.sizes.heldout
+        return {"name": self.name, "granularity": self.granularity,
+                "source": "upstream folder" if self.data_dir else self.source,
+                "sizes": {"heldout": heldout, "train": self.sizes.train, "seed": self.sizes.seed}}
 
     def _draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
         """A state on a mini plan at ``level`` that ALFWorld allows and Fast-Downward plans at that level."""
@@ -185,7 +189,10 @@ class AlfworldTextWorld(LadderEnvironment):
                 return prompt, partial(make_task, state, analysis)
 
     def _official_heldout(self) -> list[Task] | None:
-        return load_official(self.data_dir, self.skipped) if self.data_dir else None
+        """With ``data_dir``, the official trials' steps (see :func:`load_official`), loaded once."""
+        if self.data_dir and self._official is None:
+            self._official = load_official(self.data_dir, self.skipped)
+        return list(self._official) if self._official is not None else None
 
     def check(self, task: Task, response: str) -> CheckResult:
         """``tw_step_match`` check of one response (see :func:`check_step`)."""

@@ -238,9 +238,13 @@ def test_official_trials_replanned_in_textworld():
         assert (task.split, task.origin, task.benchmark) == ("heldout", "official", NAME)
         assert task.answer == task.expected["expert"] and parse_command(task.answer)
         assert check_official(task)
-    env = AlfworldTextWorld(seed=0, sizes=SIZES, data_dir=str(FIXTURE))
-    assert [t.prompt for t in env.splits()["heldout"]] == [t.prompt for t in tasks]
-    assert env.describe()["source"] == "upstream folder"
+    env = get_environment(NAME, seed=0, sizes=SIZES, data_dir=str(FIXTURE))
+    assert env.describe() == {"name": NAME, "granularity": "step", "source": "upstream folder",
+                              "sizes": {"heldout": 37, "train": 44, "seed": 12}}
+    splits = env.splits()
+    assert [t.prompt for t in splits["heldout"]] == [t.prompt for t in tasks]
+    assert not {t.prompt for t in tasks} & {t.prompt for t in splits["train"] + splits["seed"]}
+    assert len(env.skipped) == 2
 
 
 def check_official(task) -> bool:
