@@ -5,7 +5,8 @@ Needs the optional extra (``scripts/install_alfworld_extra.sh``: ``alfworld``, `
 calls :func:`require_package`, which raises :class:`AlfworldUnavailable` (an ``ImportError``) when missing.
 
 A :class:`Game` is one mini state (a parsed state line) loaded into TextWorld's ``PddlEnv`` with ALFWorld's
-domain and grammar (the goal text in place of ``UNKNOWN GOAL``) and the problem of
+domain and grammar (parsed once per process; the goal text replaces ``UNKNOWN GOAL`` in the feedback) and the
+problem of
 :func:`~.alfworld_textworld_pddl.problem_pddl`; entities are shown by their mini names (``apple 1``), as
 ALFWorld's demangler shows them. TextWorld lists the admissible commands and, after every step, asks
 Fast-Downward for a plan from the current state (``policy_commands``); the goal check is TextWorld's ``won``.
@@ -44,12 +45,36 @@ def require_package() -> dict[str, str]:
     return {name: importlib.metadata.version(name) for name in PACKAGES}
 
 
+GOAL_PLACEHOLDER = "UNKNOWN GOAL"
+"""ALFWorld's grammar says ``Your task is to: UNKNOWN GOAL.``; ALFWorld substitutes the task text there."""
+
+
 @cache
-def _domain_and_grammar() -> tuple[str, str]:
+def _game_logic():  # -> textworld.envs.pddl.logic.GameLogic
+    """ALFWorld's domain and grammar, parsed once per process (parsing costs ~0.2 s; TextWorld does it per game)."""
     from importlib.resources import files
 
+    from textworld.envs.pddl import logic as pddl_logic
+
     data = files("alfworld").joinpath("data")
-    return data.joinpath("alfred.pddl").read_text(), data.joinpath("alfred.twl2").read_text()
+    return pddl_logic.GameLogic(domain=data.joinpath("alfred.pddl").read_text(),
+                                grammar=data.joinpath("alfred.twl2").read_text())
+
+
+@cache
+def _env_class() -> type:
+    """TextWorld's ``PddlEnv`` with the shared parsed logic (its ``load`` minus the per-game parsing)."""
+    from textworld.envs.pddl import PddlEnv
+    from textworld.envs.pddl import logic as pddl_logic
+
+    class AlfredPddlEnv(PddlEnv):
+        def load(self, data):
+            self._game_file, self._game_data, self.walkthrough = None, data, None
+            self._logic = _game_logic()
+            self._pddl_state = pddl_logic.PddlState(self.downward_lib, data["pddl_problem"], self._logic)
+            self._entity_infos = self._get_entity_infos()
+
+    return AlfredPddlEnv
 
 
 class Game:
@@ -58,14 +83,11 @@ class Game:
     def __init__(self, world: World) -> None:
         require_package()
         import textworld
-        from textworld.envs.pddl import PddlEnv
 
-        domain, grammar = _domain_and_grammar()
         self.world = world
-        self.env = PddlEnv(textworld.EnvInfos(admissible_commands=True, policy_commands=True, won=True,
-                                              feedback=True, facts=True))
-        self.env.load({"pddl_domain": domain, "grammar": grammar.replace("UNKNOWN GOAL", world.goal.text),
-                       "pddl_problem": problem_pddl(world)})
+        self.env = _env_class()(textworld.EnvInfos(admissible_commands=True, policy_commands=True, won=True,
+                                                   feedback=True, facts=True))
+        self.env.load({"pddl_problem": problem_pddl(world)})
         for info in self.env._entity_infos.values():  # ALFWorld's demangled names ("apple 1")
             if info.type in ("object", "receptacle"):
                 info.name = info.id.replace("_", " ")
@@ -87,7 +109,8 @@ class Game:
 
     @property
     def feedback(self) -> str:
-        return str(self.state.feedback)
+        """TextWorld's last feedback (the intro names the task, as ALFWorld's grammar substitution does)."""
+        return str(self.state.feedback).replace(GOAL_PLACEHOLDER, self.world.goal.text)
 
     def step(self, command: str) -> bool:
         """Play one command; False (and TextWorld's "Nothing happens.") when it is not admissible."""
