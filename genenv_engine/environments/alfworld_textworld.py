@@ -48,7 +48,7 @@ NAME = "alfworld_textworld"
 CHECKER = "tw_step_match"
 
 __all__ = ["AlfworldTextWorld", "CHECKER", "EPISODE_ERROR_TYPES", "ERROR_TYPES", "NAME", "check_step",
-           "load_official", "make_task", "play_episode"]
+           "load_official", "make_task", "planner_act", "play_episode"]
 
 
 def make_task(world: World, analysis: Analysis, task_id: str, *, answer: str | None = None,
@@ -118,11 +118,13 @@ def load_official(data_dir: str | Path, skipped: list[str] | None = None) -> lis
 
     Trials are read by the mini's loader (``traj_data.json`` expert plans; see :mod:`.alfworld_upstream`);
     each expert step's state is loaded into TextWorld. The gold is the expert action (in ALFWorld 0.4.2's
-    spelling); the checker also accepts any action on a shortest TextWorld plan. Steps TextWorld cannot
-    plan or where the expert's action is not admissible are skipped, with the reason appended to ``skipped``.
+    spelling); the checker also accepts any action on a shortest TextWorld plan. Steps ALFWorld's rules or
+    the planner rule out (the mini allows any object anywhere, ALFWorld's ``canContain`` does not) and steps
+    whose expert action TextWorld does not admit are skipped, with the reason appended to ``skipped``.
     """
     from genenv_engine.environments.alfworld_upstream import SPLITS, SkipTrial, read_traj, trial_steps
 
+    skip = skipped if skipped is not None else []
     root = Path(data_dir)
     root = root / "json_2.1.1" if (root / "json_2.1.1").is_dir() else root
     folders = [root / split for split in SPLITS if (root / split).is_dir()]
@@ -134,16 +136,17 @@ def load_official(data_dir: str | Path, skipped: list[str] | None = None) -> lis
         try:
             steps = trial_steps(read_traj(path), path)
         except SkipTrial as why:
-            (skipped if skipped is not None else []).append(f"{path}: {why}")
+            skip.append(f"{path}: {why}")
             continue
         source = "/".join(path.parts[-4:-1])
         for k, (state, action) in enumerate(steps):
             prompt, command = render_state(state), tw_command(parse_command(action))
-            analysis = analyse(prompt)
+            why = static_problem(state)
+            analysis = analyse(prompt) if not why else Analysis("unsolvable", reason=why)
             why = analysis.reason if analysis.status != "solved" else (
                 "" if step_verdict(prompt, command) != "not_admissible" else f"{command!r} is not admissible")
             if why:
-                (skipped if skipped is not None else []).append(f"{path} step {k}: {why}")
+                skip.append(f"{path} step {k}: {why}")
                 continue
             tasks.append(make_task(read_state(prompt), analysis, f"{NAME}/heldout/{len(tasks):05d}", answer=command,
                                    extra={"source": source, "step": k, "expert": command},

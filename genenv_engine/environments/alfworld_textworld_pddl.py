@@ -73,7 +73,7 @@ def static_problem(world: World) -> str:
         return missing
     goal = world.goal
     if goal.kind != "look" and goal.obj not in catalog().can.get(goal.target, frozenset()):
-        return f"a {goal.target} cannot hold a {goal.obj} (ALFWorld canContain)"
+        return f"{goal.target} cannot hold {goal.obj} (ALFWorld canContain)"
     return ""
 
 
