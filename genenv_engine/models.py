@@ -23,7 +23,12 @@ ROLES = ("agent", "simulator")
 def base_folder(cfg: ModelConfig) -> Path | None:
     """The run's base checkpoint folder (None for a tiny model built from the config)."""
     if cfg.kind == "hf":
-        return Path(str(cfg.path)).expanduser()
+        local = Path(str(cfg.path)).expanduser()
+        if cfg.hub_download and not local.is_dir():  # a hub id, fetched once into the hub cache
+            from huggingface_hub import snapshot_download
+
+            return Path(snapshot_download(str(cfg.path)))
+        return local
     if cfg.kind == "smollm2":
         from genenv_engine.smollm2 import smollm2_checkpoint
 

@@ -9,7 +9,7 @@ is the run's base checkpoint) plus the optimizer states, so resuming continues t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from genenv_engine.backends import get_backend
@@ -62,7 +62,8 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
         grpo.load_state(here / "agent_optimizer.pt")
     if (here / "simulator_optimizer.pt").exists():
         rwr.load_state(here / "simulator_optimizer.pt")
-    make = backend_factory or (lambda role, policy: get_backend(cfg.backend, policy=policy))
+    options = asdict(cfg.vllm) if cfg.backend == "vllm" else {}
+    make = backend_factory or (lambda role, policy: get_backend(cfg.backend, policy=policy, **options))
     return Roles(agent, agent_ref, simulator, simulator_init, grpo, rwr, make("agent", agent), make("simulator", simulator))
 
 

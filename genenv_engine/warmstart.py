@@ -34,7 +34,7 @@ WARM_START_VERSION = 1
 
 
 _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
-    "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha", "lora_dropout",
+    "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha", "lora_dropout",
     "lora_targets", "dtype", "gradient_checkpointing", "micro_batch", "logprob_chunk")}
 """Model fields added after warm-start version 1, with their defaults (see `cache_key`)."""
 

@@ -1,0 +1,91 @@
+"""``genenv bench update-memory``: peak memory and time of one policy update, naive versus micro-batched.
+
+Each configuration runs in a fresh Python process (so its peak resident memory is its own): load the
+model (SmolLM2 LoRA by default), then one GRPO-style step on a batch of ``batch`` random sequences of
+``seq`` tokens whose second half is the completion, with a KL term to a frozen reference adapter as
+in the real update. ``micro_batch 0`` with a chunk covering every position is the naive update (all
+full-vocabulary logits of the batch alive at once); the default smol settings are micro-batches of 8
+and a 1024-position chunk. Memory goals live here, not in timed tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def _one(model: str, batch: int, seq: int, micro: int, chunk: int) -> dict[str, float]:
+    """Run one update in this process and report its figures."""
+    import random
+
+    import torch
+
+    from genenv_engine.config import ModelConfig
+    from genenv_engine.models import warmstart_agent
+    from genenv_engine.trainer import GRPOTrainer, Group
+
+    torch.set_num_threads(2)
+    cfg = ModelConfig(kind="smollm2", agent_tuning="lora", simulator_tuning="lora", max_length=seq,
+                      micro_batch=micro, logprob_chunk=chunk) if model == "smollm2" else \
+        ModelConfig(kind="hf", path=model, agent_tuning="lora", max_length=seq, micro_batch=micro, logprob_chunk=chunk)
+    policy = warmstart_agent(cfg, 0)
+    reference = policy.frozen_copy()
+    loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rng = random.Random(0)
+    vocab = len(policy.tokenizer)
+    half = seq // 2
+    groups = []
+    for g in range(batch // 4):  # groups of 4 rollouts with mixed rewards
+        prompt = [rng.randrange(vocab) for _ in range(half)]
+        groups.append(Group(prompt, [[rng.randrange(vocab) for _ in range(seq - half)] for _ in range(4)],
+                            [1.0, 0.0, 1.0, 0.0]))
+    trainer = GRPOTrainer(policy, reference, lr=1e-4, clip=0.2, kl_coef=0.01, minibatch=batch, micro_batch=micro)
+    started = time.perf_counter()
+    info = trainer.update(groups, rng)
+    seconds = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"micro_batch": micro, "logprob_chunk": chunk, "batch": batch, "seq": seq, "steps": info["steps"],
+            "seconds": round(seconds, 1), "peak_rss_mb": round(peak_mb), "after_load_mb": round(loaded_mb)}
+
+
+def update_memory(model: str, batch: int, seq: int, settings: list[tuple[int, int]]) -> list[dict[str, float]]:
+    """Each (micro_batch, logprob_chunk) setting in its own process; returns their figures."""
+    rows = []
+    for micro, chunk in settings:
+        out = subprocess.run([sys.executable, "-m", "genenv_engine.bench", "_one", model, str(batch), str(seq),
+                              str(micro), str(chunk)], capture_output=True, text=True)
+        if out.returncode != 0:
+            rows.append({"micro_batch": micro, "logprob_chunk": chunk, "error": out.stderr.strip().splitlines()[-1]})
+        else:
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def add_bench_parser(sub) -> None:
+    """Register ``genenv bench``."""
+    bench = sub.add_parser("bench", help="engine benchmarks (memory and speed goals live here, not in tests)")
+    what = bench.add_subparsers(dest="bench", required=True)
+    mem = what.add_parser("update-memory", help="peak memory of one update: naive vs micro-batched + chunked")
+    mem.add_argument("--model", default="smollm2", help="smollm2 (default) or a local checkpoint folder")
+    mem.add_argument("--batch", type=int, default=32)
+    mem.add_argument("--seq", type=int, default=128)
+    mem.add_argument("--setting", action="append", default=[], metavar="MICRO:CHUNK",
+                     help="micro_batch:logprob_chunk to measure (repeatable; default 0:100000 and 8:1024)")
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Entry point of ``genenv bench``."""
+    settings = [tuple(int(x) for x in s.split(":")) for s in args.setting] or [(0, 100_000), (8, 1024)]
+    rows = update_memory(args.model, args.batch, args.seq, settings)  # type: ignore[arg-type]
+    return 1 if any("error" in r for r in rows) else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 7 and sys.argv[1] == "_one":
+        _, _, model, batch, seq, micro, chunk = sys.argv
+        print(json.dumps(_one(model, int(batch), int(seq), int(micro), int(chunk))))
