@@ -76,6 +76,7 @@ class HFBackend:
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
         was_training = pol.model.training
+        pol.activate()  # a LoRA role shares its model with the other role: use this role's adapter
         pol.model.eval()
         kwargs = dict(do_sample=False) if sampling.greedy else dict(do_sample=True, temperature=sampling.temperature, top_k=0, top_p=1.0)
         res = pol.model.generate(

@@ -215,3 +215,22 @@ def test_micro_run_with_lora_roles_and_instruct_prompt_checkpoints_adapters_and_
     assert roles.agent.fingerprint() == pytest.approx(m1["agent_fingerprint"], rel=1e-6)
     assert roles.simulator.fingerprint() == pytest.approx(m1["simulator_fingerprint"], rel=1e-6)
     assert roles.agent.model is roles.simulator.model
+
+
+def test_hf_generation_uses_each_roles_own_adapter_whatever_was_active(base_dir):
+    from genenv_engine.backends.base import Sampling
+    from genenv_engine.backends.hf import HFBackend
+
+    cfg = lora_cfg(base_dir)
+    agent = warmstart_agent(cfg, seed=0)
+    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    # make the two adapters answer differently: train each on its own fixed text
+    sft(agent, pairs_for(agent, [("q", "aaaa")]), steps=30, lr=3e-2, batch_size=2, rng=random.Random(0))
+    sft(sim, pairs_for(sim, [("q", "zzzz")]), steps=30, lr=3e-2, batch_size=2, rng=random.Random(0))
+    prompt = [agent.chat([{"role": "user", "content": "q"}])]
+    greedy = Sampling(max_new_tokens=4, greedy=True)
+    agent_backend, sim_backend = HFBackend(agent), HFBackend(sim)
+    sim.activate()  # the other role's adapter is active ...
+    assert agent_backend.generate(prompt, greedy)[0].text == "aaaa"  # ... yet the agent answers as itself
+    assert sim_backend.generate(prompt, greedy)[0].text == "zzzz"
+    assert agent_backend.generate(prompt, greedy)[0].text == "aaaa"
