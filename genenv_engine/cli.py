@@ -169,9 +169,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(rows, indent=2))
             else:
+                width = max(len(r["name"]) for r in rows)
                 for r in rows:
                     sizes = " ".join(f"{k}={v}" for k, v in r["sizes"].items())
-                    print(f"{r['name']:<14} {r['granularity']:<8} {r['source']:<16} {sizes}")
+                    print(f"{r['name']:<{width}} {r['granularity']:<8} {r['source']:<16} {sizes}")
             return 0
         if args.command == "status":
             data = status_json(args.session)
