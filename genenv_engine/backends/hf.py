@@ -1,8 +1,10 @@
 """The default backend: transformers ``generate`` with a KV cache, batched, on the policy's own model.
 
 Prompts are left-padded and generated in chunks; the sampled tokens' log-probabilities come from
-the processed scores (after temperature). Because the model object is shared with the trainer,
-`sync` has nothing to do.
+the processed scores (after temperature), gathered step by step. ``generate`` keeps every step's
+full-vocabulary scores until it returns, so a chunk holds at most ``SCORES_BUDGET`` bytes of them:
+128 prompts for the tiny byte vocabulary, about 40 for SmolLM2's 49k tokens at 128 new tokens.
+Because the model object is shared with the trainer, `sync` has nothing to do.
 """
 
 from __future__ import annotations
@@ -41,6 +43,21 @@ def _tick_list(tick: Callable[[], None]):
     return StoppingCriteriaList([_tick_criterion(tick)])
 
 
+SCORES_BUDGET = 1 << 30
+"""Bytes of per-step scores one ``generate`` call may hold (prompts x new tokens x vocabulary x 4)."""
+
+
+def chunk_for(vocab: int, max_new_tokens: int, limit: int, budget: int = SCORES_BUDGET) -> int:
+    """Prompts per ``generate`` call so the stored scores fit ``budget``, between 8 and ``limit``.
+
+    >>> chunk_for(261, 200, 128)
+    128
+    >>> chunk_for(49152, 128, 128)
+    42
+    """
+    return max(min(8, limit), min(limit, budget // max(1, max_new_tokens * vocab * 4)))
+
+
 class HFBackend:
     """Batched generation with ``model.generate`` for a `genenv_engine.policy.Policy`."""
 
@@ -58,8 +75,9 @@ class HFBackend:
     def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
         """Sample one completion per prompt; order is preserved."""
         out: list[Completion] = []
-        for start in range(0, len(prompts), self.chunk_size):
-            out.extend(self._generate_chunk(prompts[start:start + self.chunk_size], sampling))
+        size = chunk_for(len(self.policy.tokenizer), sampling.max_new_tokens, self.chunk_size)
+        for start in range(0, len(prompts), size):
+            out.extend(self._generate_chunk(prompts[start:start + size], sampling))
         return out
 
     def _generate_chunk(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
@@ -86,8 +104,11 @@ class HFBackend:
             **({"stopping_criteria": _tick_list(self.tick)} if self.tick else {}),
         )
         pol.model.train(was_training)
-        new = res.sequences[:, width:].cpu()
-        scores = torch.stack(res.scores, dim=1).float().log_softmax(-1).cpu() if res.scores else None
+        new = res.sequences[:, width:]
+        # log-prob of each sampled token, one step at a time (never a stacked copy of every step's scores)
+        picked = [step.float().log_softmax(-1).gather(1, new[:, t:t + 1]).squeeze(1) for t, step in enumerate(res.scores)]
+        scores = torch.stack(picked, dim=1).cpu() if picked else None
+        new = new.cpu()
         return [self._completion(new[i], scores[i] if scores is not None else None) for i in range(len(enc))]
 
     def _completion(self, row: torch.Tensor, scores: torch.Tensor | None) -> Completion:
@@ -103,6 +124,6 @@ class HFBackend:
                 break
             ids.append(token)
             if scores is not None:
-                lps.append(float(scores[t, token]))
+                lps.append(float(scores[t]))
         self.tokens_generated += len(ids) + int(finished)
         return Completion(tok.decode(ids, skip_special_tokens=True), ids, lps, finished)

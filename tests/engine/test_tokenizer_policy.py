@@ -341,3 +341,22 @@ def test_hf_backend_seeded_sampling_is_reproducible(policy):
     for c in a:
         assert len(c.logprobs) == len(c.token_ids)
         assert all(lp <= 0.0 for lp in c.logprobs)
+
+
+def test_hf_backend_logprobs_are_the_teacher_forced_ones_whatever_the_chunking(policy):
+    from genenv_engine.backends import hf
+
+    prompts = [policy.chat([{"role": "user", "content": q}]) for q in ("add 1 and 2", "sq 5", "mul 3 4")]
+    sampling = Sampling(temperature=1.0, max_new_tokens=6, seed=7)
+    one = hf.HFBackend(policy).generate(prompts, sampling)
+    greedy = Sampling(max_new_tokens=6, greedy=True)
+    whole = hf.HFBackend(policy).generate(prompts, greedy)
+    split = hf.HFBackend(policy, chunk_size=1).generate(prompts, greedy)  # chunks of one prompt
+    for a, b in zip(whole, split):
+        assert a.token_ids == b.token_ids and a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+    for prompt, comp in zip(prompts, one):
+        ids = comp.token_ids + ([policy.tokenizer.eos_token_id] if comp.finished else [])
+        batch = policy.make_batch([policy.encode(prompt)], [ids])
+        with torch.no_grad():
+            forced = policy.logprobs(batch)[0][batch.mask[0] == 1].tolist()
+        assert comp.logprobs == pytest.approx(forced[: len(comp.logprobs)], abs=1e-4)
