@@ -37,6 +37,8 @@ _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
     "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha", "lora_dropout",
     "lora_targets", "dtype", "gradient_checkpointing", "micro_batch", "logprob_chunk")}
 """Model fields added after warm-start version 1, with their defaults (see `cache_key`)."""
+_EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
+"""Model fields that change how, not what, an update computes (left out of `cache_key`)."""
 
 
 def cache_root() -> Path:
@@ -49,9 +51,11 @@ def cache_key(config: RunConfig) -> str:
 
     Model fields added after the first cache version join the hash only when set away from their
     defaults, so caches made before they existed stay valid; the simulator's prompt style joins it
-    the same way.
+    the same way. How an update is executed (micro-batches, log-prob chunks, gradient checkpointing)
+    does not change its result, so it is left out.
     """
-    model = {k: v for k, v in asdict(config.model).items() if k not in _LATER_FIELDS or v != _LATER_FIELDS[k]}
+    model = {k: v for k, v in asdict(config.model).items()
+             if k not in _EXECUTION_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
     blob = {"v": WARM_START_VERSION, "model": model, "warm": asdict(config.warm_start), "seed": config.seed,
             "benchmarks": list(config.benchmarks)}
     if config.simulator.prompt != "compact":
