@@ -3,9 +3,10 @@
 Each configuration runs in a fresh Python process (so its peak resident memory is its own): load the
 model (SmolLM2 LoRA by default), then one GRPO-style step on a batch of ``batch`` random sequences of
 ``seq`` tokens whose second half is the completion, with a KL term to a frozen reference adapter as
-in the real update. ``micro_batch 0`` with a chunk covering every position is the naive update (all
-full-vocabulary logits of the batch alive at once); the default smol settings are micro-batches of 8
-and a 1024-position chunk. Memory goals live here, not in timed tests.
+in the real update. Settings are ``micro_batch:logprob_chunk``: ``0:0`` is the naive update (the whole
+batch at once, full-vocabulary logits and their log-softmax at every position, as a plain
+``model(...).logits`` implementation does); ``0:100000`` is the whole batch with the completion-only
+gather; the smol preset runs ``8:1024``. Memory goals live here, not in timed tests.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int) -> dict[str, 
         ModelConfig(kind="hf", path=model, agent_tuning="lora", max_length=seq, micro_batch=micro, logprob_chunk=chunk)
     policy = warmstart_agent(cfg, 0)
     reference = policy.frozen_copy()
+    if chunk == 0:  # the naive baseline: logits and log-softmax over the full vocabulary at every position
+        import types
+
+        def naive_logprobs(self, batch):
+            self.activate()
+            logits = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1]
+            return logits.float().log_softmax(-1).gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1) * batch.mask
+        for p in (policy, reference):
+            p.logprobs = types.MethodType(naive_logprobs, p)
     loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rng = random.Random(0)
     vocab = len(policy.tokenizer)
@@ -75,12 +85,12 @@ def add_bench_parser(sub) -> None:
     mem.add_argument("--batch", type=int, default=32)
     mem.add_argument("--seq", type=int, default=128)
     mem.add_argument("--setting", action="append", default=[], metavar="MICRO:CHUNK",
-                     help="micro_batch:logprob_chunk to measure (repeatable; default 0:100000 and 8:1024)")
+                     help="micro_batch:logprob_chunk to measure, 0:0 = naive (repeatable; default 0:0, 0:100000, 8:1024)")
 
 
 def run_bench(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench``."""
-    settings = [tuple(int(x) for x in s.split(":")) for s in args.setting] or [(0, 100_000), (8, 1024)]
+    settings = [tuple(int(x) for x in s.split(":")) for s in args.setting] or [(0, 0), (0, 100_000), (8, 1024)]
     rows = update_memory(args.model, args.batch, args.seq, settings)  # type: ignore[arg-type]
     return 1 if any("error" in r for r in rows) else 0
 
