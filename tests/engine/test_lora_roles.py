@@ -234,3 +234,46 @@ def test_hf_generation_uses_each_roles_own_adapter_whatever_was_active(base_dir)
     assert agent_backend.generate(prompt, greedy)[0].text == "aaaa"  # ... yet the agent answers as itself
     assert sim_backend.generate(prompt, greedy)[0].text == "zzzz"
     assert agent_backend.generate(prompt, greedy)[0].text == "aaaa"
+
+
+def test_mixed_tunings_and_own_models_start_where_documented(base_dir, tmp_path):
+    # a full simulator from a LoRA agent: the agent's base with its trained adapter merged in
+    cfg = ModelConfig(kind="hf", path=str(base_dir), agent_tuning="lora", simulator_tuning="full", lora_r=4, **SMALL)
+    agent = warmstart_agent(cfg, seed=0)
+    sft(agent, pairs_for(agent, AGENT_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
+    agent.save(tmp_path / "agent")
+    sim = warmstart_simulator(cfg, agent, tmp_path / "agent")
+    assert sim.adapter is None and sim.model is not agent.model
+    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA)))
+    with torch.no_grad():
+        torch.testing.assert_close(sim.logprobs(batch), agent.logprobs(batch), rtol=1e-4, atol=1e-5)
+    # a LoRA simulator next to a full agent: a fresh adapter on the base (zero update: the base's outputs)
+    cfg = ModelConfig(kind="hf", path=str(base_dir), agent_tuning="full", simulator_tuning="lora", lora_r=4, **SMALL)
+    agent = warmstart_agent(cfg, seed=0)
+    sim = warmstart_simulator(cfg, agent, base_dir)
+    assert agent.adapter is None and sim.adapter == "simulator" and sim.model is not agent.model
+    base = Policy.load(base_dir, torch.device("cpu"), max_length=96)
+    with torch.no_grad():
+        torch.testing.assert_close(sim.logprobs(batch), base.logprobs(batch))
+    # a simulator with its own checkpoint starts from it, not from the agent
+    other = tmp_path / "other"
+    tok = build_byte_tokenizer()
+    build_tiny_model(ModelConfig(**SMALL), tok, seed=11).save_pretrained(other)
+    tok.save_pretrained(other)
+    cfg = ModelConfig(kind="hf", path=str(base_dir), simulator_path=str(other), **SMALL)
+    sim = warmstart_simulator(cfg, warmstart_agent(cfg, seed=0), tmp_path / "unused")
+    assert sim.source == other
+    assert sim.fingerprint() == pytest.approx(Policy.load(other, torch.device("cpu"), 96).fingerprint(), rel=1e-6)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(base_dir):
+    grads = []
+    for checkpointing in (False, True):
+        torch.manual_seed(0)  # the same random LoRA A matrices
+        policy = warmstart_agent(lora_cfg(base_dir, gradient_checkpointing=checkpointing), seed=0)
+        assert policy.model.get_base_model().is_gradient_checkpointing == checkpointing
+        sft(policy, pairs_for(policy, AGENT_DATA), steps=1, lr=1e-2, batch_size=2, rng=random.Random(0))
+        grads.append([p.grad.clone() for p in policy.parameters()])
+    assert sum(float(g.abs().sum()) for g in grads[0]) > 0
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
