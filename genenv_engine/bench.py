@@ -19,7 +19,7 @@ import sys
 import time
 
 
-def _one(model: str, batch: int, seq: int, micro: int, chunk: int) -> dict[str, float]:
+def _one(model: str, batch: int, seq: int, micro: int, chunk: int, checkpointing: bool = False) -> dict[str, float]:
     """Run one update in this process and report its figures."""
     import random
 
@@ -30,9 +30,9 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int) -> dict[str, 
     from genenv_engine.trainer import GRPOTrainer, Group
 
     torch.set_num_threads(2)
-    cfg = ModelConfig(kind="smollm2", agent_tuning="lora", simulator_tuning="lora", max_length=seq,
-                      micro_batch=micro, logprob_chunk=chunk) if model == "smollm2" else \
-        ModelConfig(kind="hf", path=model, agent_tuning="lora", max_length=seq, micro_batch=micro, logprob_chunk=chunk)
+    common = dict(agent_tuning="lora", max_length=seq, micro_batch=micro, logprob_chunk=max(1, chunk),
+                  gradient_checkpointing=checkpointing)
+    cfg = ModelConfig(kind="smollm2", **common) if model == "smollm2" else ModelConfig(kind="hf", path=model, **common)
     policy = warmstart_agent(cfg, 0)
     reference = policy.frozen_copy()
     if chunk == 0:  # the naive baseline: logits and log-softmax over the full vocabulary at every position
@@ -58,16 +58,17 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int) -> dict[str, 
     info = trainer.update(groups, rng)
     seconds = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"micro_batch": micro, "logprob_chunk": chunk, "batch": batch, "seq": seq, "steps": info["steps"],
+    return {"micro_batch": micro, "logprob_chunk": chunk, "gradient_checkpointing": checkpointing,
+            "batch": batch, "seq": seq, "steps": info["steps"],
             "seconds": round(seconds, 1), "peak_rss_mb": round(peak_mb), "after_load_mb": round(loaded_mb)}
 
 
-def update_memory(model: str, batch: int, seq: int, settings: list[tuple[int, int]]) -> list[dict[str, float]]:
-    """Each (micro_batch, logprob_chunk) setting in its own process; returns their figures."""
+def update_memory(model: str, batch: int, seq: int, settings: list[tuple[int, int, bool]]) -> list[dict[str, float]]:
+    """Each (micro_batch, logprob_chunk, gradient checkpointing) setting in its own process; returns their figures."""
     rows = []
-    for micro, chunk in settings:
+    for micro, chunk, checkpointing in settings:
         out = subprocess.run([sys.executable, "-m", "genenv_engine.bench", "_one", model, str(batch), str(seq),
-                              str(micro), str(chunk)], capture_output=True, text=True)
+                              str(micro), str(chunk), str(int(checkpointing))], capture_output=True, text=True)
         if out.returncode != 0:
             rows.append({"micro_batch": micro, "logprob_chunk": chunk, "error": out.stderr.strip().splitlines()[-1]})
         else:
@@ -84,18 +85,20 @@ def add_bench_parser(sub) -> None:
     mem.add_argument("--model", default="smollm2", help="smollm2 (default) or a local checkpoint folder")
     mem.add_argument("--batch", type=int, default=32)
     mem.add_argument("--seq", type=int, default=128)
-    mem.add_argument("--setting", action="append", default=[], metavar="MICRO:CHUNK",
-                     help="micro_batch:logprob_chunk to measure, 0:0 = naive (repeatable; default 0:0, 0:100000, 8:1024)")
+    mem.add_argument("--setting", action="append", default=[], metavar="MICRO:CHUNK[:gc]",
+                     help="micro_batch:logprob_chunk to measure, 0:0 = naive, a :gc suffix turns on gradient "
+                          "checkpointing (repeatable; default 0:0, 0:100000, 8:1024)")
 
 
 def run_bench(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench``."""
-    settings = [tuple(int(x) for x in s.split(":")) for s in args.setting] or [(0, 0), (0, 100_000), (8, 1024)]
+    settings = [(int(s.split(":")[0]), int(s.split(":")[1]), s.endswith(":gc")) for s in args.setting] \
+        or [(0, 0, False), (0, 100_000, False), (8, 1024, False)]
     rows = update_memory(args.model, args.batch, args.seq, settings)  # type: ignore[arg-type]
     return 1 if any("error" in r for r in rows) else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "_one":
-        _, _, model, batch, seq, micro, chunk = sys.argv
-        print(json.dumps(_one(model, int(batch), int(seq), int(micro), int(chunk))))
+    if len(sys.argv) == 8 and sys.argv[1] == "_one":
+        _, _, model, batch, seq, micro, chunk, checkpointing = sys.argv
+        print(json.dumps(_one(model, int(batch), int(seq), int(micro), int(chunk), checkpointing == "1")))
