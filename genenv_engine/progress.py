@@ -69,7 +69,7 @@ class ConsoleReporter:
         elif kind == "EpochFinished":
             for key in list(self.tasks):
                 self.progress.remove_task(self.tasks.pop(key))
-            self.console.print(epoch_line(event.metrics, event.epoch))  # type: ignore[attr-defined]
+            self.console.print(epoch_line(event.metrics, event.epoch), soft_wrap=True, markup=False)  # type: ignore[attr-defined]
         elif kind in ("RunPaused", "RunResumed", "RunStopped", "RunFailed"):
             self.console.print(f"{kind} {event.payload()}")
 
