@@ -294,16 +294,9 @@ class AlfworldMini(LadderEnvironment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Rebuild the world from the prompt, check it is consistent and solvable, recompute the optimal actions."""
-        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
-        if rejected:
-            return rejected
-        try:
-            world = read_state(prompt)
-        except PromptError as err:
-            return Validation(False, str(err))
-        too_big = _size_problem(world)
-        if too_big:
-            return Validation(False, f"too_big: {too_big}")
+        world = generated_world(self, prompt, answer, parent)
+        if isinstance(world, Validation):
+            return world
         solution = solve(world)
         if solution.status != "solved":
             reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard"}[solution.status]
@@ -320,6 +313,19 @@ class AlfworldMini(LadderEnvironment):
             sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
             if sibling is not None:
                 return sibling
+
+
+def generated_world(env: LadderEnvironment, prompt: str, answer: str, parent: Task | None) -> World | Validation:
+    """The world a generated state line describes, or the rejection (length guard, parse error, too big)."""
+    rejected = env._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+    if rejected:
+        return rejected
+    try:
+        world = read_state(prompt)
+    except PromptError as err:
+        return Validation(False, str(err))
+    too_big = _size_problem(world)
+    return Validation(False, f"too_big: {too_big}") if too_big else world
 
 
 def _size_problem(world: World) -> str:

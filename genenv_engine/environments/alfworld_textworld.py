@@ -33,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.environments.alfworld import (
-    EPISODE_ERROR_TYPES, ERROR_TYPES, KIND_OF, MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, _size_problem, generate_state,
-    infer_level)
+    EPISODE_ERROR_TYPES, ERROR_TYPES, KIND_OF, generate_state, generated_world, infer_level)
 from genenv_engine.environments.alfworld_planner import MAX_PLAN
-from genenv_engine.environments.alfworld_text import PromptError, read_state, render_state
+from genenv_engine.environments.alfworld_text import read_state, render_state
 from genenv_engine.environments.alfworld_textworld_engine import (
     Analysis, Game, analyse, require_package, step_verdict)
 from genenv_engine.environments.alfworld_textworld_pddl import static_problem, tw_command
@@ -204,16 +203,9 @@ class AlfworldTextWorld(LadderEnvironment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Parse the state line, build its PDDL problem, plan it in TextWorld, then check the answer."""
-        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
-        if rejected:
-            return rejected
-        try:
-            world = read_state(prompt)
-        except PromptError as err:
-            return Validation(False, str(err))
-        too_big = _size_problem(world)
-        if too_big:
-            return Validation(False, f"too_big: {too_big}")
+        world = generated_world(self, prompt, answer, parent)
+        if isinstance(world, Validation):
+            return world
         missing = static_problem(world)
         if missing:
             return Validation(False, f"unsolvable: {missing}")
