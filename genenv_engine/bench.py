@@ -60,7 +60,7 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int, checkpointing
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"micro_batch": micro, "logprob_chunk": chunk, "gradient_checkpointing": checkpointing,
             "batch": batch, "seq": seq, "steps": info["steps"],
-            "seconds": round(seconds, 1), "peak_rss_mb": round(peak_mb), "after_load_mb": round(loaded_mb)}
+            "seconds": round(seconds, 3), "peak_rss_mb": round(peak_mb), "after_load_mb": round(loaded_mb)}
 
 
 def update_memory(model: str, batch: int, seq: int, settings: list[tuple[int, int, bool]]) -> list[dict[str, float]]:
