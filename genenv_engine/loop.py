@@ -29,7 +29,7 @@ from genenv_engine.records import Task
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
-from genenv_engine.simulator_update import simulator_update, success_before
+from genenv_engine.simulator_update import simulator_update, success_by_epoch
 from genenv_engine.trainer import Group
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
@@ -213,6 +213,7 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
                         seed=rng.randrange(2**31))
     gens: list[sim.Generation] = []
+    recent = success_by_epoch(session.store).get(epoch - 1, {})
     with PhaseTimer(emit, epoch, "generate", seconds):
         for name, env in envs.items():
             seed_split = env.splits()["seed"]
@@ -225,7 +226,7 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
             def progress(done: int, total: int, name: str = name) -> None:
                 emit(BatchProgressed(epoch, f"generate:{name}", done, total))
                 control.check()
-            note = sim.success_note(name, success_before(session.store, name, epoch), cfg.curriculum.alpha)
+            note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha)
             gens.extend(sim.sample(roles.simulator_backend, roles.simulator, env, seeds, n, sampling, epoch=epoch,
                                    id_prefix=prefix, progress=progress, style=cfg.simulator.prompt, note=note))
     return gens

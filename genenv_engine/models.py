@@ -11,7 +11,6 @@ fresh adapter on the base otherwise.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 from genenv_engine.config import ConfigError, ModelConfig
@@ -123,8 +122,7 @@ def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> 
     merged = load_adapter(load_model(agent.source, loader.device, loader.dtype), agent_folder, "agent",  # type: ignore[arg-type]
                           trainable=False).merge_and_unload()
     _prepare(merged, cfg)
-    return Policy(copy.deepcopy(merged), load_tokenizer(agent_folder), loader.device, cfg.max_length,
-                  logprob_chunk=cfg.logprob_chunk)
+    return Policy(merged, load_tokenizer(agent_folder), loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk)
 
 
 def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Policy]:

@@ -64,13 +64,10 @@ def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: rando
     return out
 
 
-def success_before(store, benchmark: str, epoch: int) -> float | None:
-    """The agent's pooled success on ``benchmark``'s generated tasks in the epoch before ``epoch`` (the
-    "recent success" the simulator was shown when it wrote that epoch's tasks)."""
-    for m in store.epoch_metrics():
-        if m["epoch"] == epoch - 1:
-            return (m.get("generated_success_by_benchmark") or {}).get(benchmark)
-    return None
+def success_by_epoch(store) -> dict[int, dict[str, float | None]]:
+    """Each finished epoch's pooled agent success on generated tasks, per benchmark: the "recent success"
+    the simulator is shown when it writes the next epoch's tasks."""
+    return {m["epoch"]: m.get("generated_success_by_benchmark") or {} for m in store.epoch_metrics()}
 
 
 def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
@@ -79,6 +76,7 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
     style = cfg.simulator.prompt
     eos = roles.simulator.tokenizer.eos_token_id
     kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
+    rates = success_by_epoch(store)
     generated = store.tasks_in_batches([b["id"] for b in kept], origin="generated")
     pairs = []
     for b in kept:
@@ -86,7 +84,7 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         if seed is None or seed.benchmark not in envs:
             continue
         env = envs[seed.benchmark]
-        note = sim.success_note(env.name, success_before(store, env.name, b["epoch"]), cfg.curriculum.alpha)
+        note = sim.success_note(env.name, rates.get(b["epoch"] - 1, {}).get(env.name), cfg.curriculum.alpha)
         context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed, style, note))
         for task in generated[b["id"]]:
             pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],

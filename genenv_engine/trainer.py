@@ -49,14 +49,17 @@ class _Trainer:
         self.micro_batch = micro_batch
         self.steps = 0
 
-    def _accumulate(self, rows: Sequence, loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float]]
-                    ) -> dict[str, float]:
-        """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step)."""
+    def _accumulate(self, rows: Sequence,
+                    loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]]) -> dict[str, float]:
+        """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step), the share
+        None for a mean over sequences (then it is the part's fraction of ``rows``)."""
         self.optimizer.zero_grad(set_to_none=True)
         size = self.micro_batch or len(rows)
         total: dict[str, float] = {}
         for start in range(0, len(rows), size):
-            loss, metrics, share = loss_of(list(rows[start:start + size]))
+            part = list(rows[start:start + size])
+            loss, metrics, share = loss_of(part)
+            share = len(part) / len(rows) if share is None else share
             (loss * share).backward()
             for key, value in metrics.items():
                 total[key] = total.get(key, 0.0) + (value if key == "tokens" else value * share)
@@ -137,7 +140,7 @@ class GRPOTrainer(_Trainer):
         single_step = self.update_epochs == 1 and len(rows) <= self.minibatch
         old_rows = None if single_step else self._sampling_logprobs(rows)
 
-        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
             batch = self.policy.make_batch([rows[i][0] for i in part], [rows[i][1] for i in part])
             with torch.no_grad():
                 ref = self.reference.logprobs(batch) if self.kl_coef > 0 else None
@@ -147,15 +150,14 @@ class GRPOTrainer(_Trainer):
             loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
             m["loss"] = loss.item()
             m["tokens"] = float(batch.mask.sum())
-            return loss, m, len(part) / len(step_rows)
+            return loss, m, None
 
         metrics: list[dict[str, float]] = []
         for _ in range(self.update_epochs):
             order = list(range(len(rows)))
             rng.shuffle(order)
             for start in range(0, len(order), self.minibatch):
-                step_rows = order[start:start + self.minibatch]
-                metrics.append(self._accumulate(step_rows, loss_of))
+                metrics.append(self._accumulate(order[start:start + self.minibatch], loss_of))
                 tick()
         for key in ("loss", "kl", "clip_fraction", "grad_norm"):
             info[key] = sum(m[key] for m in metrics) / len(metrics)
@@ -202,7 +204,7 @@ class RWRTrainer(_Trainer):
             return info
         self.policy.model.train()
 
-        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
             batch = self.policy.make_batch([e[0] for e in part], [e[1] for e in part])
             with torch.no_grad():
                 ref = self.initial.logprobs(batch)
@@ -210,16 +212,14 @@ class RWRTrainer(_Trainer):
             weights = torch.tensor([e[2] for e in part], device=logp.device)
             loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
             m["tokens"] = float(batch.mask.sum())
-            return loss, m, len(part) / step_size
+            return loss, m, None
 
         metrics: list[dict[str, float]] = []
         for _ in range(self.passes):
             order = list(range(len(examples)))
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
-                part = [examples[i] for i in order[start:start + self.batch_size]]
-                step_size = len(part)
-                metrics.append(self._accumulate(part, loss_of))
+                metrics.append(self._accumulate([examples[i] for i in order[start:start + self.batch_size]], loss_of))
                 tick()
             if metrics[-1]["kl"] > self.max_kl:
                 info["stopped_by_kl"] = 1.0

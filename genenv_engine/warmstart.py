@@ -34,8 +34,8 @@ WARM_START_VERSION = 1
 
 
 _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
-    "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha", "lora_dropout",
-    "lora_targets", "dtype", "gradient_checkpointing", "micro_batch", "logprob_chunk")}
+    "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha",
+    "lora_dropout", "lora_targets", "dtype")}
 """Model fields added after warm-start version 1, with their defaults (see `cache_key`)."""
 _EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
 """Model fields that change how, not what, an update computes (left out of `cache_key`)."""
@@ -56,11 +56,11 @@ def cache_key(config: RunConfig) -> str:
     """
     model = {k: v for k, v in asdict(config.model).items()
              if k not in _EXECUTION_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
-    blob = {"v": WARM_START_VERSION, "model": model, "warm": asdict(config.warm_start), "seed": config.seed,
-            "benchmarks": list(config.benchmarks)}
+    parts: dict[str, object] = {"v": WARM_START_VERSION, "model": model, "warm": asdict(config.warm_start),
+                                "seed": config.seed, "benchmarks": list(config.benchmarks)}
     if config.simulator.prompt != "compact":
-        blob["simulator_prompt"] = config.simulator.prompt
-    blob = json.dumps(blob, sort_keys=True, default=list)
+        parts["simulator_prompt"] = config.simulator.prompt
+    blob = json.dumps(parts, sort_keys=True, default=list)
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
