@@ -88,10 +88,17 @@ def add_bench_parser(sub) -> None:
     mem.add_argument("--setting", action="append", default=[], metavar="MICRO:CHUNK[:gc]",
                      help="micro_batch:logprob_chunk to measure, 0:0 = naive, a :gc suffix turns on gradient "
                           "checkpointing (repeatable; default 0:0, 0:100000, 8:1024)")
+    from genenv_engine.ablation import add_parser as add_ablation
+
+    add_ablation(what)
 
 
 def run_bench(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench``."""
+    if args.bench == "ablation":
+        from genenv_engine.ablation import main as ablation
+
+        return ablation(args)
     settings = [(int(s.split(":")[0]), int(s.split(":")[1]), s.endswith(":gc")) for s in args.setting] \
         or [(0, 0, False), (0, 100_000, False), (8, 1024, False)]
     rows = update_memory(args.model, args.batch, args.seq, settings)  # type: ignore[arg-type]
