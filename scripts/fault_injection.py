@@ -191,7 +191,7 @@ def trial(n: int, mode: str, opts, workdir: Path, est: float) -> dict:
     resume_args = genenv("resume", str(session), "--quiet", env=env)
     if mode == "resume" and killed and (session / "config.toml").exists():
         proc = start(resume_args, env, log)
-        delay = rng.uniform(0.5, max(1.0, est * 0.6))
+        delay = rng.uniform(0.5, max(1.0, est * 0.35))
         wait_for(proc, lambda: False, delay)
         if kill(proc):
             kills.append(f"resume random {delay:.1f}s")
