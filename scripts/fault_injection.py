@@ -3,7 +3,7 @@
 Each trial starts a fresh session (``genenv run --preset P --epochs E``) in a subprocess and kills it
 with SIGKILL at one moment, chosen by the trial's mode (modes cycle):
 
-- ``random``: after a uniform random delay within the last full run's duration;
+- ``random``: after a uniform random delay within a warm-cache run's measured duration;
 - ``checkpoint``: as soon as a checkpoint temp folder (``checkpoints/.tmp-epoch_*``) appears, i.e.
   in the middle of writing a checkpoint;
 - ``commit``: right after the SQLite WAL file grows, i.e. during or just after a commit;
@@ -182,7 +182,7 @@ def trial(n: int, mode: str, opts, workdir: Path, est: float) -> dict:
             time.sleep(rng.uniform(0.0, 1.0))
         moment = "warm start" if hit else "warm start (cached: none)"
     else:
-        delay = rng.uniform(0.3, max(1.0, est))
+        delay = rng.uniform(0.3, max(1.0, 0.95 * est))
         wait_for(proc, lambda: False, delay)
         moment = f"random {delay:.1f}s"
     killed = kill(proc)
@@ -244,17 +244,19 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="genenv-faults-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    # one uninterrupted run first: warms the cache and measures how long a run takes
+    # two uninterrupted runs first: the first warms the cache, the second measures how long a run takes
     env = {**os.environ, "GENENV_CACHE": str(os.environ["GENENV_CACHE"] if opts.shared_cache else workdir / "cache"),
            "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    t0 = time.monotonic()
-    ref = subprocess.run(genenv("run", "--preset", opts.preset, "--session", str(workdir / "reference"), "--epochs",
-                                str(opts.epochs), "--seed", str(opts.seed), "--quiet", env=env),
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=opts.timeout)
-    est = time.monotonic() - t0
-    if ref.returncode != 0:
-        print(ref.stdout + ref.stderr, file=sys.stderr)
-        return 1
+    for name in ("reference-cold", "reference"):
+        shutil.rmtree(workdir / name, ignore_errors=True)
+        t0 = time.monotonic()
+        ref = subprocess.run(genenv("run", "--preset", opts.preset, "--session", str(workdir / name), "--epochs",
+                                    str(opts.epochs), "--seed", str(opts.seed), "--quiet", env=env),
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=opts.timeout)
+        est = time.monotonic() - t0
+        if ref.returncode != 0:
+            print(ref.stdout + ref.stderr, file=sys.stderr)
+            return 1
     print(json.dumps({"reference_run_seconds": round(est, 1), "workdir": str(workdir)}), flush=True)
     results = []
     out = opts.out.open("a") if opts.out else None

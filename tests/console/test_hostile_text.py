@@ -204,3 +204,14 @@ async def test_markup_in_a_task_is_drawn_as_written(hostile_session):
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, EditScreen) and app.is_running
+
+
+def test_status_bar_never_shows_an_epoch_past_the_target_nor_raw_controls():
+    from genenv_console.widgets.status_bar import StatusBar
+
+    bar = StatusBar()
+    bar.session, bar.epoch, bar.target, bar.run = "s\x1b]0;t\x07[/]", 5, 4, "finished"
+    assert "epoch 4/4" in bar.text and "epoch 5/4" not in bar.text
+    assert "s␛]0;t␇[/]" in bar.text
+    bar.epoch = 3
+    assert "epoch 3/4" in bar.text
