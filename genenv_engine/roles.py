@@ -74,8 +74,9 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
     cfg = session.config
     init = warm_start_dir if warm_start_dir is not None else session.checkpoint_dir(0)
     here = init if epoch == 0 else session.checkpoint_dir(epoch)
-    from_session = warm_start_dir is None or epoch > 0
-    for folder in {init, here} if warm_start_dir is None else ({here} if epoch > 0 else set()):
+    from_session = warm_start_dir is None or epoch > 0  # else a fresh warm start: no marker, no optimizer state
+    session_folders = {init, here} if warm_start_dir is None else ({here} if epoch > 0 else set())
+    for folder in sorted(session_folders):
         problem = verify_checkpoint(folder)
         if problem is not None:
             raise CheckpointError(f"checkpoint {folder} is damaged ({problem}): run 'genenv resume {session.path}' "

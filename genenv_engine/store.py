@@ -230,7 +230,12 @@ class Store:
             if db.conn.in_transaction:
                 db.conn.execute("ROLLBACK")
             raise
-        db.conn.execute("COMMIT")
+        try:
+            db.conn.execute("COMMIT")
+        except BaseException:  # a failed COMMIT (disk full) leaves the transaction open: end it
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
 
     def applied_migrations(self) -> list[str]:
         """Names of the applied migrations, in the order they ran."""
