@@ -121,7 +121,7 @@ def check_database(path: Path) -> None:
         raise SessionError(f"{path} is a folder, not a database: move it away or restore genenv.db from a backup")
     advice = "restore it from a backup or start a new session; nothing was changed"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
             result = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
             if result != ["ok"]:

@@ -81,7 +81,7 @@ def committed(db: Path) -> dict:
     """What is durably in the store now: rows of finished epochs, and events (read-only connection)."""
     if not db.exists():
         return {"done": -1, "tasks": {}, "rollouts": {}, "batches": {}, "epochs": {}, "events": {}}
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
     conn.row_factory = sqlite3.Row
     try:
         done_row = conn.execute("SELECT max(epoch) FROM epochs WHERE status = 'done'").fetchone()[0]
