@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from genenv_engine.session import verify_checkpoint  # noqa: E402
+from genenv_engine.session import stale_temp_paths, verify_checkpoint  # noqa: E402
 
 MODES = ("random", "checkpoint", "commit", "warmstart", "resume")
 VOLATILE = ("p_hat", "r_env", "n_rollouts", "superseded_by")
@@ -122,7 +122,8 @@ def check(session: Path, epochs: int, before: list[dict], cache: Path) -> list[s
         if bad:
             problems.append(f"checkpoint epoch_{e:03d}: {bad}")
     leftovers = [p.name for p in (session / "checkpoints").glob(".tmp-*")]
-    leftovers += [p.name for p in (cache / "warmstart").glob("*.tmp*")] if (cache / "warmstart").is_dir() else []
+    if (cache / "warmstart").is_dir():  # a live process's temp folder (another run sharing the cache) is fine
+        leftovers += [p.name for p in stale_temp_paths(cache / "warmstart", "*.tmp[0-9]*", ".tmp")]
     if leftovers:
         problems.append(f"temp folders left: {leftovers}")
     after = committed(db)
