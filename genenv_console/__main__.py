@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genenv_engine.config import ConfigError, load_config, preset_names
-from genenv_engine.session import Session
+from genenv_engine.session import Session, SessionError
 
 from genenv_console.app import GenEnvConsole
 
@@ -28,13 +28,13 @@ def make_app(session_dir: str | Path | None = None, *, preset: str | None = None
              browse: bool = False) -> GenEnvConsole:
     """Build the console: resume ``session_dir``, or create a new session from the preset/config (or just browse).
 
-    Raises ConfigError, FileNotFoundError or FileExistsError for a bad preset, config or folder.
+    Raises ConfigError, FileNotFoundError, FileExistsError or SessionError for a bad preset, config or folder.
     """
     root = Path(sessions_root)
     if browse:
         return GenEnvConsole(None, root, backend_factory, autostart=False)
     if session_dir is not None:
-        session = Session.open(session_dir)
+        session = Session.open(session_dir, check=True)
         if overrides and "epochs" in overrides and overrides["epochs"] != session.config.epochs:
             session.set_epochs(int(overrides["epochs"]))
     else:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app = make_app(args.session, preset=args.preset, config_file=args.config, overrides=overrides or None,
                        sessions_root=args.sessions_root, autostart=not args.no_start, browse=args.browse)
-    except (ConfigError, FileNotFoundError, FileExistsError) as exc:
+    except (ConfigError, FileNotFoundError, FileExistsError, SessionError) as exc:
         print(f"genenv-console: {exc}", file=sys.stderr)
         return 2
     app.run()

@@ -31,6 +31,7 @@ from genenv_console.latency import LatencyProbe
 from genenv_console.messages import (CreateSession, EngineIdled, EngineMessage, ExportWritten, OpenSession,
                                      TaskRevised, TaskStatusChanged)
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
+from genenv_console.safe import clean
 from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
@@ -152,12 +153,13 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
                 return
             self.pending = (path, autostart)
             self.action_stop()
-            self.notify(f"stopping {self.state.session} before opening {path.name}")
+            self.notify(clean(f"stopping {self.state.session} before opening {path.name}", 500, one_line=True),
+                        markup=False)
             return
         try:
             config = config_from_file(path / "config.toml")
         except (ConfigError, OSError) as exc:
-            self.notify(f"cannot open {path}: {exc}", severity="error")
+            self.notify(clean(f"cannot open {path}: {exc}", 500, one_line=True), markup=False, severity="error")
             return
         if self.ui_store is not None:
             self.ui_store.close()
@@ -191,10 +193,11 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         try:
             session = Session.create(message.config, root=self.sessions_root)
         except OSError as exc:  # e.g. a session of that name was created this very second
-            self.notify(f"cannot create the session: {exc}", severity="error")
+            self.notify(clean(f"cannot create the session: {exc}", 500, one_line=True), markup=False,
+                        severity="error")
             return
         session.store.close()
-        self.notify(f"created {session.path}")
+        self.notify(clean(f"created {session.path}", 500, one_line=True), markup=False)
         self.open_session(session.path, autostart=True)
 
     # -- the engine ----------------------------------------------------------------------------
@@ -243,7 +246,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         error = event.worker.error
         details = "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else str(error)
         if event.worker.group == "export":
-            self.notify(f"export failed: {error}", severity="error")
+            self.notify(clean(f"export failed: {error}", 500, one_line=True), markup=False, severity="error")
             return
         if event.worker is not self._engine:
             return
@@ -329,21 +332,22 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
     def _exported(self, message: ExportWritten) -> None:
         report = [p for p in message.paths if p.suffix == ".html"]
         where = f"; report: {report[0]}" if report else ""
-        self.notify(f"exported {message.tasks:,} tasks to {message.paths[0].parent}{where}")
+        text = f"exported {message.tasks:,} tasks to {message.paths[0].parent}{where}"
+        self.notify(clean(text, 500, one_line=True), markup=False)
 
     @on(TaskRevised)
     def _revised(self, message: TaskRevised) -> None:
         line = f"edit: {message.old_id} → {message.new_id} (used by the next epoch)"
         self.log_lines.append(line)
         self.dashboard.log_line(line)
-        self.notify(line)
+        self.notify(clean(line, 300, one_line=True), markup=False)
 
     @on(TaskStatusChanged)
     def _status_changed(self, message: TaskStatusChanged) -> None:
         line = f"task {message.task_id} is now {message.status}"
         self.log_lines.append(line)
         self.dashboard.log_line(line)
-        self.notify(line)
+        self.notify(clean(line, 300, one_line=True), markup=False)
 
     def action_help(self) -> None:
         """Show every key binding."""

@@ -18,6 +18,8 @@ from genenv_engine.environments import get_environment
 from genenv_engine.records import Task
 from genenv_engine.store import Store
 
+from genenv_console.safe import clean
+
 PAGE_SIZE = 50
 """Task rows per page in the tasks table."""
 
@@ -151,14 +153,15 @@ def table_line(cells: tuple[str, ...]) -> str:
 
 
 def table_row(row: dict[str, Any], prompt_chars: int = 60) -> tuple[str, ...]:
-    """The cells of one tasks-table row."""
+    """The cells of one tasks-table row, every text cell through the console's sanitiser (one line each)."""
     status = row.get("status") or "active"
     if row.get("superseded_by"):
         status = "superseded"
-    prompt = " ".join(str(row.get("prompt") or "").split())
-    return (row["id"], row.get("benchmark") or "", row.get("origin") or "", status, fmt(row.get("epoch")),
-            fmt(row.get("valid")), fmt(row.get("p_hat")), fmt(row.get("r_env"), 3), fmt(row.get("n_rollouts")),
-            prompt[:prompt_chars])
+    prompt = clean(row.get("prompt") or "", prompt_chars * 2, one_line=True)
+    return (clean(row["id"], 200, one_line=True), clean(row.get("benchmark") or "", 40, one_line=True),
+            clean(row.get("origin") or "", 40, one_line=True), clean(status, 40, one_line=True),
+            fmt(row.get("epoch")), fmt(row.get("valid")), fmt(row.get("p_hat")), fmt(row.get("r_env"), 3),
+            fmt(row.get("n_rollouts")), prompt[:prompt_chars])
 
 
 def task_detail(store: Store, task_id: str, max_rollouts: int = 20) -> dict[str, Any] | None:

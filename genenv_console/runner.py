@@ -66,8 +66,9 @@ class EngineRunner:
         """Open the session in this thread and run the loop to its target epoch (or a stop)."""
         from genenv_engine.loop import run
 
-        session = Session.open(session_path)
+        session = Session.open(session_path, check=True)
         try:
+            session.prepare_resume()  # stale temp folders; fall back from a damaged checkpoint (logged)
             return run(session, self.sink, self.control, self.backend_factory)
         finally:
             session.store.close()

@@ -2,6 +2,10 @@
 
 Runs the same engine the console drives, with rich progress bars, for long jobs on a GPU box or
 in CI. Ctrl-C asks the loop to stop at its next check, leaving the session resumable.
+
+Bad input never gives a traceback: a config error, a damaged session (database, checkpoint, a file
+where a folder should be, a newer schema) or an impossible request prints one ``genenv: ...`` line
+naming the file and what to do, and exits 2 without changing anything.
 """
 
 from __future__ import annotations
@@ -9,11 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import ConfigError, load_config, preset_names
+from genenv_engine.session import SessionError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -130,7 +136,7 @@ def status_json(session_dir: Path) -> dict[str, Any]:
     """The session's per-epoch metrics in the documented ``genenv status --json`` shape."""
     from genenv_engine.session import Session
 
-    session = Session.open(session_dir)
+    session = Session.open(session_dir, check=True)
     keys = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
             "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
             "heldout_by_level", "tokens_per_second")
@@ -198,12 +204,25 @@ def main(argv: list[str] | None = None) -> int:
             session = Session.create(config, args.session)
             print(f"session: {session.path}")
             return _run(session, args.quiet)
-        session = Session.open(args.session)
+        session = Session.open(args.session, check=True)
+        if args.epochs is not None:
+            session.check_epochs(args.epochs)  # before anything changes
+        fallback = session.prepare_resume()
+        if fallback is not None:
+            print(f"genenv: {fallback['reason']} (epochs after it are redone)", file=sys.stderr)
         if args.epochs is not None:
             session.set_epochs(args.epochs)
         return _run(session, args.quiet)
     except (ConfigError, FileNotFoundError, FileExistsError, ValueError) as exc:
         print(f"genenv: {exc}", file=sys.stderr)
+        return 2
+    except SessionError as exc:
+        print(f"genenv: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:  # damage found mid-run, after the open-time check passed
+        where = getattr(args, "session", None)
+        print(f"genenv: the session database{f' in {where}' if where else ''} failed ({exc}): check it with "
+              "'sqlite3 genenv.db \'PRAGMA integrity_check\'' and restore it from a backup", file=sys.stderr)
         return 2
 
 

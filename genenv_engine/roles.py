@@ -4,6 +4,11 @@
 for epoch 0), and `save_roles` writes a checkpoint folder: ``agent/`` and ``simulator/`` as plain
 ``save_pretrained`` folders (full roles) or standard PEFT adapter folders (LoRA roles, whose base
 is the run's base checkpoint) plus the optimizer states, so resuming continues the same optimisation.
+
+Loading verifies the checkpoint first (`genenv_engine.session.verify_checkpoint`: ``COMPLETE``
+marker, manifest sizes and hashes) and reads optimizer states with ``torch.load(weights_only=True)``,
+so a session folder from elsewhere cannot run code; a damaged checkpoint raises `CheckpointError`
+naming the folder instead of loading half a model or a fresh optimizer.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 from genenv_engine.backends import get_backend
 from genenv_engine.backends.base import GenerationBackend
 from genenv_engine.policy import Policy
+from genenv_engine.session import SessionError, verify_checkpoint
 from genenv_engine.trainer import GRPOTrainer, RWRTrainer
 
 
@@ -36,6 +42,23 @@ class Roles:
         return sum(getattr(b, "tokens_generated", 0) for b in (self.agent_backend, self.simulator_backend))
 
 
+class CheckpointError(SessionError):
+    """A checkpoint folder that cannot be loaded; the message names it and what to do."""
+
+
+def _load_optimizer(trainer: GRPOTrainer | RWRTrainer, path: Path) -> None:
+    """Restore what the trainer's ``save_state`` wrote, without unpickling arbitrary objects."""
+    import torch
+
+    try:
+        state = torch.load(path, weights_only=True)
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        trainer.steps = int(state["steps"])
+    except Exception as exc:  # unpickling refused, truncated file, wrong shapes: all mean a bad checkpoint
+        raise CheckpointError(f"{path} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
+                              f"resume falls back to the previous checkpoint if you move {path.parent} aside") from None
+
+
 BackendFactory = Callable[[str, Policy], GenerationBackend]
 """Builds the generation backend of a role (``"agent"`` or ``"simulator"``) for its policy."""
 
@@ -51,17 +74,30 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
     cfg = session.config
     init = warm_start_dir if warm_start_dir is not None else session.checkpoint_dir(0)
     here = init if epoch == 0 else session.checkpoint_dir(epoch)
-    p = load_role_policies(cfg.model, here, init)
+    from_session = warm_start_dir is None or epoch > 0  # else a fresh warm start: no marker, no optimizer state
+    session_folders = {init, here} if warm_start_dir is None else ({here} if epoch > 0 else set())
+    for folder in sorted(session_folders):
+        problem = verify_checkpoint(folder)
+        if problem is not None:
+            raise CheckpointError(f"checkpoint {folder} is damaged ({problem}): run 'genenv resume {session.path}' "
+                                  "to fall back to the previous complete checkpoint")
+    try:
+        p = load_role_policies(cfg.model, here, init)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"checkpoint {here} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
+                              "move it aside and resume from the previous one") from None
     agent, agent_ref, simulator, simulator_init = p["agent"], p["agent_ref"], p["simulator"], p["simulator_ref"]
     a, s = cfg.agent, cfg.simulator
     micro = cfg.model.micro_batch
     grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance,
                        micro_batch=micro, steps=a.steps_per_epoch)
     rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size, micro_batch=micro)
-    if (here / "agent_optimizer.pt").exists():
-        grpo.load_state(here / "agent_optimizer.pt")
-    if (here / "simulator_optimizer.pt").exists():
-        rwr.load_state(here / "simulator_optimizer.pt")
+    for trainer, name in ((grpo, "agent_optimizer.pt"), (rwr, "simulator_optimizer.pt")):
+        if (here / name).exists():
+            _load_optimizer(trainer, here / name)
+        elif from_session:  # only a fresh warm start has no optimizer state
+            raise CheckpointError(f"checkpoint {here} has no {name}: resuming would silently restart the optimizer; "
+                                  "move the folder aside to fall back to the previous checkpoint")
     options = asdict(cfg.vllm) if cfg.backend == "vllm" else {}
     make = backend_factory or (lambda role, policy: get_backend(cfg.backend, policy=policy, **options))
     return Roles(agent, agent_ref, simulator, simulator_init, grpo, rwr, make("agent", agent), make("simulator", simulator))

@@ -3,13 +3,20 @@
 One `Store` per session folder keeps everything the co-evolution loop produces in one file so a run
 can be resumed after a crash, browsed by the console while it runs (WAL lets a reader and the
 engine's writer work at once) and reported on afterwards. It is built on sqlite-utils: the schema
-is a list of named `Migrations` applied once each, and every multi-statement write is one
-`db.atomic()` transaction. sqlite3 connections are tied to their thread, so the store holds one
-connection per thread (``store.db``); an in-memory store (tests) shares a single connection.
+is a list of named `Migrations` applied once each.
+
+Every write is one short `Store.write()` transaction, which takes SQLite's write lock up front
+(``BEGIN IMMEDIATE``) and waits up to `BUSY_TIMEOUT_MS` for it. A deferred transaction that reads
+and then writes fails at once with "database is locked" (SQLITE_BUSY_SNAPSHOT, which no busy
+timeout retries) when another connection commits in between, as the console does when it pins,
+bans or edits tasks while the engine writes an epoch. sqlite3 connections are tied to their
+thread, so the store holds one connection per thread (``store.db``); an in-memory store (tests)
+shares a single connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -35,6 +42,9 @@ _STAT_FIELDS = ("p_hat", "r_env", "n_rollouts", "batch_id", "superseded_by")
 _ORDER_TERM = re.compile(r"^\s*(\w+)(?:\s+(asc|desc))?\s*$", re.IGNORECASE)
 
 MIGRATIONS = Migrations("genenv.store")
+
+BUSY_TIMEOUT_MS = 30_000
+"""How long a connection waits for another one's write transaction before giving up."""
 
 
 @MIGRATIONS()
@@ -171,13 +181,13 @@ class Store:
 
     @property
     def db(self) -> Database:
-        """This thread's `Database`, opened on first use (WAL, 5 s busy timeout)."""
+        """This thread's `Database`, opened on first use (WAL, `BUSY_TIMEOUT_MS` busy timeout)."""
         if self._shared is not None:
             return self._shared
         db = getattr(self._local, "db", None)
         if db is None:
             db = Database(self.path)
-            db.execute("PRAGMA busy_timeout = 5000")
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             db.enable_wal()
             db.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; skips an fsync per commit
             self._local.db = db
@@ -201,6 +211,32 @@ class Store:
         """Close this thread's connection."""
         self.close()
 
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Database]:
+        """One write transaction on this thread's connection, holding the write lock from its first statement.
+
+        ``BEGIN IMMEDIATE`` waits (busy timeout) for another writer instead of starting a read
+        snapshot that a later write cannot upgrade. Nested use becomes a savepoint of the open one.
+        """
+        db = self.db
+        if db.conn.in_transaction:
+            with db.atomic():
+                yield db
+            return
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
+        try:
+            db.conn.execute("COMMIT")
+        except BaseException:  # a failed COMMIT (disk full) leaves the transaction open: end it
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
+
     def applied_migrations(self) -> list[str]:
         """Names of the applied migrations, in the order they ran."""
         return [m.name for m in MIGRATIONS.applied(self.db)]
@@ -215,7 +251,7 @@ class Store:
         """Upsert tasks by id; their stats and created_at survive a re-insert."""
         rows = [_task_row(task, batch_id) for task in tasks]
         if rows:
-            with self.db.atomic():
+            with self.write():
                 self.db["tasks"].upsert_all(rows, pk="id")
 
     def get_task(self, task_id: str) -> Task | None:
@@ -249,13 +285,13 @@ class Store:
         ``stats`` holds ``(task_id, p_hat, new_rollouts)``.
         """
         rows = [(p_hat, n, task_id) for task_id, p_hat, n in stats]
-        with self.db.atomic():
+        with self.write():
             self.db.conn.executemany(
                 "UPDATE tasks SET p_hat = ?, n_rollouts = coalesce(n_rollouts, 0) + ? WHERE id = ?", rows)
 
     def set_r_env(self, values: Iterable[tuple[str, float]]) -> None:
         """Set R_env for many tasks at once (``(task_id, r_env)`` pairs), in one transaction."""
-        with self.db.atomic():
+        with self.write():
             self.db.conn.executemany("UPDATE tasks SET r_env = ? WHERE id = ?", [(r, i) for i, r in values])
 
     def tasks_in_batches(self, batch_ids: Iterable[str], *, origin: str, valid: bool = True) -> dict[str, list[Task]]:
@@ -272,7 +308,8 @@ class Store:
     def _update_task(self, task_id: str, values: dict[str, Any]) -> None:
         """Set columns of one task row; KeyError when the id is unknown."""
         sets = ", ".join(f"{k} = ?" for k in values)
-        cursor = self.db.execute(f"UPDATE tasks SET {sets} WHERE id = ?", [*values.values(), task_id])
+        with self.write():
+            cursor = self.db.execute(f"UPDATE tasks SET {sets} WHERE id = ?", [*values.values(), task_id])
         if cursor.rowcount == 0:
             raise KeyError(f"no task with id {task_id!r}")
 
@@ -287,7 +324,7 @@ class Store:
         if new.id == task_id:
             raise ValueError(f"the revision of {task_id!r} needs a new id")
         new = new.with_(origin="edited", parent_id=task_id)
-        with self.db.atomic():
+        with self.write():
             self._update_task(task_id, {"superseded_by": new.id})
             self.insert_tasks([new])
         return new
@@ -403,7 +440,7 @@ class Store:
         """Append rollouts (task_id, epoch, response, reward, success, error_type, purpose='train')."""
         if rows:
             full = [{"purpose": "train", "error_type": None, **row} for row in rows]
-            with self.db.atomic():
+            with self.write():
                 self.db["rollouts"].insert_all(full)
 
     def rollouts_for(self, task_id: str) -> list[dict[str, Any]]:
@@ -414,7 +451,7 @@ class Store:
     def upsert_batches(self, rows: list[dict[str, Any]]) -> None:
         """Insert or update variation-batch rows by id."""
         if rows:
-            with self.db.atomic():
+            with self.write():
                 self.db["batches"].upsert_all(rows, pk="id")
 
     def batches(self, epoch: int | None = None) -> list[dict[str, Any]]:
@@ -430,16 +467,19 @@ class Store:
     def start_epoch(self, epoch: int) -> None:
         """Record that an epoch began (restarting it resets its row)."""
         row = {"epoch": epoch, "status": "running", "started_at": _now()}
-        self.db["epochs"].upsert({**row, "finished_at": None, "metrics": None}, pk="epoch")
+        with self.write():
+            self.db["epochs"].upsert({**row, "finished_at": None, "metrics": None}, pk="epoch")
 
     def finish_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
         """Record that an epoch completed, with its metrics."""
         row = {"epoch": epoch, "status": "done", "finished_at": _now(), "metrics": json.dumps(metrics)}
-        self.db["epochs"].upsert(row, pk="epoch")
+        with self.write():
+            self.db["epochs"].upsert(row, pk="epoch")
 
     def mark_partial(self, epoch: int) -> None:
         """Record that an epoch stopped before completing."""
-        self.db["epochs"].upsert({"epoch": epoch, "status": "partial", "finished_at": _now()}, pk="epoch")
+        with self.write():
+            self.db["epochs"].upsert({"epoch": epoch, "status": "partial", "finished_at": _now()}, pk="epoch")
 
     def epoch_metrics(self) -> list[dict[str, Any]]:
         """One dict per epoch: epoch, status, started_at, finished_at and the decoded metrics."""
@@ -457,7 +497,7 @@ class Store:
     def drop_epochs_from(self, epoch: int) -> None:
         """Forget epochs >= `epoch` (resume after a crash): their generated/static tasks, rollouts,
         batches and epoch rows go; edited tasks, earlier epochs and events stay."""
-        with self.db.atomic():
+        with self.write():
             sql = "DELETE FROM tasks WHERE epoch >= ? AND origin IN ('generated', 'static')"
             self.db.execute(sql, [epoch])
             for table in ("rollouts", "batches", "epochs"):
@@ -468,7 +508,8 @@ class Store:
     def log_event(self, kind: str, epoch: int | None, payload: dict[str, Any]) -> int:
         """Append an event and return its id."""
         row = {"ts": _now(), "epoch": epoch, "kind": kind, "payload": json.dumps(payload)}
-        return int(self.db["events"].insert(row).last_rowid)
+        with self.write():
+            return int(self.db["events"].insert(row).last_rowid)
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         """Events with id > `after_id`, oldest first, payload decoded."""
@@ -482,4 +523,5 @@ class Store:
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a text value under `key`."""
-        self.db["meta"].upsert({"key": key, "value": value}, pk="key")
+        with self.write():
+            self.db["meta"].upsert({"key": key, "value": value}, pk="key")

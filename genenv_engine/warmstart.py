@@ -5,6 +5,8 @@ train splits (prompt -> gold answer); the simulator starts from the agent's weig
 fine-tuned on (seed -> sibling seed) pairs so it can write well-formed, valid variations. The
 result is cached per preset, model, warm-start settings and seed (``$GENENV_CACHE``, default
 ``~/.cache/genenv``), because it costs minutes on CPU and is the same for every run that shares it.
+Each entry is trained into ``<key>.tmp<PID>`` and renamed; temp folders left by killed runs are
+removed at the next warm start (`remove_stale_temp`), never those of a process still running.
 """
 
 from __future__ import annotations
@@ -77,12 +79,26 @@ def cached_folder(folder: Path) -> Path | None:
     return None
 
 
+def remove_stale_temp(root: Path | None = None) -> list[Path]:
+    """Delete warm-start temp folders (``<key>.tmp<PID>``) whose training process is gone."""
+    from genenv_engine.session import stale_temp_paths
+
+    folder = (root or cache_root()) / "warmstart"
+    if not folder.is_dir():
+        return []
+    gone = stale_temp_paths(folder, "*.tmp[0-9]*", ".tmp")
+    for path in gone:
+        shutil.rmtree(path, ignore_errors=True)
+    return gone
+
+
 def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink,
                check: Callable[[], None] = lambda: None) -> tuple[Path, dict]:
     """Return the folder holding ``agent/`` and ``simulator/`` warm starts (training them if not cached).
 
     ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop leaves no cache entry.
     """
+    remove_stale_temp()
     folder = cache_root() / "warmstart" / cache_key(config)
     if config.warm_start.cache:
         found = cached_folder(folder)

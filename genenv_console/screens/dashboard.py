@@ -11,6 +11,7 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Log
 
+from genenv_console.safe import clean
 from genenv_console.state import RunState
 from genenv_console.widgets.key_bar import KeyBar
 from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot
@@ -42,7 +43,7 @@ class DashboardScreen(Screen):
         if state is not None:
             self.show_state(state, {"status", "plots"})
         for line in getattr(self.app, "log_lines", []):
-            self.query_one("#log", Log).write_line(line)
+            self.log_line(line)
 
     def show_state(self, state: RunState, changed: set[str]) -> None:
         """Copy the changed parts of the run state onto the widgets."""
@@ -66,9 +67,9 @@ class DashboardScreen(Screen):
             self.query_one(StatusBar).elapsed = seconds
 
     def log_line(self, line: str) -> None:
-        """Append one line to the event log."""
+        """Append one line to the event log (through the console's sanitiser: one line, controls visible)."""
         if self.is_mounted:
-            self.query_one("#log", Log).write_line(line)
+            self.query_one("#log", Log).write_line(clean(line, 1000, one_line=True))
 
     def clear_log(self) -> None:
         """Empty the event log (another session was opened)."""

@@ -2,6 +2,11 @@
 
 The modal only collects text; the ``save`` callback (from the tasks screen) validates and stores.
 A rejected edit keeps the modal open with the validator's reason and stores nothing.
+
+The task's text is shown through the console's sanitiser: control and bidirectional characters
+appear as visible symbols (and a notice says so; saving stores the text as shown), and a text
+longer than `EDIT_MAX_CHARS` is shown cut and cannot be saved from here, so no edit ever stores
+a silently truncated prompt.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 from genenv_engine.records import Task
 
 from genenv_console.data import EditResult
+from genenv_console.safe import clean, safe_text
+
+EDIT_MAX_CHARS = 20_000
+"""Longest prompt or answer the modal edits; longer ones are shown cut and read-only."""
 
 
 class EditScreen(ModalScreen[EditResult | None]):
@@ -33,15 +42,27 @@ class EditScreen(ModalScreen[EditResult | None]):
         super().__init__()
         self.edited = task
         self.save = save
+        self.too_long = max(len(task.prompt), len(task.answer)) > EDIT_MAX_CHARS
+        self.prompt_shown = clean(task.prompt, EDIT_MAX_CHARS)
+        self.answer_shown = clean(task.answer, EDIT_MAX_CHARS, one_line=True)
+        self.altered = (self.prompt_shown, self.answer_shown) != (task.prompt, task.answer)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-dialog"):
             task = self.edited
-            yield Label(f"Edit {task.id}  ({task.benchmark}, origin {task.origin})", id="edit-title")
+            yield Label(safe_text(f"Edit {task.id}  ({task.benchmark}, origin {task.origin})", 300, one_line=True),
+                        id="edit-title")
             yield Label("prompt", classes="field-label")
-            yield TextArea(self.edited.prompt, id="edit-prompt", soft_wrap=True, show_line_numbers=False)
+            yield TextArea(self.prompt_shown, id="edit-prompt", soft_wrap=True, show_line_numbers=False,
+                           read_only=self.too_long)
             yield Label("gold answer", classes="field-label")
-            yield Input(self.edited.answer, id="edit-answer")
+            yield Input(self.answer_shown, id="edit-answer", disabled=self.too_long)
+            notice = ""
+            if self.too_long:
+                notice = f"too long to edit here (over {EDIT_MAX_CHARS:,} characters): shown cut, read-only"
+            elif self.altered:
+                notice = "invisible or control characters are shown as symbols (␛, <U+…>); saving stores the text as shown"
+            yield Static(notice, id="edit-notice", markup=False)
             yield Static("", id="edit-error")
             yield Static("ctrl+s validate & save as a new revision · esc cancel", id="edit-help")
             with Horizontal(id="edit-buttons"):
@@ -62,12 +83,17 @@ class EditScreen(ModalScreen[EditResult | None]):
         """Validate and store the edit; show the reason and keep the modal open if it is rejected."""
         prompt = self.query_one("#edit-prompt", TextArea).text
         answer = self.query_one("#edit-answer", Input).value
-        result = self.save(prompt, answer)
+        if self.too_long:
+            result = EditResult(False, f"this task is longer than {EDIT_MAX_CHARS:,} characters; not editable here")
+        elif self.altered and (prompt, answer) == (self.prompt_shown, self.answer_shown):
+            result = EditResult(False, "nothing changed")
+        else:
+            result = self.save(prompt, answer)
         if result.ok:
             self.dismiss(result)
         else:
             error = self.query_one("#edit-error", Static)
-            error.update(f"✘ not saved — {result.error}")
+            error.update(safe_text(f"✘ not saved — {result.error}", 1000))
             error.add_class("shown")
 
     @on(Button.Pressed, "#edit-cancel")

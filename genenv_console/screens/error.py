@@ -9,6 +9,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from genenv_console.safe import safe_text
+
 
 class ErrorScreen(ModalScreen[None]):
     """Show an error message and its details until dismissed."""
@@ -23,9 +25,9 @@ class ErrorScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="error-dialog"):
-            yield Label(self.title_text, id="error-title")
+            yield Label(safe_text(self.title_text, 500), id="error-title")
             with VerticalScroll(id="error-scroll"):
-                yield Static(self.details, id="error-details", markup=False)
+                yield Static(safe_text(self.details, 20_000), id="error-details")
             yield Label("The epoch was marked partial: press r to resume the session.", id="error-hint")
             yield Button("OK", id="error-ok", variant="error")
 

@@ -21,6 +21,7 @@ from genenv_engine.config import SIMULATOR_MODES, ConfigError, RunConfig, load_c
 
 from genenv_console.data import SessionInfo, list_sessions
 from genenv_console.messages import CreateSession, OpenSession
+from genenv_console.safe import safe_text
 from genenv_console.widgets.key_bar import KeyBar
 
 FORM_FIELDS = (
@@ -113,16 +114,16 @@ class SessionsScreen(Screen):
         current = getattr(self.app, "session_path", None)
         for s in self.sessions:
             name = s.path.name + (" ◀" if current is not None and Path(current) == s.path else "")
-            table.add_row(name, s.preset, s.mode, s.benchmarks, f"{s.epochs_done}/{s.target}", s.status,
-                          key=str(s.path))
+            cells = (name, s.preset, s.mode, s.benchmarks, f"{s.epochs_done}/{s.target}", s.status)
+            table.add_row(*(safe_text(c, 200, one_line=True) for c in cells), key=str(s.path))
         self.query_one("#sessions-root", Static).update(
-            f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create")
+            safe_text(f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create", 500))
 
     def _fill_form(self, preset: str) -> None:
         try:
             defaults = form_defaults(load_config(preset))
         except ConfigError as exc:
-            self.query_one("#form-error", Static).update(str(exc))
+            self.query_one("#form-error", Static).update(safe_text(exc, 500))
             return
         for wid, value in defaults.items():
             self.query_one(f"#{wid}", Input).value = value
@@ -155,7 +156,7 @@ class SessionsScreen(Screen):
             config = form_config(str(self.query_one("#preset", Select).value), values,
                                  str(self.query_one("#mode", Select).value))
         except ConfigError as exc:
-            self.query_one("#form-error", Static).update(f"✘ {exc}")
+            self.query_one("#form-error", Static).update(safe_text(f"✘ {exc}", 500))
             return
         self.query_one("#form-error", Static).update("")
         self.post_message(CreateSession(config))

@@ -23,6 +23,7 @@ from genenv_engine.store import Store
 from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilters, TaskPage, apply_edit, fmt, table_line,
                                  table_row, task_detail, task_page, toggle_status)
 from genenv_console.messages import TaskRevised, TaskStatusChanged
+from genenv_console.safe import clean, safe_text
 from genenv_console.screens.edit import EditScreen
 from genenv_console.widgets.key_bar import KeyBar
 
@@ -36,15 +37,15 @@ def _number(text: str, cast: type) -> Any:
 
 
 def detail_text(detail: dict[str, Any] | None) -> Text:
-    """The detail pane's content for one task."""
+    """The detail pane's content for one task (all session text through the console's sanitiser)."""
     if detail is None:
         return Text("no task selected", style="dim")
     task, stats = detail["task"], detail["stats"]
     out = Text()
 
-    def field(label: str, value: str, style: str = "") -> None:
+    def field(label: str, value: object, style: str = "") -> None:
         out.append(f"{label}: ", style="bold")
-        out.append(f"{value}\n", style=style)
+        out.append(f"{clean(value, 500)}\n", style=style)
 
     field("id", task.id, "bold cyan")
     field("benchmark", f"{task.benchmark}   origin {task.origin}   epoch {task.epoch}   level {task.level}")
@@ -54,21 +55,21 @@ def detail_text(detail: dict[str, Any] | None) -> Text:
     field("valid", "yes" if task.valid else f"no: {task.reason}", "green" if task.valid else "bold red")
     field("p̂", f"{fmt(stats.get('p_hat'))}   R_env {fmt(stats.get('r_env'), 3)}   rollouts {detail['n_rollouts']}")
     out.append("\nprompt\n", style="bold underline")
-    out.append(f"{task.prompt}\n")
+    out.append(f"{clean(task.prompt)}\n")
     out.append("\ngold answer\n", style="bold underline")
-    out.append(f"{task.answer}\n")
+    out.append(f"{clean(task.answer)}\n")
     out.append(f"\nrollouts ({detail['n_rollouts']}, last {len(detail['rollouts'])})\n", style="bold underline")
     for r in detail["rollouts"]:
         mark = ("✔", "green") if r.get("success") else ("✘", "red")
         out.append(f"{mark[0]} ", style=mark[1])
-        out.append(f"e{r.get('epoch')} reward {fmt(r.get('reward'))}  {str(r.get('response') or '')[:80]}\n")
+        out.append(f"e{r.get('epoch')} reward {fmt(r.get('reward'))}  {clean(r.get('response') or '', 80, one_line=True)}\n")
     if not detail["rollouts"]:
         out.append("none yet\n", style="dim")
     out.append("\nlineage\n", style="bold underline")
     for depth, t in enumerate(detail["lineage"]):
         out.append(("  " * depth) + ("└ " if depth else ""))
-        out.append(f"{t.id}", style="cyan")
-        out.append(f"  [{t.origin}, e{t.epoch}] {t.prompt[:60]}\n", style="dim")
+        out.append(clean(t.id, 200, one_line=True), style="cyan")
+        out.append(f"  [{clean(t.origin, 40)}, e{t.epoch}] {clean(t.prompt, 60, one_line=True)}\n", style="dim")
     return out
 
 
@@ -148,12 +149,12 @@ class TasksScreen(Screen):
         self.current = task_page(store, self.filters, self.page)
         self.page = self.current.page
         for row in self.current.rows:
-            table.add_row(table_line(table_row(row)), key=row["id"])
+            table.add_row(Text(table_line(table_row(row))), key=row["id"])
         info = f"page {self.current.page + 1}/{self.current.pages} · {self.current.total:,} tasks"
         active = {k: v for k, v in self.filters.kwargs().items() if v not in (None, "")}
         if active:
             info += " · " + " ".join(f"{k}={v}" for k, v in active.items())
-        self.query_one("#page-info", Static).update(info + "   [ ] page · ⏎ edit · p pin · b ban")
+        self.query_one("#page-info", Static).update(safe_text(info + "   [ ] page · ⏎ edit · p pin · b ban", 500))
         ids = [r["id"] for r in self.current.rows]
         target = keep if keep in ids else (self.selected_id if self.selected_id in ids else None)
         if target is not None:

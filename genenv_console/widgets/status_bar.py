@@ -6,6 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from genenv_console.safe import clean
+
 RUN_LABELS = {
     "idle": ("idle — r to run", "dim"),
     "running": ("▶ running", "bold green"),
@@ -48,8 +50,10 @@ class StatusBar(Widget):
     def render(self) -> Text:
         """The bar's text."""
         sep = (" │ ", "dim")
-        epoch = "-" if self.epoch is None else str(self.epoch)
-        parts: list[tuple[str, str] | str] = [("genenv ", "bold"), (self.session or "no session", "bold cyan"), sep,
+        # a finished run's epoch counter is one past its target: never show "epoch 5/4"
+        epoch = "-" if self.epoch is None else str(min(self.epoch, self.target) if self.target else self.epoch)
+        session = clean(self.session, 80, one_line=True) if self.session else "no session"
+        parts: list[tuple[str, str] | str] = [("genenv ", "bold"), (session, "bold cyan"), sep,
                                               f"epoch {epoch}/{self.target}", sep]
         if self.progress is not None:
             name, done, total = self.progress

@@ -26,6 +26,14 @@ one canonical gold call set in Python call syntax, calls joined by ``"; "``, ``[
 
 Error types are BFCL's own strings (see :data:`ERROR_TYPES`), plus ``checker_error`` when the
 official checker raises on a response.
+
+Reward-hacking guard (:meth:`BfclOfficial.reward`): on a task whose gold is "no call" (irrelevance,
+live_irrelevance, generated irrelevance tasks, multi-turn turns with no gold call) BFCL counts any
+response that does not decode to a call as a success, so an empty string or junk would earn the
+full reward. The checker keeps BFCL's verdict (``CheckResult.success``, ``error_type``), but the
+reward is 1 only for an explicit abstention: a non-empty response that decodes to an empty call
+list (``[]``, the gold answer's rendering). Every genenv rollout, the held-out evaluation included,
+is scored by that reward, so its irrelevance success is this stricter rule, not BFCL's.
 """
 
 from __future__ import annotations
@@ -229,10 +237,11 @@ class BfclOfficial(Environment):
             turn = task.expected["ground_truth"][task.expected["turn"]]
             gold = [{multiturn.parse_gold(c)[0]: {}} for c in turn]
             valid, error = multiturn.check_turn(task.expected, decoded or [])
-            return self._result(valid, error, decoded, gold)
+            return self._result(valid, error, decoded, gold, no_call_gold=not turn, response=response)
         if category in IRRELEVANCE_CATEGORIES or not task.expected["possible_answer"]:
             called = bool(decoded)  # BFCL: a decodable, non-empty call list is a function call
-            return self._result(not called, "irrelevance_error:decoder_success" if called else None, decoded, [])
+            return self._result(not called, "irrelevance_error:decoder_success" if called else None, decoded, [],
+                                no_call_gold=True, response=response)
         gold = task.expected["possible_answer"]
         if decoded is None:
             return self._result(False, "ast_decoder:decoder_failed", decoded, gold)
@@ -241,9 +250,21 @@ class BfclOfficial(Environment):
 
     @staticmethod
     def _result(valid: bool, error: str | None, decoded: list[dict[str, Any]] | None,
-                gold: list[dict[str, Any]]) -> CheckResult:
+                gold: list[dict[str, Any]], no_call_gold: bool = False, response: str = "") -> CheckResult:
         sub = {"decoded": float(decoded is not None), "name": _name_recall(gold, decoded or [])}
+        if no_call_gold:
+            sub["no_call_gold"] = 1.0
+            sub["explicit_no_call"] = float(decoded == [] and bool(response.strip()))
         return CheckResult(valid, float(valid), sub, error)
+
+    def reward(self, result: CheckResult) -> float:
+        """BFCL's verdict, except that a no-call gold is rewarded only for an explicit ``[]`` (see the module doc).
+
+        Empty or undecodable text passes BFCL's irrelevance rule but earns nothing here.
+        """
+        if result.sub_scores.get("no_call_gold"):
+            return float(result.success and bool(result.sub_scores.get("explicit_no_call")))
+        return float(result.success)
 
     # ------------------------------------------------------------ validator
 

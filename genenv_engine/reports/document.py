@@ -79,10 +79,13 @@ _BIDI = {0x200E, 0x200F, 0x061C, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
 
 def visible(text: str) -> str:
     r"""Make invisible characters visible: C0/C1 controls (but newline and tab) as control pictures or
-    ``<U+XXXX>``, and bidirectional overrides as ``<U+XXXX>`` so they cannot reorder what a reader sees.
+    ``<U+XXXX>``, and bidirectional overrides as ``<U+XXXX>`` so they cannot reorder what a reader sees;
+    line/paragraph separators and lone surrogates (which no UTF-8 file or terminal can take) likewise.
 
     >>> visible("a\x1b[1mb\tc\u202ed\x85\n")
     'a␛[1mb\tc<U+202E>d<U+0085>\n'
+    >>> visible("x\u2028y\ud800")
+    'x<U+2028>y<U+D800>'
     """
     out = []
     for ch in text:
@@ -93,7 +96,7 @@ def visible(text: str) -> str:
             out.append(chr(0x2400 + cp))
         elif cp == 0x7F:
             out.append("\u2421")
-        elif 0x80 <= cp < 0xA0 or cp in _BIDI:
+        elif 0x80 <= cp < 0xA0 or cp in _BIDI or cp in (0x2028, 0x2029) or 0xD800 <= cp < 0xE000:
             out.append(f"<U+{cp:04X}>")
         else:
             out.append(ch)

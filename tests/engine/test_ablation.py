@@ -119,3 +119,17 @@ def test_cli_report_only_and_bad_arm(tmp_path, capsys):
     assert (out / "ablation.md").exists()
     assert main(["bench", "ablation", "--arms", "nope", "--out", str(out)]) == 2
     assert "unknown arm" in capsys.readouterr().err
+
+
+def test_presets_with_equal_settings_share_one_warm_start(tmp_path):
+    from genenv_engine.warmstart import cache_key, cached_folder
+
+    tiny, ablation = load_config("tiny"), load_config("ablation")
+    assert cache_key(tiny).split("-", 1)[1] == cache_key(ablation).split("-", 1)[1]  # same seed and hash
+    made = tmp_path / cache_key(tiny)
+    made.mkdir()
+    assert cached_folder(tmp_path / cache_key(ablation)) is None  # unfinished (no info.json): not reused
+    (made / "info.json").write_text("{}")
+    assert cached_folder(tmp_path / cache_key(ablation)) == made
+    other_seed = cache_key(load_config("ablation", overrides={"seed": 1}))
+    assert cached_folder(tmp_path / other_seed) is None

@@ -292,6 +292,20 @@ def test_error_types_on_real_items(env, by_id, item_id, response, error):
     assert error is None or error in ERROR_TYPES
 
 
+@pytest.mark.parametrize("response,success,reward", [
+    ("[]", True, 1.0),                                      # the explicit abstention: BFCL success, rewarded
+    ("", True, 0.0), ("   ", True, 0.0),                    # empty: BFCL success, no reward
+    ("junk )(", True, 0.0),                                 # undecodable junk: BFCL success, no reward
+    ("I cannot compute that with these tools.", True, 0.0),  # a prose refusal: not told apart from junk
+    ("determine_body_mass_index(weight=10.0, height=5.0)", False, 0.0),
+])
+def test_irrelevance_reward_needs_an_explicit_no_call(env, by_id, response, success, reward):
+    task = first_task(env, by_id["irrelevance_0"])
+    result = env.check(task, response)
+    assert result.success is success and env.reward(result) == reward
+    assert env.reward(env.check(task, task.answer)) == 1.0  # the gold ("[]") still earns the reward
+
+
 def test_parallel_gold_matches_in_any_order(env, by_id):
     task = first_task(env, by_id["parallel_0"])
     calls = task.answer.split("; ")
