@@ -1,0 +1,41 @@
+"""`genenv bench NAME`: each benchmark's bookkeeping on micro settings (never its speed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from genenv_engine.benches import ranking
+from genenv_engine.cli import main
+
+
+def _bench(tmp_path, *argv: str) -> dict:
+    assert main(["bench", *argv, "--out", str(tmp_path)]) == 0
+    return json.loads((tmp_path / f"bench-{argv[0]}.json").read_text())
+
+
+def test_ranking_exact_probability_is_under_the_bound_and_matches_monte_carlo(tmp_path):
+    out = _bench(tmp_path, "ranking", "--pair", "0.5:0.8", "--pair", "0.4:0.05", "--n", "8", "--n", "64",
+                 "--trials", "4000")
+    assert out["bench"] == "ranking" and out["alpha"] == 0.5
+    assert [(r["p1"], r["p2"], r["n"]) for r in out["table"]] == [(0.5, 0.8, 8), (0.5, 0.8, 64), (0.4, 0.05, 8), (0.4, 0.05, 64)]
+    assert out["bound_holds_everywhere"]
+    for r in out["table"]:
+        assert r["exact"] <= r["bound"]
+        assert abs(r["empirical"] - r["exact"]) < 0.03
+    # more rollouts, fewer mis-rankings
+    assert out["table"][1]["exact"] < out["table"][0]["exact"]
+    assert out["bound_below_one_from_n"] == {"0.5:0.8": 70, "0.4:0.05": 51}  # ⌈9·ln4 / (2·0.3²)⌉, ⌈9·ln4 / (2·0.35²)⌉
+    assert len(out["machine"]["load_average"]) == 3 and len(out["machine"]["load_average_before"]) == 3
+
+
+def test_ranking_exact_by_hand():
+    # n = 1: p̂1, p̂2 ∈ {0, 1} are both at distance 0.5 from α = 0.5, so every outcome is a tie (mis-ranked)
+    assert ranking.misrank_exact(0.6, 0.9, 1, 0.5) == pytest.approx(1.0)
+    # n = 2, p1 = 0.5: p̂1 = 0.5 (prob 1/2) is never mis-ranked unless p̂2 = 0.5 too
+    p2 = 0.9
+    both_half = 0.5 * (2 * p2 * (1 - p2))
+    assert ranking.misrank_exact(0.5, p2, 2, 0.5) == pytest.approx(0.5 + both_half)
+    with pytest.raises(ValueError, match="nearer"):
+        ranking.compute([(0.9, 0.5)], [4], 0.5, 0)
