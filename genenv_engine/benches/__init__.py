@@ -10,6 +10,7 @@ not; a benchmark never fails because it is slow.
 from __future__ import annotations
 
 BENCHES = {
+    "store": "genenv_engine.benches.store",
     "ranking": "genenv_engine.benches.ranking",
 }
 """Benchmark name -> module implementing it."""

@@ -39,3 +39,17 @@ def test_ranking_exact_by_hand():
     assert ranking.misrank_exact(0.5, p2, 2, 0.5) == pytest.approx(0.5 + both_half)
     with pytest.raises(ValueError, match="nearer"):
         ranking.compute([(0.9, 0.5)], [4], 0.5, 0)
+
+
+def test_store_bench_counts_what_each_console_page_matches(tmp_path):
+    out = _bench(tmp_path, "store", "--tasks", "2000", "--repeats", "1")
+    cases = {c["case"]: c for c in out["cases"]}
+    assert out["tasks"] == 2000 and len(cases) == 11
+    assert cases["first page"]["matches"] == 2000 and cases["first page"]["rows"] == 50
+    assert cases["last page"]["rows"] == 50  # 2000 is a whole number of pages: the clamped last page is full
+    assert cases["p̂ in [0.4, 0.6], epoch 50"]["matches"] == 0  # epochs 1-2 only at this size
+    assert cases["search rare word"]["matches"] == 0 and cases["search rare word"]["rows"] == 0
+    assert 0 < cases["search 'add' (common word)"]["matches"] < 2000
+    assert {g["name"].split("_")[0] for g in out["goals"]} == {"page", "filter", "search"}
+    assert out["search_ms"] == max(c["median_ms"] for c in out["cases"] if c["kind"] == "search")
+    assert all(c["median_ms"] >= 0 for c in out["cases"])
