@@ -1,10 +1,11 @@
 """The default backend: a batched decode loop with a KV cache on the policy's own model (transformers forward).
 
-Prompts are left-padded and decoded in chunks by `decode`: one prefill, then one forward per step
-on the rows still decoding, since a row leaves the batch when it ends (``generate`` decodes every
-row until the longest ends: completions of 19 tokens on average cost as much as the longest, 64).
-The sampled tokens and their log-probabilities (after temperature) are exactly those of
-``model.generate(do_sample=True, top_k=0)`` for the same seed and chunk (see `decode`).
+Prompts are left-padded and decoded in chunks by `decode`: a prefill in prompt-length groups, then
+one forward per step on the rows still decoding, since ended rows leave the batch (``generate``
+decodes every row until the longest ends: completions of 19 tokens on average cost as much as the
+longest, 64). Small models decode on one CPU thread. The sampled tokens and their log-probabilities
+(after temperature) are those of ``model.generate(do_sample=True, top_k=0)`` for the same seed and
+chunk, up to float rounding of the logits (see `decode`).
 Chunks keep the size they had under ``generate`` (`chunk_for`), so a seed picks the same rows'
 noise as before. Because the model object is shared with the trainer, `sync` has nothing to do.
 """
@@ -89,6 +90,50 @@ class HFBackend:
         return out
 
 
+SMALL_MODEL = 30_000_000
+"""Models with fewer parameters decode on one CPU thread: their per-step operations are too small to split,
+and two threads waiting on each other are slow on a busy machine (measured: 3-4x slower at load 6 on 2 cores)."""
+PREFILL_BUCKETS = 8
+"""Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
+COMPACT_AT = 0.75
+"""Ended rows leave the decoding batch (a copy of its cache) once at most this share of it is still decoding."""
+
+
+def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, cache) -> torch.Tensor:
+    """Run the prompts through the model into ``cache`` and return each row's last logits (B, V).
+
+    Rows are grouped by prompt length into `PREFILL_BUCKETS` groups, each run without the padding
+    its group does not need; their keys and values are then placed in one cache left-padded to the
+    batch width (padding positions are masked, so their zeros are never attended to).
+    """
+    from transformers import DynamicCache
+
+    batch, width = input_ids.shape
+    lengths = attention_mask.sum(-1)
+    order = torch.argsort(lengths, stable=True)
+    groups = [g for g in torch.tensor_split(order, min(PREFILL_BUCKETS, batch)) if g.numel()]
+    logits = None
+    layers: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for g in groups:
+        w = max(1, int(lengths[g].max()))
+        part = DynamicCache(config=model.config)
+        out = model(input_ids=input_ids[g, width - w:], attention_mask=attention_mask[g, width - w:],
+                    position_ids=positions[g, width - w:], past_key_values=part, use_cache=True, logits_to_keep=1)
+        if logits is None:
+            logits = out.logits.new_empty((batch, out.logits.shape[-1]))
+        logits[g] = out.logits[:, -1]
+        for i, layer in enumerate(part.layers):
+            if len(layers) <= i:
+                shape = (batch, *layer.keys.shape[1:2], width, layer.keys.shape[-1])
+                layers.append((layer.keys.new_zeros(shape), layer.values.new_zeros(shape)))
+            layers[i][0][g, :, width - w:] = layer.keys
+            layers[i][1][g, :, width - w:] = layer.values
+    for i, (k, v) in enumerate(layers):
+        cache.update(k, v, i)
+    assert logits is not None
+    return logits
+
+
 @torch.no_grad()
 def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, eos_token_id: int,
            pad_token_id: int | None, temperature: float | None, tick: Callable[[], None] | None = None,
@@ -97,30 +142,45 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
 
     Returns ``(tokens, logprobs, lengths, finished)``: (B, T) sampled ids and their log-probabilities
     under the sampling distribution, each row's number of tokens before end-of-sequence (or before a
-    sampled padding token, which also ends a completion), and whether it ended with end-of-sequence. A row leaves the batch as soon as it ends, so every step runs the model on
-    the unfinished rows only (``generate`` keeps decoding finished rows until the longest ends).
-    Sampling draws exactly what ``generate`` would for the same seed: ``torch.multinomial`` with one
-    sample is ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn for the whole (B, vocab) batch each step,
-    and the same full-batch noise is drawn here, each row reading its own slice. ``tick`` runs
-    between steps, at most every ``every`` seconds (pause/stop checks).
+    sampled padding token, which also ends a completion), and whether it ended with end-of-sequence.
+    Prompts are prefilled in length groups (`_prefill`); rows that have ended leave the batch once a
+    quarter of it has ended (`COMPACT_AT`), so later steps run the model on the unfinished rows only (``generate``
+    decodes every row until the longest ends). Sampling draws what ``generate`` draws for the same
+    seed: ``torch.multinomial`` with one sample is ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn for the
+    whole (B, vocab) batch each step, and the same full-batch noise is drawn here, each row reading
+    its own slice. The logits themselves may differ from ``generate``'s in the last float bits
+    (matrix products of other shapes), so a token is the same unless two candidates tie to ~1e-6.
+    ``tick`` runs between steps, at most every ``every`` seconds (pause/stop checks).
     """
     from transformers import DynamicCache
 
+    threads = torch.get_num_threads()
+    small = input_ids.device.type == "cpu" and sum(p.numel() for p in model.parameters()) < SMALL_MODEL
+    if small:
+        torch.set_num_threads(1)
+    try:
+        return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
+                       tick, every, DynamicCache(config=model.config))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick, every,
+            cache):
     device = input_ids.device
     batch = input_ids.shape[0]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
-    cache = DynamicCache(config=model.config)
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, past_key_values=cache,
-                use_cache=True, logits_to_keep=1)
+    logits = _prefill(model, input_ids, attention_mask, positions, cache)
     tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long, device=device)
     logprobs = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
     lengths = torch.full((batch,), max_new_tokens, dtype=torch.long, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    rows = torch.arange(batch, device=device)  # the original row of each row still decoding
+    rows = torch.arange(batch, device=device)  # the original row of each row in the decoding batch
+    live = torch.ones(batch, dtype=torch.bool, device=device)  # which rows of the decoding batch have not ended
     position = positions[:, -1:]
     last_tick = float("-inf")  # the first check runs after the first step
     for step in range(max_new_tokens):
-        scores = out.logits[:, -1].float()
+        scores = logits.float()
         if temperature is None:
             picked = scores.argmax(-1)
         else:
@@ -128,25 +188,31 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
                 scores = scores / temperature
             noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype, device=device).exponential_(1)
             picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
-        tokens[rows, step] = picked
-        logprobs[rows, step] = scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
-        eos = picked == eos_token_id
-        ended = eos if pad_token_id is None else eos | (picked == pad_token_id)
+        lp = scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
+        mine = rows[live]
+        tokens[mine, step] = picked[live]
+        logprobs[mine, step] = lp[live]
+        eos = live & (picked == eos_token_id)
+        ended = eos if pad_token_id is None else eos | (live & (picked == pad_token_id))
         if bool(ended.any()):
             lengths[rows[ended]] = step
             finished[rows[eos]] = True
-            keep = (~ended).nonzero().squeeze(1)
-            if keep.numel() == 0:
+            live = live & ~ended
+            alive = int(live.sum())
+            if alive == 0:
                 break
-            cache.batch_select_indices(keep)
-            rows, attention_mask, position, picked = rows[keep], attention_mask[keep], position[keep], picked[keep]
+            if alive <= COMPACT_AT * live.numel():  # compact: drop the ended rows from the batch and its cache
+                keep = live.nonzero().squeeze(1)
+                cache.batch_select_indices(keep)
+                rows, attention_mask, position, picked, live = (rows[keep], attention_mask[keep], position[keep],
+                                                                picked[keep], live[keep])
         if step == max_new_tokens - 1:
             break
         if tick is not None and time.monotonic() - last_tick >= every:
-            last_tick = float("-inf")  # the first check runs after the first step
+            last_tick = time.monotonic()
             tick()
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=-1)
         position = position + 1
-        out = model(input_ids=picked[:, None], attention_mask=attention_mask, position_ids=position,
-                    past_key_values=cache, use_cache=True)
+        logits = model(input_ids=picked[:, None], attention_mask=attention_mask, position_ids=position,
+                       past_key_values=cache, use_cache=True).logits[:, -1]
     return tokens.cpu(), logprobs.cpu(), lengths.cpu(), finished.cpu()

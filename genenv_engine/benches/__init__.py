@@ -10,6 +10,8 @@ not; a benchmark never fails because it is slow.
 from __future__ import annotations
 
 BENCHES = {
+    "rollouts": "genenv_engine.benches.rollouts",
+    "epoch": "genenv_engine.benches.epoch",
     "store": "genenv_engine.benches.store",
     "ranking": "genenv_engine.benches.ranking",
 }

@@ -53,3 +53,45 @@ def test_store_bench_counts_what_each_console_page_matches(tmp_path):
     assert {g["name"].split("_")[0] for g in out["goals"]} == {"page", "filter", "search"}
     assert out["search_ms"] == max(c["median_ms"] for c in out["cases"] if c["kind"] == "search")
     assert all(c["median_ms"] >= 0 for c in out["cases"])
+
+
+def test_epoch_bench_splits_each_epoch_by_phase_with_its_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    out = _bench(tmp_path, "epoch", "--preset", "micro", "--epochs", "2")
+    assert out["preset"] == "micro" and not out["warm_start_cached"] and "goals" not in out
+    rows = out["epochs_measured"]
+    assert [r["epoch"] for r in rows] == [1, 2]
+    for r in rows:
+        phases = r["phases"]
+        assert list(phases) == ["generate", "validate", "rollout", "agent_update", "simulator_update",
+                                "heldout_eval", "checkpoint"]
+        assert r["seconds"] == pytest.approx(sum(p["seconds"] for p in phases.values()), abs=0.01)
+        assert phases["generate"]["tasks"] == 4 * 2  # seeds_per_epoch x variations
+        assert phases["rollout"]["rollouts"] == 4 * phases["rollout"]["tasks"] > 0
+        assert phases["heldout_eval"]["tasks"] == 24
+        # every generated token is counted in exactly one phase
+        assert sum(p.get("tokens_generated", 0) for p in phases.values()) == r["tokens_generated"] > 0
+        assert phases["agent_update"]["tokens_trained"] >= 0  # micro groups often have no reward variance
+    assert out["median_seconds"] == pytest.approx(sorted(r["seconds"] for r in rows)[0] / 2
+                                                  + sorted(r["seconds"] for r in rows)[1] / 2, abs=1e-3)
+    assert set(out["phase_seconds"]) == set(rows[0]["phases"]) and out["peak_rss_mb"] > 100
+
+
+def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
+    from genenv_engine.config import ModelConfig
+    from genenv_engine.policy import build_tiny_model
+    from genenv_engine.tokenizer import build_byte_tokenizer
+
+    tok = build_byte_tokenizer()
+    build_tiny_model(ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64), tok, 0).save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    out = _bench(tmp_path, "rollouts", "--model", str(tmp_path / "m"), "--prompts", "6", "--max-new-tokens", "8",
+                 "--threads", "1")
+    ways = {w["way"]: w for w in out["ways"]}
+    assert list(ways) == ["naive", "generate batched", "engine"]
+    # the engine draws what batched generate draws for the same seed: the same tokens
+    assert ways["engine"]["tokens"] == ways["generate batched"]["tokens"]
+    assert all(0 < w["tokens"] <= 6 * 9 for w in ways.values())  # at most 8 tokens + end-of-sequence per prompt
+    assert out["ratio"] == pytest.approx(ways["engine"]["tokens_per_second"] / ways["naive"]["tokens_per_second"], rel=0.01)
+    assert out["engine_threads"] == 1 and out["mean_completion_tokens"] == round(ways["engine"]["tokens"] / 6, 1)
+    assert "goals" not in out  # the goal is for the tiny warm-start agent only
