@@ -13,6 +13,7 @@ BENCHES = {
     "rollouts": "genenv_engine.benches.rollouts",
     "epoch": "genenv_engine.benches.epoch",
     "store": "genenv_engine.benches.store",
+    "grpo": "genenv_engine.benches.grpo",
     "ranking": "genenv_engine.benches.ranking",
 }
 """Benchmark name -> module implementing it."""

@@ -95,3 +95,32 @@ def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
     assert out["ratio"] == pytest.approx(ways["engine"]["tokens_per_second"] / ways["naive"]["tokens_per_second"], rel=0.01)
     assert out["engine_threads"] == 1 and out["mean_completion_tokens"] == round(ways["engine"]["tokens"] / 6, 1)
     assert "goals" not in out  # the goal is for the tiny warm-start agent only
+
+
+def test_grpo_bench_times_our_steps_and_says_when_trl_is_missing(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_trl(name, *args, **kwargs):
+        if name == "trl" or name.startswith("trl."):
+            raise ImportError("No module named 'trl'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_trl)
+    out = _bench(tmp_path, "grpo", "--prompts", "2", "--group", "3", "--max-new-tokens", "6", "--steps", "2",
+                 "--threads", "1")
+    o = out["ours"]
+    assert len(o["seconds"]) == len(o["tokens_generated"]) == len(o["tokens_trained"]) == 2
+    assert o["median_seconds"] == round(o["seconds"][1], 4)  # the first step is a warm-up
+    assert all(0 < n <= 2 * 3 * 7 for n in o["tokens_generated"])  # ≤ 6 tokens + end-of-sequence each
+    assert o["tokens_trained"] == o["tokens_generated"]  # every completion token is trained on (no group skipped)
+    assert out["trl"]["missing"] and "bench" in out["trl"]["install"]
+    assert out["ratio"] is None and out["goals"][0]["met"] is None
+
+
+def test_grpo_bench_against_trl_when_installed(tmp_path):
+    pytest.importorskip("trl")
+    out = _bench(tmp_path, "grpo", "--prompts", "2", "--group", "2", "--max-new-tokens", "4", "--steps", "2",
+                 "--threads", "1")
+    assert len(out["trl"]["seconds"]) == 2 and out["trl"]["version"]
+    assert out["ratio"] == round(out["trl"]["median_seconds"] / out["ours"]["median_seconds"], 2)
