@@ -12,6 +12,7 @@ from __future__ import annotations
 BENCHES = {
     "rollouts": "genenv_engine.benches.rollouts",
     "epoch": "genenv_engine.benches.epoch",
+    "warmstart": "genenv_engine.benches.warmstart",
     "store": "genenv_engine.benches.store",
     "grpo": "genenv_engine.benches.grpo",
     "ranking": "genenv_engine.benches.ranking",

@@ -124,3 +124,16 @@ def test_grpo_bench_against_trl_when_installed(tmp_path):
                  "--threads", "1")
     assert len(out["trl"]["seconds"]) == 2 and out["trl"]["version"]
     assert out["ratio"] == round(out["trl"]["median_seconds"] / out["ours"]["median_seconds"], 2)
+
+
+def test_warmstart_bench_trains_afresh_in_a_temporary_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "real-cache"
+    monkeypatch.setenv("GENENV_CACHE", str(cache))
+    out = _bench(tmp_path, "warmstart", "--preset", "micro", "--set", "warm_start.agent_steps=4")
+    assert out["agent_steps"] == 4 and out["simulator_steps"] == 8
+    assert out["seconds"] >= out["agent_seconds"] > 0 and out["simulator_seconds"] > 0
+    assert out["agent_steps_per_second"] == round(4 / out["agent_seconds"], 2)
+    assert set(out["heldout"]) == {"bfcl"} and 0.0 <= out["heldout"]["bfcl"] <= 1.0
+    assert not cache.exists()  # the real cache was neither read nor written
+    import os
+    assert os.environ["GENENV_CACHE"] == str(cache)
