@@ -133,9 +133,10 @@ def _tail_mean(losses: list[float]) -> float | None:
 
 def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None]):
     every = max(1, steps // 50)
+    started = time.perf_counter()
 
     def report(step: int, loss: float) -> None:
         check()
         if step % every == 0 or step == steps - 1:
-            sink(WarmStartProgressed(0, role, step + 1, steps, loss))
+            sink(WarmStartProgressed(0, role, step + 1, steps, loss, round(time.perf_counter() - started, 3)))
     return report
