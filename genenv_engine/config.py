@@ -239,6 +239,14 @@ class AgentConfig:
     """Passes over each epoch's rollouts."""
     drop_zero_variance: bool = True
     """Skip groups whose rollouts all got the same reward (their advantages are zero)."""
+    tasks_per_epoch: int = 0
+    """Tasks rolled out and trained on per epoch, whatever the simulator wrote: the replay sample of D_train fills
+    the budget left after the fresh tasks, so every ablation arm gets the same agent compute (0: the fresh tasks
+    plus ``replay_tasks``, and in ``off`` mode ``replay_tasks`` plus the generation budget)."""
+    steps_per_epoch: int = 0
+    """Optimizer steps per pass of each agent update: the kept rollouts are split into this many minibatches,
+    whatever their number, so arms with more or fewer informative groups take the same number of steps
+    (0: as many steps of ``minibatch`` sequences as the rollouts fill)."""
 
     def __post_init__(self) -> None:
         _check(self.rollouts >= 2, "agent.rollouts", "must be >= 2 (GRPO normalises within a group)")
@@ -251,6 +259,8 @@ class AgentConfig:
         _check(self.lr > 0, "agent.lr", "must be > 0")
         _check(0 < self.clip < 1, "agent.clip", "must be in (0, 1)")
         _check(self.kl_coef >= 0, "agent.kl_coef", "must be >= 0")
+        for name in ("tasks_per_epoch", "steps_per_epoch"):
+            _check(getattr(self, name) >= 0, f"agent.{name}", "must be >= 0 (0: not fixed)")
 
 
 @dataclass(frozen=True)
@@ -340,6 +350,11 @@ class RunConfig:
             _check(Path(path).expanduser().exists(), f"data_dirs.{name}", f"no such file or folder: {path}")
         for name in self.benchmarks:
             _check(name in BENCHMARKS, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+        most_fresh = max(self.simulator.seeds_per_epoch * self.simulator.variations,
+                         self.simulator.seeds_per_epoch * self.simulator.static_multiplier) * len(self.benchmarks)
+        _check(self.agent.tasks_per_epoch in (0,) or self.agent.tasks_per_epoch >= most_fresh, "agent.tasks_per_epoch",
+               f"must be 0 or at least the most fresh tasks an epoch can bring ({most_fresh}: seeds_per_epoch x "
+               "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped")
         from genenv_engine.backends import BACKENDS
 
         _check(self.backend in BACKENDS, "backend", f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")

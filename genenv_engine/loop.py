@@ -19,6 +19,7 @@ import torch
 
 from genenv_engine.agent import TaskAttempts, evaluate, rollout
 from genenv_engine.backends.base import Sampling
+from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import calibration_error, env_reward, in_band, success_rate
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
@@ -125,11 +126,12 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
         folder, info = warm_start(cfg, envs, emit, control.check)
         phase.info = info
     roles = load_roles(session, 0, warm_start_dir=folder, backend_factory=backend_factory)
-    heldout, by_level = _heldout(session, roles, envs, 0, emit, control, seconds)
+    heldout, by_level, correct = _heldout(session, roles, envs, 0, emit, control, seconds)
     with PhaseTimer(emit, 0, "checkpoint", seconds):
         path = session.write_checkpoint(0, lambda tmp: save_roles(roles, tmp))
     emit(CheckpointSaved(0, str(path)))
-    metrics = {"heldout": heldout, "heldout_by_level": by_level, "phase_seconds": seconds, "warm_start": info,
+    metrics = {"heldout": heldout, "heldout_by_level": by_level, "heldout_correct": correct,
+               "phase_seconds": seconds, "warm_start": info,
                "simulator_fingerprint": roles.simulator.fingerprint(), "agent_fingerprint": roles.agent.fingerprint()}
     store.finish_epoch(0, metrics)
     emit(EpochFinished(0, metrics))
@@ -183,7 +185,8 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     metrics["simulator_update"] = phase.info
 
     # 6. held-out evaluation on every enabled benchmark
-    metrics["heldout"], metrics["heldout_by_level"] = _heldout(session, roles, envs, epoch, emit, control, seconds)
+    metrics["heldout"], metrics["heldout_by_level"], metrics["heldout_correct"] = _heldout(
+        session, roles, envs, epoch, emit, control, seconds)
 
     # 7. checkpoint, atomically
     with PhaseTimer(emit, epoch, "checkpoint", seconds):
@@ -287,9 +290,7 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
                   n_fresh: int) -> list[Task]:
     """Sample D_train = base data plus the earlier generated pool; pinned tasks and new edits always ride along."""
     cfg, store = session.config, session.store
-    n = cfg.agent.replay_tasks
-    if cfg.simulator.mode == "off":
-        n += cfg.simulator.seeds_per_epoch * cfg.simulator.variations * len(envs)  # same compute as GenEnv
+    n = replay_budget(cfg, n_fresh, len(envs))
     base = _base_tasks(session, envs)
     pool = [t for t in store.pool(list(cfg.benchmarks)) if t.id not in exclude and t.status != "pinned"]
     n_pool = 0 if cfg.simulator.mode == "off" else min(len(pool), round(n * (1 - cfg.agent.base_fraction)))
@@ -298,6 +299,26 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
     seen = {t.id for t in chosen} | exclude
     chosen += [t for t in must if t.id not in seen and not seen.add(t.id)]  # type: ignore[func-returns-value]
     return [t for t in chosen if t.status != "banned"]
+
+
+def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
+    """How many D_train tasks ride along with ``n_fresh`` fresh ones this epoch.
+
+    With ``agent.tasks_per_epoch`` set, the replay sample fills the budget, so every arm trains on the same
+    number of tasks; otherwise ``replay_tasks``, plus (in ``off`` mode) the generation budget.
+
+    >>> from genenv_engine.config import load_config
+    >>> replay_budget(load_config("tiny"), 40, 1), replay_budget(load_config("tiny", overrides={"simulator.mode": "off"}), 0, 1)
+    (32, 96)
+    >>> replay_budget(load_config("tiny", overrides={"agent.tasks_per_epoch": 96}), 40, 1)
+    56
+    """
+    if cfg.agent.tasks_per_epoch:
+        return max(0, cfg.agent.tasks_per_epoch - n_fresh)
+    n = cfg.agent.replay_tasks
+    if cfg.simulator.mode == "off":
+        n += cfg.simulator.seeds_per_epoch * cfg.simulator.variations * n_benchmarks  # same compute as GenEnv
+    return n
 
 
 def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
@@ -377,8 +398,10 @@ def _pooled(items: list[TaskAttempts]) -> float | None:
 
 
 def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-             control: RunControl, seconds: dict[str, float]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Greedy held-out success per benchmark (and per difficulty bucket)."""
+             control: RunControl, seconds: dict[str, float]
+             ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
+    """Greedy held-out success per benchmark, per difficulty bucket, and per task (a ``0``/``1`` string in
+    held-out order, for paired comparisons of two epochs or two arms on the same tasks)."""
     cfg = session.config
     tasks = [t for env in envs.values() for t in env.splits()["heldout"][: cfg.heldout_size]]
 
@@ -396,4 +419,5 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
                 buckets.setdefault(env.bucket(s.task), []).append(s.successes)
         by_level[name] = {b: sum(v) / len(v) for b, v in sorted(buckets.items())}
     emit(HeldoutEvaluated(epoch, rates))
-    return rates, by_level
+    correct = {name: "".join(str(s.successes) for s in scored if s.task.benchmark == name) for name in envs}
+    return rates, by_level, correct

@@ -56,7 +56,7 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
     a, s = cfg.agent, cfg.simulator
     micro = cfg.model.micro_batch
     grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance,
-                       micro_batch=micro)
+                       micro_batch=micro, steps=a.steps_per_epoch)
     rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size, micro_batch=micro)
     if (here / "agent_optimizer.pt").exists():
         grpo.load_state(here / "agent_optimizer.pt")

@@ -118,15 +118,29 @@ def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int
     return losses
 
 
+def minibatches(rows: int, minibatch: int, steps: int = 0) -> int:
+    """Optimizer steps per pass over ``rows`` sequences: ``steps`` when fixed (never more than the rows),
+    else as many as ``minibatch``-sized steps the rows fill.
+
+    >>> minibatches(130, 64), minibatches(130, 64, steps=8), minibatches(5, 64, steps=8), minibatches(0, 64, steps=8)
+    (3, 8, 5, 0)
+    """
+    if steps:
+        return min(steps, rows)
+    return -(-rows // minibatch)
+
+
 class GRPOTrainer(_Trainer):
     """GRPO: group-normalised advantages, clipped ratio, low-variance KL to a frozen reference agent."""
 
     def __init__(self, policy: Policy, reference: Policy, lr: float, clip: float, kl_coef: float,
-                 minibatch: int, update_epochs: int = 1, drop_zero_variance: bool = True, micro_batch: int = 0) -> None:
+                 minibatch: int, update_epochs: int = 1, drop_zero_variance: bool = True, micro_batch: int = 0,
+                 steps: int = 0) -> None:
         super().__init__(policy, lr, micro_batch=micro_batch)
         self.reference = reference
         self.clip, self.kl_coef = clip, kl_coef
         self.minibatch, self.update_epochs = minibatch, update_epochs
+        self.steps_per_pass = steps
         self.drop_zero_variance = drop_zero_variance
 
     def update(self, groups: list[Group], rng: random.Random, tick: Tick = _noop) -> dict[str, float]:
@@ -145,7 +159,8 @@ class GRPOTrainer(_Trainer):
         self.policy.model.train()
         # ratios are taken against the policy that sampled the rollouts: its log-probs are fixed here,
         # before any step (skipped when there is a single step, where they equal the current ones)
-        single_step = self.update_epochs == 1 and len(rows) <= self.minibatch
+        parts = minibatches(len(rows), self.minibatch, self.steps_per_pass)
+        single_step = self.update_epochs == 1 and parts == 1
         old_rows = None if single_step else self._sampling_logprobs(rows)
 
         def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
@@ -164,8 +179,12 @@ class GRPOTrainer(_Trainer):
         for _ in range(self.update_epochs):
             order = list(range(len(rows)))
             rng.shuffle(order)
-            for start in range(0, len(order), self.minibatch):
-                metrics.append(self._accumulate(order[start:start + self.minibatch], loss_of))
+            if self.steps_per_pass:  # a fixed number of steps: near-equal minibatches
+                chunks = [order[i * len(order) // parts:(i + 1) * len(order) // parts] for i in range(parts)]
+            else:
+                chunks = [order[start:start + self.minibatch] for start in range(0, len(order), self.minibatch)]
+            for chunk in chunks:
+                metrics.append(self._accumulate(chunk, loss_of))
                 tick()
         for key in ("loss", "kl", "clip_fraction", "grad_norm"):
             info[key] = sum(m[key] for m in metrics) / len(metrics)

@@ -64,6 +64,19 @@ def cache_key(config: RunConfig) -> str:
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
+def cached_folder(folder: Path) -> Path | None:
+    """A finished warm start for ``folder``'s key: the folder itself, or one made under another preset's name
+    with the same hash (the preset name is only a readable prefix: two presets with equal model, warm-start
+    settings, benchmarks and seed share one warm start)."""
+    if (folder / "info.json").exists():
+        return folder
+    suffix = "-".join(folder.name.rsplit("-", 2)[-2:])  # s<seed>-<hash>; a preset name may hold dashes
+    for other in sorted(folder.parent.glob(f"*-{suffix}")):
+        if (other / "info.json").exists():
+            return other
+    return None
+
+
 def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink,
                check: Callable[[], None] = lambda: None) -> tuple[Path, dict]:
     """Return the folder holding ``agent/`` and ``simulator/`` warm starts (training them if not cached).
@@ -71,9 +84,10 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop leaves no cache entry.
     """
     folder = cache_root() / "warmstart" / cache_key(config)
-    info_file = folder / "info.json"
-    if config.warm_start.cache and info_file.exists():
-        return folder, json.loads(info_file.read_text())
+    if config.warm_start.cache:
+        found = cached_folder(folder)
+        if found is not None:
+            return found, json.loads((found / "info.json").read_text())
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -1,0 +1,418 @@
+"""The ablation bench's numbers: read back from each arm's session database, summarised over seeds, written out.
+
+`collect` reads every ``<arm>-s<seed>`` session of a bench folder (its per-epoch metrics and its stored tasks)
+into plain rows; `summarise` turns them into the final table (mean and spread over seeds), the paired
+standard error of each arm's held-out change on the same tasks, the first epoch at which mean p-hat enters
+[alpha - 0.1, alpha + 0.1], and the data-efficiency ratio against Static. `write_outputs` writes
+``ablation.json``, ``ablation.md`` and two PNG plots with all arms (calibration, held-out).
+
+Diversity is measured here so that it can fail: besides the engine's within-epoch exact-string unique
+fraction, each epoch's valid generated tasks are compared with every earlier task of the session
+(near-duplicate keys: numbers masked) and scored by distinct word bigrams.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from genenv_engine.ablation import ARMS, folder_name
+from genenv_engine.simulator import near_duplicate_key
+
+BAND = 0.1
+"""Half-width of the calibration target the bench reports against (the issue's [alpha - 0.1, alpha + 0.1])."""
+
+
+def mean_sd(values: list[float]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (None when undefined).
+
+    >>> mean_sd([0.5, 0.7]) == (0.6, statistics.stdev([0.5, 0.7]))
+    True
+    >>> mean_sd([0.5]), mean_sd([])
+    ((0.5, None), (None, None))
+    """
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None, None
+    return sum(vals) / len(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
+
+
+def paired_change(before: str, after: str) -> tuple[float, float] | None:
+    """Held-out change on the same tasks (``0``/``1`` strings): mean difference and its paired standard error.
+
+    The standard error is sd(d_i) / sqrt(n) over per-task differences d_i in {-1, 0, 1}: tasks both epochs get
+    right (or wrong) add no noise, which makes it smaller than the unpaired binomial one.
+
+    >>> paired_change("1100", "1110")
+    (0.25, 0.25)
+    >>> paired_change("11", "1") is None
+    True
+    """
+    if len(before) != len(after) or not before:
+        return None
+    d = [int(b) - int(a) for a, b in zip(before, after)]
+    n = len(d)
+    mean = sum(d) / n
+    var = sum((x - mean) ** 2 for x in d) / (n - 1) if n > 1 else 0.0
+    return mean, math.sqrt(var / n)
+
+
+def binomial_se(p: float, n: int) -> float:
+    """Standard error of a success rate measured on ``n`` tasks.
+
+    >>> round(binomial_se(0.86, 400), 4)
+    0.0173
+    """
+    return math.sqrt(p * (1 - p) / n)
+
+
+def distinct_bigrams(texts: list[str]) -> float | None:
+    """Distinct word bigrams over all bigrams of ``texts`` (1.0: no bigram repeats; near 0: one template).
+
+    >>> distinct_bigrams(["add 3 and 5", "add 3 and 5"]), distinct_bigrams(["a b c", "c d e"])
+    (0.5, 1.0)
+    >>> distinct_bigrams(["a"]) is None
+    True
+    """
+    grams = [tuple(words[i:i + 2]) for t in texts for words in [t.split()] for i in range(len(words) - 1)]
+    return len(set(grams)) / len(grams) if grams else None
+
+
+def _diversity(store: Any, epochs: list[int]) -> dict[int, dict[str, float | None]]:
+    """Per epoch: the share of valid generated/static tasks whose near-duplicate key no earlier task of the
+    session (seeds, train split, older generations) has, and their distinct-bigram fraction."""
+    seen = {near_duplicate_key(r["prompt"]) for r in store.query_tasks(origin="seed", limit=10**9, order="id")}
+    out: dict[int, dict[str, float | None]] = {}
+    for epoch in sorted(epochs):
+        rows = [r for origin in ("generated", "static")
+                for r in store.query_tasks(origin=origin, epoch=epoch, valid=True, limit=10**9, order="id")]
+        keys = [near_duplicate_key(r["prompt"]) for r in rows]
+        fresh = [k not in seen for k in keys]
+        out[epoch] = {"pool_unique_fraction": (sum(fresh) / len(fresh)) if fresh else None,
+                      "distinct_bigrams": distinct_bigrams([r["prompt"].split("| Q:")[-1] for r in rows])}
+        seen.update(keys)
+    return out
+
+
+def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | None]) -> dict[str, Any]:
+    upd = m.get("agent_update") or {}
+    groups, seqs = upd.get("groups") or 0, upd.get("sequences") or 0
+    return {
+        "epoch": m["epoch"], "status": m.get("status"),
+        "heldout": m.get("heldout") or {}, "heldout_by_level": m.get("heldout_by_level") or {},
+        "p_hat": m.get("generated_success"), "calibration_error": m.get("calibration_error"),
+        "in_band_fraction": m.get("in_band_fraction"), "valid_fraction": m.get("valid_fraction"),
+        "unique_fraction": m.get("unique_fraction"), "difficulty_mix": m.get("difficulty_mix") or {},
+        "tasks_trained": m.get("tasks_trained"), "rollouts": (m.get("tasks_trained") or 0) * rollouts,
+        "agent_steps": upd.get("steps"),
+        "zero_advantage_share": (1 - seqs / (groups * rollouts)) if groups else None,
+        "simulator_examples": (m.get("simulator_update") or {}).get("examples"),
+        **diversity,
+    }
+
+
+def read_session(folder: Path) -> dict[str, Any] | None:
+    """One arm x seed session as rows per finished epoch (None if the folder holds no session)."""
+    from genenv_engine.session import Session
+
+    if not (folder / "config.toml").exists():
+        return None
+    session = Session.open(folder)
+    try:
+        cfg = session.config
+        metrics = [m for m in session.store.epoch_metrics() if m.get("status") == "done"]
+        diversity = _diversity(session.store, [m["epoch"] for m in metrics if m["epoch"] > 0])
+        rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {})) for m in metrics]
+        correct = {m["epoch"]: m.get("heldout_correct") or {} for m in metrics}
+    finally:
+        session.store.close()
+    return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
+            "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct}
+
+
+def _change(run: dict[str, Any], bench: str) -> dict[str, Any] | None:
+    """Final minus epoch-0 held-out of one run, with paired and unpaired standard errors."""
+    rows = run["epochs"]
+    if len(rows) < 2 or rows[0]["epoch"] != 0:
+        return None
+    first, last = rows[0], rows[-1]
+    p0, p1 = first["heldout"].get(bench), last["heldout"].get(bench)
+    if p0 is None or p1 is None:
+        return None
+    before, after = run["_correct"].get(0, {}).get(bench), run["_correct"].get(last["epoch"], {}).get(bench)
+    paired = paired_change(before, after) if before and after else None
+    n = len(before) if before else run["heldout_size"]
+    return {"epoch0": p0, "final": p1, "final_epoch": last["epoch"], "delta": p1 - p0,
+            "paired_se": paired[1] if paired else None,
+            "unpaired_se": math.sqrt(binomial_se(p0, n) ** 2 + binomial_se(p1, n) ** 2)}
+
+
+def first_in_band(series: list[tuple[int, float | None]], alpha: float, band: float = BAND) -> int | None:
+    """First epoch whose mean p-hat lies in [alpha - band, alpha + band].
+
+    >>> first_in_band([(1, 0.2), (2, 0.45), (3, 0.5)], 0.5)
+    2
+    >>> first_in_band([(1, 0.2)], 0.5) is None
+    True
+    """
+    for epoch, p in series:
+        if p is not None and abs(p - alpha) <= band + 1e-9:
+            return epoch
+    return None
+
+
+def data_efficiency(genenv: list[tuple[int, float]], static: list[tuple[int, float]]) -> float | None:
+    """Agent training tasks GenEnv needs to reach Static's final held-out, over Static's total.
+
+    Series are (cumulative tasks trained, held-out) per epoch, mean over seeds; None when GenEnv never gets there.
+
+    >>> data_efficiency([(0, .5), (96, .6), (192, .7)], [(0, .5), (96, .55), (192, .6)])
+    0.5
+    >>> data_efficiency([(0, .5), (96, .52)], [(0, .5), (96, .6)]) is None
+    True
+    """
+    if not static or not genenv:
+        return None
+    target, total = static[-1][1], static[-1][0]
+    for tasks, value in genenv:
+        if value >= target - 1e-12 and total:
+            return tasks / total
+    return None
+
+
+def _cumulative(run: dict[str, Any], bench: str) -> list[tuple[int, float]]:
+    out, tasks = [], 0
+    for row in run["epochs"]:
+        tasks += row["tasks_trained"] or 0
+        if bench in row["heldout"]:
+            out.append((tasks, row["heldout"][bench]))
+    return out
+
+
+def _mean_series(runs: list[dict[str, Any]], key: Any) -> list[tuple[int, float | None, float | None]]:
+    """Per epoch: mean and sd over the runs of ``key(row)`` (epochs every run finished)."""
+    epochs = sorted(set.intersection(*[{r["epoch"] for r in run["epochs"]} for run in runs])) if runs else []
+    out = []
+    for e in epochs:
+        vals = [key(r) for run in runs for r in run["epochs"] if r["epoch"] == e]
+        m, sd = mean_sd([v for v in vals if v is not None])
+        out.append((e, m, sd))
+    return out
+
+
+def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmarks: list[str]) -> dict[str, Any]:
+    """The final table per arm and benchmark: mean and spread over seeds, plus the calibration and efficiency
+    figures of the issue (first epoch in band, data-efficiency ratio against Static)."""
+    table: dict[str, Any] = {}
+    for arm, by_seed in runs.items():
+        seeds = list(by_seed.values())
+        row: dict[str, Any] = {"label": ARMS[arm][1], "seeds": sorted(by_seed)}
+        for bench in benchmarks:
+            changes = [c for c in (_change(r, bench) for r in seeds) if c]
+            e0, e0_sd = mean_sd([c["epoch0"] for c in changes])
+            fin, fin_sd = mean_sd([c["final"] for c in changes])
+            delta, delta_sd = mean_sd([c["delta"] for c in changes])
+            row[bench] = {"epoch0": e0, "epoch0_sd": e0_sd, "final": fin, "final_sd": fin_sd, "delta": delta,
+                          "delta_sd": delta_sd, "per_seed": changes,
+                          "seeds_up_2se": sum(1 for c in changes if c["paired_se"] and c["delta"] > 2 * c["paired_se"]),
+                          "seeds_up_2se_unpaired": sum(1 for c in changes if c["delta"] > 2 * c["unpaired_se"])}
+        gen = [r for r in seeds if any(e["p_hat"] is not None for e in r["epochs"])]
+        p_series = _mean_series(gen, lambda r: r["p_hat"])
+        row["p_hat_by_epoch"] = [(e, m) for e, m, _ in p_series]
+        row["first_epoch_in_band"] = first_in_band([(e, m) for e, m, _ in p_series], alpha)
+        last = [r["epochs"][-1] for r in seeds if r["epochs"]]
+        for key in ("p_hat", "calibration_error", "in_band_fraction", "valid_fraction", "unique_fraction",
+                    "pool_unique_fraction", "distinct_bigrams", "tasks_trained", "rollouts", "agent_steps",
+                    "zero_advantage_share"):
+            m, sd = mean_sd([r.get(key) for r in last])
+            row[f"final_{key}"], row[f"final_{key}_sd"] = m, sd
+        table[arm] = row
+    if "trained" in runs and "static" in runs:
+        for bench in benchmarks:
+            def curve(arm: str) -> list[tuple[int, float]]:
+                series = [_cumulative(r, bench) for r in runs[arm].values()]
+                n = min(len(s) for s in series) if series else 0
+                return [(series[0][i][0], sum(s[i][1] for s in series) / len(series)) for i in range(n)]
+            table.setdefault("_efficiency", {})[bench] = data_efficiency(curve("trained"), curve("static"))
+    return table
+
+
+def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...]) -> dict[str, Any]:
+    """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds."""
+    runs: dict[str, dict[int, dict[str, Any]]] = {}
+    alpha, benchmarks = 0.5, []
+    for arm in arms:
+        for seed in seeds:
+            data = read_session(out / folder_name(arm, seed))
+            if data is not None:
+                runs.setdefault(arm, {})[seed] = data
+                alpha, benchmarks = data["alpha"], data["benchmarks"]
+    summary = summarise(runs, alpha, benchmarks)
+    return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks,
+            "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
+                     for arm, by in runs.items()},
+            "summary": summary}
+
+
+def _f(value: Any, sd: Any = None, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    return f"{text} ± {sd:.{digits}f}" if isinstance(sd, float) else text
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The bench's tables as Markdown: the final table (mean ± sd over seeds), then per-epoch rows per arm."""
+    s, benches = results["summary"], results["benchmarks"]
+    lines = ["# Ablation", ""]
+    budget = results.get("budget")
+    if budget:
+        lines += [f"Agent compute per epoch, every arm: {budget['tasks_per_epoch']} tasks × {budget['rollouts']} "
+                  f"rollouts = {budget['rollouts_per_epoch']} rollouts, {budget['steps_per_epoch']} optimizer steps × "
+                  f"{budget['update_epochs']} passes (lr {budget['lr']}, KL {budget['kl_coef']}); held-out "
+                  f"{budget['heldout_size']} tasks per benchmark, greedy.", ""]
+    if results.get("bench_seconds") is not None:
+        lines += [f"Wall time of this bench run: {results['bench_seconds'] / 60:.1f} min "
+                  "(arms already finished are not rerun).", ""]
+    lines += [f"Seeds: {', '.join(map(str, results['seeds']))}. Mean ± sd over seeds; Δ = final − epoch 0; "
+              "'up > 2 SE' counts seeds whose held-out rose by more than twice the paired standard error of "
+              "the change (same tasks at both epochs; unpaired binomial SE in brackets).", ""]
+    for bench in benches:
+        lines += [f"## {bench}", "",
+                  "| arm | held-out e0 | final | Δ | seeds up > 2 SE | mean p̂ (final) | abs(p̂−α) | in band | "
+                  "valid | unique (pool) | distinct bigrams | first epoch p̂ in α±0.1 | tasks / rollouts / steps per epoch |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for arm in results["arms"]:
+            row = s.get(arm)
+            if not row or bench not in row:
+                continue
+            b = row[bench]
+            n = len(b["per_seed"])
+            lines.append(
+                f"| {row['label']} ({arm}) | {_f(b['epoch0'], b['epoch0_sd'])} | {_f(b['final'], b['final_sd'])} | "
+                f"{_f(b['delta'], b['delta_sd'])} | {b['seeds_up_2se']}/{n} [{b['seeds_up_2se_unpaired']}/{n}] | "
+                f"{_f(row['final_p_hat'], row['final_p_hat_sd'])} | {_f(row['final_calibration_error'])} | "
+                f"{_f(row['final_in_band_fraction'])} | {_f(row['final_valid_fraction'])} | "
+                f"{_f(row['final_pool_unique_fraction'])} | {_f(row['final_distinct_bigrams'])} | "
+                f"{_f(row['first_epoch_in_band'])} | {_f(row['final_tasks_trained'], digits=0)} / "
+                f"{_f(row['final_rollouts'], digits=0)} / {_f(row['final_agent_steps'], digits=0)} |")
+        eff = (s.get("_efficiency") or {}).get(bench)
+        if "_efficiency" in s:
+            lines += ["", "Data efficiency (agent tasks GenEnv needs to reach Static's final held-out, over Static's): "
+                      + ("not reached" if eff is None else f"{eff:.2f}")]
+        lines += ["", "Per seed: Δ (paired SE):", ""]
+        for arm in results["arms"]:
+            row = s.get(arm)
+            if row and bench in row:
+                cells = ", ".join(f"s{seed} {c['delta']:+.3f} ({_f(c['paired_se'])})"
+                                  for seed, c in zip(row["seeds"], row[bench]["per_seed"]))
+                lines.append(f"- {arm}: {cells}")
+        lines.append("")
+    lines += ["## Per epoch (mean over seeds)", ""]
+    for arm in results["arms"]:
+        by_seed = results["runs"].get(arm, {})
+        if not by_seed:
+            continue
+        runs = list(by_seed.values())
+        lines += [f"### {ARMS[arm][1]} ({arm})", "",
+                  "| epoch | " + " | ".join(f"held-out {b}" for b in benches) +
+                  " | mean p̂ | abs(p̂−α) | in band | valid | unique (pool) | distinct bigrams | zero-adv. groups | "
+                  "tasks | steps | difficulty mix |",
+                  "|---|" + "---|" * (len(benches) + 10)]
+        for e, _, _ in _mean_series(runs, lambda r: r["tasks_trained"]):
+            rows = [r for run in runs for r in run["epochs"] if r["epoch"] == e]
+
+            def avg(key: str) -> Any:
+                return mean_sd([r.get(key) for r in rows])
+            held = [avg_bench for avg_bench in (mean_sd([r["heldout"].get(b) for r in rows]) for b in benches)]
+            mix: dict[str, int] = {}
+            for r in rows:
+                for k, v in (r["difficulty_mix"] or {}).items():
+                    mix[k] = mix.get(k, 0) + v
+            lines.append(f"| {e} | " + " | ".join(_f(m, sd) for m, sd in held) + " | " +
+                         " | ".join(_f(avg(k)[0]) for k in ("p_hat", "calibration_error", "in_band_fraction",
+                                                             "valid_fraction", "pool_unique_fraction",
+                                                             "distinct_bigrams", "zero_advantage_share")) +
+                         f" | {_f(avg('tasks_trained')[0], digits=0)} | {_f(avg('agent_steps')[0], digits=0)} | "
+                         + (" ".join(f"{k}:{v}" for k, v in sorted(mix.items())) or "–") + " |")
+        lines.append("")
+    lines += ["![calibration](calibration.png)", "", "![held-out](heldout.png)", ""]
+    return "\n".join(lines)
+
+
+def plots(results: dict[str, Any]) -> dict[str, bytes]:
+    """Two PNGs with every arm: mean p-hat of generated tasks per epoch (band shaded) and held-out per epoch,
+    mean over seeds with the spread as error bars."""
+    from genenv_engine.reports.plots import COLORS, MARKERS, _figure, _png
+
+    out: dict[str, bytes] = {}
+    alpha = results["alpha"]
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    ax.axhspan(alpha - BAND, alpha + BAND, color="#2ca02c", alpha=0.12, label=f"α ± {BAND}")
+    ax.axhline(alpha, color="#2ca02c", ls="--", lw=1)
+    for i, arm in enumerate(results["arms"]):
+        runs = [r for r in results["runs"].get(arm, {}).values()]
+        series = [(e, m, sd) for e, m, sd in _mean_series(runs, lambda r: r["p_hat"]) if m is not None]
+        if series:
+            ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series], yerr=[sd or 0 for *_, sd in series],
+                        color=COLORS[i], marker=MARKERS[i], capsize=3, label=ARMS[arm][1])
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("mean p̂ of generated tasks")
+    ax.set_ylim(0, 1)
+    ax.set_title("Difficulty calibration, mean ± sd over seeds", fontsize=10)
+    ax.legend(fontsize=8)
+    out["calibration.png"] = _png(fig)
+    benches = results["benchmarks"]
+    fig = _figure(8.0, 3.6 * max(1, len(benches)))
+    for j, bench in enumerate(benches):
+        ax = fig.add_subplot(len(benches), 1, j + 1)
+        for i, arm in enumerate(results["arms"]):
+            runs = [r for r in results["runs"].get(arm, {}).values()]
+            series = [(e, m, sd) for e, m, sd in _mean_series(runs, lambda r, b=bench: r["heldout"].get(b))
+                      if m is not None]
+            if series:
+                ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series],
+                            yerr=[sd or 0 for *_, sd in series], color=COLORS[i], marker=MARKERS[i], capsize=3,
+                            label=ARMS[arm][1])
+        ax.set_xlabel("epoch (0 = warm start)")
+        ax.set_ylabel(f"held-out success ({bench})")
+        ax.set_title(f"Agent held-out, mean ± sd over seeds: {bench}", fontsize=10)
+        ax.legend(fontsize=8)
+    out["heldout.png"] = _png(fig)
+    return out
+
+
+def write_outputs(out: Path, results: dict[str, Any]) -> None:
+    """``ablation.json``, ``ablation.md`` and the two plots, written into the bench folder."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ablation.json").write_text(json.dumps(results, indent=1, default=str))
+    (out / "ablation.md").write_text(markdown(results))
+    if results["runs"]:
+        for name, png in plots(results).items():
+            (out / name).write_bytes(png)
+
+
+def print_summary(results: dict[str, Any]) -> None:
+    """The final table on the terminal (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    s = results["summary"]
+    for bench in results["benchmarks"]:
+        table = Table(title=f"ablation: {bench}, seeds {','.join(map(str, results['seeds']))} (mean ± sd)")
+        for col in ("arm", "held-out e0", "final", "Δ", "up>2SE", "p̂ final", "first in band", "tasks/epoch"):
+            table.add_column(col)
+        for arm in results["arms"]:
+            row = s.get(arm)
+            if not row or bench not in row:
+                continue
+            b = row[bench]
+            table.add_row(arm, _f(b["epoch0"], b["epoch0_sd"]), _f(b["final"], b["final_sd"]),
+                          _f(b["delta"], b["delta_sd"]), f"{b['seeds_up_2se']}/{len(b['per_seed'])}",
+                          _f(row["final_p_hat"]), _f(row["first_epoch_in_band"]),
+                          _f(row["final_tasks_trained"], digits=0))
+        Console().print(table)

@@ -1,0 +1,121 @@
+"""`genenv bench ablation` bookkeeping on the micro preset: equal compute asserted, arms resumable, table numbers
+read back from the sessions' databases, the CLI entry writing its files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from genenv_engine.ablation import Plan, arm_config, check_equal_compute, open_or_create, run_plan
+from genenv_engine.ablation_table import collect, paired_change
+from genenv_engine.cli import main
+from genenv_engine.config import ConfigError, load_config
+from genenv_engine.session import Session
+
+EQUAL = {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3}
+
+
+def micro_plan(tmp_path, arms=("trained", "off"), epochs=2, **sets):
+    return Plan(tmp_path / "bench", arms, (0,), epochs, "micro", None, None, {**EQUAL, **sets})
+
+
+def test_unequal_compute_is_refused():
+    with pytest.raises(ConfigError, match="tasks_per_epoch"):
+        check_equal_compute({"trained": load_config("micro"), "off": load_config("micro")})
+    a = load_config("micro", overrides=EQUAL)
+    b = load_config("micro", overrides={**EQUAL, "agent.rollouts": 8})
+    with pytest.raises(ConfigError, match="agent.rollouts"):
+        check_equal_compute({"trained": a, "off": b})
+    budget = check_equal_compute({"trained": a, "frozen": a})
+    assert (budget["tasks_per_epoch"], budget["rollouts_per_epoch"], budget["steps_per_epoch"]) == (24, 96, 3)
+
+
+def test_budget_too_small_for_fresh_tasks_is_a_config_error():
+    # micro static mode brings up to 4 seeds x 5 = 20 fresh tasks an epoch
+    with pytest.raises(ConfigError, match="at least the most fresh tasks"):
+        load_config("micro", overrides={"agent.tasks_per_epoch": 12})
+
+
+def test_arm_switches_and_plan_errors(tmp_path):
+    plan = micro_plan(tmp_path, arms=("trained", "frozen", "static", "off", "uniform"))
+    modes = {arm: (arm_config(plan, arm, 1).simulator.mode, arm_config(plan, arm, 1).curriculum.reward)
+             for arm in plan.arms}
+    assert modes == {"trained": ("trained", "alpha"), "frozen": ("frozen", "alpha"), "static": ("static", "alpha"),
+                     "off": ("off", "alpha"), "uniform": ("trained", "uniform")}
+    assert arm_config(plan, "off", 1).seed == 1 and arm_config(plan, "off", 1).agent.tasks_per_epoch == 24
+    with pytest.raises(ConfigError, match="unknown arm"):
+        Plan(tmp_path, ("trained", "gemini"))
+
+
+def test_bench_runs_equal_compute_resumes_and_reads_back(tmp_path):
+    plan = micro_plan(tmp_path)
+    # a partial arm left by an earlier, interrupted bench: one epoch of two done
+    first = open_or_create(plan, "off", 0)
+    from genenv_engine.events import RunControl
+    from genenv_engine.loop import run
+
+    first.set_epochs(1)
+    run(first, control=RunControl())
+    epoch1 = [m for m in first.store.epoch_metrics() if m["epoch"] == 1][0]
+    first.store.close()
+    results = run_plan(plan, quiet=True)
+    out = plan.out
+    assert json.loads((out / "ablation.json").read_text())["summary"]["off"]["label"] == "Off (base data only)"
+    assert (out / "ablation.md").read_text().startswith("# Ablation")
+    assert (out / "heldout.png").read_bytes()[:4] == b"\x89PNG" and (out / "calibration.png").exists()
+    for arm in ("trained", "off"):
+        session = Session.open(out / f"{arm}-s0")
+        metrics = [m for m in session.store.epoch_metrics() if m["status"] == "done"]
+        assert [m["epoch"] for m in metrics] == [0, 1, 2]
+        rows = results["runs"][arm]["0"]["epochs"]
+        # equal agent compute in every arm and epoch, as configured
+        assert [r["tasks_trained"] for r in rows[1:]] == [24, 24]
+        assert [r["rollouts"] for r in rows[1:]] == [96, 96]
+        assert all(r["agent_steps"] in (0.0, 3.0) for r in rows[1:])
+        # table numbers are the databases' numbers
+        assert [r["heldout"]["bfcl"] for r in rows] == [m["heldout"]["bfcl"] for m in metrics]
+        correct = [m["heldout_correct"]["bfcl"] for m in metrics]
+        assert all(len(c) == 24 and set(c) <= {"0", "1"} for c in correct)
+        assert [c.count("1") / 24 for c in correct] == [m["heldout"]["bfcl"] for m in metrics]
+        change = results["summary"][arm]["bfcl"]["per_seed"][0]
+        assert change["delta"] == pytest.approx(metrics[-1]["heldout"]["bfcl"] - metrics[0]["heldout"]["bfcl"])
+        assert change["paired_se"] == pytest.approx(paired_change(correct[0], correct[-1])[1])
+        session.store.close()
+    # the off arm was continued, not restarted: its epoch 1 is the one written before the bench ran
+    assert results["runs"]["off"]["0"]["epochs"][1]["heldout"] == epoch1["heldout"]
+    reopened = Session.open(out / "off-s0")
+    assert [m for m in reopened.store.epoch_metrics() if m["epoch"] == 1][0]["agent_fingerprint"] == \
+        epoch1["agent_fingerprint"]
+    assert sum(e["kind"] == "RunStarted" for e in reopened.store.events()) == 2
+    reopened.store.close()
+    # a finished bench reruns nothing
+    stamp = os.path.getmtime(out / "trained-s0" / "checkpoints" / "epoch_002" / "COMPLETE")
+    again = run_plan(plan, quiet=True)
+    assert os.path.getmtime(out / "trained-s0" / "checkpoints" / "epoch_002" / "COMPLETE") == stamp
+    assert again["runs"] == results["runs"]
+    # more epochs resume each arm from its last checkpoint, earlier epochs untouched
+    longer = run_plan(micro_plan(tmp_path, epochs=3), quiet=True)
+    for arm in ("trained", "off"):
+        assert longer["runs"][arm]["0"]["epochs"][:3] == results["runs"][arm]["0"]["epochs"]
+        assert len(longer["runs"][arm]["0"]["epochs"]) == 4
+
+
+def test_folder_with_other_settings_is_refused_untouched(tmp_path):
+    plan = micro_plan(tmp_path)
+    session = open_or_create(plan, "trained", 0)
+    session.store.close()
+    before = (plan.out / "trained-s0" / "config.toml").read_text()
+    with pytest.raises(ConfigError, match="other settings"):
+        open_or_create(micro_plan(tmp_path, **{"agent.lr": 1e-3}), "trained", 0)
+    assert (plan.out / "trained-s0" / "config.toml").read_text() == before
+
+
+def test_cli_report_only_and_bad_arm(tmp_path, capsys):
+    out = tmp_path / "empty"
+    assert main(["bench", "ablation", "--preset", "micro", "--out", str(out), "--report-only", "--arms", "off",
+                 "--seeds", "0"]) == 0
+    assert (out / "ablation.md").exists()
+    assert main(["bench", "ablation", "--arms", "nope", "--out", str(out)]) == 2
+    assert "unknown arm" in capsys.readouterr().err
