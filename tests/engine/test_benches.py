@@ -86,7 +86,7 @@ def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
     build_tiny_model(ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64), tok, 0).save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
     out = _bench(tmp_path, "rollouts", "--model", str(tmp_path / "m"), "--prompts", "6", "--max-new-tokens", "8",
-                 "--threads", "1")
+                 "--threads", "1", "--repeats", "2")
     ways = {w["way"]: w for w in out["ways"]}
     assert list(ways) == ["naive", "generate batched", "engine"]
     # the engine draws what batched generate draws for the same seed: the same tokens
