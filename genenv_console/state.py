@@ -65,6 +65,33 @@ class Histogram:
 
 
 @dataclass
+class WarmStart:
+    """Loss curves of both roles' warm-start SFT, with each role's latest rate and ETA."""
+
+    points: dict[str, list[tuple[int, float]]]
+    rates: dict[str, tuple[int, int, float | None, float | None]]
+
+    def summary(self) -> str:
+        """One line per role in training order: steps, steps/s and ETA of the role still running (or done).
+
+        >>> WarmStart({}, {"agent": (700, 700, 2.5, 0.0), "simulator": (50, 500, 2.0, 225.0)}).summary()
+        'agent done · simulator 50/500 2.0 steps/s ETA 3m45s'
+        """
+        parts = []
+        for role, (step, steps, rate, eta) in self.rates.items():
+            if step >= steps:
+                parts.append(f"{role} done")
+                continue
+            text = f"{role} {step}/{steps}"
+            if rate:
+                text += f" {rate:.1f} steps/s"
+            if eta is not None:
+                text += f" ETA {int(eta) // 60}m{int(eta) % 60:02d}s"
+            parts.append(text)
+        return " · ".join(parts)
+
+
+@dataclass
 class RunState:
     """Everything the dashboard shows about the session's run."""
 
@@ -85,6 +112,10 @@ class RunState:
     """Finished epochs' metrics."""
     scored: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
     """(batch p-hats, R_envs) per epoch, live from AttemptsScored."""
+    warm: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Warm-start (step, loss) points per role, live from WarmStartProgressed (never stored)."""
+    warm_rate: dict[str, tuple[int, int, float | None, float | None]] = field(default_factory=dict)
+    """Per role: (step, steps, steps/s, ETA seconds) of its latest warm-start report."""
 
     @classmethod
     def from_session(cls, name: str, config: RunConfig, epoch_rows: list[dict[str, Any]]) -> "RunState":
@@ -121,6 +152,7 @@ class RunState:
         return changed | {"log"}
 
     def _on_RunStarted(self, e: ev.RunStarted) -> set[str]:
+        self.warm, self.warm_rate = {}, {}
         self.metrics = {k: v for k, v in self.metrics.items() if k < e.start_epoch}
         self.scored = {k: v for k, v in self.scored.items() if k < e.start_epoch}
         self.run = "pausing" if self.run == "pausing" else "running"
@@ -141,7 +173,12 @@ class RunState:
 
     def _on_WarmStartProgressed(self, e: ev.WarmStartProgressed) -> set[str]:
         self.progress = (f"warm start {e.role}", e.step, e.steps)
-        return {"status"}
+        points = self.warm.setdefault(e.role, [])
+        if points and points[-1][0] >= e.step:  # the role started over (a resumed warm start)
+            points.clear()
+        points.append((e.step, e.loss))
+        self.warm_rate[e.role] = (e.step, e.steps, e.steps_per_second, e.eta)
+        return {"status", "warm"}
 
     def _on_AttemptsScored(self, e: ev.AttemptsScored) -> set[str]:
         self.scored[e.epoch] = (list(e.p_hats), list(e.r_envs))
@@ -191,6 +228,10 @@ class RunState:
             self.run = "stopping"
 
     # -- what the plots show -------------------------------------------------------------------
+
+    def warm_start(self) -> "WarmStart":
+        """The warm start's loss curves and rates (empty when none was seen in this run)."""
+        return WarmStart({r: list(p) for r, p in self.warm.items()}, dict(self.warm_rate))
 
     def calibration(self) -> Calibration:
         """Per benchmark, (epoch, mean p-hat of that epoch's fresh generated tasks)."""

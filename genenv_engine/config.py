@@ -92,6 +92,10 @@ class ModelConfig:
     """Longest prompt + completion in tokens; longer sequences are truncated from the left of the prompt."""
     threads: int = 2
     """torch intra-op CPU threads."""
+    sft_length_groups: int = 0
+    """Warm-start SFT: run each step's batch as this many micro-batches of sequences of similar length, each padded
+    only to its own longest (0: off). The same gradient up to float rounding with about a third less padding
+    compute on the tiny preset; like ``micro_batch`` it is left out of the warm-start cache key."""
     device: str = "auto"
     """``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``."""
 
@@ -117,6 +121,7 @@ class ModelConfig:
                      "lora_r", "lora_alpha", "logprob_chunk"):
             _check(getattr(self, name) > 0, f"model.{name}", "must be > 0")
         _check(self.micro_batch >= 0, "model.micro_batch", "must be >= 0 (0: the whole batch at once)")
+        _check(self.sft_length_groups >= 0, "model.sft_length_groups", "must be >= 0 (0: off)")
         _check(0.0 <= self.lora_dropout < 1.0, "model.lora_dropout", "must be in [0, 1)")
         _check(len(self.lora_targets) > 0, "model.lora_targets", "name at least one module")
         _check(self.hidden_size % self.num_heads == 0, "model.num_heads", "must divide hidden_size")

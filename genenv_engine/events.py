@@ -40,10 +40,33 @@ class RunStarted(Event):
 
 @dataclass(frozen=True)
 class WarmStartProgressed(Event):
+    """A warm-start SFT step of ``role`` finished (every ~2 % of the steps): its loss and the seconds since that
+    role's SFT started, from which front ends show steps/s and an ETA."""
+
     role: str
     step: int
     steps: int
     loss: float
+    elapsed: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float | None:
+        """Steps done per second so far (None before any time has passed).
+
+        >>> WarmStartProgressed(0, "agent", 50, 700, 1.2, 10.0).steps_per_second
+        5.0
+        """
+        return self.step / self.elapsed if self.elapsed > 0 else None
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left for this role at the rate so far.
+
+        >>> WarmStartProgressed(0, "agent", 50, 700, 1.2, 10.0).eta
+        130.0
+        """
+        rate = self.steps_per_second
+        return (self.steps - self.step) / rate if rate else None
 
 
 @dataclass(frozen=True)

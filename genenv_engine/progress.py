@@ -1,7 +1,8 @@
 """Headless progress for the CLI: rich progress bars per phase and a summary line per epoch.
 
-A `ConsoleReporter` is an EventSink; ``quiet`` mode prints one plain line per epoch instead (for
-logs and CI). `print_status` renders ``genenv status`` as a table.
+A `ConsoleReporter` is an EventSink; the warm start's bars show each role's loss, steps/s and ETA.
+``quiet`` mode prints plain lines instead (for logs and CI): one per epoch, and one per tenth of each
+warm-start role. `print_status` renders ``genenv status`` as a table.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from genenv_engine.events import Event
@@ -42,8 +43,10 @@ class ConsoleReporter:
         self.quiet = quiet
         self.console = Console(stderr=False)
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                 TimeElapsedColumn(), console=self.console, transient=True, disable=quiet)
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), console=self.console, transient=True, disable=quiet)
         self.tasks: dict[str, int] = {}
+        self._warm_printed: dict[str, int] = {}
 
     def __enter__(self) -> "ConsoleReporter":
         self.progress.start()
@@ -52,15 +55,28 @@ class ConsoleReporter:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def _bar(self, key: str, total: int, done: int) -> None:
+    def _bar(self, key: str, total: int, done: int, info: str = "") -> None:
         if key not in self.tasks:
-            self.tasks[key] = self.progress.add_task(key, total=total)
-        self.progress.update(self.tasks[key], completed=done, total=total)
+            self.tasks[key] = self.progress.add_task(key, total=total, info=info)
+        self.progress.update(self.tasks[key], completed=done, total=total, info=info)
+
+    def _warm(self, event) -> None:
+        rate, eta = event.steps_per_second, event.eta
+        info = f"loss {event.loss:.3f}" + (f"  {rate:.1f} steps/s" if rate else "")
+        if not self.quiet:
+            self._bar(f"warm start {event.role}", event.steps, event.step, info)
+            return
+        tenth = event.step * 10 // max(1, event.steps)
+        if tenth > self._warm_printed.get(event.role, 0) or event.step == event.steps:
+            self._warm_printed[event.role] = tenth
+            left = f", ETA {eta:.0f}s" if eta else ""
+            self.console.print(f"warm start {event.role} {event.step}/{event.steps}: {info}{left}",
+                               soft_wrap=True, markup=False, highlight=False)
 
     def __call__(self, event: Event) -> None:
         kind = event.kind
         if kind == "WarmStartProgressed":
-            self._bar(f"warm start {event.role}", event.steps, event.step)  # type: ignore[attr-defined]
+            self._warm(event)
         elif kind == "BatchProgressed":
             self._bar(f"epoch {event.epoch} {event.phase}", event.total, event.done)  # type: ignore[attr-defined]
         elif kind == "PhaseFinished":

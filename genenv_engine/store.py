@@ -39,6 +39,8 @@ _TASK_COLUMNS = (
 )  # fmt: skip
 _TASK_FIELDS = tuple(f for f in Task.__dataclass_fields__)
 _STAT_FIELDS = ("p_hat", "r_env", "n_rollouts", "batch_id", "superseded_by")
+SCAN_MATCHES = 2000
+"""Above this many word-search matches, a page is found by walking the page-order index (see `Store.query_tasks`)."""
 _ORDER_TERM = re.compile(r"^\s*(\w+)(?:\s+(asc|desc))?\s*$", re.IGNORECASE)
 
 MIGRATIONS = Migrations("genenv.store")
@@ -96,6 +98,14 @@ def m003_page_indexes(db: Database) -> None:
     """Indexes matching the console's task pages (epoch DESC, id), so deep pages and filters stay fast."""
     db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_epoch_desc_id ON tasks (epoch DESC, id)")
     db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_origin_valid_page ON tasks (origin, valid, epoch DESC, id)")
+
+
+@MIGRATIONS()
+def m004_search_indexes(db: Database) -> None:
+    """Indexes for the tasks screen's status pages and p̂-range counts (a word search with a p̂ range counts
+    its matches along the p̂ index)."""
+    db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_status_page ON tasks (status, epoch DESC, id)")
+    db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_p_hat ON tasks (p_hat)")
 
 
 def _now() -> str:
@@ -362,8 +372,12 @@ class Store:
         sql = "SELECT * FROM tasks WHERE status = 'pinned' AND superseded_by IS NULL ORDER BY id"
         return [_to_task(row) for row in self._rows(sql)]
 
-    def _where(self, **filters: Any) -> tuple[str, list[Any]]:
-        """WHERE clause and parameters for the query_tasks/count_tasks filters."""
+    def _where(self, *, scan_matches: bool = False, **filters: Any) -> tuple[str, list[Any]]:
+        """WHERE clause and parameters for the query_tasks/count_tasks filters.
+
+        ``scan_matches`` writes the word search so SQLite walks an index of the other filters (or the page
+        order) and tests each entry against the matches, instead of fetching every match's row by rowid.
+        """
         clauses, params = [], []
         for column in ("benchmark", "origin", "status", "epoch"):
             if filters[column] is not None:
@@ -380,7 +394,8 @@ class Store:
             params.append(filters["p_max"])
         match = fts_query(filters["text"] or "")
         if match:
-            clauses.append("tasks.rowid IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?)")
+            rowid = "+tasks.rowid" if scan_matches else "tasks.rowid"  # unary + keeps the rowid lookup out of the plan
+            clauses.append(f"{rowid} IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?)")
             params.append(match)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
@@ -399,13 +414,25 @@ class Store:
         offset: int = 0,
         order: str = "epoch DESC, id",
     ) -> list[dict[str, Any]]:
-        """One page of task rows (all columns, JSON decoded) matching the filters; `text` is a word search."""
+        """One page of task rows (all columns, JSON decoded) matching the filters; `text` is a word search.
+
+        The page's rowids are found first (sorting only the index columns), then only those rows are read;
+        a word with more than `SCAN_MATCHES` matches is searched along the page-order index.
+        """
+        match = fts_query(text or "")
+        scan = bool(match) and self._word_matches(match) > SCAN_MATCHES
         where, params = self._where(
             benchmark=benchmark, origin=origin, status=status, epoch=epoch, valid=valid,
-            p_min=p_min, p_max=p_max, text=text,
+            p_min=p_min, p_max=p_max, text=text, scan_matches=scan,
         )  # fmt: skip
-        sql = f"SELECT * FROM tasks{where} ORDER BY {_order_sql(order)} LIMIT ? OFFSET ?"
+        order_sql = _order_sql(order)
+        page = f"SELECT tasks.rowid FROM tasks{where} ORDER BY {order_sql} LIMIT ? OFFSET ?"
+        sql = f"SELECT * FROM tasks WHERE rowid IN ({page}) ORDER BY {order_sql}"
         return [_decode_row(row) for row in self._rows(sql, [*params, int(limit), int(offset)])]
+
+    def _word_matches(self, match: str) -> int:
+        """How many tasks an FTS query matches (from the full-text index alone)."""
+        return self.db.execute("SELECT count(*) FROM tasks_fts WHERE tasks_fts MATCH ?", [match]).fetchone()[0]
 
     def count_tasks(
         self,
@@ -419,10 +446,14 @@ class Store:
         p_max: float | None = None,
         text: str | None = None,
     ) -> int:
-        """How many tasks match the same filters as `query_tasks`."""
+        """How many tasks match the same filters as `query_tasks` (a word search alone: from the full-text index)."""
+        match = fts_query(text or "")
+        if match and all(v is None for v in (benchmark, origin, status, epoch, valid, p_min, p_max)):
+            return self._word_matches(match)
+        scan = bool(match) and self._word_matches(match) > SCAN_MATCHES
         where, params = self._where(
             benchmark=benchmark, origin=origin, status=status, epoch=epoch, valid=valid,
-            p_min=p_min, p_max=p_max, text=text,
+            p_min=p_min, p_max=p_max, text=text, scan_matches=scan,
         )  # fmt: skip
         return self.db.execute(f"SELECT count(*) FROM tasks{where}", params).fetchone()[0]
 

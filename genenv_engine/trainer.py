@@ -80,10 +80,14 @@ class _Trainer:
 
 
 def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int, lr: float, batch_size: int,
-        rng: random.Random, on_step: Callable[[int, float], None] | None = None, micro_batch: int = 0) -> list[float]:
+        rng: random.Random, on_step: Callable[[int, float], None] | None = None, micro_batch: int = 0,
+        length_groups: int = 0) -> list[float]:
     """Supervised fine-tuning on (prompt ids, completion ids) pairs, cosine schedule with 5% warm-up.
 
     The loss is the mean NLL per completion token over each step's whole batch, whatever the micro-batching.
+    ``length_groups`` > 1 sorts each step's sampled pairs by length and runs them as that many micro-batches
+    (at most ``micro_batch`` sequences each when that is set), so each is padded only to its own longest: the
+    same pairs and gradient, up to float rounding.
     """
     trainer = _Trainer(policy, lr, weight_decay=0.01, micro_batch=micro_batch)
     warm = max(1, steps // 20)
@@ -102,6 +106,10 @@ def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int
             tokens = batch.mask.sum()
             loss = -(policy.logprobs(batch) * batch.mask).sum() / tokens
             return loss, {"loss": loss.item()}, float(tokens) / total_tokens
+        if length_groups > 1:
+            chosen.sort(key=lambda pc: len(pc[0]) + len(pc[1]))
+            size = -(-len(chosen) // length_groups)
+            trainer.micro_batch = min(micro_batch, size) if micro_batch else size
         metrics = trainer._accumulate(chosen, loss_of)
         sched.step()
         losses.append(metrics["loss"])

@@ -39,7 +39,7 @@ _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
     "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha",
     "lora_dropout", "lora_targets", "dtype")}
 """Model fields added after warm-start version 1, with their defaults (see `cache_key`)."""
-_EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
+_EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing", "sft_length_groups")
 """Model fields that change how, not what, an update computes (left out of `cache_key`)."""
 
 
@@ -130,7 +130,8 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
              for env in envs.values() for t in env.splits()["train"]]
     report = _reporter(sink, "agent", ws.agent_steps, check)
     micro = config.model.micro_batch
-    agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro)
+    groups = config.model.sft_length_groups
+    agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro, groups)
     agent.save(out / "agent")
     agent_seconds = time.perf_counter() - started
     # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
@@ -144,7 +145,7 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
             sim_pairs.append((sim.encode(simulator_prompt(sim, env, src, style)),
                               sim.completion_ids(simulator_target(env, sib, style))))
     report = _reporter(sink, "simulator", ws.simulator_steps, check)
-    sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro)
+    sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro, groups)
     sim.save(out / "simulator")
     return {
         "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(),
@@ -163,9 +164,10 @@ def _tail_mean(losses: list[float]) -> float | None:
 
 def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None]):
     every = max(1, steps // 50)
+    started = time.perf_counter()
 
     def report(step: int, loss: float) -> None:
         check()
         if step % every == 0 or step == steps - 1:
-            sink(WarmStartProgressed(0, role, step + 1, steps, loss))
+            sink(WarmStartProgressed(0, role, step + 1, steps, loss, round(time.perf_counter() - started, 3)))
     return report

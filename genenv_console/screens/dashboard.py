@@ -1,5 +1,8 @@
 """The dashboard: status bar, five live plots and the event log.
 
+During the warm start the throughput plot's cell shows the warm start's loss curves instead (both
+roles, steps/s and ETA); it switches back once an epoch has a throughput to show.
+
 The app folds engine events into a `RunState` and hands it down with `show_state`; the screen
 only copies the parts that changed onto its widgets' attributes, and each plot redraws itself.
 """
@@ -14,7 +17,8 @@ from textual.widgets import Log
 from genenv_console.safe import clean
 from genenv_console.state import RunState
 from genenv_console.widgets.key_bar import KeyBar
-from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot
+from genenv_console.widgets.plots import (CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot,
+                                          WarmStartPlot)
 from genenv_console.widgets.status_bar import StatusBar
 
 LOG_LINES = 2000
@@ -34,14 +38,16 @@ class DashboardScreen(Screen):
             yield PHatHistogram(id="histogram")
             yield PhasePlot(id="phases")
             yield ThroughputPlot(id="throughput")
+            yield WarmStartPlot(id="warmstart")
             yield Log(id="log", max_lines=LOG_LINES)
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#log", Log).border_title = "events"
         state = getattr(self.app, "state", None)
+        self.query_one(WarmStartPlot).display = False
         if state is not None:
-            self.show_state(state, {"status", "plots"})
+            self.show_state(state, {"status", "plots", "warm"})
         for line in getattr(self.app, "log_lines", []):
             self.log_line(line)
 
@@ -60,6 +66,13 @@ class DashboardScreen(Screen):
             self.query_one(PHatHistogram).data = state.histogram()
             self.query_one(PhasePlot).data = state.phase_seconds()
             self.query_one(ThroughputPlot).data = state.throughput()
+        if "warm" in changed or "plots" in changed:
+            warm = state.warm_start()
+            show_warm = bool(warm.points) and not state.throughput()
+            if show_warm:
+                self.query_one(WarmStartPlot).data = warm
+            self.query_one(WarmStartPlot).display = show_warm
+            self.query_one(ThroughputPlot).display = not show_warm
 
     def show_elapsed(self, seconds: float) -> None:
         """Set the status bar's elapsed time."""

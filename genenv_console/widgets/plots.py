@@ -1,4 +1,5 @@
-"""The dashboard's live plots (textual-plotext): calibration, held-out success, p-hat histogram, phases, throughput.
+"""The dashboard's live plots (textual-plotext): calibration, held-out success, p-hat histogram, phases, throughput,
+and the warm start's loss curves (shown in the throughput plot's place until epoch 1 has a throughput).
 
 Each plot has one reactive ``data`` attribute that its parent sets ("attributes down"); setting it
 redraws the figure in `replot`. The data objects come from `genenv_console.state.RunState`, so a
@@ -12,7 +13,7 @@ from typing import Any
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
-from genenv_console.state import Calibration, Histogram, env_reward
+from genenv_console.state import Calibration, Histogram, WarmStart, env_reward
 
 COLORS = ("cyan", "magenta", "green", "orange", "blue", "red")
 """Series colours, one per benchmark or phase (in order)."""
@@ -153,3 +154,17 @@ class ThroughputPlot(MetricPlot):
         plt.ylim(0, max(t for _, t in data) * 1.2 or 1)
         _epoch_ticks(plt, [e for e, _ in data])
         plt.title(f"throughput: {data[-1][1]:.0f} tokens/s")
+
+
+class WarmStartPlot(MetricPlot):
+    """SFT loss per step of each role during the warm start, titled with steps/s and the ETA."""
+
+    def replot(self, plt: Any, data: WarmStart | None) -> None:
+        if data is None or not any(data.points.values()):
+            plt.title("warm start loss: waiting for the first steps")
+            return
+        for i, (role, pts) in enumerate(data.points.items()):
+            if pts:
+                plt.plot([s for s, _ in pts], [loss for _, loss in pts], color=COLORS[i % len(COLORS)],
+                         marker="hd", label=role)
+        plt.title(f"warm start loss: {data.summary()}")

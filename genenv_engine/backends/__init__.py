@@ -1,6 +1,6 @@
 """Generation backends chosen by name and imported only when used (the engine's one registry).
 
-``hf`` (transformers ``generate`` with a KV cache) is the default and runs on CPU or CUDA. Heavy
+``hf`` (a batched decode loop on the transformers model with a KV cache) is the default and runs on CPU or CUDA. Heavy
 or optional libraries (vllm) are imported inside their backend module, never here.
 """
 

@@ -1,10 +1,13 @@
-"""The default backend: transformers ``generate`` with a KV cache, batched, on the policy's own model.
+"""The default backend: a batched decode loop with a KV cache on the policy's own model (transformers forward).
 
-Prompts are left-padded and generated in chunks; the sampled tokens' log-probabilities come from
-the processed scores (after temperature), gathered step by step. ``generate`` keeps every step's
-full-vocabulary scores until it returns, so a chunk holds at most ``SCORES_BUDGET`` bytes of them:
-128 prompts for the tiny byte vocabulary, about 40 for SmolLM2's 49k tokens at 128 new tokens.
-Because the model object is shared with the trainer, `sync` has nothing to do.
+Prompts are left-padded and decoded in chunks by `decode`: a prefill in prompt-length groups, then
+one forward per step on the rows still decoding, since ended rows leave the batch (``generate``
+decodes every row until the longest ends: completions of 19 tokens on average cost as much as the
+longest, 64). Small models decode on one CPU thread. The sampled tokens and their log-probabilities
+(after temperature) are those of ``model.generate(do_sample=True, top_k=0)`` for the same seed and
+chunk, up to float rounding of the logits (see `decode`).
+Chunks keep the size they had under ``generate`` (`chunk_for`), so a seed picks the same rows'
+noise as before. Because the model object is shared with the trainer, `sync` has nothing to do.
 """
 
 from __future__ import annotations
@@ -17,34 +20,9 @@ import torch
 from genenv_engine.backends.base import Completion, Sampling
 
 
-def _tick_criterion(tick: Callable[[], None], every: float = 0.2):
-    """A stopping criterion that never stops but calls ``tick`` between decoding steps (at most every ``every`` s).
-
-    The loop's pause/stop check runs inside long ``generate`` calls this way: a pause blocks between two
-    tokens and a stop raises out of ``generate``.
-    """
-    from transformers import StoppingCriteria
-
-    class Tick(StoppingCriteria):
-        last = 0.0
-
-        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
-            now = time.monotonic()
-            if now - self.last >= every:
-                self.last = now
-                tick()
-            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    return Tick()
-
-
-def _tick_list(tick: Callable[[], None]):
-    from transformers import StoppingCriteriaList
-
-    return StoppingCriteriaList([_tick_criterion(tick)])
-
-
 SCORES_BUDGET = 1 << 30
-"""Bytes of per-step scores one ``generate`` call may hold (prompts x new tokens x vocabulary x 4)."""
+"""Bytes of per-step scores one ``generate`` call held (prompts x new tokens x vocabulary x 4): it still sets the
+chunk size, so that sampling with a given seed draws what it drew under ``generate``."""
 
 
 def chunk_for(vocab: int, max_new_tokens: int, limit: int, budget: int = SCORES_BUDGET) -> int:
@@ -59,7 +37,7 @@ def chunk_for(vocab: int, max_new_tokens: int, limit: int, budget: int = SCORES_
 
 
 class HFBackend:
-    """Batched generation with ``model.generate`` for a `genenv_engine.policy.Policy`."""
+    """Batched generation with `decode` (a KV-cache loop on the model) for a `genenv_engine.policy.Policy`."""
 
     def __init__(self, policy, chunk_size: int = 128) -> None:
         self.policy = policy
@@ -96,34 +74,145 @@ class HFBackend:
         was_training = pol.model.training
         pol.activate()  # a LoRA role shares its model with the other role: use this role's adapter
         pol.model.eval()
-        kwargs = dict(do_sample=False) if sampling.greedy else dict(do_sample=True, temperature=sampling.temperature, top_k=0, top_p=1.0)
-        res = pol.model.generate(
-            input_ids=ids.to(pol.device), attention_mask=attn.to(pol.device), max_new_tokens=sampling.max_new_tokens,
-            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, return_dict_in_generate=True,
-            output_scores=True, **kwargs,
-            **({"stopping_criteria": _tick_list(self.tick)} if self.tick else {}),
-        )
-        pol.model.train(was_training)
-        new = res.sequences[:, width:]
-        # log-prob of each sampled token, one step at a time (never a stacked copy of every step's scores)
-        picked = [step.float().log_softmax(-1).gather(1, new[:, t:t + 1]).squeeze(1) for t, step in enumerate(res.scores)]
-        scores = torch.stack(picked, dim=1).cpu() if picked else None
-        new = new.cpu()
-        return [self._completion(new[i], scores[i] if scores is not None else None) for i in range(len(enc))]
+        try:
+            tokens, logprobs, lengths, finished = decode(
+                pol.model, ids.to(pol.device), attn.to(pol.device), sampling.max_new_tokens, tok.eos_token_id,
+                tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick)
+        finally:
+            pol.model.train(was_training)
+        out = []
+        for i in range(len(enc)):
+            n = int(lengths[i])
+            ids_i = tokens[i, :n].tolist()
+            self.tokens_generated += n + int(finished[i])
+            out.append(Completion(tok.decode(ids_i, skip_special_tokens=True), ids_i, logprobs[i, :n].tolist(),
+                                  bool(finished[i])))
+        return out
 
-    def _completion(self, row: torch.Tensor, scores: torch.Tensor | None) -> Completion:
-        tok = self.policy.tokenizer
-        ids: list[int] = []
-        lps: list[float] = []
-        finished = False
-        for t, token in enumerate(row.tolist()):
-            if token == tok.eos_token_id:
-                finished = True
+
+SMALL_MODEL = 30_000_000
+"""Models with fewer parameters decode on one CPU thread: their per-step operations are too small to split,
+and two threads waiting on each other are slow on a busy machine (measured: 3-4x slower at load 6 on 2 cores)."""
+PREFILL_BUCKETS = 8
+"""Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
+COMPACT_AT = 0.75
+"""Ended rows leave the decoding batch (a copy of its cache) once at most this share of it is still decoding."""
+
+
+def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, cache) -> torch.Tensor:
+    """Run the prompts through the model into ``cache`` and return each row's last logits (B, V).
+
+    Rows are grouped by prompt length into `PREFILL_BUCKETS` groups, each run without the padding
+    its group does not need; their keys and values are then placed in one cache left-padded to the
+    batch width (padding positions are masked, so their zeros are never attended to).
+    """
+    from transformers import DynamicCache
+
+    batch, width = input_ids.shape
+    lengths = attention_mask.sum(-1)
+    order = torch.argsort(lengths, stable=True)
+    groups = [g for g in torch.tensor_split(order, min(PREFILL_BUCKETS, batch)) if g.numel()]
+    logits = None
+    layers: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for g in groups:
+        w = max(1, int(lengths[g].max()))
+        part = DynamicCache(config=model.config)
+        out = model(input_ids=input_ids[g, width - w:], attention_mask=attention_mask[g, width - w:],
+                    position_ids=positions[g, width - w:], past_key_values=part, use_cache=True, logits_to_keep=1)
+        if logits is None:
+            logits = out.logits.new_empty((batch, out.logits.shape[-1]))
+        logits[g] = out.logits[:, -1]
+        for i, layer in enumerate(part.layers):
+            if len(layers) <= i:
+                shape = (batch, *layer.keys.shape[1:2], width, layer.keys.shape[-1])
+                layers.append((layer.keys.new_zeros(shape), layer.values.new_zeros(shape)))
+            layers[i][0][g, :, width - w:] = layer.keys
+            layers[i][1][g, :, width - w:] = layer.values
+    for i, (k, v) in enumerate(layers):
+        cache.update(k, v, i)
+    assert logits is not None
+    return logits
+
+
+@torch.no_grad()
+def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, eos_token_id: int,
+           pad_token_id: int | None, temperature: float | None, tick: Callable[[], None] | None = None,
+           every: float = 0.2):
+    """Sample (or, with ``temperature=None``, greedily pick) up to ``max_new_tokens`` tokens per left-padded row.
+
+    Returns ``(tokens, logprobs, lengths, finished)``: (B, T) sampled ids and their log-probabilities
+    under the sampling distribution, each row's number of tokens before end-of-sequence (or before a
+    sampled padding token, which also ends a completion), and whether it ended with end-of-sequence.
+    Prompts are prefilled in length groups (`_prefill`); rows that have ended leave the batch once a
+    quarter of it has ended (`COMPACT_AT`), so later steps run the model on the unfinished rows only (``generate``
+    decodes every row until the longest ends). Sampling draws what ``generate`` draws for the same
+    seed: ``torch.multinomial`` with one sample is ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn for the
+    whole (B, vocab) batch each step, and the same full-batch noise is drawn here, each row reading
+    its own slice. The logits themselves may differ from ``generate``'s in the last float bits
+    (matrix products of other shapes), so a token is the same unless two candidates tie to ~1e-6.
+    ``tick`` runs between steps, at most every ``every`` seconds (pause/stop checks).
+    """
+    from transformers import DynamicCache
+
+    threads = torch.get_num_threads()
+    small = input_ids.device.type == "cpu" and sum(p.numel() for p in model.parameters()) < SMALL_MODEL
+    if small:
+        torch.set_num_threads(1)
+    try:
+        return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
+                       tick, every, DynamicCache(config=model.config))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick, every,
+            cache):
+    device = input_ids.device
+    batch = input_ids.shape[0]
+    positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
+    logits = _prefill(model, input_ids, attention_mask, positions, cache)
+    tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long, device=device)
+    logprobs = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
+    lengths = torch.full((batch,), max_new_tokens, dtype=torch.long, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    rows = torch.arange(batch, device=device)  # the original row of each row in the decoding batch
+    live = torch.ones(batch, dtype=torch.bool, device=device)  # which rows of the decoding batch have not ended
+    position = positions[:, -1:]
+    last_tick = float("-inf")  # the first check runs after the first step
+    for step in range(max_new_tokens):
+        scores = logits.float()
+        if temperature is None:
+            picked = scores.argmax(-1)
+        else:
+            if temperature != 1.0:
+                scores = scores / temperature
+            noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype, device=device).exponential_(1)
+            picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
+        lp = scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
+        mine = rows[live]
+        tokens[mine, step] = picked[live]
+        logprobs[mine, step] = lp[live]
+        eos = live & (picked == eos_token_id)
+        ended = eos if pad_token_id is None else eos | (live & (picked == pad_token_id))
+        if bool(ended.any()):
+            lengths[rows[ended]] = step
+            finished[rows[eos]] = True
+            live = live & ~ended
+            alive = int(live.sum())
+            if alive == 0:
                 break
-            if token == tok.pad_token_id:
-                break
-            ids.append(token)
-            if scores is not None:
-                lps.append(float(scores[t]))
-        self.tokens_generated += len(ids) + int(finished)
-        return Completion(tok.decode(ids, skip_special_tokens=True), ids, lps, finished)
+            if alive <= COMPACT_AT * live.numel():  # compact: drop the ended rows from the batch and its cache
+                keep = live.nonzero().squeeze(1)
+                cache.batch_select_indices(keep)
+                rows, attention_mask, position, picked, live = (rows[keep], attention_mask[keep], position[keep],
+                                                                picked[keep], live[keep])
+        if step == max_new_tokens - 1:
+            break
+        if tick is not None and time.monotonic() - last_tick >= every:
+            last_tick = time.monotonic()
+            tick()
+        attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=-1)
+        position = position + 1
+        logits = model(input_ids=picked[:, None], attention_mask=attention_mask, position_ids=position,
+                       past_key_values=cache, use_cache=True).logits[:, -1]
+    return tokens.cpu(), logprobs.cpu(), lengths.cpu(), finished.cpu()

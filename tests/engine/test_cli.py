@@ -75,3 +75,28 @@ def test_all_benchmarks_run_together_and_report_heldout_each(tmp_path, capsys):
     main(["status", str(session), "--json"])
     epochs = json.loads(capsys.readouterr().out)["epochs"]
     assert all(set(e["heldout"]) == set(PAPER_BENCHMARKS) for e in epochs)
+
+
+def test_warm_start_progress_shows_loss_rate_and_eta():
+    import io
+
+    from rich.console import Console
+
+    from genenv_engine.events import WarmStartProgressed
+    from genenv_engine.progress import ConsoleReporter
+
+    quiet = ConsoleReporter(None, quiet=True)
+    quiet.console = Console(file=io.StringIO(), width=200)
+    for step in range(1, 101):
+        quiet(WarmStartProgressed(0, "agent", step, 100, 2.0 - step / 100, step / 4))
+    lines = quiet.console.file.getvalue().splitlines()
+    assert len(lines) == 10  # one line per tenth of the role's steps
+    assert lines[0] == "warm start agent 10/100: loss 1.900  4.0 steps/s, ETA 22s"
+    assert lines[-1].startswith("warm start agent 100/100: loss 1.000")
+
+    bars = ConsoleReporter(None)
+    with bars:
+        bars(WarmStartProgressed(0, "simulator", 30, 500, 0.75, 6.0))
+        task = bars.progress.tasks[0]
+        assert (task.description, task.completed, task.total) == ("warm start simulator", 30, 500)
+        assert task.fields["info"] == "loss 0.750  5.0 steps/s"

@@ -77,13 +77,15 @@ def test_migrations_idempotent(tmp_path):
         first.insert_tasks([task("t1")])
     with Store(path) as second:
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
-        assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes"]
-        assert second.get_meta("schema_version") == "3"
+        assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
+                                                "m004_search_indexes"]
+        assert second.get_meta("schema_version") == "4"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
         {"migration_set": "genenv.store", "name": "m002_fts"},
         {"migration_set": "genenv.store", "name": "m003_page_indexes"},
+        {"migration_set": "genenv.store", "name": "m004_search_indexes"},
     ]
 
 
@@ -319,3 +321,29 @@ def test_bulk_stats_and_batch_lookup(tmp_path):
     grouped = store.tasks_in_batches(["e1/a", "e1/b", "e1/none"], origin="generated")
     assert {b: [t.id for t in ts] for b, ts in grouped.items()} == {"e1/a": ["g/1", "g/2"], "e1/b": ["g/4"], "e1/none": []}
     assert [t.id for t in store.tasks_in_batches(["e1/a"], origin="generated", valid=False)["e1/a"]] == ["g/3"]
+
+
+def test_common_word_pages_walk_the_page_index_and_match_the_plain_search(tmp_path, monkeypatch):
+    import genenv_engine.store as store_module
+
+    store = Store(tmp_path / "s.db")
+    store.insert_tasks([task(f"g{i:02d}", epoch=i % 5, origin="generated" if i % 3 else "edited",
+                             prompt=("add two numbers" if i % 2 else "subtract") + f" case {i}") for i in range(40)])
+    expected_ids = sorted((f"g{i:02d}" for i in range(1, 40, 2)), key=lambda t: (-(int(t[1:]) % 5), t))
+    searches = [dict(text="add"), dict(text="add", origin="generated"), dict(text="add", epoch=3), dict(text="case")]
+    plain = {}
+    for scan in (10**9, 0):  # never / always walk the page index
+        monkeypatch.setattr(store_module, "SCAN_MATCHES", scan)
+        assert [r["id"] for r in store.query_tasks(text="add")] == expected_ids
+        assert [r["id"] for r in store.query_tasks(text="add", limit=5, offset=15)] == expected_ids[15:]
+        got = {str(f): ([r["id"] for r in store.query_tasks(**f, limit=7, offset=3)], store.count_tasks(**f))
+               for f in searches}
+        plain = plain or got
+        assert got == plain
+    assert store.count_tasks(text="add") == 20 and store.count_tasks(text="add", origin="generated") == 13
+    sql = "SELECT tasks.rowid FROM tasks{} ORDER BY tasks.epoch DESC, tasks.id ASC LIMIT 50"
+    walk = " ".join(str(r[-1]) for r in store.db.execute(
+        "EXPLAIN QUERY PLAN " + sql.format(store._where(**dict.fromkeys(
+            ("benchmark", "origin", "status", "epoch", "valid", "p_min", "p_max")), text="add", scan_matches=True)[0]),
+        ['"add"']).fetchall())
+    assert "idx_tasks_epoch_desc_id" in walk and "TEMP B-TREE" not in walk

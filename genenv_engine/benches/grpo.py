@@ -1,0 +1,185 @@
+"""``genenv bench grpo``: one agent GRPO step (generate a group per prompt, score, update) against TRL's ``GRPOTrainer``.
+
+Both sides get the same randomly initialised tiny-preset model, the same bfcl agent prompts, group
+size, completion length, sampling temperature, learning rate, clip ε and KL coefficient β (to a
+frozen copy of the starting model), and the same reward: a plain function of the completion text
+(the share of its characters that are digits or commas, so every group has reward variance and
+neither side skips work). Ours is `genenv_engine.backends.hf.HFBackend` + `GRPOTrainer.update`;
+TRL's is ``GRPOTrainer.train`` with one optimizer step per generation batch, timed per step by a
+callback. TRL is optional (``pip install -e ".[bench]"``); without it only our step is timed and
+``ratio`` is null. ``ratio`` = TRL seconds per step / ours (above 1: ours is faster). Goal: ≥ 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import tempfile
+import time
+from typing import Any
+
+from genenv_engine.benches.common import goal
+
+
+def reward(text: str) -> float:
+    """Share of the completion's characters that are digits or commas (0 for an empty completion).
+
+    >>> reward("f(1,2)")
+    0.5
+    >>> reward("")
+    0.0
+    """
+    return sum(c.isdigit() or c == "," for c in text) / len(text) if text else 0.0
+
+
+def _setup(prompts_n: int, seed: int):
+    import torch
+
+    from genenv_engine.agent import agent_prompt
+    from genenv_engine.config import load_config
+    from genenv_engine.environments import get_environment
+    from genenv_engine.models import warmstart_agent
+
+    cfg = load_config("tiny")
+    torch.manual_seed(seed)
+    policy = warmstart_agent(cfg.model, seed)
+    env = get_environment("bfcl", 0)
+    prompts = [agent_prompt(policy, t) for t in env.splits()["train"][:prompts_n]]
+    return cfg, policy, prompts
+
+
+def ours(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: float, seed: int) -> dict[str, Any]:
+    """Seconds of each of ``steps`` GRPO steps of the engine, and the tokens each generated and trained."""
+    import random
+
+    from genenv_engine.backends.base import Sampling
+    from genenv_engine.backends.hf import HFBackend
+    from genenv_engine.trainer import GRPOTrainer, Group
+
+    cfg, policy, prompts = _setup(prompts_n, seed)
+    reference = policy.frozen_copy()
+    trainer = GRPOTrainer(policy, reference, lr=lr, clip=cfg.agent.clip, kl_coef=beta, minibatch=prompts_n * group,
+                          drop_zero_variance=False)
+    backend = HFBackend(policy)
+    rng = random.Random(seed)
+    eos = policy.tokenizer.eos_token_id
+    seconds, generate_s, generated, trained = [], [], [], []
+    for step in range(steps):
+        start = time.perf_counter()
+        before = backend.tokens_generated
+        outs = backend.generate([p for p in prompts for _ in range(group)],
+                                Sampling(temperature=1.0, max_new_tokens=max_new, seed=seed + step))
+        generate_s.append(time.perf_counter() - start)
+        groups = []
+        for i, p in enumerate(prompts):
+            comps = outs[i * group:(i + 1) * group]
+            groups.append(Group(policy.encode(p), [c.token_ids + ([eos] if c.finished else []) for c in comps],
+                                [reward(c.text) for c in comps]))
+        info = trainer.update(groups, rng)
+        seconds.append(time.perf_counter() - start)
+        generated.append(backend.tokens_generated - before)
+        trained.append(int(info.get("tokens", 0)))
+    return {"seconds": seconds, "generate_seconds": generate_s, "tokens_generated": generated, "tokens_trained": trained}
+
+
+def trl(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: float, seed: int) -> dict[str, Any]:
+    """The same steps with TRL's GRPOTrainer (raises ImportError without TRL)."""
+    import trl as trl_module
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer as TRLGRPOTrainer
+
+    cfg, policy, prompts = _setup(prompts_n, seed)
+    tok = policy.tokenizer
+    times: list[float] = []
+
+    class StepTimer(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            times.append(time.perf_counter() - self.start)
+
+    def reward_fn(completions, **kwargs):
+        return [reward(c) for c in completions]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        policy.save(f"{tmp}/model")  # TRL loads the policy and its KL reference from a folder
+        args = GRPOConfig(output_dir=tmp, model_init_kwargs={"dtype": "float32"}, per_device_train_batch_size=prompts_n * group, num_generations=group,
+                          max_completion_length=max_new, max_steps=steps, learning_rate=lr, beta=beta,
+                          epsilon=cfg.agent.clip, temperature=1.0, top_k=0, top_p=1.0, use_cpu=True,
+                          report_to="none", save_strategy="no", logging_steps=10**6, disable_tqdm=True, seed=seed,
+                          dataloader_num_workers=0, gradient_accumulation_steps=1, num_iterations=1,
+                          weight_decay=0.0, lr_scheduler_type="constant", warmup_steps=0, max_grad_norm=1.0)
+        trainer = TRLGRPOTrainer(model=f"{tmp}/model", reward_funcs=reward_fn, args=args,
+                                 train_dataset=Dataset.from_dict({"prompt": prompts * steps}),
+                                 processing_class=tok, callbacks=[StepTimer()])
+        with contextlib.redirect_stdout(io.StringIO()):  # the Trainer prints its summary dict
+            trainer.train()
+    return {"seconds": times, "version": trl_module.__version__}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``genenv bench grpo``."""
+    parser.add_argument("--prompts", type=int, default=8, help="prompts per step")
+    parser.add_argument("--group", type=int, default=8, help="completions per prompt (the preset's rollouts k)")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=3, help="steps timed on each side (median; the first is a warm-up)")
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--beta", type=float, default=0.01, help="KL coefficient (the tiny preset's agent.kl_coef)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (the presets' model.threads)")
+
+
+def _median_after_first(values: list[float]) -> float | None:
+    rest = values[1:] or values
+    return round(statistics.median(rest), 4) if rest else None
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Entry point."""
+    import torch
+
+    from genenv_engine.policy import quiet_transformers
+
+    quiet_transformers()
+    torch.set_num_threads(args.threads)
+    same = (args.prompts, args.group, args.max_new_tokens, args.steps, args.lr, args.beta, 0)
+    mine = ours(*same)
+    out: dict[str, Any] = {"prompts": args.prompts, "group": args.group, "max_new_tokens": args.max_new_tokens,
+                           "steps": args.steps, "lr": args.lr, "beta": args.beta, "threads": args.threads,
+                           "ours": {**mine, "median_seconds": _median_after_first(mine["seconds"])}}
+    try:
+        theirs = trl(*same)
+    except ImportError as exc:
+        out["trl"] = {"missing": True, "error": str(exc),
+                      "install": "pip install -c constraints-cpu.txt -e '.[bench]' (pin transformers to this venv's)"}
+        out["ratio"] = None
+        out["goals"] = [goal("ratio (TRL s / ours s per step)", None, 1.0, at_most=False)]
+        return out
+    out["trl"] = {**theirs, "median_seconds": _median_after_first(theirs["seconds"])}
+    ours_s, trl_s = out["ours"]["median_seconds"], out["trl"]["median_seconds"]
+    out["ratio"] = round(trl_s / ours_s, 2) if ours_s and trl_s else None
+    out["goals"] = [goal("ratio (TRL s / ours s per step)", out["ratio"], 1.0, at_most=False)]
+    return out
+
+
+def table(result: dict[str, Any]):
+    """Rich table: seconds per step of each side."""
+    from rich.table import Table
+
+    t = Table(title=f"grpo: one step = {result['prompts']} prompts × {result['group']} completions "
+                    f"(≤{result['max_new_tokens']} tokens), generate + score + update, {result['threads']} threads")
+    for col in ("trainer", "median s/step", "steps (s)", "note"):
+        t.add_column(col)
+    o = result["ours"]
+    t.add_row("genenv", str(o["median_seconds"]), ", ".join(f"{s:.2f}" for s in o["seconds"]),
+              f"generated {o['tokens_generated']}, trained {o['tokens_trained']} tokens")
+    r = result["trl"]
+    if r.get("missing"):
+        t.add_row("TRL", "-", "-", f"not installed: {r['install']}")
+    else:
+        t.add_row(f"TRL {r['version']}", str(r["median_seconds"]), ", ".join(f"{s:.2f}" for s in r["seconds"]),
+                  f"ratio {result['ratio']}")
+    return t

@@ -1,0 +1,96 @@
+"""``genenv bench warmstart``: wall time and epoch-0 held-out success of a preset's warm start, trained afresh.
+
+Runs ``genenv run --epochs 0`` on a temporary session with a temporary warm-start cache (so the
+real cache is neither read nor written): SFT of the agent, then of the simulator, then the greedy
+held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
+steps per second, the final losses and held-out success per benchmark. ``--set`` tries another
+recipe (``--set warm_start.agent_steps=400``). Goal on tiny: warm start ≤ 180 s on 2 quiet cores
+with bfcl held-out no worse than 0.870 (seed 0) / 0.797 (seed 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from genenv_engine.benches.common import goal, peak_rss_mb
+
+GOAL_SECONDS = 180.0
+REFERENCE_HELDOUT = {0: 0.870, 1: 0.797}
+"""bfcl held-out of the tiny warm start before this benchmark existed (400 tasks, greedy)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``genenv bench warmstart``."""
+    parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Entry point."""
+    from genenv_engine.cli import _value
+    from genenv_engine.config import load_config
+    from genenv_engine.loop import run as run_loop
+    from genenv_engine.policy import quiet_transformers
+    from genenv_engine.session import Session
+
+    quiet_transformers()
+    overrides: dict[str, Any] = {"epochs": 0, "seed": args.seed}
+    for item in args.set:
+        key, _, text = item.partition("=")
+        overrides[key.strip()] = _value(text.strip())
+    config = load_config(args.preset, None, overrides)
+    old_cache = os.environ.get("GENENV_CACHE")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["GENENV_CACHE"] = str(Path(tmp) / "cache")
+        try:
+            session = Session.create(config, Path(tmp) / "bench-warmstart")
+            run_loop(session)
+            m = session.store.epoch_metrics()[0]
+            session.store.close()
+        finally:
+            if old_cache is None:
+                os.environ.pop("GENENV_CACHE", None)
+            else:
+                os.environ["GENENV_CACHE"] = old_cache
+    info = m.get("warm_start") or {}
+    seconds = (m.get("phase_seconds") or {}).get("warm_start")
+    ws = config.warm_start
+    out = {"preset": args.preset, "seed": args.seed, "overrides": args.set,
+           "agent_steps": ws.agent_steps, "simulator_steps": ws.simulator_steps, "batch_size": ws.batch_size,
+           "seconds": round(seconds, 1) if seconds is not None else None,
+           "agent_seconds": info.get("agent_seconds"), "simulator_seconds": info.get("simulator_seconds"),
+           "agent_steps_per_second": round(ws.agent_steps / info["agent_seconds"], 2) if info.get("agent_seconds") else None,
+           "simulator_steps_per_second": round(ws.simulator_steps / info["simulator_seconds"], 2)
+           if info.get("simulator_seconds") else None,
+           "agent_final_loss": info.get("agent_final_loss"), "simulator_final_loss": info.get("simulator_final_loss"),
+           "heldout": m.get("heldout"), "heldout_seconds": round((m.get("phase_seconds") or {}).get("heldout_eval", 0), 1),
+           "wall_seconds": round(time.perf_counter() - started, 1), "peak_rss_mb": peak_rss_mb()}
+    if args.preset == "tiny" and not args.set:
+        out["goals"] = [goal("seconds", out["seconds"], GOAL_SECONDS, at_most=True)]
+        if args.seed in REFERENCE_HELDOUT and "bfcl" in (out["heldout"] or {}):
+            out["goals"].append(goal("heldout bfcl", out["heldout"]["bfcl"], REFERENCE_HELDOUT[args.seed], at_most=False))
+    return out
+
+
+def table(result: dict[str, Any]):
+    """Rich table: the warm start's parts."""
+    from rich.table import Table
+
+    t = Table(title=f"warmstart: {result['preset']} preset, seed {result['seed']} "
+                    f"({result['agent_steps']} + {result['simulator_steps']} SFT steps of {result['batch_size']})")
+    for col in ("part", "seconds", "steps/s", "final loss"):
+        t.add_column(col)
+    t.add_row("agent SFT", str(result["agent_seconds"]), str(result["agent_steps_per_second"]), str(result["agent_final_loss"]))
+    t.add_row("simulator SFT", str(result["simulator_seconds"]), str(result["simulator_steps_per_second"]),
+              str(result["simulator_final_loss"]))
+    t.add_row("warm start (all)", str(result["seconds"]), "-", "-")
+    t.add_row("held-out eval", str(result["heldout_seconds"]), "-",
+              " ".join(f"{k}={v:.3f}" for k, v in (result["heldout"] or {}).items()))
+    return t
