@@ -167,17 +167,22 @@ def first_in_band(series: list[tuple[int, float | None]], alpha: float, band: fl
 def data_efficiency(genenv: list[tuple[int, float]], static: list[tuple[int, float]]) -> float | None:
     """Agent training tasks GenEnv needs to reach Static's final held-out, over Static's total.
 
-    Series are (cumulative tasks trained, held-out) per epoch, mean over seeds; None when GenEnv never gets there.
+    Series are (cumulative tasks trained, held-out) per epoch, mean over seeds, epoch 0 first. None when GenEnv
+    never gets there, or when Static's final held-out is not above its epoch 0 (then there is nothing to reach).
 
     >>> data_efficiency([(0, .5), (96, .6), (192, .7)], [(0, .5), (96, .55), (192, .6)])
     0.5
     >>> data_efficiency([(0, .5), (96, .52)], [(0, .5), (96, .6)]) is None
     True
+    >>> data_efficiency([(0, .5), (96, .45)], [(0, .5), (96, .4)]) is None   # Static got worse
+    True
     """
     if not static or not genenv:
         return None
     target, total = static[-1][1], static[-1][0]
-    for tasks, value in genenv:
+    if target <= static[0][1]:
+        return None
+    for tasks, value in genenv[1:]:
         if value >= target - 1e-12 and total:
             return tasks / total
     return None
@@ -302,7 +307,8 @@ def markdown(results: dict[str, Any]) -> str:
         eff = (s.get("_efficiency") or {}).get(bench)
         if "_efficiency" in s:
             lines += ["", "Data efficiency (agent tasks GenEnv needs to reach Static's final held-out, over Static's): "
-                      + ("not reached" if eff is None else f"{eff:.2f}")]
+                      + ("undefined (GenEnv never reached it, or Static's final is not above epoch 0)" if eff is None
+                         else f"{eff:.2f}")]
         lines += ["", "Per seed: Δ (paired SE):", ""]
         for arm in results["arms"]:
             row = s.get(arm)
@@ -345,8 +351,9 @@ def markdown(results: dict[str, Any]) -> str:
 
 def plots(results: dict[str, Any]) -> dict[str, bytes]:
     """Two PNGs with every arm: mean p-hat of generated tasks per epoch (band shaded) and held-out per epoch,
-    mean over seeds with the spread as error bars."""
-    from genenv_engine.reports.plots import COLORS, MARKERS, _figure, _png
+    mean over seeds with the spread as error bars; each arm has its own dash and width, so arms that coincide
+    (trained and frozen when no batch reaches the band) stay visible."""
+    from genenv_engine.reports.plots import COLORS, MARKERS, STYLES, _figure, _png
 
     out: dict[str, bytes] = {}
     alpha = results["alpha"]
@@ -359,7 +366,9 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
         series = [(e, m, sd) for e, m, sd in _mean_series(runs, lambda r: r["p_hat"]) if m is not None]
         if series:
             ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series], yerr=[sd or 0 for *_, sd in series],
-                        color=COLORS[i], marker=MARKERS[i], capsize=3, label=ARMS[arm][1])
+                        color=COLORS[i], marker=MARKERS[i], capsize=3, label=ARMS[arm][1], ls=STYLES[i % len(STYLES)],
+                        lw=3.2 - 0.5 * i, ms=8 - i)
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("epoch")
     ax.set_ylabel("mean p̂ of generated tasks")
     ax.set_ylim(0, 1)
@@ -377,7 +386,8 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
             if series:
                 ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series],
                             yerr=[sd or 0 for *_, sd in series], color=COLORS[i], marker=MARKERS[i], capsize=3,
-                            label=ARMS[arm][1])
+                            label=ARMS[arm][1], ls=STYLES[i % len(STYLES)], lw=3.2 - 0.5 * i, ms=8 - i)
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("epoch (0 = warm start)")
         ax.set_ylabel(f"held-out success ({bench})")
         ax.set_title(f"Agent held-out, mean ± sd over seeds: {bench}", fontsize=10)

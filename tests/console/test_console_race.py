@@ -24,7 +24,7 @@ from genenv_console.screens.tasks import TasksScreen
 
 
 async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_factory):
-    app = make_app(preset="micro", overrides={"epochs": 5}, sessions_root=tmp_path, backend_factory=scripted_factory)
+    app = make_app(preset="micro", overrides={"epochs": 12}, sessions_root=tmp_path, backend_factory=scripted_factory)
     msgs: list = []
     async with app.run_test(size=(140, 44), message_hook=msgs.append) as pilot:
         path = app.session_path
@@ -48,7 +48,7 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
             task_id = screen.selected_id
             if task_id is None:
                 continue
-            if edited is None and rounds >= 2:
+            if edited is None:  # the edit first, while the run surely still has epochs to go
                 await pilot.press("enter")
                 modal = app.screen
                 assert isinstance(modal, EditScreen)
@@ -68,7 +68,7 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
         assert app.state.run == "finished", app.state.error
         assert not isinstance(app.screen, ErrorScreen)
         assert first(msgs, M.RunFinished) is not None
-    assert edited is not None and sum(len(v) for v in presses.values()) >= 10
+    assert edited is not None and sum(len(v) for v in presses.values()) >= 6
     with Store(path / "genenv.db") as store:
         changes = [(m.task_id, m.status) for m in {id(m): m for m in msgs if isinstance(m, M.TaskStatusChanged)}.values()]
         assert len(changes) == sum(len(v) for v in presses.values())
@@ -79,5 +79,5 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
             assert store.get_task(task_id).status == status, task_id
         old_id, new_id, answer = edited
         assert store.task_stats(old_id)["superseded_by"] == new_id and store.get_task(new_id).answer == answer
-        assert [m["status"] for m in store.epoch_metrics()] == ["done"] * 6
+        assert [m["status"] for m in store.epoch_metrics()] == ["done"] * 13
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
