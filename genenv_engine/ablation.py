@@ -179,7 +179,6 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
                 session.store.close()
     results = collect(plan.out, plan.arms, plan.seeds)
     results["bench_seconds"] = round(time.perf_counter() - started, 1)
-    results["budget"] = budget
     write_outputs(plan.out, results)
     return results
 

@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.ablation import ARMS, folder_name
+from genenv_engine.ablation import ARMS, COMPUTE_FIELDS, folder_name
 from genenv_engine.simulator import near_duplicate_key
 
 BAND = 0.1
@@ -129,8 +129,11 @@ def read_session(folder: Path) -> dict[str, Any] | None:
         correct = {m["epoch"]: m.get("heldout_correct") or {} for m in metrics}
     finally:
         session.store.close()
+    budget = {name: getattr(cfg.agent, name) for name in COMPUTE_FIELDS}
+    budget.update(rollouts_per_epoch=cfg.agent.tasks_per_epoch * cfg.agent.rollouts, heldout_size=cfg.heldout_size,
+                  benchmarks=list(cfg.benchmarks))
     return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
-            "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct}
+            "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_budget": budget}
 
 
 def _change(run: dict[str, Any], bench: str) -> dict[str, Any] | None:
@@ -250,15 +253,17 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
 def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...]) -> dict[str, Any]:
     """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds."""
     runs: dict[str, dict[int, dict[str, Any]]] = {}
-    alpha, benchmarks = 0.5, []
+    alpha, benchmarks, budgets = 0.5, [], []
     for arm in arms:
         for seed in seeds:
             data = read_session(out / folder_name(arm, seed))
             if data is not None:
                 runs.setdefault(arm, {})[seed] = data
                 alpha, benchmarks = data["alpha"], data["benchmarks"]
+                budgets.append(data["_budget"])
     summary = summarise(runs, alpha, benchmarks)
     return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks,
+            "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
             "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
                      for arm, by in runs.items()},
             "summary": summary}

@@ -64,6 +64,8 @@ def test_bench_runs_equal_compute_resumes_and_reads_back(tmp_path):
     out = plan.out
     assert json.loads((out / "ablation.json").read_text())["summary"]["off"]["label"] == "Off (base data only)"
     assert (out / "ablation.md").read_text().startswith("# Ablation")
+    assert "24 tasks × 4 rollouts = 96 rollouts, 3 optimizer steps" in (out / "ablation.md").read_text()
+    assert results["budget"]["tasks_per_epoch"] == 24  # read back from the sessions' configs
     assert (out / "heldout.png").read_bytes()[:4] == b"\x89PNG" and (out / "calibration.png").exists()
     for arm in ("trained", "off"):
         session = Session.open(out / f"{arm}-s0")
