@@ -2,7 +2,8 @@
 while the engine thread runs micro epochs on the same SQLite file (its own connection).
 
 Before write transactions took the lock up front, the engine thread failed with "database is locked"
-whenever a UI write committed between its read and its write. Here the run must finish, no error modal
+whenever a UI write committed between its read and its write. Here the run must keep going while the UI writes
+(it is stopped by the test once enough writes are made, so the race lasts however fast the machine is), no error modal
 may appear, and every pin/ban/edit must be in the database as last made.
 """
 
@@ -24,7 +25,7 @@ from genenv_console.screens.tasks import TasksScreen
 
 
 async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_factory):
-    app = make_app(preset="micro", overrides={"epochs": 12}, sessions_root=tmp_path, backend_factory=scripted_factory)
+    app = make_app(preset="micro", overrides={"epochs": 400}, sessions_root=tmp_path, backend_factory=scripted_factory)
     msgs: list = []
     async with app.run_test(size=(140, 44), message_hook=msgs.append) as pilot:
         path = app.session_path
@@ -37,7 +38,8 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
         edited = None
         rng = random.Random(3)
         rounds = 0
-        while app.state.active and rounds < 400:
+        # the run is far longer than the test: the UI writes until it has made enough of them, then stops the run
+        while app.state.active and rounds < 400 and (edited is None or sum(len(v) for v in presses.values()) < 24):
             rounds += 1
             if table.row_count == 0:
                 await pilot.pause()
@@ -63,12 +65,14 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
                 key = rng.choice("pb")
                 await pilot.press(key)
                 presses.setdefault(task_id, []).append(key)
-        await wait_until(lambda: not app.state.active, 180, "the run to end")
+        assert app.state.active, "the run ended before the UI made its writes"
+        app.action_stop()
+        await wait_until(lambda: not app.state.active, 180, "the run to stop")
         await pilot.pause()
-        assert app.state.run == "finished", app.state.error
+        assert app.state.run == "stopped", app.state.error
         assert not isinstance(app.screen, ErrorScreen)
-        assert first(msgs, M.RunFinished) is not None
-    assert edited is not None and sum(len(v) for v in presses.values()) >= 6
+        assert first(msgs, M.RunStopped) is not None and first(msgs, M.RunFailed) is None
+    assert edited is not None and sum(len(v) for v in presses.values()) >= 24
     with Store(path / "genenv.db") as store:
         changes = [(m.task_id, m.status) for m in {id(m): m for m in msgs if isinstance(m, M.TaskStatusChanged)}.values()]
         assert len(changes) == sum(len(v) for v in presses.values())
@@ -79,5 +83,7 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
             assert store.get_task(task_id).status == status, task_id
         old_id, new_id, answer = edited
         assert store.task_stats(old_id)["superseded_by"] == new_id and store.get_task(new_id).answer == answer
-        assert [m["status"] for m in store.epoch_metrics()] == ["done"] * 13
+        statuses = [m["status"] for m in store.epoch_metrics()]
+        done = statuses.count("done")
+        assert done >= 2 and statuses[:done] == ["done"] * done and set(statuses[done:]) <= {"partial"}
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
