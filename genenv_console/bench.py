@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -53,31 +52,13 @@ async def _latency(preset: str, epochs: int, key_interval: float, size: tuple[in
 
 def _fill_store(path: Path, n: int, chunk: int = 5000) -> float:
     """Create a session with ``n`` tasks spread over epochs, origins, statuses and p-hats; return seconds."""
+    from genenv_engine.benches.store import fill
     from genenv_engine.config import load_config
-    from genenv_engine.environments import get_environment
     from genenv_engine.session import Session
 
     session = Session.create(load_config("micro"), path)
-    store = session.store
-    env = get_environment("bfcl", 0)
-    templates = env.splits()["seed"] + env.splits()["train"][:300]
-    rng = random.Random(0)
-    origins = ("generated",) * 8 + ("edited", "static")
-    start = time.perf_counter()
-    for lo in range(0, n, chunk):
-        batch = []
-        for i in range(lo, min(n, lo + chunk)):
-            t = templates[i % len(templates)]
-            epoch = 1 + i // 1000
-            batch.append(t.with_(id=f"gen/e{epoch}/bfcl/{i:06d}", origin=rng.choice(origins), split="generated",
-                                 epoch=epoch, parent_id=t.id, valid=rng.random() < 0.8,
-                                 status=rng.choice(("active",) * 18 + ("pinned", "banned"))))
-        store.insert_tasks(batch)
-        with store.db.atomic():
-            store.db.conn.executemany("UPDATE tasks SET p_hat = ?, r_env = ?, n_rollouts = 8 WHERE id = ?",
-                                 [(round(rng.random(), 3), round(rng.random(), 3), t.id) for t in batch])
-    seconds = time.perf_counter() - start
-    store.close()
+    seconds = fill(session.store, n, seed=0, chunk=chunk)
+    session.store.close()
     return seconds
 
 

@@ -201,14 +201,9 @@ def add_parser(what: Any) -> None:
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """The Plan the command line asks for."""
-    from genenv_engine.cli import _value
+    from genenv_engine.cli import parse_sets
 
-    sets: dict[str, Any] = {}
-    for item in args.set:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise ConfigError(item, "--set needs KEY=VALUE")
-        sets[key.strip()] = _value(text.strip())
+    sets = parse_sets(args.set)
     seeds = tuple(int(s) for s in args.seeds.split(",") if s.strip())
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
     benchmarks = tuple(b.strip() for b in args.benchmarks.split(",")) if args.benchmarks else None

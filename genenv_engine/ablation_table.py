@@ -343,7 +343,7 @@ def markdown(results: dict[str, Any]) -> str:
 
             def avg(key: str) -> Any:
                 return mean_sd([r.get(key) for r in rows])
-            held = [avg_bench for avg_bench in (mean_sd([r["heldout"].get(b) for r in rows]) for b in benches)]
+            held = [mean_sd([r["heldout"].get(b) for r in rows]) for b in benches]
             mix: dict[str, int] = {}
             for r in rows:
                 for k, v in (r["difficulty_mix"] or {}).items():

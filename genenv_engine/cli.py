@@ -96,7 +96,18 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["benchmarks"] = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     if args.data_dir:
         out["data_dirs"] = _pairs(args.data_dir, "--data-dir")
-    for item in args.set:
+    out.update(parse_sets(args.set))
+    return out
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """``--set KEY=VALUE`` items as dotted-key overrides, each value parsed as TOML.
+
+    >>> parse_sets(["curriculum.beta=10", "benchmarks=['bfcl']"])
+    {'curriculum.beta': 10, 'benchmarks': ['bfcl']}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
         key, sep, text = item.partition("=")
         if not sep:
             raise ConfigError(item, "--set needs KEY=VALUE")
