@@ -48,7 +48,7 @@ HISTORY_LINES = 200
 
 def history_lines(store: Store, limit: int = HISTORY_LINES) -> list[str]:
     """Event-log lines for the last ``limit`` stored events of a session."""
-    last = store.db.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+    last = store.last_event_id()
     lines = []
     for row in store.events(after_id=max(0, last - limit), limit=limit):
         cls = getattr(ev, row["kind"], None)

@@ -277,9 +277,7 @@ def _fresh_tasks(session: Session, gens: list[sim.Generation], rng: random.Rando
     if cfg.simulator.mode != "static":
         valid = [g for g in gens if g.task is not None and g.task.valid]
         return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}  # type: ignore[union-attr,misc]
-    batch_ids = [r[0] for r in session.store.db.execute(
-        "SELECT DISTINCT batch_id FROM tasks WHERE origin = 'static' AND valid = 1 AND status = 'active' "
-        "ORDER BY batch_id").fetchall()]
+    batch_ids = session.store.static_batch_ids()
     chosen = rng.sample(batch_ids, min(len(batch_ids), cfg.simulator.seeds_per_epoch * len(cfg.benchmarks)))
     by_batch = session.store.tasks_in_batches(chosen, origin="static")
     tasks = [t for b in chosen for t in by_batch[b] if t.status == "active"]
@@ -323,9 +321,7 @@ def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
 
 def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
     """The benchmarks' train splits less the tasks the user banned, pinned (always added) or edited (superseded)."""
-    rows = session.store.db.execute(
-        "SELECT id FROM tasks WHERE split = 'train' AND (status != 'active' OR superseded_by IS NOT NULL)").fetchall()
-    skip = {r[0] for r in rows}
+    skip = session.store.inactive_train_ids()
     return [t for env in envs.values() for t in env.splits()["train"] if t.id not in skip]
 
 

@@ -22,7 +22,7 @@ import sqlite3
 from pathlib import Path
 
 from genenv_engine.config import RunConfig, config_from_file, save_config
-from genenv_engine.store import MIGRATIONS, Store
+from genenv_engine.store import MIGRATIONS, Store, probe_database
 
 DEFAULT_ROOT = Path("sessions")
 
@@ -121,30 +121,21 @@ def check_database(path: Path) -> None:
         raise SessionError(f"{path} is a folder, not a database: move it away or restore genenv.db from a backup")
     advice = "restore it from a backup or start a new session; nothing was changed"
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-        try:
-            result = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
-            if result != ["ok"]:
-                raise SessionError(f"{path} is damaged ({'; '.join(result)[:200]}): {advice}")
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            known = [m.name for m in MIGRATIONS._migrations]
-            if "_sqlite_migrations" in tables:
-                applied = [r[0] for r in conn.execute(
-                    "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATIONS.name])]
-                newer = [name for name in applied if name not in known]
-                if newer:
-                    raise SessionError(f"{path} was written by a newer genenv (schema {len(applied)}, this genenv "
-                                       f"knows {len(known)}; unknown migrations {', '.join(newer)}): upgrade genenv "
-                                       "to open it; nothing was changed")
-            if "meta" in tables:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                if row is not None and str(row[0]).isdigit() and int(row[0]) > len(known):
-                    raise SessionError(f"{path} was written by a newer genenv (schema {row[0]}, this genenv "
-                                       f"knows {len(known)}): upgrade genenv to open it; nothing was changed")
-        finally:
-            conn.close()
+        facts = probe_database(path)
     except sqlite3.DatabaseError as exc:
         raise SessionError(f"{path} is damaged or not a genenv database ({exc}): {advice}") from None
+    if facts["quick_check"] != ["ok"]:
+        raise SessionError(f"{path} is damaged ({'; '.join(facts['quick_check'])[:200]}): {advice}")
+    known = [m.name for m in MIGRATIONS._migrations]
+    newer = [name for name in facts["applied"] or [] if name not in known]
+    if newer:
+        raise SessionError(f"{path} was written by a newer genenv (schema {len(facts['applied'])}, this genenv "
+                           f"knows {len(known)}; unknown migrations {', '.join(newer)}): upgrade genenv "
+                           "to open it; nothing was changed")
+    version = facts["schema_version"]
+    if version is not None and version.isdigit() and int(version) > len(known):
+        raise SessionError(f"{path} was written by a newer genenv (schema {version}, this genenv "
+                           f"knows {len(known)}): upgrade genenv to open it; nothing was changed")
 
 
 class Session:

@@ -21,7 +21,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,8 @@ from genenv_engine.records import STATUSES, Task
 
 _JSON_TASK_FIELDS = ("expected", "tools", "difficulty")
 _POOL_ORIGINS = ("generated", "edited", "static")
+GENERATED_ORIGINS = ("generated", "static")
+"""Origins of the tasks a simulator wrote (an epoch's generations and a static augmentation)."""
 _TASK_COLUMNS = (
     "id", "benchmark", "prompt", "answer", "expected", "tools", "difficulty", "level", "checker",
     "granularity", "split", "origin", "parent_id", "epoch", "generator", "valid", "reason", "status",
@@ -153,6 +155,46 @@ def _to_task(row: dict[str, Any]) -> Task:
     """Rebuild a Task from a `tasks` row."""
     decoded = _decode_row(row)
     return Task(**{name: decoded[name] for name in _TASK_FIELDS})
+
+
+def probe_database(path: Path) -> dict[str, Any]:
+    """Read-only health facts of a database file, without migrating or writing it: ``quick_check`` (the
+    first problems SQLite reports, ``["ok"]`` when none), ``applied`` (this store's applied migration names,
+    None without a migrations table) and ``schema_version`` (the meta value, or None). sqlite3.DatabaseError
+    propagates for a file that is not a database."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    try:
+        out: dict[str, Any] = {"quick_check": [row[0] for row in conn.execute("PRAGMA quick_check(5)")],
+                               "applied": None, "schema_version": None}
+        if out["quick_check"] != ["ok"]:
+            return out
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "_sqlite_migrations" in tables:
+            out["applied"] = [r[0] for r in conn.execute(
+                "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATIONS.name])]
+        if "meta" in tables:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            out["schema_version"] = None if row is None else str(row[0])
+        return out
+    finally:
+        conn.close()
+
+
+def _marks(values: Sequence[Any]) -> str:
+    """SQL placeholders for an IN list of ``values``.
+
+    >>> _marks(("a", "b"))
+    '?, ?'
+    """
+    return ", ".join("?" for _ in values)
+
+
+def _json_or_none(text: str | None) -> Any:
+    """A stored JSON column decoded; None when it is empty or not valid JSON."""
+    try:
+        return json.loads(text) if text else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _bools(row: dict[str, Any], *names: str) -> dict[str, Any]:
@@ -465,6 +507,62 @@ class Store:
         )
         return [_bools(row, "valid") for row in self._rows(sql)]
 
+    def static_batch_ids(self) -> list[str]:
+        """Ids of the variation batches holding at least one valid, active static task, sorted."""
+        sql = ("SELECT DISTINCT batch_id FROM tasks WHERE origin = 'static' AND valid = 1 AND status = 'active' "
+               "ORDER BY batch_id")
+        return [row["batch_id"] for row in self._rows(sql)]
+
+    def inactive_train_ids(self) -> set[str]:
+        """Train-split task ids the user banned, pinned or superseded by an edit (not plain base data)."""
+        sql = "SELECT id FROM tasks WHERE split = 'train' AND (status != 'active' OR superseded_by IS NOT NULL)"
+        return {row["id"] for row in self._rows(sql)}
+
+    def generated_verdicts(self, epoch: int, origins: Sequence[str] = GENERATED_ORIGINS) -> list[dict[str, Any]]:
+        """(valid, reason) of every task of the given origins made in ``epoch``, in id order."""
+        sql = (f"SELECT valid, reason FROM tasks WHERE epoch = ? AND origin IN ({_marks(origins)}) ORDER BY id")
+        return [_bools(row, "valid") for row in self._rows(sql, [epoch, *origins])]
+
+    def batch_task_successes(self, epoch: int) -> list[dict[str, Any]]:
+        """(id, benchmark, success) of every rollout made in ``epoch`` of a task in one of that epoch's
+        variation batches: what p-hat of the generated tasks is computed from."""
+        sql = ("SELECT t.id AS id, t.benchmark AS benchmark, r.success AS success FROM rollouts r "
+               "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND t.batch_id IN "
+               "(SELECT id FROM batches WHERE epoch = ?) ORDER BY r.id")
+        return list(self._rows(sql, [epoch, epoch]))
+
+    def created_at(self, task_id: str) -> str | None:
+        """When the task row was first stored, or None for an unknown id."""
+        rows = list(self._rows("SELECT created_at FROM tasks WHERE id = ?", [task_id]))
+        return rows[0]["created_at"] if rows else None
+
+    def generated_summaries(self, origins: Sequence[str] = GENERATED_ORIGINS) -> list[dict[str, Any]]:
+        """(id, benchmark, difficulty, epoch) of every valid task of the given origins, newest epoch first;
+        ``difficulty`` decoded."""
+        sql = (f"SELECT id, benchmark, difficulty, epoch FROM tasks WHERE origin IN ({_marks(origins)}) "
+               "AND valid = 1 ORDER BY epoch DESC, id")
+        return [{**row, "difficulty": _json_or_none(row["difficulty"])} for row in self._rows(sql, list(origins))]
+
+    def rejected_ids(self, limit: int, origins: Sequence[str] = GENERATED_ORIGINS) -> list[str]:
+        """Ids of up to ``limit`` rejected tasks of the given origins, newest epoch first."""
+        sql = f"SELECT id FROM tasks WHERE origin IN ({_marks(origins)}) AND valid = 0 ORDER BY epoch DESC, id LIMIT ?"
+        return [row["id"] for row in self._rows(sql, [*origins, limit])]
+
+    def edits(self) -> list[tuple[str, str | None]]:
+        """(edited task id, the id of the task it revised) of every hand edit, oldest first."""
+        sql = "SELECT id, parent_id FROM tasks WHERE origin = 'edited' ORDER BY created_at, id"
+        return [(row["id"], row["parent_id"]) for row in self._rows(sql)]
+
+    def ids_with_status(self, status: str) -> list[str]:
+        """Ids of the tasks with this status (pinned, banned, ...), by epoch then id."""
+        return [row["id"] for row in self._rows("SELECT id FROM tasks WHERE status = ? ORDER BY epoch, id", [status])]
+
+    def task_census(self) -> list[dict[str, Any]]:
+        """Task counts grouped by (epoch, origin, split, status, valid, superseded), ordered by them."""
+        sql = ("SELECT epoch, origin, split, status, valid, superseded_by IS NOT NULL AS superseded, count(*) AS n "
+               "FROM tasks GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6")
+        return list(self._rows(sql))
+
     # -- rollouts and batches ------------------------------------------------------------------
 
     def insert_rollouts(self, rows: list[dict[str, Any]]) -> None:
@@ -478,6 +576,17 @@ class Store:
         """All rollouts of a task, oldest first."""
         rows = self._rows("SELECT * FROM rollouts WHERE task_id = ? ORDER BY id", [task_id])
         return [_bools(row, "success") for row in rows]
+
+    def train_rollouts(self, epoch: int) -> list[dict[str, Any]]:
+        """(task_id, reward, response) of the agent's training rollouts of ``epoch``, in insertion order."""
+        sql = "SELECT task_id, reward, response FROM rollouts WHERE epoch = ? AND purpose = 'train' ORDER BY id"
+        return list(self._rows(sql, [epoch]))
+
+    def set_rollout_scores(self, rows: Iterable[tuple[str, float, float, int]]) -> None:
+        """Set (p_hat, r_env, n_rollouts) of many tasks at once: ``(task_id, p_hat, r_env, n_rollouts)`` rows."""
+        with self.write():
+            self.db.conn.executemany("UPDATE tasks SET p_hat = ?, r_env = ?, n_rollouts = ? WHERE id = ?",
+                                     [(p, r, n, i) for i, p, r, n in rows])
 
     def upsert_batches(self, rows: list[dict[str, Any]]) -> None:
         """Insert or update variation-batch rows by id."""
@@ -541,6 +650,10 @@ class Store:
         row = {"ts": _now(), "epoch": epoch, "kind": kind, "payload": json.dumps(payload)}
         with self.write():
             return int(self.db["events"].insert(row).last_rowid)
+
+    def last_event_id(self) -> int:
+        """The id of the newest event (0 when none is stored)."""
+        return int(self.db.execute("SELECT max(id) FROM events").fetchone()[0] or 0)
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         """Events with id > `after_id`, oldest first, payload decoded."""

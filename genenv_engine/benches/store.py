@@ -39,9 +39,7 @@ def fill(store, n: int, seed: int = 0, chunk: int = 5000) -> float:
             batch.append(t.with_(id=f"gen/e{epoch}/bfcl/{i:06d}", origin=rng.choice(origins), split="generated",
                                  epoch=epoch, parent_id=t.id, valid=rng.random() < 0.8, status=rng.choice(statuses)))
         store.insert_tasks(batch)
-        with store.db.atomic():
-            store.db.conn.executemany("UPDATE tasks SET p_hat = ?, r_env = ?, n_rollouts = 8 WHERE id = ?",
-                                      [(round(rng.random(), 3), round(rng.random(), 3), t.id) for t in batch])
+        store.set_rollout_scores((t.id, round(rng.random(), 3), round(rng.random(), 3), 8) for t in batch)
     return time.perf_counter() - start
 
 

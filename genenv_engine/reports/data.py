@@ -26,8 +26,6 @@ from typing import Any
 from genenv_engine.records import Task
 from genenv_engine.store import Store
 
-GENERATED_ORIGINS = ("generated", "static")
-"""Origins of tasks written by the simulator (online or as the one-off static augmentation)."""
 MODE_LABELS = {"trained": "GenEnv", "frozen": "GenEnv-Random", "static": "GenEnv-Static", "off": "base data only"}
 """How the paper names each simulator mode (Fig. 6)."""
 SAMPLES_PER_BUCKET = 3
@@ -465,9 +463,7 @@ def _epoch_from_database(store: Store, row: dict[str, Any], batches: list[dict[s
     epoch = row["epoch"]
     e = EpochData(epoch=epoch, status=row["status"] or "running", started_at=row.get("started_at"),
                   finished_at=row.get("finished_at"), source="database")
-    marks = ", ".join("?" for _ in GENERATED_ORIGINS)
-    rows = list(store.db.query(f"SELECT valid, reason FROM tasks WHERE epoch = ? AND origin IN ({marks})",
-                               [epoch, *GENERATED_ORIGINS]))
+    rows = store.generated_verdicts(epoch)
     if rows:
         e.generated = len(rows)
         e.valid = sum(1 for r in rows if r["valid"])
@@ -479,10 +475,7 @@ def _epoch_from_database(store: Store, row: dict[str, Any], batches: list[dict[s
     if scored:
         e.in_band_fraction = sum(1 for b in scored if b["in_band"]) / len(scored)
         e.calibration_error = sum(abs(b["p_hat"] - alpha) for b in scored) / len(scored)
-    sql = ("SELECT t.id AS id, t.benchmark AS benchmark, r.success AS success FROM rollouts r "
-           "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND t.batch_id IN "
-           "(SELECT id FROM batches WHERE epoch = ?)")
-    attempts = list(store.db.query(sql, [epoch, epoch]))
+    attempts = store.batch_task_successes(epoch)
     if attempts:
         e.generated_success = sum(a["success"] for a in attempts) / len(attempts)
         per_task: dict[str, list[int]] = {}
@@ -535,13 +528,13 @@ class _TaskReader:
         if task is None:
             return None
         stats = self.store.task_stats(task_id) or {}
-        created = self.store.db.execute("SELECT created_at FROM tasks WHERE id = ?", [task_id]).fetchone()
+        created = self.store.created_at(task_id)
         v = TaskView(id=task.id, benchmark=task.benchmark, origin=task.origin, split=task.split, status=task.status,
                      epoch=task.epoch, valid=task.valid, reason=task.reason, prompt=_cut(task.prompt),
                      answer=_cut(task.answer), bucket=self.bucket(task), generator=task.generator,
                      p_hat=stats.get("p_hat"), r_env=stats.get("r_env"), n_rollouts=stats.get("n_rollouts") or 0,
                      batch_id=stats.get("batch_id"), superseded_by=stats.get("superseded_by"),
-                     parent_id=task.parent_id, created_at=created[0] if created else None)
+                     parent_id=task.parent_id, created_at=created)
         if not full:
             return v
         v.check = self.check(task)
@@ -583,12 +576,9 @@ class _TaskReader:
 def _samples(store: Store, reader: _TaskReader) -> tuple[dict[str, list[TaskView]], list[TaskView]]:
     """Up to SAMPLES_PER_BUCKET valid generated tasks per difficulty bucket (spread over epochs, newest
     first), and a few rejected generations."""
-    marks = ", ".join("?" for _ in GENERATED_ORIGINS)
-    sql = (f"SELECT id, benchmark, difficulty, epoch FROM tasks WHERE origin IN ({marks}) AND valid = 1 "
-           "ORDER BY epoch DESC, id")
     by_bucket: dict[str, dict[int, list[str]]] = {}
-    for row in store.db.query(sql, list(GENERATED_ORIGINS)):
-        difficulty = _json(row["difficulty"]) or {}
+    for row in store.generated_summaries():
+        difficulty = row["difficulty"] or {}
         stub = Task(id=row["id"], benchmark=row["benchmark"], prompt="", answer="", difficulty=difficulty)
         by_bucket.setdefault(reader.bucket(stub), {}).setdefault(row["epoch"], []).append(row["id"])
     samples: dict[str, list[TaskView]] = {}
@@ -600,22 +590,20 @@ def _samples(store: Store, reader: _TaskReader) -> tuple[dict[str, list[TaskView
                 if q and len(chosen) < SAMPLES_PER_BUCKET:
                     chosen.append(q.pop(0))
         samples[bucket] = [v for v in (reader.view(i) for i in chosen) if v is not None]
-    sql = (f"SELECT id FROM tasks WHERE origin IN ({marks}) AND valid = 0 ORDER BY epoch DESC, id LIMIT ?")
-    rejected = [reader.view(r["id"]) for r in store.db.query(sql, [*GENERATED_ORIGINS, REJECTED_SAMPLES])]
+    rejected = [reader.view(i) for i in store.rejected_ids(REJECTED_SAMPLES)]
     return samples, [v for v in rejected if v is not None]
 
 
 def _edits(store: Store, reader: _TaskReader) -> list[Edit]:
     """Every hand edit (an ``edited`` task and the task it revised), oldest first."""
-    rows = store.db.query("SELECT id, parent_id FROM tasks WHERE origin = 'edited' ORDER BY created_at, id")
     out = []
-    for row in rows:
-        after = reader.view(row["id"])
-        before = reader.view(row["parent_id"], full=False) if row["parent_id"] else None
+    for edited_id, parent_id in store.edits():
+        after = reader.view(edited_id)
+        before = reader.view(parent_id, full=False) if parent_id else None
         if after is None:
             continue
         if before is None:
-            before = TaskView(id=row["parent_id"] or "?", benchmark=after.benchmark, origin="?", split=None,
+            before = TaskView(id=parent_id or "?", benchmark=after.benchmark, origin="?", split=None,
                               status="?", epoch=None, valid=False, reason="the edited task is no longer stored",
                               prompt="", answer="")
         out.append(Edit(before, after))
@@ -623,14 +611,11 @@ def _edits(store: Store, reader: _TaskReader) -> list[Edit]:
 
 
 def _with_status(store: Store, reader: _TaskReader, status: str) -> list[TaskView]:
-    rows = store.db.query("SELECT id FROM tasks WHERE status = ? ORDER BY epoch, id", [status])
-    return [v for v in (reader.view(r["id"], full=False) for r in rows) if v is not None]
+    return [v for v in (reader.view(i, full=False) for i in store.ids_with_status(status)) if v is not None]
 
 
 def _task_counts(store: Store) -> list[dict[str, Any]]:
-    sql = ("SELECT epoch, origin, split, status, valid, superseded_by IS NOT NULL AS superseded, count(*) AS n "
-           "FROM tasks GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6")
-    return [dict(r) for r in store.db.query(sql)]
+    return store.task_census()
 
 
 # -- training volume -------------------------------------------------------------------------------
@@ -669,8 +654,7 @@ def _agent_tokens(session_dir: Path, store: Store, done: list[EpochData], update
     total = 0
     for e in done:
         groups: dict[str, list[tuple[float, str]]] = {}
-        for r in store.db.query("SELECT task_id, reward, response FROM rollouts WHERE epoch = ? AND purpose = 'train'",
-                                [e.epoch]):
+        for r in store.train_rollouts(e.epoch):
             groups.setdefault(r["task_id"], []).append((r["reward"] or 0.0, r["response"] or ""))
         texts = [t for g in groups.values() if len({x[0] for x in g}) > 1 for _, t in g]
         if texts:
