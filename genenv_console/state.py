@@ -7,12 +7,12 @@ functions turn it into exactly what each plot shows; tests assert on them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from genenv_engine import events as ev
 from genenv_engine.config import RunConfig
+from genenv_engine.curriculum import alpha_reward, in_band
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
           "checkpoint")
@@ -61,7 +61,7 @@ class Histogram:
         """Share of batches whose p-hat lies in [alpha - k_min, alpha + k_min]."""
         if not self.p_hats:
             return None
-        return sum(abs(p - self.alpha) <= self.k_min + 1e-9 for p in self.p_hats) / len(self.p_hats)
+        return sum(in_band(p, self.alpha, self.k_min) for p in self.p_hats) / len(self.p_hats)
 
 
 @dataclass
@@ -259,7 +259,7 @@ class RunState:
                 p_hats, r_envs = self.scored[epoch]
             else:
                 p_hats = list(self.metrics.get(epoch, {}).get("batch_p_hats") or [])
-                r_envs = [env_reward(p, self.alpha, self.beta) for p in p_hats]
+                r_envs = [alpha_reward(p, self.alpha, self.beta) for p in p_hats]
             if p_hats:
                 return Histogram(epoch, p_hats, r_envs, self.alpha, self.beta, self.k_min)
         return Histogram(None, [], [], self.alpha, self.beta, self.k_min)
@@ -276,15 +276,6 @@ class RunState:
         """(epoch, generated tokens per second of busy time) for epochs that report it."""
         return [(e, float(m["tokens_per_second"])) for e, m in sorted(self.metrics.items())
                 if m.get("tokens_per_second") is not None]
-
-
-def env_reward(p_hat: float, alpha: float, beta: float) -> float:
-    """R_env = exp(-beta (p_hat - alpha)^2), the alpha-curriculum reward (for stored p-hats without R_env).
-
-    >>> round(env_reward(0.5, 0.5, 2.0), 3), round(env_reward(1.0, 0.5, 2.0), 3)
-    (1.0, 0.607)
-    """
-    return math.exp(-beta * (p_hat - alpha) ** 2)
 
 
 def describe(event: ev.Event) -> str | None:

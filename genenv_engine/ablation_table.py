@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.ablation import ARMS, COMPUTE_FIELDS, folder_name
+from genenv_engine.curriculum import in_band
 from genenv_engine.simulator import near_duplicate_key
 
 BAND = 0.1
@@ -162,7 +163,7 @@ def first_in_band(series: list[tuple[int, float | None]], alpha: float, band: fl
     True
     """
     for epoch, p in series:
-        if p is not None and abs(p - alpha) <= band + 1e-9:
+        if p is not None and in_band(p, alpha, band):
             return epoch
     return None
 

@@ -13,7 +13,8 @@ from typing import Any
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
-from genenv_console.state import Calibration, Histogram, WarmStart, env_reward
+from genenv_console.state import Calibration, Histogram, WarmStart
+from genenv_engine.curriculum import alpha_reward
 
 COLORS = ("cyan", "magenta", "green", "orange", "blue", "red")
 """Series colours, one per benchmark or phase (in order)."""
@@ -114,7 +115,7 @@ class PHatHistogram(MetricPlot):
         plt.bar(centers, data.counts(self.bins), width=width * 0.9, color="cyan", label="batches", reset_ticks=False)
         plt.xticks([0, 0.25, 0.5, 0.75, 1])
         xs = [i / 40 for i in range(41)]
-        plt.plot(xs, [env_reward(x, data.alpha, data.beta) for x in xs], yside="right", color="orange",
+        plt.plot(xs, [alpha_reward(x, data.alpha, data.beta) for x in xs], yside="right", color="orange",
                  marker="braille", label="R_env")
         plt.ylim(0, 1.05, yside="right")
         plt.xlim(0, 1)

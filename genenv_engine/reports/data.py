@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.curriculum import calibration_error
 from genenv_engine.records import Task
 from genenv_engine.store import Store
 
@@ -474,7 +475,7 @@ def _epoch_from_database(store: Store, row: dict[str, Any], batches: list[dict[s
     e.r_envs = [b["r_env"] for b in scored if b["r_env"] is not None]
     if scored:
         e.in_band_fraction = sum(1 for b in scored if b["in_band"]) / len(scored)
-        e.calibration_error = sum(abs(b["p_hat"] - alpha) for b in scored) / len(scored)
+        e.calibration_error = calibration_error([b["p_hat"] for b in scored], alpha)
     attempts = store.batch_task_successes(epoch)
     if attempts:
         e.generated_success = sum(a["success"] for a in attempts) / len(attempts)
