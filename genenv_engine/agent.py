@@ -3,6 +3,8 @@
 Rollouts for many tasks are generated in one batched call per chunk (batch 32+ is 5-10x faster per
 token than batch 1 on CPU); each completion is scored by the owning environment's checker and
 turned into R_agent and a success flag (reward >= the configured threshold, for soft rewards).
+Scoring goes through :func:`genenv_engine.limits.check_response`: an over-long completion fails as
+``too_long`` before parsing, and a checker whose search runs out of budget fails as ``budget``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from genenv_engine.backends.base import Completion, GenerationBackend, Sampling
 from genenv_engine.curriculum import is_success
 from genenv_engine.environments.base import Environment
+from genenv_engine.limits import check_response
 from genenv_engine.policy import Policy
 from genenv_engine.records import CheckResult, Task
 
@@ -66,7 +69,7 @@ def rollout(backend: GenerationBackend, policy: Policy, envs: dict[str, Environm
     out = [TaskAttempts(t, prompts[i], []) for i, t in enumerate(tasks)]
     for (i, _), comp in zip(flat, completions):
         env = envs[tasks[i].benchmark]
-        result = env.check(tasks[i], comp.text)
+        result = check_response(env, tasks[i], comp.text)
         reward = env.reward(result)
         out[i].attempts.append(Attempt(comp, result, reward, is_success(reward, threshold)))
     return out

@@ -6,8 +6,10 @@ system turn and writes one line in the same shape; ``instruct`` (instruction-tun
 an instruction, the example task, its answer and the agent's recent success rate against the
 target alpha, and expects exactly ``TASK: ...`` and ``ANSWER: ...`` lines. The text is untrusted:
 it is parsed strictly, the environment recomputes the gold answer, and a rejected generation is
-kept with its reason. Near-duplicates (same prompt with numbers masked) are capped across the
-pool so calibration cannot be reached by repeating a handful of tasks.
+kept with its reason (output over :data:`~genenv_engine.limits.MAX_GENERATION_CHARS` is rejected as
+``too_long`` unparsed; a validator search that runs out of budget as ``budget``). Near-duplicates
+(same prompt with numbers masked) are capped across the pool so calibration cannot be reached by
+repeating a handful of tasks.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
+from genenv_engine.limits import BudgetExceeded, generation_too_long
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
 
@@ -123,11 +126,17 @@ def near_duplicate_key(prompt: str) -> str:
 def parse_and_validate(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int,
                        generator: str, style: str = "compact") -> Task:
     """Turn raw simulator text into a stored task: the environment's accepted task or an invalid record."""
+    too_long = generation_too_long(text)
+    if too_long:
+        return _invalid(env, task_id, text[:1000], "", too_long, seed, epoch, generator)
     try:
         prompt, answer = parse_output(env, text, style)
     except GenerationParseError as exc:
         return _invalid(env, task_id, text, "", f"parse_error: {exc}", seed, epoch, generator)
-    verdict = env.validate(prompt, answer, task_id=task_id, parent=seed, epoch=epoch, generator=generator)
+    try:
+        verdict = env.validate(prompt, answer, task_id=task_id, parent=seed, epoch=epoch, generator=generator)
+    except BudgetExceeded as exc:  # a validator that does not catch its own solver's budget
+        return _invalid(env, task_id, prompt, answer, f"budget: {exc}", seed, epoch, generator)
     if verdict.ok and verdict.task is not None:
         return verdict.task
     return _invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator)

@@ -299,7 +299,8 @@ class AlfworldMini(LadderEnvironment):
             return world
         solution = solve(world)
         if solution.status != "solved":
-            reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard"}[solution.status]
+            reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard",
+                      "budget": "budget"}[solution.status]
             return Validation(False, f"{reason}: {solution.reason}")
         return self._accept(make_task(world, solution, task_id, **self._generated(parent, epoch, generator)), answer)
 

@@ -4,6 +4,8 @@ The planner plays the part of ALFWorld's Fast-Downward expert. One breadth-first
 state gives the optimal number of remaining steps (the difficulty feature ``plan_len``), the set of
 admissible actions that start *some* optimal plan (what the ``step_match`` checker accepts) and one
 optimal plan; an unreachable goal is reported with a short reason, so unsolvable tasks are rejected.
+The search stops after :data:`MAX_STATES` distinct states (a deterministic budget, see
+:mod:`genenv_engine.limits`), so a generated world whose search would explode is reported as ``budget``.
 
 The search only expands actions that can start an optimal plan (a safe pruning, cross-checked against
 an unpruned search in the tests): moving, opening, taking an object of the goal's type, putting down
@@ -26,9 +28,12 @@ from dataclasses import dataclass
 
 from genenv_engine.environments.alfworld_world import (
     HELD, LIT, PROCESS, World, rtype, won)
+from genenv_engine.limits import Budget, BudgetExceeded
 
 MAX_PLAN = 16
 """Longest plan searched for; a longer optimum is reported as ``too_long``."""
+MAX_STATES = 100_000
+"""Search budget: distinct states one :func:`solve` may reach before giving up (status ``budget``)."""
 DROPPED = -2
 """Search-only location of a put-down object of another type (it never matters again)."""
 VERB_RANK = {v: i for i, v in enumerate(
@@ -40,7 +45,7 @@ Label = tuple
 
 @dataclass(frozen=True)
 class Solution:
-    """What the planner found: ``status`` is ``solved``, ``won``, ``unsolvable`` or ``too_long``."""
+    """What the planner found: ``status`` is ``solved``, ``won``, ``unsolvable``, ``too_long`` or ``budget``."""
 
     status: str
     dist: int = 0
@@ -150,8 +155,20 @@ def diagnose(world: World) -> str:
     return ""
 
 
-def solve(world: World, *, max_depth: int = MAX_PLAN, want_plan: bool = True) -> Solution:
-    """Breadth-first search from ``world``: optimal distance, all optimal first actions, one plan."""
+def solve(world: World, *, max_depth: int = MAX_PLAN, want_plan: bool = True,
+          max_states: int | None = None) -> Solution:
+    """Breadth-first search from ``world``: optimal distance, all optimal first actions, one plan.
+
+    ``max_states`` (default :data:`MAX_STATES`, read at call time) bounds the distinct states reached;
+    past it the answer is ``Solution("budget")`` with the reason.
+    """
+    try:
+        return _solve(world, max_depth, want_plan, Budget(MAX_STATES if max_states is None else max_states, "states"))
+    except BudgetExceeded as err:
+        return Solution("budget", reason=str(err))
+
+
+def _solve(world: World, max_depth: int, want_plan: bool, budget: Budget) -> Solution:
     if won(world):
         return Solution("won", reason="already solved")
     missing = diagnose(world)
@@ -165,6 +182,7 @@ def solve(world: World, *, max_depth: int = MAX_PLAN, want_plan: bool = True) ->
         frontier[state] = frontier.get(state, 0) | (1 << i)
         parents.setdefault(state, (problem.root, label))
     seen = {problem.root, *frontier}
+    budget.spend(len(seen))
     for depth in range(1, max_depth + 1):
         goals = [s for s in frontier if problem.won(s)]
         if goals:
@@ -176,14 +194,14 @@ def solve(world: World, *, max_depth: int = MAX_PLAN, want_plan: bool = True) ->
             return Solution("solved", depth, tuple(sorted(set(optimal), key=action_key)), plan)
         if not frontier or depth == max_depth:
             break
-        frontier = _expand(problem, frontier, seen, parents if want_plan else None)
+        frontier = _expand(problem, frontier, seen, parents if want_plan else None, budget)
     if not frontier:
         return Solution("unsolvable", reason="no plan")
     return Solution("too_long", reason=f"no plan within {max_depth} steps")
 
 
 def _expand(problem: _Problem, frontier: dict[State, int], seen: set[State],
-            parents: dict[State, tuple[State, Label]] | None) -> dict[State, int]:
+            parents: dict[State, tuple[State, Label]] | None, budget: Budget) -> dict[State, int]:
     layer: dict[State, int] = {}
     for state, mask in frontier.items():
         for label, nxt in problem.moves(state):
@@ -192,6 +210,7 @@ def _expand(problem: _Problem, frontier: dict[State, int], seen: set[State],
             if nxt in layer:
                 layer[nxt] |= mask
             else:
+                budget.spend()
                 layer[nxt] = mask
                 if parents is not None:
                     parents[nxt] = (state, label)

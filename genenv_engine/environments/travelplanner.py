@@ -43,6 +43,7 @@ from genenv_engine.environments.travelplanner_db import (
 from genenv_engine.environments.travelplanner_solver import (
     Solution, apply, candidates, field_error, replay, solve)
 from genenv_engine.environments.travelplanner_upstream import LiteralError, load_upstream, parse_literal
+from genenv_engine.limits import BudgetExceeded
 from genenv_engine.records import CheckResult, Task, Validation
 
 __all__ = ["ERROR_TYPES", "TravelPlannerMini", "aggregate", "check_step", "generate_step", "gold_field",
@@ -343,12 +344,16 @@ class TravelPlannerMini(LadderEnvironment):
             if error is not None:
                 return Validation(False, f"bad_prefix: {error} at day {slot.day} {slot.kind} {code}")
             apply(step.query, state, slot, code, db)
-        found = solve(step.query, step.prefix, db, budget=step.query.budget)
-        if found is None or found.cost > step.query.budget:
-            return Validation(False, "infeasible_prefix: no completion within budget")
-        cheapest = solve(step.query, (), db)
-        assert cheapest is not None
-        return self._accept(_task(step, cheapest.cost, task_id, **self._generated(parent, epoch, generator)), answer)
+        try:
+            found = solve(step.query, step.prefix, db, budget=step.query.budget)
+            if found is None or found.cost > step.query.budget:
+                return Validation(False, "infeasible_prefix: no completion within budget")
+            cheapest = solve(step.query, (), db)
+            assert cheapest is not None
+            return self._accept(_task(step, cheapest.cost, task_id, **self._generated(parent, epoch, generator)),
+                                answer)
+        except BudgetExceeded as err:  # a query whose search would explode is rejected, not searched on
+            return Validation(False, f"budget: {err}")
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling leaving from the source's origin city, at the same level w.p. 0.5 else ±1."""

@@ -9,6 +9,9 @@ city routes, picks legs per mode class (self-driving never mixed with flights or
 city stint (a run of one stay must reach its minimum nights), and meals as a min-cost choice of
 distinct restaurants per city that covers the required cuisines; attractions only need to be distinct.
 It exists so that every generated query is proved feasible and every step task has a recomputed gold.
+Every route, meal split, restaurant combination and sight assignment tried counts against a search
+budget (:data:`MAX_NODES`, see :mod:`genenv_engine.limits`); past it :func:`solve` raises
+:class:`~genenv_engine.limits.BudgetExceeded` rather than search on.
 
 >>> from genenv_engine.environments.travelplanner_db import Query, sandbox
 >>> q = Query("A", "B", 1, 1, 1, 500)
@@ -24,8 +27,11 @@ from dataclasses import dataclass, field
 
 from genenv_engine.environments.travelplanner_db import (
     MEALS, ROOM_WANTS, SLOT_ITEM, TRANSPORT_BANS, Query, Sandbox, Slot, same_segment, schedule)
+from genenv_engine.limits import Budget
 
 INF = 10 ** 9
+MAX_NODES = 50_000
+"""Search budget of one :func:`solve`: routes, meal splits, restaurant combinations and sight picks tried."""
 
 
 @dataclass
@@ -166,16 +172,21 @@ def candidates(query: Query, state: State, slot: Slot, db: Sandbox) -> list[str]
 
 # ---------------------------------------------------------------- the completion search
 
-def solve(query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None = None) -> Solution | None:
+def solve(query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None = None,
+          max_nodes: int | None = None) -> Solution | None:
     """The cheapest completion of ``prefix`` ignoring the budget, or None if no completion exists.
 
     With ``budget`` it stops at the first completion costing at most ``budget`` (a feasibility proof,
-    not necessarily the cheapest); routes are tried cheapest legs-and-stays first.
+    not necessarily the cheapest); routes are tried cheapest legs-and-stays first. ``max_nodes``
+    (default :data:`MAX_NODES`, read at call time) is the search budget; past it
+    :class:`~genenv_engine.limits.BudgetExceeded` is raised.
     """
+    work = Budget(MAX_NODES if max_nodes is None else max_nodes, "solver nodes")
     slots = schedule(query.days, query.cities)
     state = replay(query, prefix, db)
     tried = []
     for route in _routes(query, state, db):
+        work.spend()
         paths = _day_paths(query, route)
         legs = _best_legs(query, state, list(zip(route[len(state.route) - 1:], route[len(state.route):])), db)
         stays = _best_stays(query, state, paths, db)
@@ -184,7 +195,7 @@ def solve(query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None
     best: Solution | None = None
     cache: dict = {}
     for _, route, paths, legs, stays in sorted(tried, key=lambda t: t[0]):
-        found = _complete(query, slots, prefix, state, paths, legs, stays, db, cache)
+        found = _complete(query, slots, prefix, state, paths, legs, stays, db, cache, work)
         if found is not None and (best is None or found.cost < best.cost):
             best = found
             if budget is not None and best.cost <= budget:
@@ -212,10 +223,10 @@ def _day_paths(query: Query, route: list[str]) -> list[list[str]]:
 
 def _complete(query: Query, slots: tuple[Slot, ...], prefix: tuple[str, ...], state: State,
               paths: list[list[str]], legs: tuple[int, list[str]], stays: tuple[int, list[str]],
-              db: Sandbox, cache: dict) -> Solution | None:
+              db: Sandbox, cache: dict, work: Budget) -> Solution | None:
     rest = list(range(len(prefix), len(slots)))
-    meals = _best_meals(query, state, paths, [i for i in rest if slots[i].kind in MEALS], slots, db, cache)
-    sights = _assign_sights(state, paths, [i for i in rest if slots[i].kind == "sight"], slots, db)
+    meals = _best_meals(query, state, paths, [i for i in rest if slots[i].kind in MEALS], slots, db, cache, work)
+    sights = _assign_sights(state, paths, [i for i in rest if slots[i].kind == "sight"], slots, db, work)
     if meals is None or sights is None:
         return None
     fill = {**meals[1], **sights}
@@ -298,7 +309,7 @@ def _stint(query: Query, city: str, nights: int, open_run: tuple[str, int] | Non
 
 
 def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[int], slots: tuple[Slot, ...],
-                db: Sandbox, memo: dict) -> tuple[int, dict[int, str]] | None:
+                db: Sandbox, memo: dict, work: Budget) -> tuple[int, dict[int, str]] | None:
     """Cheapest distinct restaurants for the open meal slots, covering the still-missing cuisines.
 
     Slots of a travel day accept either city; every split of those slots between the two cities is
@@ -317,7 +328,7 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
             if must and city == query.org:
                 memo[key] = None
             else:
-                memo[key] = _city_pick([r for r in db.menus[city] if r.code not in state.used], n, must)
+                memo[key] = _city_pick([r for r in db.menus[city] if r.code not in state.used], n, must, work)
         return memo[key]
 
     def options(city: str, n: int) -> list[tuple[int, int]]:
@@ -330,6 +341,7 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
     best: tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
     seen: set[tuple[int, ...]] = set()
     for split in itertools.product(*(range(len(groups[key]) + 1) for key in multi)):
+        work.spend()
         demand = dict.fromkeys(cities, 0)
         for key, ids in groups.items():
             if len(key) == 1:
@@ -341,7 +353,7 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
         if vector in seen:
             continue
         seen.add(vector)
-        found = _cover(cities, vector, len(need), options)
+        found = _cover(cities, vector, len(need), options, work)
         if found is not None and (best is None or found[0] < best[0]):
             best = (found[0], vector, found[1], split)
     if best is None:
@@ -358,7 +370,7 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
 
 
 def _cover(cities: list[str], demand: tuple[int, ...], nbits: int,
-           options) -> tuple[int, tuple[int, ...]] | None:
+           options, work: Budget) -> tuple[int, tuple[int, ...]] | None:
     """Cheapest per-city picks meeting ``demand`` whose cuisine masks together cover all ``nbits`` cuisines.
 
     ``options(city, n)`` lists (cuisine mask, cost) of that city's cheapest ``n`` picks per mask.
@@ -368,6 +380,7 @@ def _cover(cities: list[str], demand: tuple[int, ...], nbits: int,
     for city, n in zip(cities, demand):
         nxt: dict[int, tuple[int, tuple[int, ...]]] = {}
         for mask, (cost, masks) in states.items():
+            work.spend()
             for sub, extra in options(city, n):
                 merged, total = mask | sub, cost + extra
                 if merged not in nxt or total < nxt[merged][0]:
@@ -376,7 +389,7 @@ def _cover(cities: list[str], demand: tuple[int, ...], nbits: int,
     return states.get(full)
 
 
-def _city_pick(pool: list, n: int, must: tuple[str, ...]) -> tuple[int, list[str]] | None:
+def _city_pick(pool: list, n: int, must: tuple[str, ...], work: Budget) -> tuple[int, list[str]] | None:
     """Cheapest ``n`` distinct restaurants from ``pool`` (sorted by cost) that include every cuisine in ``must``."""
     if n > len(pool) or len(must) > n:
         return None
@@ -386,6 +399,7 @@ def _city_pick(pool: list, n: int, must: tuple[str, ...]) -> tuple[int, list[str
     witnesses = [r for r in pool if set(r.cuisines) & set(must)]
     for size in range(1, len(must) + 1):
         for combo in itertools.combinations(witnesses, size):
+            work.spend()
             if not set(must) <= {c for r in combo for c in r.cuisines}:
                 continue
             rest = [r for r in pool if all(r is not w for w in combo)][: n - size]
@@ -396,11 +410,12 @@ def _city_pick(pool: list, n: int, must: tuple[str, ...]) -> tuple[int, list[str
 
 
 def _assign_sights(state: State, paths: list[list[str]], todo: list[int], slots: tuple[Slot, ...],
-                   db: Sandbox) -> dict[int, str] | None:
+                   db: Sandbox, work: Budget) -> dict[int, str] | None:
     free = {c: sorted(a.code for a in db.attractions.values() if a.city == c and a.code not in state.used)
             for c in db.cities}
     options = [sorted(set(paths[slots[i].day - 1])) for i in todo]
     for pick in itertools.product(*options):
+        work.spend()
         counts = {c: pick.count(c) for c in set(pick)}
         if all(len(free[c]) >= n for c, n in counts.items()):
             pools = {c: list(free[c]) for c in counts}
