@@ -20,13 +20,13 @@ import torch
 from genenv_engine.agent import TaskAttempts, evaluate, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig
-from genenv_engine.curriculum import calibration_error, env_reward, in_band, success_rate
+from genenv_engine.curriculum import calibration_error, env_reward, in_band
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
-from genenv_engine.records import Task
+from genenv_engine.records import ScoredBatch, Task
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
@@ -161,7 +161,8 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
     with PhaseTimer(emit, epoch, "rollout", seconds):
         scored = _rollout(session, roles, envs, fresh + replay, epoch, emit, control)
-    metrics.update(_score_batches(session, scored[: len(fresh)], batch_of, epoch, emit))
+    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit)
+    metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
     control.check()
@@ -179,7 +180,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 5. simulator: reward-weighted regression on in-band batches (trained mode only)
     with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
-        phase.info = simulator_update(session, roles, envs, gens, epoch, rng, control.check)
+        phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, control.check)
     if phase.info.get("steps"):
         emit(PolicyUpdated(epoch, "simulator", phase.info))
     metrics["simulator_update"] = phase.info
@@ -352,40 +353,38 @@ def _rollout(session: Session, roles: Roles, envs: dict[str, Environment], tasks
 
 
 def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[str, str], epoch: int,
-                   emit: EventSink) -> dict[str, Any]:
-    """p-hat per variation batch, R_env, band membership; calibration metrics of the epoch."""
+                   emit: EventSink) -> tuple[dict[str, Any], list[ScoredBatch]]:
+    """p-hat per variation batch, R_env, band membership (stored as the epoch's log and returned to the
+    simulator update); calibration metrics of the epoch."""
     cur = session.config.curriculum
     store = session.store
     by_batch: dict[str, list[TaskAttempts]] = {}
     for s in fresh:
         by_batch.setdefault(batch_of.get(s.task.id, s.task.id), []).append(s)
-    rows, p_hats, r_envs = [], [], []
+    batches = []
     for batch_id, items in by_batch.items():
-        succ = sum(s.successes for s in items)
-        tries = sum(len(s.attempts) for s in items)
-        p_hat = success_rate(succ, tries)
-        r_env = env_reward(p_hat, cur.reward, cur.alpha, cur.beta)  # type: ignore[arg-type]
-        band = cur.reward == "uniform" or in_band(p_hat, cur.alpha, cur.k_min)  # type: ignore[arg-type]
-        p_hats.append(p_hat)
-        r_envs.append(r_env)
-        rows.append({"id": batch_id, "epoch": epoch, "benchmark": items[0].task.benchmark,
-                     "seed_task_id": items[0].task.parent_id, "n_generated": len(items), "n_valid": len(items),
-                     "p_hat": p_hat, "r_env": r_env, "in_band": band})
-    store.set_r_env((s.task.id, r["r_env"]) for r, items in zip(rows, by_batch.values()) for s in items)
-    store.upsert_batches(rows)
-    emit(AttemptsScored(epoch, len(fresh), sum(len(s.attempts) for s in fresh),
-                        _pooled(fresh) or 0.0, p_hats, r_envs))  # type: ignore[arg-type]
+        p_hat = _pooled(items)
+        if p_hat is None:  # a batch whose tasks got no rollouts (k = 0) has nothing to score
+            continue
+        batches.append(ScoredBatch(
+            id=batch_id, epoch=epoch, benchmark=items[0].task.benchmark, seed_task_id=items[0].task.parent_id,
+            n_tasks=len(items), p_hat=p_hat, r_env=env_reward(p_hat, cur.reward, cur.alpha, cur.beta),
+            in_band=cur.reward == "uniform" or in_band(p_hat, cur.alpha, cur.k_min)))
+    store.set_r_env((s.task.id, b.r_env) for b in batches for s in by_batch[b.id])
+    store.upsert_batches([b.row() for b in batches])
+    p_hats, r_envs = [b.p_hat for b in batches], [b.r_env for b in batches]
+    emit(AttemptsScored(epoch, len(fresh), sum(len(s.attempts) for s in fresh), _pooled(fresh) or 0.0, p_hats, r_envs))
     by_bench: dict[str, float | None] = {}
     for name in sorted({s.task.benchmark for s in fresh}):
         by_bench[name] = _pooled([s for s in fresh if s.task.benchmark == name])
     return {
         "generated_success": _pooled(fresh), "generated_success_by_benchmark": by_bench,
-        "calibration_error": calibration_error(p_hats, cur.alpha),  # type: ignore[arg-type]
-        "batches": len(rows), "in_band_fraction": (sum(r["in_band"] for r in rows) / len(rows)) if rows else None,
-        "batch_p_hats": [round(p, 4) for p in p_hats],  # type: ignore[arg-type]
+        "calibration_error": calibration_error(p_hats, cur.alpha),
+        "batches": len(batches), "in_band_fraction": (sum(b.in_band for b in batches) / len(batches)) if batches else None,
+        "batch_p_hats": [round(p, 4) for p in p_hats],
         "task_p_hats": [round(s.p_hat, 4) for s in fresh],
         "r_env_mean": sum(r_envs) / len(r_envs) if r_envs else None,
-    }
+    }, batches
 
 
 def _pooled(items: list[TaskAttempts]) -> float | None:

@@ -86,3 +86,27 @@ class Validation:
     reason: str
     task: Task | None = None
     """The accepted task, with the gold answer recomputed by the environment (None if rejected)."""
+
+
+@dataclass(frozen=True)
+class ScoredBatch:
+    """One variation batch after the agent's rollouts: its p-hat, R_env and whether the band keeps it.
+
+    The loop's scoring phase hands these to the simulator update directly (the store keeps the same values
+    as a log in its ``batches`` table; nothing reads them back within the epoch).
+    """
+
+    id: str
+    epoch: int
+    benchmark: str
+    seed_task_id: str | None
+    n_tasks: int
+    p_hat: float
+    r_env: float
+    in_band: bool
+
+    def row(self) -> dict[str, Any]:
+        """The ``batches`` table row of this batch."""
+        return {"id": self.id, "epoch": self.epoch, "benchmark": self.benchmark, "seed_task_id": self.seed_task_id,
+                "n_generated": self.n_tasks, "n_valid": self.n_tasks, "p_hat": self.p_hat, "r_env": self.r_env,
+                "in_band": self.in_band}

@@ -15,23 +15,26 @@ from typing import Any
 from genenv_engine import simulator as sim
 from genenv_engine.curriculum import rwr_weights
 from genenv_engine.environments.base import Environment
+from genenv_engine.records import ScoredBatch
 from genenv_engine.roles import Roles
 from genenv_engine.session import Session
 
 
 def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
-                     epoch: int, rng: random.Random, tick: Callable[[], None]) -> dict[str, Any]:
-    """RWR on valid generations of kept batches (weights from exp(lambda R_env)), plus replayed older pairs."""
+                     scored: list[ScoredBatch], epoch: int, rng: random.Random, tick: Callable[[], None]
+                     ) -> dict[str, Any]:
+    """RWR on valid generations of this epoch's kept batches (``scored``, weights from exp(lambda R_env)), plus
+    replayed older pairs."""
     cfg = session.config
     if cfg.simulator.mode != "trained":
         return {"skipped": f"simulator mode {cfg.simulator.mode}"}
-    batches = {b["id"]: b for b in session.store.batches(epoch)}
+    kept = {b.id: b for b in scored if b.in_band and b.epoch == epoch}
     eos = roles.simulator.tokenizer.eos_token_id
     current = []
     for g in gens:
-        b = batches.get(g.batch_id)
-        if g.task is not None and g.task.valid and b and b["in_band"] and b["r_env"] is not None:
-            current.append((roles.simulator.encode(g.context), g.token_ids + [eos], float(b["r_env"])))
+        b = kept.get(g.batch_id)
+        if g.task is not None and g.task.valid and b is not None:
+            current.append((roles.simulator.encode(g.context), g.token_ids + [eos], b.r_env))
     if not current:
         return {"skipped": "no batch in the band", "examples": 0}
     older = _older_pairs(session, roles, envs, epoch)
