@@ -64,7 +64,7 @@ def _fill_store(path: Path, n: int, chunk: int = 5000) -> float:
 
 async def _tasks_page(n: int, repeats: int, size: tuple[int, int]) -> dict[str, Any]:
     from genenv_console.__main__ import make_app
-    from genenv_console.data import TaskFilters
+    from genenv_console.data import TaskFilter
     from genenv_console.screens.tasks import TasksScreen
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,12 +79,12 @@ async def _tasks_page(n: int, repeats: int, size: tuple[int, int]) -> dict[str, 
             assert isinstance(screen, TasksScreen)
             total = app.ui_store.count_tasks()
             cases = {
-                "first page": (TaskFilters(), 0),
-                "middle page": (TaskFilters(), total // 100),
-                "last page": (TaskFilters(), 10**9),
-                "origin=generated valid": (TaskFilters(origin="generated", valid=True), 5),
-                "p̂ in [0.4, 0.6], epoch 50": (TaskFilters(p_min=0.4, p_max=0.6, epoch=50), 0),
-                "text search 'add'": (TaskFilters(text="add"), 3),
+                "first page": (TaskFilter(), 0),
+                "middle page": (TaskFilter(), total // 100),
+                "last page": (TaskFilter(), 10**9),
+                "origin=generated valid": (TaskFilter(origin="generated", valid=True), 5),
+                "p̂ in [0.4, 0.6], epoch 50": (TaskFilter(p_min=0.4, p_max=0.6, epoch=50), 0),
+                "text search 'add'": (TaskFilter(text="add"), 3),
             }
             for name, (filters, page) in cases.items():
                 for _ in range(repeats):

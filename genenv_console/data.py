@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import ConfigError, config_from_file
 from genenv_engine.environments import get_environment
 from genenv_engine.records import Task
-from genenv_engine.store import Store
+from genenv_engine.store import Store, TaskFilter
 
 from genenv_console.safe import clean
 
@@ -76,24 +76,6 @@ def list_sessions(root: Path) -> list[SessionInfo]:
 
 
 @dataclass(frozen=True)
-class TaskFilters:
-    """The tasks screen's filters, as `Store.query_tasks` keyword arguments (None = any)."""
-
-    benchmark: str | None = None
-    origin: str | None = None
-    status: str | None = None
-    epoch: int | None = None
-    valid: bool | None = None
-    p_min: float | None = None
-    p_max: float | None = None
-    text: str | None = None
-
-    def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for `Store.query_tasks` / `Store.count_tasks`."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-@dataclass(frozen=True)
 class TaskPage:
     """One page of task rows and the total matching count."""
 
@@ -108,12 +90,12 @@ class TaskPage:
         return max(1, -(-self.total // self.page_size))
 
 
-def task_page(store: Store, filters: TaskFilters, page: int = 0, page_size: int = PAGE_SIZE) -> TaskPage:
+def task_page(store: Store, filters: TaskFilter, page: int = 0, page_size: int = PAGE_SIZE) -> TaskPage:
     """Load one page of tasks (never more than ``page_size`` rows) and the matching count."""
-    total = store.count_tasks(**filters.kwargs())
+    total = store.count_tasks(filters)
     pages = max(1, -(-total // page_size))
     page = min(max(page, 0), pages - 1)
-    rows = store.query_tasks(**filters.kwargs(), limit=page_size, offset=page * page_size)
+    rows = store.query_tasks(filters, limit=page_size, offset=page * page_size)
     return TaskPage(rows, total, page, page_size)
 
 

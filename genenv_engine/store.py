@@ -22,6 +22,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,31 @@ def _to_task(row: dict[str, Any]) -> Task:
     """Rebuild a Task from a `tasks` row."""
     decoded = _decode_row(row)
     return Task(**{name: decoded[name] for name in _TASK_FIELDS})
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """Which tasks a page or count covers: each field None means any (the tasks screen's filters).
+
+    >>> TaskFilter(origin="generated", valid=True) == TaskFilter(valid=True, origin="generated")
+    True
+    """
+
+    benchmark: str | None = None
+    origin: str | None = None
+    status: str | None = None
+    epoch: int | None = None
+    valid: bool | None = None
+    p_min: float | None = None
+    p_max: float | None = None
+    text: str | None = None
+
+
+def _filter(where: TaskFilter | None, fields: dict[str, Any]) -> TaskFilter:
+    """``where``, or a `TaskFilter` of the keyword ``fields`` (not both); TypeError names an unknown field."""
+    if where is not None and fields:
+        raise TypeError("give a TaskFilter or filter keywords, not both")
+    return where if where is not None else TaskFilter(**fields)
 
 
 def probe_database(path: Path) -> dict[str, Any]:
@@ -414,61 +440,47 @@ class Store:
         sql = "SELECT * FROM tasks WHERE status = 'pinned' AND superseded_by IS NULL ORDER BY id"
         return [_to_task(row) for row in self._rows(sql)]
 
-    def _where(self, *, scan_matches: bool = False, **filters: Any) -> tuple[str, list[Any]]:
-        """WHERE clause and parameters for the query_tasks/count_tasks filters.
+    def _where(self, where: TaskFilter, scan_matches: bool = False) -> tuple[str, list[Any]]:
+        """WHERE clause and parameters of a `TaskFilter`.
 
         ``scan_matches`` writes the word search so SQLite walks an index of the other filters (or the page
         order) and tests each entry against the matches, instead of fetching every match's row by rowid.
         """
         clauses, params = [], []
         for column in ("benchmark", "origin", "status", "epoch"):
-            if filters[column] is not None:
+            if getattr(where, column) is not None:
                 clauses.append(f"tasks.{column} = ?")
-                params.append(filters[column])
-        if filters["valid"] is not None:
+                params.append(getattr(where, column))
+        if where.valid is not None:
             clauses.append("tasks.valid = ?")
-            params.append(int(filters["valid"]))
-        if filters["p_min"] is not None:
+            params.append(int(where.valid))
+        if where.p_min is not None:
             clauses.append("tasks.p_hat >= ?")
-            params.append(filters["p_min"])
-        if filters["p_max"] is not None:
+            params.append(where.p_min)
+        if where.p_max is not None:
             clauses.append("tasks.p_hat <= ?")
-            params.append(filters["p_max"])
-        match = fts_query(filters["text"] or "")
+            params.append(where.p_max)
+        match = fts_query(where.text or "")
         if match:
             rowid = "+tasks.rowid" if scan_matches else "tasks.rowid"  # unary + keeps the rowid lookup out of the plan
             clauses.append(f"{rowid} IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?)")
             params.append(match)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
-    def query_tasks(
-        self,
-        *,
-        benchmark: str | None = None,
-        origin: str | None = None,
-        status: str | None = None,
-        epoch: int | None = None,
-        valid: bool | None = None,
-        p_min: float | None = None,
-        p_max: float | None = None,
-        text: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        order: str = "epoch DESC, id",
-    ) -> list[dict[str, Any]]:
-        """One page of task rows (all columns, JSON decoded) matching the filters; `text` is a word search.
+    def query_tasks(self, where: TaskFilter | None = None, *, limit: int = 50, offset: int = 0,
+                    order: str = "epoch DESC, id", **fields: Any) -> list[dict[str, Any]]:
+        """One page of task rows (all columns, JSON decoded) matching ``where`` (or the `TaskFilter` fields given
+        as keywords); ``text`` is a word search.
 
         The page's rowids are found first (sorting only the index columns), then only those rows are read;
         a word with more than `SCAN_MATCHES` matches is searched along the page-order index.
         """
-        match = fts_query(text or "")
+        where = _filter(where, fields)
+        match = fts_query(where.text or "")
         scan = bool(match) and self._word_matches(match) > SCAN_MATCHES
-        where, params = self._where(
-            benchmark=benchmark, origin=origin, status=status, epoch=epoch, valid=valid,
-            p_min=p_min, p_max=p_max, text=text, scan_matches=scan,
-        )  # fmt: skip
+        sql_where, params = self._where(where, scan)
         order_sql = _order_sql(order)
-        page = f"SELECT tasks.rowid FROM tasks{where} ORDER BY {order_sql} LIMIT ? OFFSET ?"
+        page = f"SELECT tasks.rowid FROM tasks{sql_where} ORDER BY {order_sql} LIMIT ? OFFSET ?"
         sql = f"SELECT * FROM tasks WHERE rowid IN ({page}) ORDER BY {order_sql}"
         return [_decode_row(row) for row in self._rows(sql, [*params, int(limit), int(offset)])]
 
@@ -476,28 +488,15 @@ class Store:
         """How many tasks an FTS query matches (from the full-text index alone)."""
         return self.db.execute("SELECT count(*) FROM tasks_fts WHERE tasks_fts MATCH ?", [match]).fetchone()[0]
 
-    def count_tasks(
-        self,
-        *,
-        benchmark: str | None = None,
-        origin: str | None = None,
-        status: str | None = None,
-        epoch: int | None = None,
-        valid: bool | None = None,
-        p_min: float | None = None,
-        p_max: float | None = None,
-        text: str | None = None,
-    ) -> int:
-        """How many tasks match the same filters as `query_tasks` (a word search alone: from the full-text index)."""
-        match = fts_query(text or "")
-        if match and all(v is None for v in (benchmark, origin, status, epoch, valid, p_min, p_max)):
+    def count_tasks(self, where: TaskFilter | None = None, **fields: Any) -> int:
+        """How many tasks match the same filter as `query_tasks` (a word search alone: from the full-text index)."""
+        where = _filter(where, fields)
+        match = fts_query(where.text or "")
+        if match and where == TaskFilter(text=where.text):
             return self._word_matches(match)
         scan = bool(match) and self._word_matches(match) > SCAN_MATCHES
-        where, params = self._where(
-            benchmark=benchmark, origin=origin, status=status, epoch=epoch, valid=valid,
-            p_min=p_min, p_max=p_max, text=text, scan_matches=scan,
-        )  # fmt: skip
-        return self.db.execute(f"SELECT count(*) FROM tasks{where}", params).fetchone()[0]
+        sql_where, params = self._where(where, scan)
+        return self.db.execute(f"SELECT count(*) FROM tasks{sql_where}", params).fetchone()[0]
 
     def counts_by_epoch(self) -> list[dict[str, Any]]:
         """Task counts grouped by (epoch, origin, status, valid)."""

@@ -7,6 +7,7 @@ Edits go through the environment's validator in `EditScreen`; pin and ban set th
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from rich.text import Text
@@ -20,7 +21,7 @@ from textual.widgets import DataTable, Input, Select, Static
 from genenv_engine.records import ORIGINS, STATUSES
 from genenv_engine.store import Store
 
-from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilters, TaskPage, apply_edit, fmt, table_line,
+from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt, table_line,
                                  table_row, task_detail, task_page, toggle_status)
 from genenv_console.messages import TaskRevised, TaskStatusChanged
 from genenv_console.safe import clean, safe_text
@@ -90,7 +91,7 @@ class TasksScreen(Screen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.filters = TaskFilters()
+        self.filters = TaskFilter()
         self.page = 0
         self.current: TaskPage | None = None
         self.selected_id: str | None = None
@@ -151,7 +152,7 @@ class TasksScreen(Screen):
         for row in self.current.rows:
             table.add_row(Text(table_line(table_row(row))), key=row["id"])
         info = f"page {self.current.page + 1}/{self.current.pages} · {self.current.total:,} tasks"
-        active = {k: v for k, v in self.filters.kwargs().items() if v not in (None, "")}
+        active = {k: v for k, v in asdict(self.filters).items() if v not in (None, "")}
         if active:
             info += " · " + " ".join(f"{k}={v}" for k, v in active.items())
         self.query_one("#page-info", Static).update(safe_text(info + "   [ ] page · ⏎ edit · p pin · b ban", 500))
@@ -178,13 +179,13 @@ class TasksScreen(Screen):
 
     # -- filters -------------------------------------------------------------------------------
 
-    def read_filters(self) -> TaskFilters:
-        """The filter widgets' values as `TaskFilters`."""
+    def read_filters(self) -> TaskFilter:
+        """The filter widgets' values as `TaskFilter`."""
         def pick(selector: str) -> Any:
             value = self.query_one(selector, Select).value
             return None if value is Select.NULL else value
 
-        return TaskFilters(
+        return TaskFilter(
             benchmark=pick("#benchmark"), origin=pick("#origin"), status=pick("#status-filter"), valid=pick("#valid"),
             epoch=_number(self.query_one("#epoch", Input).value, int),
             p_min=_number(self.query_one("#p_min", Input).value, float),

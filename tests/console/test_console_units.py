@@ -16,7 +16,7 @@ from genenv_engine.store import Store
 
 from genenv_console import messages as M
 from genenv_console.__main__ import main, make_app
-from genenv_console.data import (PAGE_SIZE, TaskFilters, apply_edit, export_jsonl, list_sessions, next_revision_id,
+from genenv_console.data import (PAGE_SIZE, TaskFilter, apply_edit, export_jsonl, list_sessions, next_revision_id,
                                  table_row, task_page, toggle_status)
 from genenv_console.latency import LatencyProbe, percentile
 from genenv_console.runner import EngineRunner
@@ -134,10 +134,10 @@ def test_task_page_never_reads_more_than_a_page(memory_store):
     base = store.get_task("bfcl/seed/00000")
     store.insert_tasks([base.with_(id=f"x/{i:04d}") for i in range(PAGE_SIZE * 2 + 3)])
     total = store.count_tasks()
-    page = task_page(store, TaskFilters(), page=99)
+    page = task_page(store, TaskFilter(), page=99)
     assert page.page == 2 and len(page.rows) == total - 2 * PAGE_SIZE and page.pages == 3
-    assert len(task_page(store, TaskFilters()).rows) == PAGE_SIZE
-    assert task_page(store, TaskFilters(origin="edited")).total == 0
+    assert len(task_page(store, TaskFilter()).rows) == PAGE_SIZE
+    assert task_page(store, TaskFilter(origin="edited")).total == 0
     row = table_row(store.query_tasks(limit=1)[0])
     assert len(row) == 10 and row[6] == "-"
 

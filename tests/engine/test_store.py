@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from genenv_engine.records import Task
-from genenv_engine.store import Store
+from genenv_engine.store import Store, TaskFilter
 
 
 def task(id: str, **changes) -> Task:
@@ -343,7 +343,6 @@ def test_common_word_pages_walk_the_page_index_and_match_the_plain_search(tmp_pa
     assert store.count_tasks(text="add") == 20 and store.count_tasks(text="add", origin="generated") == 13
     sql = "SELECT tasks.rowid FROM tasks{} ORDER BY tasks.epoch DESC, tasks.id ASC LIMIT 50"
     walk = " ".join(str(r[-1]) for r in store.db.execute(
-        "EXPLAIN QUERY PLAN " + sql.format(store._where(**dict.fromkeys(
-            ("benchmark", "origin", "status", "epoch", "valid", "p_min", "p_max")), text="add", scan_matches=True)[0]),
+        "EXPLAIN QUERY PLAN " + sql.format(store._where(TaskFilter(text="add"), scan_matches=True)[0]),
         ['"add"']).fetchall())
     assert "idx_tasks_epoch_desc_id" in walk and "TEMP B-TREE" not in walk
