@@ -18,6 +18,7 @@ from genenv_engine.environments.base import Environment
 from genenv_engine.limits import check_response
 from genenv_engine.policy import Policy
 from genenv_engine.records import CheckResult, Task
+from genenv_engine.trainer import Group
 
 
 @dataclass
@@ -73,6 +74,15 @@ def rollout(backend: GenerationBackend, policy: Policy, envs: dict[str, Environm
         reward = env.reward(result)
         out[i].attempts.append(Attempt(comp, result, reward, is_success(reward, threshold)))
     return out
+
+
+def grpo_groups(policy: Policy, scored: list[TaskAttempts]) -> list[Group]:
+    """One GRPO group per task: the prompt's ids and each rollout's completion ids with its reward; a rollout
+    that ended by itself gets the EOS it sampled appended (the decoder strips it), a cut-off one does not."""
+    eos = policy.tokenizer.eos_token_id
+    return [Group(policy.encode(s.prompt),
+                  [a.completion.token_ids + [eos] if a.completion.finished else a.completion.token_ids
+                   for a in s.attempts], [a.reward for a in s.attempts]) for s in scored]
 
 
 def evaluate(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], tasks: list[Task],

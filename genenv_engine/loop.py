@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from genenv_engine.agent import TaskAttempts, evaluate, rollout
+from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import calibration_error, env_reward, in_band
@@ -31,7 +31,6 @@ from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
 from genenv_engine.simulator_update import simulator_update, success_by_epoch
-from genenv_engine.trainer import Group
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 """High-rate events that are forwarded but not written to the store."""
@@ -169,11 +168,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 4. agent: GRPO on the rolled-out groups
     with PhaseTimer(emit, epoch, "agent_update", seconds) as phase:
-        groups = [Group(roles.agent.encode(s.prompt), [a.completion.token_ids + [roles.agent.tokenizer.eos_token_id]
-                                                       if a.completion.finished else a.completion.token_ids
-                                                       for a in s.attempts], [a.reward for a in s.attempts])
-                  for s in scored]
-        phase.info = roles.grpo.update(groups, rng, control.check)
+        phase.info = roles.grpo.update(grpo_groups(roles.agent, scored), rng, control.check)
         roles.agent_backend.sync()
     emit(PolicyUpdated(epoch, "agent", phase.info))
     metrics["agent_update"] = phase.info
