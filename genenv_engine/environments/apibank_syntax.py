@@ -28,9 +28,13 @@ class CallSyntaxError(ValueError):
 
 
 def quiet_parse(text: str) -> ast.Expression:
-    """:func:`ast.parse` in eval mode without SyntaxWarnings on odd literals (``1abc``); never evaluates."""
+    """:func:`ast.parse` in eval mode without warnings on odd literals (``1abc``, ``'\\ '``); never evaluates.
+
+    The warnings would print pieces of generated text (escape characters included) to stderr.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return ast.parse(text, mode="eval")
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from typing import Any
 
 MAX_RESPONSE_CHARS = 60_000
@@ -82,7 +83,10 @@ def _call_nodes(text: str) -> list[ast.Call]:
 
 def _parse(text: str, mode: str) -> Any:
     try:
-        tree = ast.parse(text, mode=mode)
+        with warnings.catch_warnings():  # odd literals warn with pieces of the text; keep them off stderr
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            tree = ast.parse(text, mode=mode)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return tree.body

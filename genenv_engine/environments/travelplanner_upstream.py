@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,10 @@ class LiteralError(ValueError):
 def parse_literal(text: str) -> Any:
     """Read a Python literal (str, number, bool, None, list, tuple, dict) without evaluating anything."""
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        with warnings.catch_warnings():  # odd literals warn with pieces of the text; keep them off stderr
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            node = ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         raise LiteralError(f"unparseable: {err}") from None
     return _walk(node)

@@ -4,6 +4,7 @@ stated reason, and normal inputs get exactly the verdict they got without them."
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 
@@ -165,3 +166,15 @@ def test_a_validator_that_lets_the_budget_escape_is_still_stored_with_a_reason(m
     stored = parse_and_validate(env, env.simulator_text(task), task_id="g/0", seed=env.splits()["seed"][0],
                                 epoch=1, generator="t")
     assert (stored.valid, stored.reason) == (False, "budget: search budget of 0 nodes exhausted")
+
+
+@pytest.mark.parametrize("name", ["bfcl", "apibank"])
+def test_odd_literals_in_a_response_raise_no_warning(name):
+    """ast.parse warns on ``1abc`` and ``'\\ '`` with a piece of the text (escape characters included)."""
+    env = env_of(name)
+    task = env.splits()["train"][0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for text in ("f(a=1abc)", "f(a='\\ ')", "f(a='\\\x1b[2J')", "API-Request: [F(a='\\ ')]"):
+            check_response(env, task, text)
+    assert caught == []
