@@ -150,9 +150,10 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     metrics: dict[str, Any] = {}
 
     # 1-2. the simulator writes n variations per seed; the environment validates each one
-    gens = _generate(session, roles, envs, epoch, rng, emit, control, seconds)
+    drafts = _generate(session, roles, envs, epoch, rng, emit, control, seconds)
     with PhaseTimer(emit, epoch, "validate", seconds):
-        metrics.update(_validate_and_store(session, envs, gens, epoch, emit))
+        validated, gens = _validate_and_store(session, envs, drafts, epoch, emit)
+        metrics.update(validated)
     control.check()
     fresh, batch_of = _fresh_tasks(session, gens, rng)
 
@@ -203,7 +204,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
 
 def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, rng: random.Random,
-              emit: EventSink, control: RunControl, seconds: dict[str, float]) -> list[sim.Generation]:
+              emit: EventSink, control: RunControl, seconds: dict[str, float]) -> list[sim.Draft]:
     """Sample this epoch's generations (trained/frozen), or the one-off static augmentation."""
     cfg = session.config
     mode = cfg.simulator.mode
@@ -211,7 +212,7 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
         return []
     sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
                         seed=rng.randrange(2**31))
-    gens: list[sim.Generation] = []
+    gens: list[sim.Draft] = []
     recent = success_by_epoch(session.store).get(epoch - 1, {})
     with PhaseTimer(emit, epoch, "generate", seconds):
         for name, env in envs.items():
@@ -231,48 +232,52 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     return gens
 
 
-def _validate_and_store(session: Session, envs: dict[str, Environment], gens: list[sim.Generation], epoch: int,
-                        emit: EventSink) -> dict[str, Any]:
+def _validate_and_store(session: Session, envs: dict[str, Environment], drafts: list[sim.Draft], epoch: int,
+                        emit: EventSink) -> tuple[dict[str, Any], list[sim.Generation]]:
     """Validate generations, cap near-duplicates against the pool, store every one with its verdict."""
     cfg, store = session.config, session.store
-    if not gens:
-        return {"generated": 0, "valid": 0, "valid_fraction": None, "unique_fraction": None, "difficulty_mix": {}}
+    if not drafts:
+        return {"generated": 0, "valid": 0, "valid_fraction": None, "unique_fraction": None, "difficulty_mix": {}}, []
     origin = "static" if cfg.simulator.mode == "static" else "generated"
     generator = f"simulator@e{epoch - 1}"
     pool = store.pool(list(cfg.benchmarks))
     existing = {t.prompt for t in pool} | {t.prompt for env in envs.values() for t in env.splits()["seed"]}
     keys = Counter(sim.near_duplicate_key(t.prompt) for t in pool)
-    out: dict[str, Any] = {"generated": len(gens)}
+    out: dict[str, Any] = {"generated": len(drafts)}
     uniques = []
+    placed: dict[int, sim.Generation] = {}
     for name, env in envs.items():
-        mine = [g for g in gens if g.seed.benchmark == name]
-        sim.validate(env, mine, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
+        where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
+        mine = sim.validate(env, [drafts[i] for i in where], epoch=epoch, generator=generator, origin=origin,
+                            style=cfg.simulator.prompt)
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
-        capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
+        mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
         if capped["unique_fraction"] is not None:
             uniques.append(capped["unique_fraction"])
-        reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)  # type: ignore[union-attr]
-        emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))  # type: ignore[union-attr]
+        reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)
+        emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))
+        placed.update(zip(where, mine))
+    gens = [placed[i] for i in sorted(placed)]  # the drafts' order
     by_batch: dict[str, list[Task]] = {}
     for g in gens:
-        by_batch.setdefault(g.batch_id, []).append(g.task)  # type: ignore[arg-type]
+        by_batch.setdefault(g.batch_id, []).append(g.task)
     for batch_id, tasks in by_batch.items():
         store.insert_tasks(tasks, batch_id=batch_id)
-    valid = [g.task for g in gens if g.task.valid]  # type: ignore[union-attr]
+    valid = [g.task for g in gens if g.task.valid]
     out["valid"] = len(valid)
-    out["valid_fraction"] = len(valid) / len(gens)
+    out["valid_fraction"] = len(valid) / len(drafts)
     out["unique_fraction"] = sum(uniques) / len(uniques) if uniques else None
-    out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))  # type: ignore[union-attr]
-    out["difficulty_mix"] = dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items()))  # type: ignore[union-attr]
-    return out
+    out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))
+    out["difficulty_mix"] = dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items()))
+    return out, gens
 
 
 def _fresh_tasks(session: Session, gens: list[sim.Generation], rng: random.Random) -> tuple[list[Task], dict[str, str]]:
     """This epoch's valid generated tasks (static mode: a sample of the stored static batches) and each one's batch."""
     cfg = session.config
     if cfg.simulator.mode != "static":
-        valid = [g for g in gens if g.task is not None and g.task.valid]
-        return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}  # type: ignore[union-attr,misc]
+        valid = [g for g in gens if g.task.valid]
+        return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}
     batch_ids = session.store.static_batch_ids()
     chosen = rng.sample(batch_ids, min(len(batch_ids), cfg.simulator.seeds_per_epoch * len(cfg.benchmarks)))
     by_batch = session.store.tasks_in_batches(chosen, origin="static")
@@ -291,7 +296,10 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
     chosen = rng.sample(base, min(len(base), n - n_pool)) + rng.sample(pool, n_pool)
     must = store.pinned_tasks() + _unused_edits(session)
     seen = {t.id for t in chosen} | exclude
-    chosen += [t for t in must if t.id not in seen and not seen.add(t.id)]  # type: ignore[func-returns-value]
+    for t in must:
+        if t.id not in seen:
+            seen.add(t.id)
+            chosen.append(t)
     return [t for t in chosen if t.status != "banned"]
 
 
@@ -324,8 +332,9 @@ def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
 def _unused_edits(session: Session) -> list[Task]:
     """Hand-edited tasks no epoch has trained on yet (so an edit made while paused is used next)."""
     rows = session.store.query_tasks(origin="edited", valid=True, limit=10_000, order="id")
-    return [session.store.get_task(r["id"]) for r in rows  # type: ignore[misc]
-            if not r.get("n_rollouts") and r.get("superseded_by") is None and r.get("status") != "banned"]
+    unused = [session.store.get_task(r["id"]) for r in rows
+              if not r.get("n_rollouts") and r.get("superseded_by") is None and r.get("status") != "banned"]
+    return [t for t in unused if t is not None]
 
 
 def _rollout(session: Session, roles: Roles, envs: dict[str, Environment], tasks: list[Task], epoch: int,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
@@ -38,8 +38,8 @@ INSTRUCT_SYSTEM = (
 
 
 @dataclass
-class Generation:
-    """One simulator output: its conditioning seed, raw text, and the stored task (valid or not)."""
+class Draft:
+    """One simulator output before validation: its conditioning seed, the prompt it saw, what it wrote."""
 
     seed: Task
     batch_id: str
@@ -47,8 +47,22 @@ class Generation:
     """The templated simulator prompt (the RWR training context)."""
     text: str
     token_ids: list[int]
-    task: Task | None
-    """The task row to store: accepted (valid) or a record of the rejection (None until validated)."""
+    task_id: str
+    """The id the task gets when stored."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A validated simulator output: the draft's fields and the task row to store, accepted (valid) or a record
+    of the rejection with its reason."""
+
+    seed: Task
+    batch_id: str
+    context: str
+    """The templated simulator prompt (the RWR training context)."""
+    text: str
+    token_ids: list[int]
+    task: Task
     task_id: str = ""
 
 
@@ -152,8 +166,8 @@ def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: s
 def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: list[Task], n: int,
            sampling: Sampling, *, epoch: int, id_prefix: str | None = None,
            progress: Callable[[int, int], None] | None = None, chunk: int = 128, style: str = "compact",
-           note: str | None = None) -> list[Generation]:
-    """Write ``n`` variations of each seed; each comes back unvalidated (``task`` is None)."""
+           note: str | None = None) -> list[Draft]:
+    """Write ``n`` variations of each seed, unvalidated."""
     prefix = id_prefix or f"gen/e{epoch}/{env.name}"
     contexts = [simulator_prompt(policy, env, s, style, note) for s in seeds]
     flat = [(si, v) for si in range(len(seeds)) for v in range(n)]
@@ -163,42 +177,51 @@ def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: 
         outs.extend(backend.generate([contexts[si] for si, _ in part], sampling))
         if progress:
             progress(min(start + chunk, len(flat)), len(flat))
-    return [Generation(seeds[si], f"e{epoch}/{seeds[si].id}", contexts[si], comp.text, comp.token_ids, None,
-                       f"{prefix}/{si:04d}-{v}")
+    return [Draft(seeds[si], f"e{epoch}/{seeds[si].id}", contexts[si], comp.text, comp.token_ids,
+                  f"{prefix}/{si:04d}-{v}")
             for (si, v), comp in zip(flat, outs)]
 
 
-def validate(env: Environment, gens: list[Generation], *, epoch: int, generator: str, origin: str = "generated",
-             style: str = "compact") -> None:
-    """Parse and validate every generation in place, setting its stored task (valid or not)."""
-    for g in gens:
-        task = parse_and_validate(env, g.text, task_id=g.task_id, seed=g.seed, epoch=epoch, generator=generator,
+def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: str, origin: str = "generated",
+             style: str = "compact") -> list[Generation]:
+    """Parse and validate every draft: one `Generation` each, with its task to store (valid or not)."""
+    out = []
+    for d in drafts:
+        task = parse_and_validate(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator,
                                   style=style)
-        g.task = task.with_(origin=origin)
+        out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids, task.with_(origin=origin),
+                              d.task_id))
+    return out
 
 
 def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,
-                   heldout_prompts: frozenset[str] = frozenset()) -> dict[str, float]:
-    """Reject held-out copies, exact repeats of known prompts and near-duplicates beyond ``cap`` per key, in place.
+                   heldout_prompts: frozenset[str] = frozenset()) -> tuple[list[Generation], dict[str, float | None]]:
+    """Reject held-out copies, exact repeats of known prompts and near-duplicates beyond ``cap`` per key.
 
-    ``key_counts`` holds the near-duplicate keys already in the pool and is updated. Returns the
-    unique fraction of the valid generations before capping, and how many were rejected.
+    ``key_counts`` holds the near-duplicate keys already in the pool and is updated. Returns the generations
+    (the rejected ones with their reason) and the unique fraction of the valid ones before capping and how
+    many were rejected.
     """
-    valid = [g for g in gens if g.task is not None and g.task.valid]
+    valid = [g for g in gens if g.task.valid]
     unique = len({g.task.prompt for g in valid}) / len(valid) if valid else None
     seen = set(existing_prompts)
     rejected = 0
-    for g in valid:
-        key = near_duplicate_key(g.task.prompt)
-        if g.task.prompt in heldout_prompts:
-            g.task = g.task.with_(valid=False, reason="heldout_copy: the prompt of a held-out task")  # type: ignore[union-attr]
-        elif g.task.prompt in seen:
-            g.task = g.task.with_(valid=False, reason="duplicate: same prompt as an earlier task")  # type: ignore[union-attr]
-        elif key_counts[key] >= cap:
-            g.task = g.task.with_(valid=False, reason=f"duplicate_cap: {cap} tasks share this template")
-        else:
-            seen.add(g.task.prompt)
-            key_counts[key] += 1
-            continue
-        rejected += 1
-    return {"unique_fraction": unique, "duplicates_rejected": float(rejected)}  # type: ignore[dict-item]
+    out = []
+    for g in gens:
+        reason = None
+        if g.task.valid:
+            key = near_duplicate_key(g.task.prompt)
+            if g.task.prompt in heldout_prompts:
+                reason = "heldout_copy: the prompt of a held-out task"
+            elif g.task.prompt in seen:
+                reason = "duplicate: same prompt as an earlier task"
+            elif key_counts[key] >= cap:
+                reason = f"duplicate_cap: {cap} tasks share this template"
+            else:
+                seen.add(g.task.prompt)
+                key_counts[key] += 1
+        if reason is not None:
+            rejected += 1
+            g = replace(g, task=g.task.with_(valid=False, reason=reason))
+        out.append(g)
+    return out, {"unique_fraction": unique, "duplicates_rejected": float(rejected)}

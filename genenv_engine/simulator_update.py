@@ -33,7 +33,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     current = []
     for g in gens:
         b = kept.get(g.batch_id)
-        if g.task is not None and g.task.valid and b is not None:
+        if g.task.valid and b is not None:
             current.append((roles.simulator.encode(g.context), g.token_ids + [eos], b.r_env))
     if not current:
         return {"skipped": "no batch in the band", "examples": 0}

@@ -18,7 +18,7 @@ def test_cap_rejects_repeats_templates_over_cap_and_heldout_copies():
     gens = [gen("Q: add 1 and 2"), gen("Q: add 1 and 2"), gen("Q: add 3 and 4"), gen("Q: add 5 and 6"),
             gen("Q: neg 1"), gen("Q: held"), gen("Q: old"), gen("broken", valid=False)]
     keys = Counter({near_duplicate_key("Q: neg 9"): 1})
-    info = cap_duplicates(gens, {"Q: old"}, keys, cap=2, heldout_prompts=frozenset({"Q: held"}))
+    gens, info = cap_duplicates(gens, {"Q: old"}, keys, cap=2, heldout_prompts=frozenset({"Q: held"}))
     verdicts = [(g.task.prompt, g.task.valid, g.task.reason.split(":")[0]) for g in gens]
     assert verdicts == [
         ("Q: add 1 and 2", True, ""), ("Q: add 1 and 2", False, "duplicate"), ("Q: add 3 and 4", True, ""),
