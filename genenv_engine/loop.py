@@ -60,8 +60,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
         else:
             roles = load_roles(session, start - 1, backend_factory=backend_factory)
         for backend in (roles.agent_backend, roles.simulator_backend):
-            if hasattr(backend, "tick"):
-                backend.tick = control.check  # pause/stop also between decoding steps
+            backend.tick = control.check  # pause/stop also between decoding steps
         while epoch <= session.config.epochs:
             control.epoch = epoch
             control.check()

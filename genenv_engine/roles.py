@@ -39,7 +39,7 @@ class Roles:
 
     def tokens_generated(self) -> int:
         """Tokens sampled so far by both backends (for throughput)."""
-        return sum(getattr(b, "tokens_generated", 0) for b in (self.agent_backend, self.simulator_backend))
+        return sum(b.tokens_generated for b in (self.agent_backend, self.simulator_backend))
 
 
 class CheckpointError(SessionError):

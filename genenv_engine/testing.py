@@ -24,6 +24,7 @@ class ScriptedSimulator:
         self.style = style
         """``compact`` writes ``<prompt> => <answer>``; ``instruct`` writes ``TASK:``/``ANSWER:`` lines."""
         self.tokens_generated = 0
+        self.tick = None
         self.prompts: list[str] = []
         """Every prompt received, in order."""
 
@@ -56,6 +57,7 @@ class ScriptedAgent:
     def __init__(self, policy, p: float = 0.5, seed: int = 0, crash: bool = False) -> None:
         self.policy, self.p, self.rng, self.crash = policy, p, random.Random(seed), crash
         self.tokens_generated = 0
+        self.tick = None
         self.prompts_seen: list[str] = []
 
     def sync(self) -> None:

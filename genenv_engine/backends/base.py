@@ -6,6 +6,7 @@ engine (``vllm``) that needs the trained weights pushed to it after every update
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -34,6 +35,11 @@ class Completion:
 
 class GenerationBackend(Protocol):
     """What the loop needs from a generation engine."""
+
+    tokens_generated: int
+    """Completion tokens generated so far (end-of-sequence included), read for throughput."""
+    tick: Callable[[], None] | None
+    """Called between decoding steps, so a pause or stop lands mid-generation; None: never."""
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
         """Sample one completion per already-templated prompt, in order."""

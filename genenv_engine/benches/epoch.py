@@ -46,7 +46,7 @@ class PhaseTokens:
         return make
 
     def _total(self) -> int:
-        return sum(getattr(b, "tokens_generated", 0) for b in self.backends[-2:])
+        return sum(b.tokens_generated for b in self.backends[-2:])
 
     def __call__(self, event) -> None:
         if event.kind == "PhaseStarted":
