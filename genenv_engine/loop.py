@@ -82,7 +82,7 @@ def _record_environment(session: Session) -> None:
     """Store the software versions and the machine of this run (the report shows them)."""
     import json
 
-    from genenv_engine.reports.data import local_machine, local_versions
+    from genenv_engine.machine import local_machine, local_versions
 
     machine = local_machine()
     machine["torch_threads"] = str(torch.get_num_threads())

@@ -9,13 +9,8 @@ tasks, scored batches, rollouts, phase events) is summarised instead and the epo
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
-import platform
 import re
-import shutil
-import subprocess
 import tomllib
 from collections import Counter
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
@@ -24,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.curriculum import calibration_error
+from genenv_engine.machine import local_machine, local_versions
 from genenv_engine.records import Task
 from genenv_engine.store import Store
 
@@ -331,43 +327,6 @@ def read_config(session_dir: Path) -> tuple[dict[str, Any], list[tuple[str, str,
 
 
 # -- versions and machine --------------------------------------------------------------------------
-
-
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def local_versions() -> dict[str, str]:
-    """genenv, torch, transformers and Python versions of this machine (read without importing torch)."""
-    return {"genenv": _version("genenv"), "torch": _version("torch"), "transformers": _version("transformers"),
-            "python": platform.python_version()}
-
-
-def local_machine() -> dict[str, str]:
-    """CPU model and cores, GPU name(s) when nvidia-smi sees any, OS of this machine."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    gpu = "none detected"
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=10, check=False).stdout.strip()
-            if out:
-                gpu = "; ".join(sorted(set(out.splitlines())))
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return {"cpu": cpu, "cores": str(os.cpu_count() or "?"), "gpu": gpu,
-            "os": f"{platform.system()} {platform.release()}"}
 
 
 def _recorded(store: Store, started: list[dict[str, Any]], key: str) -> dict[str, str] | None:
