@@ -10,7 +10,8 @@ Loads the warm start of the ``ablation`` preset for a seed (training it into the
 Options (``key=value``): ``pos=1`` keep only positive advantages; ``kl=`` KL coefficient (0.01); ``T=`` rollout
 temperature; ``tasks=`` tasks per iteration (96); ``levels=3,4`` train only on those levels; ``fresh=N`` train on
 the train splits of N other bfcl generator seeds (1000..1000+N-1) instead of the base tasks, held-out prompts
-excluded. Never writes outside a temporary session folder.
+excluded; ``cfg.KEY=VALUE`` overrides a config field (e.g. ``cfg.model.hidden_size=192``: another warm start,
+trained into the cache first). Never writes outside a temporary session folder and the warm-start cache.
 
     python scripts/agent_update_probe.py grpo 1 5e-5 12 4
     python scripts/agent_update_probe.py sft 1 3e-4 12 8 fresh=5
@@ -36,10 +37,26 @@ from genenv_engine.trainer import GRPOTrainer
 from genenv_engine.warmstart import warm_start
 
 
+def parse_value(text: str) -> int | float | str:
+    """A ``cfg.KEY=VALUE`` option's value: int, float or text.
+
+    >>> parse_value("192"), parse_value("1e-3"), parse_value("tiny")
+    (192, 0.001, 'tiny')
+    """
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def main(argv: list[str]) -> None:
     mode, seed, lr, steps, iters = argv[0], int(argv[1]), float(argv[2]), int(argv[3]), int(argv[4])
     opts = dict(a.split("=", 1) for a in argv[5:])
-    cfg = load_config("ablation", overrides={"simulator.mode": "off", "seed": seed})
+    overrides: dict = {"simulator.mode": "off", "seed": seed}
+    overrides.update({k[4:]: parse_value(v) for k, v in opts.items() if k.startswith("cfg.")})
+    cfg = load_config("ablation", overrides=overrides)
     session = Session.create(cfg, tempfile.mkdtemp(prefix="genenv-probe-") + "/s")
     env = get_environment("bfcl", seed)
     envs = {"bfcl": env}
