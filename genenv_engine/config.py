@@ -17,7 +17,8 @@ from typing import Any
 
 PRESET_DIR = Path(__file__).parent / "presets"
 SIMULATOR_MODES = ("trained", "frozen", "static", "off")
-CURRICULUM_REWARDS = ("alpha", "uniform")
+CURRICULUM_REWARDS = ("alpha", "uniform", "agent0")
+CURRICULUM_FILTERS = ("band", "none")
 SIMULATOR_PROMPTS = ("compact", "instruct")
 
 
@@ -273,17 +274,48 @@ class CurriculumConfig:
     """
 
     reward: str = "alpha"
-    """``alpha`` (GenEnv) or ``uniform`` (every valid generation weighted 1, no band filter)."""
+    """``alpha`` (GenEnv: exp(-beta (p_hat - alpha)^2)), ``agent0`` (Agent0's max(0, 1 - 2 |p_hat - alpha|)) or
+    ``uniform`` (every valid generation weighted 1, no band filter)."""
+    filter: str = "band"
+    """Which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min) or ``none``
+    (every batch, weighted by its R_env: a sharp beta then does the selecting)."""
     alpha: float = 0.5
     """Target success rate of generated tasks (the zone of proximal development)."""
+    alpha_by_benchmark: dict[str, float] = field(default_factory=dict, metadata={"values": float})
+    """Per-benchmark targets that override ``alpha`` (e.g. ``{bfcl = 0.4}``)."""
     beta: float = 2.0
     """Sharpness of R_env; not given by the paper, 2.0 as in the official config (see the class docstring)."""
     k_min: float = 0.1
     """Band half-width: variation batches with |p_hat - alpha| > k_min are left out of the simulator update."""
 
+    def alpha_for(self, benchmark: str) -> float:
+        """The target success rate of one benchmark's generated tasks.
+
+        >>> CurriculumConfig(alpha_by_benchmark={"bfcl": 0.4}).alpha_for("bfcl"), CurriculumConfig().alpha_for("bfcl")
+        (0.4, 0.5)
+        """
+        return self.alpha_by_benchmark.get(benchmark, self.alpha)
+
+    def keeps(self, p_hat: float, benchmark: str) -> bool:
+        """Whether a batch of this benchmark with this p_hat enters the simulator update.
+
+        >>> CurriculumConfig().keeps(0.8, "bfcl"), CurriculumConfig(filter="none").keeps(0.8, "bfcl")
+        (False, True)
+        """
+        from genenv_engine.curriculum import in_band
+
+        if self.reward == "uniform" or self.filter == "none":
+            return True
+        return in_band(p_hat, self.alpha_for(benchmark), self.k_min)
+
     def __post_init__(self) -> None:
-        _check(self.reward in CURRICULUM_REWARDS, "curriculum.reward", f"must be 'alpha' or 'uniform', got {self.reward!r}")
+        _check(self.reward in CURRICULUM_REWARDS, "curriculum.reward",
+               f"must be one of {', '.join(CURRICULUM_REWARDS)}, got {self.reward!r}")
+        _check(self.filter in CURRICULUM_FILTERS, "curriculum.filter",
+               f"must be one of {', '.join(CURRICULUM_FILTERS)}, got {self.filter!r}")
         _check(0.0 < self.alpha < 1.0, "curriculum.alpha", f"must be in (0, 1), got {self.alpha}")
+        for name, value in self.alpha_by_benchmark.items():
+            _check(0.0 < value < 1.0, f"curriculum.alpha_by_benchmark.{name}", f"must be in (0, 1), got {value}")
         _check(self.beta > 0, "curriculum.beta", f"must be > 0, got {self.beta}")
         _check(self.k_min >= 0, "curriculum.k_min", f"must be >= 0, got {self.k_min}")
 
@@ -415,6 +447,10 @@ def _coerce(cls: type, name: str, value: Any, path: str) -> Any:
         value = float(value)
     elif isinstance(sample, str):
         _check(isinstance(value, str), path, f"must be a string, got {value!r}")
+    elif isinstance(sample, dict) and default.metadata.get("values") is float:
+        _check(isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                               for v in value.values()), path, f"must be a table of numbers, got {value!r}")
+        value = {str(k): float(v) for k, v in value.items()}
     elif isinstance(sample, dict):
         _check(isinstance(value, dict) and all(isinstance(v, str) for v in value.values()), path,
                f"must be a table of strings, got {value!r}")

@@ -36,14 +36,25 @@ def alpha_reward(p_hat: float, alpha: float = 0.5, beta: float = 2.0) -> float:
     return math.exp(-beta * (p_hat - alpha) ** 2)
 
 
-def env_reward(p_hat: float, kind: str, alpha: float, beta: float) -> float:
-    """R_env under the configured curriculum: ``alpha`` (Eq. 3) or ``uniform`` (always 1).
+def agent0_reward(p_hat: float, alpha: float = 0.5) -> float:
+    """Agent0's curriculum reward 1 - 2 |p_hat - alpha| (its alpha is 0.5), clipped at 0 for other targets.
 
-    >>> env_reward(0.9, "uniform", 0.5, 2.0)
-    1.0
+    >>> agent0_reward(0.5), agent0_reward(0.25), agent0_reward(1.0), agent0_reward(0.0, alpha=0.8)
+    (1.0, 0.5, 0.0, 0.0)
+    """
+    return max(0.0, 1.0 - 2.0 * abs(p_hat - alpha))
+
+
+def env_reward(p_hat: float, kind: str, alpha: float, beta: float) -> float:
+    """R_env under the configured curriculum: ``alpha`` (Eq. 3), ``agent0`` or ``uniform`` (always 1).
+
+    >>> env_reward(0.9, "uniform", 0.5, 2.0), round(env_reward(0.9, "agent0", 0.5, 2.0), 6)
+    (1.0, 0.2)
     """
     if kind == "uniform":
         return 1.0
+    if kind == "agent0":
+        return agent0_reward(p_hat, alpha)
     if kind == "alpha":
         return alpha_reward(p_hat, alpha, beta)
     raise ValueError(f"unknown curriculum reward {kind!r}")

@@ -20,7 +20,7 @@ import torch
 from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig
-from genenv_engine.curriculum import calibration_error, env_reward, in_band
+from genenv_engine.curriculum import env_reward
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
@@ -225,7 +225,7 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
             def progress(done: int, total: int, name: str = name) -> None:
                 emit(BatchProgressed(epoch, f"generate:{name}", done, total))
                 control.check()
-            note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha)
+            note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha_for(name))
             gens.extend(sim.sample(roles.simulator_backend, roles.simulator, env, seeds, n, sampling, epoch=epoch,
                                    id_prefix=prefix, progress=progress, style=cfg.simulator.prompt, note=note))
     return gens
@@ -371,8 +371,9 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
             continue
         batches.append(ScoredBatch(
             id=batch_id, epoch=epoch, benchmark=items[0].task.benchmark, seed_task_id=items[0].task.parent_id,
-            n_tasks=len(items), p_hat=p_hat, r_env=env_reward(p_hat, cur.reward, cur.alpha, cur.beta),
-            in_band=cur.reward == "uniform" or in_band(p_hat, cur.alpha, cur.k_min)))
+            n_tasks=len(items), p_hat=p_hat,
+            r_env=env_reward(p_hat, cur.reward, cur.alpha_for(items[0].task.benchmark), cur.beta),
+            in_band=cur.keeps(p_hat, items[0].task.benchmark)))
     store.set_r_env((s.task.id, b.r_env) for b in batches for s in by_batch[b.id])
     store.upsert_batches([b.row() for b in batches])
     p_hats, r_envs = [b.p_hat for b in batches], [b.r_env for b in batches]
@@ -382,7 +383,8 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
         by_bench[name] = _pooled([s for s in fresh if s.task.benchmark == name])
     return {
         "generated_success": _pooled(fresh), "generated_success_by_benchmark": by_bench,
-        "calibration_error": calibration_error(p_hats, cur.alpha),
+        "calibration_error": (sum(abs(b.p_hat - cur.alpha_for(b.benchmark)) for b in batches) / len(batches)
+                              if batches else None),
         "batches": len(batches), "in_band_fraction": (sum(b.in_band for b in batches) / len(batches)) if batches else None,
         "batch_p_hats": [round(p, 4) for p in p_hats],
         "task_p_hats": [round(s.p_hat, 4) for s in fresh],

@@ -306,3 +306,20 @@ def test_curriculum_docstring_warns_that_beta_2_gives_flat_weights():
     doc = " ".join(CurriculumConfig.__doc__.split())
     assert "beta = 2" in doc
     assert "nearly flat" in doc
+
+
+def test_curriculum_filter_reward_and_per_benchmark_alpha_are_checked(tmp_path):
+    from genenv_engine.config import ConfigError, load_config
+
+    cfg = load_config("micro", overrides={"curriculum.alpha_by_benchmark": {"bfcl": 0.3}, "curriculum.filter": "none"})
+    assert cfg.curriculum.alpha_for("bfcl") == 0.3 and cfg.curriculum.alpha_for("apibank") == 0.5
+    assert cfg.curriculum.keeps(0.95, "bfcl")
+    path = tmp_path / "c.toml"
+    path.write_text('[curriculum]\nreward = "agent0"\nalpha_by_benchmark = { bfcl = 0.4 }\n')
+    assert load_config("micro", path).curriculum.alpha_for("bfcl") == 0.4
+    for bad, message in (({"curriculum.filter": "top"}, "must be one of band, none"),
+                         ({"curriculum.reward": "zpd"}, "must be one of alpha, uniform, agent0"),
+                         ({"curriculum.alpha_by_benchmark": {"bfcl": 1.5}}, "must be in \\(0, 1\\)"),
+                         ({"curriculum.alpha_by_benchmark": {"bfcl": "half"}}, "must be a table of numbers")):
+        with pytest.raises(ConfigError, match=message):
+            load_config("micro", overrides=bad)

@@ -268,3 +268,24 @@ def test_pause_takes_effect_inside_a_generate_call(tmp_path):
     # the pause lands between decoding steps, before the generate batch reports any progress
     assert kinds.index(("RunPaused", None)) < kinds.index(("BatchProgressed", "generate:bfcl"))
     assert session.store.epoch_metrics()[1]["status"] == "done"
+
+
+def test_filter_none_agent0_reward_and_per_benchmark_alpha(tmp_path):
+    # every batch has p_hat = 1 (the scripted agent always succeeds): the paper's band keeps none of them
+    # (previous test); with filter = none every batch is kept with its R_env, here Agent0's 1 - 2|1 - 0.7| = 0.4
+    session = micro_session(tmp_path, epochs=1, **{"curriculum.filter": "none", "curriculum.reward": "agent0",
+                                                   "curriculum.alpha_by_benchmark": {"bfcl": 0.7}})
+    factory = scripted()
+
+    def always(role, policy):
+        backend = factory(role, policy)
+        if role == "agent":
+            backend.p = 1.0
+        return backend
+    run(session, backend_factory=always)
+    m = session.store.epoch_metrics()
+    batches = session.store.batches(1)
+    assert batches and all(b["in_band"] and b["r_env"] == pytest.approx(0.4) for b in batches)
+    assert m[1]["calibration_error"] == pytest.approx(0.3) and m[1]["in_band_fraction"] == 1.0
+    assert m[1]["simulator_update"]["steps"] > 0 and m[1]["simulator_update"]["current_examples"] > 0
+    assert m[0]["simulator_fingerprint"] != m[1]["simulator_fingerprint"]
