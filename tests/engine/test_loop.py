@@ -26,6 +26,18 @@ def scripted(sim_texts: list[str] | None = None, p: float = 0.5):
     return scripted_backends(sim_texts, p)
 
 
+def always_succeeds():
+    """Scripted backends whose agent solves every task (every batch gets p_hat = 1)."""
+    factory = scripted()
+
+    def make(role, policy):
+        backend = factory(role, policy)
+        if role == "agent":
+            backend.p = 1.0
+        return backend
+    return make
+
+
 def micro_session(tmp_path, name="s", **overrides) -> Session:
     return Session.create(load_config("micro", overrides=overrides or None), tmp_path / name)
 
@@ -117,14 +129,7 @@ def test_rwr_changes_simulator_only_when_trained(tmp_path, mode):
 def test_alpha_band_filter_keeps_simulator_still_when_no_batch_in_band(tmp_path):
     # the scripted agent always succeeds: every batch has p_hat = 1, outside [0.4, 0.6]
     session = micro_session(tmp_path, epochs=1)
-    factory = scripted()
-
-    def always(role, policy):
-        backend = factory(role, policy)
-        if role == "agent":
-            backend.p = 1.0
-        return backend
-    run(session, backend_factory=always)
+    run(session, backend_factory=always_succeeds())
     m = session.store.epoch_metrics()
     assert m[1]["generated_success"] == 1.0 and m[1]["calibration_error"] == pytest.approx(0.5)
     assert m[1]["simulator_update"]["skipped"] == "no batch in the band"
@@ -275,14 +280,7 @@ def test_filter_none_agent0_reward_and_per_benchmark_alpha(tmp_path):
     # (previous test); with filter = none every batch is kept with its R_env, here Agent0's 1 - 2|1 - 0.7| = 0.4
     session = micro_session(tmp_path, epochs=1, **{"curriculum.filter": "none", "curriculum.reward": "agent0",
                                                    "curriculum.alpha_by_benchmark": {"bfcl": 0.7}})
-    factory = scripted()
-
-    def always(role, policy):
-        backend = factory(role, policy)
-        if role == "agent":
-            backend.p = 1.0
-        return backend
-    run(session, backend_factory=always)
+    run(session, backend_factory=always_succeeds())
     m = session.store.epoch_metrics()
     batches = session.store.batches(1)
     assert batches and all(b["in_band"] and b["r_env"] == pytest.approx(0.4) for b in batches)
