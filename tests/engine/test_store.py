@@ -78,14 +78,15 @@ def test_migrations_idempotent(tmp_path):
     with Store(path) as second:
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
         assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
-                                                "m004_search_indexes"]
-        assert second.get_meta("schema_version") == "4"
+                                                "m004_search_indexes", "m005_rollout_policy_version"]
+        assert second.get_meta("schema_version") == "5"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
         {"migration_set": "genenv.store", "name": "m002_fts"},
         {"migration_set": "genenv.store", "name": "m003_page_indexes"},
         {"migration_set": "genenv.store", "name": "m004_search_indexes"},
+        {"migration_set": "genenv.store", "name": "m005_rollout_policy_version"},
     ]
 
 
