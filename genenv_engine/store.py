@@ -575,7 +575,7 @@ class Store:
     def insert_rollouts(self, rows: list[dict[str, Any]]) -> None:
         """Append rollouts (task_id, epoch, response, reward, success, error_type, purpose='train', policy_version)."""
         if rows:
-            full = [{"purpose": "train", "error_type": None, **row} for row in rows]
+            full = [{"purpose": "train", "error_type": None, "policy_version": None, **row} for row in rows]
             with self.write():
                 self.db["rollouts"].insert_all(full)
 

@@ -306,3 +306,13 @@ def test_curriculum_docstring_warns_that_beta_2_gives_flat_weights():
     doc = " ".join(CurriculumConfig.__doc__.split())
     assert "beta = 2" in doc
     assert "nearly flat" in doc
+
+
+def test_ray_settings_are_checked_and_pick_the_batch_size():
+    from genenv_engine.config import DEFAULT_RAY_BATCH, ConfigError, load_config
+
+    assert load_config("micro").ray == "" and load_config("micro").rollout_batch_tasks() == 0
+    assert load_config("micro", overrides={"ray": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
+    for key, value in (("ray_workers", 0), ("rollout_batch", -1), ("ray", "local host")):
+        with pytest.raises(ConfigError, match=key):
+            load_config("micro", overrides={key: value})

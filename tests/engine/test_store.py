@@ -255,9 +255,9 @@ def test_rollouts_and_batches(store):
     )  # fmt: skip
     assert store.rollouts_for("t1") == [
         {"id": 1, "task_id": "t1", "epoch": 1, "response": "add(1)", "reward": 1.0, "success": True,
-         "error_type": None, "purpose": "train"},
+         "error_type": None, "purpose": "train", "policy_version": None},
         {"id": 2, "task_id": "t1", "epoch": 1, "response": "x", "reward": 0.0, "success": False,
-         "error_type": "wrong_name", "purpose": "heldout"},
+         "error_type": "wrong_name", "purpose": "heldout", "policy_version": None},
     ]  # fmt: skip
     batch = {"id": "e3/bfcl/seed/00012", "epoch": 3, "benchmark": "bfcl", "seed_task_id": "seed",
              "n_generated": 4, "n_valid": 3, "p_hat": None, "r_env": None, "in_band": False}  # fmt: skip
