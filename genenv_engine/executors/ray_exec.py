@@ -11,11 +11,14 @@ those weights when it holds another, and a result whose version is not the contr
 
 Faults are Ray's: actors restart (``max_restarts``) and their unfinished calls are retried (``max_task_retries``),
 so a killed worker's batch is run again, once, by the restarted actor, which loads the current weights first; a
-new process id on a worker's results is logged as a `WorkerRestarted` event. Ray is imported only in here.
+new process id on a worker's results is logged as a `WorkerRestarted` event. Workers build the configured backend
+(``config.backend``): a ``backend_factory`` given to `genenv_engine.loop.run` (test doubles) applies to the
+controller's roles only. Ray is imported only in here and in the worker, inside functions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import asdict
 from typing import Any
@@ -96,7 +99,8 @@ class RayExecutor:
                     progress(done, len(tasks) * k)
         finally:
             for ref in pending:  # a stop or a failure mid-rollout: drop the rest
-                ray.cancel(ref)
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
         return [s for part in results for s in part or []]
 
     def _take(self, worker: int, out: dict[str, Any], epoch: int) -> list[TaskAttempts]:
