@@ -75,7 +75,7 @@ def stored(session):
     return rollouts, tasks, batches, metrics
 
 
-@pytest.mark.slow  # 40 s on the shared 2-core machine at load 6 (two micro runs' worth: the reference is shared)
+@pytest.mark.slow  # 25 s on the 2-core machine at load ~3.5, 40 s at load 6 (the reference run is shared)
 def test_two_ray_workers_store_what_the_in_process_run_stores(tmp_path, local_ray, reference):
     """Two micro epochs on 2 Ray workers equal the in-process run with the same seed and rollout batches exactly
     (see the module docstring for why); both workers took batches, and each epoch's rollouts record the version
@@ -121,7 +121,7 @@ def test_workers_generate_with_the_weights_of_the_latest_update(local_ray, refer
         remote.close()
 
 
-@pytest.mark.slow  # 45 s at load 6
+@pytest.mark.slow  # 25 s at load ~3.5, 45 s at load 6
 def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ray, reference, monkeypatch):
     """Killing a worker mid-rollout of epoch 2: Ray restarts it and re-runs its unfinished batches (the restarted
     worker, rebuilt with the weights of version 0, loads version 1 first); the run stores exactly the in-process
