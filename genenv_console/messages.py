@@ -97,6 +97,10 @@ class RunFailed(EngineMessage):
     """The engine raised; the epoch is marked partial and the session is resumable."""
 
 
+class WorkerRestarted(EngineMessage):
+    """Ray restarted a rollout worker and re-ran its unfinished batches (Ray runs only)."""
+
+
 ENGINE_MESSAGES: dict[str, type[EngineMessage]] = {
     cls.__name__: cls for cls in EngineMessage.__subclasses__()
 }

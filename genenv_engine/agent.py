@@ -29,6 +29,9 @@ class Attempt:
     result: CheckResult
     reward: float
     success: bool
+    policy_version: int | None = None
+    """The agent weights' version (the epoch whose update produced them) that sampled this rollout; set by the
+    executor (`genenv_engine.executors`)."""
 
 
 @dataclass

@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="tune these roles as LoRA adapters (model.<role>_tuning = lora); others fully")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override any config value, e.g. --set curriculum.beta=10 (repeatable)")
+    run.add_argument("--ray", metavar="local|ADDRESS",
+                     help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)")
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
     resume = sub.add_parser("resume", help="continue a session from its last finished epoch")
     resume.add_argument("session", type=Path)
@@ -81,7 +83,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only what the user typed overrides the preset or file."""
     out: dict[str, Any] = {}
     for key, name in (("epochs", "epochs"), ("seed", "seed"), ("simulator.mode", "simulator_mode"),
-                      ("curriculum.reward", "curriculum")):
+                      ("curriculum.reward", "curriculum"), ("ray", "ray")):
         if getattr(args, name) is not None:
             out[key] = getattr(args, name)
     if args.base_model:

@@ -20,6 +20,9 @@ SIMULATOR_MODES = ("trained", "frozen", "static", "off")
 CURRICULUM_REWARDS = ("alpha", "uniform", "agent0")
 CURRICULUM_FILTERS = ("band", "none")
 SIMULATOR_PROMPTS = ("compact", "instruct")
+DEFAULT_RAY_BATCH = 16
+"""Tasks per rollout batch on Ray when ``rollout_batch`` is 0 (16 tasks x k = 8 rollouts fill one 128-prompt
+decoding chunk of the hf backend)."""
 
 
 class ConfigError(ValueError):
@@ -367,6 +370,16 @@ class RunConfig:
     """The alpha-curriculum reward and band filter."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
     """Options of the vllm backend."""
+    ray: str = ""
+    """Where the agent's rollouts run: ``""`` in this process (the default), ``"local"`` on Ray workers of a new
+    local Ray instance, or the address of a running Ray cluster (``"HOST:6379"``, ``"ray://HOST:10001"``); needs
+    the ``ray`` extra (``genenv run --ray local|ADDRESS``). The controller keeps every phase; see README "Running on Ray"."""
+    ray_workers: int = 2
+    """Ray worker actors, each holding a copy of the agent with its generation backend and the checkers."""
+    rollout_batch: int = 0
+    """Tasks per rollout batch, each sampled with its own seed from (seed, epoch, batch index): the same seed and
+    batch size give the same rollouts in this process and on any number of Ray workers. 0: in-process, one sampling
+    stream over the whole rollout as before batches existed; on Ray, `DEFAULT_RAY_BATCH` tasks."""
 
     def __post_init__(self) -> None:
         from genenv_engine.environments import BENCHMARKS, PAPER_BENCHMARKS  # deferred: imports records only
@@ -387,9 +400,21 @@ class RunConfig:
         _check(self.agent.tasks_per_epoch in (0,) or self.agent.tasks_per_epoch >= most_fresh, "agent.tasks_per_epoch",
                f"must be 0 or at least the most fresh tasks an epoch can bring ({most_fresh}: seeds_per_epoch x "
                "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped")
+        _check(self.ray_workers > 0, "ray_workers", "must be > 0")
+        _check(self.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")
+        _check(self.ray == self.ray.strip() and " " not in self.ray, "ray",
+               f"must be '', 'local' or a Ray address such as 'HOST:6379', got {self.ray!r}")
         from genenv_engine.backends import BACKENDS
 
         _check(self.backend in BACKENDS, "backend", f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+
+    def rollout_batch_tasks(self) -> int:
+        """Tasks per seeded rollout batch, 0 for the in-process single stream.
+
+        >>> RunConfig().rollout_batch_tasks(), RunConfig(ray="local").rollout_batch_tasks(), RunConfig(rollout_batch=4).rollout_batch_tasks()
+        (0, 16, 4)
+        """
+        return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray else 0)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as nested plain dicts (TOML-ready: no None values)."""

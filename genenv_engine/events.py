@@ -156,6 +156,15 @@ class RunFailed(Event):
     error: str
 
 
+@dataclass(frozen=True)
+class WorkerRestarted(Event):
+    """A Ray rollout worker came back in a new process (Ray restarted the actor and retried its batches)."""
+
+    worker: int
+    old_pid: int
+    new_pid: int
+
+
 EventSink = Callable[[Event], None]
 
 

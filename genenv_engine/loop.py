@@ -17,12 +17,14 @@ from typing import Any
 
 import torch
 
-from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups, rollout
+from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups
 from genenv_engine.backends.base import Sampling
-from genenv_engine.config import RunConfig
+from genenv_engine.config import RunConfig, replace_config
 from genenv_engine.curriculum import env_reward
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
+from genenv_engine.executors import make_executor
+from genenv_engine.executors.base import RolloutExecutor
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
@@ -53,6 +55,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     _record_environment(session)
     emit(RunStarted(start, str(session.path), cfg.to_dict(), start))
     epoch = start
+    executor = None
     try:
         if start == 0:
             roles = _epoch_zero(session, envs, emit, control, backend_factory)
@@ -61,10 +64,11 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
             roles = load_roles(session, start - 1, backend_factory=backend_factory)
         for backend in (roles.agent_backend, roles.simulator_backend):
             backend.tick = control.check  # pause/stop also between decoding steps
+        executor = make_executor(cfg, roles, envs, epoch - 1, emit)
         while epoch <= session.config.epochs:
             control.epoch = epoch
             control.check()
-            run_epoch(session, roles, envs, epoch, emit, control)
+            run_epoch(session, roles, envs, epoch, emit, control, executor)
             epoch += 1
     except StopRequested:
         store.mark_partial(epoch)
@@ -74,6 +78,9 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
         store.mark_partial(epoch)
         emit(RunFailed(epoch, "".join(traceback.format_exception_only(exc)).strip()))
         raise
+    finally:
+        if executor is not None:
+            executor.close()
     emit(RunFinished(epoch - 1, epoch - 1))
     return {"epochs_done": epoch - 1}
 
@@ -137,9 +144,12 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
 
 
 def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-              control: RunControl) -> dict[str, Any]:
-    """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint."""
+              control: RunControl, executor: RolloutExecutor | None = None) -> dict[str, Any]:
+    """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint.
+
+    ``executor`` runs the rollout phase's generation and scoring (default: in this process)."""
     cfg, store = session.config, session.store
+    executor = executor or make_executor(replace_config(cfg, ray=""), roles, envs, epoch - 1, emit)
     rng = random.Random(f"{cfg.seed}/{epoch}")
     torch.manual_seed(cfg.seed * 100_003 + epoch)
     store.start_epoch(epoch)
@@ -159,17 +169,19 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     # 3. the agent attempts every fresh task and a replay sample of D_train, k times each
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
     with PhaseTimer(emit, epoch, "rollout", seconds):
-        scored = _rollout(session, roles, envs, fresh + replay, epoch, emit, control)
+        scored = _rollout(session, executor, fresh + replay, epoch, emit, control)
     batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit)
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
+    metrics["rollout_workers"] = executor.last_stats if scored else []
     control.check()
 
     # 4. agent: GRPO on the rolled-out groups
     with PhaseTimer(emit, epoch, "agent_update", seconds) as phase:
         phase.info = roles.grpo.update(grpo_groups(roles.agent, scored), rng, control.check)
         roles.agent_backend.sync()
+        executor.sync(epoch)
     emit(PolicyUpdated(epoch, "agent", phase.info))
     metrics["agent_update"] = phase.info
 
@@ -336,19 +348,20 @@ def _unused_edits(session: Session) -> list[Task]:
     return [t for t in unused if t is not None]
 
 
-def _rollout(session: Session, roles: Roles, envs: dict[str, Environment], tasks: list[Task], epoch: int,
+def _rollout(session: Session, executor: RolloutExecutor, tasks: list[Task], epoch: int,
              emit: EventSink, control: RunControl) -> list[TaskAttempts]:
-    """k rollouts per task, stored with their rewards."""
+    """k rollouts per task (by the executor), stored with their rewards and the policy version that sampled them."""
     cfg = session.config
 
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "rollout", done, total))
         control.check()
     sampling = Sampling(temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens)
-    scored = rollout(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.rollouts, sampling,
-                     cfg.agent.success_threshold, progress=progress) if tasks else []
+    scored = executor.rollout(tasks, cfg.agent.rollouts, sampling, cfg.agent.success_threshold, epoch=epoch,
+                              progress=progress) if tasks else []
     rows = [{"task_id": s.task.id, "epoch": epoch, "response": a.completion.text, "reward": a.reward,
-             "success": a.success, "error_type": a.result.error_type, "purpose": "train"}
+             "success": a.success, "error_type": a.result.error_type, "purpose": "train",
+             "policy_version": a.policy_version}
             for s in scored for a in s.attempts]
     session.store.insert_rollouts(rows)
     session.store.add_rollout_stats((s.task.id, s.p_hat, len(s.attempts)) for s in scored)

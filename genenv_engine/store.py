@@ -111,6 +111,13 @@ def m004_search_indexes(db: Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS idx_tasks_p_hat ON tasks (p_hat)")
 
 
+@MIGRATIONS()
+def m005_rollout_policy_version(db: Database) -> None:
+    """Each rollout records the version of the agent weights that sampled it (the epoch of their update; NULL on
+    rollouts stored before versions existed)."""
+    db.execute("ALTER TABLE rollouts ADD COLUMN policy_version INTEGER")
+
+
 def _now() -> str:
     """Current UTC time as an ISO-8601 string."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -565,9 +572,9 @@ class Store:
     # -- rollouts and batches ------------------------------------------------------------------
 
     def insert_rollouts(self, rows: list[dict[str, Any]]) -> None:
-        """Append rollouts (task_id, epoch, response, reward, success, error_type, purpose='train')."""
+        """Append rollouts (task_id, epoch, response, reward, success, error_type, purpose='train', policy_version)."""
         if rows:
-            full = [{"purpose": "train", "error_type": None, **row} for row in rows]
+            full = [{"purpose": "train", "error_type": None, "policy_version": None, **row} for row in rows]
             with self.write():
                 self.db["rollouts"].insert_all(full)
 

@@ -1,4 +1,5 @@
-"""The engine never loads the console, textual or vllm: checked in a fresh interpreter per module."""
+"""The engine never loads the console, textual, vllm or ray: checked in a fresh interpreter per module (ray is
+loaded only when a Ray executor is built, by genenv_engine.executors.ray_exec)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import sys
 
 import pytest
 
-FORBIDDEN = ("textual", "textual_plotext", "vllm", "genenv_console")
+FORBIDDEN = ("textual", "textual_plotext", "vllm", "genenv_console", "ray")
 ENGINE_MODULES = ["genenv_engine", "genenv_engine.loop", "genenv_engine.cli", "genenv_engine.config",
-                  "genenv_engine.store", "genenv_engine.environments.bfcl", "genenv_engine.backends.hf"]
+                  "genenv_engine.store", "genenv_engine.environments.bfcl", "genenv_engine.backends.hf",
+                  "genenv_engine.executors", "genenv_engine.executors.local", "genenv_engine.executors.worker",
+                  "genenv_engine.executors.ray_exec"]
 
 
 def loaded_after_import(module: str) -> set[str]:
@@ -35,3 +38,8 @@ def test_package_import_is_light():
 def test_the_check_itself_sees_a_forbidden_import():
     # guards against a vacuous test: importing textual is visible to the same probe
     assert "textual" in loaded_after_import("textual")
+
+
+def test_the_check_sees_ray_when_installed():
+    pytest.importorskip("ray")
+    assert "ray" in loaded_after_import("ray")

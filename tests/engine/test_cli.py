@@ -100,3 +100,11 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
         task = bars.progress.tasks[0]
         assert (task.description, task.completed, task.total) == ("warm start simulator", 30, 500)
         assert task.fields["info"] == "loss 0.750  5.0 steps/s"
+
+
+def test_run_ray_option_sets_the_config():
+    """``genenv run --ray ADDRESS`` is the config's ``ray`` (the executor); absent, the run stays in-process."""
+    from genenv_engine.cli import _overrides, _parser
+
+    assert _overrides(_parser().parse_args(["run", "--preset", "micro", "--ray", "local"]))["ray"] == "local"
+    assert "ray" not in _overrides(_parser().parse_args(["run", "--preset", "micro"]))

@@ -323,3 +323,12 @@ def test_curriculum_filter_reward_and_per_benchmark_alpha_are_checked(tmp_path):
                          ({"curriculum.alpha_by_benchmark": {"bfcl": "half"}}, "must be a table of numbers")):
         with pytest.raises(ConfigError, match=message):
             load_config("micro", overrides=bad)
+
+def test_ray_settings_are_checked_and_pick_the_batch_size():
+    from genenv_engine.config import DEFAULT_RAY_BATCH, ConfigError, load_config
+
+    assert load_config("micro").ray == "" and load_config("micro").rollout_batch_tasks() == 0
+    assert load_config("micro", overrides={"ray": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
+    for key, value in (("ray_workers", 0), ("rollout_batch", -1), ("ray", "local host")):
+        with pytest.raises(ConfigError, match=key):
+            load_config("micro", overrides={key: value})

@@ -78,14 +78,15 @@ def test_migrations_idempotent(tmp_path):
     with Store(path) as second:
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
         assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
-                                                "m004_search_indexes"]
-        assert second.get_meta("schema_version") == "4"
+                                                "m004_search_indexes", "m005_rollout_policy_version"]
+        assert second.get_meta("schema_version") == "5"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
         {"migration_set": "genenv.store", "name": "m002_fts"},
         {"migration_set": "genenv.store", "name": "m003_page_indexes"},
         {"migration_set": "genenv.store", "name": "m004_search_indexes"},
+        {"migration_set": "genenv.store", "name": "m005_rollout_policy_version"},
     ]
 
 
@@ -254,9 +255,9 @@ def test_rollouts_and_batches(store):
     )  # fmt: skip
     assert store.rollouts_for("t1") == [
         {"id": 1, "task_id": "t1", "epoch": 1, "response": "add(1)", "reward": 1.0, "success": True,
-         "error_type": None, "purpose": "train"},
+         "error_type": None, "purpose": "train", "policy_version": None},
         {"id": 2, "task_id": "t1", "epoch": 1, "response": "x", "reward": 0.0, "success": False,
-         "error_type": "wrong_name", "purpose": "heldout"},
+         "error_type": "wrong_name", "purpose": "heldout", "policy_version": None},
     ]  # fmt: skip
     batch = {"id": "e3/bfcl/seed/00012", "epoch": 3, "benchmark": "bfcl", "seed_task_id": "seed",
              "n_generated": 4, "n_valid": 3, "p_hat": None, "r_env": None, "in_band": False}  # fmt: skip

@@ -1,0 +1,82 @@
+"""The rollout executor interface, and the seeded task batches both executors share.
+
+An executor generates and scores the agent's k rollouts per task (`rollout`), learns of every agent update
+(`sync`, with the new policy version: the epoch whose update produced the weights) and stamps each returned
+rollout with the version that sampled it. With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into
+batches of that many tasks in order, and each batch is one `genenv_engine.agent.rollout` call sampled with its
+own seed from (run seed, epoch, batch index). The hf backend's draws depend on the batch (its sampling noise
+is drawn for the whole decoding batch), so a rollout is reproduced exactly when the same batch meets the same
+seed and weights: which executor, worker or order runs the batches does not matter.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Protocol
+
+from genenv_engine.agent import TaskAttempts
+from genenv_engine.backends.base import Sampling
+from genenv_engine.records import Task
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)`` in prompts, called between batches (the loop's pause/stop check runs there)."""
+
+
+class RolloutExecutor(Protocol):
+    """What the controller needs from an executor."""
+
+    version: int
+    """Version of the agent weights the executor generates with."""
+    workers: int
+    """How many generation workers it runs (1 in-process)."""
+    last_stats: list[dict[str, float]]
+    """The last rollout's work per worker: ``batches``, ``tasks``, ``tokens``, ``seconds`` (stored in the epoch's
+    metrics as ``rollout_workers``)."""
+
+    def rollout(self, tasks: list[Task], k: int, sampling: Sampling, threshold: float, *, epoch: int,
+                progress: Progress | None = None) -> list[TaskAttempts]:
+        """k scored rollouts per task, in task order, each stamped with `version`."""
+        ...
+
+    def sync(self, version: int) -> None:
+        """The agent was updated: generate with its current weights, as ``version``, from now on."""
+        ...
+
+    def close(self) -> None:
+        """Release the workers (no-op in-process)."""
+        ...
+
+
+def task_batches(tasks: list[Task], size: int) -> list[list[Task]]:
+    """Consecutive batches of ``size`` tasks (the last may be shorter).
+
+    >>> [len(b) for b in task_batches(list(range(10)), 4)]
+    [4, 4, 2]
+    """
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def batch_seed(seed: int, epoch: int, index: int) -> int:
+    """The sampling seed of rollout batch ``index`` of ``epoch``: fixed by the run's seed, not by who runs it.
+
+    >>> batch_seed(0, 1, 0) == batch_seed(0, 1, 0), batch_seed(0, 1, 0) == batch_seed(0, 1, 1)
+    (True, False)
+    """
+    return random.Random(f"{seed}/{epoch}/rollout/{index}").randrange(2**31)
+
+
+def seeded(sampling: Sampling, seed: int) -> Sampling:
+    """``sampling`` with its seed set."""
+    from dataclasses import replace
+
+    return replace(sampling, seed=seed)
+
+
+def stamp(scored: list[TaskAttempts], version: int) -> list[TaskAttempts]:
+    """Record ``version`` on every attempt that has none yet; returns ``scored``."""
+    for s in scored:
+        for a in s.attempts:
+            if a.policy_version is None:
+                a.policy_version = version
+    return scored

@@ -1,0 +1,59 @@
+"""The in-process executor (the default): the agent's rollouts on the controller's own backend.
+
+With ``rollout_batch = 0`` it is exactly the engine before executors existed: one `genenv_engine.agent.rollout`
+call on the torch sampling stream the epoch seeded. With ``rollout_batch`` > 0 it runs the seeded task batches
+of `genenv_engine.executors.base` one after the other, under a forked torch RNG so the controller's stream is
+left as the Ray executor leaves it: the reference the Ray executor is tested against.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from genenv_engine.agent import TaskAttempts, rollout
+from genenv_engine.backends.base import Sampling
+from genenv_engine.executors.base import Progress, batch_seed, seeded, stamp, task_batches
+from genenv_engine.records import Task
+
+
+class LocalExecutor:
+    """Rollouts in this process on ``roles.agent_backend``."""
+
+    workers = 1
+
+    def __init__(self, config: Any, roles: Any, envs: dict[str, Any], version: int = 0, emit: Any = None) -> None:
+        self.config, self.roles, self.envs, self.version = config, roles, envs, version
+        self.last_stats: list[dict[str, float]] = []
+        """The last rollout's work, one entry (this process): batches, tasks, tokens, seconds."""
+
+    def rollout(self, tasks: list[Task], k: int, sampling: Sampling, threshold: float, *, epoch: int,
+                progress: Progress | None = None) -> list[TaskAttempts]:
+        """k scored rollouts per task, in order, stamped with the current version."""
+        backend, policy = self.roles.agent_backend, self.roles.agent
+        size = self.config.rollout_batch_tasks()
+        tokens, start = backend.tokens_generated, time.monotonic()
+        if not size:
+            out = rollout(backend, policy, self.envs, tasks, k, sampling, threshold, progress=progress)
+            batches = 1
+        else:
+            out, parts = [], task_batches(tasks, size)
+            with torch.random.fork_rng(devices=[]):
+                for i, batch in enumerate(parts):
+                    s = seeded(sampling, batch_seed(self.config.seed, epoch, i))
+                    out.extend(rollout(backend, policy, self.envs, batch, k, s, threshold))
+                    if progress:
+                        progress(len(out) * k, len(tasks) * k)
+            batches = len(parts)
+        self.last_stats = [{"batches": batches, "tasks": len(out), "seconds": round(time.monotonic() - start, 3),
+                            "tokens": backend.tokens_generated - tokens}]
+        return stamp(out, self.version)
+
+    def sync(self, version: int) -> None:
+        """The backend shares the trainer's model (or syncs itself): only the version changes."""
+        self.version = version
+
+    def close(self) -> None:
+        """Nothing to release."""

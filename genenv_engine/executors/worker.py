@@ -1,0 +1,79 @@
+"""A Ray rollout worker's state and work, as a plain class (the Ray executor wraps it in ``ray.remote``).
+
+A worker holds a copy of the agent policy with its own generation backend and its own environments (their
+checkers), and runs whole task batches: generate k completions per task, score them, return them with the
+policy version that sampled them. Weights arrive through the object store: each call names the version it
+expects and carries (inside a list, so Ray does not fetch it unasked) the reference of that version's weights;
+a worker on another version loads them first. A worker that Ray restarted comes back with the weights it was
+created with and catches up on its next call, so a retried batch is never sampled with stale weights.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import torch
+
+from genenv_engine.agent import rollout
+from genenv_engine.backends.base import Sampling
+from genenv_engine.records import Task
+
+
+def policy_weights(policy: Any) -> dict[str, torch.Tensor]:
+    """What an update changes: the adapter's LoRA tensors (LoRA roles) or the whole state dict, on CPU."""
+    if policy.adapter is not None:
+        from peft import get_peft_model_state_dict
+
+        state = get_peft_model_state_dict(policy.model, adapter_name=policy.adapter)
+    else:
+        state = policy.model.state_dict()
+    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+
+
+def load_policy_weights(policy: Any, weights: dict[str, torch.Tensor]) -> None:
+    """Load `policy_weights` output into ``policy`` in place."""
+    if policy.adapter is not None:
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(policy.model, weights, adapter_name=policy.adapter)
+    else:
+        policy.model.load_state_dict(weights)
+
+
+class RolloutWorker:
+    """One worker: an agent copy, its backend, the environments; `run` scores one task batch."""
+
+    def __init__(self, policy: Any, version: int, backend: str, backend_options: dict[str, Any],
+                 benchmarks: list[str], seed: int, data_dirs: dict[str, str], threads: int) -> None:
+        from genenv_engine.backends import get_backend
+        from genenv_engine.environments import get_environment
+
+        torch.set_num_threads(threads)
+        self.policy, self.version = policy, version
+        self.backend = get_backend(backend, policy=policy, **backend_options)
+        self.envs = {name: get_environment(name, seed, data_dir=data_dirs.get(name)) for name in benchmarks}
+        self.pid = os.getpid()
+
+    def run(self, weights: list[Any], version: int, tasks: list[Task], k: int, sampling: Sampling,
+            threshold: float) -> dict[str, Any]:
+        """Score one batch with the weights of ``version`` (``weights[0]``: their object reference, or None when
+        the worker was created with them)."""
+        if version != self.version:
+            import ray
+
+            load_policy_weights(self.policy, ray.get(weights[0]))
+            self.backend.sync()
+            self.version = version
+        before, start = self.backend.tokens_generated, time.monotonic()
+        scored = rollout(self.backend, self.policy, self.envs, tasks, k, sampling, threshold)
+        for s in scored:
+            for a in s.attempts:
+                a.policy_version = self.version
+        return {"scored": scored, "version": self.version, "pid": self.pid,
+                "tokens": self.backend.tokens_generated - before, "seconds": time.monotonic() - start}
+
+    def info(self) -> dict[str, int]:
+        """This worker's process id and weights version."""
+        return {"pid": self.pid, "version": self.version}

@@ -1,0 +1,146 @@
+"""The Ray executor against the in-process one, on the micro preset with real tiny models (agent on the hf backend).
+
+Equality is exact, by construction: with ``rollout_batch`` set, both executors cut the rollout into the same
+task batches and sample batch i with the seed from (run seed, epoch, i) (`genenv_engine.executors.base`). The
+hf backend's sampling noise is drawn for the whole decoding batch, so a row's tokens depend on its batch, not
+only on its task; giving both executors the same batches, seeds and weights (sent bit for bit through the
+object store) makes each batch's tokens equal, and small models decode on one thread in both processes, so
+the float arithmetic is the same too. Everything downstream (rewards, p̂, R_env, the GRPO update, held-out
+evaluation, which stays in the controller) is then equal; only timings differ. The in-process reference runs
+its batches under a forked torch RNG, so the controller's own RNG stream is the same in both runs.
+Skipped when the ``ray`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import torch  # noqa: E402
+
+from genenv_engine import loop  # noqa: E402
+from genenv_engine.backends import get_backend  # noqa: E402
+from genenv_engine.config import load_config, replace_config  # noqa: E402
+from genenv_engine.environments import get_environment  # noqa: E402
+from genenv_engine.executors.local import LocalExecutor  # noqa: E402
+from genenv_engine.executors.ray_exec import RayExecutor  # noqa: E402
+from genenv_engine.backends.base import Sampling  # noqa: E402
+from genenv_engine.roles import load_roles  # noqa: E402
+from genenv_engine.session import Session  # noqa: E402
+from genenv_engine.testing import ScriptedSimulator  # noqa: E402
+
+TIMING = {"phase_seconds", "tokens_per_second", "rollout_workers", "started_at", "finished_at"}
+"""Metrics that are timings (or, ``rollout_workers``, the per-worker split, which differs by construction)."""
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A Ray instance of this test module only, on loopback, without the dashboard."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address="127.0.0.1")
+    yield
+    ray.shutdown()
+
+
+def real_agent_scripted_simulator(role, policy):
+    """The agent samples for real (hf backend, as the Ray workers do); the simulator writes valid tasks, so that
+    the epoch has variation batches with p̂ and R_env."""
+    return get_backend("hf", policy=policy) if role == "agent" else ScriptedSimulator(policy)
+
+
+def run_micro(path, sink=None, **overrides):
+    """A 2-epoch micro run with rollout batches of one task (16 batches an epoch: room to kill a worker mid-way)."""
+    cfg = load_config("micro", overrides={"epochs": 2, "rollout_batch": 1, **overrides})
+    session = Session.create(cfg, path)
+    loop.run(session, sink or (lambda e: None), backend_factory=real_agent_scripted_simulator)
+    return session
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The in-process run every Ray run is compared with."""
+    return run_micro(tmp_path_factory.mktemp("ray-reference") / "local")
+
+
+def stored(session):
+    """What the run stored, less timings: rollouts, task statistics, batches, metrics of the co-evolution epochs
+    (epoch 0 is the warm start, trained by the first run and read from the cache by the second)."""
+    db = session.store.db
+    rollouts = list(db.query("SELECT task_id, epoch, response, reward, success, error_type, purpose, policy_version "
+                             "FROM rollouts ORDER BY id"))
+    tasks = list(db.query("SELECT id, valid, p_hat, r_env, n_rollouts FROM tasks ORDER BY id"))
+    batches = session.store.batches()
+    metrics = [{k: v for k, v in m.items() if k not in TIMING} for m in session.store.epoch_metrics() if m["epoch"]]
+    return rollouts, tasks, batches, metrics
+
+
+@pytest.mark.slow  # 25 s on the 2-core machine at load ~3.5, 40 s at load 6 (the reference run is shared)
+def test_two_ray_workers_store_what_the_in_process_run_stores(tmp_path, local_ray, reference):
+    """Two micro epochs on 2 Ray workers equal the in-process run with the same seed and rollout batches exactly
+    (see the module docstring for why); both workers took batches, and each epoch's rollouts record the version
+    of the weights that sampled them (epoch e: the weights after epoch e-1's update)."""
+    on_ray = run_micro(tmp_path / "ray", ray="local", ray_workers=2)
+    rollouts, tasks, batches, metrics = got = stored(on_ray)
+    assert len(rollouts) >= 64 and batches and any(b["p_hat"] is not None for b in batches)
+    assert {(r["epoch"], r["policy_version"]) for r in rollouts} == {(1, 0), (2, 1)}
+    assert got == stored(reference)
+    for m, epoch in zip(on_ray.store.epoch_metrics()[1:], metrics):
+        workers = m["rollout_workers"]
+        assert len(workers) == 2 and all(w["batches"] > 0 for w in workers)
+        assert sum(w["tasks"] for w in workers) == epoch["tasks_trained"]
+
+
+def test_workers_generate_with_the_weights_of_the_latest_update(local_ray, reference):
+    """After an agent update and `sync`, the workers sample with the new weights (from the object store) and
+    stamp the new version: their rollouts equal in-process sampling on the updated model and differ from the old.
+    (The micro agent's GRPO update leaves its weights unchanged when every reward is 0, so the test moves them.)"""
+    cfg = replace_config(reference.config, ray="local", rollout_batch=2)
+    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    tasks = envs["bfcl"].splits()["train"][:6]
+    sampling = Sampling(temperature=1.0, max_new_tokens=12)
+    local, remote = LocalExecutor(cfg, roles, envs, 0), RayExecutor(cfg, roles, envs, 0)
+    try:
+        def texts(executor):
+            scored = executor.rollout(tasks, 3, sampling, 0.5, epoch=1)
+            return [(a.completion.text, a.policy_version) for s in scored for a in s.attempts]
+        before = texts(remote)
+        assert before == texts(local) and {v for _, v in before} == {0}
+        with torch.no_grad():
+            generator = torch.Generator().manual_seed(0)
+            for p in roles.agent.parameters():
+                p.add_(torch.randn(p.shape, generator=generator) * 0.5)
+        local.sync(1)
+        remote.sync(1)
+        after = texts(remote)
+        assert {v for _, v in after} == {1}
+        assert after == texts(local)
+        assert [t for t, _ in after] != [t for t, _ in before]
+    finally:
+        remote.close()
+
+
+@pytest.mark.slow  # 25 s at load ~3.5, 45 s at load 6
+def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ray, reference, monkeypatch):
+    """Killing a worker mid-rollout of epoch 2: Ray restarts it and re-runs its unfinished batches (the restarted
+    worker, rebuilt with the weights of version 0, loads version 1 first); the run stores exactly the in-process
+    run's rollouts, none lost or doubled, and the event log records the restart."""
+    made = []
+
+    def capture(*args, **kwargs):
+        made.append(make(*args, **kwargs))
+        return made[-1]
+    make = loop.make_executor
+    monkeypatch.setattr(loop, "make_executor", capture)
+    killed = []
+
+    def sink(event):
+        if event.kind == "BatchProgressed" and event.phase == "rollout" and event.epoch == 2 and not killed:
+            ray.kill(made[-1].actors[1], no_restart=False)
+            killed.append(event.done)
+    on_ray = run_micro(tmp_path / "ray", sink, ray="local")
+    assert killed
+    assert stored(on_ray) == stored(reference)
+    restarts = [e for e in on_ray.store.events() if e["kind"] == "WorkerRestarted"]
+    assert len(restarts) == 1 and restarts[0]["payload"]["worker"] == 1 and restarts[0]["epoch"] == 2
