@@ -152,7 +152,7 @@ def status_json(session_dir: Path) -> dict[str, Any]:
     session = Session.open(session_dir, check=True)
     keys = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
             "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
-            "heldout_by_level", "tokens_per_second")
+            "heldout_by_level", "tokens_per_second", "rollout_workers")
     epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in keys}}
               for m in session.store.epoch_metrics()]
     cfg = session.config

@@ -93,11 +93,30 @@ class ConsoleReporter:
 def print_status(data: dict[str, Any]) -> None:
     """Print ``genenv status`` as a table."""
     table = Table(title=f"{data['session']} ({data['preset']}, simulator {data['simulator_mode']})")
-    for col in ("epoch", "status", "p_hat gen", "|p-a|", "valid", "unique", "mix", "held-out", "trained", "seconds"):
+    for col in ("epoch", "status", "p_hat gen", "|p-a|", "valid", "unique", "mix", "held-out", "trained", "seconds",
+                "rollout workers"):
         table.add_column(col)
     for e in data["epochs"]:
         table.add_row(str(e["epoch"]), e["status"], _fmt(e["generated_success"]), _fmt(e["calibration_error"]),
                       _fmt(e["valid_fraction"]), _fmt(e["unique_fraction"]), _fmt(e["difficulty_mix"]),
                       _fmt(e["heldout"]), _fmt(e["tasks_trained"]),
-                      f"{sum((e['phase_seconds'] or {}).values()):.1f}")
+                      f"{sum((e['phase_seconds'] or {}).values()):.1f}", worker_summary(e.get("rollout_workers")))
     Console().print(table)
+
+
+def worker_summary(stats: list[dict[str, float]] | None) -> str:
+    """Worker count and each worker's rollout throughput (tasks/s, tokens/s) from an epoch's ``rollout_workers``.
+
+    >>> worker_summary([{"tasks": 48, "tokens": 4800, "seconds": 12.0}, {"tasks": 48, "tokens": 5000, "seconds": 10.0}])
+    '2: 4.0+4.8 tasks/s, 400+500 tok/s'
+    >>> worker_summary(None), worker_summary([{"tasks": 0, "tokens": 0, "seconds": 0.0}])
+    ('-', '1: 0.0 tasks/s, 0 tok/s')
+    """
+    if not stats:
+        return "-"
+
+    def rate(value: float, seconds: float) -> float:
+        return value / seconds if seconds else 0.0
+    tasks = "+".join(f"{rate(w.get('tasks', 0), w.get('seconds', 0)):.1f}" for w in stats)
+    tokens = "+".join(f"{rate(w.get('tokens', 0), w.get('seconds', 0)):.0f}" for w in stats)
+    return f"{len(stats)}: {tasks} tasks/s, {tokens} tok/s"
