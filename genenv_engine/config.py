@@ -15,6 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.curriculum import in_band
+
 PRESET_DIR = Path(__file__).parent / "presets"
 SIMULATOR_MODES = ("trained", "frozen", "static", "off")
 CURRICULUM_REWARDS = ("alpha", "uniform", "agent0")
@@ -305,8 +307,6 @@ class CurriculumConfig:
         >>> CurriculumConfig().keeps(0.8, "bfcl"), CurriculumConfig(filter="none").keeps(0.8, "bfcl")
         (False, True)
         """
-        from genenv_engine.curriculum import in_band
-
         if self.reward == "uniform" or self.filter == "none":
             return True
         return in_band(p_hat, self.alpha_for(benchmark), self.k_min)

@@ -85,13 +85,15 @@ def rwr_weights(rewards: Sequence[float], lam: float = 1.0) -> list[float]:
     return [w / mean for w in raw]
 
 
-def calibration_error(p_hats: Sequence[float], alpha: float = 0.5) -> float | None:
-    """Mean |p_hat - alpha| over variation batches; None when there are none.
+def calibration_error(p_hats: Sequence[float], alpha: float | Sequence[float] = 0.5) -> float | None:
+    """Mean |p_hat - alpha| over variation batches (``alpha`` one target, or each batch's own); None when there
+    are none.
 
-    >>> calibration_error([0.25, 0.75, 0.5])
-    0.16666666666666666
+    >>> calibration_error([0.25, 0.75, 0.5]), calibration_error([0.25, 0.75], [0.5, 0.25])
+    (0.16666666666666666, 0.375)
     """
-    return sum(abs(p - alpha) for p in p_hats) / len(p_hats) if p_hats else None
+    targets = [alpha] * len(p_hats) if isinstance(alpha, (int, float)) else list(alpha)
+    return sum(abs(p - a) for p, a in zip(p_hats, targets)) / len(p_hats) if p_hats else None
 
 
 def is_success(reward: float, threshold: float) -> bool:

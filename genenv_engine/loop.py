@@ -20,7 +20,7 @@ import torch
 from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig, replace_config
-from genenv_engine.curriculum import env_reward
+from genenv_engine.curriculum import calibration_error, env_reward
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor
@@ -396,8 +396,7 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
         by_bench[name] = _pooled([s for s in fresh if s.task.benchmark == name])
     return {
         "generated_success": _pooled(fresh), "generated_success_by_benchmark": by_bench,
-        "calibration_error": (sum(abs(b.p_hat - cur.alpha_for(b.benchmark)) for b in batches) / len(batches)
-                              if batches else None),
+        "calibration_error": calibration_error(p_hats, [cur.alpha_for(b.benchmark) for b in batches]),
         "batches": len(batches), "in_band_fraction": (sum(b.in_band for b in batches) / len(batches)) if batches else None,
         "batch_p_hats": [round(p, 4) for p in p_hats],
         "task_p_hats": [round(s.p_hat, 4) for s in fresh],

@@ -28,7 +28,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     cfg = session.config
     if cfg.simulator.mode != "trained":
         return {"skipped": f"simulator mode {cfg.simulator.mode}"}
-    kept = {b.id: b for b in scored if b.in_band and b.epoch == epoch}
+    kept = {b.id: b for b in scored if b.in_band}
     eos = roles.simulator.tokenizer.eos_token_id
     current = []
     for g in gens:
