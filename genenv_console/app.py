@@ -176,10 +176,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         for line in self.log_lines:
             dash.log_line(line)
         dash.show_state(self.state, {"status", "plots"})
-        tasks = self.get_screen("tasks", TasksScreen)
-        if tasks.is_mounted:
-            tasks.set_benchmarks()
-            tasks.load_page()
+        self.get_screen("tasks", TasksScreen).show_session(self.ui_store, config)
         self.switch_mode("dashboard")
         if autostart:
             self.start_run()

@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"session: {session.path}")
             return _run(session, args.quiet)
         session = Session.open(args.session, check=True)
+        session.config.check_paths()
         if args.epochs is not None:
             session.check_epochs(args.epochs)  # before anything changes
         fallback = session.prepare_resume()

@@ -109,12 +109,6 @@ class ModelConfig:
         _check(self.kind in MODEL_KINDS, "model.kind", f"must be one of {', '.join(MODEL_KINDS)}; got {self.kind!r}")
         if self.kind == "hf":
             _check(bool(self.path), "model.path", "is required when model.kind = 'hf'")
-        for name in ("path", "agent_path", "simulator_path"):
-            value = getattr(self, name)
-            if value is None or (name == "path" and (self.kind != "hf" or self.hub_download)):
-                continue
-            _check(Path(str(value)).expanduser().is_dir(), f"model.{name}",
-                   f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""))
         for name in ("agent_tuning", "simulator_tuning"):
             _check(getattr(self, name) in TUNINGS, f"model.{name}", f"must be 'full' or 'lora', got {getattr(self, name)!r}")
         for role in ("agent", "simulator"):
@@ -133,6 +127,15 @@ class ModelConfig:
         _check(self.hidden_size % self.num_heads == 0, "model.num_heads", "must divide hidden_size")
         _check(self.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
 
+    def check_paths(self) -> None:
+        """Raise ConfigError unless every model folder this config names exists on this machine (called where a
+        run starts, not at construction, so a saved session's config reads anywhere)."""
+        for name in ("path", "agent_path", "simulator_path"):
+            value = getattr(self, name)
+            if value is None or (name == "path" and (self.kind != "hf" or self.hub_download)):
+                continue
+            _check(Path(str(value)).expanduser().is_dir(), f"model.{name}",
+                   f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""))
     def tuning(self, role: str) -> str:
         """``full`` or ``lora`` for ``role`` (``agent`` or ``simulator``)."""
         return self.agent_tuning if role == "agent" else self.simulator_tuning
@@ -392,7 +395,6 @@ class RunConfig:
         _check(len(set(self.benchmarks)) == len(self.benchmarks), "benchmarks", "lists a benchmark twice")
         for name, path in self.data_dirs.items():
             _check(name in BENCHMARKS, f"data_dirs.{name}", f"unknown benchmark {name!r}")
-            _check(Path(path).expanduser().exists(), f"data_dirs.{name}", f"no such file or folder: {path}")
         for name in self.benchmarks:
             _check(name in BENCHMARKS, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
         most_fresh = max(self.simulator.seeds_per_epoch * self.simulator.variations,
@@ -415,6 +417,15 @@ class RunConfig:
         (0, 16, 4)
         """
         return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray else 0)
+
+    def check_paths(self) -> "RunConfig":
+        """Raise ConfigError unless the model folders and data paths this config names exist here; returns the
+        config. Called where a run starts (``load_config``, `loop.run`), never at construction, so a saved
+        session's config.toml reads on any machine (reports, the console's session list)."""
+        self.model.check_paths()
+        for name, path in self.data_dirs.items():
+            _check(Path(path).expanduser().exists(), f"data_dirs.{name}", f"no such file or folder: {path}")
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as nested plain dicts (TOML-ready: no None values)."""
@@ -532,7 +543,7 @@ def load_config(preset: str | None = None, config_file: str | Path | None = None
         raise ConfigError("preset", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
     base = _merge(read_toml(PRESET_DIR / f"{name}.toml"), data)
     base["preset"] = name
-    return _build(RunConfig, _merge(base, _nest(overrides or {})), "")
+    return _build(RunConfig, _merge(base, _nest(overrides or {})), "").check_paths()
 
 
 def save_config(config: RunConfig, path: str | Path) -> None:
@@ -548,6 +559,29 @@ def save_config(config: RunConfig, path: str | Path) -> None:
 def config_from_file(path: str | Path) -> RunConfig:
     """Rebuild a RunConfig from a saved session config.toml alone."""
     return _build(RunConfig, read_toml(path), "")
+
+
+def saved_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
+    """A saved config.toml as a RunConfig plus the settings this genenv version does not know (dotted key ->
+    value), set aside instead of refused, so a report can read a session written by another version.
+
+    Paths are not checked: the session may come from another machine."""
+    unknown: dict[str, Any] = {}
+    return _build(RunConfig, _known_settings(RunConfig, read_toml(path), "", unknown), ""), unknown
+
+
+def _known_settings(cls: type, data: dict[str, Any], prefix: str, unknown: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the keys ``cls`` has no field for (those go into ``unknown`` by dotted key)."""
+    known = {f.name: f for f in fields(cls)}
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            unknown[f"{prefix}{key}"] = value
+            continue
+        sub = known[key].default_factory if known[key].default_factory is not MISSING else None  # type: ignore[misc]
+        kept[key] = (_known_settings(sub, value, f"{prefix}{key}.", unknown)  # type: ignore[arg-type]
+                     if sub is not None and is_dataclass(sub) and isinstance(value, dict) else value)
+    return kept
 
 
 @cache

@@ -177,14 +177,13 @@ class StopRequested(Exception):
 
 
 class RunControl:
-    """Thread-safe pause/stop flags, checked by the engine between phases and batches."""
+    """Thread-safe pause/stop flags a front end holds; the engine asks `checker` for the check it calls
+    between phases and batches (the control itself knows no sink and no epoch)."""
 
     def __init__(self) -> None:
         self._running = threading.Event()
         self._running.set()
         self._stop = threading.Event()
-        self.sink: EventSink = null_sink
-        self.epoch = 0
 
     def pause(self) -> None:
         """Ask the engine to pause at its next check."""
@@ -209,17 +208,21 @@ class RunControl:
         """Whether a stop was asked for."""
         return self._stop.is_set()
 
-    def check(self) -> None:
-        """Block while paused (emitting RunPaused/RunResumed); raise StopRequested if asked to stop."""
-        if self._stop.is_set():
-            raise StopRequested()
-        if not self._running.is_set():
-            self.sink(RunPaused(self.epoch))
-            while not self._running.wait(timeout=0.1):
-                pass
+    def checker(self, sink: EventSink = null_sink, epoch: int = 0) -> Callable[[], None]:
+        """The check for one epoch: it blocks while paused (emitting RunPaused/RunResumed for ``epoch``
+        through ``sink``) and raises StopRequested if asked to stop."""
+
+        def check() -> None:
             if self._stop.is_set():
                 raise StopRequested()
-            self.sink(RunResumed(self.epoch))
+            if not self._running.is_set():
+                sink(RunPaused(epoch))
+                while not self._running.wait(timeout=0.1):
+                    pass
+                if self._stop.is_set():
+                    raise StopRequested()
+                sink(RunResumed(epoch))
+        return check
 
 
 class PhaseTimer:

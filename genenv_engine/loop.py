@@ -13,6 +13,7 @@ import random
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -41,10 +42,9 @@ QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 def run(session: Session, sink: EventSink = null_sink, control: RunControl | None = None,
         backend_factory: BackendFactory | None = None) -> dict[str, Any]:
     """Run (or continue) the session up to ``config.epochs``; returns a short summary."""
-    cfg = session.config
+    cfg = session.config.check_paths()  # a session resumed on another machine needs its model and data paths here
     control = control or RunControl()
     emit = _recorder(session, sink)
-    control.sink = emit
     torch.set_num_threads(cfg.model.threads)
     envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
     store = session.store
@@ -58,17 +58,17 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     executor = None
     try:
         if start == 0:
-            roles = _epoch_zero(session, envs, emit, control, backend_factory)
+            roles = _epoch_zero(session, envs, emit, control.checker(emit, 0), backend_factory)
             epoch = 1
         else:
             roles = load_roles(session, start - 1, backend_factory=backend_factory)
-        for backend in (roles.agent_backend, roles.simulator_backend):
-            backend.tick = control.check  # pause/stop also between decoding steps
         executor = make_executor(cfg, roles, envs, epoch - 1, emit)
         while epoch <= session.config.epochs:
-            control.epoch = epoch
-            control.check()
-            run_epoch(session, roles, envs, epoch, emit, control, executor)
+            check = control.checker(emit, epoch)
+            for backend in (roles.agent_backend, roles.simulator_backend):
+                backend.tick = check  # pause/stop also between decoding steps
+            check()
+            run_epoch(session, roles, envs, epoch, emit, check, executor)
             epoch += 1
     except StopRequested:
         store.mark_partial(epoch)
@@ -115,7 +115,7 @@ def _recorder(session: Session, sink: EventSink) -> EventSink:
     return emit
 
 
-def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, control: RunControl,
+def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, check: Callable[[], None],
                 backend_factory: BackendFactory | None) -> Roles:
     """Store the built-in splits, warm-start both roles (cached), evaluate, and checkpoint epoch 0."""
     from genenv_engine.warmstart import warm_start
@@ -128,10 +128,10 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
         for tasks in env.splits().values():
             store.insert_tasks(tasks)
     with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
-        folder, info = warm_start(cfg, envs, emit, control.check)
+        folder, info = warm_start(cfg, envs, emit, check)
         phase.info = info
     roles = load_roles(session, 0, warm_start_dir=folder, backend_factory=backend_factory)
-    heldout, by_level, correct = _heldout(session, roles, envs, 0, emit, control, seconds)
+    heldout, by_level, correct = _heldout(session, roles, envs, 0, emit, check, seconds)
     with PhaseTimer(emit, 0, "checkpoint", seconds):
         path = session.write_checkpoint(0, lambda tmp: save_roles(roles, tmp))
     emit(CheckpointSaved(0, str(path)))
@@ -144,9 +144,10 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
 
 
 def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-              control: RunControl, executor: RolloutExecutor | None = None) -> dict[str, Any]:
+              check: Callable[[], None], executor: RolloutExecutor | None = None) -> dict[str, Any]:
     """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint.
 
+    ``check`` is called between phases and batches (it blocks while paused and raises StopRequested);
     ``executor`` runs the rollout phase's generation and scoring (default: in this process)."""
     cfg, store = session.config, session.store
     executor = executor or make_executor(replace_config(cfg, ray=""), roles, envs, epoch - 1, emit)
@@ -159,27 +160,27 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     metrics: dict[str, Any] = {}
 
     # 1-2. the simulator writes n variations per seed; the environment validates each one
-    drafts = _generate(session, roles, envs, epoch, rng, emit, control, seconds)
+    drafts = _generate(session, roles, envs, epoch, rng, emit, check, seconds)
     with PhaseTimer(emit, epoch, "validate", seconds):
         validated, gens = _validate_and_store(session, envs, drafts, epoch, emit)
         metrics.update(validated)
-    control.check()
+    check()
     fresh, batch_of = _fresh_tasks(session, gens, rng)
 
     # 3. the agent attempts every fresh task and a replay sample of D_train, k times each
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
     with PhaseTimer(emit, epoch, "rollout", seconds):
-        scored = _rollout(session, executor, fresh + replay, epoch, emit, control)
+        scored = _rollout(session, executor, fresh + replay, epoch, emit, check)
     batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit)
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
     metrics["rollout_workers"] = executor.last_stats if scored else []
-    control.check()
+    check()
 
     # 4. agent: GRPO on the rolled-out groups
     with PhaseTimer(emit, epoch, "agent_update", seconds) as phase:
-        phase.info = roles.grpo.update(grpo_groups(roles.agent, scored), rng, control.check)
+        phase.info = roles.grpo.update(grpo_groups(roles.agent, scored), rng, check)
         roles.agent_backend.sync()
         executor.sync(epoch)
     emit(PolicyUpdated(epoch, "agent", phase.info))
@@ -187,14 +188,14 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 5. simulator: reward-weighted regression on in-band batches (trained mode only)
     with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
-        phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, control.check)
+        phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, check)
     if phase.info.get("steps"):
         emit(PolicyUpdated(epoch, "simulator", phase.info))
     metrics["simulator_update"] = phase.info
 
     # 6. held-out evaluation on every enabled benchmark
     metrics["heldout"], metrics["heldout_by_level"], metrics["heldout_correct"] = _heldout(
-        session, roles, envs, epoch, emit, control, seconds)
+        session, roles, envs, epoch, emit, check, seconds)
 
     # 7. checkpoint, atomically
     with PhaseTimer(emit, epoch, "checkpoint", seconds):
@@ -215,7 +216,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
 
 def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, rng: random.Random,
-              emit: EventSink, control: RunControl, seconds: dict[str, float]) -> list[sim.Draft]:
+              emit: EventSink, check: Callable[[], None], seconds: dict[str, float]) -> list[sim.Draft]:
     """Sample this epoch's generations (trained/frozen), or the one-off static augmentation."""
     cfg = session.config
     mode = cfg.simulator.mode
@@ -236,7 +237,7 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
             def progress(done: int, total: int, name: str = name) -> None:
                 emit(BatchProgressed(epoch, f"generate:{name}", done, total))
-                control.check()
+                check()
             note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha_for(name))
             gens.extend(sim.sample(roles.simulator_backend, roles.simulator, env, seeds, n, sampling, epoch=epoch,
                                    id_prefix=prefix, progress=progress, style=cfg.simulator.prompt, note=note))
@@ -349,13 +350,13 @@ def _unused_edits(session: Session) -> list[Task]:
 
 
 def _rollout(session: Session, executor: RolloutExecutor, tasks: list[Task], epoch: int,
-             emit: EventSink, control: RunControl) -> list[TaskAttempts]:
+             emit: EventSink, check: Callable[[], None]) -> list[TaskAttempts]:
     """k rollouts per task (by the executor), stored with their rewards and the policy version that sampled them."""
     cfg = session.config
 
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "rollout", done, total))
-        control.check()
+        check()
     sampling = Sampling(temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens)
     scored = executor.rollout(tasks, cfg.agent.rollouts, sampling, cfg.agent.success_threshold, epoch=epoch,
                               progress=progress) if tasks else []
@@ -410,7 +411,7 @@ def _pooled(items: list[TaskAttempts]) -> float | None:
 
 
 def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-             control: RunControl, seconds: dict[str, float]
+             check: Callable[[], None], seconds: dict[str, float]
              ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
     """Greedy held-out success per benchmark, per difficulty bucket, and per task (a ``0``/``1`` string in
     held-out order, for paired comparisons of two epochs or two arms on the same tasks)."""
@@ -419,7 +420,7 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
 
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "heldout_eval", done, total))
-        control.check()
+        check()
     with PhaseTimer(emit, epoch, "heldout_eval", seconds):
         rates, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
                                  cfg.agent.success_threshold, progress)

@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
+from genenv_engine.config import RunConfig
 from genenv_engine.records import ORIGINS, STATUSES
 from genenv_engine.store import Store
 
@@ -89,8 +90,12 @@ class TasksScreen(Screen):
         Binding("escape", "focus_table", "Table", show=False),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store | None = None, config: RunConfig | None = None) -> None:
         super().__init__()
+        self.store = store
+        """The app's UI-thread store of the open session (None before one is open)."""
+        self.config = config
+        """The open session's config: its benchmarks fill the filter, its seed and data dirs check edits."""
         self.filters = TaskFilter()
         self.page = 0
         self.current: TaskPage | None = None
@@ -124,15 +129,17 @@ class TasksScreen(Screen):
         self.query_one(DataTable).focus()
         self.call_after_refresh(self.load_page)
 
-    @property
-    def store(self) -> Store | None:
-        """The app's UI-thread store of the open session."""
-        return getattr(self.app, "ui_store", None)
+    def show_session(self, store: Store, config: RunConfig) -> None:
+        """Browse another session: the app hands over its store and config (and the page reloads if shown)."""
+        self.store, self.config = store, config
+        self.page, self.selected_id = 0, None
+        if self.is_mounted:
+            self.set_benchmarks()
+            self.load_page()
 
     def set_benchmarks(self) -> None:
         """Offer the session's benchmarks in the benchmark filter."""
-        config = getattr(self.app, "session_config", None)
-        names = list(config.benchmarks) if config is not None else []
+        names = list(self.config.benchmarks) if self.config is not None else []
         self.query_one("#benchmark", Select).set_options([(n, n) for n in names])
 
     # -- loading -------------------------------------------------------------------------------
@@ -234,7 +241,7 @@ class TasksScreen(Screen):
         task = store.get_task(task_id)
         if task is None:
             return
-        config = getattr(self.app, "session_config", None)
+        config = self.config
         seed, data_dirs = (config.seed, dict(config.data_dirs)) if config is not None else (0, {})
 
         def save(prompt: str, answer: str) -> EditResult:

@@ -1,8 +1,8 @@
 """Read a session folder into plain dataclasses for reports: config, runs, epochs, calibration, tasks.
 
-Everything comes from the session's files (``config.toml`` read as plain TOML, so a session copied
-from another machine still reports even when its model or data paths do not exist here, and
-``genenv.db``). Done epochs take their numbers from the metrics the loop recorded; an epoch that
+Everything comes from the session's files (``config.toml`` read by `config.saved_config`, which checks no
+paths, so a session copied from another machine still reports even when its model or data paths do not exist
+here, and keeps settings of another genenv version; and ``genenv.db``). Done epochs take their numbers from the metrics the loop recorded; an epoch that
 stopped, crashed or is still running has no metrics, so what it left in the database (generated
 tasks, scored batches, rollouts, phase events) is summarised instead and the epoch is marked partial.
 """
@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections import Counter
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -291,37 +290,29 @@ def _fmt_value(value: Any) -> str:
 
 
 def read_config(session_dir: Path) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
-    """The session's config as nested dicts (defaults filled in) and one (key, value, meaning) row per setting."""
-    from genenv_engine.config import RunConfig, field_docs
+    """The session's config as nested dicts (defaults filled in) and one (key, value, meaning) row per setting;
+    settings this genenv version does not know are listed too, marked as such."""
+    from genenv_engine.config import RunConfig, field_docs, saved_config
 
-    raw = tomllib.loads((session_dir / "config.toml").read_text())
-    merged: dict[str, Any] = {}
+    config, unknown = saved_config(session_dir / "config.toml")
+    merged: dict[str, Any] = asdict(config)
     rows: list[tuple[str, str, str]] = []
     top_docs = field_docs(RunConfig)
     for f in fields(RunConfig):
-        factory = f.default_factory if f.default_factory is not MISSING else None  # type: ignore[misc]
-        if factory is not None and is_dataclass(factory):
-            section = raw.get(f.name, {}) if isinstance(raw.get(f.name), dict) else {}
-            docs = field_docs(factory)  # type: ignore[arg-type]
-            merged[f.name] = {}
-            for sf in fields(factory):  # type: ignore[arg-type]
-                default = sf.default if sf.default is not MISSING else (
-                    sf.default_factory() if sf.default_factory is not MISSING else None)  # type: ignore[misc]
-                value = section.get(sf.name, default)
-                merged[f.name][sf.name] = value
-                rows.append((f"{f.name}.{sf.name}", _fmt_value(value), docs.get(sf.name, "").replace("``", "")))
-            for key in sorted(set(section) - {sf.name for sf in fields(factory)}):  # type: ignore[arg-type]
-                merged[f.name][key] = section[key]
-                rows.append((f"{f.name}.{key}", _fmt_value(section[key]), "(not a setting of this genenv version)"))
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            docs = field_docs(type(value))
+            rows.extend((f"{f.name}.{sf.name}", _fmt_value(getattr(value, sf.name)), docs.get(sf.name, "").replace("``", ""))
+                        for sf in fields(value))
         else:
-            default = f.default if f.default is not MISSING else (factory() if factory else None)
-            value = raw.get(f.name, default)
-            merged[f.name] = value
             rows.append((f.name, _fmt_value(value), top_docs.get(f.name, "").replace("``", "")))
-    known = {f.name for f in fields(RunConfig)}
-    for key in sorted(set(raw) - known):
-        merged[key] = raw[key]
-        rows.append((key, _fmt_value(raw[key]), "(not a setting of this genenv version)"))
+    for key, value in unknown.items():
+        *sections, name = key.split(".")
+        table = merged
+        for section in sections:
+            table = table.setdefault(section, {})
+        table[name] = value
+        rows.append((key, _fmt_value(value), "(not a setting of this genenv version)"))
     rows.sort(key=lambda r: ("." in r[0], r[0]))
     return merged, rows
 

@@ -96,7 +96,7 @@ def test_paper_rwr_lambda_default(preset):
         (lambda: RunConfig(benchmarks=()), "benchmarks"),
         (lambda: RunConfig(backend="nope"), "backend"),
         (lambda: ModelConfig(kind="hf"), "model.path"),
-        (lambda: ModelConfig(kind="hf", path="/definitely/not/a/folder/genenv"), "model.path"),
+        (lambda: ModelConfig(kind="hf", path="/definitely/not/a/folder/genenv").check_paths(), "model.path"),
         (lambda: ModelConfig(kind="gguf"), "model.kind"),
         (lambda: ModelConfig(hidden_size=30, num_heads=4), "model.num_heads"),
         (lambda: SimulatorConfig(mode="bogus"), "simulator.mode"),
@@ -175,6 +175,31 @@ def test_invalid_toml_syntax_names_the_file(tmp_path):
         load_config("micro", path)
     assert err.value.field == str(path)
     assert "invalid TOML" in str(err.value)
+
+
+def test_paths_are_checked_where_a_run_starts_not_where_a_saved_config_is_read(tmp_path):
+    """A session's config.toml from another machine reads here (reports, the console's list); starting a run
+    from it (load_config, loop.run) names the missing path."""
+    from genenv_engine.config import config_from_file, save_config, saved_config
+
+    config = load_config("micro").with_overrides({"data_dirs": {"bfcl": str(tmp_path)}})
+    save_config(config, tmp_path / "config.toml")
+    moved = (tmp_path / "config.toml").read_text().replace(str(tmp_path), "/elsewhere/genenv/data")
+    (tmp_path / "config.toml").write_text(moved)
+    read = config_from_file(tmp_path / "config.toml")
+    assert read.data_dirs == {"bfcl": "/elsewhere/genenv/data"}
+    with pytest.raises(ConfigError) as err:
+        read.check_paths()
+    assert err.value.field == "data_dirs.bfcl" and "/elsewhere/genenv/data" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        load_config(None, tmp_path / "config.toml")
+    assert err.value.field == "data_dirs.bfcl"
+    (tmp_path / "config.toml").write_text("future = 3\n" + moved.replace("[agent]", "[agent]\nwarp = 9", 1))
+    kept, unknown = saved_config(tmp_path / "config.toml")
+    assert unknown == {"agent.warp": 9, "future": 3}
+    assert kept.agent == config.agent and kept.data_dirs == read.data_dirs
+    with pytest.raises(ConfigError):
+        config_from_file(tmp_path / "config.toml")  # strict: a run never starts on settings it does not know
 
 
 def test_missing_config_file_names_the_file(tmp_path):

@@ -170,6 +170,25 @@ def test_stop_leaves_partial_epoch_that_resume_redoes(tmp_path):
     assert "RunStopped" in kinds and "PartialEpochDiscarded" in kinds
 
 
+def test_run_control_checker_emits_its_epoch_and_raises_on_stop():
+    """The control is only flags; each epoch's check carries the sink and epoch it reports pauses with."""
+    from genenv_engine.events import StopRequested
+
+    control, got = RunControl(), []
+    check = control.checker(got.append, 3)
+    check()
+    assert got == []  # running: nothing emitted
+    control.pause()
+    threading.Timer(0.05, control.resume).start()
+    check()
+    assert [(e.kind, e.epoch) for e in got] == [("RunPaused", 3), ("RunResumed", 3)]
+    control.stop()
+    with pytest.raises(StopRequested):
+        check()
+    with pytest.raises(StopRequested):
+        control.checker()()  # a stop holds for every later epoch's check too
+
+
 def run_pausing_at(tmp_path, kind: str, phase: str) -> tuple[Session, list]:
     """Run one micro epoch, pausing when the event (kind, phase) arrives; a thread resumes once RunPaused is seen."""
     session = micro_session(tmp_path, epochs=1)
