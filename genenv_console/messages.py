@@ -37,6 +37,10 @@ class WarmStartProgressed(EngineMessage):
     """A warm-start SFT step finished (throttled)."""
 
 
+class WarmStartSample(EngineMessage):
+    """A role's greedy sample partway through its warm start (what it writes now)."""
+
+
 class EpochStarted(EngineMessage):
     """An epoch began."""
 

@@ -70,6 +70,8 @@ class WarmStart:
 
     points: dict[str, list[tuple[int, float]]]
     rates: dict[str, tuple[int, int, float | None, float | None]]
+    samples: dict[str, ev.WarmStartSample] = field(default_factory=dict)
+    """Each role's latest greedy sample (what it writes now), from WarmStartSample."""
 
     def summary(self) -> str:
         """One line per role in training order: steps, steps/s and ETA of the role still running (or done).
@@ -116,6 +118,8 @@ class RunState:
     """Warm-start (step, loss) points per role, live from WarmStartProgressed (never stored)."""
     warm_rate: dict[str, tuple[int, int, float | None, float | None]] = field(default_factory=dict)
     """Per role: (step, steps, steps/s, ETA seconds) of its latest warm-start report."""
+    warm_samples: dict[str, ev.WarmStartSample] = field(default_factory=dict)
+    """Per role: its latest warm-start sample."""
 
     @classmethod
     def from_session(cls, name: str, config: RunConfig, epoch_rows: list[dict[str, Any]]) -> "RunState":
@@ -152,7 +156,7 @@ class RunState:
         return changed | {"log"}
 
     def _on_RunStarted(self, e: ev.RunStarted) -> set[str]:
-        self.warm, self.warm_rate = {}, {}
+        self.warm, self.warm_rate, self.warm_samples = {}, {}, {}
         self.metrics = {k: v for k, v in self.metrics.items() if k < e.start_epoch}
         self.scored = {k: v for k, v in self.scored.items() if k < e.start_epoch}
         self.run = "pausing" if self.run == "pausing" else "running"
@@ -179,6 +183,10 @@ class RunState:
         points.append((e.step, e.loss))
         self.warm_rate[e.role] = (e.step, e.steps, e.steps_per_second, e.eta)
         return {"status", "warm"}
+
+    def _on_WarmStartSample(self, e: ev.WarmStartSample) -> set[str]:
+        self.warm_samples[e.role] = e
+        return {"warm"}
 
     def _on_AttemptsScored(self, e: ev.AttemptsScored) -> set[str]:
         self.scored[e.epoch] = (list(e.p_hats), list(e.r_envs))
@@ -231,7 +239,7 @@ class RunState:
 
     def warm_start(self) -> "WarmStart":
         """The warm start's loss curves and rates (empty when none was seen in this run)."""
-        return WarmStart({r: list(p) for r, p in self.warm.items()}, dict(self.warm_rate))
+        return WarmStart({r: list(p) for r, p in self.warm.items()}, dict(self.warm_rate), dict(self.warm_samples))
 
     def calibration(self) -> Calibration:
         """Per benchmark, (epoch, mean p-hat of that epoch's fresh generated tasks)."""
@@ -283,6 +291,10 @@ def describe(event: ev.Event) -> str | None:
     kind, e = event.kind, event
     if kind in ("BatchProgressed", "WarmStartProgressed"):
         return None
+    if kind == "WarmStartSample":
+        mark = {"agent": ("solved", "wrong"), "simulator": ("valid", "invalid")}.get(e.role, ("ok", "not ok"))  # type: ignore[attr-defined]
+        return (f"warm start {e.role} {e.step}/{e.steps} "  # type: ignore[attr-defined]
+                f"{mark[0] if e.ok else mark[1]}: {e.prompt[:80]!r} -> {e.text[:120]!r}")  # type: ignore[attr-defined]
     if kind == "RunStarted":
         return f"run started at epoch {e.start_epoch}"  # type: ignore[attr-defined]
     if kind == "EpochStarted":

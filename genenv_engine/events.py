@@ -70,6 +70,22 @@ class WarmStartProgressed(Event):
 
 
 @dataclass(frozen=True)
+class WarmStartSample(Event):
+    """What a role writes greedily partway through its warm start (a few per role): the agent's answer to one
+    held-out task, checked (``ok`` = solved, ``detail`` = the gold answer), or the simulator's variation of one
+    seed, validated (``ok`` = a valid task, ``detail`` = why not). ``prompt`` is the task or seed shown;
+    all three texts are model output or task text, so front ends sanitise them before display."""
+
+    role: str
+    step: int
+    steps: int
+    prompt: str
+    text: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class EpochStarted(Event):
     pass
 

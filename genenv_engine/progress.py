@@ -2,7 +2,7 @@
 
 A `ConsoleReporter` is an EventSink; the warm start's bars show each role's loss, steps/s and ETA.
 ``quiet`` mode prints plain lines instead (for logs and CI): one per epoch, and one per tenth of each
-warm-start role. `print_status` renders ``genenv status`` as a table.
+warm-start role. Either way each warm-start sample (what a role writes greedily now) is printed as one line. `print_status` renders ``genenv status`` as a table.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ class ConsoleReporter:
             self.tasks[key] = self.progress.add_task(key, total=total, info=info)
         self.progress.update(self.tasks[key], completed=done, total=total, info=info)
 
+    def _sample(self, event) -> None:
+        self.console.print(sample_line(event), soft_wrap=True, markup=False, highlight=False)
+
     def _warm(self, event) -> None:
         rate, eta = event.steps_per_second, event.eta
         info = f"loss {event.loss:.3f}" + (f"  {rate:.1f} steps/s" if rate else "")
@@ -77,6 +80,8 @@ class ConsoleReporter:
         kind = event.kind
         if kind == "WarmStartProgressed":
             self._warm(event)
+        elif kind == "WarmStartSample":
+            self._sample(event)
         elif kind == "BatchProgressed":
             self._bar(f"epoch {event.epoch} {event.phase}", event.total, event.done)  # type: ignore[attr-defined]
         elif kind == "PhaseFinished":
@@ -88,6 +93,18 @@ class ConsoleReporter:
             self.console.print(epoch_line(event.metrics, event.epoch), soft_wrap=True, markup=False)  # type: ignore[attr-defined]
         elif kind in ("RunPaused", "RunResumed", "RunStopped", "RunFailed"):
             self.console.print(f"{kind} {event.payload()}")
+
+
+def sample_line(event) -> str:
+    r"""One printable line for a warm-start sample (control characters escaped by ``repr``, long text cut).
+
+    >>> from genenv_engine.events import WarmStartSample
+    >>> print(sample_line(WarmStartSample(0, "simulator", 63, 500, "add 2 and 3", "TASK: add 7 and 1\x07", True)))
+    warm start simulator 63/500 valid: 'add 2 and 3' -> 'TASK: add 7 and 1\x07'
+    """
+    good, bad = ("solved", "wrong") if event.role == "agent" else ("valid", "invalid")
+    return (f"warm start {event.role} {event.step}/{event.steps} {good if event.ok else bad}: "
+            f"{event.prompt[:80]!r} -> {event.text[:160]!r}")
 
 
 def print_status(data: dict[str, Any]) -> None:

@@ -26,9 +26,10 @@ import torch
 from genenv_engine.agent import agent_prompt
 from genenv_engine.config import ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
-from genenv_engine.events import EventSink, WarmStartProgressed, null_sink
+from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
 from genenv_engine.models import warmstart_agent, warmstart_simulator
-from genenv_engine.simulator import simulator_prompt, simulator_target
+from genenv_engine.records import Task
+from genenv_engine.simulator import parse_and_validate, simulator_prompt, simulator_target
 from genenv_engine.trainer import sft
 
 WARM_START_VERSION = 1
@@ -128,7 +129,9 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     started = time.perf_counter()
     pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
              for env in envs.values() for t in env.splits()["train"]]
-    report = _reporter(sink, "agent", ws.agent_steps, check)
+    env0 = next(iter(envs.values()))
+    shown = env0.splits()["heldout"][0]
+    report = _reporter(sink, "agent", ws.agent_steps, check, lambda: _agent_sample(agent, env0, shown, config))
     micro = config.model.micro_batch
     groups = config.model.sft_length_groups
     agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro, groups)
@@ -144,7 +147,9 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
         for src, sib in env.sibling_pairs(pool, rng, per_env):
             sim_pairs.append((sim.encode(simulator_prompt(sim, env, src, style)),
                               sim.completion_ids(simulator_target(env, sib, style))))
-    report = _reporter(sink, "simulator", ws.simulator_steps, check)
+    seed = env0.splits()["seed"][0]
+    report = _reporter(sink, "simulator", ws.simulator_steps, check,
+                       lambda: _simulator_sample(sim, env0, seed, config))
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro, groups)
     sim.save(out / "simulator")
     return {
@@ -162,12 +167,58 @@ def _tail_mean(losses: list[float]) -> float | None:
     return round(sum(tail) / len(tail), 4) if tail else None
 
 
-def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None]):
+SAMPLES = 8
+"""Greedy samples each role shows during its warm start (at every eighth of its steps)."""
+SAMPLE_SHARE = 0.05
+"""Samples are skipped while they have taken more than this share of the role's SFT time (the last one is always
+taken); greedy decoding draws no random numbers, so the trained weights are the same with or without them."""
+
+Sample = tuple[str, str, bool, str]
+"""(prompt shown, text written, ok, detail) of one warm-start sample."""
+
+
+def _agent_sample(agent, env: Environment, task: Task, config: RunConfig) -> Sample:
+    """The agent's greedy answer to one held-out task, checked."""
+    from genenv_engine.backends.base import Sampling
+    from genenv_engine.backends.hf import HFBackend
+
+    out = HFBackend(agent).generate([agent_prompt(agent, task)],
+                                    Sampling(max_new_tokens=config.agent.max_new_tokens, greedy=True))[0].text
+    return task.prompt, out, env.check(task, out).success, f"gold: {task.answer}"
+
+
+def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig) -> Sample:
+    """The simulator's greedy variation of one seed task, parsed and validated like an epoch's generations."""
+    from genenv_engine.backends.base import Sampling
+    from genenv_engine.backends.hf import HFBackend
+
+    style = config.simulator.prompt
+    out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style)],
+                                  Sampling(max_new_tokens=config.simulator.max_new_tokens, greedy=True))[0].text
+    task = parse_and_validate(env, out, task_id="warm-start-sample", seed=seed, epoch=0, generator="warm_start",
+                              style=style)
+    return seed.prompt, out, task.valid, task.reason
+
+
+def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None],
+              sample: Callable[[], Sample] | None = None):
+    """The per-step callback of one role's SFT: pause/stop check, progress every ~2 %, a sample every eighth."""
     every = max(1, steps // 50)
+    sample_every = max(1, steps // SAMPLES)
     started = time.perf_counter()
+    sampling = [0.0]
 
     def report(step: int, loss: float) -> None:
         check()
         if step % every == 0 or step == steps - 1:
             sink(WarmStartProgressed(0, role, step + 1, steps, loss, round(time.perf_counter() - started, 3)))
+        last = step == steps - 1
+        if sample is None or not (last or (step + 1) % sample_every == 0):
+            return
+        if not last and sampling[0] > SAMPLE_SHARE * (time.perf_counter() - started):
+            return
+        began = time.perf_counter()
+        prompt, text, ok, detail = sample()
+        sampling[0] += time.perf_counter() - began
+        sink(WarmStartSample(0, role, step + 1, steps, prompt, text, ok, detail))
     return report

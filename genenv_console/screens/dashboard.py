@@ -1,7 +1,8 @@
 """The dashboard: status bar, five live plots and the event log.
 
 During the warm start the throughput plot's cell shows the warm start's loss curves instead (both
-roles, steps/s and ETA); it switches back once an epoch has a throughput to show.
+roles, steps/s and ETA) and the phase plot's cell each role's latest greedy sample (the agent's answer to a
+held-out task, the simulator's variation of a seed); both switch back once an epoch has a throughput to show.
 
 The app folds engine events into a `RunState` and hands it down with `show_state`; the screen
 only copies the parts that changed onto its widgets' attributes, and each plot redraws itself.
@@ -19,6 +20,7 @@ from genenv_console.state import RunState
 from genenv_console.widgets.key_bar import KeyBar
 from genenv_console.widgets.plots import (CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot,
                                           WarmStartPlot)
+from genenv_console.widgets.samples import WarmStartSamples
 from genenv_console.widgets.status_bar import StatusBar
 
 LOG_LINES = 2000
@@ -37,6 +39,7 @@ class DashboardScreen(Screen):
             yield HeldoutPlot(id="heldout")
             yield PHatHistogram(id="histogram")
             yield PhasePlot(id="phases")
+            yield WarmStartSamples(id="samples")
             yield ThroughputPlot(id="throughput")
             yield WarmStartPlot(id="warmstart")
             yield Log(id="log", max_lines=LOG_LINES)
@@ -44,8 +47,10 @@ class DashboardScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#log", Log).border_title = "events"
+        self.query_one(WarmStartSamples).border_title = "warm start: what each role writes now"
         state = getattr(self.app, "state", None)
         self.query_one(WarmStartPlot).display = False
+        self.query_one(WarmStartSamples).display = False
         if state is not None:
             self.show_state(state, {"status", "plots", "warm"})
         for line in getattr(self.app, "log_lines", []):
@@ -71,8 +76,11 @@ class DashboardScreen(Screen):
             show_warm = bool(warm.points) and not state.throughput()
             if show_warm:
                 self.query_one(WarmStartPlot).data = warm
+                self.query_one(WarmStartSamples).data = warm
             self.query_one(WarmStartPlot).display = show_warm
+            self.query_one(WarmStartSamples).display = show_warm
             self.query_one(ThroughputPlot).display = not show_warm
+            self.query_one(PhasePlot).display = not show_warm
 
     def show_elapsed(self, seconds: float) -> None:
         """Set the status bar's elapsed time."""

@@ -44,3 +44,32 @@ async def test_loss_plot_gains_points_while_the_warm_start_runs(tmp_path):
         app.post_message(M.wrap(ev.EpochFinished(1, {"tokens_per_second": 900.0}), app.runner))
         await pilot.pause()
         assert throughput.display and not plot.display
+
+
+async def test_samples_panel_shows_each_roles_latest_sample_sanitised(tmp_path):
+    from genenv_console.widgets.plots import PhasePlot
+    from genenv_console.widgets.samples import WarmStartSamples
+
+    app = make_app(preset="micro", sessions_root=tmp_path, autostart=False)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        panel, phases = app.screen.query_one(WarmStartSamples), app.screen.query_one(PhasePlot)
+        assert not panel.display and phases.display
+        for event in (ev.WarmStartProgressed(0, "agent", 5, 20, 3.0, 2.5),
+                      ev.WarmStartSample(0, "agent", 5, 20, "add 2 and 3", "[wrong]", False, "gold: [add(a=2, b=3)]"),
+                      ev.WarmStartSample(0, "agent", 10, 20, "add 2 and 3", "[add(a=2, b=3)]", True, "gold: x"),
+                      ev.WarmStartSample(0, "simulator", 4, 20, "seed [/] \x1b]0;pwned\x07", "[@click=app.quit]x", False,
+                                         "parse_error: no TASK line")):
+            app.post_message(M.wrap(event, app.runner))
+            await pilot.pause()
+        assert panel.display and not phases.display
+        text = str(panel.render())
+        assert "agent at step 10/20: solved" in text and "[wrong]" not in text  # the latest sample per role
+        assert "simulator at step 4/20: invalid" in text and "parse_error: no TASK line" in text
+        assert "[@click=app.quit]x" in text and "␛]0;pwned␇" in text  # shown as text: no markup, no escapes
+        assert app.is_running  # the click action was never run
+        log = "\n".join(line for line in app.screen.query_one("#log").lines)
+        assert "warm start simulator 4/20 invalid" in log
+        app.post_message(M.wrap(ev.EpochFinished(1, {"tokens_per_second": 900.0}), app.runner))
+        await pilot.pause()
+        assert phases.display and not panel.display

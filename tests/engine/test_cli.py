@@ -93,6 +93,11 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
     assert len(lines) == 10  # one line per tenth of the role's steps
     assert lines[0] == "warm start agent 10/100: loss 1.900  4.0 steps/s, ETA 22s"
     assert lines[-1].startswith("warm start agent 100/100: loss 1.000")
+    from genenv_engine.events import WarmStartSample
+
+    quiet(WarmStartSample(0, "agent", 100, 100, "add 2 and 3", "[add(a=2, b=3)]\x1b[2J", True, "gold: x"))
+    assert quiet.console.file.getvalue().splitlines()[-1] == (
+        "warm start agent 100/100 solved: 'add 2 and 3' -> '[add(a=2, b=3)]\\x1b[2J'")  # escape shown, not sent
 
     bars = ConsoleReporter(None)
     with bars:
