@@ -29,6 +29,7 @@ from typing import Any
 
 from genenv_engine.environments.apibank.db import APIS, KINDS, SEARCHABLE, execute, initial_db, tool_search
 from genenv_engine.environments.apibank.syntax import MONTHS, norm_date, norm_time, render_call
+from genenv_engine.environments.base import read_signatures
 
 HEAD = "APIs: "
 TURN_SEP = " | "
@@ -213,23 +214,11 @@ def read_prompt(prompt: str) -> Draft:
 
 
 def _read_apis(text: str) -> tuple[str, ...]:
-    names: list[str] = []
-    for sig in text.split(" "):
-        name = sig.split("(", 1)[0]
-        if not re.fullmatch(r"[A-Za-z]+\([a-z,]*\)", sig):
-            raise PromptError(f"bad_api_list: {sig[:24]!r}")
-        if name not in APIS:
-            raise PromptError(f"unknown_api: {name}")
-        if sig != APIS[name].signature:
-            raise PromptError(f"bad_signature: {name}")
-        if name in names:
-            raise PromptError(f"duplicate_api: {name}")
-        names.append(name)
-    if len(names) > MAX_APIS:
-        raise PromptError(f"too_many_apis: {len(names)}")
+    names = read_signatures(text, APIS, pattern=r"[A-Za-z]+\([a-z,]*\)", noun="api", limit=MAX_APIS,
+                            error=PromptError, clip=24)
     if "ToolSearcher" in names and len(names) > 1:
         raise PromptError("bad_api_list: ToolSearcher is listed alone")
-    return tuple(names)
+    return names
 
 
 def _turn_kind(turn: str) -> str:

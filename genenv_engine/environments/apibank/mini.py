@@ -32,7 +32,6 @@ import datetime
 import math
 import random
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from genenv_engine.environments.apibank.db import (
@@ -43,11 +42,13 @@ from genenv_engine.environments.apibank.dialogue import (
     render_utterance, slots_of)
 from genenv_engine.environments.apibank.syntax import (
     CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg", "bad_arg_type",
                "exec_error", "wrong_result")
+CHECKER = "apibank_exec"
+"""The checker name on every task (execution on the mock APIs)."""
 MAX_PROMPT_CHARS = 180
 MAX_ANSWER_CHARS = 64
 MAX_GENERATED_ANSWER_CHARS = 100
@@ -335,8 +336,7 @@ class ApiBankMini(LadderEnvironment):
     source = "built-in mini"
 
     def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
-        draft = generate_draft(level, rng)
-        return draft.prompt, partial(_task, draft)
+        return step_draft(generate_draft(level, rng), benchmark=self.name, checker=CHECKER)
 
     def _official_heldout(self) -> list[Task] | None:
         """With ``data_dir``, the official dialogues' steps are the held-out split (seed/train unchanged)."""
@@ -363,7 +363,9 @@ class ApiBankMini(LadderEnvironment):
             return Validation(False, str(err))
         if len(draft.answer) > MAX_ANSWER_CHARS:
             return Validation(False, f"too_long: gold answer {len(draft.answer)} chars")
-        return self._accept(_task(draft, task_id, **self._generated(parent, epoch, generator)), answer)
+        task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
+                         **self._generated(parent, epoch, generator))
+        return self._accept(task, answer)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling targeting the source's API, at the same level w.p. 0.5 else ±1 (within its levels)."""
@@ -379,11 +381,3 @@ class ApiBankMini(LadderEnvironment):
                 if sibling is not None:
                     return sibling
         raise RuntimeError(f"no sibling for {source.id}")
-
-
-def _task(draft: Draft, task_id: str, **fields: Any) -> Task:
-    return Task(id=task_id, benchmark="apibank", prompt=draft.prompt, answer=draft.answer,
-                expected=draft.expected, tools=draft.tools,
-                difficulty={"level": draft.level, "features": draft.features},
-                checker="apibank_exec", granularity="step", **fields)
-

@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from genenv_engine.environments.base import read_signatures
+
 MAX_FUNCTIONS = 6
 MAX_CALLS = 3
 MAX_NUMBER = 999
@@ -255,21 +257,8 @@ def read_prompt(prompt: str) -> Draft:
 
 
 def _read_functions(text: str) -> tuple[str, ...]:
-    names: list[str] = []
-    for sig in text.split(" "):
-        name = sig.split("(", 1)[0]
-        if not re.fullmatch(r"[a-z_]+\(\S*\)", sig):
-            raise PromptError(f"bad_function_list: {sig[:20]!r}")
-        if name not in CATALOG:
-            raise PromptError(f"unknown_function: {name}")
-        if sig != CATALOG[name].signature:
-            raise PromptError(f"bad_signature: {name}")
-        if name in names:
-            raise PromptError(f"duplicate_function: {name}")
-        names.append(name)
-    if len(names) > MAX_FUNCTIONS:
-        raise PromptError(f"too_many_functions: {len(names)}")
-    return tuple(names)
+    return read_signatures(text, CATALOG, pattern=r"[a-z_]+\(\S*\)", noun="function", limit=MAX_FUNCTIONS,
+                           error=PromptError)
 
 
 def _read_call(part: str, functions: tuple[str, ...]) -> Call:

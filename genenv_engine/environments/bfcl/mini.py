@@ -24,16 +24,17 @@ import ast
 import random
 import warnings
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "wrong_count", "wrong_name", "missing_arg", "unexpected_arg",
                "type_error", "value_error")
+CHECKER = "bfcl_ast"
+"""The checker name on every task (BFCL's AST rules)."""
 MAX_PROMPT_CHARS = 180
 MAX_ANSWER_CHARS = 100
 MAX_RESPONSE_CHARS = 1000
@@ -289,8 +290,7 @@ class BfclMini(LadderEnvironment):
     source = "built-in mini"
 
     def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
-        draft = generate_draft(level, rng)
-        return draft.prompt, partial(_task, draft)
+        return step_draft(generate_draft(level, rng), benchmark=self.name, checker=CHECKER)
 
     def check(self, task: Task, response: str) -> CheckResult:
         """BFCL AST check of ``response`` against the task's possible-answer gold."""
@@ -306,7 +306,9 @@ class BfclMini(LadderEnvironment):
             draft = read_prompt(prompt)
         except PromptError as err:
             return Validation(False, str(err))
-        return self._accept(_task(draft, task_id, **self._generated(parent, epoch, generator)), answer)
+        task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
+                         **self._generated(parent, epoch, generator))
+        return self._accept(task, answer)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling whose first call uses the source's first function, at the same level or ±1."""
@@ -317,10 +319,3 @@ class BfclMini(LadderEnvironment):
             sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
             if sibling is not None:
                 return sibling
-
-
-def _task(draft: Draft, task_id: str, **fields: Any) -> Task:
-    return Task(id=task_id, benchmark="bfcl", prompt=draft.prompt, answer=draft.answer,
-                expected=draft.expected, tools=draft.tools,
-                difficulty={"level": draft.level, "features": draft.features},
-                checker="bfcl_ast", granularity="step", **fields)
