@@ -18,7 +18,7 @@ are at most ``max_new_tokens`` long (96 tokens by default) and every checker alr
 one on its own; the largest planner searches over the seed 0 splits and 500 sibling pairs are 1,579
 states (ALFWorld-mini, budget 100,000) and 2,280 solver nodes (TravelPlanner-mini, budget 50,000;
 the worst query the step grammar allows needs about 15,000). The budgets live next to their
-searches (``alfworld_planner.MAX_STATES``, ``travelplanner_solver.MAX_NODES``) and are read at call
+searches (``alfworld.planner.MAX_STATES``, ``travelplanner.solver.MAX_NODES``) and are read at call
 time. Generated text is never eval'd or exec'd, limits or not.
 """
 

@@ -33,7 +33,7 @@ class ScriptedSimulator:
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
         """One scripted ``<prompt> => <answer>`` text per prompt."""
-        from genenv_engine.environments.bfcl import generate_task
+        from genenv_engine.environments.bfcl.mini import generate_task
 
         out = []
         self.prompts.extend(prompts)
@@ -65,7 +65,7 @@ class ScriptedAgent:
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
         """The gold call (read back from the prompt by the environment's parser) or a wrong one."""
-        from genenv_engine.environments.bfcl_catalog import read_prompt
+        from genenv_engine.environments.bfcl.catalog import read_prompt
 
         if self.crash and not sampling.greedy:
             raise RuntimeError("scripted crash during rollout")

@@ -1,6 +1,10 @@
-"""Registry of environments by name, imported lazily so choosing one never loads the others.
+"""Registry of environments by name, imported lazily so choosing one never loads the other benchmarks.
 
-`BENCHMARKS` maps a benchmark name to ``module:Class``; `get_environment` imports and builds it.
+`BENCHMARKS` maps a benchmark name to ``module:Class`` (a benchmark subpackage and the class its
+``__init__`` exposes); `get_environment` imports and builds it. Each benchmark is a subpackage
+(``alfworld/``, ``apibank/``, ``bamboogle/``, ``bfcl/``, ``travelplanner/``) beside :mod:`.base`;
+``bfcl_official`` and ``alfworld_textworld`` live inside ``bfcl/official/`` and ``alfworld/textworld/``
+and so load their mini's package too.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ BENCHMARKS: dict[str, str] = {
     "alfworld": "genenv_engine.environments.alfworld:AlfworldMini",
     "apibank": "genenv_engine.environments.apibank:ApiBankMini",
     "travelplanner": "genenv_engine.environments.travelplanner:TravelPlannerMini",
-    "bfcl_official": "genenv_engine.environments.bfcl_official:BfclOfficial",
-    "alfworld_textworld": "genenv_engine.environments.alfworld_textworld:AlfworldTextWorld",
+    "bfcl_official": "genenv_engine.environments.bfcl.official:BfclOfficial",
+    "alfworld_textworld": "genenv_engine.environments.alfworld.textworld:AlfworldTextWorld",
 }
 """Known benchmark names and the class implementing each."""
 

@@ -13,7 +13,7 @@ import random
 from conftest import first, wait_until
 from textual.widgets import DataTable, Input, Select, TextArea
 
-from genenv_engine.environments.bfcl import generate_task
+from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.session import Session
 from genenv_engine.store import Store
 

@@ -14,7 +14,7 @@ import random
 from conftest import first, wait_until
 from textual.widgets import DataTable, Input, TextArea
 
-from genenv_engine.environments.bfcl import generate_task
+from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.store import Store
 
 from genenv_console import messages as M

@@ -11,7 +11,7 @@ from conftest import FIXED_METRICS
 from genenv_engine import events as ev
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.environments.bfcl import generate_task
+from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.store import Store
 
 from genenv_console import messages as M

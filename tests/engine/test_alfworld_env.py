@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.environments.alfworld import (
+from genenv_engine.environments.alfworld.mini import (
     EPISODE_ERROR_TYPES, ERROR_TYPES, AlfworldMini, expert_act, generate_state, generate_task, infer_level,
     play_episode, random_world)
-from genenv_engine.environments.alfworld_planner import action_key, solve
-from genenv_engine.environments.alfworld_upstream import load_upstream
-from genenv_engine.environments.alfworld_text import PromptError, read_state, render_state
-from genenv_engine.environments.alfworld_world import (
+from genenv_engine.environments.alfworld.planner import action_key, solve
+from genenv_engine.environments.alfworld.upstream import load_upstream
+from genenv_engine.environments.alfworld.text import PromptError, read_state, render_state
+from genenv_engine.environments.alfworld.world import (
     CommandError, admissible_commands, apply, parse_command, won)
 from genenv_engine.environments.base import SplitSizes
 

@@ -24,14 +24,14 @@ from test_env_contract import (  # noqa: E402  (the shared contract, run on this
     test_validator_through_simulator_text)
 
 from genenv_engine.environments import get_environment  # noqa: E402
-from genenv_engine.environments.alfworld import ERROR_TYPES, generate_state  # noqa: E402
-from genenv_engine.environments.alfworld_text import read_state, render_state  # noqa: E402
-from genenv_engine.environments.alfworld_textworld import (  # noqa: E402
+from genenv_engine.environments.alfworld.mini import ERROR_TYPES, generate_state  # noqa: E402
+from genenv_engine.environments.alfworld.text import read_state, render_state  # noqa: E402
+from genenv_engine.environments.alfworld.textworld.environment import (  # noqa: E402
     CHECKER, NAME, AlfworldTextWorld, load_official, play_episode, planner_act)
-from genenv_engine.environments.alfworld_textworld_engine import Game, analyse  # noqa: E402
-from genenv_engine.environments.alfworld_textworld_pddl import static_problem, tw_command  # noqa: E402
-from genenv_engine.environments.alfworld_upstream import load_upstream  # noqa: E402
-from genenv_engine.environments.alfworld_world import TASK_TYPES, apply, parse_command  # noqa: E402
+from genenv_engine.environments.alfworld.textworld.engine import Game, analyse  # noqa: E402
+from genenv_engine.environments.alfworld.textworld.pddl import static_problem, tw_command  # noqa: E402
+from genenv_engine.environments.alfworld.upstream import load_upstream  # noqa: E402
+from genenv_engine.environments.alfworld.world import TASK_TYPES, apply, parse_command  # noqa: E402
 from genenv_engine.environments.base import SplitSizes  # noqa: E402
 
 CONTRACT = (test_every_gold_passes_and_revalidates, test_sibling_pairs, test_sibling_pairs_need_a_source,
@@ -107,7 +107,7 @@ def test_textworld_states_agree_with_the_mini_rules():
 
 
 def test_plan_length_matches_the_mini_planner_and_sets_the_level(env):
-    from genenv_engine.environments.alfworld_planner import solve
+    from genenv_engine.environments.alfworld.planner import solve
 
     tasks = env.splits()["train"]
     for task in tasks:
@@ -260,7 +260,7 @@ def test_official_steps_alfworld_forbids_are_skipped_with_reason():
 
 
 def check_official(task) -> bool:
-    from genenv_engine.environments.alfworld_textworld import check_step
+    from genenv_engine.environments.alfworld.textworld.environment import check_step
 
     return check_step(task, task.answer).success
 

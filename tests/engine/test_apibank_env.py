@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.environments.apibank import (
+from genenv_engine.environments.apibank.mini import (
     ERROR_TYPES, MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, ApiBankMini, allowed_levels, check_response,
     generate_draft, parse_response)
-from genenv_engine.environments.apibank_db import APIS, SEARCHABLE, execute, initial_db, tool_search
-from genenv_engine.environments.apibank_syntax import CallSyntaxError, norm_date, norm_time
-from genenv_engine.environments.apibank_dialogue import GRAMMAR, VERBS, read_prompt
-from genenv_engine.environments.apibank_upstream import UpstreamFormatError, load_upstream
+from genenv_engine.environments.apibank.db import APIS, SEARCHABLE, execute, initial_db, tool_search
+from genenv_engine.environments.apibank.syntax import CallSyntaxError, norm_date, norm_time
+from genenv_engine.environments.apibank.dialogue import GRAMMAR, VERBS, read_prompt
+from genenv_engine.environments.apibank.upstream import UpstreamFormatError, load_upstream
 from genenv_engine.environments.base import SplitSizes
 
 SMALL = SplitSizes(seed=30, train=120, heldout=40)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.environments.bamboogle import (
+from genenv_engine.environments.bamboogle.mini import (
     ERROR_TYPES, REJECT_REASONS, BamboogleMini, UpstreamError, exact_match, load_upstream, normalize_answer,
     parse_action, token_f1)
-from genenv_engine.environments.bamboogle_kb import BM25, RELATIONS, build_kb, kb_for, tokenize
-from genenv_engine.environments.bamboogle_prompt import PromptError, parse_question, read_prompt
+from genenv_engine.environments.bamboogle.kb import BM25, RELATIONS, build_kb, kb_for, tokenize
+from genenv_engine.environments.bamboogle.prompt import PromptError, parse_question, read_prompt
 from genenv_engine.environments.base import SplitSizes
 
 SMALL = SplitSizes(seed=30, train=120, heldout=40)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.environments.bfcl import ERROR_TYPES, BfclMini, parse_calls
-from genenv_engine.environments.bfcl_catalog import CATALOG, VERBS, read_prompt
+from genenv_engine.environments.bfcl.mini import ERROR_TYPES, BfclMini, parse_calls
+from genenv_engine.environments.bfcl.catalog import CATALOG, VERBS, read_prompt
 
 SMALL = SplitSizes(seed=30, train=120, heldout=40)
 

@@ -20,12 +20,12 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 from genenv_engine.environments.base import SplitSizes  # noqa: E402
-from genenv_engine.environments.bfcl import check_calls  # noqa: E402
-from genenv_engine.environments.bfcl_official import ERROR_TYPES, BfclOfficial  # noqa: E402
-from genenv_engine.environments.bfcl_official_calls import decode_calls, render_calls  # noqa: E402
-from genenv_engine.environments.bfcl_official_data import (  # noqa: E402
+from genenv_engine.environments.bfcl.mini import check_calls  # noqa: E402
+from genenv_engine.environments.bfcl.official.environment import ERROR_TYPES, BfclOfficial  # noqa: E402
+from genenv_engine.environments.bfcl.official.calls import decode_calls, render_calls  # noqa: E402
+from genenv_engine.environments.bfcl.official.data import (  # noqa: E402
     AST_CATEGORIES, CATEGORIES, HEADER, INSTRUCTION, IRRELEVANCE_CATEGORIES, PINNED_VERSION, Item, render_prompt)
-from genenv_engine.environments.bfcl_official_multiturn import execute, parse_gold, state_before  # noqa: E402
+from genenv_engine.environments.bfcl.official.multiturn import execute, parse_gold, state_before  # noqa: E402
 
 SMALL = SplitSizes(seed=40, train=160, heldout=80)
 SIZES = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "live_simple": 258,
@@ -423,7 +423,7 @@ def test_validator_rejections(env, prompt, answer, reason):
 
 
 def test_validator_reports_official_checker_mismatch(env, monkeypatch):
-    import genenv_engine.environments.bfcl_official as module
+    import genenv_engine.environments.bfcl.official.environment as module
 
     monkeypatch.setattr(module, "ast_verdict", lambda *a: {"valid": False, "error_type": "value_error:others"})
     assert env.validate(PROMPT, "get_time()", task_id="g").reason == "answer_mismatch: value_error:others"
@@ -514,7 +514,7 @@ def test_sibling_pairs(env):
 
 
 def test_pinned_version_and_stub():
-    from genenv_engine.environments.bfcl_official_data import official
+    from genenv_engine.environments.bfcl.official.data import official
 
     official("ast")
     assert PINNED_VERSION == "2026.3.23"
@@ -524,7 +524,7 @@ def test_pinned_version_and_stub():
 
 def test_module_imports_without_the_package_and_construction_says_how_to_install():
     code = ("import sys; sys.modules['bfcl_eval'] = None\n"
-            "import genenv_engine.environments.bfcl_official as m\n"
+            "import genenv_engine.environments.bfcl.official.environment as m\n"
             "try:\n    m.BfclOfficial()\nexcept m.BfclUnavailable as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -532,7 +532,7 @@ def test_module_imports_without_the_package_and_construction_says_how_to_install
 
 
 def test_data_dir_with_the_wheel_layout_and_a_malformed_line(tmp_path):
-    from genenv_engine.environments.bfcl_official_data import load_items, package_data_dir
+    from genenv_engine.environments.bfcl.official.data import load_items, package_data_dir
 
     source = package_data_dir()
     for path in source.iterdir():

@@ -10,14 +10,15 @@ import pytest
 
 from genenv_engine.agent import rollout
 from genenv_engine.backends.base import Completion, Sampling
-from genenv_engine.environments import PAPER_BENCHMARKS, alfworld_planner, get_environment, travelplanner_solver
-from genenv_engine.environments.alfworld import AlfworldMini
-from genenv_engine.environments.alfworld_planner import solve as plan
-from genenv_engine.environments.alfworld_text import read_state
-from genenv_engine.environments.alfworld_world import Goal, World
+from genenv_engine.environments import PAPER_BENCHMARKS, get_environment
+from genenv_engine.environments.alfworld import AlfworldMini, planner
+from genenv_engine.environments.alfworld.planner import solve as plan
+from genenv_engine.environments.alfworld.text import read_state
+from genenv_engine.environments.alfworld.world import Goal, World
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.environments.travelplanner import TravelPlannerMini, read_prompt
-from genenv_engine.environments.travelplanner_db import sandbox
+from genenv_engine.environments.travelplanner import solver
+from genenv_engine.environments.travelplanner.db import sandbox
+from genenv_engine.environments.travelplanner.mini import TravelPlannerMini, read_prompt
 from genenv_engine.limits import MAX_GENERATION_CHARS, MAX_RESPONSE_CHARS, Budget, BudgetExceeded, check_response
 from genenv_engine.simulator import parse_and_validate
 
@@ -113,7 +114,7 @@ def test_a_huge_simulator_output_is_rejected_before_parsing(style, monkeypatch):
 def test_the_alfworld_planner_stops_an_exploding_search_with_budget():
     t0 = time.perf_counter()
     sol = plan(exploding_world())
-    assert (sol.status, sol.reason) == ("budget", f"search budget of {alfworld_planner.MAX_STATES} states exhausted")
+    assert (sol.status, sol.reason) == ("budget", f"search budget of {planner.MAX_STATES} states exhausted")
     assert time.perf_counter() - t0 < 15  # 100,000 states: about a second on one core
 
 
@@ -123,7 +124,7 @@ def test_alfworld_validator_rejects_a_task_whose_search_exceeds_the_budget(monke
     before = plan(read_state(task.prompt))
     assert before == plan(read_state(task.prompt), max_states=10 ** 9)  # normal input: budget unseen
     assert env.validate(task.prompt, task.answer, task_id="v/0").ok
-    monkeypatch.setattr(alfworld_planner, "MAX_STATES", 3)
+    monkeypatch.setattr(planner, "MAX_STATES", 3)
     verdict = env.validate(task.prompt, task.answer, task_id="v/1")
     assert (verdict.ok, verdict.reason) == (False, "budget: search budget of 3 states exhausted")
 
@@ -133,8 +134,8 @@ def test_alfworld_validator_rejects_a_task_whose_search_exceeds_the_budget(monke
 def test_the_travel_solver_raises_past_its_budget_and_is_unchanged_below_it():
     step, db = read_prompt(HARDEST_TRIP), sandbox()
     with pytest.raises(BudgetExceeded, match="search budget of 1000 solver nodes exhausted"):
-        travelplanner_solver.solve(step.query, (), db, max_nodes=1000)
-    assert travelplanner_solver.solve(step.query, (), db) == travelplanner_solver.solve(step.query, (), db,
+        solver.solve(step.query, (), db, max_nodes=1000)
+    assert solver.solve(step.query, (), db) == solver.solve(step.query, (), db,
                                                                                       max_nodes=10 ** 9)
 
 
@@ -142,10 +143,10 @@ def test_travel_validator_and_checker_turn_a_spent_budget_into_a_reason(monkeypa
     env = TravelPlannerMini(0, SMALL)
     task = env.splits()["train"][0]
     answer = "FEC1"  # its gold first field (gold_field); the budget runs out before the answer is looked at
-    monkeypatch.setattr(travelplanner_solver, "MAX_NODES", 1000)
+    monkeypatch.setattr(solver, "MAX_NODES", 1000)
     verdict = env.validate(HARDEST_TRIP, answer, task_id="v/0")
     assert (verdict.ok, verdict.reason) == (False, "budget: search budget of 1000 solver nodes exhausted")
-    monkeypatch.setattr(travelplanner_solver, "MAX_NODES", 0)
+    monkeypatch.setattr(solver, "MAX_NODES", 0)
     result = check_response(env, task, task.answer)
     assert (result.success, result.error_type) == (False, "budget")
     stored = parse_and_validate(env, env.simulator_text(task), task_id="g/0", seed=env.splits()["seed"][0],

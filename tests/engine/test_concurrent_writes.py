@@ -13,7 +13,7 @@ import threading
 import time
 
 from genenv_engine.config import load_config
-from genenv_engine.environments.bfcl import generate_task
+from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.loop import run
 from genenv_engine.session import Session
 from genenv_engine.store import Store

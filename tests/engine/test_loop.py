@@ -15,7 +15,7 @@ import pytest
 
 from genenv_engine.cli import status_json
 from genenv_engine.config import config_from_file, load_config
-from genenv_engine.environments.bfcl import generate_task
+from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.events import RunControl
 from genenv_engine.loop import run
 from genenv_engine.roles import load_roles

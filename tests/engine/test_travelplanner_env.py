@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.environments.travelplanner import (
+from genenv_engine.environments.travelplanner.mini import (
     ERROR_TYPES, TravelPlannerMini, check_step, read_prompt, render_prompt)
-from genenv_engine.environments.travelplanner_constraints import COMMONSENSE, aggregate, score_plan
-from genenv_engine.environments.travelplanner_formats import (
+from genenv_engine.environments.travelplanner.constraints import COMMONSENSE, aggregate, score_plan
+from genenv_engine.environments.travelplanner.formats import (
     query_from_upstream, query_to_upstream, render_compact, to_upstream_plan)
-from genenv_engine.environments.travelplanner_db import CUISINES, Query, sandbox, schedule
-from genenv_engine.environments.travelplanner_solver import candidates, replay, solve
-from genenv_engine.environments.travelplanner_upstream import LiteralError, load_upstream, parse_literal
+from genenv_engine.environments.travelplanner.db import CUISINES, Query, sandbox, schedule
+from genenv_engine.environments.travelplanner.solver import candidates, replay, solve
+from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
 from genenv_engine.records import Task
 
 SMALL = SplitSizes(seed=24, train=80, heldout=40)
