@@ -334,4 +334,10 @@ def describe(event: ev.Event) -> str | None:
         return f"run finished: {e.epochs_done} epochs"  # type: ignore[attr-defined]
     if kind == "RunFailed":
         return f"run FAILED in epoch {e.epoch}: {e.error}"  # type: ignore[attr-defined]
+    if kind == "WorkerRestarted":
+        return f"e{e.epoch} Ray worker {e.worker} restarted (pid {e.old_pid} -> {e.new_pid})"  # type: ignore[attr-defined]
+    if kind == "WorkerTimedOut":
+        then = "sent again" if e.retried else "giving up"  # type: ignore[attr-defined]
+        return (f"e{e.epoch} Ray worker {e.worker}: {e.phase} batch {e.batch} ran past {e.seconds:g}s "  # type: ignore[attr-defined]
+                f"(attempt {e.attempt}), worker restarted, {then}")  # type: ignore[attr-defined]
     return kind

@@ -148,7 +148,8 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint.
 
     ``check`` is called between phases and batches (it blocks while paused and raises StopRequested);
-    ``executor`` runs the rollout phase's generation and scoring (default: in this process)."""
+    ``executor`` validates the drafts and runs the rollout phase's generation and scoring (default: in this
+    process)."""
     cfg, store = session.config, session.store
     executor = executor or make_executor(replace_config(cfg, ray=""), roles, envs, epoch - 1, emit)
     rng = random.Random(f"{cfg.seed}/{epoch}")
@@ -162,7 +163,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     # 1-2. the simulator writes n variations per seed; the environment validates each one
     drafts = _generate(session, roles, envs, epoch, rng, emit, check, seconds)
     with PhaseTimer(emit, epoch, "validate", seconds):
-        validated, gens = _validate_and_store(session, envs, drafts, epoch, emit)
+        validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
         metrics.update(validated)
     check()
     fresh, batch_of = _fresh_tasks(session, gens, rng)
@@ -244,9 +245,11 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     return gens
 
 
-def _validate_and_store(session: Session, envs: dict[str, Environment], drafts: list[sim.Draft], epoch: int,
-                        emit: EventSink) -> tuple[dict[str, Any], list[sim.Generation]]:
-    """Validate generations, cap near-duplicates against the pool, store every one with its verdict."""
+def _validate_and_store(session: Session, envs: dict[str, Environment], executor: RolloutExecutor,
+                        drafts: list[sim.Draft], epoch: int, emit: EventSink
+                        ) -> tuple[dict[str, Any], list[sim.Generation]]:
+    """Validate generations (by the executor), cap near-duplicates against the pool, store every one with its
+    verdict."""
     cfg, store = session.config, session.store
     if not drafts:
         return {"generated": 0, "valid": 0, "valid_fraction": None, "unique_fraction": None, "difficulty_mix": {}}, []
@@ -258,10 +261,10 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], drafts: 
     out: dict[str, Any] = {"generated": len(drafts)}
     uniques = []
     placed: dict[int, sim.Generation] = {}
+    checked = executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
     for name, env in envs.items():
         where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
-        mine = sim.validate(env, [drafts[i] for i in where], epoch=epoch, generator=generator, origin=origin,
-                            style=cfg.simulator.prompt)
+        mine = [checked[i] for i in where]
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
         mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
         if capped["unique_fraction"] is not None:

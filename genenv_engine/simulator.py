@@ -194,6 +194,22 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
     return out
 
 
+def validate_drafts(envs: dict[str, Environment], drafts: list[Draft], *, epoch: int, generator: str,
+                    origin: str = "generated", style: str = "compact") -> list[Generation]:
+    """`validate` for drafts of several benchmarks, each by its own benchmark's environment, in the drafts' order
+    (what an executor runs, in this process or on a worker, for any batch of drafts)."""
+    out: list[Generation | None] = [None] * len(drafts)
+    for name, env in envs.items():
+        where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
+        mine = validate(env, [drafts[i] for i in where], epoch=epoch, generator=generator, origin=origin, style=style)
+        for i, g in zip(where, mine):
+            out[i] = g
+    missing = [drafts[i].task_id for i, g in enumerate(out) if g is None]
+    if missing:
+        raise KeyError(f"no environment for the drafts {missing[:3]} (benchmarks {sorted(envs)})")
+    return out  # type: ignore[return-value]
+
+
 def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,
                    heldout_prompts: frozenset[str] = frozenset()) -> tuple[list[Generation], dict[str, float | None]]:
     """Reject held-out copies, exact repeats of known prompts and near-duplicates beyond ``cap`` per key.

@@ -1,8 +1,10 @@
-"""The rollout executor interface, and the seeded task batches both executors share.
+"""The executor interface, and the seeded task batches both executors share.
 
-An executor generates and scores the agent's k rollouts per task (`rollout`), learns of every agent update
-(`sync`, with the new policy version: the epoch whose update produced the weights) and stamps each returned
-rollout with the version that sampled it. With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into
+An executor generates and scores the agent's k rollouts per task (`rollout`), validates the simulator's drafts
+with the environments' validators (`validate`), learns of every agent update (`sync`, with the new policy
+version: the epoch whose update produced the weights) and stamps each returned rollout with the version that
+sampled it. Validation is deterministic (no sampling, no clocks: `genenv_engine.limits`), so its results do not
+depend on who runs it or how the drafts are batched. With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into
 batches of that many tasks in order, and each batch is one `genenv_engine.agent.rollout` call sampled with its
 own seed from (run seed, epoch, batch index). The hf backend's draws depend on the batch (its sampling noise
 is drawn for the whole decoding batch), so a rollout is reproduced exactly when the same batch meets the same
@@ -18,6 +20,7 @@ from typing import Protocol
 from genenv_engine.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
 from genenv_engine.records import Task
+from genenv_engine.simulator import Draft, Generation
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)`` in prompts, called between batches (the loop's pause/stop check runs there)."""
@@ -37,6 +40,11 @@ class RolloutExecutor(Protocol):
     def rollout(self, tasks: list[Task], k: int, sampling: Sampling, threshold: float, *, epoch: int,
                 progress: Progress | None = None) -> list[TaskAttempts]:
         """k scored rollouts per task, in task order, each stamped with `version`."""
+        ...
+
+    def validate(self, drafts: list[Draft], *, epoch: int, generator: str, origin: str, style: str) -> list[Generation]:
+        """Each draft parsed and validated by its benchmark's environment (`genenv_engine.simulator.validate`),
+        in the drafts' order."""
         ...
 
     def sync(self, version: int) -> None:

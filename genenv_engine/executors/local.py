@@ -1,4 +1,5 @@
-"""The in-process executor (the default): the agent's rollouts on the controller's own backend.
+"""The in-process executor (the default): the agent's rollouts on the controller's own backend, and the
+validation of the simulator's drafts by the controller's own environments (one pass, as before executors).
 
 With ``rollout_batch = 0`` it is exactly the engine before executors existed: one `genenv_engine.agent.rollout`
 call on the torch sampling stream the epoch seeded. With ``rollout_batch`` > 0 it runs the seeded task batches
@@ -13,6 +14,7 @@ from typing import Any
 
 import torch
 
+from genenv_engine import simulator as sim
 from genenv_engine.agent import TaskAttempts, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.executors.base import Progress, batch_seed, seeded, stamp, task_batches
@@ -50,6 +52,11 @@ class LocalExecutor:
         self.last_stats = [{"batches": batches, "tasks": len(out), "seconds": round(time.monotonic() - start, 3),
                             "tokens": backend.tokens_generated - tokens}]
         return stamp(out, self.version)
+
+    def validate(self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str,
+                 style: str) -> list[sim.Generation]:
+        """Every draft validated here by its benchmark's environment, in order."""
+        return sim.validate_drafts(self.envs, drafts, epoch=epoch, generator=generator, origin=origin, style=style)
 
     def sync(self, version: int) -> None:
         """The backend shares the trainer's model (or syncs itself): only the version changes."""

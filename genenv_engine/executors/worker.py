@@ -1,8 +1,9 @@
-"""A Ray rollout worker's state and work, as a plain class (the Ray executor wraps it in ``ray.remote``).
+"""A Ray worker's state and work, as a plain class (the Ray executor wraps it in ``ray.remote``).
 
 A worker holds a copy of the agent policy with its own generation backend and its own environments (their
-checkers), and runs whole task batches: generate k completions per task, score them, return them with the
-policy version that sampled them. Weights arrive through the object store: each call names the version it
+checkers and validators). It runs whole task batches: generate k completions per task, score them, return them
+with the policy version that sampled them (`RolloutWorker.run`); and whole batches of simulator drafts: parse and
+validate each with its benchmark's validator (`RolloutWorker.validate`). Weights arrive through the object store: each call names the version it
 expects and carries (inside a list, so Ray does not fetch it unasked) the reference of that version's weights;
 a worker on another version loads them first. A worker that Ray restarted comes back with the weights it was
 created with and catches up on its next call, so a retried batch is never sampled with stale weights.
@@ -16,6 +17,7 @@ from typing import Any
 
 import torch
 
+from genenv_engine import simulator as sim
 from genenv_engine.agent import rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.records import Task
@@ -43,7 +45,8 @@ def load_policy_weights(policy: Any, weights: dict[str, torch.Tensor]) -> None:
 
 
 class RolloutWorker:
-    """One worker: an agent copy, its backend, the environments; `run` scores one task batch."""
+    """One worker: an agent copy, its backend, the environments; `run` scores one task batch, `validate` one
+    batch of drafts."""
 
     def __init__(self, policy: Any, version: int, backend: str, backend_options: dict[str, Any],
                  benchmarks: list[str], seed: int, data_dirs: dict[str, str], threads: int) -> None:
@@ -73,6 +76,13 @@ class RolloutWorker:
                 a.policy_version = self.version
         return {"scored": scored, "version": self.version, "pid": self.pid,
                 "tokens": self.backend.tokens_generated - before, "seconds": time.monotonic() - start}
+
+    def validate(self, drafts: list[sim.Draft], epoch: int, generator: str, origin: str,
+                 style: str) -> dict[str, Any]:
+        """Validate one batch of drafts (`genenv_engine.simulator.validate_drafts`), in order."""
+        start = time.monotonic()
+        gens = sim.validate_drafts(self.envs, drafts, epoch=epoch, generator=generator, origin=origin, style=style)
+        return {"generations": gens, "pid": self.pid, "seconds": time.monotonic() - start}
 
     def info(self) -> dict[str, int]:
         """This worker's process id and weights version."""
