@@ -49,6 +49,9 @@ class Draft:
     token_ids: list[int]
     task_id: str
     """The id the task gets when stored."""
+    policy_version: int | None = None
+    """Version of the simulator weights that wrote it (the epoch of their RWR update, 0: the warm start); set by
+    the executor (`genenv_engine.executors`) and stored on the task."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +169,9 @@ def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: s
 def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: list[Task], n: int,
            sampling: Sampling, *, epoch: int, id_prefix: str | None = None,
            progress: Callable[[int, int], None] | None = None, chunk: int = 128, style: str = "compact",
-           note: str | None = None) -> list[Draft]:
-    """Write ``n`` variations of each seed, unvalidated."""
+           note: str | None = None, first: int = 0) -> list[Draft]:
+    """Write ``n`` variations of each seed, unvalidated (``first``: the index of ``seeds[0]`` in the seed list the
+    task ids count, when this call writes one batch of a longer list)."""
     prefix = id_prefix or f"gen/e{epoch}/{env.name}"
     contexts = [simulator_prompt(policy, env, s, style, note) for s in seeds]
     flat = [(si, v) for si in range(len(seeds)) for v in range(n)]
@@ -178,7 +182,7 @@ def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: 
         if progress:
             progress(min(start + chunk, len(flat)), len(flat))
     return [Draft(seeds[si], f"e{epoch}/{seeds[si].id}", contexts[si], comp.text, comp.token_ids,
-                  f"{prefix}/{si:04d}-{v}")
+                  f"{prefix}/{first + si:04d}-{v}")
             for (si, v), comp in zip(flat, outs)]
 
 
@@ -189,8 +193,8 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
     for d in drafts:
         task = parse_and_validate(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator,
                                   style=style)
-        out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids, task.with_(origin=origin),
-                              d.task_id))
+        out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids,
+                              task.with_(origin=origin, simulator_version=d.policy_version), d.task_id))
     return out
 
 

@@ -31,7 +31,10 @@ def executor_name(ray: str) -> str:
     return "ray" if ray else "local"
 
 
-def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None) -> "RolloutExecutor":
-    """Build the executor the config names, holding agent weights of ``version``."""
+def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None,
+                  simulator_version: int = 0) -> "RolloutExecutor":
+    """Build the executor the config names, holding agent weights of ``version`` and simulator weights of
+    ``simulator_version``."""
     module, _, cls = EXECUTORS[executor_name(config.ray)].partition(":")
-    return getattr(importlib.import_module(module), cls)(config, roles, envs, version, emit)
+    return getattr(importlib.import_module(module), cls)(config, roles, envs, version, emit,
+                                                         simulator_version=simulator_version)

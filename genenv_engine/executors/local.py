@@ -17,7 +17,8 @@ import torch
 from genenv_engine import simulator as sim
 from genenv_engine.agent import TaskAttempts, rollout
 from genenv_engine.backends.base import Sampling
-from genenv_engine.executors.base import Progress, batch_seed, seeded, stamp, task_batches
+from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs, seeded,
+                                          stamp, stamp_drafts, task_batches)
 from genenv_engine.records import Task
 
 
@@ -26,8 +27,10 @@ class LocalExecutor:
 
     workers = 1
 
-    def __init__(self, config: Any, roles: Any, envs: dict[str, Any], version: int = 0, emit: Any = None) -> None:
+    def __init__(self, config: Any, roles: Any, envs: dict[str, Any], version: int = 0, emit: Any = None,
+                 simulator_version: int = 0) -> None:
         self.config, self.roles, self.envs, self.version = config, roles, envs, version
+        self.simulator_version = simulator_version
         self.last_stats: list[dict[str, float]] = []
         """The last rollout's work, one entry (this process): batches, tasks, tokens, seconds."""
 
@@ -53,6 +56,13 @@ class LocalExecutor:
                             "tokens": backend.tokens_generated - tokens}]
         return stamp(out, self.version)
 
+    def generate(self, jobs: list[GenerateJob], sampling: Sampling, *, epoch: int, style: str,
+                 progress: GenerateProgress | None = None) -> list[sim.Draft]:
+        """The jobs' drafts on ``roles.simulator_backend``, stamped with the current simulator version."""
+        drafts = sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
+                             epoch=epoch, style=style, progress=progress)
+        return stamp_drafts(drafts, self.simulator_version)
+
     def validate(self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str,
                  style: str) -> list[sim.Generation]:
         """Every draft validated here by its benchmark's environment, in order."""
@@ -61,6 +71,10 @@ class LocalExecutor:
     def sync(self, version: int) -> None:
         """The backend shares the trainer's model (or syncs itself): only the version changes."""
         self.version = version
+
+    def sync_simulator(self, version: int) -> None:
+        """The simulator's backend shares the trainer's model (or syncs itself): only the version changes."""
+        self.simulator_version = version
 
     def close(self) -> None:
         """Nothing to release."""

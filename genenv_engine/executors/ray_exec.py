@@ -38,7 +38,8 @@ from genenv_engine import simulator as sim
 from genenv_engine.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
 from genenv_engine.events import WorkerRestarted, WorkerTimedOut
-from genenv_engine.executors.base import Progress, batch_seed, seeded, task_batches
+from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs, seeded,
+                                          stamp_drafts, task_batches)
 from genenv_engine.executors.worker import RolloutWorker, policy_weights
 from genenv_engine.records import Task
 
@@ -93,10 +94,11 @@ class RayExecutor:
     ``worker`` is the actor class (`RolloutWorker`; tests pass a test double built on it)."""
 
     def __init__(self, config: Any, roles: Any, envs: dict[str, Any], version: int = 0, emit: Any = None,
-                 worker: type = RolloutWorker) -> None:
+                 simulator_version: int = 0, worker: type = RolloutWorker) -> None:
         import ray
 
         self.config, self.roles, self.version, self.emit = config, roles, version, emit
+        self.envs, self.simulator_version = envs, simulator_version
         self.workers = config.ray_workers
         self._started = connect(config.ray, self.workers)
         options = asdict(config.vllm) if config.backend == "vllm" else {}
@@ -130,6 +132,13 @@ class RayExecutor:
             return scored
         results = self._map("rollout", epoch, "run", jobs, [_tasks_label([t.id for t in b]) for b in batches], take)
         return [s for part in results for s in part]
+
+    def generate(self, jobs: list[GenerateJob], sampling: Sampling, *, epoch: int, style: str,
+                 progress: GenerateProgress | None = None) -> list[sim.Draft]:
+        """The jobs' drafts, on the controller's simulator backend."""
+        drafts = sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
+                             epoch=epoch, style=style, progress=progress)
+        return stamp_drafts(drafts, self.simulator_version)
 
     def validate(self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str,
                  style: str) -> list[sim.Generation]:
@@ -237,6 +246,10 @@ class RayExecutor:
 
         self._weights = ray.put(policy_weights(self.roles.agent))
         self.version = version
+
+    def sync_simulator(self, version: int) -> None:
+        """The simulator was updated (its controller backend syncs itself): drafts carry ``version`` from now on."""
+        self.simulator_version = version
 
     def close(self) -> None:
         """End the actors, and Ray itself when this executor started it."""
