@@ -13,6 +13,7 @@ from typing import Any
 from genenv_engine import events as ev
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import alpha_reward, in_band
+from genenv_engine.progress import worker_summary
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
           "checkpoint")
@@ -279,6 +280,15 @@ class RunState:
         order = [p for p in PHASES if p in seen] + sorted(seen - set(PHASES))
         table = {p: [float((self.metrics[e].get("phase_seconds") or {}).get(p, 0.0)) for e in epochs] for p in order}
         return epochs, table
+
+    def rollout_workers(self) -> str:
+        """The latest epoch's rollout workers as ``genenv status`` shows them (count, each one's tasks/s and
+        tokens/s: `genenv_engine.progress.worker_summary`), or "" before an epoch reports them."""
+        for epoch in sorted(self.metrics, reverse=True):
+            stats = self.metrics[epoch].get("rollout_workers")
+            if stats:
+                return worker_summary(stats)
+        return ""
 
     def throughput(self) -> list[tuple[int, float]]:
         """(epoch, generated tokens per second of busy time) for epochs that report it."""
