@@ -189,7 +189,7 @@ class WorkerTimedOut(Event):
 
     worker: int
     phase: str
-    """``rollout`` or ``validate``."""
+    """``generate``, ``validate`` or ``rollout``."""
     batch: int
     seconds: float
     """The limit the call ran past."""

@@ -1,15 +1,20 @@
-"""The executor interface, and the seeded task batches both executors share.
+"""The executor interface, and the seeded batches both executors share.
 
 An executor writes the simulator's drafts (`generate`, for the jobs the controller chose: which seeds, how many
 variations), validates them with the environments' validators (`validate`), generates and scores the agent's k
 rollouts per task (`rollout`), learns of every agent and simulator update (`sync`, `sync_simulator`, with the new
 version: the epoch whose update produced the weights) and stamps each rollout and draft with the version of the
-weights that sampled it. Validation is deterministic (no sampling, no clocks: `genenv_engine.limits`), so its results do not
-depend on who runs it or how the drafts are batched. With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into
-batches of that many tasks in order, and each batch is one `genenv_engine.agent.rollout` call sampled with its
-own seed from (run seed, epoch, batch index). The hf backend's draws depend on the batch (its sampling noise
-is drawn for the whole decoding batch), so a rollout is reproduced exactly when the same batch meets the same
-seed and weights: which executor, worker or order runs the batches does not matter.
+weights that sampled it.
+
+With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into batches of that many tasks in order, and each
+batch is one `genenv_engine.agent.rollout` call sampled with its own seed from (run seed, epoch, batch index).
+With ``generate_batch`` > 0 each job's seeds are cut into batches of that many, and each batch is one
+`genenv_engine.simulator.sample` call sampled with its own seed from (run seed, epoch, benchmark, batch index),
+its task ids those the unbatched call gives. The hf backend's draws depend on the batch (its sampling noise is
+drawn for the whole decoding batch), so a rollout or a draft is reproduced exactly when the same batch meets
+the same seed and weights: which executor, worker or order runs the batches does not matter. Validation is
+deterministic (no sampling, no clocks: `genenv_engine.limits`), so its results do not depend on who runs it or
+how the drafts are batched.
 """
 
 from __future__ import annotations
@@ -96,13 +101,28 @@ def task_batches(tasks: list[Task], size: int) -> list[list[Task]]:
     return [tasks[i:i + size] for i in range(0, len(tasks), size)]
 
 
-def batch_seed(seed: int, epoch: int, index: int) -> int:
-    """The sampling seed of rollout batch ``index`` of ``epoch``: fixed by the run's seed, not by who runs it.
+def batch_seed(seed: int, epoch: int, index: int, kind: str = "rollout") -> int:
+    """The sampling seed of batch ``index`` of ``epoch``'s ``kind`` (``rollout``, ``generate/<benchmark>``): fixed
+    by the run's seed, not by who runs it.
 
     >>> batch_seed(0, 1, 0) == batch_seed(0, 1, 0), batch_seed(0, 1, 0) == batch_seed(0, 1, 1)
     (True, False)
+    >>> batch_seed(0, 1, 0) == batch_seed(0, 1, 0, "generate/bfcl")
+    False
     """
-    return random.Random(f"{seed}/{epoch}/rollout/{index}").randrange(2**31)
+    return random.Random(f"{seed}/{epoch}/{kind}/{index}").randrange(2**31)
+
+
+def seed_batches(jobs: list[GenerateJob], size: int) -> list[tuple[GenerateJob, int, int, list[Task]]]:
+    """Each job's seeds cut into batches of ``size``, job after job: ``(job, batch index within the job, index of
+    the batch's first seed, its seeds)``.
+
+    >>> jobs = [GenerateJob("a", list("xyz"), 2), GenerateJob("b", list("uv"), 2)]
+    >>> [(j.benchmark, i, first, "".join(part)) for j, i, first, part in seed_batches(jobs, 2)]
+    [('a', 0, 0, 'xy'), ('a', 1, 2, 'z'), ('b', 0, 0, 'uv')]
+    """
+    return [(job, i, first, job.seeds[first:first + size])
+            for job in jobs for i, first in enumerate(range(0, len(job.seeds), size))]
 
 
 def seeded(sampling: Sampling, seed: int) -> Sampling:
@@ -119,6 +139,13 @@ def stamp(scored: list[TaskAttempts], version: int) -> list[TaskAttempts]:
             if a.policy_version is None:
                 a.policy_version = version
     return scored
+
+
+def sample_batch(backend: GenerationBackend, policy: Policy, env: Environment, job: GenerateJob, first: int,
+                 seeds: list[Task], sampling: Sampling, *, epoch: int, style: str) -> list[Draft]:
+    """One batch of a job (seeds ``first`` onwards): its drafts, with the ids the unbatched job gives them."""
+    return sim.sample(backend, policy, env, seeds, job.n, sampling, epoch=epoch, id_prefix=job.prefix, style=style,
+                      note=job.note, first=first)
 
 
 def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], jobs: list[GenerateJob],

@@ -1,16 +1,18 @@
-"""The Ray executor: the agent's rollouts and the validation of the simulator's drafts on worker actors, one
-batch per actor call.
+"""The Ray executor: the agent's rollouts, the validation of the simulator's drafts and (with ``generate_batch``
+set) the drafts' generation on worker actors, one batch per actor call.
 
 At start it joins Ray (``ray = "local"``: a new local instance on this machine; an address: that cluster; an
 already initialised Ray in this process is reused) and creates ``ray_workers`` actors, each a
 `genenv_engine.executors.worker.RolloutWorker` holding a copy of the agent (sent once through the object store),
-its generation backend and the environments' checkers and validators. A rollout's seeded task batches
-(`genenv_engine.executors.base`) and a validation's batches of ``validate_batch`` drafts go round-robin to the
+its generation backend and the environments' checkers and validators, and, when it generates, a copy of the
+simulator with its own backend. A generation's seeded seed batches and a rollout's seeded task batches
+(`genenv_engine.executors.base`), and a validation's batches of ``validate_batch`` drafts, go round-robin to the
 actors (batch i to actor i mod workers), each actor with at most one call in flight (its next batch is sent when
 its last result is back), and the results come back in order; the tokens the workers sampled are added to the
-controller's backend counter, so throughput metrics count them. After every agent update `sync` puts the new
-weights into the object store under the next version; each rollout call names the version, the actor loads those
-weights when it holds another, and a result whose version is not the controller's raises `StaleWeights`.
+controller's backend counters, so throughput metrics count them. After every agent update `sync`, and after
+every simulator update `sync_simulator` (when the workers generate), puts the new weights into the object store
+under the next version; each sampling call names the version, the actor loads those weights when it holds
+another, and a result whose version is not the controller's raises `StaleWeights`.
 
 Faults are Ray's: actors restart (``max_restarts``) and their unfinished calls are retried (``max_task_retries``),
 so a killed worker's batch is run again, once, by the restarted actor, which loads the current weights first; a
@@ -18,10 +20,9 @@ new process id on a worker's results is logged as a `WorkerRestarted` event. Tim
 ``ray_call_timeout`` set, a call still running that long after it was sent is cancelled, its worker killed, and,
 once Ray has restarted it, the batch is sent again, once (`TIMEOUT_ATTEMPTS`); a second timeout raises
 `WorkerTimeout` (the config field's docstring says why a timeout stops the epoch instead of scoring the tasks as
-failures). Each
-timeout is logged as a `WorkerTimedOut` event. Workers build the configured backend (``config.backend``): a
-``backend_factory`` given to `genenv_engine.loop.run` (test doubles) applies to the controller's roles only.
-Ray is imported only in here and in the worker, inside functions.
+failures). Each timeout is logged as a `WorkerTimedOut` event. Workers build the configured backend
+(``config.backend``): a ``backend_factory`` given to `genenv_engine.loop.run` (test doubles) applies to the
+controller's roles only. Ray is imported only in here and in the worker, inside functions.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from genenv_engine import simulator as sim
 from genenv_engine.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
 from genenv_engine.events import WorkerRestarted, WorkerTimedOut
-from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs, seeded,
-                                          stamp_drafts, task_batches)
+from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs,
+                                          seed_batches, seeded, stamp_drafts, task_batches)
 from genenv_engine.executors.worker import RolloutWorker, policy_weights
 from genenv_engine.records import Task
 
@@ -89,7 +90,7 @@ class _Call:
 
 
 class RayExecutor:
-    """Rollouts and draft validation on ``config.ray_workers`` Ray actors.
+    """Rollouts, draft validation and (``generate_batch`` > 0) generation on ``config.ray_workers`` Ray actors.
 
     ``worker`` is the actor class (`RolloutWorker`; tests pass a test double built on it)."""
 
@@ -100,14 +101,18 @@ class RayExecutor:
         self.config, self.roles, self.version, self.emit = config, roles, version, emit
         self.envs, self.simulator_version = envs, simulator_version
         self.workers = config.ray_workers
+        self.generates = config.generate_batch > 0
+        """Whether the workers write the simulator's drafts (else the controller does, on its own backend)."""
         self._started = connect(config.ray, self.workers)
         options = asdict(config.vllm) if config.backend == "vllm" else {}
         actor = ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, num_cpus=1)(worker)
-        policy = ray.put(roles.agent)
-        self.actors = [actor.remote(policy, version, config.backend, options, list(config.benchmarks), config.seed,
-                                    dict(config.data_dirs), config.model.threads) for _ in range(self.workers)]
-        self._policy = policy  # kept alive: a restarted actor is rebuilt from it
+        policies = ray.put((roles.agent, roles.simulator if self.generates else None))  # one object: a shared base
+        self.actors = [actor.remote(policies, version, config.backend, options, list(config.benchmarks), config.seed,
+                                    dict(config.data_dirs), config.model.threads, simulator_version=simulator_version)
+                       for _ in range(self.workers)]
+        self._policies = policies  # kept alive: a restarted actor is rebuilt from it
         self._weights: Any = None
+        self._simulator_weights: Any = None
         self.pids = [info["pid"] for info in ray.get([a.info.remote() for a in self.actors])]
         self.last_stats: list[dict[str, float]] = []
         """The last rollout's work per worker: batches, tasks, tokens, seconds spent generating and scoring."""
@@ -135,10 +140,33 @@ class RayExecutor:
 
     def generate(self, jobs: list[GenerateJob], sampling: Sampling, *, epoch: int, style: str,
                  progress: GenerateProgress | None = None) -> list[sim.Draft]:
-        """The jobs' drafts, on the controller's simulator backend."""
-        drafts = sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
-                             epoch=epoch, style=style, progress=progress)
-        return stamp_drafts(drafts, self.simulator_version)
+        """The jobs' drafts: with ``generate_batch`` > 0 the seeded seed batches round-robin on the workers, back
+        in order; else on the controller's simulator backend, one stream per job."""
+        if not self.generates:
+            drafts = sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
+                                 epoch=epoch, style=style, progress=progress)
+            return stamp_drafts(drafts, self.simulator_version)
+        batches = seed_batches(jobs, self.config.generate_batch)
+        args = [([self._simulator_weights], self.simulator_version, GenerateJob(job.benchmark, [], job.n, job.prefix,
+                                                                                job.note), first, seeds,
+                 seeded(sampling, batch_seed(self.config.seed, epoch, i, f"generate/{job.benchmark}")), epoch, style)
+                for job, i, first, seeds in batches]
+        done: dict[str, int] = {}
+
+        def take(i: int, worker: int, out: dict[str, Any]) -> list[sim.Draft]:
+            if out["version"] != self.simulator_version:
+                raise StaleWeights(f"worker {worker} wrote drafts with simulator weights version {out['version']}, "
+                                   f"the controller holds {self.simulator_version}")
+            self._check_pid(worker, out["pid"], epoch)
+            self.roles.simulator_backend.tokens_generated += out["tokens"]
+            job, seeds = batches[i][0], batches[i][3]
+            done[job.benchmark] = done.get(job.benchmark, 0) + len(seeds) * job.n
+            if progress:
+                progress(job.benchmark, done[job.benchmark], len(job.seeds) * job.n)
+            return out["drafts"]
+        results = self._map("generate", epoch, "generate", args,
+                            [_tasks_label([s.id for s in seeds]) for _, _, _, seeds in batches], take)
+        return [d for part in results for d in part]
 
     def validate(self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str,
                  style: str) -> list[sim.Generation]:
@@ -248,7 +276,12 @@ class RayExecutor:
         self.version = version
 
     def sync_simulator(self, version: int) -> None:
-        """The simulator was updated (its controller backend syncs itself): drafts carry ``version`` from now on."""
+        """The simulator was updated: when the workers generate, put its weights into the object store as
+        ``version`` (workers load them on their next call); drafts carry ``version`` from now on."""
+        import ray
+
+        if self.generates:
+            self._simulator_weights = ray.put(policy_weights(self.roles.simulator))
         self.simulator_version = version
 
     def close(self) -> None:
