@@ -102,7 +102,11 @@ class RunFailed(EngineMessage):
 
 
 class WorkerRestarted(EngineMessage):
-    """Ray restarted a rollout worker and re-ran its unfinished batches (Ray runs only)."""
+    """Ray restarted a worker and re-ran its unfinished batches (Ray runs only)."""
+
+
+class WorkerTimedOut(EngineMessage):
+    """A Ray worker call ran past ``ray_call_timeout``: its worker was restarted (Ray runs only)."""
 
 
 ENGINE_MESSAGES: dict[str, type[EngineMessage]] = {

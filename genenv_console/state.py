@@ -13,6 +13,7 @@ from typing import Any
 from genenv_engine import events as ev
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import alpha_reward, in_band
+from genenv_engine.progress import worker_summary
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
           "checkpoint")
@@ -280,6 +281,15 @@ class RunState:
         table = {p: [float((self.metrics[e].get("phase_seconds") or {}).get(p, 0.0)) for e in epochs] for p in order}
         return epochs, table
 
+    def rollout_workers(self) -> str:
+        """The latest epoch's rollout workers as ``genenv status`` shows them (count, each one's tasks/s and
+        tokens/s: `genenv_engine.progress.worker_summary`), or "" before an epoch reports them."""
+        for epoch in sorted(self.metrics, reverse=True):
+            stats = self.metrics[epoch].get("rollout_workers")
+            if stats:
+                return worker_summary(stats)
+        return ""
+
     def throughput(self) -> list[tuple[int, float]]:
         """(epoch, generated tokens per second of busy time) for epochs that report it."""
         return [(e, float(m["tokens_per_second"])) for e, m in sorted(self.metrics.items())
@@ -334,4 +344,10 @@ def describe(event: ev.Event) -> str | None:
         return f"run finished: {e.epochs_done} epochs"  # type: ignore[attr-defined]
     if kind == "RunFailed":
         return f"run FAILED in epoch {e.epoch}: {e.error}"  # type: ignore[attr-defined]
+    if kind == "WorkerRestarted":
+        return f"e{e.epoch} Ray worker {e.worker} restarted (pid {e.old_pid} -> {e.new_pid})"  # type: ignore[attr-defined]
+    if kind == "WorkerTimedOut":
+        then = "sent again" if e.retried else "giving up"  # type: ignore[attr-defined]
+        return (f"e{e.epoch} Ray worker {e.worker}: {e.phase} batch {e.batch} ran past {e.seconds:g}s "  # type: ignore[attr-defined]
+                f"(attempt {e.attempt}), worker restarted, {then}")  # type: ignore[attr-defined]
     return kind

@@ -374,15 +374,36 @@ class RunConfig:
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
     """Options of the vllm backend."""
     ray: str = ""
-    """Where the agent's rollouts run: ``""`` in this process (the default), ``"local"`` on Ray workers of a new
-    local Ray instance, or the address of a running Ray cluster (``"HOST:6379"``, ``"ray://HOST:10001"``); needs
-    the ``ray`` extra (``genenv run --ray local|ADDRESS``). The controller keeps every phase; see README "Running on Ray"."""
+    """Where the agent's rollouts and the validation of the simulator's drafts run (and, with ``generate_batch``
+    set, the drafts' generation): ``""`` in this process (the default), ``"local"`` on Ray workers of a new local
+    Ray instance, or the address of a running Ray cluster (``"HOST:6379"``, ``"ray://HOST:10001"``); needs the
+    ``ray`` extra (``genenv run --ray local|ADDRESS``). The controller keeps every phase; see README "Running on Ray"."""
     ray_workers: int = 2
-    """Ray worker actors, each holding a copy of the agent with its generation backend and the checkers."""
+    """Ray worker actors, each holding a copy of the agent with its generation backend, the checkers and validators,
+    and (with ``generate_batch`` set) a copy of the simulator with its own backend."""
     rollout_batch: int = 0
     """Tasks per rollout batch, each sampled with its own seed from (seed, epoch, batch index): the same seed and
     batch size give the same rollouts in this process and on any number of Ray workers. 0: in-process, one sampling
     stream over the whole rollout as before batches existed; on Ray, `DEFAULT_RAY_BATCH` tasks."""
+    generate_batch: int = 0
+    """Seeds per simulator generation batch, each batch writing its seeds' variations with its own sampling seed
+    from (seed, epoch, benchmark, batch index): the same value gives the same drafts in this process and on any
+    number of Ray workers, which then write them with their copies of the simulator. 0: each benchmark's drafts
+    from one sampling stream in the controller, as before batches existed (on Ray too)."""
+    validate_batch: int = 64
+    """Simulator drafts per validation call on a Ray worker (validation is deterministic: the batch size changes
+    where drafts are checked, never the verdicts). In-process the drafts are validated in one pass."""
+    ray_call_timeout: float = 0.0
+    """Wall-clock limit in seconds of one Ray worker call (a generation, validation or rollout batch), counted from
+    when the controller sends it to its worker, which then has no other call in flight, until the result is back;
+    0: no limit. A call past the limit is cancelled and its worker killed (the only way to stop a checker stuck in
+    a loop or in C code); once Ray has restarted the worker the batch is sent once more, and past the limit again
+    the epoch stops with `genenv_engine.executors.ray_exec.WorkerTimeout`, naming the phase, the batch and its
+    tasks (the session stays resumable). A timeout is not scored as a failure: rewards that depend on machine
+    load would differ between runs of one seed, and between Ray and in-process runs; checks slow by the task's
+    own fault already fail deterministically (search budgets and size caps, `genenv_engine.limits`); and a
+    retried batch has the same seed and weights, so it gives exactly what the first attempt would have. Ray runs
+    only (in-process calls are not limited); set it well above a batch's normal time."""
 
     def __post_init__(self) -> None:
         from genenv_engine.environments import BENCHMARKS, PAPER_BENCHMARKS  # deferred: imports records only
@@ -404,6 +425,9 @@ class RunConfig:
                "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped")
         _check(self.ray_workers > 0, "ray_workers", "must be > 0")
         _check(self.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")
+        _check(self.generate_batch >= 0, "generate_batch", "must be >= 0 (0: one sampling stream in the controller)")
+        _check(self.validate_batch > 0, "validate_batch", "must be > 0")
+        _check(self.ray_call_timeout >= 0, "ray_call_timeout", "must be >= 0 seconds (0: no limit)")
         _check(self.ray == self.ray.strip() and " " not in self.ray, "ray",
                f"must be '', 'local' or a Ray address such as 'HOST:6379', got {self.ray!r}")
         from genenv_engine.backends import BACKENDS

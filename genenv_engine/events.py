@@ -174,11 +174,27 @@ class RunFailed(Event):
 
 @dataclass(frozen=True)
 class WorkerRestarted(Event):
-    """A Ray rollout worker came back in a new process (Ray restarted the actor and retried its batches)."""
+    """A Ray worker came back in a new process (Ray restarted the actor and retried its batch, or a timed-out call
+    had it restarted)."""
 
     worker: int
     old_pid: int
     new_pid: int
+
+
+@dataclass(frozen=True)
+class WorkerTimedOut(Event):
+    """A Ray worker call ran past ``ray_call_timeout``: the worker was killed and restarted; the batch is sent once
+    more (``retried``) or the epoch stops (`genenv_engine.executors.ray_exec.WorkerTimeout`)."""
+
+    worker: int
+    phase: str
+    """``generate``, ``validate`` or ``rollout``."""
+    batch: int
+    seconds: float
+    """The limit the call ran past."""
+    attempt: int
+    retried: bool
 
 
 EventSink = Callable[[Event], None]

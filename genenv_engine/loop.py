@@ -25,7 +25,7 @@ from genenv_engine.curriculum import calibration_error, env_reward
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor
-from genenv_engine.executors.base import RolloutExecutor
+from genenv_engine.executors.base import GenerateJob, RolloutExecutor
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
@@ -33,7 +33,7 @@ from genenv_engine.records import ScoredBatch, Task
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
-from genenv_engine.simulator_update import simulator_update, success_by_epoch
+from genenv_engine.simulator_update import simulator_update, simulator_version, success_by_epoch
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 """High-rate events that are forwarded but not written to the store."""
@@ -62,7 +62,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
             epoch = 1
         else:
             roles = load_roles(session, start - 1, backend_factory=backend_factory)
-        executor = make_executor(cfg, roles, envs, epoch - 1, emit)
+        executor = make_executor(cfg, roles, envs, epoch - 1, emit, simulator_version=simulator_version(store, epoch))
         while epoch <= session.config.epochs:
             check = control.checker(emit, epoch)
             for backend in (roles.agent_backend, roles.simulator_backend):
@@ -148,9 +148,11 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint.
 
     ``check`` is called between phases and batches (it blocks while paused and raises StopRequested);
-    ``executor`` runs the rollout phase's generation and scoring (default: in this process)."""
+    ``executor`` writes and validates the drafts and runs the rollout phase's generation and scoring (default: in
+    this process)."""
     cfg, store = session.config, session.store
-    executor = executor or make_executor(replace_config(cfg, ray=""), roles, envs, epoch - 1, emit)
+    executor = executor or make_executor(replace_config(cfg, ray=""), roles, envs, epoch - 1, emit,
+                                         simulator_version=simulator_version(store, epoch))
     rng = random.Random(f"{cfg.seed}/{epoch}")
     torch.manual_seed(cfg.seed * 100_003 + epoch)
     store.start_epoch(epoch)
@@ -160,9 +162,9 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     metrics: dict[str, Any] = {}
 
     # 1-2. the simulator writes n variations per seed; the environment validates each one
-    drafts = _generate(session, roles, envs, epoch, rng, emit, check, seconds)
+    drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds)
     with PhaseTimer(emit, epoch, "validate", seconds):
-        validated, gens = _validate_and_store(session, envs, drafts, epoch, emit)
+        validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
         metrics.update(validated)
     check()
     fresh, batch_of = _fresh_tasks(session, gens, rng)
@@ -189,6 +191,8 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     # 5. simulator: reward-weighted regression on in-band batches (trained mode only)
     with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
         phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, check)
+        if phase.info.get("steps"):  # the weights moved: this epoch's are the next version
+            executor.sync_simulator(epoch)
     if phase.info.get("steps"):
         emit(PolicyUpdated(epoch, "simulator", phase.info))
     metrics["simulator_update"] = phase.info
@@ -215,18 +219,23 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     return metrics
 
 
-def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, rng: random.Random,
-              emit: EventSink, check: Callable[[], None], seconds: dict[str, float]) -> list[sim.Draft]:
-    """Sample this epoch's generations (trained/frozen), or the one-off static augmentation."""
+def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Environment], epoch: int,
+              rng: random.Random, emit: EventSink, check: Callable[[], None], seconds: dict[str, float]
+              ) -> list[sim.Draft]:
+    """Sample this epoch's generations (trained/frozen), or the one-off static augmentation (by the executor)."""
     cfg = session.config
     mode = cfg.simulator.mode
     if mode == "off" or (mode == "static" and session.store.count_tasks(origin="static") > 0):
         return []
     sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
                         seed=rng.randrange(2**31))
-    gens: list[sim.Draft] = []
     recent = success_by_epoch(session.store).get(epoch - 1, {})
+
+    def progress(name: str, done: int, total: int) -> None:
+        emit(BatchProgressed(epoch, f"generate:{name}", done, total))
+        check()
     with PhaseTimer(emit, epoch, "generate", seconds):
+        jobs = []
         for name, env in envs.items():
             seed_split = env.splits()["seed"]
             if mode == "static":
@@ -234,19 +243,16 @@ def _generate(session: Session, roles: Roles, envs: dict[str, Environment], epoc
             else:
                 seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
                 n, prefix = cfg.simulator.variations, None
-
-            def progress(done: int, total: int, name: str = name) -> None:
-                emit(BatchProgressed(epoch, f"generate:{name}", done, total))
-                check()
             note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha_for(name))
-            gens.extend(sim.sample(roles.simulator_backend, roles.simulator, env, seeds, n, sampling, epoch=epoch,
-                                   id_prefix=prefix, progress=progress, style=cfg.simulator.prompt, note=note))
-    return gens
+            jobs.append(GenerateJob(name, seeds, n, prefix, note))
+        return executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
 
 
-def _validate_and_store(session: Session, envs: dict[str, Environment], drafts: list[sim.Draft], epoch: int,
-                        emit: EventSink) -> tuple[dict[str, Any], list[sim.Generation]]:
-    """Validate generations, cap near-duplicates against the pool, store every one with its verdict."""
+def _validate_and_store(session: Session, envs: dict[str, Environment], executor: RolloutExecutor,
+                        drafts: list[sim.Draft], epoch: int, emit: EventSink
+                        ) -> tuple[dict[str, Any], list[sim.Generation]]:
+    """Validate generations (by the executor), cap near-duplicates against the pool, store every one with its
+    verdict."""
     cfg, store = session.config, session.store
     if not drafts:
         return {"generated": 0, "valid": 0, "valid_fraction": None, "unique_fraction": None, "difficulty_mix": {}}, []
@@ -258,10 +264,10 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], drafts: 
     out: dict[str, Any] = {"generated": len(drafts)}
     uniques = []
     placed: dict[int, sim.Generation] = {}
+    checked = executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
     for name, env in envs.items():
         where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
-        mine = sim.validate(env, [drafts[i] for i in where], epoch=epoch, generator=generator, origin=origin,
-                            style=cfg.simulator.prompt)
+        mine = [checked[i] for i in where]
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
         mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
         if capped["unique_fraction"] is not None:

@@ -53,6 +53,9 @@ class Task:
     """Why the task is invalid (empty when valid)."""
     status: str = "active"
     """``active``, ``pinned`` (always in the agent pool) or ``banned`` (never used)."""
+    simulator_version: int | None = None
+    """Version of the simulator weights that wrote it: the epoch whose RWR update produced them (0: the warm start),
+    as the agent's rollouts record theirs; None for tasks no simulator wrote (built-in data, hand edits)."""
 
     def to_row(self) -> dict[str, Any]:
         """Return the task as a plain dict (JSON-able) for storage or export."""

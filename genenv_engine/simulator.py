@@ -49,6 +49,9 @@ class Draft:
     token_ids: list[int]
     task_id: str
     """The id the task gets when stored."""
+    policy_version: int | None = None
+    """Version of the simulator weights that wrote it (the epoch of their RWR update, 0: the warm start); set by
+    the executor (`genenv_engine.executors`) and stored on the task."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +169,9 @@ def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: s
 def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: list[Task], n: int,
            sampling: Sampling, *, epoch: int, id_prefix: str | None = None,
            progress: Callable[[int, int], None] | None = None, chunk: int = 128, style: str = "compact",
-           note: str | None = None) -> list[Draft]:
-    """Write ``n`` variations of each seed, unvalidated."""
+           note: str | None = None, first: int = 0) -> list[Draft]:
+    """Write ``n`` variations of each seed, unvalidated (``first``: the index of ``seeds[0]`` in the seed list the
+    task ids count, when this call writes one batch of a longer list)."""
     prefix = id_prefix or f"gen/e{epoch}/{env.name}"
     contexts = [simulator_prompt(policy, env, s, style, note) for s in seeds]
     flat = [(si, v) for si in range(len(seeds)) for v in range(n)]
@@ -178,7 +182,7 @@ def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: 
         if progress:
             progress(min(start + chunk, len(flat)), len(flat))
     return [Draft(seeds[si], f"e{epoch}/{seeds[si].id}", contexts[si], comp.text, comp.token_ids,
-                  f"{prefix}/{si:04d}-{v}")
+                  f"{prefix}/{first + si:04d}-{v}")
             for (si, v), comp in zip(flat, outs)]
 
 
@@ -189,9 +193,25 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
     for d in drafts:
         task = parse_and_validate(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator,
                                   style=style)
-        out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids, task.with_(origin=origin),
-                              d.task_id))
+        out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids,
+                              task.with_(origin=origin, simulator_version=d.policy_version), d.task_id))
     return out
+
+
+def validate_drafts(envs: dict[str, Environment], drafts: list[Draft], *, epoch: int, generator: str,
+                    origin: str = "generated", style: str = "compact") -> list[Generation]:
+    """`validate` for drafts of several benchmarks, each by its own benchmark's environment, in the drafts' order
+    (what an executor runs, in this process or on a worker, for any batch of drafts)."""
+    out: list[Generation | None] = [None] * len(drafts)
+    for name, env in envs.items():
+        where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
+        mine = validate(env, [drafts[i] for i in where], epoch=epoch, generator=generator, origin=origin, style=style)
+        for i, g in zip(where, mine):
+            out[i] = g
+    missing = [drafts[i].task_id for i, g in enumerate(out) if g is None]
+    if missing:
+        raise KeyError(f"no environment for the drafts {missing[:3]} (benchmarks {sorted(envs)})")
+    return out  # type: ignore[return-value]
 
 
 def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,

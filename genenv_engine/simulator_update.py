@@ -67,6 +67,13 @@ def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: rando
     return out
 
 
+def simulator_version(store, epoch: int) -> int:
+    """The version of the simulator weights at the start of ``epoch``: the last earlier finished epoch whose
+    update took RWR steps (0: the warm start), as the agent's version is the epoch of its last update."""
+    return max((m["epoch"] for m in store.epoch_metrics()
+                if 0 < m["epoch"] < epoch and (m.get("simulator_update") or {}).get("steps")), default=0)
+
+
 def success_by_epoch(store) -> dict[int, dict[str, float | None]]:
     """Each finished epoch's pooled agent success on generated tasks, per benchmark: the "recent success"
     the simulator is shown when it writes the next epoch's tasks."""

@@ -38,7 +38,7 @@ GENERATED_ORIGINS = ("generated", "static")
 _TASK_COLUMNS = (
     "id", "benchmark", "prompt", "answer", "expected", "tools", "difficulty", "level", "checker",
     "granularity", "split", "origin", "parent_id", "epoch", "generator", "valid", "reason", "status",
-    "batch_id", "p_hat", "r_env", "n_rollouts", "superseded_by", "created_at",
+    "batch_id", "p_hat", "r_env", "n_rollouts", "superseded_by", "created_at", "simulator_version",
 )  # fmt: skip
 _TASK_FIELDS = tuple(f for f in Task.__dataclass_fields__)
 _STAT_FIELDS = ("p_hat", "r_env", "n_rollouts", "batch_id", "superseded_by")
@@ -116,6 +116,13 @@ def m005_rollout_policy_version(db: Database) -> None:
     """Each rollout records the version of the agent weights that sampled it (the epoch of their update; NULL on
     rollouts stored before versions existed)."""
     db.execute("ALTER TABLE rollouts ADD COLUMN policy_version INTEGER")
+
+
+@MIGRATIONS()
+def m006_task_simulator_version(db: Database) -> None:
+    """Each generated task records the version of the simulator weights that wrote it (the epoch of their RWR
+    update, 0: the warm start; NULL on tasks no simulator wrote and on those stored before versions existed)."""
+    db.execute("ALTER TABLE tasks ADD COLUMN simulator_version INTEGER")
 
 
 def _now() -> str:

@@ -1,8 +1,9 @@
-"""Test doubles for the generation backends, named as such: scripted agent and simulator.
+"""Test doubles, named as such: scripted agent and simulator backends, and slow checkers for a Ray worker.
 
 Seconds-old micro models cannot write valid tasks or solve any, so tests that need valid
 generations or mixed rewards swap a role's backend (through ``run(..., backend_factory=...)``)
-for one of these. Policies, trainers, environments and the store stay real. Not used by the engine.
+for one of these. Policies, trainers, environments and the store stay real. `SlowCheckerWorker`
+is a Ray worker whose checks sleep on marked tasks (the call-timeout tests). Not used by the engine.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import random
 import re
 
 from genenv_engine.backends.base import Completion, Sampling
+from genenv_engine.executors.worker import RolloutWorker
 
 USER_TURN = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
 """The user turn of a prompt rendered with the byte tokenizer's chat template."""
@@ -92,3 +94,55 @@ def scripted_backends(sim_texts: list[str] | None = None, p: float = 0.5, crash:
         return made[role]
     factory.made = made  # type: ignore[attr-defined]
     return factory
+
+
+SLOW_SECONDS = 30.0
+"""How long a slow test-double check sleeps: far past the short call timeouts the tests use, and bounded, so a
+broken timeout makes a test fail late instead of hang."""
+
+
+class SlowChecks:
+    """Test double: an environment whose checker and validator sleep `SLOW_SECONDS` first on tasks whose id holds
+    ``/slow`` (every time) or ``/slow-once-TOKEN`` (only the first time on this machine: a marker file named after
+    TOKEN in the temp folder records it, so a restarted worker process checks it quickly). Everything else is the
+    wrapped environment's."""
+
+    def __init__(self, env) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str):
+        return getattr(self.env, name)
+
+    @staticmethod
+    def _maybe_sleep(task_id: str) -> None:
+        import tempfile
+        import time
+        from pathlib import Path
+
+        if "/slow-once-" in task_id:
+            marker = Path(tempfile.gettempdir()) / f"genenv-slow-once-{task_id.split('/slow-once-')[1].split('/')[0]}"
+            if marker.exists():
+                return
+            marker.touch()
+        elif "/slow" not in task_id:
+            return
+        time.sleep(SLOW_SECONDS)
+
+    def check(self, task, response):
+        """The wrapped checker, after the sleep its task id asks for."""
+        self._maybe_sleep(task.id)
+        return self.env.check(task, response)
+
+    def validate(self, prompt, answer, **kwargs):
+        """The wrapped validator, after the sleep its task id asks for."""
+        self._maybe_sleep(kwargs.get("task_id", ""))
+        return self.env.validate(prompt, answer, **kwargs)
+
+
+class SlowCheckerWorker(RolloutWorker):
+    """Test double: a Ray worker whose environments are wrapped in `SlowChecks` (pass it as the Ray executor's
+    ``worker``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.envs = {name: SlowChecks(env) for name, env in self.envs.items()}

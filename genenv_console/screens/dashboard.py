@@ -1,4 +1,4 @@
-"""The dashboard: status bar, five live plots and the event log.
+"""The dashboard: status bar (with the latest epoch's rollout workers), five live plots and the event log.
 
 During the warm start the throughput plot's cell shows the warm start's loss curves instead (both
 roles, steps/s and ETA) and the phase plot's cell each role's latest greedy sample (the agent's answer to a
@@ -65,6 +65,7 @@ class DashboardScreen(Screen):
             bar.session, bar.epoch, bar.target = state.session, state.epoch, state.target_epochs
             bar.phase, bar.progress, bar.run = state.phase, state.progress, state.run
             bar.pause_after_epoch = state.pause_after_epoch
+            bar.worker_line = state.rollout_workers()
         if "plots" in changed:
             self.query_one(CalibrationPlot).data = state.calibration()
             self.query_one(HeldoutPlot).data = state.heldout()

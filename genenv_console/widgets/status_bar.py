@@ -1,4 +1,5 @@
-"""The status bar: session, epoch, phase, progress, elapsed time and whether the run is paused."""
+"""The status bar: session, epoch, phase, progress, elapsed time, the rollout workers' throughput and whether the
+run is paused."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ class StatusBar(Widget):
     elapsed: reactive[float | None] = reactive(None)
     run: reactive[str] = reactive("idle")
     pause_after_epoch: reactive[bool] = reactive(False)
+    worker_line: reactive[str] = reactive("")
+    """The latest epoch's rollout workers (`genenv_console.state.RunState.rollout_workers`), "" before any (not
+    ``workers``: Textual's widgets have their own)."""
 
     def render(self) -> Text:
         """The bar's text."""
@@ -63,6 +67,8 @@ class StatusBar(Widget):
         parts += [sep, f"elapsed {format_elapsed(self.elapsed)}", sep, RUN_LABELS.get(self.run, (self.run, ""))]
         if self.pause_after_epoch:
             parts += [sep, ("pause after epoch", "yellow")]
+        if self.worker_line:  # last: a narrow terminal cuts it before the run state
+            parts += [sep, (f"rollout workers {self.worker_line}", "dim")]
         return Text.assemble(*parts)
 
     @property

@@ -1,8 +1,9 @@
-"""Rollout executors chosen by name and imported only when used: where the agent's rollouts are generated and scored.
+"""Executors chosen by name and imported only when used: where the agent's rollouts are generated and scored and
+the simulator's drafts validated.
 
 ``local`` (in this process, the default) and ``ray`` (worker actors on a Ray instance, the ``ray`` extra). The
-controller (`genenv_engine.loop`) picks one with `make_executor` and calls it where the rollout phase generates;
-every phase stays the controller's. Ray is imported by ``genenv_engine.executors.ray_exec`` alone, inside its
+controller (`genenv_engine.loop`) picks one with `make_executor` and calls it where the validate phase checks
+drafts and the rollout phase generates; every phase stays the controller's. Ray is imported by ``genenv_engine.executors.ray_exec`` alone, inside its
 functions, so importing the engine never loads it (an import-linter contract and a test check this).
 """
 
@@ -30,7 +31,10 @@ def executor_name(ray: str) -> str:
     return "ray" if ray else "local"
 
 
-def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None) -> "RolloutExecutor":
-    """Build the executor the config names, holding agent weights of ``version``."""
+def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None,
+                  simulator_version: int = 0) -> "RolloutExecutor":
+    """Build the executor the config names, holding agent weights of ``version`` and simulator weights of
+    ``simulator_version``."""
     module, _, cls = EXECUTORS[executor_name(config.ray)].partition(":")
-    return getattr(importlib.import_module(module), cls)(config, roles, envs, version, emit)
+    return getattr(importlib.import_module(module), cls)(config, roles, envs, version, emit,
+                                                         simulator_version=simulator_version)

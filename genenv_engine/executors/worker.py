@@ -1,8 +1,12 @@
-"""A Ray rollout worker's state and work, as a plain class (the Ray executor wraps it in ``ray.remote``).
+"""A Ray worker's state and work, as a plain class (the Ray executor wraps it in ``ray.remote``).
 
 A worker holds a copy of the agent policy with its own generation backend and its own environments (their
-checkers), and runs whole task batches: generate k completions per task, score them, return them with the
-policy version that sampled them. Weights arrive through the object store: each call names the version it
+checkers and validators), and, when the run generates on the workers, a copy of the simulator with its own
+backend (sent with the agent in one object, so LoRA roles sharing a base model share it here too). It runs whole
+task batches: generate k completions per task, score them, return them with the policy version that sampled them
+(`RolloutWorker.run`); whole batches of simulator drafts: parse and validate each with its benchmark's validator
+(`RolloutWorker.validate`); and whole batches of seeds: write their variations with the simulator version named
+(`RolloutWorker.generate`). Weights arrive through the object store: each sampling call names the version it
 expects and carries (inside a list, so Ray does not fetch it unasked) the reference of that version's weights;
 a worker on another version loads them first. A worker that Ray restarted comes back with the weights it was
 created with and catches up on its next call, so a retried batch is never sampled with stale weights.
@@ -16,8 +20,10 @@ from typing import Any
 
 import torch
 
+from genenv_engine import simulator as sim
 from genenv_engine.agent import rollout
 from genenv_engine.backends.base import Sampling
+from genenv_engine.executors.base import GenerateJob, sample_batch
 from genenv_engine.records import Task
 
 
@@ -43,16 +49,23 @@ def load_policy_weights(policy: Any, weights: dict[str, torch.Tensor]) -> None:
 
 
 class RolloutWorker:
-    """One worker: an agent copy, its backend, the environments; `run` scores one task batch."""
+    """One worker: an agent copy, its backend, the environments (and maybe a simulator copy with its backend);
+    `run` scores one task batch, `validate` one batch of drafts, `generate` one batch of seeds.
 
-    def __init__(self, policy: Any, version: int, backend: str, backend_options: dict[str, Any],
-                 benchmarks: list[str], seed: int, data_dirs: dict[str, str], threads: int) -> None:
+    ``policies`` is ``(agent, simulator or None)``; ``version`` and ``simulator_version`` are their weights'."""
+
+    def __init__(self, policies: tuple[Any, Any], version: int, backend: str, backend_options: dict[str, Any],
+                 benchmarks: list[str], seed: int, data_dirs: dict[str, str], threads: int,
+                 simulator_version: int = 0) -> None:
         from genenv_engine.backends import get_backend
         from genenv_engine.environments import get_environment
 
         torch.set_num_threads(threads)
-        self.policy, self.version = policy, version
-        self.backend = get_backend(backend, policy=policy, **backend_options)
+        self.policy, self.simulator = policies
+        self.version, self.simulator_version = version, simulator_version
+        self.backend = get_backend(backend, policy=self.policy, **backend_options)
+        self.simulator_backend = (None if self.simulator is None
+                                  else get_backend(backend, policy=self.simulator, **backend_options))
         self.envs = {name: get_environment(name, seed, data_dir=data_dirs.get(name)) for name in benchmarks}
         self.pid = os.getpid()
 
@@ -74,6 +87,33 @@ class RolloutWorker:
         return {"scored": scored, "version": self.version, "pid": self.pid,
                 "tokens": self.backend.tokens_generated - before, "seconds": time.monotonic() - start}
 
+    def validate(self, drafts: list[sim.Draft], epoch: int, generator: str, origin: str,
+                 style: str) -> dict[str, Any]:
+        """Validate one batch of drafts (`genenv_engine.simulator.validate_drafts`), in order."""
+        start = time.monotonic()
+        gens = sim.validate_drafts(self.envs, drafts, epoch=epoch, generator=generator, origin=origin, style=style)
+        return {"generations": gens, "pid": self.pid, "seconds": time.monotonic() - start}
+
+    def generate(self, weights: list[Any], version: int, job: GenerateJob, first: int, seeds: list[Task],
+                 sampling: Sampling, epoch: int, style: str) -> dict[str, Any]:
+        """Write one batch of a job's drafts (seeds ``first`` onwards) with the simulator weights of ``version``
+        (``weights[0]``: their object reference, or None when the worker was created with them)."""
+        if self.simulator is None or self.simulator_backend is None:
+            raise RuntimeError("this worker holds no simulator: the executor was built with generate_batch = 0")
+        if version != self.simulator_version:
+            import ray
+
+            load_policy_weights(self.simulator, ray.get(weights[0]))
+            self.simulator_backend.sync()
+            self.simulator_version = version
+        before, start = self.simulator_backend.tokens_generated, time.monotonic()
+        drafts = sample_batch(self.simulator_backend, self.simulator, self.envs[job.benchmark], job, first, seeds,
+                              sampling, epoch=epoch, style=style)
+        for d in drafts:
+            d.policy_version = self.simulator_version
+        return {"drafts": drafts, "version": self.simulator_version, "pid": self.pid,
+                "tokens": self.simulator_backend.tokens_generated - before, "seconds": time.monotonic() - start}
+
     def info(self) -> dict[str, int]:
-        """This worker's process id and weights version."""
-        return {"pid": self.pid, "version": self.version}
+        """This worker's process id and weights versions."""
+        return {"pid": self.pid, "version": self.version, "simulator_version": self.simulator_version}

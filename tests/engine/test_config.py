@@ -354,6 +354,8 @@ def test_ray_settings_are_checked_and_pick_the_batch_size():
 
     assert load_config("micro").ray == "" and load_config("micro").rollout_batch_tasks() == 0
     assert load_config("micro", overrides={"ray": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
-    for key, value in (("ray_workers", 0), ("rollout_batch", -1), ("ray", "local host")):
+    assert load_config("micro").ray_call_timeout == 0.0 and load_config("micro").generate_batch == 0
+    for key, value in (("ray_workers", 0), ("rollout_batch", -1), ("ray", "local host"), ("generate_batch", -1),
+                       ("validate_batch", 0), ("ray_call_timeout", -1.0)):
         with pytest.raises(ConfigError, match=key):
             load_config("micro", overrides={key: value})

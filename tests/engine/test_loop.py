@@ -126,6 +126,35 @@ def test_rwr_changes_simulator_only_when_trained(tmp_path, mode):
     assert m["valid"] > 0 and 0.0 < m["generated_success"] < 1.0
     batches = session.store.batches(1)
     assert all(b["r_env"] == 1.0 and b["in_band"] for b in batches)
+    # every generated task, valid or not, records the simulator version that wrote it: the epoch of the last RWR
+    # update before its epoch (trained: epoch 1 updated, so epoch 2 writes with version 1), else the warm start's 0
+    assert simulator_versions(session) == ({1: {0}, 2: {1}} if mode == "trained" else {1: {0}, 2: {0}})
+
+
+def simulator_versions(session) -> dict[int, set[int | None]]:
+    """The simulator versions the stored generated tasks of each epoch record."""
+    out: dict[int, set[int | None]] = {}
+    for row in session.store.db.query("SELECT epoch, simulator_version FROM tasks WHERE origin = 'generated'"):
+        out.setdefault(row["epoch"], set()).add(row["simulator_version"])
+    return out
+
+
+def test_simulator_version_survives_a_resume_and_stays_when_no_update_ran(tmp_path):
+    """A resumed run reads the version from the stored epochs: epoch 1 updated the simulator, so the resumed
+    epoch 2 writes with version 1. With no batch in the band (the agent always succeeds) nothing updates, and
+    every epoch writes with the warm start's 0; built-in tasks record none."""
+    session = micro_session(tmp_path, "updated", epochs=1, **{"curriculum.reward": "uniform"})
+    run(session, backend_factory=scripted())
+    assert session.store.epoch_metrics()[1]["simulator_update"]["steps"] > 0
+    again = Session.open(session.path)
+    again.set_epochs(2)
+    run(again, backend_factory=scripted())
+    assert simulator_versions(again) == {1: {0}, 2: {1}}
+    still = micro_session(tmp_path, "still", epochs=2)
+    run(still, backend_factory=always_succeeds())
+    assert simulator_versions(still) == {1: {0}, 2: {0}}
+    assert {r["simulator_version"] for r in still.store.db.query("SELECT simulator_version FROM tasks "
+                                                                   "WHERE origin = 'seed'")} == {None}
 
 
 def test_alpha_band_filter_keeps_simulator_still_when_no_batch_in_band(tmp_path):

@@ -7,11 +7,17 @@ only on its task; giving both executors the same batches, seeds and weights (sen
 object store) makes each batch's tokens equal, and small models decode on one thread in both processes, so
 the float arithmetic is the same too. Everything downstream (rewards, p̂, R_env, the GRPO update, held-out
 evaluation, which stays in the controller) is then equal; only timings differ. The in-process reference runs
-its batches under a forked torch RNG, so the controller's own RNG stream is the same in both runs.
-Skipped when the ``ray`` extra is not installed.
+its batches under a forked torch RNG, so the controller's own RNG stream is the same in both runs. Validation
+is deterministic, so the drafts validated on the workers equal the controller's whatever the batches. The call
+timeout tests run workers whose checks sleep on marked tasks (`genenv_engine.testing.SlowCheckerWorker`, a test
+double) under a 3 s limit. Skipped when the ``ray`` extra is not installed.
 """
 
 from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from itertools import zip_longest
 
 import pytest
 
@@ -20,15 +26,17 @@ ray = pytest.importorskip("ray")
 import torch  # noqa: E402
 
 from genenv_engine import loop  # noqa: E402
+from genenv_engine import simulator as sim  # noqa: E402
 from genenv_engine.backends import get_backend  # noqa: E402
 from genenv_engine.config import load_config, replace_config  # noqa: E402
 from genenv_engine.environments import get_environment  # noqa: E402
+from genenv_engine.executors.base import GenerateJob  # noqa: E402
 from genenv_engine.executors.local import LocalExecutor  # noqa: E402
-from genenv_engine.executors.ray_exec import RayExecutor  # noqa: E402
+from genenv_engine.executors.ray_exec import RayExecutor, WorkerTimeout  # noqa: E402
 from genenv_engine.backends.base import Sampling  # noqa: E402
 from genenv_engine.roles import load_roles  # noqa: E402
 from genenv_engine.session import Session  # noqa: E402
-from genenv_engine.testing import ScriptedSimulator  # noqa: E402
+from genenv_engine.testing import ScriptedSimulator, SlowCheckerWorker  # noqa: E402
 
 TIMING = {"phase_seconds", "tokens_per_second", "rollout_workers", "started_at", "finished_at"}
 """Metrics that are timings (or, ``rollout_workers``, the per-worker split, which differs by construction)."""
@@ -49,11 +57,17 @@ def real_agent_scripted_simulator(role, policy):
     return get_backend("hf", policy=policy) if role == "agent" else ScriptedSimulator(policy)
 
 
-def run_micro(path, sink=None, **overrides):
-    """A 2-epoch micro run with rollout batches of one task (16 batches an epoch: room to kill a worker mid-way)."""
-    cfg = load_config("micro", overrides={"epochs": 2, "rollout_batch": 1, **overrides})
+def real_backends(role, policy):
+    """Both roles sample for real (hf backend), as the Ray workers do."""
+    return get_backend("hf", policy=policy)
+
+
+def run_micro(path, sink=None, factory=real_agent_scripted_simulator, **overrides):
+    """A 2-epoch micro run with rollout batches of one task (16 batches an epoch: room to kill a worker mid-way)
+    and validation batches of 3 drafts (3 an epoch, so both workers validate)."""
+    cfg = load_config("micro", overrides={"epochs": 2, "rollout_batch": 1, "validate_batch": 3, **overrides})
     session = Session.create(cfg, path)
-    loop.run(session, sink or (lambda e: None), backend_factory=real_agent_scripted_simulator)
+    loop.run(session, sink or (lambda e: None), backend_factory=factory)
     return session
 
 
@@ -64,12 +78,15 @@ def reference(tmp_path_factory):
 
 
 def stored(session):
-    """What the run stored, less timings: rollouts, task statistics, batches, metrics of the co-evolution epochs
-    (epoch 0 is the warm start, trained by the first run and read from the cache by the second)."""
+    """What the run stored, less timings: rollouts, tasks (every column of the generated ones: prompt, answer,
+    verdict and reason, version...; the statistics of all), batches, metrics of the co-evolution epochs (epoch 0
+    is the warm start, trained by the first run and read from the cache by the second)."""
     db = session.store.db
     rollouts = list(db.query("SELECT task_id, epoch, response, reward, success, error_type, purpose, policy_version "
                              "FROM rollouts ORDER BY id"))
-    tasks = list(db.query("SELECT id, valid, p_hat, r_env, n_rollouts FROM tasks ORDER BY id"))
+    tasks = [{k: v for k, v in row.items() if k != "created_at" and (row["origin"] == "generated" or k in
+                                                                         ("id", "valid", "p_hat", "r_env", "n_rollouts"))}
+             for row in db.query("SELECT * FROM tasks ORDER BY id")]
     batches = session.store.batches()
     metrics = [{k: v for k, v in m.items() if k not in TIMING} for m in session.store.epoch_metrics() if m["epoch"]]
     return rollouts, tasks, batches, metrics
@@ -78,17 +95,36 @@ def stored(session):
 @pytest.mark.slow  # 25 s on the 2-core machine at load ~3.5, 40 s at load 6 (the reference run is shared)
 def test_two_ray_workers_store_what_the_in_process_run_stores(tmp_path, local_ray, reference):
     """Two micro epochs on 2 Ray workers equal the in-process run with the same seed and rollout batches exactly
-    (see the module docstring for why); both workers took batches, and each epoch's rollouts record the version
-    of the weights that sampled them (epoch e: the weights after epoch e-1's update)."""
-    on_ray = run_micro(tmp_path / "ray", ray="local", ray_workers=2)
+    (see the module docstring for why), the generated tasks validated on the workers included; both workers took
+    batches, and each epoch's rollouts record the version of the weights that sampled them (epoch e: the weights
+    after epoch e-1's update). A call timeout far above any call changes nothing."""
+    on_ray = run_micro(tmp_path / "ray", ray="local", ray_workers=2, ray_call_timeout=600.0)
     rollouts, tasks, batches, metrics = got = stored(on_ray)
     assert len(rollouts) >= 64 and batches and any(b["p_hat"] is not None for b in batches)
+    generated = [t for t in tasks if t.get("origin") == "generated"]
+    assert len(generated) == 16 and any(t["valid"] for t in generated)  # 8 drafts an epoch, validated on the workers
     assert {(r["epoch"], r["policy_version"]) for r in rollouts} == {(1, 0), (2, 1)}
     assert got == stored(reference)
     for m, epoch in zip(on_ray.store.epoch_metrics()[1:], metrics):
         workers = m["rollout_workers"]
         assert len(workers) == 2 and all(w["batches"] > 0 for w in workers)
         assert sum(w["tasks"] for w in workers) == epoch["tasks_trained"]
+
+
+@pytest.mark.slow  # 65 s measured on the 2-core machine (two runs)
+def test_drafts_written_on_the_workers_store_what_the_in_process_run_stores(tmp_path, local_ray):
+    """With generate_batch = 3 (two batches of the 4 seeds an epoch) the workers write the drafts with their own
+    simulator copies: two epochs store exactly what the in-process run with the same batches stores, the tokens
+    the workers sampled counted in the metrics. (Nothing updates the real micro simulator in these two epochs:
+    its tasks all record version 0; the weight sync is checked in
+    `test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update`.)"""
+    here = run_micro(tmp_path / "local", factory=real_backends, generate_batch=3)
+    there = run_micro(tmp_path / "ray", factory=real_backends, generate_batch=3, ray="local")
+    got = stored(there)
+    assert got == stored(here)
+    generated = [t for t in got[1] if t.get("origin") == "generated"]
+    assert len(generated) == 16 and {t["simulator_version"] for t in generated} == {0}
+    assert all(m["tokens_generated"] > 0 for m in got[3])
 
 
 def test_workers_generate_with_the_weights_of_the_latest_update(local_ray, reference):
@@ -144,3 +180,127 @@ def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ra
     assert stored(on_ray) == stored(reference)
     restarts = [e for e in on_ray.store.events() if e["kind"] == "WorkerRestarted"]
     assert len(restarts) == 1 and restarts[0]["payload"]["worker"] == 1 and restarts[0]["epoch"] == 2
+
+
+def test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update(local_ray, reference):
+    """With generate_batch = 2, five seeds make three seeded batches over 2 workers (their own simulator copies):
+    the drafts equal the in-process batched generation exactly, with the ids the unbatched generation gives them
+    and the version of the simulator weights; after a simulator update and `sync_simulator` the workers write with
+    the new weights (from the object store) and stamp the new version. (The test moves the weights itself.)"""
+    cfg = replace_config(reference.config, ray="local", generate_batch=2)
+    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    jobs = [GenerateJob("bfcl", envs["bfcl"].splits()["seed"][:5], 2, None, None)]
+    sampling = Sampling(temperature=1.0, max_new_tokens=16, seed=7)
+    local, remote = LocalExecutor(cfg, roles, envs, 0), RayExecutor(cfg, roles, envs, 0)
+    try:
+        def drafts(executor):
+            return [(d.task_id, d.batch_id, d.context, d.text, d.token_ids, d.policy_version)
+                    for d in executor.generate(jobs, sampling, epoch=2, style="compact")]
+        before = drafts(remote)
+        assert before == drafts(local) and {d[-1] for d in before} == {0}
+        unbatched = LocalExecutor(replace_config(cfg, generate_batch=0), roles, envs, 0)
+        assert [d[0] for d in before] == [d.task_id for d in unbatched.generate(jobs, sampling, epoch=2,
+                                                                                  style="compact")]
+        with torch.no_grad():
+            generator = torch.Generator().manual_seed(1)
+            for p in roles.simulator.parameters():
+                p.add_(torch.randn(p.shape, generator=generator) * 0.5)
+        local.sync_simulator(1)
+        remote.sync_simulator(1)
+        after = drafts(remote)
+        assert {d[-1] for d in after} == {1}
+        assert after == drafts(local)
+        assert [d[3] for d in after] != [d[3] for d in before]
+    finally:
+        remote.close()
+
+
+def drafts_of(env, n_seeds=3):
+    """Simulator drafts for ``env`` with every kind of verdict: a train task's own text (valid), a line that does
+    not parse, and (on bfcl) a call whose answer does not match its query."""
+    seeds, train = env.splits()["seed"][:n_seeds], env.splits()["train"]
+    texts = [env.simulator_text(train[i]) for i in range(n_seeds)] + ["no task here", "=> x => y"]
+    if env.name == "bfcl":
+        texts.append("F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)")
+    return [sim.Draft(seeds[i % n_seeds], f"e3/{seeds[i % n_seeds].id}", f"context {i}", text, [i],
+                      f"gen/e3/{env.name}/{i:04d}-0") for i, text in enumerate(texts)]
+
+
+def test_workers_validate_drafts_as_the_controller_does(local_ray, reference):
+    """Drafts of two benchmarks, in batches of 2 round-robin over 2 workers: the generations come back in the drafts'
+    order and equal the in-process validation exactly (tasks, verdicts, reasons), valid and invalid ones alike."""
+    cfg = replace_config(reference.config, ray="local", benchmarks=("bfcl", "apibank"), validate_batch=2)
+    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    drafts = [d for pair in zip_longest(drafts_of(envs["bfcl"]), drafts_of(envs["apibank"])) for d in pair if d]
+    local, remote = LocalExecutor(cfg, roles, envs, 0), RayExecutor(cfg, roles, envs, 0)
+    try:
+        options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
+        got = remote.validate(drafts, **options)
+    finally:
+        remote.close()
+    assert got == local.validate(drafts, **options)
+    assert [g.task_id for g in got] == [d.task_id for d in drafts]
+    verdicts = {(g.task.benchmark, g.task.valid, g.task.reason.split(":")[0]) for g in got}
+    assert {("bfcl", True, ""), ("apibank", True, ""), ("bfcl", False, "answer_mismatch")} <= verdicts
+    assert {b for b, valid, _ in verdicts if not valid} == {"bfcl", "apibank"}
+
+
+@pytest.fixture(scope="module")
+def slow_executor(local_ray, reference):
+    """A Ray executor on 2 `SlowCheckerWorker` test doubles (their checks sleep 30 s on tasks marked slow), with a
+    3 s call timeout, the in-process executor beside it, and the list of the events it emits."""
+    cfg = replace_config(reference.config, ray="local", rollout_batch=1, validate_batch=1, ray_call_timeout=3.0)
+    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    events = []
+    remote = RayExecutor(cfg, roles, envs, 0, events.append, worker=SlowCheckerWorker)
+    yield remote, LocalExecutor(cfg, roles, envs, 0), envs, events
+    remote.close()
+
+
+@pytest.fixture
+def slow_workers(slow_executor):
+    """`slow_executor` with its event list emptied."""
+    slow_executor[-1].clear()
+    return slow_executor
+
+
+@pytest.mark.slow  # 7 to 24 s measured on the 2-core machine (a worker restart takes most of it)
+def test_a_call_past_the_timeout_runs_again_on_a_restarted_worker(slow_workers):
+    """Rollout batch 2 (worker 0) checks a task that is slow once (the test double sleeps 30 s the first time):
+    past the 3 s limit the worker is killed and restarted and the batch sent again; the rollout then equals the
+    in-process one exactly, and the timeout and the restart are logged (a timeout that did not fire would return
+    the same rollouts after the sleep, without either event)."""
+    remote, local, envs, events = slow_workers
+    tasks = envs["bfcl"].splits()["train"][:4]
+    tasks[2] = tasks[2].with_(id=f"{tasks[2].id}/slow-once-{uuid.uuid4().hex}")
+    sampling = Sampling(temperature=1.0, max_new_tokens=4)
+    got = remote.rollout(tasks, 1, sampling, 0.5, epoch=1)
+    want = local.rollout(tasks, 1, sampling, 0.5, epoch=1)
+    assert [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in got for a in s.attempts] == \
+        [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in want for a in s.attempts]
+    timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
+    assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [(0, "rollout", 2, 1, True)]
+    assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [0]
+
+
+@pytest.mark.slow  # 18 to 51 s measured on the 2-core machine (two worker restarts)
+def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(slow_workers):
+    """A validation batch whose draft is always slow times out twice: `WorkerTimeout` names the phase, batch, epoch
+    and task; both timeouts are logged (the first retried, the second not); the restarted workers then validate
+    the other drafts as the controller does. (A timeout that did not fire would return after the sleep, without
+    raising.)"""
+    remote, local, envs, events = slow_workers
+    drafts = drafts_of(envs["bfcl"])[:3]
+    slow = drafts[:1] + [replace(drafts[1], task_id=drafts[1].task_id + "/slow")] + drafts[2:]
+    options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
+    with pytest.raises(WorkerTimeout, match=r"validate batch 1 of epoch 3 \(1 task gen/e3/bfcl/0001-0/slow\) ran past "
+                                            r"ray_call_timeout = 3 s on worker 1, 2 times"):
+        remote.validate(slow, **options)
+    timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
+    assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [
+        (1, "validate", 1, 1, True), (1, "validate", 1, 2, False)]
+    assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [1, 1]
+    assert remote.validate(drafts, **options) == local.validate(drafts, **options)

@@ -43,6 +43,7 @@ def test_insert_get_roundtrip_with_nested_dicts(file_store):
         epoch=1,
         generator="sim@e1",
         split="generated",
+        simulator_version=1,
     )
     file_store.insert_tasks([original], batch_id="e1/bfcl/seed/00001")
     assert file_store.get_task("gen/e1/0001") == original
@@ -50,8 +51,10 @@ def test_insert_get_roundtrip_with_nested_dicts(file_store):
     assert file_store.task_stats("gen/e1/0001") == {
         "p_hat": None, "r_env": None, "n_rollouts": 0, "batch_id": "e1/bfcl/seed/00001", "superseded_by": None,
     }  # fmt: skip
-    row = file_store.db.execute("SELECT level, valid, expected FROM tasks").fetchone()
-    assert row == (3, 1, '{"calls": [{"args": {"a": [2], "b": [3, 3.0]}, "name": "add"}]}')
+    row = file_store.db.execute("SELECT level, valid, expected, simulator_version FROM tasks").fetchone()
+    assert row == (3, 1, '{"calls": [{"args": {"a": [2], "b": [3, 3.0]}, "name": "add"}]}', 1)
+    file_store.insert_tasks([task("bfcl/seed/00000", origin="seed")])
+    assert file_store.get_task("bfcl/seed/00000").simulator_version is None  # no simulator wrote it
 
 
 def test_upsert_keeps_stats_and_created_at(store):
@@ -78,8 +81,9 @@ def test_migrations_idempotent(tmp_path):
     with Store(path) as second:
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
         assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
-                                                "m004_search_indexes", "m005_rollout_policy_version"]
-        assert second.get_meta("schema_version") == "5"
+                                                "m004_search_indexes", "m005_rollout_policy_version",
+                                                "m006_task_simulator_version"]
+        assert second.get_meta("schema_version") == "6"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
@@ -87,6 +91,7 @@ def test_migrations_idempotent(tmp_path):
         {"migration_set": "genenv.store", "name": "m003_page_indexes"},
         {"migration_set": "genenv.store", "name": "m004_search_indexes"},
         {"migration_set": "genenv.store", "name": "m005_rollout_policy_version"},
+        {"migration_set": "genenv.store", "name": "m006_task_simulator_version"},
     ]
 
 
