@@ -42,6 +42,14 @@ TIMING = {"phase_seconds", "tokens_per_second", "rollout_workers", "started_at",
 """Metrics that are timings (or, ``rollout_workers``, the per-worker split, which differs by construction)."""
 
 
+def perturb(policy, seed: int) -> None:
+    """Move every weight of ``policy`` by seeded noise (a stand-in for an update, so a sync has something to send)."""
+    with torch.no_grad():
+        generator = torch.Generator().manual_seed(seed)
+        for p in policy.parameters():
+            p.add_(torch.randn(p.shape, generator=generator) * 0.5)
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     """A Ray instance of this test module only, on loopback, without the dashboard."""
@@ -143,10 +151,7 @@ def test_workers_generate_with_the_weights_of_the_latest_update(local_ray, refer
             return [(a.completion.text, a.policy_version) for s in scored for a in s.attempts]
         before = texts(remote)
         assert before == texts(local) and {v for _, v in before} == {0}
-        with torch.no_grad():
-            generator = torch.Generator().manual_seed(0)
-            for p in roles.agent.parameters():
-                p.add_(torch.randn(p.shape, generator=generator) * 0.5)
+        perturb(roles.agent, 0)
         local.sync(1)
         remote.sync(1)
         after = texts(remote)
@@ -202,10 +207,7 @@ def test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update(lo
         unbatched = LocalExecutor(replace_config(cfg, generate_batch=0), roles, envs, 0)
         assert [d[0] for d in before] == [d.task_id for d in unbatched.generate(jobs, sampling, epoch=2,
                                                                                   style="compact")]
-        with torch.no_grad():
-            generator = torch.Generator().manual_seed(1)
-            for p in roles.simulator.parameters():
-                p.add_(torch.randn(p.shape, generator=generator) * 0.5)
+        perturb(roles.simulator, 1)
         local.sync_simulator(1)
         remote.sync_simulator(1)
         after = drafts(remote)
