@@ -54,6 +54,9 @@ def detail_text(detail: dict[str, Any] | None) -> Text:
     status = task.status + (f" (superseded by {stats['superseded_by']})" if stats.get("superseded_by") else "")
     field("status", status, "bold red" if task.status == "banned" else "bold yellow" if task.status == "pinned" else "")
     field("checker", task.checker)
+    if task.simulator_version is not None or task.generator:
+        field("written by", f"{task.generator or 'simulator'}, weights version {fmt(task.simulator_version)} "
+                            "(the epoch of the simulator update that made them; 0: the warm start)")
     field("valid", "yes" if task.valid else f"no: {task.reason}", "green" if task.valid else "bold red")
     field("p̂", f"{fmt(stats.get('p_hat'))}   R_env {fmt(stats.get('r_env'), 3)}   rollouts {detail['n_rollouts']}")
     out.append("\nprompt\n", style="bold underline")
@@ -64,7 +67,9 @@ def detail_text(detail: dict[str, Any] | None) -> Text:
     for r in detail["rollouts"]:
         mark = ("✔", "green") if r.get("success") else ("✘", "red")
         out.append(f"{mark[0]} ", style=mark[1])
-        out.append(f"e{r.get('epoch')} reward {fmt(r.get('reward'))}  {clean(r.get('response') or '', 80, one_line=True)}\n")
+        version = f" v{r['policy_version']}" if r.get("policy_version") is not None else ""
+        out.append(f"e{r.get('epoch')}{version} reward {fmt(r.get('reward'))}  "
+                   f"{clean(r.get('response') or '', 80, one_line=True)}\n")
     if not detail["rollouts"]:
         out.append("none yet\n", style="dim")
     out.append("\nlineage\n", style="bold underline")

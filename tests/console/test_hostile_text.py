@@ -117,6 +117,19 @@ def test_table_row_and_detail_pane_show_text_literally(text):
     assert clean(text) in shown.plain  # the prompt, in full (made visible), no markup swallowed
 
 
+def test_detail_pane_names_the_weights_that_wrote_and_sampled():
+    task = Task(id="gen/e3/bfcl/0001-0", benchmark="bfcl", prompt="q", answer="a", origin="generated",
+                split="generated", epoch=3, generator="sim@e2", simulator_version=2)
+    detail = {"task": task, "stats": {}, "n_rollouts": 2, "lineage": [task],
+              "rollouts": [{"epoch": 3, "reward": 1.0, "success": True, "response": "a", "policy_version": 2},
+                           {"epoch": 3, "reward": 0.0, "success": False, "response": "b", "policy_version": None}]}
+    shown = detail_text(detail).plain
+    assert "written by: sim@e2, weights version 2 " in shown
+    assert "✔ e3 v2 reward 1.00" in shown and "✘ e3 reward 0.00" in shown  # no version recorded: none shown
+    base = Task(id="bfcl/seed/00000", benchmark="bfcl", prompt="q", answer="a")
+    assert "written by" not in detail_text({**detail, "task": base, "lineage": [base]}).plain
+
+
 # -- the real console ------------------------------------------------------------------------------
 
 
