@@ -136,6 +136,7 @@ class ModelConfig:
                 continue
             _check(Path(str(value)).expanduser().is_dir(), f"model.{name}",
                    f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""))
+
     def tuning(self, role: str) -> str:
         """``full`` or ``lora`` for ``role`` (``agent`` or ``simulator``)."""
         return self.agent_tuning if role == "agent" else self.simulator_tuning
@@ -523,17 +524,22 @@ def _coerce(cls: type, name: str, value: Any, path: str) -> Any:
     return value
 
 
-def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+def _build(cls: type, data: dict[str, Any], prefix: str, unknown: dict[str, Any] | None = None) -> Any:
+    """``cls`` from nested ``data``; a key ``cls`` has no field for raises, or with ``unknown`` given is set aside
+    there by dotted key."""
     known = {f.name: f for f in fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         path = f"{prefix}{key}"
         if key not in known:
-            raise ConfigError(path, f"unknown setting; known: {', '.join(known)}")
+            if unknown is None:
+                raise ConfigError(path, f"unknown setting; known: {', '.join(known)}")
+            unknown[path] = value
+            continue
         sub = known[key].default_factory if known[key].default_factory is not MISSING else None  # type: ignore[misc]
         if sub is not None and is_dataclass(sub):
             _check(isinstance(value, dict), path, "must be a table")
-            kwargs[key] = _build(sub, value, f"{path}.")  # type: ignore[arg-type]
+            kwargs[key] = _build(sub, value, f"{path}.", unknown)  # type: ignore[arg-type]
         elif value is None:
             kwargs[key] = None
         else:
@@ -591,21 +597,7 @@ def saved_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
 
     Paths are not checked: the session may come from another machine."""
     unknown: dict[str, Any] = {}
-    return _build(RunConfig, _known_settings(RunConfig, read_toml(path), "", unknown), ""), unknown
-
-
-def _known_settings(cls: type, data: dict[str, Any], prefix: str, unknown: dict[str, Any]) -> dict[str, Any]:
-    """``data`` without the keys ``cls`` has no field for (those go into ``unknown`` by dotted key)."""
-    known = {f.name: f for f in fields(cls)}
-    kept: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in known:
-            unknown[f"{prefix}{key}"] = value
-            continue
-        sub = known[key].default_factory if known[key].default_factory is not MISSING else None  # type: ignore[misc]
-        kept[key] = (_known_settings(sub, value, f"{prefix}{key}.", unknown)  # type: ignore[arg-type]
-                     if sub is not None and is_dataclass(sub) and isinstance(value, dict) else value)
-    return kept
+    return _build(RunConfig, read_toml(path), "", unknown), unknown
 
 
 @cache
