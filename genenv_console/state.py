@@ -13,7 +13,7 @@ from typing import Any
 from genenv_engine import events as ev
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import alpha_reward, in_band
-from genenv_engine.progress import worker_summary
+from genenv_engine.progress import sample_line, worker_summary
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
           "checkpoint")
@@ -302,9 +302,7 @@ def describe(event: ev.Event) -> str | None:
     if kind in ("BatchProgressed", "WarmStartProgressed"):
         return None
     if kind == "WarmStartSample":
-        mark = {"agent": ("solved", "wrong"), "simulator": ("valid", "invalid")}.get(e.role, ("ok", "not ok"))  # type: ignore[attr-defined]
-        return (f"warm start {e.role} {e.step}/{e.steps} "  # type: ignore[attr-defined]
-                f"{mark[0] if e.ok else mark[1]}: {e.prompt[:80]!r} -> {e.text[:120]!r}")  # type: ignore[attr-defined]
+        return sample_line(e)  # the line `genenv run` prints
     if kind == "RunStarted":
         return f"run started at epoch {e.start_epoch}"  # type: ignore[attr-defined]
     if kind == "EpochStarted":

@@ -84,6 +84,16 @@ class WarmStartSample(Event):
     ok: bool
     detail: str = ""
 
+    @property
+    def verdict(self) -> str:
+        """How ``ok`` reads for this role: ``solved``/``wrong`` (the agent), ``valid``/``invalid`` (the simulator).
+
+        >>> WarmStartSample(0, "agent", 1, 8, "q", "a", True).verdict, WarmStartSample(0, "simulator", 1, 8, "q", "a", False).verdict
+        ('solved', 'invalid')
+        """
+        good, bad = ("solved", "wrong") if self.role == "agent" else ("valid", "invalid")
+        return good if self.ok else bad
+
 
 @dataclass(frozen=True)
 class EpochStarted(Event):

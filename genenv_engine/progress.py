@@ -2,7 +2,8 @@
 
 A `ConsoleReporter` is an EventSink; the warm start's bars show each role's loss, steps/s and ETA.
 ``quiet`` mode prints plain lines instead (for logs and CI): one per epoch, and one per tenth of each
-warm-start role. Either way each warm-start sample (what a role writes greedily now) is printed as one line. `print_status` renders ``genenv status`` as a table.
+warm-start role. Either way each warm-start sample (what a role writes greedily now) is printed as one line
+(`sample_line`, which the console's event log shows too). `print_status` renders ``genenv status`` as a table.
 """
 
 from __future__ import annotations
@@ -102,8 +103,7 @@ def sample_line(event) -> str:
     >>> print(sample_line(WarmStartSample(0, "simulator", 63, 500, "add 2 and 3", "TASK: add 7 and 1\x07", True)))
     warm start simulator 63/500 valid: 'add 2 and 3' -> 'TASK: add 7 and 1\x07'
     """
-    good, bad = ("solved", "wrong") if event.role == "agent" else ("valid", "invalid")
-    return (f"warm start {event.role} {event.step}/{event.steps} {good if event.ok else bad}: "
+    return (f"warm start {event.role} {event.step}/{event.steps} {event.verdict}: "
             f"{event.prompt[:80]!r} -> {event.text[:160]!r}")
 
 

@@ -14,10 +14,6 @@ from textual.widgets import Static
 from genenv_console.safe import clean
 from genenv_console.state import WarmStart
 
-VERDICTS = {"agent": ("solved", "wrong"), "simulator": ("valid task", "invalid")}
-"""How a sample's ``ok`` reads for each role."""
-
-
 def samples_text(data: WarmStart | None, width: int = 300) -> Text:
     """The panel's text: per role, the step, the verdict, the prompt shown and the text written.
 
@@ -33,11 +29,10 @@ def samples_text(data: WarmStart | None, width: int = 300) -> Text:
         return Text("warm-start samples: the first arrives after an eighth of each role's steps")
     out = Text()
     for role, sample in data.samples.items():
-        good, bad = VERDICTS.get(role, ("ok", "not ok"))
         if out:
             out.append("\n")
         out.append(f"{clean(role, 40, one_line=True)} at step {sample.step}/{sample.steps}: ", style="bold")
-        out.append(good if sample.ok else bad, style="green" if sample.ok else "red")
+        out.append(sample.verdict, style="green" if sample.ok else "red")
         out.append(f"\n  {'task' if role == 'agent' else 'seed'}: {clean(sample.prompt, width, one_line=True)}")
         out.append(f"\n  wrote: {clean(sample.text, width, one_line=True)}")
         if sample.detail:
