@@ -263,19 +263,17 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], executor
     keys = Counter(sim.near_duplicate_key(t.prompt) for t in pool)
     out: dict[str, Any] = {"generated": len(drafts)}
     uniques = []
-    placed: dict[int, sim.Generation] = {}
-    checked = executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
-    for name, env in envs.items():
-        where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
-        mine = [checked[i] for i in where]
+
+    def cap(name: str, env: Environment, mine: list[sim.Generation]) -> list[sim.Generation]:
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
         mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
         if capped["unique_fraction"] is not None:
             uniques.append(capped["unique_fraction"])
         reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)
         emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))
-        placed.update(zip(where, mine))
-    gens = [placed[i] for i in sorted(placed)]  # the drafts' order
+        return mine
+    checked = executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
+    gens = sim.per_benchmark(checked, envs, cap)  # in the drafts' order
     by_batch: dict[str, list[Task]] = {}
     for g in gens:
         by_batch.setdefault(g.batch_id, []).append(g.task)

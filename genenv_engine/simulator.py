@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
@@ -198,20 +199,33 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
     return out
 
 
+def per_benchmark(items: list[Any], envs: dict[str, Environment],
+                  fn: Callable[[str, Environment, list[Any]], list[Any]]) -> list[Any]:
+    """``fn(name, env, share)`` on each benchmark's share of ``items`` (drafts or generations, by their seed's
+    benchmark), benchmark after benchmark in ``envs`` order; its results come back in ``items``' order.
+
+    >>> from types import SimpleNamespace as Item
+    >>> items = [Item(seed=Item(benchmark=b), n=i) for i, b in enumerate("abab")]
+    >>> per_benchmark(items, {"a": None, "b": None}, lambda name, env, share: [f"{name}{x.n}" for x in share])
+    ['a0', 'b1', 'a2', 'b3']
+    """
+    out: list[Any] = [None] * len(items)
+    for name, env in envs.items():
+        where = [i for i, item in enumerate(items) if item.seed.benchmark == name]
+        for i, result in zip(where, fn(name, env, [items[i] for i in where])):
+            out[i] = result
+    missing = sorted({items[i].seed.benchmark for i, result in enumerate(out) if result is None})
+    if missing:
+        raise KeyError(f"no environment for benchmark(s) {missing} (enabled: {sorted(envs)})")
+    return out
+
+
 def validate_drafts(envs: dict[str, Environment], drafts: list[Draft], *, epoch: int, generator: str,
                     origin: str = "generated", style: str = "compact") -> list[Generation]:
     """`validate` for drafts of several benchmarks, each by its own benchmark's environment, in the drafts' order
     (what an executor runs, in this process or on a worker, for any batch of drafts)."""
-    out: list[Generation | None] = [None] * len(drafts)
-    for name, env in envs.items():
-        where = [i for i, d in enumerate(drafts) if d.seed.benchmark == name]
-        mine = validate(env, [drafts[i] for i in where], epoch=epoch, generator=generator, origin=origin, style=style)
-        for i, g in zip(where, mine):
-            out[i] = g
-    missing = [drafts[i].task_id for i, g in enumerate(out) if g is None]
-    if missing:
-        raise KeyError(f"no environment for the drafts {missing[:3]} (benchmarks {sorted(envs)})")
-    return out  # type: ignore[return-value]
+    return per_benchmark(drafts, envs, lambda _, env, mine: validate(env, mine, epoch=epoch, generator=generator,
+                                                                      origin=origin, style=style))
 
 
 def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,
