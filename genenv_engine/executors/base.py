@@ -149,9 +149,10 @@ def sample_batch(backend: GenerationBackend, policy: Policy, env: Environment, j
 
 
 def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], jobs: list[GenerateJob],
-                sampling: Sampling, *, epoch: int, style: str, progress: GenerateProgress | None = None) -> list[Draft]:
+                sampling: Sampling, *, epoch: int, style: str, version: int,
+                progress: GenerateProgress | None = None) -> list[Draft]:
     """Every job's drafts from one `genenv_engine.simulator.sample` call per job, with ``sampling`` as given (the
-    unbatched generation, as before executors existed)."""
+    unbatched generation, as before executors existed), stamped with the simulator weights' ``version``."""
     out: list[Draft] = []
     for job in jobs:
         def each(done: int, total: int, name: str = job.benchmark) -> None:
@@ -159,7 +160,7 @@ def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Envi
                 progress(name, done, total)
         out.extend(sim.sample(backend, policy, envs[job.benchmark], job.seeds, job.n, sampling, epoch=epoch,
                               id_prefix=job.prefix, progress=each, style=style, note=job.note))
-    return out
+    return stamp_drafts(out, version)
 
 
 def stamp_drafts(drafts: list[Draft], version: int) -> list[Draft]:

@@ -64,8 +64,8 @@ class LocalExecutor:
         backend, policy = self.roles.simulator_backend, self.roles.simulator
         size = self.config.generate_batch
         if not size:
-            drafts = sample_jobs(backend, policy, self.envs, jobs, sampling, epoch=epoch, style=style, progress=progress)
-            return stamp_drafts(drafts, self.simulator_version)
+            return sample_jobs(backend, policy, self.envs, jobs, sampling, epoch=epoch, style=style,
+                               version=self.simulator_version, progress=progress)
         drafts = []
         with torch.random.fork_rng(devices=[]):
             for job, i, first, seeds in seed_batches(jobs, size):

@@ -40,7 +40,7 @@ from genenv_engine.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
 from genenv_engine.events import WorkerRestarted, WorkerTimedOut
 from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs,
-                                          seed_batches, seeded, stamp_drafts, task_batches)
+                                          seed_batches, seeded, task_batches)
 from genenv_engine.executors.worker import RolloutWorker, policy_weights
 from genenv_engine.records import Task
 
@@ -143,9 +143,8 @@ class RayExecutor:
         """The jobs' drafts: with ``generate_batch`` > 0 the seeded seed batches round-robin on the workers, back
         in order; else on the controller's simulator backend, one stream per job."""
         if not self.generates:
-            drafts = sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
-                                 epoch=epoch, style=style, progress=progress)
-            return stamp_drafts(drafts, self.simulator_version)
+            return sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
+                               epoch=epoch, style=style, version=self.simulator_version, progress=progress)
         batches = seed_batches(jobs, self.config.generate_batch)
         args = [([self._simulator_weights], self.simulator_version, GenerateJob(job.benchmark, [], job.n, job.prefix,
                                                                                 job.note), first, seeds,
@@ -154,10 +153,7 @@ class RayExecutor:
         done: dict[str, int] = {}
 
         def take(i: int, worker: int, out: dict[str, Any]) -> list[sim.Draft]:
-            if out["version"] != self.simulator_version:
-                raise StaleWeights(f"worker {worker} wrote drafts with simulator weights version {out['version']}, "
-                                   f"the controller holds {self.simulator_version}")
-            self._check_pid(worker, out["pid"], epoch)
+            self._accept(worker, out, epoch, self.simulator_version, "wrote drafts with simulator")
             self.roles.simulator_backend.tokens_generated += out["tokens"]
             job, seeds = batches[i][0], batches[i][3]
             done[job.benchmark] = done.get(job.benchmark, 0) + len(seeds) * job.n
@@ -248,10 +244,7 @@ class RayExecutor:
 
     def _take(self, worker: int, out: dict[str, Any], epoch: int) -> list[TaskAttempts]:
         """Check one rollout batch's result and account for it."""
-        if out["version"] != self.version:
-            raise StaleWeights(f"worker {worker} sampled with weights version {out['version']}, "
-                               f"the controller holds {self.version}")
-        self._check_pid(worker, out["pid"], epoch)
+        self._accept(worker, out, epoch, self.version, "sampled with")
         stats = self.last_stats[worker]
         stats["batches"] += 1
         stats["tasks"] += len(out["scored"])
@@ -259,6 +252,13 @@ class RayExecutor:
         stats["seconds"] = round(stats["seconds"] + out["seconds"], 3)
         self.roles.agent_backend.tokens_generated += out["tokens"]
         return out["scored"]
+
+    def _accept(self, worker: int, out: dict[str, Any], epoch: int, version: int, what: str) -> None:
+        """A sampling result is usable only when made with the controller's ``version`` of the weights
+        (`StaleWeights` otherwise); a new process id on it is logged (`_check_pid`)."""
+        if out["version"] != version:
+            raise StaleWeights(f"worker {worker} {what} weights version {out['version']}, the controller holds {version}")
+        self._check_pid(worker, out["pid"], epoch)
 
     def _check_pid(self, worker: int, pid: int, epoch: int) -> None:
         """Log a `WorkerRestarted` when a worker's result comes from a new process."""

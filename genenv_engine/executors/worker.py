@@ -23,7 +23,7 @@ import torch
 from genenv_engine import simulator as sim
 from genenv_engine.agent import rollout
 from genenv_engine.backends.base import Sampling
-from genenv_engine.executors.base import GenerateJob, sample_batch
+from genenv_engine.executors.base import GenerateJob, sample_batch, stamp, stamp_drafts
 from genenv_engine.records import Task
 
 
@@ -46,6 +46,15 @@ def load_policy_weights(policy: Any, weights: dict[str, torch.Tensor]) -> None:
         set_peft_model_state_dict(policy.model, weights, adapter_name=policy.adapter)
     else:
         policy.model.load_state_dict(weights)
+
+
+def _load(policy: Any, backend: Any, weights: list[Any]) -> None:
+    """Catch a worker's copy up: the weights behind the object reference ``weights[0]`` into ``policy``, then its
+    backend synced."""
+    import ray
+
+    load_policy_weights(policy, ray.get(weights[0]))
+    backend.sync()
 
 
 class RolloutWorker:
@@ -74,16 +83,10 @@ class RolloutWorker:
         """Score one batch with the weights of ``version`` (``weights[0]``: their object reference, or None when
         the worker was created with them)."""
         if version != self.version:
-            import ray
-
-            load_policy_weights(self.policy, ray.get(weights[0]))
-            self.backend.sync()
+            _load(self.policy, self.backend, weights)
             self.version = version
         before, start = self.backend.tokens_generated, time.monotonic()
-        scored = rollout(self.backend, self.policy, self.envs, tasks, k, sampling, threshold)
-        for s in scored:
-            for a in s.attempts:
-                a.policy_version = self.version
+        scored = stamp(rollout(self.backend, self.policy, self.envs, tasks, k, sampling, threshold), self.version)
         return {"scored": scored, "version": self.version, "pid": self.pid,
                 "tokens": self.backend.tokens_generated - before, "seconds": time.monotonic() - start}
 
@@ -101,16 +104,11 @@ class RolloutWorker:
         if self.simulator is None or self.simulator_backend is None:
             raise RuntimeError("this worker holds no simulator: the executor was built with generate_batch = 0")
         if version != self.simulator_version:
-            import ray
-
-            load_policy_weights(self.simulator, ray.get(weights[0]))
-            self.simulator_backend.sync()
+            _load(self.simulator, self.simulator_backend, weights)
             self.simulator_version = version
         before, start = self.simulator_backend.tokens_generated, time.monotonic()
-        drafts = sample_batch(self.simulator_backend, self.simulator, self.envs[job.benchmark], job, first, seeds,
-                              sampling, epoch=epoch, style=style)
-        for d in drafts:
-            d.policy_version = self.simulator_version
+        drafts = stamp_drafts(sample_batch(self.simulator_backend, self.simulator, self.envs[job.benchmark], job,
+                                           first, seeds, sampling, epoch=epoch, style=style), self.simulator_version)
         return {"drafts": drafts, "version": self.simulator_version, "pid": self.pid,
                 "tokens": self.simulator_backend.tokens_generated - before, "seconds": time.monotonic() - start}
 
