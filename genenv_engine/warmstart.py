@@ -206,19 +206,20 @@ def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None],
     every = max(1, steps // 50)
     sample_every = max(1, steps // SAMPLES)
     started = time.perf_counter()
-    sampling = [0.0]
+    sampling = 0.0  # seconds spent on samples so far
 
     def report(step: int, loss: float) -> None:
+        nonlocal sampling
         check()
         if step % every == 0 or step == steps - 1:
             sink(WarmStartProgressed(0, role, step + 1, steps, loss, round(time.perf_counter() - started, 3)))
         last = step == steps - 1
         if sample is None or not (last or (step + 1) % sample_every == 0):
             return
-        if not last and sampling[0] > SAMPLE_SHARE * (time.perf_counter() - started):
+        if not last and sampling > SAMPLE_SHARE * (time.perf_counter() - started):
             return
         began = time.perf_counter()
         prompt, text, ok, detail = sample()
-        sampling[0] += time.perf_counter() - began
+        sampling += time.perf_counter() - began
         sink(WarmStartSample(0, role, step + 1, steps, prompt, text, ok, detail))
     return report
