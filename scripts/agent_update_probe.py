@@ -29,6 +29,7 @@ import torch
 
 from genenv_engine.agent import agent_prompt, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
+from genenv_engine.cli import parse_sets
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.roles import load_roles
@@ -37,25 +38,11 @@ from genenv_engine.trainer import GRPOTrainer
 from genenv_engine.warmstart import warm_start
 
 
-def parse_value(text: str) -> int | float | str:
-    """A ``cfg.KEY=VALUE`` option's value: int, float or text.
-
-    >>> parse_value("192"), parse_value("1e-3"), parse_value("tiny")
-    (192, 0.001, 'tiny')
-    """
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def main(argv: list[str]) -> None:
     mode, seed, lr, steps, iters = argv[0], int(argv[1]), float(argv[2]), int(argv[3]), int(argv[4])
     opts = dict(a.split("=", 1) for a in argv[5:])
     overrides: dict = {"simulator.mode": "off", "seed": seed}
-    overrides.update({k[4:]: parse_value(v) for k, v in opts.items() if k.startswith("cfg.")})
+    overrides.update(parse_sets([f"{k[4:]}={v}" for k, v in opts.items() if k.startswith("cfg.")]))  # as --set
     cfg = load_config("ablation", overrides=overrides)
     session = Session.create(cfg, tempfile.mkdtemp(prefix="genenv-probe-") + "/s")
     env = get_environment("bfcl", seed)
