@@ -3,7 +3,9 @@
 Prompts are left-padded and decoded in chunks by `decode`: a prefill in prompt-length groups, then
 one forward per step on the rows still decoding, since ended rows leave the batch (``generate``
 decodes every row until the longest ends: completions of 19 tokens on average cost as much as the
-longest, 64). Small models decode on one CPU thread. The sampled tokens and their log-probabilities
+longest, 64). Small models decode on one CPU thread, and small float32 Llama models on CPU (the tiny
+presets) run a hand-written forward with a static KV cache instead of the transformers one
+(`genenv_engine.backends.static_llama`, chosen by `decode`). The sampled tokens and their log-probabilities
 (after temperature) are those of ``model.generate(do_sample=True, top_k=0)`` for the same seed and
 chunk, up to float rounding of the logits (see `decode`).
 Chunks keep the size they had under ``generate`` (`chunk_for`), so a seed picks the same rows'
@@ -95,6 +97,10 @@ SMALL_MODEL = 30_000_000
 and two threads waiting on each other are slow on a busy machine (measured: 3-4x slower at load 6 on 2 cores)."""
 PREFILL_BUCKETS = 8
 """Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
+STATIC_PREFILL_GROUPS = 16
+"""Prompt-length groups of the static path's prefill (its per-group cost is small: no cache objects)."""
+STATIC_DECODE_GROUPS = 8
+"""Prompt-length groups whose decoding attention runs together on the static path (each reads only its columns)."""
 COMPACT_AT = 0.75
 """Ended rows leave the decoding batch (a copy of its cache) once at most this share of it is still decoding."""
 
@@ -137,7 +143,7 @@ def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, posit
 @torch.no_grad()
 def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, eos_token_id: int,
            pad_token_id: int | None, temperature: float | None, tick: Callable[[], None] | None = None,
-           every: float = 0.2):
+           every: float = 0.2, fast: bool | None = None):
     """Sample (or, with ``temperature=None``, greedily pick) up to ``max_new_tokens`` tokens per left-padded row.
 
     Returns ``(tokens, logprobs, lengths, finished)``: (B, T) sampled ids and their log-probabilities
@@ -150,15 +156,24 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
     whole (B, vocab) batch each step, and the same full-batch noise is drawn here, each row reading
     its own slice. The logits themselves may differ from ``generate``'s in the last float bits
     (matrix products of other shapes), so a token is the same unless two candidates tie to ~1e-6.
-    ``tick`` runs between steps, at most every ``every`` seconds (pause/stop checks).
+    ``tick`` runs between steps, at most every ``every`` seconds (pause/stop checks). ``fast``
+    chooses the path: `static_llama.StaticLlama` (the default where `static_llama.fits` the model
+    and it is small, see `SMALL_MODEL`) or the transformers forward with a ``DynamicCache``.
     """
     from transformers import DynamicCache
+
+    from genenv_engine.backends import static_llama
 
     threads = torch.get_num_threads()
     small = input_ids.device.type == "cpu" and sum(p.numel() for p in model.parameters()) < SMALL_MODEL
     if small:
         torch.set_num_threads(1)
     try:
+        if fast is None:
+            fast = small and static_llama.fits(model)
+        if fast:
+            return _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id,
+                                  temperature, tick, every)
         return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
                        tick, every, DynamicCache(config=model.config))
     finally:
@@ -216,3 +231,58 @@ def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_
         logits = model(input_ids=picked[:, None], attention_mask=attention_mask, position_ids=position,
                        past_key_values=cache, use_cache=True).logits[:, -1]
     return tokens.cpu(), logprobs.cpu(), lengths.cpu(), finished.cpu()
+
+
+def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` consecutive ranges of ``range(count)`` as even as possible (none empty)."""
+    return [(int(r[0]), int(r[-1]) + 1) for r in torch.arange(count).tensor_split(min(parts, count)) if r.numel()]
+
+
+def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick,
+                   every):
+    """`decode` on `static_llama.StaticLlama`: rows sorted by prompt length, ended rows leave at once."""
+    from genenv_engine.backends.static_llama import StaticLlama
+
+    batch, width = input_ids.shape
+    order = torch.argsort(attention_mask.sum(-1), stable=True)
+    rows = order  # the original row of each row of the decoding batch
+    input_ids, attention_mask = input_ids[order], attention_mask[order]
+    positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
+    net = StaticLlama(model, batch, width + max_new_tokens)
+    logits = net.prefill(input_ids, attention_mask, positions, _ranges(batch, STATIC_PREFILL_GROUPS),
+                         _ranges(batch, STATIC_DECODE_GROUPS))
+    tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long)
+    logprobs = torch.zeros((batch, max_new_tokens), dtype=torch.float32)
+    lengths = torch.full((batch,), max_new_tokens, dtype=torch.long)
+    finished = torch.zeros(batch, dtype=torch.bool)
+    position = positions[:, -1]
+    last_tick = float("-inf")
+    for step in range(max_new_tokens):
+        scores = logits.float()
+        if temperature is None:
+            picked = scores.argmax(-1)
+        else:
+            if temperature != 1.0:
+                scores = scores / temperature
+            noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype).exponential_(1)
+            picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
+        lp = scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
+        tokens[rows, step] = picked
+        logprobs[rows, step] = lp
+        eos = picked == eos_token_id
+        ended = eos if pad_token_id is None else eos | (picked == pad_token_id)
+        if bool(ended.any()):
+            lengths[rows[ended]] = step
+            finished[rows[eos]] = True
+            if bool(ended.all()):
+                break
+            keep = torch.tensor(net.drop(ended.tolist(), width + step), dtype=torch.long)
+            rows, position, picked = rows[keep], position[keep], picked[keep]
+        if step == max_new_tokens - 1:
+            break
+        if tick is not None and time.monotonic() - last_tick >= every:
+            last_tick = time.monotonic()
+            tick()
+        position = position + 1
+        logits = net.step(picked, position, width + step)
+    return tokens, logprobs, lengths, finished

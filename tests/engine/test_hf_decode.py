@@ -81,7 +81,7 @@ def test_decode_matches_generate_token_for_token(taught, sampling):
     assert [c.token_ids for c in got] == [w[0] for w in want]
     assert [c.finished for c in got] == [w[2] for w in want]
     for c, w in zip(got, want):
-        assert c.logprobs == pytest.approx(w[1], abs=1e-6)
+        assert c.logprobs == pytest.approx(w[1], abs=1e-5)
         assert c.text == pol.tokenizer.decode(w[0], skip_special_tokens=True)
     lengths = {len(c.token_ids) for c in got}
     assert len(lengths) >= 2  # rows really ended at different steps (early exits were exercised)

@@ -1,0 +1,201 @@
+"""A hand-written forward of small ``LlamaForCausalLM`` models for CPU decoding, with a preallocated KV cache.
+
+`fits` says whether a model can use it: a plain float32 ``LlamaForCausalLM`` on CPU (no PEFT adapter
+or other wrapped layer, default RoPE, SiLU MLP, no biases, as many key/value heads as query heads).
+`StaticLlama` runs that model's own weight tensors with the operations of the transformers forward,
+so its logits agree with the model's to float rounding (tested to 1e-5), without the per-step work
+of the general implementation: one (layers, 2, rows, heads, columns, head_dim) key/value tensor
+allocated once instead of a cache grown by concatenation every step, one additive attention mask
+built once, the query/key/value and the gate/up projections fused into one matrix product each,
+the rotary tables computed once, and in-place activations.
+
+Rows are sorted by prompt length by the caller and split into `groups` of consecutive rows; a
+group's attention reads only the columns its longest prompt needs (decoding attention reads the
+whole cache every step, so on CPU it is bound by memory bandwidth and padding costs as much as
+prompt). Rows that end leave their group: live rows of the group's tail are copied into their
+places (`drop`), so every step runs on the live rows only.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def fits(model) -> bool:
+    """Whether `StaticLlama` computes what ``model`` computes (else the caller keeps the transformers path)."""
+    from transformers import LlamaForCausalLM
+
+    if type(model) is not LlamaForCausalLM:  # a PeftModel or any subclass with its own forward
+        return False
+    cfg = model.config
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    if (cfg.hidden_act != "silu" or getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False)
+            or rope.get("rope_type", "default") != "default" or getattr(cfg, "pretraining_tp", 1) != 1
+            or cfg.num_key_value_heads != cfg.num_attention_heads
+            or len(model.model.layers) != cfg.num_hidden_layers):
+        return False
+    linears = [model.lm_head]
+    for layer in model.model.layers:
+        att, mlp = layer.self_attn, layer.mlp
+        linears += [att.q_proj, att.k_proj, att.v_proj, att.o_proj, mlp.gate_proj, mlp.up_proj, mlp.down_proj]
+    if any(type(m) is not torch.nn.Linear or m.bias is not None for m in linears):  # LoRA layers, quantised ones
+        return False
+    return all(p.device.type == "cpu" and p.dtype == torch.float32 for p in model.parameters())
+
+
+class StaticLlama:
+    """The forward of a `fits` model over a static KV cache of ``rows`` x ``columns`` positions.
+
+    `prefill` fills columns ``[0, width)`` of every row from left-padded prompts and returns their
+    last logits; `step` feeds one token per live row at a given column and returns the next logits;
+    `drop` removes ended rows. The weights are read when this object is built: build one per decode.
+    """
+
+    def __init__(self, model, rows: int, columns: int) -> None:
+        cfg = model.config
+        inner = model.model
+        self.heads = cfg.num_attention_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.eps = cfg.rms_norm_eps
+        self.inner_size = cfg.intermediate_size
+        self.embed = inner.embed_tokens.weight
+        self.norm = inner.norm.weight
+        self.head = model.lm_head.weight
+        self.layers = []
+        for layer in inner.layers:
+            att, mlp = layer.self_attn, layer.mlp
+            self.layers.append((
+                layer.input_layernorm.weight,
+                torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]),
+                att.o_proj.weight.t(),
+                layer.post_attention_layernorm.weight,
+                torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
+                mlp.down_proj.weight.t(),
+            ))
+        rotary = inner.rotary_emb
+        freqs = torch.arange(columns, dtype=torch.float32)[:, None] * rotary.inv_freq.float()[None]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        half = self.head_dim // 2
+        self.cos = emb.cos() * rotary.attention_scaling
+        sin = emb.sin() * rotary.attention_scaling
+        # rotate_half(x) * sin == swap_halves(x) * [-sin_low, sin_high] exactly (negation is exact)
+        self.sin = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
+        self.kv = torch.empty((len(self.layers), 2, rows, self.heads, columns, self.head_dim), dtype=self.embed.dtype)
+        self.mask = torch.zeros((rows, self.heads, 1, columns), dtype=self.embed.dtype)
+        """Additive attention mask of the decoding steps, per head so that it views as (rows * heads, 1, columns)."""
+        self.groups: list[list[int]] = []
+        """``[first cache row, live rows, first column read]`` per group; live rows are the group's first ones."""
+        self.live = torch.arange(rows)
+        """The cache row of each row of the decoding batch (the groups' live rows in order)."""
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        # LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), times the weight
+        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+    def _rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = self.head_dim // 2
+        return x * cos + x.unflatten(-1, (2, half)).flip(-2).flatten(-2) * sin
+
+    def _mlp(self, x: torch.Tensor, norm: torch.Tensor, gate_up: torch.Tensor, down_t: torch.Tensor) -> torch.Tensor:
+        """``x + down(silu(gate(h)) * up(h))`` for h the normed (tokens, hidden) ``x``."""
+        gu = F.linear(self._norm(x, norm), gate_up)
+        act = F.silu(gu[:, :self.inner_size], inplace=True)
+        return torch.addmm(x, act.mul_(gu[:, self.inner_size:]), down_t)
+
+    @torch.no_grad()
+    def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
+                prefill_groups: list[tuple[int, int]], decode_groups: list[tuple[int, int]]) -> torch.Tensor:
+        """Run left-padded prompts (rows, width) into the cache; return each row's last logits (rows, vocab).
+
+        Each of ``prefill_groups`` (consecutive row ranges) runs without the padding columns that
+        none of its rows needs; ``decode_groups`` are the row ranges whose attention `step` runs
+        together. The prompts' last column must be real (left padding).
+        """
+        rows, width = input_ids.shape
+        heads, dim = self.heads, self.head_dim
+        self.mask[:rows, :, 0, :width].masked_fill_((attention_mask == 0)[:, None], float("-inf"))
+        lengths = attention_mask.sum(-1).tolist()
+        self.groups = [[a, b - a, width - max(1, max(lengths[a:b]))] for a, b in decode_groups]
+        self.live = torch.arange(rows)
+        logits = self.head.new_empty((rows, self.head.shape[0]))
+        last = len(self.layers) - 1
+        for start, end in prefill_groups:
+            n = end - start
+            w = max(1, max(lengths[start:end]))
+            col = width - w
+            self.kv[:, :, start:end, :, :col] = 0  # padding some decode group reads: finite, masked
+            keys = attention_mask[start:end, col:].bool()
+            allowed = torch.ones((w, w), dtype=torch.bool).tril() & (keys[:, None, :] | torch.eye(w, dtype=torch.bool))
+            mask = torch.zeros((n, 1, w, w), dtype=self.embed.dtype).masked_fill_(~allowed[:, None], float("-inf"))
+            pos = positions[start:end, col:]
+            cos, sin = self.cos[pos][:, :, None, None], self.sin[pos][:, :, None, None]  # (n, w, 1, 1, dim)
+            x = F.embedding(input_ids[start:end, col:], self.embed).flatten(0, 1)  # (n * w, hidden)
+            for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
+                qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, w, 3, heads, dim)
+                qk = self._rope(qkv[:, :, :2], cos, sin)
+                keys_i, values_i = self.kv[i, 0, start:end, :, col:width], self.kv[i, 1, start:end, :, col:width]
+                keys_i.copy_(qk[:, :, 1].transpose(1, 2))
+                values_i.copy_(qkv[:, :, 2].transpose(1, 2))
+                q = qk[:, :, 0].transpose(1, 2)
+                if i == last:  # only the last position goes on: the next token's logits
+                    q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, w, -1)[:, -1]
+                att = F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
+                x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
+                x = self._mlp(x, norm2, gate_up, down_t)
+            logits[start:end] = F.linear(self._norm(x, self.norm), self.head)
+        return logits
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, column: int) -> torch.Tensor:
+        """Feed ``tokens`` (n,) of the live rows at ``column`` (their positions (n,)); return logits (n, vocab)."""
+        n = tokens.shape[0]
+        heads, dim = self.heads, self.head_dim
+        cos, sin = self.cos[positions][:, None, None], self.sin[positions][:, None, None]
+        scale = dim ** -0.5
+        end = column + 1
+        att = torch.empty((n * heads, 1, dim), dtype=self.embed.dtype)
+        x = F.embedding(tokens, self.embed)
+        for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
+            qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, 3, heads, dim)
+            qk = self._rope(qkv[:, :2], cos, sin)
+            self.kv[i, 0, self.live, :, column] = qk[:, 1]
+            self.kv[i, 1, self.live, :, column] = qkv[:, 2]
+            q = qk[:, 0].reshape(n * heads, 1, dim)
+            offset = 0
+            for first, count, lo in self.groups:
+                if count == 0:
+                    continue
+                rows, part = slice(first, first + count), slice(offset * heads, (offset + count) * heads)
+                weights = torch.baddbmm(self.mask[rows, :, :, lo:end].flatten(0, 1), q[part],
+                                        self.kv[i, 0, rows, :, lo:end].flatten(0, 1).transpose(1, 2), alpha=scale)
+                torch.bmm(weights.softmax(-1), self.kv[i, 1, rows, :, lo:end].flatten(0, 1), out=att[part])
+                offset += count
+            x = torch.addmm(x, att.view(n, heads * dim), out_t)
+            x = self._mlp(x, norm2, gate_up, down_t)
+        return F.linear(self._norm(x, self.norm), self.head)
+
+    def drop(self, ended: list[bool], columns: int) -> list[int]:
+        """Remove the ended rows of the decoding batch (flags in batch order); return the batch rows kept, in order.
+
+        Within each group, live rows past the group's new size are copied (their first ``columns``
+        columns) into the places of ended rows before it.
+        """
+        keep: list[int] = []
+        offset = 0
+        for group in self.groups:
+            first, count, lo = group
+            flags = ended[offset:offset + count]
+            alive = count - sum(flags)
+            dst = [j for j in range(alive) if flags[j]]
+            src = [j for j in range(alive, count) if not flags[j]]
+            if dst:
+                d, s = torch.tensor(dst) + first, torch.tensor(src) + first
+                self.kv[:, :, d, :, lo:columns] = self.kv[:, :, s, :, lo:columns]
+                self.mask[d] = self.mask[s]
+            moved = dict(zip(dst, src))
+            keep += [offset + moved.get(j, j) for j in range(alive)]
+            group[1] = alive
+            offset += count
+        self.live = torch.tensor([first + j for first, count, _ in self.groups for j in range(count)], dtype=torch.long)
+        return keep
