@@ -249,6 +249,16 @@ def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_i
     input_ids, attention_mask = input_ids[order], attention_mask[order]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
     net = StaticLlama(model, batch, width + max_new_tokens)
+    try:
+        return _sample_static(net, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
+                              pad_token_id, temperature, tick, every)
+    finally:
+        net.release()
+
+
+def _sample_static(net, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id, pad_token_id,
+                   temperature, tick, every):
+    batch, width = input_ids.shape
     logits = net.prefill(input_ids, attention_mask, positions, _ranges(batch, STATIC_PREFILL_GROUPS),
                          _ranges(batch, STATIC_DECODE_GROUPS))
     tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long)

@@ -21,6 +21,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+_SPARE: dict[str, torch.Tensor] = {}
+"""The last decode's KV storage, reused by the next (allocating and first touching ~100 MB costs ~30 ms a call)."""
+
 
 def fits(model) -> bool:
     """Whether `StaticLlama` computes what ``model`` computes (else the caller keeps the transformers path)."""
@@ -49,59 +52,92 @@ class StaticLlama:
 
     `prefill` fills columns ``[0, width)`` of every row from left-padded prompts and returns their
     last logits; `step` feeds one token per live row at a given column and returns the next logits;
-    `drop` removes ended rows. The weights are read when this object is built: build one per decode.
+    `drop` removes ended rows; `release` hands the cache's memory to the next one. The weights are
+    read when this object is built: build one per decode.
+
+    Two exact rewrites of the transformers computation: the query and key projections' rows are
+    permuted within each head so that the rotary embedding's pairs (i, i + head_dim / 2) are
+    adjacent, making it one complex multiplication (attention scores are dot products, unchanged
+    when queries and keys permute alike); and the first layer's normed query/key/value projection
+    depends on the token alone, so it is a table of the vocabulary looked up per token.
     """
 
     def __init__(self, model, rows: int, columns: int) -> None:
         cfg = model.config
         inner = model.model
-        self.heads = cfg.num_attention_heads
-        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.heads = heads = cfg.num_attention_heads
+        self.head_dim = dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
         self.eps = cfg.rms_norm_eps
         self.inner_size = cfg.intermediate_size
         self.embed = inner.embed_tokens.weight
         self.norm = inner.norm.weight
         self.head = model.lm_head.weight
+        half = dim // 2
+        pairs = torch.tensor([j for i in range(half) for j in (i, i + half)])
+
+        def paired(weight: torch.Tensor) -> torch.Tensor:
+            return weight.view(heads, dim, -1)[:, pairs].reshape(heads * dim, -1)
+
         self.layers = []
         for layer in inner.layers:
             att, mlp = layer.self_attn, layer.mlp
             self.layers.append((
                 layer.input_layernorm.weight,
-                torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]),
+                torch.cat([paired(att.q_proj.weight), paired(att.k_proj.weight), att.v_proj.weight]),
                 att.o_proj.weight.t(),
                 layer.post_attention_layernorm.weight,
                 torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
                 mlp.down_proj.weight.t(),
             ))
+        self.first_qkv = F.linear(self._norm(self.embed, self.layers[0][0]), self.layers[0][1])
+        """The first layer's query/key/value projection of every token (vocabulary, 3 * heads * head_dim)."""
         rotary = inner.rotary_emb
         freqs = torch.arange(columns, dtype=torch.float32)[:, None] * rotary.inv_freq.float()[None]
-        emb = torch.cat((freqs, freqs), dim=-1)
-        half = self.head_dim // 2
-        self.cos = emb.cos() * rotary.attention_scaling
-        sin = emb.sin() * rotary.attention_scaling
-        # rotate_half(x) * sin == swap_halves(x) * [-sin_low, sin_high] exactly (negation is exact)
-        self.sin = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
-        self.kv = torch.empty((len(self.layers), 2, rows, self.heads, columns, self.head_dim), dtype=self.embed.dtype)
-        self.mask = torch.zeros((rows, self.heads, 1, columns), dtype=self.embed.dtype)
+        emb = torch.cat((freqs, freqs), dim=-1)  # the transformers tables, then their first half as cos + i sin
+        cos, sin = emb.cos() * rotary.attention_scaling, emb.sin() * rotary.attention_scaling
+        self.rotation = torch.complex(cos[:, :half].contiguous(), sin[:, :half].contiguous())
+        numel = len(self.layers) * 2 * rows * heads * columns * dim
+        storage = _SPARE.pop("kv", None)
+        if storage is None or storage.numel() < numel or storage.dtype != self.embed.dtype:
+            storage = torch.empty(numel, dtype=self.embed.dtype)
+        self._storage = storage
+        self.kv = storage[:numel].view(len(self.layers), 2, rows, heads, columns, dim)
+        """Keys and values (keys in the paired order); every column a step reads is written by this decode."""
+        self.mask = torch.zeros((rows, heads, 1, columns), dtype=self.embed.dtype)
         """Additive attention mask of the decoding steps, per head so that it views as (rows * heads, 1, columns)."""
         self.groups: list[list[int]] = []
         """``[first cache row, live rows, first column read]`` per group; live rows are the group's first ones."""
         self.live = torch.arange(rows)
         """The cache row of each row of the decoding batch (the groups' live rows in order)."""
+        self._views: list[list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]] = []
+
+    def release(self) -> None:
+        """Keep the cache's memory for the next decode (this object must not be used afterwards)."""
+        kept = _SPARE.get("kv")
+        if kept is None or kept.numel() < self._storage.numel():
+            _SPARE["kv"] = self._storage
+        del self.kv
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         # LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), times the weight
         return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
-    def _rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = self.head_dim // 2
-        return x * cos + x.unflatten(-1, (2, half)).flip(-2).flatten(-2) * sin
+    def _rope(self, x: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
+        """Rotate paired-order ``x`` (..., head_dim) by complex ``rotation`` (..., head_dim / 2)."""
+        return torch.view_as_real(torch.view_as_complex(x.unflatten(-1, (-1, 2))) * rotation).flatten(-2)
 
     def _mlp(self, x: torch.Tensor, norm: torch.Tensor, gate_up: torch.Tensor, down_t: torch.Tensor) -> torch.Tensor:
         """``x + down(silu(gate(h)) * up(h))`` for h the normed (tokens, hidden) ``x``."""
         gu = F.linear(self._norm(x, norm), gate_up)
         act = F.silu(gu[:, :self.inner_size], inplace=True)
         return torch.addmm(x, act.mul_(gu[:, self.inner_size:]), down_t)
+
+    def _group_views(self) -> None:
+        """Per layer, the (keys, values, mask) of each group's live rows flattened with the heads."""
+        self._views = [[(self.kv[i, 0, first:first + count].flatten(0, 1), self.kv[i, 1, first:first + count].flatten(0, 1),
+                         self.mask[first:first + count].flatten(0, 1), lo)
+                        for first, count, lo in self.groups if count]
+                       for i in range(len(self.layers))]
 
     @torch.no_grad()
     def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
@@ -128,12 +164,15 @@ class StaticLlama:
             keys = attention_mask[start:end, col:].bool()
             allowed = torch.ones((w, w), dtype=torch.bool).tril() & (keys[:, None, :] | torch.eye(w, dtype=torch.bool))
             mask = torch.zeros((n, 1, w, w), dtype=self.embed.dtype).masked_fill_(~allowed[:, None], float("-inf"))
-            pos = positions[start:end, col:]
-            cos, sin = self.cos[pos][:, :, None, None], self.sin[pos][:, :, None, None]  # (n, w, 1, 1, dim)
-            x = F.embedding(input_ids[start:end, col:], self.embed).flatten(0, 1)  # (n * w, hidden)
+            rotation = self.rotation[positions[start:end, col:]][:, :, None, None]  # (n, w, 1, 1, dim / 2)
+            ids = input_ids[start:end, col:]
+            x = F.embedding(ids, self.embed).flatten(0, 1)  # (n * w, hidden)
             for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
-                qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, w, 3, heads, dim)
-                qk = self._rope(qkv[:, :, :2], cos, sin)
+                if i == 0:
+                    qkv = F.embedding(ids, self.first_qkv).view(n, w, 3, heads, dim)
+                else:
+                    qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, w, 3, heads, dim)
+                qk = self._rope(qkv[:, :, :2], rotation)
                 keys_i, values_i = self.kv[i, 0, start:end, :, col:width], self.kv[i, 1, start:end, :, col:width]
                 keys_i.copy_(qk[:, :, 1].transpose(1, 2))
                 values_i.copy_(qkv[:, :, 2].transpose(1, 2))
@@ -144,6 +183,7 @@ class StaticLlama:
                 x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
                 x = self._mlp(x, norm2, gate_up, down_t)
             logits[start:end] = F.linear(self._norm(x, self.norm), self.head)
+        self._group_views()
         return logits
 
     @torch.no_grad()
@@ -151,26 +191,26 @@ class StaticLlama:
         """Feed ``tokens`` (n,) of the live rows at ``column`` (their positions (n,)); return logits (n, vocab)."""
         n = tokens.shape[0]
         heads, dim = self.heads, self.head_dim
-        cos, sin = self.cos[positions][:, None, None], self.sin[positions][:, None, None]
+        rotation = self.rotation[positions][:, None, None]
         scale = dim ** -0.5
         end = column + 1
         att = torch.empty((n * heads, 1, dim), dtype=self.embed.dtype)
         x = F.embedding(tokens, self.embed)
         for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
-            qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, 3, heads, dim)
-            qk = self._rope(qkv[:, :2], cos, sin)
+            if i == 0:
+                qkv = F.embedding(tokens, self.first_qkv).view(n, 3, heads, dim)
+            else:
+                qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, 3, heads, dim)
+            qk = self._rope(qkv[:, :2], rotation)
             self.kv[i, 0, self.live, :, column] = qk[:, 1]
             self.kv[i, 1, self.live, :, column] = qkv[:, 2]
             q = qk[:, 0].reshape(n * heads, 1, dim)
             offset = 0
-            for first, count, lo in self.groups:
-                if count == 0:
-                    continue
-                rows, part = slice(first, first + count), slice(offset * heads, (offset + count) * heads)
-                weights = torch.baddbmm(self.mask[rows, :, :, lo:end].flatten(0, 1), q[part],
-                                        self.kv[i, 0, rows, :, lo:end].flatten(0, 1).transpose(1, 2), alpha=scale)
-                torch.bmm(weights.softmax(-1), self.kv[i, 1, rows, :, lo:end].flatten(0, 1), out=att[part])
-                offset += count
+            for keys, values, mask, lo in self._views[i]:
+                part = slice(offset, offset + keys.shape[0])
+                weights = torch.baddbmm(mask[:, :, lo:end], q[part], keys[:, lo:end].transpose(1, 2), alpha=scale)
+                torch.bmm(weights.softmax(-1), values[:, lo:end], out=att[part])
+                offset += keys.shape[0]
             x = torch.addmm(x, att.view(n, heads * dim), out_t)
             x = self._mlp(x, norm2, gate_up, down_t)
         return F.linear(self._norm(x, self.norm), self.head)
@@ -198,4 +238,5 @@ class StaticLlama:
             group[1] = alive
             offset += count
         self.live = torch.tensor([first + j for first, count, _ in self.groups for j in range(count)], dtype=torch.long)
+        self._group_views()
         return keep
