@@ -47,6 +47,33 @@ def fits(model) -> bool:
     return all(p.device.type == "cpu" and p.dtype == torch.float32 for p in model.parameters())
 
 
+HUGE_PAGE = 2 << 20
+
+
+def _huge_empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
+    """An empty 1-d tensor on 2 MB-aligned memory that Linux is asked to back with huge pages.
+
+    Each decoding step writes one column of every row and head of the cache, 512 places some
+    29 KB apart for 128 rows of the tiny model: with 4 KB pages nearly each is a TLB miss.
+    Elsewhere (or if ``madvise`` fails) it is plain memory.
+    """
+    size = torch.empty((), dtype=dtype).element_size()
+    raw = torch.empty(numel + HUGE_PAGE // size, dtype=dtype)
+    start = -raw.data_ptr() % HUGE_PAGE // size
+    out = raw[start:start + numel]
+    try:
+        import ctypes
+        import sys
+
+        if sys.platform.startswith("linux"):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            libc.madvise(out.data_ptr(), numel * size // HUGE_PAGE * HUGE_PAGE, 14)  # MADV_HUGEPAGE
+    except (OSError, AttributeError):
+        pass
+    return out
+
+
 class StaticLlama:
     """The forward of a `fits` model over a static KV cache of ``rows`` x ``columns`` positions.
 
@@ -99,7 +126,7 @@ class StaticLlama:
         numel = len(self.layers) * 2 * rows * heads * columns * dim
         storage = _SPARE.pop("kv", None)
         if storage is None or storage.numel() < numel or storage.dtype != self.embed.dtype:
-            storage = torch.empty(numel, dtype=self.embed.dtype)
+            storage = _huge_empty(numel, self.embed.dtype)
         self._storage = storage
         self.kv = storage[:numel].view(len(self.layers), 2, rows, heads, columns, dim)
         """Keys and values (keys in the paired order); every column a step reads is written by this decode."""
