@@ -97,9 +97,9 @@ SMALL_MODEL = 30_000_000
 and two threads waiting on each other are slow on a busy machine (measured: 3-4x slower at load 6 on 2 cores)."""
 PREFILL_BUCKETS = 8
 """Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
-STATIC_PREFILL_GROUPS = 16
-"""Prompt-length groups of the static path's prefill (its per-group cost is small: no cache objects)."""
-STATIC_DECODE_GROUPS = 8
+STATIC_PREFILL_ROWS = 8
+"""Prompts per group of the static path's prefill (its per-group cost is small: no cache objects)."""
+STATIC_DECODE_GROUPS = 4
 """Prompt-length groups whose decoding attention runs together on the static path (each reads only its columns)."""
 COMPACT_AT = 0.75
 """Ended rows leave the decoding batch (a copy of its cache) once at most this share of it is still decoding."""
@@ -259,8 +259,8 @@ def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_i
 def _sample_static(net, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id, pad_token_id,
                    temperature, tick, every):
     batch, width = input_ids.shape
-    logits = net.prefill(input_ids, attention_mask, positions, _ranges(batch, STATIC_PREFILL_GROUPS),
-                         _ranges(batch, STATIC_DECODE_GROUPS))
+    logits = net.prefill(input_ids, attention_mask, positions, _ranges(batch, STATIC_DECODE_GROUPS),
+                         STATIC_PREFILL_ROWS)
     tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long)
     logprobs = torch.zeros((batch, max_new_tokens), dtype=torch.float32)
     lengths = torch.full((batch,), max_new_tokens, dtype=torch.long)

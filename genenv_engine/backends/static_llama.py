@@ -48,6 +48,44 @@ def fits(model) -> bool:
 
 
 HUGE_PAGE = 2 << 20
+SHARE_MIN = 8
+"""Leading tokens a prompt must share with another for the prefill to copy their keys and values instead."""
+
+
+def plan_prefill(tokens: list[list[int]], group_rows: int, share: int):
+    """Which prompts reuse another's prefix, and the prefill groups: ``({child: (parent, shared)}, first, then)``.
+
+    In lexicographic order each prompt is compared with the last prompt that runs whole (a
+    parent): if they share at least ``share`` leading tokens (at most all but its last), it
+    takes those from the parent; else it becomes the next parent. ``groups`` lists
+    ``(rows, queries)``: parents first, by length, then the others by what they still run, in
+    groups of ``group_rows`` rows; ``queries`` is the group's longest part still to run.
+
+    >>> plan_prefill([[1, 2, 3], [1, 2, 4, 5], [9], [1, 2, 3]], 2, 2)
+    ({3: (0, 2), 1: (0, 2)}, [([2, 0], 3)], [([3, 1], 2)])
+    """
+    parents: dict[int, tuple[int, int]] = {}
+    parent = None
+    for row in sorted(range(len(tokens)), key=lambda r: tokens[r]):
+        if parent is not None and share > 0:
+            a, b = tokens[row], tokens[parent]
+            common = 0
+            for x, y in zip(a, b):
+                if x != y:
+                    break
+                common += 1
+            common = min(common, len(a) - 1)
+            if common >= share:
+                parents[row] = (parent, common)
+                continue
+        parent = row
+    whole = sorted((r for r in range(len(tokens)) if r not in parents), key=lambda r: len(tokens[r]))
+    rest = sorted(parents, key=lambda r: len(tokens[r]) - parents[r][1])
+    waves = []
+    for part, left in ((whole, lambda r: len(tokens[r])), (rest, lambda r: len(tokens[r]) - parents[r][1])):
+        groups = [part[start:start + group_rows] for start in range(0, len(part), group_rows)]
+        waves.append([(group, max(1, max(left(r) for r in group))) for group in groups])
+    return parents, waves[0], waves[1]
 
 
 def _huge_empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
@@ -168,50 +206,70 @@ class StaticLlama:
 
     @torch.no_grad()
     def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
-                prefill_groups: list[tuple[int, int]], decode_groups: list[tuple[int, int]]) -> torch.Tensor:
+                decode_groups: list[tuple[int, int]], group_rows: int = 8, share: int | None = None) -> torch.Tensor:
         """Run left-padded prompts (rows, width) into the cache; return each row's last logits (rows, vocab).
 
-        Each of ``prefill_groups`` (consecutive row ranges) runs without the padding columns that
-        none of its rows needs; ``decode_groups`` are the row ranges whose attention `step` runs
-        together. The prompts' last column must be real (left padding).
+        ``decode_groups`` are the row ranges whose attention `step` runs together. Prompts run in
+        groups of ``group_rows`` without the padding none of a group's rows needs. A prompt that
+        shares at least ``share`` leading tokens with another (`plan_prefill`; 0: never) takes
+        that prefix's keys and values from it and runs only the rest (``None``: `SHARE_MIN`). The prompts' last column
+        must be real (left padding).
         """
         rows, width = input_ids.shape
-        heads, dim = self.heads, self.head_dim
         self.mask[:rows, :, 0, :width].masked_fill_((attention_mask == 0)[:, None], float("-inf"))
         lengths = attention_mask.sum(-1).tolist()
         self.groups = [[a, b - a, width - max(1, max(lengths[a:b]))] for a, b in decode_groups]
+        for first, count, lo in self.groups:  # padding a decode group reads and no prefill writes: finite, masked
+            self.kv[:, :, first:first + count, :, lo:width - min(lengths[first:first + count])] = 0
         self.live = torch.arange(rows)
+        tokens = [row[width - n:] for row, n in zip(input_ids.tolist(), lengths)]
+        parents, first, then = plan_prefill(tokens, group_rows, SHARE_MIN if share is None else share)
         logits = self.head.new_empty((rows, self.head.shape[0]))
-        last = len(self.layers) - 1
-        for start, end in prefill_groups:
-            n = end - start
-            w = max(1, max(lengths[start:end]))
-            col = width - w
-            self.kv[:, :, start:end, :, :col] = 0  # padding some decode group reads: finite, masked
-            keys = attention_mask[start:end, col:].bool()
-            allowed = torch.ones((w, w), dtype=torch.bool).tril() & (keys[:, None, :] | torch.eye(w, dtype=torch.bool))
-            mask = torch.zeros((n, 1, w, w), dtype=self.embed.dtype).masked_fill_(~allowed[:, None], float("-inf"))
-            rotation = self.rotation[positions[start:end, col:]][:, :, None, None]  # (n, w, 1, 1, dim / 2)
-            ids = input_ids[start:end, col:]
-            x = F.embedding(ids, self.embed).flatten(0, 1)  # (n * w, hidden)
-            for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
-                if i == 0:
-                    qkv = F.embedding(ids, self.first_qkv).view(n, w, 3, heads, dim)
-                else:
-                    qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, w, 3, heads, dim)
-                qk = self._rope(qkv[:, :, :2], rotation)
-                keys_i, values_i = self.kv[i, 0, start:end, :, col:width], self.kv[i, 1, start:end, :, col:width]
-                keys_i.copy_(qk[:, :, 1].transpose(1, 2))
-                values_i.copy_(qkv[:, :, 2].transpose(1, 2))
-                q = qk[:, :, 0].transpose(1, 2)
-                if i == last:  # only the last position goes on: the next token's logits
-                    q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, w, -1)[:, -1]
-                att = F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
-                x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
-                x = self._mlp(x, norm2, gate_up, down_t)
-            logits[start:end] = F.linear(self._norm(x, self.norm), self.head)
+        for wave in (first, then):
+            for group, queries in wave:
+                keys = max(lengths[r] for r in group)
+                logits[group] = self._prefill_group(torch.tensor(group), input_ids, attention_mask, positions,
+                                                    queries, keys)
+            if wave is first:
+                for child, (parent, shared) in parents.items():  # all layers' keys and values of the prefix
+                    to, frm = width - lengths[child], width - lengths[parent]
+                    self.kv[:, :, child, :, to:to + shared] = self.kv[:, :, parent, :, frm:frm + shared]
         self._group_views()
         return logits
+
+    def _prefill_group(self, rows: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                       positions: torch.Tensor, queries: int, keys: int) -> torch.Tensor:
+        """Run the last ``queries`` columns of ``rows`` attending to their last ``keys`` (the rest is in the cache)."""
+        n, width = rows.numel(), input_ids.shape[1]
+        heads, dim = self.heads, self.head_dim
+        q_col, k_col = width - queries, width - keys
+        real = attention_mask[rows, k_col:].bool()
+        i = torch.arange(queries)[:, None] + (keys - queries)  # each query's column among the keys'
+        j = torch.arange(keys)[None]
+        allowed = (j <= i) & (real[:, None, :] | (j == i))  # causal, real keys; a padding query sees itself
+        mask = torch.zeros((n, 1, queries, keys), dtype=self.embed.dtype).masked_fill_(~allowed[:, None], float("-inf"))
+        rotation = self.rotation[positions[rows, q_col:]][:, :, None, None]  # (n, queries, 1, 1, dim / 2)
+        ids = input_ids[rows, q_col:]
+        x = F.embedding(ids, self.embed).flatten(0, 1)  # (n * queries, hidden)
+        last = len(self.layers) - 1
+        for layer, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
+            if layer == 0:
+                qkv = F.embedding(ids, self.first_qkv).view(n, queries, 3, heads, dim)
+            else:
+                qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, queries, 3, heads, dim)
+            qk = self._rope(qkv[:, :, :2], rotation)
+            k, v = qk[:, :, 1].transpose(1, 2), qkv[:, :, 2].transpose(1, 2)
+            self.kv[layer, 0, rows, :, q_col:width] = k
+            self.kv[layer, 1, rows, :, q_col:width] = v
+            if keys > queries:  # the shared prefix's keys and values come from the cache
+                k, v = self.kv[layer, 0, rows, :, k_col:width], self.kv[layer, 1, rows, :, k_col:width]
+            q = qk[:, :, 0].transpose(1, 2)
+            if layer == last:  # only the last position goes on: the next token's logits
+                q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]
+            att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
+            x = self._mlp(x, norm2, gate_up, down_t)
+        return F.linear(self._norm(x, self.norm), self.head)
 
     @torch.no_grad()
     def step(self, tokens: torch.Tensor, positions: torch.Tensor, column: int) -> torch.Tensor:

@@ -19,7 +19,8 @@ from genenv_engine.tokenizer import build_byte_tokenizer
 
 CFG = ModelConfig(hidden_size=32, num_layers=3, num_heads=4, intermediate_size=48, max_length=96)
 TEXTS = ["a", "add 1 and 2", "the quick brown fox jumps", "sq 5", "mul 3 4 then add 7 and 8 and 9", "x y",
-         "what is 2+2?", "neg 7"]
+         "what is 2+2?", "neg 7", "add 1 and 2", "add 1 and 22", "the quick brown cat", "mul 3 4", "sq 5 and 6"]
+"""Prompts of several lengths; some equal, some a prefix of another, some sharing a few leading tokens."""
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +53,14 @@ def reference(model, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         return model(input_ids=ids, attention_mask=attn, position_ids=positions).logits[:, -1]
 
 
-@pytest.mark.parametrize("prefill_groups,decode_groups", [(1, 1), (3, 2), (8, 8)])
-def test_prefill_and_steps_give_the_models_logits(model, prefill_groups, decode_groups):
+@pytest.mark.parametrize("group_rows,decode_groups,share", [(8, 1, 0), (3, 2, 2), (1, 8, 1)])
+def test_prefill_and_steps_give_the_models_logits(model, group_rows, decode_groups, share):
     m, tok = model
     ids, attn = padded(tok, TEXTS)
     rows, width = ids.shape
     positions = (attn.cumsum(-1) - 1).masked_fill(attn == 0, 0)
     net = StaticLlama(m, rows, width + 6)
-    logits = net.prefill(ids, attn, positions, hf._ranges(rows, prefill_groups), hf._ranges(rows, decode_groups))
+    logits = net.prefill(ids, attn, positions, hf._ranges(rows, decode_groups), group_rows, share)
     assert logits.abs().max() > 1.0
     torch.testing.assert_close(logits, reference(m, ids, attn), atol=1e-5, rtol=1e-5)
     gen = torch.Generator().manual_seed(0)
@@ -87,8 +88,7 @@ def test_a_wrong_mask_is_seen(model):
     ids, attn = padded(tok, TEXTS)
     positions = (attn.cumsum(-1) - 1).masked_fill(attn == 0, 0)
     net = StaticLlama(m, *ids.shape)
-    rows = [(0, ids.shape[0])]
-    logits = net.prefill(ids, torch.ones_like(attn), positions, rows, rows)
+    logits = net.prefill(ids, torch.ones_like(attn), positions, [(0, ids.shape[0])], ids.shape[0], 0)
     diff = (logits - reference(m, ids, attn)).abs().amax(-1)
     short = attn.sum(-1) < attn.shape[1]
     assert bool((diff[short] > 1e-3).all()) and bool((diff[~short] < 1e-5).all())
