@@ -99,7 +99,9 @@ PREFILL_BUCKETS = 8
 """Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
 STATIC_PREFILL_ROWS = 8
 """Prompts per group of the static path's prefill (its per-group cost is small: no cache objects)."""
-STATIC_DECODE_GROUPS = 4
+STATIC_SHARE_MIN = 8
+"""Leading tokens a prompt shares with another for the static path's prefill to copy them (0: never)."""
+STATIC_DECODE_GROUPS = 8
 """Prompt-length groups whose decoding attention runs together on the static path (each reads only its columns)."""
 COMPACT_AT = 0.75
 """Ended rows leave the decoding batch (a copy of its cache) once at most this share of it is still decoding."""
@@ -240,27 +242,30 @@ def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
 
 def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick,
                    every):
-    """`decode` on `static_llama.StaticLlama`: rows sorted by prompt length, ended rows leave at once."""
+    """`decode` on `static_llama.StaticLlama`: rows in the prefill's order, ended rows leave at once."""
     from genenv_engine.backends.static_llama import StaticLlama
 
+    from genenv_engine.backends.static_llama import plan_prefill
+
     batch, width = input_ids.shape
-    order = torch.argsort(attention_mask.sum(-1), stable=True)
-    rows = order  # the original row of each row of the decoding batch
-    input_ids, attention_mask = input_ids[order], attention_mask[order]
+    lengths = attention_mask.sum(-1).tolist()
+    plan = plan_prefill([row[width - n:] for row, n in zip(input_ids.tolist(), lengths)], STATIC_PREFILL_ROWS,
+                        STATIC_SHARE_MIN)
+    rows = torch.tensor(plan.order)  # the original row of each row of the decoding batch
+    input_ids, attention_mask = input_ids[rows], attention_mask[rows]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
     net = StaticLlama(model, batch, width + max_new_tokens)
     try:
-        return _sample_static(net, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
+        return _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
                               pad_token_id, temperature, tick, every)
     finally:
         net.release()
 
 
-def _sample_static(net, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id, pad_token_id,
-                   temperature, tick, every):
+def _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
+                   pad_token_id, temperature, tick, every):
     batch, width = input_ids.shape
-    logits = net.prefill(input_ids, attention_mask, positions, _ranges(batch, STATIC_DECODE_GROUPS),
-                         STATIC_PREFILL_ROWS)
+    logits = net.prefill(input_ids, attention_mask, positions, plan, _ranges(batch, STATIC_DECODE_GROUPS))
     tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long)
     logprobs = torch.zeros((batch, max_new_tokens), dtype=torch.float32)
     lengths = torch.full((batch,), max_new_tokens, dtype=torch.long)

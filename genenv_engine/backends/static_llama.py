@@ -18,6 +18,8 @@ places (`drop`), so every step runs on the live rows only.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 
@@ -48,21 +50,32 @@ def fits(model) -> bool:
 
 
 HUGE_PAGE = 2 << 20
-SHARE_MIN = 8
-"""Leading tokens a prompt must share with another for the prefill to copy their keys and values instead."""
 
 
-def plan_prefill(tokens: list[list[int]], group_rows: int, share: int):
-    """Which prompts reuse another's prefix, and the prefill groups: ``({child: (parent, shared)}, first, then)``.
+class Plan(NamedTuple):
+    """How `StaticLlama.prefill` runs a batch, the rows taken in `order` (see `plan_prefill`)."""
+
+    order: list[int]
+    """The original row of each cache row."""
+    parents: dict[int, tuple[int, int]]
+    """``child: (parent, shared)``: the cache row whose first ``shared`` tokens' keys and values it copies."""
+    groups: list[tuple[int, int, int]]
+    """``(first, end, queries)``: consecutive cache rows that run their last ``queries`` tokens together."""
+    copy_after: int
+    """How many groups (those of the parents) run before the children copy their prefixes."""
+
+
+def plan_prefill(tokens: list[list[int]], group_rows: int, share: int) -> Plan:
+    """The prefill of prompts ``tokens`` (unpadded): who copies whose prefix, the row order and the groups.
 
     In lexicographic order each prompt is compared with the last prompt that runs whole (a
-    parent): if they share at least ``share`` leading tokens (at most all but its last), it
-    takes those from the parent; else it becomes the next parent. ``groups`` lists
-    ``(rows, queries)``: parents first, by length, then the others by what they still run, in
-    groups of ``group_rows`` rows; ``queries`` is the group's longest part still to run.
+    parent): if they share at least ``share`` leading tokens (at most all but its last; 0:
+    never), it takes those from the parent; else it becomes the next parent. Rows are ordered
+    parents first, by length, then the others by how many tokens they still run, and cut into
+    groups of ``group_rows``; a group runs its longest remainder for every row.
 
     >>> plan_prefill([[1, 2, 3], [1, 2, 4, 5], [9], [1, 2, 3]], 2, 2)
-    ({3: (0, 2), 1: (0, 2)}, [([2, 0], 3)], [([3, 1], 2)])
+    Plan(order=[2, 0, 3, 1], parents={2: (1, 2), 3: (1, 2)}, groups=[(0, 2, 3), (2, 4, 2)], copy_after=1)
     """
     parents: dict[int, tuple[int, int]] = {}
     parent = None
@@ -81,11 +94,16 @@ def plan_prefill(tokens: list[list[int]], group_rows: int, share: int):
         parent = row
     whole = sorted((r for r in range(len(tokens)) if r not in parents), key=lambda r: len(tokens[r]))
     rest = sorted(parents, key=lambda r: len(tokens[r]) - parents[r][1])
-    waves = []
-    for part, left in ((whole, lambda r: len(tokens[r])), (rest, lambda r: len(tokens[r]) - parents[r][1])):
-        groups = [part[start:start + group_rows] for start in range(0, len(part), group_rows)]
-        waves.append([(group, max(1, max(left(r) for r in group))) for group in groups])
-    return parents, waves[0], waves[1]
+    order = whole + rest
+    left = [len(tokens[r]) - (parents[r][1] if r in parents else 0) for r in order]
+    groups = []
+    for part_start, part_end in ((0, len(whole)), (len(whole), len(order))):
+        for first in range(part_start, part_end, group_rows):
+            end = min(first + group_rows, part_end)
+            groups.append((first, end, max(1, max(left[first:end]))))
+    at = {r: i for i, r in enumerate(order)}
+    return Plan(order, {at[c]: (at[p], n) for c, (p, n) in parents.items()}, groups,
+                sum(1 for g in groups if g[0] < len(whole)))
 
 
 def _huge_empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
@@ -205,15 +223,15 @@ class StaticLlama:
                        for i in range(len(self.layers))]
 
     @torch.no_grad()
-    def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
-                decode_groups: list[tuple[int, int]], group_rows: int = 8, share: int | None = None) -> torch.Tensor:
+    def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, plan: Plan,
+                decode_groups: list[tuple[int, int]]) -> torch.Tensor:
         """Run left-padded prompts (rows, width) into the cache; return each row's last logits (rows, vocab).
 
-        ``decode_groups`` are the row ranges whose attention `step` runs together. Prompts run in
-        groups of ``group_rows`` without the padding none of a group's rows needs. A prompt that
-        shares at least ``share`` leading tokens with another (`plan_prefill`; 0: never) takes
-        that prefix's keys and values from it and runs only the rest (``None``: `SHARE_MIN`). The prompts' last column
-        must be real (left padding).
+        The rows are already in ``plan.order`` (`plan_prefill`); ``decode_groups`` are the row
+        ranges whose attention `step` runs together. A group of ``plan.groups`` runs its rows'
+        last ``queries`` tokens, attending to the keys and values of all of their tokens (a
+        prefix copied from a parent, ``plan.parents``, is in the cache), without the padding
+        none of its rows needs. The prompts' last column must be real (left padding).
         """
         rows, width = input_ids.shape
         self.mask[:rows, :, 0, :width].masked_fill_((attention_mask == 0)[:, None], float("-inf"))
@@ -222,34 +240,30 @@ class StaticLlama:
         for first, count, lo in self.groups:  # padding a decode group reads and no prefill writes: finite, masked
             self.kv[:, :, first:first + count, :, lo:width - min(lengths[first:first + count])] = 0
         self.live = torch.arange(rows)
-        tokens = [row[width - n:] for row, n in zip(input_ids.tolist(), lengths)]
-        parents, first, then = plan_prefill(tokens, group_rows, SHARE_MIN if share is None else share)
         logits = self.head.new_empty((rows, self.head.shape[0]))
-        for wave in (first, then):
-            for group, queries in wave:
-                keys = max(lengths[r] for r in group)
-                logits[group] = self._prefill_group(torch.tensor(group), input_ids, attention_mask, positions,
-                                                    queries, keys)
-            if wave is first:
-                for child, (parent, shared) in parents.items():  # all layers' keys and values of the prefix
+        for g, (first, end, queries) in enumerate(plan.groups):
+            if g == plan.copy_after:
+                for child, (parent, shared) in plan.parents.items():  # all layers' keys and values of the prefix
                     to, frm = width - lengths[child], width - lengths[parent]
                     self.kv[:, :, child, :, to:to + shared] = self.kv[:, :, parent, :, frm:frm + shared]
+            logits[first:end] = self._prefill_group(first, end, input_ids, attention_mask, positions, queries,
+                                                    max(lengths[first:end]))
         self._group_views()
         return logits
 
-    def _prefill_group(self, rows: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+    def _prefill_group(self, first: int, end: int, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                        positions: torch.Tensor, queries: int, keys: int) -> torch.Tensor:
-        """Run the last ``queries`` columns of ``rows`` attending to their last ``keys`` (the rest is in the cache)."""
-        n, width = rows.numel(), input_ids.shape[1]
+        """Run the last ``queries`` columns of rows ``first:end`` attending to their last ``keys``."""
+        n, width = end - first, input_ids.shape[1]
         heads, dim = self.heads, self.head_dim
         q_col, k_col = width - queries, width - keys
-        real = attention_mask[rows, k_col:].bool()
+        real = attention_mask[first:end, k_col:].bool()
         i = torch.arange(queries)[:, None] + (keys - queries)  # each query's column among the keys'
         j = torch.arange(keys)[None]
         allowed = (j <= i) & (real[:, None, :] | (j == i))  # causal, real keys; a padding query sees itself
         mask = torch.zeros((n, 1, queries, keys), dtype=self.embed.dtype).masked_fill_(~allowed[:, None], float("-inf"))
-        rotation = self.rotation[positions[rows, q_col:]][:, :, None, None]  # (n, queries, 1, 1, dim / 2)
-        ids = input_ids[rows, q_col:]
+        rotation = self.rotation[positions[first:end, q_col:]][:, :, None, None]  # (n, queries, 1, 1, dim / 2)
+        ids = input_ids[first:end, q_col:]
         x = F.embedding(ids, self.embed).flatten(0, 1)  # (n * queries, hidden)
         last = len(self.layers) - 1
         for layer, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
@@ -258,15 +272,13 @@ class StaticLlama:
             else:
                 qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, queries, 3, heads, dim)
             qk = self._rope(qkv[:, :, :2], rotation)
-            k, v = qk[:, :, 1].transpose(1, 2), qkv[:, :, 2].transpose(1, 2)
-            self.kv[layer, 0, rows, :, q_col:width] = k
-            self.kv[layer, 1, rows, :, q_col:width] = v
-            if keys > queries:  # the shared prefix's keys and values come from the cache
-                k, v = self.kv[layer, 0, rows, :, k_col:width], self.kv[layer, 1, rows, :, k_col:width]
+            keys_i, values_i = self.kv[layer, 0, first:end, :, k_col:width], self.kv[layer, 1, first:end, :, k_col:width]
+            keys_i[:, :, keys - queries:].copy_(qk[:, :, 1].transpose(1, 2))
+            values_i[:, :, keys - queries:].copy_(qkv[:, :, 2].transpose(1, 2))
             q = qk[:, :, 0].transpose(1, 2)
             if layer == last:  # only the last position goes on: the next token's logits
                 q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]
-            att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            att = F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
             x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
             x = self._mlp(x, norm2, gate_up, down_t)
         return F.linear(self._norm(x, self.norm), self.head)

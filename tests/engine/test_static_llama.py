@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from genenv_engine.backends import hf
-from genenv_engine.backends.static_llama import StaticLlama, fits
+from genenv_engine.backends.static_llama import StaticLlama, fits, plan_prefill
 from genenv_engine.config import ModelConfig
 from genenv_engine.policy import build_tiny_model
 from genenv_engine.tokenizer import build_byte_tokenizer
@@ -35,15 +35,17 @@ def model():
     return m.eval(), tok
 
 
-def padded(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+def padded(tok, texts: list[str], group_rows: int = 8, share: int = 0):
+    """Left-padded ids and mask of ``texts`` in the order of their `plan_prefill`, and the plan."""
     enc = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     width = max(map(len, enc))
     ids = torch.full((len(enc), width), tok.pad_token_id)
     attn = torch.zeros_like(ids)
     for i, e in enumerate(enc):
         ids[i, width - len(e):], attn[i, width - len(e):] = torch.tensor(e), 1
-    order = torch.argsort(attn.sum(-1), stable=True)
-    return ids[order], attn[order]
+    plan = plan_prefill(enc, group_rows, share)
+    order = torch.tensor(plan.order)
+    return ids[order], attn[order], plan
 
 
 def reference(model, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
@@ -56,11 +58,12 @@ def reference(model, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("group_rows,decode_groups,share", [(8, 1, 0), (3, 2, 2), (1, 8, 1)])
 def test_prefill_and_steps_give_the_models_logits(model, group_rows, decode_groups, share):
     m, tok = model
-    ids, attn = padded(tok, TEXTS)
+    ids, attn, plan = padded(tok, TEXTS, group_rows, share)
+    assert bool(plan.parents) == (share > 0)  # some prompts do copy a prefix
     rows, width = ids.shape
     positions = (attn.cumsum(-1) - 1).masked_fill(attn == 0, 0)
     net = StaticLlama(m, rows, width + 6)
-    logits = net.prefill(ids, attn, positions, hf._ranges(rows, decode_groups), group_rows, share)
+    logits = net.prefill(ids, attn, positions, plan, hf._ranges(rows, decode_groups))
     assert logits.abs().max() > 1.0
     torch.testing.assert_close(logits, reference(m, ids, attn), atol=1e-5, rtol=1e-5)
     gen = torch.Generator().manual_seed(0)
@@ -85,10 +88,11 @@ def test_prefill_and_steps_give_the_models_logits(model, group_rows, decode_grou
 def test_a_wrong_mask_is_seen(model):
     # guards against a vacuous comparison: letting the rows attend to their padding changes their logits
     m, tok = model
-    ids, attn = padded(tok, TEXTS)
+    ids, attn, _ = padded(tok, TEXTS)
     positions = (attn.cumsum(-1) - 1).masked_fill(attn == 0, 0)
     net = StaticLlama(m, *ids.shape)
-    logits = net.prefill(ids, torch.ones_like(attn), positions, [(0, ids.shape[0])], ids.shape[0], 0)
+    rows = ids.shape[0]
+    logits = net.prefill(ids, torch.ones_like(attn), positions, plan_prefill([[0] * ids.shape[1]] * rows, rows, 0), [(0, rows)])
     diff = (logits - reference(m, ids, attn)).abs().amax(-1)
     short = attn.sum(-1) < attn.shape[1]
     assert bool((diff[short] > 1e-3).all()) and bool((diff[~short] < 1e-5).all())
@@ -97,7 +101,7 @@ def test_a_wrong_mask_is_seen(model):
 @pytest.mark.parametrize("temperature", [1.0, 0.7, None])
 def test_decode_draws_the_same_tokens_on_both_paths(model, temperature):
     m, tok = model
-    ids, attn = padded(tok, TEXTS * 3)
+    ids, attn, _ = padded(tok, TEXTS * 3)
     out = {}
     for fast in (True, False):
         torch.manual_seed(5)
