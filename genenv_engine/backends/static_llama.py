@@ -205,9 +205,9 @@ class StaticLlama:
         # LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), times the weight
         return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
-    def _rope(self, x: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
-        """Rotate paired-order ``x`` (..., head_dim) by complex ``rotation`` (..., head_dim / 2)."""
-        return torch.view_as_real(torch.view_as_complex(x.unflatten(-1, (-1, 2))) * rotation).flatten(-2)
+    def _rope_(self, x: torch.Tensor, rotation: torch.Tensor) -> None:
+        """Rotate paired-order ``x`` (..., head_dim) in place by complex ``rotation`` (..., head_dim / 2)."""
+        torch.view_as_complex(x.unflatten(-1, (-1, 2))).mul_(rotation)
 
     def _mlp(self, x: torch.Tensor, norm: torch.Tensor, gate_up: torch.Tensor, down_t: torch.Tensor) -> torch.Tensor:
         """``x + down(silu(gate(h)) * up(h))`` for h the normed (tokens, hidden) ``x``."""
@@ -271,11 +271,10 @@ class StaticLlama:
                 qkv = F.embedding(ids, self.first_qkv).view(n, queries, 3, heads, dim)
             else:
                 qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, queries, 3, heads, dim)
-            qk = self._rope(qkv[:, :, :2], rotation)
+            self._rope_(qkv[:, :, :2], rotation)
+            self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, 1:].permute(2, 0, 3, 1, 4)
             keys_i, values_i = self.kv[layer, 0, first:end, :, k_col:width], self.kv[layer, 1, first:end, :, k_col:width]
-            keys_i[:, :, keys - queries:].copy_(qk[:, :, 1].transpose(1, 2))
-            values_i[:, :, keys - queries:].copy_(qkv[:, :, 2].transpose(1, 2))
-            q = qk[:, :, 0].transpose(1, 2)
+            q = qkv[:, :, 0].transpose(1, 2)
             if layer == last:  # only the last position goes on: the next token's logits
                 q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]
             att = F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
@@ -298,10 +297,9 @@ class StaticLlama:
                 qkv = F.embedding(tokens, self.first_qkv).view(n, 3, heads, dim)
             else:
                 qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, 3, heads, dim)
-            qk = self._rope(qkv[:, :2], rotation)
-            self.kv[i, 0, self.live, :, column] = qk[:, 1]
-            self.kv[i, 1, self.live, :, column] = qkv[:, 2]
-            q = qk[:, 0].reshape(n * heads, 1, dim)
+            self._rope_(qkv[:, :2], rotation)
+            self.kv[i, :, self.live, :, column] = qkv[:, 1:].transpose(0, 1)
+            q = qkv[:, 0].reshape(n * heads, 1, dim)
             offset = 0
             for keys, values, mask, lo in self._views[i]:
                 part = slice(offset, offset + keys.shape[0])
