@@ -64,7 +64,7 @@ class HFBackend:
         pol = self.policy
         tok = pol.tokenizer
         budget = max(8, pol.max_length - sampling.max_new_tokens)
-        enc = [pol.encode(p)[-budget:] for p in prompts]
+        enc = [e[-budget:] for e in tok(prompts, add_special_tokens=False)["input_ids"]]  # pol.encode, batched
         width = max(len(e) for e in enc)
         ids = torch.full((len(enc), width), tok.pad_token_id, dtype=torch.long)
         attn = torch.zeros_like(ids)
@@ -82,14 +82,12 @@ class HFBackend:
                 tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick)
         finally:
             pol.model.train(was_training)
-        out = []
-        for i in range(len(enc)):
-            n = int(lengths[i])
-            ids_i = tokens[i, :n].tolist()
-            self.tokens_generated += n + int(finished[i])
-            out.append(Completion(tok.decode(ids_i, skip_special_tokens=True), ids_i, logprobs[i, :n].tolist(),
-                                  bool(finished[i])))
-        return out
+        ids = [row[:n] for row, n in zip(tokens.tolist(), lengths.tolist())]
+        lps = [row[:n] for row, n in zip(logprobs.tolist(), lengths.tolist())]
+        ends = finished.tolist()
+        self.tokens_generated += sum(map(len, ids)) + sum(ends)
+        texts = tok.batch_decode(ids, skip_special_tokens=True)
+        return [Completion(text, i, lp, end) for text, i, lp, end in zip(texts, ids, lps, ends)]
 
 
 SMALL_MODEL = 30_000_000
