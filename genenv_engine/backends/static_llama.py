@@ -166,14 +166,15 @@ class StaticLlama:
             att, mlp = layer.self_attn, layer.mlp
             self.layers.append((
                 layer.input_layernorm.weight,
-                torch.cat([paired(att.q_proj.weight), paired(att.k_proj.weight), att.v_proj.weight]),
+                torch.stack([paired(att.q_proj.weight).view(heads, dim, -1), paired(att.k_proj.weight).view(heads, dim, -1),
+                             att.v_proj.weight.view(heads, dim, -1)], 1).reshape(3 * heads * dim, -1).t(),
                 att.o_proj.weight.t(),
                 layer.post_attention_layernorm.weight,
                 torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
                 mlp.down_proj.weight.t(),
             ))
-        self.first_qkv = F.linear(self._norm(self.embed, self.layers[0][0]), self.layers[0][1])
-        """The first layer's query/key/value projection of every token (vocabulary, 3 * heads * head_dim)."""
+        self.first_qkv = self._norm(self.embed, self.layers[0][0]) @ self.layers[0][1]
+        """The first layer's query/key/value projection of every token (vocabulary, heads * 3 * head_dim)."""
         rotary = inner.rotary_emb
         freqs = torch.arange(columns, dtype=torch.float32)[:, None] * rotary.inv_freq.float()[None]
         emb = torch.cat((freqs, freqs), dim=-1)  # the transformers tables, then their first half as cos + i sin
@@ -192,7 +193,10 @@ class StaticLlama:
         """``[first cache row, live rows, first column read]`` per group; live rows are the group's first ones."""
         self.live = torch.arange(rows)
         """The cache row of each row of the decoding batch (the groups' live rows in order)."""
-        self._views: list[list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]] = []
+        self._qkv = torch.empty((rows, heads * 3 * dim), dtype=self.embed.dtype)
+        """A step's query/key/value projections, per head (rows, heads, 3, head_dim) once viewed."""
+        self._att = torch.empty((rows * heads, 1, dim), dtype=self.embed.dtype)
+        self._views: list[list[tuple[torch.Tensor, ...]]] = []
 
     def release(self) -> None:
         """Keep the cache's memory for the next decode (this object must not be used afterwards)."""
@@ -216,11 +220,20 @@ class StaticLlama:
         return torch.addmm(x, act.mul_(gu[:, self.inner_size:]), down_t)
 
     def _group_views(self) -> None:
-        """Per layer, the (keys, values, mask) of each group's live rows flattened with the heads."""
-        self._views = [[(self.kv[i, 0, first:first + count].flatten(0, 1), self.kv[i, 1, first:first + count].flatten(0, 1),
-                         self.mask[first:first + count].flatten(0, 1), lo)
-                        for first, count, lo in self.groups if count]
-                       for i in range(len(self.layers))]
+        """Per layer and group with live rows: (transposed keys, values, mask, queries, output, first column)."""
+        n = sum(count for _, count, _ in self.groups)
+        queries = self._qkv[:n].view(n, self.heads, 3, self.head_dim)[:, :, 0].reshape(n * self.heads, 1, self.head_dim)
+        self._views = []
+        for i in range(len(self.layers)):
+            views, offset = [], 0
+            for first, count, lo in self.groups:
+                if count:
+                    part = slice(offset * self.heads, (offset + count) * self.heads)
+                    views.append((self.kv[i, 0, first:first + count].flatten(0, 1).transpose(1, 2),
+                                  self.kv[i, 1, first:first + count].flatten(0, 1), self.mask[first:first + count].flatten(0, 1),
+                                  queries[part], self._att[part], lo))
+                    offset += count
+            self._views.append(views)
 
     @torch.no_grad()
     def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, plan: Plan,
@@ -268,13 +281,13 @@ class StaticLlama:
         last = len(self.layers) - 1
         for layer, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
             if layer == 0:
-                qkv = F.embedding(ids, self.first_qkv).view(n, queries, 3, heads, dim)
+                qkv = F.embedding(ids, self.first_qkv).view(n, queries, heads, 3, dim)
             else:
-                qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, queries, 3, heads, dim)
-            self._rope_(qkv[:, :, :2], rotation)
-            self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, 1:].permute(2, 0, 3, 1, 4)
+                qkv = (self._norm(x, norm1) @ qkv_w).view(n, queries, heads, 3, dim)
+            self._rope_(qkv[:, :, :, :2], rotation)
+            self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, :, 1:].permute(3, 0, 2, 1, 4)
             keys_i, values_i = self.kv[layer, 0, first:end, :, k_col:width], self.kv[layer, 1, first:end, :, k_col:width]
-            q = qkv[:, :, 0].transpose(1, 2)
+            q = qkv[:, :, :, 0].transpose(1, 2)
             if layer == last:  # only the last position goes on: the next token's logits
                 q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]
             att = F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
@@ -290,23 +303,21 @@ class StaticLlama:
         rotation = self.rotation[positions][:, None, None]
         scale = dim ** -0.5
         end = column + 1
-        att = torch.empty((n * heads, 1, dim), dtype=self.embed.dtype)
+        qkv = self._qkv[:n]
+        per_head = qkv.view(n, heads, 3, dim)
+        att = self._att[:n * heads].view(n, heads * dim)
         x = F.embedding(tokens, self.embed)
         for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
             if i == 0:
-                qkv = F.embedding(tokens, self.first_qkv).view(n, 3, heads, dim)
+                torch.index_select(self.first_qkv, 0, tokens, out=qkv)
             else:
-                qkv = F.linear(self._norm(x, norm1), qkv_w).view(n, 3, heads, dim)
-            self._rope_(qkv[:, :2], rotation)
-            self.kv[i, :, self.live, :, column] = qkv[:, 1:].transpose(0, 1)
-            q = qkv[:, 0].reshape(n * heads, 1, dim)
-            offset = 0
-            for keys, values, mask, lo in self._views[i]:
-                part = slice(offset, offset + keys.shape[0])
-                weights = torch.baddbmm(mask[:, :, lo:end], q[part], keys[:, lo:end].transpose(1, 2), alpha=scale)
-                torch.bmm(weights.softmax(-1), values[:, lo:end], out=att[part])
-                offset += keys.shape[0]
-            x = torch.addmm(x, att.view(n, heads * dim), out_t)
+                torch.mm(self._norm(x, norm1), qkv_w, out=qkv)
+            self._rope_(per_head[:, :, :2], rotation)
+            self.kv[i, :, self.live, :, column] = per_head[:, :, 1:].permute(2, 0, 1, 3)
+            for keys_t, values, mask, q, out, lo in self._views[i]:
+                weights = torch.baddbmm(mask[:, :, lo:end], q, keys_t[:, :, lo:end], alpha=scale)
+                torch.bmm(weights.softmax(-1), values[:, lo:end], out=out)
+            x = torch.addmm(x, att, out_t)
             x = self._mlp(x, norm2, gate_up, down_t)
         return F.linear(self._norm(x, self.norm), self.head)
 
