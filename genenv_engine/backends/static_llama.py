@@ -197,6 +197,7 @@ class StaticLlama:
         """A step's query/key/value projections, per head (rows, heads, 3, head_dim) once viewed."""
         self._att = torch.empty((rows * heads, 1, dim), dtype=self.embed.dtype)
         self._views: list[list[tuple[torch.Tensor, ...]]] = []
+        self._cached: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
 
     def release(self) -> None:
         """Keep the cache's memory for the next decode (this object must not be used afterwards)."""
@@ -207,7 +208,7 @@ class StaticLlama:
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         # LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), times the weight
-        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+        return weight * (x * x.pow(2).mean(-1, keepdim=True).add_(self.eps).rsqrt_())
 
     def _rope_(self, x: torch.Tensor, rotation: torch.Tensor) -> None:
         """Rotate paired-order ``x`` (..., head_dim) in place by complex ``rotation`` (..., head_dim / 2)."""
@@ -220,20 +221,27 @@ class StaticLlama:
         return torch.addmm(x, act.mul_(gu[:, self.inner_size:]), down_t)
 
     def _group_views(self) -> None:
-        """Per layer and group with live rows: (transposed keys, values, mask, queries, output, first column)."""
+        """Per layer and group with live rows: (transposed keys, values, mask, queries, output, first column).
+
+        A group's cache views are rebuilt only when its number of live rows changed.
+        """
         n = sum(count for _, count, _ in self.groups)
         queries = self._qkv[:n].view(n, self.heads, 3, self.head_dim)[:, :, 0].reshape(n * self.heads, 1, self.head_dim)
-        self._views = []
-        for i in range(len(self.layers)):
-            views, offset = [], 0
-            for first, count, lo in self.groups:
-                if count:
-                    part = slice(offset * self.heads, (offset + count) * self.heads)
-                    views.append((self.kv[i, 0, first:first + count].flatten(0, 1).transpose(1, 2),
-                                  self.kv[i, 1, first:first + count].flatten(0, 1), self.mask[first:first + count].flatten(0, 1),
-                                  queries[part], self._att[part], lo))
-                    offset += count
-            self._views.append(views)
+        self._views = [[] for _ in self.layers]
+        offset = 0
+        for g, (first, count, lo) in enumerate(self.groups):
+            if not count:
+                continue
+            part = slice(offset * self.heads, (offset + count) * self.heads)
+            offset += count
+            key = (g, count)
+            if key not in self._cached:
+                rows = slice(first, first + count)
+                self._cached[key] = [(self.kv[i, 0, rows].flatten(0, 1).transpose(1, 2), self.kv[i, 1, rows].flatten(0, 1),
+                                      self.mask[rows].flatten(0, 1)) for i in range(len(self.layers))]
+            q, out = queries[part], self._att[part]
+            for views, (keys_t, values, mask) in zip(self._views, self._cached[key]):
+                views.append((keys_t, values, mask, q, out, lo))
 
     @torch.no_grad()
     def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, plan: Plan,
@@ -250,6 +258,7 @@ class StaticLlama:
         self.mask[:rows, :, 0, :width].masked_fill_((attention_mask == 0)[:, None], float("-inf"))
         lengths = attention_mask.sum(-1).tolist()
         self.groups = [[a, b - a, width - max(1, max(lengths[a:b]))] for a, b in decode_groups]
+        self._cached = {}
         for first, count, lo in self.groups:  # padding a decode group reads and no prefill writes: finite, masked
             self.kv[:, :, first:first + count, :, lo:width - min(lengths[first:first + count])] = 0
         self.live = torch.arange(rows)
