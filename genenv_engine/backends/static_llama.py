@@ -355,10 +355,9 @@ class StaticLlama:
             alive = count - sum(flags)
             dst = [j for j in range(alive) if flags[j]]
             src = [j for j in range(alive, count) if not flags[j]]
-            if dst:
-                d, s = torch.tensor(dst) + first, torch.tensor(src) + first
-                self.kv[:, :, d, :, lo:columns] = self.kv[:, :, s, :, lo:columns]
-                self.mask[d] = self.mask[s]
+            for d, s in zip(dst, src):  # a copy per row: no gathered temporary
+                self.kv[:, :, first + d, :, lo:columns].copy_(self.kv[:, :, first + s, :, lo:columns])
+                self.mask[first + d].copy_(self.mask[first + s])
             moved = dict(zip(dst, src))
             keep += [offset + moved.get(j, j) for j in range(alive)]
             group[1] = alive
