@@ -2,11 +2,13 @@
 
 Finished rows leave the batch early in `genenv_engine.backends.hf.decode`, so these tests check
 it against a direct ``generate`` call (left-padded batch, per-step scores) token by token and
-log-prob by log-prob, on a model whose answers end at different lengths.
+log-prob by log-prob (to 1e-5: the static path's hand-written forward rounds differently), on a
+model whose answers end at different lengths, on both of its paths.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 
 import pytest
@@ -69,11 +71,16 @@ def reference(pol: Policy, prompts: list[str], sampling: Sampling) -> list[tuple
     return out
 
 
+@pytest.mark.parametrize("fast", [None, False], ids=["default", "transformers"])
 @pytest.mark.parametrize("sampling", [Sampling(temperature=1.0, max_new_tokens=24, seed=3),
                                       Sampling(temperature=0.7, max_new_tokens=24, seed=11),
                                       Sampling(temperature=1.5, max_new_tokens=12, seed=5),
                                       Sampling(greedy=True, max_new_tokens=24, seed=0)])
-def test_decode_matches_generate_token_for_token(taught, sampling):
+def test_decode_matches_generate_token_for_token(taught, sampling, fast, monkeypatch):
+    from genenv_engine.backends import hf
+
+    # default: this small Llama decodes on the static path (static_llama); False: the transformers forward
+    monkeypatch.setattr(hf, "decode", functools.partial(hf.decode, fast=fast))
     pol, prompts = taught
     prompts = prompts * 4  # 24 rows: chunks and early exits
     want = reference(pol, prompts, sampling)
