@@ -195,7 +195,8 @@ class StaticLlama:
             storage = _huge_empty(numel, self.embed.dtype)
         self._storage = storage
         self.kv = storage[:numel].view(len(self.layers), 2, rows, heads, columns, dim)
-        """Keys and values (keys in the paired order); every column a step reads is written by this decode."""
+        """Keys and values (keys in the paired order): a reused storage holds anything, so every column a prefill or a
+        step reads is written (or zeroed) by this decode first."""
         self.mask = torch.zeros((rows, heads, 1, columns), dtype=self.embed.dtype)
         """Additive attention mask of the decoding steps, per head so that it views as (rows * heads, 1, columns)."""
         self.groups: list[list[int]] = []
@@ -270,8 +271,12 @@ class StaticLlama:
         lengths = attention_mask.sum(-1).tolist()
         self.groups = [[a, b - a, width - max(1, max(lengths[a:b]))] for a, b in decode_groups]
         self._cached = {}
-        for first, count, lo in self.groups:  # padding a decode group reads and no prefill writes: finite, masked
-            self.kv[:, :, first:first + count, :, lo:width - min(lengths[first:first + count])] = 0
+        # Padding that attention reads (masked, but 0 * NaN is NaN) and nothing writes: zeros. Decoding reads a group's
+        # columns from its longest prompt's first; a prefill group from its own longest prompt's first.
+        reads = [(first, first + count, lo) for first, count, lo in self.groups]
+        reads += [(first, end, width - max(lengths[first:end])) for first, end, _ in plan.groups]
+        for first, end, lo in reads:
+            self.kv[:, :, first:end, :, lo:width - min(lengths[first:end])] = 0
         self.live = torch.arange(rows)
         logits = self.head.new_empty((rows, self.head.shape[0]))
         for g, (first, end, queries) in enumerate(plan.groups):
