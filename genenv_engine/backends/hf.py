@@ -155,11 +155,13 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
     On the transformers path prompts are prefilled in length groups (`_prefill`) and rows that
     have ended leave the batch once a quarter of it has ended (`COMPACT_AT`); on the static path
     (`_decode_static`) rows leave at the step they end. Later steps run the model on the unfinished
-    rows only (``generate`` decodes every row until the longest ends). Sampling draws what ``generate`` draws for the same
-    seed: ``torch.multinomial`` with one sample is ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn for the
-    whole (B, vocab) batch each step, and the same full-batch noise is drawn here, each row reading
-    its own slice. The logits themselves may differ from ``generate``'s in the last float bits
-    (matrix products of other shapes), so a token is the same unless two candidates tie to ~1e-6.
+    rows only (``generate`` decodes every row until the longest ends). Sampling draws what
+    ``generate`` draws for the same seed: ``torch.multinomial`` with one sample is
+    ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn for the whole (B, vocab) batch each step, and the
+    same full-batch noise is drawn here, each row reading its own slice. The logits themselves may
+    differ from ``generate``'s in the last float bits (matrix products of other shapes, and the
+    static path's own forward: log-probs within ~2e-5), so a token is the same unless two
+    candidates tie to ~1e-6.
     ``tick`` runs between steps, at most every ``every`` seconds (pause/stop checks). ``fast``
     chooses the path: `static_llama.StaticLlama` (the default for a small model, see `SMALL_MODEL`,
     that `static_llama.fits`) or the transformers forward with a ``DynamicCache`` (the default

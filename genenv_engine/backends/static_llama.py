@@ -58,9 +58,6 @@ def fits(model) -> bool:
     return all(p.device.type == "cpu" and p.dtype == torch.float32 for p in model.parameters())
 
 
-HUGE_PAGE = 2 << 20
-
-
 class Plan(NamedTuple):
     """How `StaticLlama.prefill` runs a batch, the rows taken in `order` (see `plan_prefill`)."""
 
@@ -115,6 +112,10 @@ def plan_prefill(tokens: list[list[int]], group_rows: int, share: int) -> Plan:
                 sum(1 for g in groups if g[0] < len(whole)))
 
 
+HUGE_PAGE = 2 << 20
+"""Bytes of a transparent huge page on x86-64 Linux."""
+
+
 def _huge_empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
     """An empty 1-d tensor on 2 MB-aligned memory that Linux is asked to back with huge pages.
 
@@ -147,7 +148,7 @@ class StaticLlama:
     `drop` removes ended rows; `release` hands the cache's memory to the next one. The weights are
     read when this object is built: build one per decode.
 
-    Two exact rewrites of the transformers computation: the query and key projections' rows are
+    Two rewrites of the transformers computation, exact but for float rounding: the query and key projections' rows are
     permuted within each head so that the rotary embedding's pairs (i, i + head_dim / 2) are
     adjacent, making it one complex multiplication (attention scores are dot products, unchanged
     when queries and keys permute alike); and the first layer's normed query/key/value projection
@@ -175,7 +176,8 @@ class StaticLlama:
             att, mlp = layer.self_attn, layer.mlp
             self.layers.append((
                 layer.input_layernorm.weight,
-                torch.stack([paired(att.q_proj.weight).view(heads, dim, -1), paired(att.k_proj.weight).view(heads, dim, -1),
+                torch.stack([paired(att.q_proj.weight).view(heads, dim, -1),
+                             paired(att.k_proj.weight).view(heads, dim, -1),
                              att.v_proj.weight.view(heads, dim, -1)], 1).reshape(3 * heads * dim, -1).t(),
                 att.o_proj.weight.t(),
                 layer.post_attention_layernorm.weight,
@@ -249,8 +251,9 @@ class StaticLlama:
             key = (g, count)
             if key not in self._cached:
                 rows = slice(first, first + count)
-                self._cached[key] = [(self.kv[i, 0, rows].flatten(0, 1).transpose(1, 2), self.kv[i, 1, rows].flatten(0, 1),
-                                      self.mask[rows].flatten(0, 1)) for i in range(len(self.layers))]
+                self._cached[key] = [(self.kv[i, 0, rows].flatten(0, 1).transpose(1, 2),
+                                      self.kv[i, 1, rows].flatten(0, 1), self.mask[rows].flatten(0, 1))
+                                     for i in range(len(self.layers))]
             q, out = queries[part], self._att[part]
             for views, (keys_t, values, mask) in zip(self._views, self._cached[key]):
                 views.append((keys_t, values, mask, q, out, lo))
@@ -311,7 +314,8 @@ class StaticLlama:
                 qkv = (self._norm(x, norm1) @ qkv_w).view(n, queries, heads, 3, dim)
             self._rope_(qkv[:, :, :, :2], rotation)
             self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, :, 1:].permute(3, 0, 2, 1, 4)
-            keys_i, values_i = self.kv[layer, 0, first:end, :, k_col:width], self.kv[layer, 1, first:end, :, k_col:width]
+            keys_i = self.kv[layer, 0, first:end, :, k_col:width]
+            values_i = self.kv[layer, 1, first:end, :, k_col:width]
             q = qkv[:, :, :, 0].transpose(1, 2)
             if layer == last:  # only the last position goes on: the next token's logits
                 q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]

@@ -92,7 +92,8 @@ def test_a_wrong_mask_is_seen(model):
     positions = (attn.cumsum(-1) - 1).masked_fill(attn == 0, 0)
     net = StaticLlama(m, *ids.shape)
     rows = ids.shape[0]
-    logits = net.prefill(ids, torch.ones_like(attn), positions, plan_prefill([[0] * ids.shape[1]] * rows, rows, 0), [(0, rows)])
+    whole = plan_prefill([[0] * ids.shape[1]] * rows, rows, 0)  # every row runs all its columns
+    logits = net.prefill(ids, torch.ones_like(attn), positions, whole, [(0, rows)])
     diff = (logits - reference(m, ids, attn)).abs().amax(-1)
     short = attn.sum(-1) < attn.shape[1]
     assert bool((diff[short] > 1e-3).all()) and bool((diff[~short] < 1e-5).all())
