@@ -175,6 +175,9 @@ class SimulatorConfig:
     """``trained`` (GenEnv), ``frozen`` (GenEnv-Random), ``static`` (one-off 5x augmentation), ``off`` (base data only)."""
     seeds_per_epoch: int = 16
     """Conditioning seed tasks drawn per epoch per benchmark."""
+    seed_levels: tuple[int, ...] = ()
+    """Difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split), e.g.
+    ``[3, 4]`` to start the variations from the levels the agent is weak at; static mode augments the same seeds."""
     variations: int = 4
     """n: task variations written per seed; one variation batch gives one p-hat."""
     temperature: float = 0.7
@@ -215,6 +218,8 @@ class SimulatorConfig:
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         _check(self.temperature > 0, "simulator.temperature", "must be > 0")
         _check(self.prompt in SIMULATOR_PROMPTS, "simulator.prompt", f"must be one of {', '.join(SIMULATOR_PROMPTS)}")
+        _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in self.seed_levels),
+               "simulator.seed_levels", f"must be a list of positive integer levels such as [3, 4], got {list(self.seed_levels)!r}")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         for name in ("rwr_lambda", "kl_coef", "replay", "init_replay"):

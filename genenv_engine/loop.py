@@ -47,6 +47,8 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
     envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
+    for env in envs.values():
+        sim.seed_choices(env, cfg.simulator.seed_levels)  # a level no seed has fails here, before the warm start
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
@@ -237,7 +239,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
     with PhaseTimer(emit, epoch, "generate", seconds):
         jobs = []
         for name, env in envs.items():
-            seed_split = env.splits()["seed"]
+            seed_split = sim.seed_choices(env, cfg.simulator.seed_levels)
             if mode == "static":
                 seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
             else:
