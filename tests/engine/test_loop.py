@@ -363,3 +363,22 @@ def test_seed_levels_no_seed_has_fail_before_the_warm_start(tmp_path):
     assert session.store.epoch_metrics() == []
     with pytest.raises(ConfigError, match="positive integer levels"):
         load_config("micro", overrides={"simulator.seed_levels": ["hard"]})
+
+
+def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
+    from genenv_engine.curriculum import seed_level_weights
+    from genenv_engine.environments import get_environment
+    from genenv_engine.simulator import seed_level_stats
+
+    session = micro_session(tmp_path, epochs=2, **{"simulator.seed_sampling": "alpha"})
+    run(session, backend_factory=scripted())
+    first, second = session.store.epoch_metrics()[1], session.store.epoch_metrics()[2]
+    assert first["seed_level_weights"]["bfcl"] == {"L2": 0.333, "L3": 0.333, "L4": 0.333}  # nothing measured yet
+    level_of = {t.id: t.level for t in get_environment("bfcl", session.config.seed).splits()["seed"]}
+    batches = [b for b in session.store.batches() if b["epoch"] == 1]
+    assert batches and all(level_of[b["seed_task_id"]] for b in batches)
+    want = seed_level_weights(seed_level_stats(batches, level_of, 2), 0.5, 20.0)
+    assert second["seed_level_weights"]["bfcl"] == {f"L{k}": round(v, 3) for k, v in want.items()}
+    assert second["seed_level_weights"]["bfcl"] != first["seed_level_weights"]["bfcl"]
+    for m in (first, second):
+        assert sum(m["seed_levels_drawn"]["bfcl"].values()) == session.config.simulator.seeds_per_epoch
