@@ -243,15 +243,14 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
             seed_split = sim.seed_choices(env, cfg.simulator.seed_levels)
             if mode == "static":
                 seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
-            elif cfg.simulator.seed_sampling == "alpha":
-                weights = _seed_weights(session, name, seed_split, epoch)
-                metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
-                seeds = sim.draw_seeds(seed_split, cfg.simulator.seeds_per_epoch, rng, weights)
-                n, prefix = cfg.simulator.variations, None
             else:
-                seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
+                if cfg.simulator.seed_sampling == "alpha":
+                    weights = _seed_weights(session, name, seed_split, epoch)
+                    metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
+                    seeds = sim.draw_seeds(seed_split, cfg.simulator.seeds_per_epoch, rng, weights)
+                else:
+                    seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
                 n, prefix = cfg.simulator.variations, None
-            if mode != "static":
                 drawn = Counter(f"L{t.level}" for t in seeds)
                 metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
             note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha_for(name))
