@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,7 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
         "agent_steps": upd.get("steps"),
         "zero_advantage_share": (1 - seqs / (groups * rollouts)) if groups else None,
         "simulator_examples": (m.get("simulator_update") or {}).get("examples"),
+        "seed_levels": dict(sum((Counter(v) for v in (m.get("seed_levels_drawn") or {}).values()), Counter())),
         **diversity,
     }
 
@@ -337,8 +339,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [f"### {ARMS[arm][1]} ({arm})", "",
                   "| epoch | " + " | ".join(f"held-out {b}" for b in benches) +
                   " | mean p̂ | abs(p̂−α) | in band | valid | unique (pool) | distinct bigrams | zero-adv. groups | "
-                  "tasks | steps | difficulty mix |",
-                  "|---|" + "---|" * (len(benches) + 10)]
+                  "tasks | steps | difficulty mix | seed levels drawn |",
+                  "|---|" + "---|" * (len(benches) + 11)]
         for e, _, _ in _mean_series(runs, lambda r: r["tasks_trained"]):
             rows = [r for run in runs for r in run["epochs"] if r["epoch"] == e]
 
@@ -346,15 +348,18 @@ def markdown(results: dict[str, Any]) -> str:
                 return mean_sd([r.get(key) for r in rows])
             held = [mean_sd([r["heldout"].get(b) for r in rows]) for b in benches]
             mix: dict[str, int] = {}
+            drawn: Counter[str] = Counter()
             for r in rows:
                 for k, v in (r["difficulty_mix"] or {}).items():
                     mix[k] = mix.get(k, 0) + v
+                drawn.update(r.get("seed_levels") or {})
             lines.append(f"| {e} | " + " | ".join(_f(m, sd) for m, sd in held) + " | " +
                          " | ".join(_f(avg(k)[0]) for k in ("p_hat", "calibration_error", "in_band_fraction",
                                                              "valid_fraction", "pool_unique_fraction",
                                                              "distinct_bigrams", "zero_advantage_share")) +
                          f" | {_f(avg('tasks_trained')[0], digits=0)} | {_f(avg('agent_steps')[0], digits=0)} | "
-                         + (" ".join(f"{k}:{v}" for k, v in sorted(mix.items())) or "–") + " |")
+                         + (" ".join(f"{k}:{v}" for k, v in sorted(mix.items())) or "–") + " | "
+                         + (" ".join(f"{k}:{v}" for k, v in sorted(drawn.items())) or "–") + " |")
         lines.append("")
     lines += ["![calibration](calibration.png)", "", "![held-out](heldout.png)", ""]
     return "\n".join(lines)

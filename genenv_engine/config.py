@@ -22,6 +22,7 @@ SIMULATOR_MODES = ("trained", "frozen", "static", "off")
 CURRICULUM_REWARDS = ("alpha", "uniform", "agent0")
 CURRICULUM_FILTERS = ("band", "none")
 SIMULATOR_PROMPTS = ("compact", "instruct")
+SEED_SAMPLINGS = ("uniform", "alpha")
 DEFAULT_RAY_BATCH = 16
 """Tasks per rollout batch on Ray when ``rollout_batch`` is 0 (16 tasks x k = 8 rollouts fill one 128-prompt
 decoding chunk of the hf backend)."""
@@ -175,6 +176,15 @@ class SimulatorConfig:
     """``trained`` (GenEnv), ``frozen`` (GenEnv-Random), ``static`` (one-off 5x augmentation), ``off`` (base data only)."""
     seeds_per_epoch: int = 16
     """Conditioning seed tasks drawn per epoch per benchmark."""
+    seed_levels: tuple[int, ...] = ()
+    """Difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split), e.g.
+    ``[3, 4]`` to start the variations from the levels the agent is weak at; static mode augments the same seeds."""
+    seed_sampling: str = "uniform"
+    """How each epoch's conditioning seeds are drawn: ``uniform`` (the paper: any seed alike) or ``alpha`` (a
+    difficulty-aligned sampler over seed levels: a level is drawn in proportion to its recent share of valid
+    variations times exp(-seed_beta * (p_hat - alpha)^2), p_hat being the agent's success on them)."""
+    seed_beta: float = 20.0
+    """Sharpness of the ``alpha`` seed sampler's weighting."""
     variations: int = 4
     """n: task variations written per seed; one variation batch gives one p-hat."""
     temperature: float = 0.7
@@ -215,6 +225,11 @@ class SimulatorConfig:
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         _check(self.temperature > 0, "simulator.temperature", "must be > 0")
         _check(self.prompt in SIMULATOR_PROMPTS, "simulator.prompt", f"must be one of {', '.join(SIMULATOR_PROMPTS)}")
+        _check(self.seed_sampling in SEED_SAMPLINGS, "simulator.seed_sampling",
+               f"must be one of {', '.join(SEED_SAMPLINGS)}, got {self.seed_sampling!r}")
+        _check(self.seed_beta > 0, "simulator.seed_beta", "must be > 0")
+        _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in self.seed_levels),
+               "simulator.seed_levels", f"must be a list of positive integer levels such as [3, 4], got {list(self.seed_levels)!r}")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         for name in ("rwr_lambda", "kl_coef", "replay", "init_replay"):

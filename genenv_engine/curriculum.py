@@ -96,6 +96,32 @@ def calibration_error(p_hats: Sequence[float], alpha: float | Sequence[float] = 
     return sum(abs(p - a) for p, a in zip(p_hats, targets)) / len(p_hats) if p_hats else None
 
 
+def seed_level_weights(stats: dict[int, tuple[int, int, float]], alpha: float = 0.5, beta: float = 20.0,
+                       floor: float = 0.05) -> dict[int, float]:
+    """Sampling weights of seed difficulty levels for the ``alpha`` seed sampler, normalised to sum 1.
+
+    ``stats[level] = (generated, valid, p_hat)``: how many variations of seeds at that level the simulator wrote
+    in recent epochs, how many were valid, and the agent's pooled success p_hat on the valid ones. A level's
+    weight is its expected share of valid tasks near alpha, ``(valid + 1) / (generated + 2) * exp(-beta *
+    (p_hat - alpha)^2)``, floored at ``floor`` times the largest so no level stops being tried; a level with no
+    valid variation yet is scored at p_hat = alpha (optimistic: it gets tried).
+
+    >>> w = seed_level_weights({2: (20, 10, 1.0), 3: (20, 10, 0.55), 4: (20, 2, 0.5)})
+    >>> {k: round(v, 3) for k, v in w.items()}
+    {2: 0.037, 3: 0.748, 4: 0.214}
+    >>> seed_level_weights({2: (0, 0, 0.0), 3: (0, 0, 0.0)})
+    {2: 0.5, 3: 0.5}
+    """
+    raw = {}
+    for level, (generated, valid, p_hat) in stats.items():
+        p = p_hat if valid else alpha
+        raw[level] = (valid + 1) / (generated + 2) * math.exp(-beta * (p - alpha) ** 2)
+    top = max(raw.values(), default=0.0)
+    raw = {k: max(v, floor * top) for k, v in raw.items()}
+    total = sum(raw.values())
+    return {k: v / total for k, v in sorted(raw.items())} if total else {}
+
+
 def is_success(reward: float, threshold: float) -> bool:
     """A rollout counts toward p_hat when its reward reaches the threshold (soft rewards).
 

@@ -21,7 +21,7 @@ import torch
 from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig, replace_config
-from genenv_engine.curriculum import calibration_error, env_reward
+from genenv_engine.curriculum import calibration_error, env_reward, seed_level_weights
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor
@@ -47,6 +47,8 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
     envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
+    for env in envs.values():
+        sim.seed_choices(env, cfg.simulator.seed_levels)  # a level no seed has fails here, before the warm start
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
@@ -162,7 +164,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     metrics: dict[str, Any] = {}
 
     # 1-2. the simulator writes n variations per seed; the environment validates each one
-    drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds)
+    drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds, metrics)
     with PhaseTimer(emit, epoch, "validate", seconds):
         validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
         metrics.update(validated)
@@ -220,9 +222,10 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
 
 def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Environment], epoch: int,
-              rng: random.Random, emit: EventSink, check: Callable[[], None], seconds: dict[str, float]
-              ) -> list[sim.Draft]:
-    """Sample this epoch's generations (trained/frozen), or the one-off static augmentation (by the executor)."""
+              rng: random.Random, emit: EventSink, check: Callable[[], None], seconds: dict[str, float],
+              metrics: dict[str, Any]) -> list[sim.Draft]:
+    """Sample this epoch's generations (trained/frozen), or the one-off static augmentation (by the executor);
+    the seed levels drawn (and the ``alpha`` seed sampler's weights) go into ``metrics``."""
     cfg = session.config
     mode = cfg.simulator.mode
     if mode == "off" or (mode == "static" and session.store.count_tasks(origin="static") > 0):
@@ -237,15 +240,30 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
     with PhaseTimer(emit, epoch, "generate", seconds):
         jobs = []
         for name, env in envs.items():
-            seed_split = env.splits()["seed"]
+            seed_split = sim.seed_choices(env, cfg.simulator.seed_levels)
             if mode == "static":
                 seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
             else:
-                seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
+                if cfg.simulator.seed_sampling == "alpha":
+                    weights = _seed_weights(session, name, seed_split, epoch)
+                    metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
+                    seeds = sim.draw_seeds(seed_split, cfg.simulator.seeds_per_epoch, rng, weights)
+                else:
+                    seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
                 n, prefix = cfg.simulator.variations, None
+                drawn = Counter(f"L{t.level}" for t in seeds)
+                metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
             note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha_for(name))
             jobs.append(GenerateJob(name, seeds, n, prefix, note))
         return executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
+
+
+def _seed_weights(session: Session, benchmark: str, seeds: list[Task], epoch: int) -> dict[int, float]:
+    """The ``alpha`` seed sampler's level weights for one benchmark, from its recent variation batches."""
+    cfg = session.config
+    level_of = {t.id: t.level for t in seeds}
+    stats = sim.seed_level_stats(session.store.batches(), level_of, epoch)
+    return seed_level_weights(stats, cfg.curriculum.alpha_for(benchmark), cfg.simulator.seed_beta)
 
 
 def _validate_and_store(session: Session, envs: dict[str, Environment], executor: RolloutExecutor,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
+from genenv_engine.config import ConfigError
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
 from genenv_engine.limits import BudgetExceeded, generation_too_long
 from genenv_engine.policy import Policy
@@ -68,6 +69,71 @@ class Generation:
     token_ids: list[int]
     task: Task
     task_id: str = ""
+
+
+def seed_choices(env: Environment, levels: tuple[int, ...] = ()) -> list[Task]:
+    """The seed tasks the simulator's conditioning seeds are drawn from: the seed split, or its tasks at ``levels``.
+
+    Raises ``ConfigError`` (``simulator.seed_levels``) when no seed task has one of the levels.
+    """
+    seeds = env.splits()["seed"]
+    if not levels:
+        return seeds
+    chosen = [t for t in seeds if t.level in levels]
+    if not chosen:
+        have = sorted({t.level for t in seeds})
+        raise ConfigError("simulator.seed_levels", f"{env.name}'s seed split has no task at levels {list(levels)}; "
+                                                   f"its levels are {have}")
+    return chosen
+
+
+SEED_WINDOW = 2
+"""Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""
+
+
+def seed_level_stats(batches: list[dict[str, Any]], level_of: dict[str, int], epoch: int,
+                     window: int = SEED_WINDOW) -> dict[int, tuple[int, int, float]]:
+    """Per seed level, ``(generated, valid, p_hat)`` over the variation batches of the ``window`` epochs before
+    ``epoch``: p_hat is the valid tasks' success pooled by their count (0.0 with none); every level in
+    ``level_of`` appears, unmeasured ones as ``(0, 0, 0.0)``.
+
+    >>> rows = [{"epoch": 1, "seed_task_id": "a", "n_generated": 4, "n_valid": 2, "p_hat": 0.5},
+    ...         {"epoch": 2, "seed_task_id": "a", "n_generated": 4, "n_valid": 1, "p_hat": 1.0},
+    ...         {"epoch": 2, "seed_task_id": "b", "n_generated": 4, "n_valid": 0, "p_hat": None}]
+    >>> seed_level_stats(rows, {"a": 3, "b": 4, "c": 2}, epoch=3)
+    {2: (0, 0, 0.0), 3: (8, 3, 0.6666666666666666), 4: (4, 0, 0.0)}
+    >>> seed_level_stats(rows, {"a": 3, "b": 4}, epoch=3, window=1)[3]
+    (4, 1, 1.0)
+    """
+    sums = {level: [0, 0, 0.0] for level in sorted(set(level_of.values()))}
+    for b in batches:
+        level = level_of.get(b["seed_task_id"])
+        if level is None or not epoch - window <= b["epoch"] < epoch:
+            continue
+        acc = sums[level]
+        acc[0] += b["n_generated"]
+        acc[1] += b["n_valid"]
+        if b["n_valid"] and b["p_hat"] is not None:
+            acc[2] += b["p_hat"] * b["n_valid"]
+    return {level: (g, v, total / v if v else 0.0) for level, (g, v, total) in sums.items()}
+
+
+def draw_seeds(seeds: list[Task], n: int, rng, weights: dict[int, float]) -> list[Task]:
+    """``n`` distinct seeds (or all of them), each drawn by first picking a level with probability proportional to
+    ``weights`` among the levels that still have seeds left, then a seed of that level uniformly."""
+    pools: dict[int, list[Task]] = {}
+    for t in seeds:
+        pools.setdefault(t.level, []).append(t)
+    pools = {level: rng.sample(tasks, len(tasks)) for level, tasks in sorted(pools.items())}
+    out: list[Task] = []
+    while len(out) < n:
+        levels = [level for level, tasks in pools.items() if tasks]
+        if not levels:
+            break
+        w = [weights.get(level, 0.0) for level in levels]
+        level = rng.choices(levels, w if sum(w) > 0 else None)[0]
+        out.append(pools[level].pop())
+    return out
 
 
 def success_note(benchmark: str, rate: float | None, alpha: float) -> str:

@@ -135,3 +135,12 @@ def test_presets_with_equal_settings_share_one_warm_start(tmp_path):
     assert cached_folder(tmp_path / cache_key(ablation)) == made
     other_seed = cache_key(load_config("ablation", overrides={"seed": 1}))
     assert cached_folder(tmp_path / other_seed) is None
+
+
+def test_epoch_row_adds_up_the_seed_levels_drawn_over_benchmarks():
+    from genenv_engine.ablation_table import _epoch_row
+
+    row = _epoch_row({"epoch": 2, "seed_levels_drawn": {"bfcl": {"L2": 3, "L4": 5}, "apibank": {"L4": 1, "L3": 2}}},
+                     8, {})
+    assert row["seed_levels"] == {"L2": 3, "L3": 2, "L4": 6}
+    assert _epoch_row({"epoch": 1}, 8, {})["seed_levels"] == {}

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from genenv_engine.cli import status_json
-from genenv_engine.config import config_from_file, load_config
+from genenv_engine.config import ConfigError, config_from_file, load_config
 from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.events import RunControl
 from genenv_engine.loop import run
@@ -337,3 +337,48 @@ def test_filter_none_agent0_reward_and_per_benchmark_alpha(tmp_path):
     assert m[1]["calibration_error"] == pytest.approx(0.3) and m[1]["in_band_fraction"] == 1.0
     assert m[1]["simulator_update"]["steps"] > 0 and m[1]["simulator_update"]["current_examples"] > 0
     assert m[0]["simulator_fingerprint"] != m[1]["simulator_fingerprint"]
+
+
+def test_seed_levels_draw_every_conditioning_seed_from_those_levels(tmp_path):
+    from genenv_engine.environments import get_environment
+
+    session = micro_session(tmp_path, "weak", epochs=1, **{"simulator.seed_levels": [4]})
+    run(session, backend_factory=scripted())
+    level = {t.id: t.level for t in get_environment("bfcl", session.config.seed).splits()["seed"]}
+    generated = session.store.query_tasks(benchmark="bfcl", limit=10_000, text=None, origin="generated", order="id")
+    assert len(generated) == session.config.simulator.seeds_per_epoch * session.config.simulator.variations
+    assert {level[t["parent_id"]] for t in generated} == {4}
+    static = micro_session(tmp_path, "static", epochs=1, **{"simulator.mode": "static", "simulator.seed_levels": [2, 3]})
+    run(static, backend_factory=scripted())
+    parents = {t["parent_id"] for t in static.store.query_tasks(benchmark="bfcl", limit=10_000, text=None,
+                                                              origin="static", order="id")}
+    assert {level[p] for p in parents} == {2, 3}
+    assert len(parents) == sum(v in (2, 3) for v in level.values())  # every seed at those levels, augmented once
+
+
+def test_seed_levels_no_seed_has_fail_before_the_warm_start(tmp_path):
+    session = micro_session(tmp_path, epochs=1, **{"simulator.seed_levels": [1]})  # bfcl seeds are L2-L4
+    with pytest.raises(ConfigError, match="seed_levels.*no task at levels \\[1\\].*levels are \\[2, 3, 4\\]"):
+        run(session, backend_factory=scripted())
+    assert session.store.epoch_metrics() == []
+    with pytest.raises(ConfigError, match="positive integer levels"):
+        load_config("micro", overrides={"simulator.seed_levels": ["hard"]})
+
+
+def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
+    from genenv_engine.curriculum import seed_level_weights
+    from genenv_engine.environments import get_environment
+    from genenv_engine.simulator import seed_level_stats
+
+    session = micro_session(tmp_path, epochs=2, **{"simulator.seed_sampling": "alpha"})
+    run(session, backend_factory=scripted())
+    first, second = session.store.epoch_metrics()[1], session.store.epoch_metrics()[2]
+    assert first["seed_level_weights"]["bfcl"] == {"L2": 0.333, "L3": 0.333, "L4": 0.333}  # nothing measured yet
+    level_of = {t.id: t.level for t in get_environment("bfcl", session.config.seed).splits()["seed"]}
+    batches = [b for b in session.store.batches() if b["epoch"] == 1]
+    assert batches and all(level_of[b["seed_task_id"]] for b in batches)
+    want = seed_level_weights(seed_level_stats(batches, level_of, 2), 0.5, 20.0)
+    assert second["seed_level_weights"]["bfcl"] == {f"L{k}": round(v, 3) for k, v in want.items()}
+    assert second["seed_level_weights"]["bfcl"] != first["seed_level_weights"]["bfcl"]
+    for m in (first, second):
+        assert sum(m["seed_levels_drawn"]["bfcl"].values()) == session.config.simulator.seeds_per_epoch
