@@ -10,7 +10,8 @@ Loads the warm start of the ``ablation`` preset for a seed (training it into the
 Options (``key=value``): ``pos=1`` keep only positive advantages; ``kl=`` KL coefficient (0.01); ``T=`` rollout
 temperature; ``tasks=`` tasks per iteration (96); ``levels=3,4`` train only on those levels; ``fresh=N`` train on
 the train splits of N other bfcl generator seeds (1000..1000+N-1) instead of the base tasks, held-out prompts
-excluded; ``cfg.KEY=VALUE`` overrides a config field (e.g. ``cfg.model.hidden_size=192``: another warm start,
+excluded; ``preset=smol-ablation`` another preset's warm start (``ablation``); ``k=`` rollouts per task (8);
+``tokens=`` longest answer (64); ``heldout=`` held-out tasks (400); ``cfg.KEY=VALUE`` overrides a config field (e.g. ``cfg.model.hidden_size=192``: another warm start,
 trained into the cache first). Never writes outside a temporary session folder and the warm-start cache.
 
     python scripts/agent_update_probe.py grpo 1 5e-5 12 4
@@ -43,7 +44,7 @@ def main(argv: list[str]) -> None:
     opts = dict(a.split("=", 1) for a in argv[5:])
     overrides: dict = {"simulator.mode": "off", "seed": seed}
     overrides.update(parse_sets([f"{k[4:]}={v}" for k, v in opts.items() if k.startswith("cfg.")]))  # as --set
-    cfg = load_config("ablation", overrides=overrides)
+    cfg = load_config(opts.get("preset", "ablation"), overrides=overrides)
     session = Session.create(cfg, tempfile.mkdtemp(prefix="genenv-probe-") + "/s")
     env = get_environment("bfcl", seed)
     envs = {"bfcl": env}
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> None:
         session.store.insert_tasks(tasks)
     folder, _ = warm_start(cfg, envs)
     roles = load_roles(session, 0, warm_start_dir=folder)
-    held = env.splits()["heldout"][:400]
+    held = env.splits()["heldout"][:int(opts.get("heldout", 400))]
 
     def heldout() -> str:
         rate, scored = evaluate(roles.agent_backend, roles.agent, envs, held, 64, 0.5)
@@ -92,14 +93,15 @@ def main(argv: list[str]) -> None:
         import genenv_engine.trainer as trainer_module
         plain = trainer_module.group_advantages
         trainer_module.group_advantages = lambda r: plain(r).clamp(min=0.0)
-    trainer = GRPOTrainer(policy, roles.agent_ref, lr, 0.2, float(opts.get("kl", 0.01)), 64, 1, True, steps=steps)
-    n_tasks = int(opts.get("tasks", 96))
-    sampling = Sampling(temperature=float(opts.get("T", 1.0)), max_new_tokens=64)
+    trainer = GRPOTrainer(policy, roles.agent_ref, lr, 0.2, float(opts.get("kl", 0.01)), 64, 1, True,
+                          micro_batch=cfg.model.micro_batch, steps=steps)
+    n_tasks, k = int(opts.get("tasks", 96)), int(opts.get("k", 8))
+    sampling = Sampling(temperature=float(opts.get("T", 1.0)), max_new_tokens=int(opts.get("tokens", 64)))
     for it in range(iters):
-        scored = rollout(roles.agent_backend, policy, envs, rng.sample(train, n_tasks), 8, sampling, 0.5)
+        scored = rollout(roles.agent_backend, policy, envs, rng.sample(train, n_tasks), k, sampling, 0.5)
         info = trainer.update(grpo_groups(policy, scored), rng)
         roles.agent_backend.sync()
-        success = sum(s.successes for s in scored) / (8 * n_tasks)
+        success = sum(s.successes for s in scored) / (k * n_tasks)
         print(f"iter {it} T-sample success {success:.3f} kl {info['kl']:.4f} held-out {heldout()} "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
 

@@ -187,6 +187,22 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
         torch.set_num_threads(threads)
 
 
+def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
+          batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decoding step's tokens and their log-probs: argmax when ``temperature`` is None, else a sample by the
+    exponential-race trick. The noise is drawn for all ``batch`` original rows and read at ``rows`` (the live
+    rows' original indices), so a row's draws do not depend on which other rows have ended."""
+    scores = logits.float()
+    if temperature is None:
+        picked = scores.argmax(-1)
+    else:
+        if temperature != 1.0:
+            scores = scores / temperature
+        noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype, device=scores.device).exponential_(1)
+        picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
+    return picked, scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
+
+
 def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick, every,
             cache):
     device = input_ids.device
@@ -202,15 +218,7 @@ def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_
     position = positions[:, -1:]
     last_tick = float("-inf")  # the first check runs after the first step
     for step in range(max_new_tokens):
-        scores = logits.float()
-        if temperature is None:
-            picked = scores.argmax(-1)
-        else:
-            if temperature != 1.0:
-                scores = scores / temperature
-            noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype, device=device).exponential_(1)
-            picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
-        lp = scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
+        picked, lp = _pick(logits, temperature, rows, batch)
         mine = rows[live]
         tokens[mine, step] = picked[live]
         logprobs[mine, step] = lp[live]
@@ -278,15 +286,7 @@ def _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_ne
     position = positions[:, -1]
     last_tick = float("-inf")
     for step in range(max_new_tokens):
-        scores = logits.float()
-        if temperature is None:
-            picked = scores.argmax(-1)
-        else:
-            if temperature != 1.0:
-                scores = scores / temperature
-            noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype).exponential_(1)
-            picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
-        lp = scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
+        picked, lp = _pick(logits, temperature, rows, batch)
         tokens[rows, step] = picked
         logprobs[rows, step] = lp
         eos = picked == eos_token_id
