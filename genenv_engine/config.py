@@ -252,6 +252,9 @@ class AgentConfig:
     """Tasks drawn per epoch from D_train (base data plus the earlier generated pool), rolled out beside fresh ones."""
     base_fraction: float = 0.5
     """Share of the replayed tasks drawn from the base data; the rest come from the generated pool."""
+    base_levels: tuple[int, ...] = ()
+    """Difficulty levels the replayed base tasks are drawn from (empty: every level), e.g. ``[3, 4]`` to spend the
+    agent's rollouts where it is neither always right nor always wrong; held-out keeps every level."""
     lr: float = 5e-5
     """GRPO learning rate (AdamW)."""
     clip: float = 0.2
@@ -279,6 +282,8 @@ class AgentConfig:
             _check(getattr(self, name) > 0, f"agent.{name}", "must be > 0")
         _check(self.replay_tasks >= 0, "agent.replay_tasks", "must be >= 0")
         _check(0.0 <= self.base_fraction <= 1.0, "agent.base_fraction", "must be in [0, 1]")
+        _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in self.base_levels),
+               "agent.base_levels", f"must be a list of positive integer levels such as [3, 4], got {list(self.base_levels)!r}")
         _check(0.0 < self.success_threshold <= 1.0, "agent.success_threshold", "must be in (0, 1]")
         _check(self.temperature > 0, "agent.temperature", "must be > 0")
         _check(self.lr > 0, "agent.lr", "must be > 0")

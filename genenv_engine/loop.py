@@ -20,7 +20,7 @@ import torch
 
 from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups
 from genenv_engine.backends.base import Sampling
-from genenv_engine.config import RunConfig, replace_config
+from genenv_engine.config import ConfigError, RunConfig, replace_config
 from genenv_engine.curriculum import calibration_error, env_reward, seed_level_weights
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import Environment
@@ -49,6 +49,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
     for env in envs.values():
         sim.seed_choices(env, cfg.simulator.seed_levels)  # a level no seed has fails here, before the warm start
+        base_choices(env, cfg.agent.base_levels)  # and so does a base level no train task has
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
@@ -358,9 +359,26 @@ def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
 
 
 def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
-    """The benchmarks' train splits less the tasks the user banned, pinned (always added) or edited (superseded)."""
+    """The benchmarks' train splits less the tasks the user banned, pinned (always added) or edited (superseded),
+    at ``agent.base_levels`` when set."""
     skip = session.store.inactive_train_ids()
-    return [t for env in envs.values() for t in env.splits()["train"] if t.id not in skip]
+    return [t for env in envs.values() for t in base_choices(env, session.config.agent.base_levels)
+            if t.id not in skip]
+
+
+def base_choices(env: Environment, levels: tuple[int, ...] = ()) -> list[Task]:
+    """The train split the agent's base replay draws from: all of it, or its tasks at ``levels``.
+
+    Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels.
+    """
+    train = env.splits()["train"]
+    if not levels:
+        return train
+    chosen = [t for t in train if t.level in levels]
+    if not chosen:
+        raise ConfigError("agent.base_levels", f"{env.name}'s train split has no task at levels {list(levels)}; "
+                                               f"its levels are {sorted({t.level for t in train})}")
+    return chosen
 
 
 def _unused_edits(session: Session) -> list[Task]:

@@ -365,6 +365,24 @@ def test_seed_levels_no_seed_has_fail_before_the_warm_start(tmp_path):
         load_config("micro", overrides={"simulator.seed_levels": ["hard"]})
 
 
+def test_base_levels_restrict_the_base_replay_and_not_held_out(tmp_path):
+    from genenv_engine.environments import get_environment
+
+    session = micro_session(tmp_path, epochs=1, **{"simulator.mode": "off", "agent.base_levels": [3]})
+    run(session, backend_factory=scripted())
+    env = get_environment("bfcl", session.config.seed)
+    level = {t.id: t.level for split in env.splits().values() for t in split}
+    rows = session.store.db.execute("select task_id, purpose from rollouts where epoch = 1").fetchall()
+    trained = {r[0] for r in rows if r[1] != "heldout"}
+    assert trained and {level[t] for t in trained} == {3}
+    assert len(trained) == session.store.epoch_metrics()[1]["tasks_trained"]
+    assert len(session.store.epoch_metrics()[1]["heldout_by_level"]["bfcl"]) > 1  # held-out keeps every level
+    with pytest.raises(ConfigError, match="base_levels.*no task at levels \\[9\\]"):
+        run(micro_session(tmp_path, "none", epochs=1, **{"agent.base_levels": [9]}), backend_factory=scripted())
+    with pytest.raises(ConfigError, match="positive integer levels"):
+        load_config("micro", overrides={"agent.base_levels": [0]})
+
+
 def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
     from genenv_engine.curriculum import seed_level_weights
     from genenv_engine.environments import get_environment
