@@ -31,7 +31,7 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
 """Arm name -> (config overrides that make the arm, the name it has in tables)."""
 
 COMPUTE_FIELDS = ("rollouts", "tasks_per_epoch", "steps_per_epoch", "update_epochs", "lr", "minibatch",
-                  "temperature", "max_new_tokens", "kl_coef", "clip")
+                  "temperature", "max_new_tokens", "kl_coef", "clip", "base_levels")
 """Agent settings that must be equal in every arm (what one epoch of agent training costs and does)."""
 
 

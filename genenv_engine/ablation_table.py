@@ -288,7 +288,9 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [f"Agent compute per epoch, every arm: {budget['tasks_per_epoch']} tasks × {budget['rollouts']} "
                   f"rollouts = {budget['rollouts_per_epoch']} rollouts, {budget['steps_per_epoch']} optimizer steps × "
                   f"{budget['update_epochs']} passes (lr {budget['lr']}, KL {budget['kl_coef']}); held-out "
-                  f"{budget['heldout_size']} tasks per benchmark, greedy.", ""]
+                  f"{budget['heldout_size']} tasks per benchmark, greedy."
+                  + (f" Base replay from train levels {list(budget['base_levels'])} only."
+                     if budget.get("base_levels") else ""), ""]
     if results.get("bench_seconds") is not None:
         lines += [f"Wall time of this bench run: {results['bench_seconds'] / 60:.1f} min "
                   "(arms already finished are not rerun).", ""]

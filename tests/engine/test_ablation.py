@@ -30,6 +30,10 @@ def test_unequal_compute_is_refused():
         check_equal_compute({"trained": a, "off": b})
     budget = check_equal_compute({"trained": a, "frozen": a})
     assert (budget["tasks_per_epoch"], budget["rollouts_per_epoch"], budget["steps_per_epoch"]) == (24, 96, 3)
+    hard = load_config("micro", overrides={**EQUAL, "agent.base_levels": [3]})
+    with pytest.raises(ConfigError, match="agent.base_levels"):  # a different base distribution is another budget
+        check_equal_compute({"trained": a, "off": hard})
+    assert budget["base_levels"] == () and check_equal_compute({"off": hard})["base_levels"] == (3,)
 
 
 def test_budget_too_small_for_fresh_tasks_is_a_config_error():
