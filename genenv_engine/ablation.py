@@ -27,8 +27,14 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "static": ({"simulator.mode": "static", "curriculum.reward": "alpha"}, "Static augmentation"),
     "off": ({"simulator.mode": "off", "curriculum.reward": "alpha"}, "Off (base data only)"),
     "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
+    "unseen": ({"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
+               "Off on unseen tasks (oracle)"),
 }
-"""Arm name -> (config overrides that make the arm, the name it has in tables)."""
+"""Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base
+data only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the
+upper bound of what a simulator could hand the agent."""
+DEFAULT_ARMS = ("trained", "frozen", "static", "off", "uniform")
+"""The paper's arms, run when ``--arms`` is not given."""
 
 COMPUTE_FIELDS = ("rollouts", "tasks_per_epoch", "steps_per_epoch", "update_epochs", "lr", "minibatch",
                   "temperature", "max_new_tokens", "kl_coef", "clip", "base_levels")
@@ -40,7 +46,7 @@ class Plan:
     """What one ablation bench runs: arms x seeds, each for ``epochs`` epochs on the same settings."""
 
     out: Path
-    arms: tuple[str, ...] = tuple(ARMS)
+    arms: tuple[str, ...] = DEFAULT_ARMS
     seeds: tuple[int, ...] = (0, 1, 2)
     epochs: int | None = None
     preset: str | None = "ablation"
@@ -189,7 +195,9 @@ def add_parser(what: Any) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--preset", help="preset every arm starts from (default: ablation)")
     src.add_argument("--config", type=Path, help="a TOML config file every arm starts from")
-    p.add_argument("--arms", default=",".join(ARMS), help=f"comma list of arms (default {','.join(ARMS)})")
+    p.add_argument("--arms", default=",".join(DEFAULT_ARMS),
+                   help=f"comma list of arms (default {','.join(DEFAULT_ARMS)}; also: "
+                        f"{','.join(a for a in ARMS if a not in DEFAULT_ARMS)})")
     p.add_argument("--seeds", default="0,1,2", help="comma list of seeds (default 0,1,2)")
     p.add_argument("--epochs", type=int, help="epochs per arm (default: the preset's)")
     p.add_argument("--benchmarks", help="comma list of benchmarks, or 'all'")

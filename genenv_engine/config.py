@@ -236,6 +236,10 @@ class SimulatorConfig:
             _check(getattr(self, name) >= 0, f"simulator.{name}", "must be >= 0")
 
 
+BASE_SOURCES = ("train", "unseen")
+"""Where the agent's base replay is drawn from (`AgentConfig.base_source`)."""
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """The agent: rollouts, success threshold, and its GRPO update."""
@@ -255,6 +259,12 @@ class AgentConfig:
     base_levels: tuple[int, ...] = ()
     """Difficulty levels the replayed base tasks are drawn from (empty: every level), e.g. ``[3, 4]`` to spend the
     agent's rollouts where it is neither always right nor always wrong; held-out keeps every level."""
+    base_source: str = "train"
+    """Where the base replay comes from: ``train`` (the benchmark's train split, which the warm start trained on)
+    or ``unseen`` (``unseen_tasks`` new tasks from the benchmark's own generator, at ``base_levels``, that no split
+    has: an oracle source of unseen tasks, the upper bound of what a simulator could give; ladder benchmarks only)."""
+    unseen_tasks: int = 5000
+    """Size of the ``unseen`` base pool per benchmark."""
     lr: float = 5e-5
     """GRPO learning rate (AdamW)."""
     clip: float = 0.2
@@ -282,6 +292,9 @@ class AgentConfig:
             _check(getattr(self, name) > 0, f"agent.{name}", "must be > 0")
         _check(self.replay_tasks >= 0, "agent.replay_tasks", "must be >= 0")
         _check(0.0 <= self.base_fraction <= 1.0, "agent.base_fraction", "must be in [0, 1]")
+        _check(self.base_source in BASE_SOURCES, "agent.base_source",
+               f"must be one of {', '.join(BASE_SOURCES)}, got {self.base_source!r}")
+        _check(self.unseen_tasks > 0, "agent.unseen_tasks", "must be > 0")
         _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in self.base_levels),
                "agent.base_levels", f"must be a list of positive integer levels such as [3, 4], got {list(self.base_levels)!r}")
         _check(0.0 < self.success_threshold <= 1.0, "agent.success_threshold", "must be in (0, 1]")

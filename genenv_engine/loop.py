@@ -49,7 +49,9 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
     for env in envs.values():
         sim.seed_choices(env, cfg.simulator.seed_levels)  # a level no seed has fails here, before the warm start
-        base_choices(env, cfg.agent.base_levels)  # and so does a base level no train task has
+        base_choices(env, cfg.agent.base_levels)  # and so does a base level no train task has,
+        if cfg.agent.base_source == "unseen":  # or a benchmark that cannot write new tasks
+            base_choices(env, cfg.agent.base_levels, "unseen", 1)
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
@@ -130,6 +132,8 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
     for env in envs.values():
         for tasks in env.splits().values():
             store.insert_tasks(tasks)
+        if cfg.agent.base_source == "unseen":  # the oracle base pool, stored like a split so rollouts can name it
+            store.insert_tasks(base_choices(env, cfg.agent.base_levels, "unseen", cfg.agent.unseen_tasks))
     with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
         folder, info = warm_start(cfg, envs, emit, check)
         phase.info = info
@@ -359,18 +363,27 @@ def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
 
 
 def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
-    """The benchmarks' train splits less the tasks the user banned, pinned (always added) or edited (superseded),
-    at ``agent.base_levels`` when set."""
+    """The base replay's choices (`base_choices`) less the tasks the user banned, pinned (always added) or edited
+    (superseded)."""
     skip = session.store.inactive_train_ids()
-    return [t for env in envs.values() for t in base_choices(env, session.config.agent.base_levels)
+    a = session.config.agent
+    return [t for env in envs.values() for t in base_choices(env, a.base_levels, a.base_source, a.unseen_tasks)
             if t.id not in skip]
 
 
-def base_choices(env: Environment, levels: tuple[int, ...] = ()) -> list[Task]:
-    """The train split the agent's base replay draws from: all of it, or its tasks at ``levels``.
+def base_choices(env: Environment, levels: tuple[int, ...] = (), source: str = "train",
+                 unseen: int = 0) -> list[Task]:
+    """The tasks the agent's base replay draws from: the train split (all of it, or its tasks at ``levels``), or
+    with ``source="unseen"`` ``unseen`` new tasks at ``levels`` that no split has (`Environment.unseen_tasks`).
 
-    Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels.
+    Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels, and
+    (``agent.base_source``) when the benchmark cannot generate new tasks.
     """
+    if source == "unseen":
+        try:
+            return env.unseen_tasks(unseen, levels)
+        except NotImplementedError as exc:
+            raise ConfigError("agent.base_source", f"'unseen' needs a generated benchmark: {exc}") from None
     train = env.splits()["train"]
     if not levels:
         return train

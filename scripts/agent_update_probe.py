@@ -28,6 +28,7 @@ import time
 
 import torch
 
+from genenv_engine.ablation_table import paired_change
 from genenv_engine.agent import agent_prompt, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.cli import parse_sets
@@ -54,12 +55,21 @@ def main(argv: list[str]) -> None:
     roles = load_roles(session, 0, warm_start_dir=folder)
     held = env.splits()["heldout"][:int(opts.get("heldout", 400))]
 
+    first: dict[int | None, str] = {}
+
     def heldout() -> str:
+        """Greedy held-out and per level, with the change since the first call and its paired SE (total, L3)."""
         rate, scored = evaluate(roles.agent_backend, roles.agent, envs, held, 64, 0.5)
         levels = collections.defaultdict(list)
         for s in scored:
             levels[s.task.level].append(s.successes)
-        return f"{rate['bfcl']:.4f} " + " ".join(f"L{k}:{sum(v) / len(v):.2f}" for k, v in sorted(levels.items()))
+        text = f"{rate['bfcl']:.4f} " + " ".join(f"L{k}:{sum(v) / len(v):.2f}" for k, v in sorted(levels.items()))
+        for level in (None, 3):
+            now = "".join(str(int(s.successes > 0)) for s in scored if level is None or s.task.level == level)
+            change = paired_change(first.setdefault(level, now), now)
+            if change and now is not first[level]:
+                text += f" | Δ{'' if level is None else f' L{level}'} {change[0]:+.3f} (paired SE {change[1]:.3f})"
+        return text
 
     train = env.splits()["train"]
     if "fresh" in opts:

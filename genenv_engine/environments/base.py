@@ -182,6 +182,10 @@ class Environment(ABC):
     def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
         """Return ``n`` (source, sibling) pairs of similar tasks for the simulator's warm start."""
 
+    def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
+        """``n`` new train-like tasks no split has (``agent.base_source = "unseen"``); only generated benchmarks can."""
+        raise NotImplementedError(f"{self.name} cannot generate new tasks (its data is fixed)")
+
     def reward(self, result: CheckResult) -> float:
         """R_agent in [0, 1]: success for structured actions, the checker's similarity score otherwise."""
         return float(result.success) if self.structured else float(result.score)
@@ -229,6 +233,10 @@ class Environment(ABC):
         return Validation(True, "", task)
 
 
+UNSEEN_TRIES = 50
+"""Draws per task `LadderEnvironment.unseen_tasks` makes before giving up on a level whose prompts are used up."""
+
+
 class LadderEnvironment(Environment):
     """A built-in benchmark sampled on a 4-level difficulty ladder (levels 1-4).
 
@@ -246,6 +254,7 @@ class LadderEnvironment(Environment):
     def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
         super().__init__(seed, sizes, data_dir)
         self._splits: dict[str, list[Task]] | None = None
+        self._unseen: dict[tuple[int, tuple[int, ...]], list[Task]] = {}
 
     def splits(self) -> dict[str, list[Task]]:
         """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
@@ -263,6 +272,30 @@ class LadderEnvironment(Environment):
             if official is not None:
                 self._splits["heldout"] = list(official)
         return {split: list(tasks) for split, tasks in self._splits.items()}
+
+    def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
+        """``n`` train-like tasks in equal shares of ``levels`` (default all four) whose prompts no split has, so
+        neither the warm start nor held-out has seen them: ids ``<name>/unseen/<index:05d>``, split ``unseen``.
+
+        The same for the same seed, ``n`` and levels (their own rng, ``<name>-unseen-<seed>-<levels>``).
+        """
+        levels = tuple(levels) or (1, 2, 3, 4)
+        key = (n, levels)
+        if key not in self._unseen:
+            seen = {t.prompt for tasks in self.splits().values() for t in tasks}
+            rng = random.Random(f"{self.name}-unseen-{self.seed}-{','.join(map(str, levels))}")
+            mix = [levels[i * len(levels) // n] for i in range(n)]
+            rng.shuffle(mix)
+            tasks = []
+            for level in mix:  # a level whose prompts run out gives fewer tasks rather than looping forever
+                for _ in range(UNSEEN_TRIES):
+                    prompt, build = self._draft(level, rng)
+                    if prompt not in seen:
+                        seen.add(prompt)
+                        tasks.append(build(f"{self.name}/unseen/{len(tasks):05d}", split="unseen", origin="seed"))
+                        break
+            self._unseen[key] = tasks
+        return list(self._unseen[key])
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
                     seen: set[str]) -> list[Task]:

@@ -49,6 +49,11 @@ def test_arm_switches_and_plan_errors(tmp_path):
     assert modes == {"trained": ("trained", "alpha"), "frozen": ("frozen", "alpha"), "static": ("static", "alpha"),
                      "off": ("off", "alpha"), "uniform": ("trained", "uniform")}
     assert arm_config(plan, "off", 1).seed == 1 and arm_config(plan, "off", 1).agent.tasks_per_epoch == 24
+    oracle = arm_config(plan, "unseen", 1)  # not a default arm: the paper's five run without --arms
+    assert (oracle.simulator.mode, oracle.agent.base_source, arm_config(plan, "off", 1).agent.base_source) == \
+        ("off", "unseen", "train")
+    assert "unseen" not in Plan(tmp_path).arms and check_equal_compute({"off": arm_config(plan, "off", 1),
+                                                                        "unseen": oracle})
     with pytest.raises(ConfigError, match="unknown arm"):
         Plan(tmp_path, ("trained", "gemini"))
 

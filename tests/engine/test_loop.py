@@ -383,6 +383,32 @@ def test_base_levels_restrict_the_base_replay_and_not_held_out(tmp_path):
         load_config("micro", overrides={"agent.base_levels": [0]})
 
 
+def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
+    from genenv_engine.environments import get_environment
+    from genenv_engine.environments.base import Environment
+    from genenv_engine.loop import base_choices
+
+    session = micro_session(tmp_path, epochs=1, **{"simulator.mode": "off", "agent.base_source": "unseen",
+                                                  "agent.base_levels": [3], "agent.unseen_tasks": 300})
+    run(session, backend_factory=scripted())
+    env = get_environment("bfcl", session.config.seed)
+    split_prompts = {t.prompt for split in env.splits().values() for t in split}
+    trained = {r[0] for r in session.store.db.execute(
+        "select task_id from rollouts where epoch = 1 and purpose != 'heldout'").fetchall()}
+    assert len(trained) == session.store.epoch_metrics()[1]["tasks_trained"] > 0
+    tasks = [session.store.get_task(t) for t in trained]  # stored, so the console and reports can show them
+    assert all(t is not None and t.id.startswith("bfcl/unseen/") and t.split == "unseen" for t in tasks)
+    assert {t.level for t in tasks} == {3} and not {t.prompt for t in tasks} & split_prompts
+    again = get_environment("bfcl", session.config.seed).unseen_tasks(300, (3,))  # a resumed run draws the same pool
+    assert [(t.id, t.prompt) for t in again] == [(t.id, t.prompt) for t in env.unseen_tasks(300, (3,))]
+    assert len({t.prompt for t in again}) == 300
+    env.unseen_tasks = lambda n, levels=(): Environment.unseen_tasks(env, n, levels)  # a benchmark with fixed data
+    with pytest.raises(ConfigError, match="base_source.*needs a generated benchmark"):
+        base_choices(env, (), "unseen", 10)
+    with pytest.raises(ConfigError, match="base_source"):
+        load_config("micro", overrides={"agent.base_source": "elsewhere"})
+
+
 def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
     from genenv_engine.curriculum import seed_level_weights
     from genenv_engine.environments import get_environment
