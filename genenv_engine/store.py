@@ -527,8 +527,10 @@ class Store:
         return [row["batch_id"] for row in self._rows(sql)]
 
     def inactive_train_ids(self) -> set[str]:
-        """Train-split task ids the user banned, pinned or superseded by an edit (not plain base data)."""
-        sql = "SELECT id FROM tasks WHERE split = 'train' AND (status != 'active' OR superseded_by IS NOT NULL)"
+        """Base-data task ids (the train split and the ``unseen`` pool) the user banned, pinned or superseded by an
+        edit (not plain base data)."""
+        sql = ("SELECT id FROM tasks WHERE split IN ('train', 'unseen') "
+               "AND (status != 'active' OR superseded_by IS NOT NULL)")
         return {row["id"] for row in self._rows(sql)}
 
     def generated_verdicts(self, epoch: int, origins: Sequence[str] = GENERATED_ORIGINS) -> list[dict[str, Any]]:

@@ -399,6 +399,12 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
     tasks = [session.store.get_task(t) for t in trained]  # stored, so the console and reports can show them
     assert all(t is not None and t.id.startswith("bfcl/unseen/") and t.split == "unseen" for t in tasks)
     assert {t.level for t in tasks} == {3} and not {t.prompt for t in tasks} & split_prompts
+    from genenv_engine.loop import _base_tasks
+
+    banned = sorted(trained)[0]  # a ban in the console keeps an unseen task out of later epochs, as for train tasks
+    session.store.set_status(banned, "banned")
+    choices = {t.id for t in _base_tasks(session, {"bfcl": env})}
+    assert banned not in choices and len(choices) == 299
     again = get_environment("bfcl", session.config.seed).unseen_tasks(300, (3,))  # a resumed run draws the same pool
     assert [(t.id, t.prompt) for t in again] == [(t.id, t.prompt) for t in env.unseen_tasks(300, (3,))]
     assert len({t.prompt for t in again}) == 300
