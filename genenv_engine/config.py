@@ -41,6 +41,12 @@ def _check(ok: bool, name: str, message: str) -> None:
         raise ConfigError(name, message)
 
 
+def _check_levels(levels: tuple[int, ...], name: str) -> None:
+    """Difficulty levels must be positive integers (``[3, 4]``)."""
+    _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in levels), name,
+           f"must be a list of positive integer levels such as [3, 4], got {list(levels)!r}")
+
+
 MODEL_KINDS = ("tiny", "hf", "smollm2")
 TUNINGS = ("full", "lora")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -228,8 +234,7 @@ class SimulatorConfig:
         _check(self.seed_sampling in SEED_SAMPLINGS, "simulator.seed_sampling",
                f"must be one of {', '.join(SEED_SAMPLINGS)}, got {self.seed_sampling!r}")
         _check(self.seed_beta > 0, "simulator.seed_beta", "must be > 0")
-        _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in self.seed_levels),
-               "simulator.seed_levels", f"must be a list of positive integer levels such as [3, 4], got {list(self.seed_levels)!r}")
+        _check_levels(self.seed_levels, "simulator.seed_levels")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")
         for name in ("rwr_lambda", "kl_coef", "replay", "init_replay"):
@@ -295,8 +300,7 @@ class AgentConfig:
         _check(self.base_source in BASE_SOURCES, "agent.base_source",
                f"must be one of {', '.join(BASE_SOURCES)}, got {self.base_source!r}")
         _check(self.unseen_tasks > 0, "agent.unseen_tasks", "must be > 0")
-        _check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in self.base_levels),
-               "agent.base_levels", f"must be a list of positive integer levels such as [3, 4], got {list(self.base_levels)!r}")
+        _check_levels(self.base_levels, "agent.base_levels")
         _check(0.0 < self.success_threshold <= 1.0, "agent.success_threshold", "must be in (0, 1]")
         _check(self.temperature > 0, "agent.temperature", "must be > 0")
         _check(self.lr > 0, "agent.lr", "must be > 0")

@@ -48,10 +48,10 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     torch.set_num_threads(cfg.model.threads)
     envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
     for env in envs.values():
-        sim.seed_choices(env, cfg.simulator.seed_levels)  # a level no seed has fails here, before the warm start
-        base_choices(env, cfg.agent.base_levels)  # and so does a base level no train task has,
-        if cfg.agent.base_source == "unseen":  # or a benchmark that cannot write new tasks
-            base_choices(env, cfg.agent.base_levels, "unseen", 1)
+        # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
+        # the warm start (the unseen pool is built once per environment and reused by every epoch)
+        env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
+        base_choices(env, cfg.agent.base_levels, cfg.agent.base_source, cfg.agent.unseen_tasks)
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
@@ -245,7 +245,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
     with PhaseTimer(emit, epoch, "generate", seconds):
         jobs = []
         for name, env in envs.items():
-            seed_split = sim.seed_choices(env, cfg.simulator.seed_levels)
+            seed_split = env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
             if mode == "static":
                 seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
             else:
@@ -379,19 +379,13 @@ def base_choices(env: Environment, levels: tuple[int, ...] = (), source: str = "
     Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels, and
     (``agent.base_source``) when the benchmark cannot generate new tasks.
     """
-    if source == "unseen":
-        try:
-            return env.unseen_tasks(unseen, levels)
-        except NotImplementedError as exc:
-            raise ConfigError("agent.base_source", f"'unseen' needs a generated benchmark: {exc}") from None
-    train = env.splits()["train"]
-    if not levels:
+    train = env.split_at_levels("train", levels, "agent.base_levels")
+    if source == "train":
         return train
-    chosen = [t for t in train if t.level in levels]
-    if not chosen:
-        raise ConfigError("agent.base_levels", f"{env.name}'s train split has no task at levels {list(levels)}; "
-                                               f"its levels are {sorted({t.level for t in train})}")
-    return chosen
+    try:
+        return env.unseen_tasks(unseen, levels)
+    except NotImplementedError as exc:
+        raise ConfigError("agent.base_source", f"'unseen' needs a generated benchmark: {exc}") from None
 
 
 def _unused_edits(session: Session) -> list[Task]:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
-from genenv_engine.config import ConfigError
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
 from genenv_engine.limits import BudgetExceeded, generation_too_long
 from genenv_engine.policy import Policy
@@ -69,22 +68,6 @@ class Generation:
     token_ids: list[int]
     task: Task
     task_id: str = ""
-
-
-def seed_choices(env: Environment, levels: tuple[int, ...] = ()) -> list[Task]:
-    """The seed tasks the simulator's conditioning seeds are drawn from: the seed split, or its tasks at ``levels``.
-
-    Raises ``ConfigError`` (``simulator.seed_levels``) when no seed task has one of the levels.
-    """
-    seeds = env.splits()["seed"]
-    if not levels:
-        return seeds
-    chosen = [t for t in seeds if t.level in levels]
-    if not chosen:
-        have = sorted({t.level for t in seeds})
-        raise ConfigError("simulator.seed_levels", f"{env.name}'s seed split has no task at levels {list(levels)}; "
-                                                   f"its levels are {have}")
-    return chosen
 
 
 SEED_WINDOW = 2

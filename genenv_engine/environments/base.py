@@ -169,6 +169,20 @@ class Environment(ABC):
     def splits(self) -> dict[str, list[Task]]:
         """Return disjoint ``seed``, ``train`` and ``heldout`` task lists, the same for the same seed."""
 
+    def split_at_levels(self, split: str, levels: tuple[int, ...], option: str) -> list[Task]:
+        """The tasks of ``split`` at ``levels`` (all of them when empty); a ``ConfigError`` naming the config
+        ``option`` that asked for them when none has one of the levels."""
+        tasks = self.splits()[split]
+        if not levels:
+            return tasks
+        chosen = [t for t in tasks if t.level in levels]
+        if not chosen:
+            from genenv_engine.config import ConfigError
+
+            raise ConfigError(option, f"{self.name}'s {split} split has no task at levels {list(levels)}; "
+                                      f"its levels are {sorted({t.level for t in tasks})}")
+        return chosen
+
     @abstractmethod
     def check(self, task: Task, response: str) -> CheckResult:
         """Score one agent response against the task's gold."""
@@ -281,34 +295,28 @@ class LadderEnvironment(Environment):
         """
         levels = tuple(levels) or (1, 2, 3, 4)
         key = (n, levels)
-        if key not in self._unseen:
+        if key not in self._unseen:  # a level whose prompts run out gives fewer tasks rather than looping forever
             seen = {t.prompt for tasks in self.splits().values() for t in tasks}
             rng = random.Random(f"{self.name}-unseen-{self.seed}-{','.join(map(str, levels))}")
-            mix = [levels[i * len(levels) // n] for i in range(n)]
-            rng.shuffle(mix)
-            tasks = []
-            for level in mix:  # a level whose prompts run out gives fewer tasks rather than looping forever
-                for _ in range(UNSEEN_TRIES):
-                    prompt, build = self._draft(level, rng)
-                    if prompt not in seen:
-                        seen.add(prompt)
-                        tasks.append(build(f"{self.name}/unseen/{len(tasks):05d}", split="unseen", origin="seed"))
-                        break
-            self._unseen[key] = tasks
+            self._unseen[key] = self._make_split("unseen", n, levels, rng, seen, tries=UNSEEN_TRIES)
         return list(self._unseen[key])
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str]) -> list[Task]:
-        """``n`` tasks in equal shares of ``levels`` (shuffled), redrawing any prompt already in ``seen``."""
+                    seen: set[str], tries: int | None = None) -> list[Task]:
+        """``n`` tasks in equal shares of ``levels`` (shuffled), redrawing any prompt already in ``seen``; with
+        ``tries``, a task whose ``tries`` draws are all seen is left out (fewer tasks, never an endless loop)."""
         mix = [levels[i * len(levels) // n] for i in range(n)]
         rng.shuffle(mix)
         tasks = []
-        for i, level in enumerate(mix):
-            prompt, build = self._draft(level, rng)
-            while prompt in seen:
+        for level in mix:
+            draws = 0
+            while tries is None or draws < tries:
                 prompt, build = self._draft(level, rng)
-            seen.add(prompt)
-            tasks.append(build(f"{self.name}/{split}/{i:05d}", split=split, origin="seed"))
+                draws += 1
+                if prompt not in seen:
+                    seen.add(prompt)
+                    tasks.append(build(f"{self.name}/{split}/{len(tasks):05d}", split=split, origin="seed"))
+                    break
         return tasks
 
     @abstractmethod
