@@ -2,7 +2,8 @@
 
 `collect` reads every ``<arm>-s<seed>`` session of a bench folder (its per-epoch metrics and its stored tasks)
 into plain rows; `summarise` turns them into the final table (mean and spread over seeds), the paired
-standard error of each arm's held-out change on the same tasks, the first epoch at which mean p-hat enters
+standard error of each arm's held-out change on the same tasks, arm against arm on one seed's held-out tasks
+(`versus`: every arm against Off, GenEnv against every other arm), the first epoch at which mean p-hat enters
 [alpha - 0.1, alpha + 0.1], and the data-efficiency ratio against Static. `write_outputs` writes
 ``ablation.json``, ``ablation.md`` and two PNG plots with all arms (calibration, held-out).
 
@@ -214,6 +215,56 @@ def _mean_series(runs: list[dict[str, Any]], key: Any) -> list[tuple[int, float 
     return out
 
 
+PAIRS_REFERENCE = "off"
+"""The arm every other arm is compared with head to head (the paper's baseline: base data only)."""
+
+
+def comparison_pairs(arms: list[str]) -> list[tuple[str, str]]:
+    """Which arms the bench compares head to head: every arm against Off, and GenEnv against every other arm.
+
+    >>> comparison_pairs(["trained", "frozen", "off", "unseen"])
+    [('trained', 'off'), ('frozen', 'off'), ('unseen', 'off'), ('trained', 'frozen'), ('trained', 'unseen')]
+    >>> comparison_pairs(["frozen", "static"])
+    []
+    """
+    pairs = [(a, PAIRS_REFERENCE) for a in arms if a != PAIRS_REFERENCE and PAIRS_REFERENCE in arms]
+    if "trained" in arms:
+        pairs += [("trained", b) for b in arms if b not in ("trained", PAIRS_REFERENCE)]
+    return pairs
+
+
+def head_to_head(a_run: dict[str, Any], b_run: dict[str, Any], bench: str) -> dict[str, Any] | None:
+    """Arm a minus arm b on one seed, at the last epoch both have finished (on the same held-out tasks: a seed
+    fixes its held-out split), with the paired standard error; None without a common epoch after 0."""
+    epochs = ({r["epoch"] for r in a_run["epochs"]} & {r["epoch"] for r in b_run["epochs"]}) - {0}
+    for epoch in sorted(epochs, reverse=True):
+        a, b = a_run["_correct"].get(epoch, {}).get(bench), b_run["_correct"].get(epoch, {}).get(bench)
+        paired = paired_change(b, a) if a and b else None
+        if paired:
+            return {"epoch": epoch, "diff": paired[0], "paired_se": paired[1]}
+    return None
+
+
+def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) -> list[dict[str, Any]]:
+    """Every pair of `comparison_pairs` per benchmark: per seed the paired difference, then mean and sd over
+    seeds and how many seeds put one arm above the other by more than twice the paired SE."""
+    out = []
+    for a, b in comparison_pairs([arm for arm in ARMS if arm in runs]):
+        for bench in benchmarks:
+            per_seed = []
+            for seed in sorted(set(runs[a]) & set(runs[b])):
+                h = head_to_head(runs[a][seed], runs[b][seed], bench)
+                if h:
+                    per_seed.append({"seed": seed, **h})
+            if not per_seed:
+                continue
+            mean, sd = mean_sd([h["diff"] for h in per_seed])
+            out.append({"a": a, "b": b, "benchmark": bench, "per_seed": per_seed, "mean": mean, "sd": sd,
+                        "a_above_2se": sum(1 for h in per_seed if h["diff"] > 2 * h["paired_se"]),
+                        "b_above_2se": sum(1 for h in per_seed if -h["diff"] > 2 * h["paired_se"])})
+    return out
+
+
 def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmarks: list[str]) -> dict[str, Any]:
     """The final table per arm and benchmark: mean and spread over seeds, plus the calibration and efficiency
     figures of the issue (first epoch in band, data-efficiency ratio against Static)."""
@@ -250,6 +301,7 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
                 n = min(len(s) for s in series) if series else 0
                 return [(series[0][i][0], sum(s[i][1] for s in series) / len(series)) for i in range(n)]
             table.setdefault("_efficiency", {})[bench] = data_efficiency(curve("trained"), curve("static"))
+    table["_versus"] = versus(runs, benchmarks)
     return table
 
 
@@ -332,6 +384,19 @@ def markdown(results: dict[str, Any]) -> str:
                                   for seed, c in zip(row["seeds"], row[bench]["per_seed"]))
                 lines.append(f"- {arm}: {cells}")
         lines.append("")
+        pairs = [v for v in s.get("_versus", []) if v["benchmark"] == bench]
+        if pairs:
+            lines += ["Arm against arm on the same seed and held-out tasks, at the last epoch both finished "
+                      "(paired SE per seed):", "",
+                      "| arm − arm | mean ± sd over seeds | per seed: difference (paired SE) @ epoch | "
+                      "seeds first above by > 2 SE | seeds second above by > 2 SE |", "|---|---|---|---|---|"]
+            for v in pairs:
+                cells = ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}"
+                                  for h in v["per_seed"])
+                n = len(v["per_seed"])
+                lines.append(f"| {v['a']} − {v['b']} | {_f(v['mean'], v['sd'])} | {cells} | "
+                             f"{v['a_above_2se']}/{n} | {v['b_above_2se']}/{n} |")
+            lines.append("")
     lines += ["## Per epoch (mean over seeds)", ""]
     for arm in results["arms"]:
         by_seed = results["runs"].get(arm, {})
@@ -448,3 +513,15 @@ def print_summary(results: dict[str, Any]) -> None:
                           _f(row["final_p_hat"]), _f(row["first_epoch_in_band"]),
                           _f(row["final_tasks_trained"], digits=0))
         Console().print(table)
+        pairs = [v for v in s.get("_versus", []) if v["benchmark"] == bench]
+        if pairs:
+            versus_table = Table(title=f"arm − arm on the same held-out tasks: {bench}")
+            for col in ("pair", "mean ± sd", "per seed (paired SE) @ epoch", "first > 2SE", "second > 2SE"):
+                versus_table.add_column(col)
+            for v in pairs:
+                n = len(v["per_seed"])
+                versus_table.add_row(f"{v['a']} − {v['b']}", _f(v["mean"], v["sd"]),
+                                     ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}"
+                                               for h in v["per_seed"]),
+                                     f"{v['a_above_2se']}/{n}", f"{v['b_above_2se']}/{n}")
+            Console().print(versus_table)

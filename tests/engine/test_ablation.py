@@ -94,6 +94,12 @@ def test_bench_runs_equal_compute_resumes_and_reads_back(tmp_path):
         assert change["delta"] == pytest.approx(metrics[-1]["heldout"]["bfcl"] - metrics[0]["heldout"]["bfcl"])
         assert change["paired_se"] == pytest.approx(paired_change(correct[0], correct[-1])[1])
         session.store.close()
+    # trained against off: the paired difference of the two databases' last epoch on the same held-out tasks
+    (vs,) = results["summary"]["_versus"]
+    final = {arm: results["runs"][arm]["0"]["epochs"][-1]["heldout"]["bfcl"] for arm in ("trained", "off")}
+    assert (vs["a"], vs["b"], vs["per_seed"][0]["epoch"]) == ("trained", "off", 2)
+    assert vs["per_seed"][0]["diff"] == pytest.approx(final["trained"] - final["off"])
+    assert "| trained − off |" in (out / "ablation.md").read_text()
     # the off arm was continued, not restarted: its epoch 1 is the one written before the bench ran
     assert results["runs"]["off"]["0"]["epochs"][1]["heldout"] == epoch1["heldout"]
     reopened = Session.open(out / "off-s0")
@@ -153,3 +159,32 @@ def test_epoch_row_adds_up_the_seed_levels_drawn_over_benchmarks():
                      8, {})
     assert row["seed_levels"] == {"L2": 3, "L3": 2, "L4": 6}
     assert _epoch_row({"epoch": 1}, 8, {})["seed_levels"] == {}
+
+
+def _run(correct_by_epoch):
+    return {"epochs": [{"epoch": e} for e in correct_by_epoch],
+            "_correct": {e: {"bfcl": c} for e, c in correct_by_epoch.items()}}
+
+
+def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
+    from genenv_engine.ablation_table import head_to_head, versus
+
+    # a partial arm (2 epochs) against a finished one (3): compared at epoch 2, not at either's last
+    trained = _run({0: "0000", 1: "1100", 2: "1111"})
+    off = _run({0: "0000", 1: "0000", 2: "1100", 3: "0000"})
+    assert head_to_head(trained, off, "bfcl") == {"epoch": 2, "diff": 0.5, "paired_se": pytest.approx(
+        paired_change("1100", "1111")[1])}
+    assert head_to_head(trained, _run({0: "0000"}), "bfcl") is None  # no common epoch after 0
+    # held-out strings of different lengths are not the same tasks: that epoch is skipped
+    assert head_to_head(_run({0: "0", 1: "11", 2: "1"}), _run({0: "0", 1: "00", 2: "0000"}), "bfcl")["epoch"] == 1
+    big = "1" * 90 + "0" * 10
+    runs = {"trained": {0: _run({0: "0" * 100, 1: big}), 1: _run({0: "0" * 100, 1: "0" * 100})},
+            "off": {0: _run({0: "0" * 100, 1: "0" * 100}), 1: _run({0: "0" * 100, 1: big})},
+            "frozen": {0: _run({0: "0" * 100, 1: big})}}
+    out = {(v["a"], v["b"]): v for v in versus(runs, ["bfcl"])}
+    assert set(out) == {("trained", "off"), ("frozen", "off"), ("trained", "frozen")}
+    v = out[("trained", "off")]
+    assert [h["diff"] for h in v["per_seed"]] == [0.9, -0.9]
+    assert (v["mean"], v["a_above_2se"], v["b_above_2se"]) == (0.0, 1, 1)
+    assert [h["seed"] for h in out[("trained", "frozen")]["per_seed"]] == [0]  # frozen has seed 0 only
+    assert out[("trained", "frozen")]["mean"] == 0.0 and out[("trained", "frozen")]["a_above_2se"] == 0
