@@ -105,10 +105,12 @@ def check_equal_compute(configs: dict[str, RunConfig]) -> dict[str, Any]:
 
 
 def _same_run(saved: RunConfig, wanted: RunConfig) -> bool:
-    """Whether a session folder was made with the settings this plan asks for (the epoch count may differ)."""
+    """Whether a session folder was made with the settings this plan asks for (the epoch count and the preset's
+    name may differ: a preset is a named set of settings, so `--preset smol-ablation --set …` can equal `smol-l3`)."""
     a, b = saved.to_dict(), wanted.to_dict()
-    a.pop("epochs", None)
-    b.pop("epochs", None)
+    for d in (a, b):
+        d.pop("epochs", None)
+        d.pop("preset", None)
     return a == b
 
 

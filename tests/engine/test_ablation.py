@@ -188,3 +188,17 @@ def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
     assert (v["mean"], v["a_above_2se"], v["b_above_2se"]) == (0.0, 1, 1)
     assert [h["seed"] for h in out[("trained", "frozen")]["per_seed"]] == [0]  # frozen has seed 0 only
     assert out[("trained", "frozen")]["mean"] == 0.0 and out[("trained", "frozen")]["a_above_2se"] == 0
+
+
+def test_smol_l3_preset_is_smol_ablation_with_the_settings_of_its_runs():
+    """The README's smol-l3 runs were made as `--preset smol-ablation --set …`; the preset must be that run, so
+    `--preset smol-l3` reopens those sessions instead of refusing them."""
+    from genenv_engine.ablation import _same_run
+
+    sets = {"agent.base_levels": [3], "agent.tasks_per_epoch": 80, "agent.steps_per_epoch": 4, "agent.lr": 2e-4}
+    made = load_config("smol-ablation", overrides={**sets, "simulator.mode": "off", "agent.base_source": "unseen"})
+    preset = load_config("smol-l3", overrides={"simulator.mode": "off", "agent.base_source": "unseen"})
+    assert (preset.epochs, preset.agent.base_levels, preset.agent.lr) == (8, (3,), 2e-4)
+    assert _same_run(made, preset) and preset.preset == "smol-l3"
+    assert not _same_run(made, load_config("smol-l3", overrides={"simulator.mode": "off"}))  # base source differs
+    assert not _same_run(load_config("smol-ablation"), load_config("smol-l3"))
