@@ -133,11 +133,60 @@ def read_session(folder: Path) -> dict[str, Any] | None:
         correct = {m["epoch"]: m.get("heldout_correct") or {} for m in metrics}
     finally:
         session.store.close()
+    levels = heldout_levels(cfg, metrics)
     budget = {name: getattr(cfg.agent, name) for name in COMPUTE_FIELDS}
     budget.update(rollouts_per_epoch=cfg.agent.tasks_per_epoch * cfg.agent.rollouts, heldout_size=cfg.heldout_size,
                   benchmarks=list(cfg.benchmarks))
     return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
-            "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_budget": budget}
+            "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_levels": levels,
+            "_budget": budget}
+
+
+def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each benchmark's held-out tasks' difficulty buckets, in the order of ``heldout_correct``: rebuilt from the
+    session's environments the way the loop picks them, and kept only where they reproduce the per-level rates
+    the database stored (a benchmark whose data is missing here, or whose split changed, gets none)."""
+    from genenv_engine.environments import get_environment
+
+    out: dict[str, list[str]] = {}
+    for name in cfg.benchmarks:
+        try:
+            env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name))
+            buckets = [env.bucket(t) for t in env.splits()["heldout"][: cfg.heldout_size]]
+        except Exception:  # noqa: BLE001 - data not on this machine: the table goes without levels
+            continue
+        agree = True
+        for m in metrics:
+            stored, correct = (m.get("heldout_by_level") or {}).get(name), (m.get("heldout_correct") or {}).get(name)
+            if stored and correct:
+                agree &= len(correct) == len(buckets) and all(
+                    math.isclose(rate, _level_rate(correct, buckets, level)) for level, rate in stored.items())
+        if agree:
+            out[name] = buckets
+    return out
+
+
+def _level_rate(correct: str, buckets: list[str], level: str) -> float:
+    picked = [c for c, b in zip(correct, buckets) if b == level]
+    return picked.count("1") / len(picked) if picked else math.nan
+
+
+def by_level(before: str, after: str, buckets: list[str] | None) -> dict[str, dict[str, float]]:
+    """The paired change of `paired_change` within each difficulty bucket (empty without buckets).
+
+    >>> by_level("0011", "0111", ["L1", "L1", "L2", "L2"])["L1"]
+    {'before': 0.0, 'after': 0.5, 'delta': 0.5, 'paired_se': 0.5, 'n': 2}
+    """
+    if not buckets or len(buckets) != len(before) or len(before) != len(after):
+        return {}
+    out = {}
+    for level in sorted(set(buckets)):
+        idx = [i for i, b in enumerate(buckets) if b == level]
+        b, a = "".join(before[i] for i in idx), "".join(after[i] for i in idx)
+        mean, se = paired_change(b, a)
+        out[level] = {"before": b.count("1") / len(b), "after": a.count("1") / len(a), "delta": mean,
+                      "paired_se": se, "n": len(idx)}
+    return out
 
 
 def _change(run: dict[str, Any], bench: str) -> dict[str, Any] | None:
@@ -152,8 +201,9 @@ def _change(run: dict[str, Any], bench: str) -> dict[str, Any] | None:
     before, after = run["_correct"].get(0, {}).get(bench), run["_correct"].get(last["epoch"], {}).get(bench)
     paired = paired_change(before, after) if before and after else None
     n = len(before) if before else run["heldout_size"]
+    levels = by_level(before, after, run.get("_levels", {}).get(bench)) if before and after else {}
     return {"epoch0": p0, "final": p1, "final_epoch": last["epoch"], "delta": p1 - p0,
-            "paired_se": paired[1] if paired else None,
+            "paired_se": paired[1] if paired else None, "by_level": levels,
             "unpaired_se": math.sqrt(binomial_se(p0, n) ** 2 + binomial_se(p1, n) ** 2)}
 
 
@@ -241,7 +291,10 @@ def head_to_head(a_run: dict[str, Any], b_run: dict[str, Any], bench: str) -> di
         a, b = a_run["_correct"].get(epoch, {}).get(bench), b_run["_correct"].get(epoch, {}).get(bench)
         paired = paired_change(b, a) if a and b else None
         if paired:
-            return {"epoch": epoch, "diff": paired[0], "paired_se": paired[1]}
+            levels = by_level(b, a, a_run.get("_levels", {}).get(bench))
+            return {"epoch": epoch, "diff": paired[0], "paired_se": paired[1],
+                    "by_level": {k: {"diff": v["delta"], "paired_se": v["paired_se"], "n": v["n"]}
+                                 for k, v in levels.items()}}
     return None
 
 
@@ -273,7 +326,7 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
         seeds = list(by_seed.values())
         row: dict[str, Any] = {"label": ARMS[arm][1], "seeds": sorted(by_seed)}
         for bench in benchmarks:
-            changes = [c for c in (_change(r, bench) for r in seeds) if c]
+            changes = [{**c, "seed": seed} for seed, r in sorted(by_seed.items()) if (c := _change(r, bench))]
             e0, e0_sd = mean_sd([c["epoch0"] for c in changes])
             fin, fin_sd = mean_sd([c["final"] for c in changes])
             delta, delta_sd = mean_sd([c["delta"] for c in changes])
@@ -322,6 +375,13 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...]) -> dict[st
             "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
                      for arm, by in runs.items()},
             "summary": summary}
+
+
+def _levels_text(change: dict[str, Any], key: str = "delta") -> str:
+    """`` [L1 +0.000 (0.000, n 49), …]`` for a change with per-level numbers, else ``""``."""
+    levels = change.get("by_level") or {}
+    return (" [" + ", ".join(f"{lv} {v[key]:+.3f} ({v['paired_se']:.3f}, n {v['n']})" for lv, v in levels.items())
+            + "]") if levels else ""
 
 
 def _f(value: Any, sd: Any = None, digits: int = 3) -> str:
@@ -380,8 +440,8 @@ def markdown(results: dict[str, Any]) -> str:
         for arm in results["arms"]:
             row = s.get(arm)
             if row and bench in row:
-                cells = ", ".join(f"s{seed} {c['delta']:+.3f} ({_f(c['paired_se'])})"
-                                  for seed, c in zip(row["seeds"], row[bench]["per_seed"]))
+                cells = ", ".join(f"s{c['seed']} {c['delta']:+.3f} ({_f(c['paired_se'])})" + _levels_text(c)
+                                  for c in row[bench]["per_seed"])
                 lines.append(f"- {arm}: {cells}")
         lines.append("")
         pairs = [v for v in s.get("_versus", []) if v["benchmark"] == bench]
@@ -397,6 +457,10 @@ def markdown(results: dict[str, Any]) -> str:
                 lines.append(f"| {v['a']} − {v['b']} | {_f(v['mean'], v['sd'])} | {cells} | "
                              f"{v['a_above_2se']}/{n} | {v['b_above_2se']}/{n} |")
             lines.append("")
+            per_level = [f"- {v['a']} − {v['b']}, s{h['seed']} @ {h['epoch']}:" + _levels_text(h, "diff")
+                         for v in pairs for h in v["per_seed"] if h.get("by_level")]
+            if per_level:
+                lines += ["By level (difference, paired SE, tasks):", "", *per_level, ""]
     lines += ["## Per epoch (mean over seeds)", ""]
     for arm in results["arms"]:
         by_seed = results["runs"].get(arm, {})

@@ -93,6 +93,12 @@ def test_bench_runs_equal_compute_resumes_and_reads_back(tmp_path):
         change = results["summary"][arm]["bfcl"]["per_seed"][0]
         assert change["delta"] == pytest.approx(metrics[-1]["heldout"]["bfcl"] - metrics[0]["heldout"]["bfcl"])
         assert change["paired_se"] == pytest.approx(paired_change(correct[0], correct[-1])[1])
+        # per level: rebuilt from the environment and equal to the rates the database stored for each level
+        levels = change["by_level"]
+        assert set(levels) == set(metrics[0]["heldout_by_level"]["bfcl"]) and sum(v["n"] for v in levels.values()) == 24
+        for level, v in levels.items():
+            assert v["before"] == pytest.approx(metrics[0]["heldout_by_level"]["bfcl"][level])
+            assert v["after"] == pytest.approx(metrics[-1]["heldout_by_level"]["bfcl"][level])
         session.store.close()
     # trained against off: the paired difference of the two databases' last epoch on the same held-out tasks
     (vs,) = results["summary"]["_versus"]
@@ -172,8 +178,10 @@ def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
     # a partial arm (2 epochs) against a finished one (3): compared at epoch 2, not at either's last
     trained = _run({0: "0000", 1: "1100", 2: "1111"})
     off = _run({0: "0000", 1: "0000", 2: "1100", 3: "0000"})
+    trained["_levels"] = {"bfcl": ["L1", "L1", "L2", "L2"]}
     assert head_to_head(trained, off, "bfcl") == {"epoch": 2, "diff": 0.5, "paired_se": pytest.approx(
-        paired_change("1100", "1111")[1])}
+        paired_change("1100", "1111")[1]), "by_level": {"L1": {"diff": 0.0, "paired_se": 0.0, "n": 2},
+                                                        "L2": {"diff": 1.0, "paired_se": 0.0, "n": 2}}}
     assert head_to_head(trained, _run({0: "0000"}), "bfcl") is None  # no common epoch after 0
     # held-out strings of different lengths are not the same tasks: that epoch is skipped
     assert head_to_head(_run({0: "0", 1: "11", 2: "1"}), _run({0: "0", 1: "00", 2: "0000"}), "bfcl")["epoch"] == 1
@@ -202,3 +210,20 @@ def test_smol_l3_preset_is_smol_ablation_with_the_settings_of_its_runs():
     assert _same_run(made, preset) and preset.preset == "smol-l3"
     assert not _same_run(made, load_config("smol-l3", overrides={"simulator.mode": "off"}))  # base source differs
     assert not _same_run(load_config("smol-ablation"), load_config("smol-l3"))
+
+
+def test_heldout_levels_are_dropped_when_they_do_not_reproduce_the_stored_rates():
+    from genenv_engine.ablation_table import by_level, heldout_levels
+
+    cfg = load_config("micro")
+    n = cfg.heldout_size
+    levels = heldout_levels(cfg, [])["bfcl"]
+    assert len(levels) == n and set(levels) <= {"L1", "L2", "L3", "L4"}
+    first = levels[0]
+    right = {level: (1.0 if level == first else 0.0) for level in set(levels)}
+    correct = "".join("1" if lv == first else "0" for lv in levels)
+    good = {"heldout_by_level": {"bfcl": right}, "heldout_correct": {"bfcl": correct}}
+    assert heldout_levels(cfg, [good]) == {"bfcl": levels}
+    wrong = {"heldout_by_level": {"bfcl": {**right, first: 0.5}}, "heldout_correct": {"bfcl": correct}}
+    assert heldout_levels(cfg, [good, wrong]) == {}  # another split than the one scored: no levels, not wrong ones
+    assert by_level("01", "011", ["L1", "L2"]) == {} and by_level("01", "11", None) == {}
