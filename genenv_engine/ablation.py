@@ -207,6 +207,9 @@ def add_parser(what: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("sessions/ablation"), help="bench folder (default sessions/ablation)")
     p.add_argument("--report-only", action="store_true", help="only re-read the sessions and rewrite the tables")
     p.add_argument("--quiet", action="store_true", help="no progress bars; one line per arm epoch")
+    p.add_argument("--rescore", type=int, metavar="N",
+                   help="re-read only, with held-out re-scored from the saved checkpoints (epoch 0 and the last "
+                        "epochs) on the first N held-out tasks; writes rescore-N.md/.json")
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -225,12 +228,17 @@ def main(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench ablation``: 0 whatever the results (a bench never fails on them)."""
     from genenv_engine.ablation_table import collect, print_summary, write_outputs
 
+    from genenv_engine.ablation_table import output_names
+
     plan = plan_from_args(args)
-    if args.report_only:
-        results = collect(plan.out, plan.arms, plan.seeds)
+    if args.rescore is not None and args.rescore < 1:
+        raise ConfigError("--rescore", "must be a number of held-out tasks >= 1")
+    if args.report_only or args.rescore:
+        results = collect(plan.out, plan.arms, plan.seeds, rescore=args.rescore)
         write_outputs(plan.out, results)
     else:
         results = run_plan(plan, quiet=args.quiet)
     print_summary(results)
-    print(f"wrote {plan.out / 'ablation.md'} and {plan.out / 'ablation.json'}")
+    json_name, md_name = output_names(results)
+    print(f"wrote {plan.out / md_name} and {plan.out / json_name}")
     return 0

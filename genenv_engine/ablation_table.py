@@ -139,7 +139,7 @@ def read_session(folder: Path) -> dict[str, Any] | None:
                   benchmarks=list(cfg.benchmarks))
     return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
             "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_levels": levels,
-            "_budget": budget}
+            "_budget": budget, "_folder": folder, "_config": cfg}
 
 
 def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -358,8 +358,9 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
     return table
 
 
-def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...]) -> dict[str, Any]:
-    """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds."""
+def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: int | None = None) -> dict[str, Any]:
+    """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds;
+    with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks (`genenv_engine.rescore`)."""
     runs: dict[str, dict[int, dict[str, Any]]] = {}
     alpha, benchmarks, budgets = 0.5, [], []
     for arm in arms:
@@ -369,8 +370,13 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...]) -> dict[st
                 runs.setdefault(arm, {})[seed] = data
                 alpha, benchmarks = data["alpha"], data["benchmarks"]
                 budgets.append(data["_budget"])
+    if rescore:
+        from genenv_engine.rescore import rescored_runs
+
+        runs = rescored_runs(runs, rescore)
+        budgets = [{**b, "heldout_size": rescore} for b in budgets]
     summary = summarise(runs, alpha, benchmarks)
-    return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks,
+    return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
             "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
             "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
                      for arm, by in runs.items()},
@@ -395,6 +401,12 @@ def markdown(results: dict[str, Any]) -> str:
     """The bench's tables as Markdown: the final table (mean ± sd over seeds), then per-epoch rows per arm."""
     s, benches = results["summary"], results["benchmarks"]
     lines = ["# Ablation", ""]
+    if results.get("rescore"):
+        lines = [f"# Ablation, held-out re-scored on {results['rescore']} tasks per benchmark", "",
+                 f"Each arm × seed's saved agent checkpoints of epoch 0 and of the last epochs compared, evaluated "
+                 f"greedily on the first {results['rescore']} held-out tasks (what `heldout_size = "
+                 f"{results['rescore']}` would have stored: the first tasks score as the run stored them). Only "
+                 "those epochs appear below.", ""]
     budget = results.get("budget")
     if budget:
         lines += [f"Agent compute per epoch, every arm: {budget['tasks_per_epoch']} tasks × {budget['rollouts']} "
@@ -547,9 +559,21 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
     return out
 
 
+def output_names(results: dict[str, Any]) -> tuple[str, str]:
+    """The JSON and Markdown file names: ``ablation.*``, or ``rescore-<n>.*`` for re-scored held-out."""
+    stem = f"rescore-{results['rescore']}" if results.get("rescore") else "ablation"
+    return f"{stem}.json", f"{stem}.md"
+
+
 def write_outputs(out: Path, results: dict[str, Any]) -> None:
-    """``ablation.json``, ``ablation.md`` and the two plots, written into the bench folder."""
+    """``ablation.json``, ``ablation.md`` and the two plots, written into the bench folder (re-scored held-out:
+    ``rescore-<n>.json`` and ``.md`` only, the plots of the full run stay)."""
     out.mkdir(parents=True, exist_ok=True)
+    if results.get("rescore"):
+        json_name, md_name = output_names(results)
+        (out / json_name).write_text(json.dumps(results, indent=1, default=str))
+        (out / md_name).write_text(markdown(results))
+        return
     (out / "ablation.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "ablation.md").write_text(markdown(results))
     if results["runs"]:

@@ -227,3 +227,39 @@ def test_heldout_levels_are_dropped_when_they_do_not_reproduce_the_stored_rates(
     wrong = {"heldout_by_level": {"bfcl": {**right, first: 0.5}}, "heldout_correct": {"bfcl": correct}}
     assert heldout_levels(cfg, [good, wrong]) == {}  # another split than the one scored: no levels, not wrong ones
     assert by_level("01", "011", ["L1", "L2"]) == {} and by_level("01", "11", None) == {}
+
+
+def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against_the_run(tmp_path):
+    from genenv_engine.rescore import RescoreMismatch, cache_path
+
+    plan = micro_plan(tmp_path)
+    results = run_plan(plan, quiet=True)
+    stored = {arm: {e["epoch"]: e["heldout"]["bfcl"] for e in results["runs"][arm]["0"]["epochs"]}
+              for arm in ("trained", "off")}
+    again = collect(plan.out, plan.arms, plan.seeds, rescore=30)
+    assert again["budget"]["heldout_size"] == 30
+    for arm in ("trained", "off"):
+        rows = again["runs"][arm]["0"]["epochs"]
+        assert [r["epoch"] for r in rows] == [0, 2]  # epoch 0 and the last: only what the tables compare
+        for r in rows:
+            cached = json.loads(cache_path(plan.out / f"{arm}-s0", 30, r["epoch"]).read_text())["correct"]["bfcl"]
+            assert len(cached) == 30 and r["heldout"]["bfcl"] == cached.count("1") / 30
+            assert cached[:24].count("1") / 24 == stored[arm][r["epoch"]]  # the run's own 24 tasks, as stored
+        change = again["summary"][arm]["bfcl"]["per_seed"][0]
+        assert sum(v["n"] for v in change["by_level"].values()) == 30
+    (vs,) = again["summary"]["_versus"]
+    assert vs["per_seed"][0]["epoch"] == 2
+    # cached: a second read evaluates nothing (a checkpoint that was gone would fail to load)
+    path = cache_path(plan.out / "off-s0", 30, 2)
+    stamp = path.stat().st_mtime_ns
+    assert collect(plan.out, plan.arms, plan.seeds, rescore=30)["summary"]["_versus"] == again["summary"]["_versus"]
+    assert path.stat().st_mtime_ns == stamp
+    # a re-scored result that disagrees with what the run stored is refused, not mixed in
+    data = json.loads(path.read_text())
+    first = data["correct"]["bfcl"]
+    data["correct"]["bfcl"] = ("1" if first[0] == "0" else "0") + first[1:]
+    path.write_text(json.dumps(data))
+    with pytest.raises(RescoreMismatch):
+        collect(plan.out, plan.arms, plan.seeds, rescore=30)
+    assert main(["bench", "ablation", "--preset", "micro", "--arms", "off", "--seeds", "0", "--out", str(plan.out),
+                 "--rescore", "0"]) == 2

@@ -1,0 +1,112 @@
+"""Re-score saved agent checkpoints on a larger held-out sample, for the ablation bench's tables.
+
+A run evaluates ``heldout_size`` held-out tasks per epoch; its checkpoints keep every epoch's agent, and greedy
+evaluation draws no random numbers, so evaluating a checkpoint on the first ``n`` held-out tasks gives exactly what
+a run with ``heldout_size = n`` would have stored for that epoch, without training anything again. `rescore`
+does that for the epochs the bench's tables compare (0 and the last ones) and caches each result as
+``<session>/rescore/heldout-<n>-e<epoch>.json``; it checks that the first ``heldout_size`` tasks score as the
+database says (a different split or model would not), and refuses the session otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class RescoreMismatch(RuntimeError):
+    """A checkpoint's re-scored held-out disagrees with what its run stored: the numbers would not be comparable."""
+
+
+def cache_path(folder: Path, n: int, epoch: int) -> Path:
+    """Where one checkpoint's re-scored results are kept."""
+    return folder / "rescore" / f"heldout-{n}-e{epoch}.json"
+
+
+def rescore_session(folder: Path, n: int, epochs: list[int], stored: dict[int, dict[str, str]],
+                    emit: Any = print) -> dict[int, dict[str, str]]:
+    """Per epoch, each benchmark's ``0``/``1`` string over its first ``n`` held-out tasks (cached per epoch).
+
+    ``stored`` is the run's own ``heldout_correct`` per epoch: the re-scored string must start with it."""
+    out: dict[int, dict[str, str]] = {}
+    todo = []
+    for epoch in epochs:
+        path = cache_path(folder, n, epoch)
+        if path.exists():
+            out[epoch] = json.loads(path.read_text())["correct"]
+        else:
+            todo.append(epoch)
+    if todo:
+        out.update(_evaluate(folder, n, todo, emit))
+    for epoch in epochs:
+        for bench, prefix in (stored.get(epoch) or {}).items():
+            if not out[epoch].get(bench, "").startswith(prefix):
+                raise RescoreMismatch(f"{folder} epoch {epoch}: {bench} re-scored on its first {len(prefix)} tasks "
+                                      "differs from the stored held-out results (another split, model or code)")
+    return out
+
+
+def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, dict[str, str]]:
+    import time
+
+    import torch
+
+    from genenv_engine.agent import evaluate
+    from genenv_engine.environments import get_environment
+    from genenv_engine.roles import load_roles
+    from genenv_engine.session import Session
+
+    session = Session.open(folder)
+    try:
+        cfg = session.config
+        torch.set_num_threads(cfg.model.threads)
+        envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
+        tasks = [t for env in envs.values() for t in env.splits()["heldout"][:n]]
+        out: dict[int, dict[str, str]] = {}
+        for epoch in epochs:
+            started = time.perf_counter()
+            roles = load_roles(session, epoch)
+            _, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
+                                 cfg.agent.success_threshold)
+            correct = {name: "".join(str(s.successes) for s in scored if s.task.benchmark == name) for name in envs}
+            path = cache_path(folder, n, epoch)
+            path.parent.mkdir(exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"epoch": epoch, "heldout_size": n, "correct": correct}))
+            tmp.replace(path)
+            out[epoch] = correct
+            emit(f"rescored {folder.name} epoch {epoch} on {len(tasks)} held-out tasks in "
+                 f"{time.perf_counter() - started:.0f} s: " +
+                 ", ".join(f"{b} {c.count('1') / len(c):.3f}" for b, c in correct.items()))
+            del roles
+    finally:
+        session.store.close()
+    return out
+
+
+def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
+                  emit: Any = print) -> dict[str, dict[int, dict[str, Any]]]:
+    """The bench's runs with held-out re-scored on ``n`` tasks at epoch 0 and at every epoch that is some arm's
+    last finished epoch on that seed (so `_change` and `versus` find the epochs they compare); the rows keep only
+    those epochs, with their held-out rates recomputed from the re-scored strings."""
+    from dataclasses import replace
+
+    from genenv_engine.ablation_table import heldout_levels
+
+    lasts: dict[int, set[int]] = {}
+    for by_seed in runs.values():
+        for seed, run in by_seed.items():
+            if run["epochs"]:
+                lasts.setdefault(seed, set()).add(run["epochs"][-1]["epoch"])
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for arm, by_seed in runs.items():
+        for seed, run in by_seed.items():
+            finished = {r["epoch"] for r in run["epochs"]}
+            epochs = sorted(({0} | lasts.get(seed, set())) & finished)
+            correct = rescore_session(run["_folder"], n, epochs, run["_correct"], emit)
+            rows = [{**r, "heldout": {b: c.count("1") / len(c) for b, c in correct[r["epoch"]].items()}}
+                    for r in run["epochs"] if r["epoch"] in correct]
+            out.setdefault(arm, {})[seed] = {**run, "epochs": rows, "_correct": correct, "heldout_size": n,
+                                             "_levels": heldout_levels(replace(run["_config"], heldout_size=n), [])}
+    return out
