@@ -407,6 +407,12 @@ def markdown(results: dict[str, Any]) -> str:
                  f"greedily on the first {results['rescore']} held-out tasks (what `heldout_size = "
                  f"{results['rescore']}` would have stored: the first tasks score as the run stored them). Only "
                  "those epochs appear below.", ""]
+        checks = [c for by in results["runs"].values() for run in by.values()
+                  for per in (run.get("rescore_check") or {}).values() for c in per.values()]
+        if checks:
+            lines += [f"Check against the runs' stored held-out: {sum(c[0] for c in checks)} of "
+                      f"{sum(c[1] for c in checks)} task results differ (greedy float-level ties decoded in other "
+                      "batches; a session above 2 % is refused).", ""]
     budget = results.get("budget")
     if budget:
         lines += [f"Agent compute per epoch, every arm: {budget['tasks_per_epoch']} tasks × {budget['rollouts']} "

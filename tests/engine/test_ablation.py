@@ -9,7 +9,7 @@ import os
 import pytest
 
 from genenv_engine.ablation import Plan, arm_config, check_equal_compute, open_or_create, run_plan
-from genenv_engine.ablation_table import collect, paired_change
+from genenv_engine.ablation_table import collect, paired_change, write_outputs
 from genenv_engine.cli import main
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.session import Session
@@ -247,6 +247,10 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
             assert cached[:24].count("1") / 24 == stored[arm][r["epoch"]]  # the run's own 24 tasks, as stored
         change = again["summary"][arm]["bfcl"]["per_seed"][0]
         assert sum(v["n"] for v in change["by_level"].values()) == 30
+        assert {e: c["bfcl"][1] for e, c in again["runs"][arm]["0"]["rescore_check"].items()} == {0: 24, 2: 24}
+    write_outputs(plan.out, again)
+    assert "0 of 96 task results differ" in (plan.out / "rescore-30.md").read_text()
+    assert json.loads((plan.out / "rescore-30.json").read_text())["rescore"] == 30
     (vs,) = again["summary"]["_versus"]
     assert vs["per_seed"][0]["epoch"] == 2
     # cached: a second read evaluates nothing (a checkpoint that was gone would fail to load)
