@@ -171,6 +171,15 @@ def _level_rate(correct: str, buckets: list[str], level: str) -> float:
     return picked.count("1") / len(picked) if picked else math.nan
 
 
+def level_rates(correct: str, buckets: list[str]) -> dict[str, float]:
+    """Success per difficulty bucket of one ``0``/``1`` held-out string.
+
+    >>> level_rates("1101", ["L1", "L1", "L2", "L2"])
+    {'L1': 1.0, 'L2': 0.5}
+    """
+    return {level: _level_rate(correct, buckets, level) for level in sorted(set(buckets))}
+
+
 def by_level(before: str, after: str, buckets: list[str] | None) -> dict[str, dict[str, float]]:
     """The paired change of `paired_change` within each difficulty bucket (empty without buckets).
 

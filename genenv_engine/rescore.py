@@ -114,7 +114,7 @@ def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
     those epochs, with their held-out rates recomputed from the re-scored strings."""
     from dataclasses import replace
 
-    from genenv_engine.ablation_table import heldout_levels
+    from genenv_engine.ablation_table import heldout_levels, level_rates
 
     lasts: dict[int, set[int]] = {}
     for by_seed in runs.values():
@@ -127,9 +127,11 @@ def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
             finished = {r["epoch"] for r in run["epochs"]}
             epochs = sorted(({0} | lasts.get(seed, set())) & finished)
             correct, checked = rescore_session(run["_folder"], n, epochs, run["_correct"], emit)
-            rows = [{**r, "heldout": {b: c.count("1") / len(c) for b, c in correct[r["epoch"]].items()}}
+            levels = heldout_levels(replace(run["_config"], heldout_size=n), [])
+            rows = [{**r, "heldout": {b: c.count("1") / len(c) for b, c in correct[r["epoch"]].items()},
+                     "heldout_by_level": {b: level_rates(c, levels[b]) for b, c in correct[r["epoch"]].items()
+                                          if b in levels}}
                     for r in run["epochs"] if r["epoch"] in correct]
             out.setdefault(arm, {})[seed] = {**run, "epochs": rows, "_correct": correct, "heldout_size": n,
-                                             "rescore_check": checked,
-                                             "_levels": heldout_levels(replace(run["_config"], heldout_size=n), [])}
+                                             "rescore_check": checked, "_levels": levels}
     return out

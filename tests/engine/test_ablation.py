@@ -245,6 +245,9 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
             cached = json.loads(cache_path(plan.out / f"{arm}-s0", 30, r["epoch"]).read_text())["correct"]["bfcl"]
             assert len(cached) == 30 and r["heldout"]["bfcl"] == cached.count("1") / 30
             assert cached[:24].count("1") / 24 == stored[arm][r["epoch"]]  # the run's own 24 tasks, as stored
+            assert sum(r["heldout_by_level"]["bfcl"][lv] * v["n"] for lv, v in
+                       again["summary"][arm]["bfcl"]["per_seed"][0]["by_level"].items()) == pytest.approx(
+                cached.count("1"))
         change = again["summary"][arm]["bfcl"]["per_seed"][0]
         assert sum(v["n"] for v in change["by_level"].values()) == 30
         assert {e: c["bfcl"][1] for e, c in again["runs"][arm]["0"]["rescore_check"].items()} == {0: 24, 2: 24}
