@@ -519,7 +519,8 @@ def markdown(results: dict[str, Any]) -> str:
                          + (" ".join(f"{k}:{v}" for k, v in sorted(mix.items())) or "–") + " | "
                          + (" ".join(f"{k}:{v}" for k, v in sorted(drawn.items())) or "–") + " |")
         lines.append("")
-    lines += ["![calibration](calibration.png)", "", "![held-out](heldout.png)", ""]
+    if not results.get("rescore"):  # re-scored tables come without plots of their own
+        lines += ["![calibration](calibration.png)", "", "![held-out](heldout.png)", ""]
     return "\n".join(lines)
 
 

@@ -253,6 +253,7 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
         assert {e: c["bfcl"][1] for e, c in again["runs"][arm]["0"]["rescore_check"].items()} == {0: 24, 2: 24}
     write_outputs(plan.out, again)
     assert "0 of 96 task results differ" in (plan.out / "rescore-30.md").read_text()
+    assert "png" not in (plan.out / "rescore-30.md").read_text()  # its tables have no plots of their own
     assert json.loads((plan.out / "rescore-30.json").read_text())["rescore"] == 30
     (vs,) = again["summary"]["_versus"]
     assert vs["per_seed"][0]["epoch"] == 2
