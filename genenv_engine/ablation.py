@@ -226,9 +226,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench ablation``: 0 whatever the results (a bench never fails on them)."""
-    from genenv_engine.ablation_table import collect, print_summary, write_outputs
-
-    from genenv_engine.ablation_table import output_names
+    from genenv_engine.ablation_table import collect, output_names, print_summary, write_outputs
 
     plan = plan_from_args(args)
     if args.rescore is not None and args.rescore < 1:

@@ -146,13 +146,14 @@ def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[st
     """Each benchmark's held-out tasks' difficulty buckets, in the order of ``heldout_correct``: rebuilt from the
     session's environments the way the loop picks them, and kept only where they reproduce the per-level rates
     the database stored (a benchmark whose data is missing here, or whose split changed, gets none)."""
+    from genenv_engine.agent import heldout_tasks
     from genenv_engine.environments import get_environment
 
     out: dict[str, list[str]] = {}
     for name in cfg.benchmarks:
         try:
             env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name))
-            buckets = [env.bucket(t) for t in env.splits()["heldout"][: cfg.heldout_size]]
+            buckets = [env.bucket(t) for t in heldout_tasks({name: env}, cfg.heldout_size)]
         except Exception:  # noqa: BLE001 - data not on this machine: the table goes without levels
             continue
         agree = True
@@ -399,6 +400,11 @@ def _levels_text(change: dict[str, Any], key: str = "delta") -> str:
             + "]") if levels else ""
 
 
+def _versus_cells(pair: dict[str, Any]) -> str:
+    """``s0 +0.007 (0.015) @ 8, …``: a `versus` pair's per-seed differences."""
+    return ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}" for h in pair["per_seed"])
+
+
 def _f(value: Any, sd: Any = None, digits: int = 3) -> str:
     if value is None:
         return "–"
@@ -478,10 +484,8 @@ def markdown(results: dict[str, Any]) -> str:
                       "| arm − arm | mean ± sd over seeds | per seed: difference (paired SE) @ epoch | "
                       "seeds first above by > 2 SE | seeds second above by > 2 SE |", "|---|---|---|---|---|"]
             for v in pairs:
-                cells = ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}"
-                                  for h in v["per_seed"])
                 n = len(v["per_seed"])
-                lines.append(f"| {v['a']} − {v['b']} | {_f(v['mean'], v['sd'])} | {cells} | "
+                lines.append(f"| {v['a']} − {v['b']} | {_f(v['mean'], v['sd'])} | {_versus_cells(v)} | "
                              f"{v['a_above_2se']}/{n} | {v['b_above_2se']}/{n} |")
             lines.append("")
             per_level = [f"- {v['a']} − {v['b']}, s{h['seed']} @ {h['epoch']}:" + _levels_text(h, "diff")
@@ -585,14 +589,10 @@ def write_outputs(out: Path, results: dict[str, Any]) -> None:
     """``ablation.json``, ``ablation.md`` and the two plots, written into the bench folder (re-scored held-out:
     ``rescore-<n>.json`` and ``.md`` only, the plots of the full run stay)."""
     out.mkdir(parents=True, exist_ok=True)
-    if results.get("rescore"):
-        json_name, md_name = output_names(results)
-        (out / json_name).write_text(json.dumps(results, indent=1, default=str))
-        (out / md_name).write_text(markdown(results))
-        return
-    (out / "ablation.json").write_text(json.dumps(results, indent=1, default=str))
-    (out / "ablation.md").write_text(markdown(results))
-    if results["runs"]:
+    json_name, md_name = output_names(results)
+    (out / json_name).write_text(json.dumps(results, indent=1, default=str))
+    (out / md_name).write_text(markdown(results))
+    if results["runs"] and not results.get("rescore"):
         for name, png in plots(results).items():
             (out / name).write_bytes(png)
 
@@ -624,8 +624,6 @@ def print_summary(results: dict[str, Any]) -> None:
                 versus_table.add_column(col)
             for v in pairs:
                 n = len(v["per_seed"])
-                versus_table.add_row(f"{v['a']} − {v['b']}", _f(v["mean"], v["sd"]),
-                                     ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}"
-                                               for h in v["per_seed"]),
+                versus_table.add_row(f"{v['a']} − {v['b']}", _f(v["mean"], v["sd"]), _versus_cells(v),
                                      f"{v['a_above_2se']}/{n}", f"{v['b_above_2se']}/{n}")
             Console().print(versus_table)

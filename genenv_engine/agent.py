@@ -88,6 +88,16 @@ def grpo_groups(policy: Policy, scored: list[TaskAttempts]) -> list[Group]:
                    for a in s.attempts], [a.reward for a in s.attempts]) for s in scored]
 
 
+def heldout_tasks(envs: dict[str, Environment], n: int) -> list[Task]:
+    """The first ``n`` held-out tasks of each benchmark: the order every stored held-out result string follows."""
+    return [t for env in envs.values() for t in env.splits()["heldout"][:n]]
+
+
+def result_strings(envs: dict[str, Environment], scored: list[TaskAttempts]) -> dict[str, str]:
+    """Each benchmark's greedy results as a ``0``/``1`` string in task order (for paired comparisons)."""
+    return {name: "".join(str(s.successes) for s in scored if s.task.benchmark == name) for name in envs}
+
+
 def evaluate(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], tasks: list[Task],
              max_new_tokens: int, threshold: float,
              progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, float], list[TaskAttempts]]:

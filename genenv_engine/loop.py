@@ -18,11 +18,11 @@ from typing import Any
 
 import torch
 
-from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups
+from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks, result_strings
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import ConfigError, RunConfig, replace_config
 from genenv_engine.curriculum import calibration_error, env_reward, seed_level_weights
-from genenv_engine.environments import get_environment
+from genenv_engine.environments import environments_of
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor
 from genenv_engine.executors.base import GenerateJob, RolloutExecutor
@@ -46,7 +46,7 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     control = control or RunControl()
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
-    envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
+    envs = environments_of(cfg)
     for env in envs.values():
         # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
         # the warm start (the unseen pool is built once per environment and reused by every epoch)
@@ -463,7 +463,7 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
     """Greedy held-out success per benchmark, per difficulty bucket, and per task (a ``0``/``1`` string in
     held-out order, for paired comparisons of two epochs or two arms on the same tasks)."""
     cfg = session.config
-    tasks = [t for env in envs.values() for t in env.splits()["heldout"][: cfg.heldout_size]]
+    tasks = heldout_tasks(envs, cfg.heldout_size)
 
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "heldout_eval", done, total))
@@ -479,5 +479,4 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
                 buckets.setdefault(env.bucket(s.task), []).append(s.successes)
         by_level[name] = {b: sum(v) / len(v) for b, v in sorted(buckets.items())}
     emit(HeldoutEvaluated(epoch, rates))
-    correct = {name: "".join(str(s.successes) for s in scored if s.task.benchmark == name) for name in envs}
-    return rates, by_level, correct
+    return rates, by_level, result_strings(envs, scored)

@@ -74,8 +74,8 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
 
     import torch
 
-    from genenv_engine.agent import evaluate
-    from genenv_engine.environments import get_environment
+    from genenv_engine.agent import evaluate, heldout_tasks, result_strings
+    from genenv_engine.environments import environments_of
     from genenv_engine.roles import load_roles
     from genenv_engine.session import Session
 
@@ -83,15 +83,15 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
     try:
         cfg = session.config
         torch.set_num_threads(cfg.model.threads)
-        envs = {name: get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)) for name in cfg.benchmarks}
-        tasks = [t for env in envs.values() for t in env.splits()["heldout"][:n]]
+        envs = environments_of(cfg)
+        tasks = heldout_tasks(envs, n)
         out: dict[int, dict[str, str]] = {}
         for epoch in epochs:
             started = time.perf_counter()
             roles = load_roles(session, epoch)
             _, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
                                  cfg.agent.success_threshold)
-            correct = {name: "".join(str(s.successes) for s in scored if s.task.benchmark == name) for name in envs}
+            correct = result_strings(envs, scored)
             path = cache_path(folder, n, epoch)
             path.parent.mkdir(exist_ok=True)
             tmp = path.with_suffix(".tmp")

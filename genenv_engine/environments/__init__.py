@@ -10,7 +10,7 @@ and so load their mini's package too.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from genenv_engine.environments.base import Environment, SplitSizes
@@ -39,6 +39,11 @@ def environment_class(name: str) -> type["Environment"]:
         raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
     module, _, cls = BENCHMARKS[name].partition(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def environments_of(config: Any) -> dict[str, "Environment"]:
+    """Every benchmark a run config names, seeded and with its data folder: the environments the loop runs on."""
+    return {name: get_environment(name, config.seed, data_dir=config.data_dirs.get(name)) for name in config.benchmarks}
 
 
 def get_environment(name: str, seed: int = 0, sizes: "SplitSizes | None" = None,
