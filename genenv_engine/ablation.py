@@ -53,6 +53,12 @@ class Plan:
     config_file: Path | None = None
     benchmarks: tuple[str, ...] | None = None
     sets: dict[str, Any] = field(default_factory=dict)
+    records: Path | None = None
+    """Run records folder (`genenv_engine.run_records`); None: ``out/records``."""
+
+    def records_folder(self) -> Path:
+        """Where this bench writes and reads its run records."""
+        return self.records if self.records is not None else self.out / "records"
 
     def __post_init__(self) -> None:
         for arm in self.arms:
@@ -132,6 +138,22 @@ def open_or_create(plan: Plan, arm: str, seed: int):
     return Session.create(wanted, folder)
 
 
+def recorded_run(plan: Plan, arm: str, seed: int) -> Path | None:
+    """The record standing for this arm x seed when its folder holds no session (None: run it); a record made
+    with other settings is an error, as a session folder with other settings is."""
+    from genenv_engine.run_records import read_record, record_path
+
+    if (plan.out / folder_name(arm, seed) / "config.toml").exists():
+        return None
+    path = record_path(plan.records_folder(), arm, seed)
+    run = read_record(path)
+    if run is None:
+        return None
+    if not _same_run(run["_config"], arm_config(plan, arm, seed)):
+        raise ConfigError(str(path), "records a run with other settings; use another --records folder")
+    return path
+
+
 class _ArmSink:
     """Progress of one arm's run: a rich bar over its epochs, the current phase as the bar's text."""
 
@@ -175,6 +197,10 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
                   disable=quiet) as progress:
         for seed in plan.seeds:
             for arm in plan.arms:
+                recorded = recorded_run(plan, arm, seed)
+                if recorded is not None:
+                    progress.add_task(f"{folder_name(arm, seed)} (recorded: {recorded})", total=1, completed=1)
+                    continue
                 session = open_or_create(plan, arm, seed)
                 target = session.config.epochs
                 done = session.store.last_finished_epoch()
@@ -185,7 +211,7 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
                     continue
                 run(session, _ArmSink(progress, task_id, label, quiet), RunControl())
                 session.store.close()
-    results = collect(plan.out, plan.arms, plan.seeds)
+    results = collect(plan.out, plan.arms, plan.seeds, records=plan.records_folder())
     results["bench_seconds"] = round(time.perf_counter() - started, 1)
     write_outputs(plan.out, results)
     return results
@@ -205,6 +231,10 @@ def add_parser(what: Any) -> None:
     p.add_argument("--benchmarks", help="comma list of benchmarks, or 'all'")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every arm")
     p.add_argument("--out", type=Path, default=Path("sessions/ablation"), help="bench folder (default sessions/ablation)")
+    p.add_argument("--records", type=Path, metavar="DIR",
+                   help="run records (one small JSON per arm x seed, committable): every session read is recorded "
+                        "here, and an arm x seed without a session folder is read from its record instead of run "
+                        "(default: OUT/records)")
     p.add_argument("--report-only", action="store_true", help="only re-read the sessions and rewrite the tables")
     p.add_argument("--quiet", action="store_true", help="no progress bars; one line per arm epoch")
     p.add_argument("--rescore", type=int, metavar="N",
@@ -221,7 +251,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
     benchmarks = tuple(b.strip() for b in args.benchmarks.split(",")) if args.benchmarks else None
     preset = args.preset if args.preset or args.config else "ablation"
-    return Plan(args.out, arms, seeds, args.epochs, preset, args.config, benchmarks, sets)
+    return Plan(args.out, arms, seeds, args.epochs, preset, args.config, benchmarks, sets, args.records)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -232,7 +262,7 @@ def main(args: argparse.Namespace) -> int:
     if args.rescore is not None and args.rescore < 1:
         raise ConfigError("--rescore", "must be a number of held-out tasks >= 1")
     if args.report_only or args.rescore:
-        results = collect(plan.out, plan.arms, plan.seeds, rescore=args.rescore)
+        results = collect(plan.out, plan.arms, plan.seeds, rescore=args.rescore, records=plan.records_folder())
         write_outputs(plan.out, results)
     else:
         results = run_plan(plan, quiet=args.quiet)

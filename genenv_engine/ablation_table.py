@@ -134,7 +134,7 @@ def read_session(folder: Path) -> dict[str, Any] | None:
     finally:
         session.store.close()
     levels = heldout_levels(cfg, metrics)
-    budget = {name: getattr(cfg.agent, name) for name in COMPUTE_FIELDS}
+    budget = {name: (list(v) if isinstance(v := getattr(cfg.agent, name), tuple) else v) for name in COMPUTE_FIELDS}
     budget.update(rollouts_per_epoch=cfg.agent.tasks_per_epoch * cfg.agent.rollouts, heldout_size=cfg.heldout_size,
                   benchmarks=list(cfg.benchmarks))
     return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
@@ -368,14 +368,24 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
     return table
 
 
-def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: int | None = None) -> dict[str, Any]:
+def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: int | None = None,
+            records: Path | None = None) -> dict[str, Any]:
     """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds;
-    with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks (`genenv_engine.rescore`)."""
+    with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks (`genenv_engine.rescore`).
+
+    With ``records`` (a folder of `genenv_engine.run_records`), each session read is recorded there, and an arm x
+    seed with no session folder is read from its record if there is one."""
+    from genenv_engine.run_records import read_record, record_path, write_record
+
     runs: dict[str, dict[int, dict[str, Any]]] = {}
     alpha, benchmarks, budgets = 0.5, [], []
     for arm in arms:
         for seed in seeds:
             data = read_session(out / folder_name(arm, seed))
+            if data is not None and records is not None:
+                write_record(records, arm, seed, data)
+            elif data is None and records is not None:
+                data = read_record(record_path(records, arm, seed))
             if data is not None:
                 runs.setdefault(arm, {})[seed] = data
                 alpha, benchmarks = data["alpha"], data["benchmarks"]
@@ -383,8 +393,13 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
     if rescore:
         from genenv_engine.rescore import rescored_runs
 
+        read = runs
         runs = rescored_runs(runs, rescore)
         budgets = [{**b, "heldout_size": rescore} for b in budgets]
+        for arm, by_seed in read.items():  # the records gain what was just re-scored
+            for seed, run in by_seed.items():
+                if records is not None and run["_folder"] is not None:
+                    write_record(records, arm, seed, run)
     summary = summarise(runs, alpha, benchmarks)
     return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
             "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
@@ -436,6 +451,10 @@ def markdown(results: dict[str, Any]) -> str:
                   f"{budget['heldout_size']} tasks per benchmark, greedy."
                   + (f" Base replay from train levels {list(budget['base_levels'])} only."
                      if budget.get("base_levels") else ""), ""]
+    recorded = [f"{folder_name(arm, int(seed))}" for arm, by in results["runs"].items() for seed, run in by.items()
+                if run.get("recorded")]
+    if recorded:
+        lines += [f"Read from run records (no session folder here; `--records`): {', '.join(recorded)}.", ""]
     if results.get("bench_seconds") is not None:
         lines += [f"Wall time of this bench run: {results['bench_seconds'] / 60:.1f} min "
                   "(arms already finished are not rerun).", ""]

@@ -115,6 +115,7 @@ def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
     from dataclasses import replace
 
     from genenv_engine.ablation_table import heldout_levels, level_rates
+    from genenv_engine.run_records import recorded_rescore
 
     lasts: dict[int, set[int]] = {}
     for by_seed in runs.values():
@@ -126,7 +127,10 @@ def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
         for seed, run in by_seed.items():
             finished = {r["epoch"] for r in run["epochs"]}
             epochs = sorted(({0} | lasts.get(seed, set())) & finished)
-            correct, checked = rescore_session(run["_folder"], n, epochs, run["_correct"], emit)
+            if run["_folder"] is None:  # a run record: only what it already carries
+                correct, checked = recorded_rescore(run, n, epochs), {}
+            else:
+                correct, checked = rescore_session(run["_folder"], n, epochs, run["_correct"], emit)
             levels = heldout_levels(replace(run["_config"], heldout_size=n), [])
             rows = [{**r, "heldout": {b: c.count("1") / len(c) for b, c in correct[r["epoch"]].items()},
                      "heldout_by_level": {b: level_rates(c, levels[b]) for b, c in correct[r["epoch"]].items()

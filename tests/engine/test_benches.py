@@ -137,3 +137,21 @@ def test_warmstart_bench_trains_afresh_in_a_temporary_cache(tmp_path, monkeypatc
     assert not cache.exists()  # the real cache was neither read nor written
     import os
     assert os.environ["GENENV_CACHE"] == str(cache)
+    assert out["kept"] is None
+
+
+def test_warmstart_bench_keep_fills_the_real_cache_once(tmp_path, monkeypatch):
+    from genenv_engine.config import load_config
+    from genenv_engine.warmstart import cache_key
+
+    cache = tmp_path / "real-cache"
+    monkeypatch.setenv("GENENV_CACHE", str(cache))
+    entry = cache / "warmstart" / cache_key(load_config("micro", None, {"warm_start.agent_steps": 4}))
+    out = _bench(tmp_path, "warmstart", "--preset", "micro", "--set", "warm_start.agent_steps=4", "--keep")
+    assert out["kept"] == str(entry)
+    assert (entry / "info.json").exists() and (entry / "agent").is_dir() and (entry / "simulator").is_dir()
+    assert json.loads((entry / "info.json").read_text())["agent_steps"] == 4
+    stamp = (entry / "info.json").stat().st_mtime_ns
+    again = _bench(tmp_path, "warmstart", "--preset", "micro", "--set", "warm_start.agent_steps=4", "--keep")
+    assert again["kept"] is None and again["seconds"] > 0  # trained afresh again, the cached entry left alone
+    assert (entry / "info.json").stat().st_mtime_ns == stamp

@@ -43,7 +43,7 @@ def test_tiny_preset_loads_with_its_values():
     assert cfg.epochs == 6
     assert cfg.heldout_size == 400
     assert cfg.model == ModelConfig(kind="tiny", hidden_size=128, num_layers=4, num_heads=4,
-                                    intermediate_size=512, max_length=384)
+                                    intermediate_size=512, max_length=384, sft_length_groups=4)
     assert cfg.simulator.max_new_tokens == 200
     assert cfg.agent.rollouts == 8
     assert cfg.agent.max_new_tokens == 64
