@@ -382,29 +382,28 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
     for arm in arms:
         for seed in seeds:
             data = read_session(out / folder_name(arm, seed))
-            if data is not None and records is not None:
-                write_record(records, arm, seed, data)
-            elif data is None and records is not None:
+            if data is None and records is not None:
                 data = read_record(record_path(records, arm, seed))
             if data is not None:
                 runs.setdefault(arm, {})[seed] = data
                 alpha, benchmarks = data["alpha"], data["benchmarks"]
                 budgets.append(data["_budget"])
+    shown = runs
     if rescore:
         from genenv_engine.rescore import rescored_runs
 
-        read = runs
-        runs = rescored_runs(runs, rescore)
+        shown = rescored_runs(runs, rescore)
         budgets = [{**b, "heldout_size": rescore} for b in budgets]
-        for arm, by_seed in read.items():  # the records gain what was just re-scored
+    if records is not None:  # after re-scoring, so that each record carries what was just re-scored
+        for arm, by_seed in runs.items():
             for seed, run in by_seed.items():
-                if records is not None and run["_folder"] is not None:
+                if run["_folder"] is not None:
                     write_record(records, arm, seed, run)
-    summary = summarise(runs, alpha, benchmarks)
+    summary = summarise(shown, alpha, benchmarks)
     return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
             "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
             "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
-                     for arm, by in runs.items()},
+                     for arm, by in shown.items()},
             "summary": summary}
 
 
@@ -451,7 +450,7 @@ def markdown(results: dict[str, Any]) -> str:
                   f"{budget['heldout_size']} tasks per benchmark, greedy."
                   + (f" Base replay from train levels {list(budget['base_levels'])} only."
                      if budget.get("base_levels") else ""), ""]
-    recorded = [f"{folder_name(arm, int(seed))}" for arm, by in results["runs"].items() for seed, run in by.items()
+    recorded = [folder_name(arm, int(seed)) for arm, by in results["runs"].items() for seed, run in by.items()
                 if run.get("recorded")]
     if recorded:
         lines += [f"Read from run records (no session folder here; `--records`): {', '.join(recorded)}.", ""]

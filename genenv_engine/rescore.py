@@ -25,6 +25,17 @@ def cache_path(folder: Path, n: int, epoch: int) -> Path:
     return folder / "rescore" / f"heldout-{n}-e{epoch}.json"
 
 
+def cached_results(folder: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """Every re-scored result a session's cache holds (the files `cache_path` names):
+    ``{n: {epoch: {benchmark: string}}}``, string keys as in JSON."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for path in sorted((folder / "rescore").glob("heldout-*-e*.json")):
+        n, _, epoch = path.stem.removeprefix("heldout-").partition("-e")
+        if n.isdigit() and epoch.isdigit():
+            out.setdefault(n, {})[epoch] = json.loads(path.read_text())["correct"]
+    return out
+
+
 def rescore_session(folder: Path, n: int, epochs: list[int], stored: dict[int, dict[str, str]],
                     emit: Any = print) -> tuple[dict[int, dict[str, str]], dict[int, dict[str, list[int]]]]:
     """Per epoch, each benchmark's ``0``/``1`` string over its first ``n`` held-out tasks (cached per epoch), and

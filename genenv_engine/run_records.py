@@ -29,22 +29,13 @@ def record_path(records: Path, arm: str, seed: int) -> Path:
     return records / f"{folder_name(arm, seed)}.json"
 
 
-def rescored_in(folder: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """A session's re-scored held-out results from its rescore cache: ``{n: {epoch: {benchmark: string}}}``."""
-    out: dict[str, dict[str, dict[str, str]]] = {}
-    for path in sorted((folder / "rescore").glob("heldout-*-e*.json")):
-        n, _, epoch = path.stem.removeprefix("heldout-").partition("-e")
-        if n.isdigit() and epoch.isdigit():
-            out.setdefault(n, {})[epoch] = json.loads(path.read_text())["correct"]
-    return out
-
-
 def to_record(run: dict[str, Any]) -> dict[str, Any]:
     """The JSON-ready record of a run read from its session (`ablation_table.read_session`)."""
-    rescored = rescored_in(run["_folder"]) if run.get("_folder") is not None else run.get("_rescored", {})
+    from genenv_engine.rescore import cached_results
+
     return {"version": RECORD_VERSION, **{k: run[k] for k in PUBLIC_FIELDS},
             "config": run["_config"].to_dict(), "correct": {str(e): c for e, c in run["_correct"].items()},
-            "levels": run["_levels"], "budget": run["_budget"], "rescored": rescored}
+            "levels": run["_levels"], "budget": run["_budget"], "rescored": cached_results(run["_folder"])}
 
 
 def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:

@@ -129,8 +129,7 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     torch.manual_seed(config.seed)
     agent = warmstart_agent(config.model, config.seed)
     started = time.perf_counter()
-    pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
-             for env in envs.values() for t in env.splits()["train"]]
+    pairs = agent_pairs(agent, envs)
     env0 = next(iter(envs.values()))
     shown = env0.splits()["heldout"][0]
     report = _reporter(sink, "agent", ws.agent_steps, check, lambda: _agent_sample(agent, env0, shown, config))
@@ -141,14 +140,7 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     agent_seconds = time.perf_counter() - started
     # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
     sim = warmstart_simulator(config.model, agent, out / "agent")
-    style = config.simulator.prompt
-    sim_pairs = []
-    per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
-    for env in envs.values():
-        pool = env.splits()["train"] + env.splits()["seed"]
-        for src, sib in env.sibling_pairs(pool, rng, per_env):
-            sim_pairs.append((sim.encode(simulator_prompt(sim, env, src, style)),
-                              sim.completion_ids(simulator_target(env, sib, style))))
+    sim_pairs = simulator_pairs(sim, envs, config, rng)
     seed = env0.splits()["seed"][0]
     report = _reporter(sink, "simulator", ws.simulator_steps, check,
                        lambda: _simulator_sample(sim, env0, seed, config))
@@ -157,14 +149,36 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     return {
         "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(),
         "simulator_trainable": sim.num_trainable(), "agent_steps": ws.agent_steps,
-        "simulator_steps": ws.simulator_steps, "agent_final_loss": _tail_mean(agent_losses),
-        "simulator_final_loss": _tail_mean(sim_losses), "agent_seconds": round(agent_seconds, 1),
+        "simulator_steps": ws.simulator_steps, "agent_final_loss": tail_mean(agent_losses),
+        "simulator_final_loss": tail_mean(sim_losses), "agent_seconds": round(agent_seconds, 1),
         "simulator_seconds": round(time.perf_counter() - started - agent_seconds, 1),
         "simulator_pairs": len(sim_pairs), "agent_pairs": len(pairs),
     }
 
 
-def _tail_mean(losses: list[float]) -> float | None:
+def agent_pairs(agent, envs: dict[str, Environment]) -> list[tuple[list[int], list[int]]]:
+    """The agent's SFT pairs: (prompt ids, gold answer ids) of every benchmark's train split."""
+    return [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
+            for env in envs.values() for t in env.splits()["train"]]
+
+
+def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig,
+                    rng: random.Random) -> list[tuple[list[int], list[int]]]:
+    """The simulator's SFT pairs: (prompt on a seed, a sibling task as the target), drawn from each benchmark's
+    train and seed splits, about a quarter of the steps' sequences per benchmark plus 256."""
+    ws, style = config.warm_start, config.simulator.prompt
+    per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
+    out = []
+    for env in envs.values():
+        pool = env.splits()["train"] + env.splits()["seed"]
+        for src, sib in env.sibling_pairs(pool, rng, per_env):
+            out.append((sim.encode(simulator_prompt(sim, env, src, style)),
+                        sim.completion_ids(simulator_target(env, sib, style))))
+    return out
+
+
+def tail_mean(losses: list[float]) -> float | None:
+    """Mean of the last 20 losses: the final loss a warm start reports."""
     tail = losses[-20:]
     return round(sum(tail) / len(tail), 4) if tail else None
 

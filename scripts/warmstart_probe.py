@@ -22,19 +22,16 @@ from pathlib import Path
 import torch
 
 import genenv_engine  # noqa: F401  (sets the OpenMP wait policy before torch runs)
-from genenv_engine.agent import agent_prompt, evaluate, heldout_tasks
+from genenv_engine.agent import evaluate, heldout_tasks
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.hf import HFBackend
 from genenv_engine.config import load_config
 from genenv_engine.environments import environments_of
 from genenv_engine.models import warmstart_agent, warmstart_simulator
 from genenv_engine.policy import Policy
-from genenv_engine.simulator import sample, simulator_prompt, simulator_target, validate
+from genenv_engine.simulator import sample, validate
 from genenv_engine.trainer import sft
-
-
-def _tail(losses: list[float]) -> float:
-    return round(sum(losses[-20:]) / max(1, len(losses[-20:])), 4)
+from genenv_engine.warmstart import agent_pairs, simulator_pairs, tail_mean
 
 
 def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, save: str | None = None) -> dict:
@@ -44,8 +41,7 @@ def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, sa
     rng = random.Random(seed)
     torch.manual_seed(seed)
     pol = warmstart_agent(cfg.model, seed)
-    pairs = [(pol.encode(agent_prompt(pol, t)), pol.completion_ids(t.answer))
-             for env in envs.values() for t in env.splits()["train"]]
+    pairs = agent_pairs(pol, envs)
     started = time.perf_counter()
     losses = sft(pol, pairs, steps, lr, batch, rng, None, 0, groups)
     seconds = time.perf_counter() - started
@@ -57,7 +53,7 @@ def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, sa
     for s in scored:
         levels.setdefault(envs["bfcl"].bucket(s.task), []).append(s.successes)
     return {"seed": seed, "steps": steps, "lr": lr, "groups": groups, "batch": batch, "sft_seconds": round(seconds, 1),
-            "loss": _tail(losses), "heldout": rates,
+            "loss": tail_mean(losses), "heldout": rates,
             "levels": {k: round(sum(v) / len(v), 3) for k, v in sorted(levels.items())}}
 
 
@@ -65,17 +61,12 @@ def simulator(seed: int, folder: str, steps: int, lr: float, groups: int = 4) ->
     cfg = load_config("tiny", None, {"seed": seed})
     torch.set_num_threads(cfg.model.threads)
     envs = environments_of(cfg)
-    ws, rng = cfg.warm_start, random.Random(seed + 1000)
+    rng = random.Random(seed + 1000)
     pol = Policy.load(Path(folder), torch.device("cpu"), cfg.model.max_length)
     sim = warmstart_simulator(cfg.model, pol, Path(folder))
-    per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
-    pairs = []
-    for env in envs.values():
-        for src, sib in env.sibling_pairs(env.splits()["train"] + env.splits()["seed"], rng, per_env):
-            pairs.append((sim.encode(simulator_prompt(sim, env, src, "compact")),
-                          sim.completion_ids(simulator_target(env, sib, "compact"))))
+    pairs = simulator_pairs(sim, envs, cfg, rng)
     started = time.perf_counter()
-    losses = sft(sim, pairs, steps, lr, ws.batch_size, rng, None, 0, groups)
+    losses = sft(sim, pairs, steps, lr, cfg.warm_start.batch_size, rng, None, 0, groups)
     seconds = time.perf_counter() - started
     env = envs["bfcl"]
     seeds = env.splits()["seed"]
@@ -87,7 +78,7 @@ def simulator(seed: int, folder: str, steps: int, lr: float, groups: int = 4) ->
     gens = validate(env, drafts, epoch=1, generator="probe")
     valid = [g for g in gens if g.task.valid]
     return {"seed": seed, "agent": folder, "steps": steps, "lr": lr, "groups": groups, "sft_seconds": round(seconds, 1),
-            "loss": _tail(losses), "valid": round(len(valid) / len(gens), 3),
+            "loss": tail_mean(losses), "valid": round(len(valid) / len(gens), 3),
             "levels": dict(sorted(Counter(env.bucket(g.task) for g in valid).items())),
             "rejections": Counter(g.task.reason for g in gens if not g.task.valid).most_common(4)}
 
