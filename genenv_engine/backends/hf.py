@@ -108,15 +108,45 @@ COMPACT_AT = 0.75
 """Ended rows leave the decoding batch (a copy of its cache) once at most this share of it is still decoding."""
 
 
+def distinct_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[list[int], list[int]]:
+    """The first row of each distinct (ids, mask) row, and for every row the index of its distinct row among them.
+
+    A task's k rollouts, and a simulator seed's variations, send one prompt several times: its keys and values are
+    computed once.
+
+    >>> distinct_rows(torch.tensor([[5, 6], [7, 8], [5, 6]]), torch.ones(3, 2, dtype=torch.long))
+    ([0, 1], [0, 1, 0])
+    """
+    first: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+    unique: list[int] = []
+    inverse: list[int] = []
+    for i, key in enumerate(zip(map(tuple, input_ids.tolist()), map(tuple, attention_mask.tolist()))):
+        if key not in first:
+            first[key] = len(unique)
+            unique.append(i)
+        inverse.append(first[key])
+    return unique, inverse
+
+
 def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, cache) -> torch.Tensor:
     """Run the prompts through the model into ``cache`` and return each row's last logits (B, V).
 
-    Rows are grouped by prompt length into `PREFILL_BUCKETS` groups, each run without the padding
+    Rows that repeat another row (`distinct_rows`) are computed once and copied. The distinct rows are
+    grouped by prompt length into `PREFILL_BUCKETS` groups, each run without the padding
     its group does not need; their keys and values are then placed in one cache left-padded to the
     batch width (padding positions are masked, so their zeros are never attended to).
     """
     from transformers import DynamicCache
 
+    unique, inverse = distinct_rows(input_ids, attention_mask)
+    if len(unique) < len(inverse):
+        pick = torch.tensor(unique, device=input_ids.device)
+        part = DynamicCache(config=model.config)
+        logits = _prefill(model, input_ids[pick], attention_mask[pick], positions[pick], part)
+        spread = torch.tensor(inverse, device=input_ids.device)
+        for i, layer in enumerate(part.layers):
+            cache.update(layer.keys[spread], layer.values[spread], i)
+        return logits[spread]
     batch, width = input_ids.shape
     lengths = attention_mask.sum(-1)
     order = torch.argsort(lengths, stable=True)

@@ -120,6 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``genenv bench rollouts``."""
     parser.add_argument("--model", default="tiny", help="tiny (default), smollm2 or a local checkpoint folder")
     parser.add_argument("--prompts", type=int, default=128, help="bfcl agent prompts (held-out split)")
+    parser.add_argument("--rollouts", type=int, default=1,
+                        help="samples per prompt, sent as adjacent repeats the way an epoch's rollouts are (k)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=1, help="timed runs of each way (median)")
@@ -147,7 +149,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     policy.model.eval()
     env = get_environment("bfcl", 0)
     heldout = env.splits()["heldout"]
-    prompts = [agent_prompt(policy, heldout[i % len(heldout)]) for i in range(args.prompts)]
+    if args.rollouts < 1:
+        raise SystemExit("--rollouts must be >= 1")
+    prompts = [agent_prompt(policy, heldout[i % len(heldout)]) for i in range(args.prompts) for _ in range(args.rollouts)]
     sampling = Sampling(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=0)
     backend = HFBackend(policy)
     chunk = chunk_for(len(policy.tokenizer), args.max_new_tokens, backend.chunk_size)
@@ -190,9 +194,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     engine_threads = 1 if small else args.threads
     forward = "static_llama" if small and fits(policy.model) else "transformers"
     out = {"model": source, "threads": args.threads, "engine_threads": engine_threads, "engine_forward": forward,
-           "prompts": args.prompts, "max_new_tokens": args.max_new_tokens,
+           "prompts": args.prompts, "rollouts": args.rollouts, "max_new_tokens": args.max_new_tokens,
            "temperature": args.temperature, "chunk": chunk, "repeats": args.repeats,
-           "mean_completion_tokens": round(by["engine"]["tokens"] / args.prompts, 1), "ways": rows,
+           "mean_completion_tokens": round(by["engine"]["tokens"] / len(prompts), 1), "ways": rows,
            "ratio": ratio, "ratio_cpu": ratio_cpu}
     if "generate batched" in by:
         out["ratio_generate_batched"] = round(by["generate batched"]["tokens_per_second"] / by["naive"]["tokens_per_second"], 2)
@@ -205,7 +209,8 @@ def table(result: dict[str, Any]):
     """Rich table: one row per way of generating."""
     from rich.table import Table
 
-    t = Table(title=f"rollouts: {result['prompts']} bfcl prompts, {result['max_new_tokens']} new tokens max, "
+    t = Table(title=f"rollouts: {result['prompts']} bfcl prompts × {result.get('rollouts', 1)} samples, "
+                    f"{result['max_new_tokens']} new tokens max, "
                     f"T={result['temperature']}, mean completion {result['mean_completion_tokens']} tokens, "
                     f"{result['threads']} torch threads (engine decode: {result['engine_threads']}, "
                     f"{result.get('engine_forward', 'transformers')} forward)\n"

@@ -95,6 +95,11 @@ def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
     assert out["ratio"] == pytest.approx(ways["engine"]["tokens_per_second"] / ways["naive"]["tokens_per_second"], rel=0.01)
     assert out["engine_threads"] == 1 and out["mean_completion_tokens"] == round(ways["engine"]["tokens"] / 6, 1)
     assert "goals" not in out  # the goal is for the tiny warm-start agent only
+    # k samples per prompt, sent as adjacent repeats (the engine prefills each prompt once): still the same tokens
+    out = _bench(tmp_path, "rollouts", "--model", str(tmp_path / "m"), "--prompts", "3", "--rollouts", "3",
+                 "--max-new-tokens", "8", "--threads", "1", "--skip-batched-generate")
+    assert out["rollouts"] == 3 and out["mean_completion_tokens"] == round(out["ways"][-1]["tokens"] / 9, 1)
+    assert 3 < out["ways"][-1]["tokens"] <= 9 * 9
 
 
 def test_grpo_bench_times_our_steps_and_says_when_trl_is_missing(tmp_path, monkeypatch):

@@ -127,3 +127,40 @@ def _padded(pol: Policy, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor
     for i, e in enumerate(enc):
         ids[i, width - len(e):], attn[i, width - len(e):] = torch.tensor(e), 1
     return ids, attn
+
+
+def test_repeated_prompts_are_prefilled_once_and_decode_as_if_each_were_computed(taught, monkeypatch):
+    """A task's k rollouts send one prompt k times: the transformers path prefills each distinct prompt once (the
+    model sees 6 rows, not 24) and draws exactly the tokens of a prefill that computes all 24 rows."""
+    from genenv_engine.backends import hf
+
+    pol, prompts = taught
+    tok = pol.tokenizer
+    rows = [p for p in prompts for _ in range(4)]  # adjacent repeats, as `agent.rollout` sends them
+    ids, attn = _padded(pol, rows)
+    seen: list[int] = []
+    hook = pol.model.register_forward_pre_hook(lambda _m, args, kwargs: seen.append(kwargs["input_ids"].shape),
+                                               with_kwargs=True)
+    try:
+        torch.manual_seed(7)
+        got = hf.decode(pol.model, ids, attn, 16, tok.eos_token_id, tok.pad_token_id, 1.0, fast=False)
+        prefill_rows = sum(shape[0] for shape in seen if shape[1] > 1)  # steps feed one column, a prefill more
+        monkeypatch.setattr(hf, "distinct_rows", lambda i, _a: (list(range(len(i))), list(range(len(i)))))
+        seen.clear()
+        torch.manual_seed(7)
+        want = hf.decode(pol.model, ids, attn, 16, tok.eos_token_id, tok.pad_token_id, 1.0, fast=False)
+    finally:
+        hook.remove()
+    assert prefill_rows == len(prompts)
+    assert sum(shape[0] for shape in seen if shape[1] > 1) == len(rows)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[2], want[2]) and torch.equal(got[3], want[3])
+    assert torch.allclose(got[1], want[1], atol=1e-5)
+    assert len({tuple(r) for r in got[0].tolist()}) > len(prompts)  # the repeats sampled different answers
+
+
+def test_distinct_rows_tells_prompts_apart_by_their_padding_too():
+    from genenv_engine.backends.hf import distinct_rows
+
+    ids = torch.tensor([[0, 5, 6], [0, 5, 6], [1, 5, 6], [0, 5, 6]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1], [1, 1, 1], [0, 1, 1]])
+    assert distinct_rows(ids, mask) == ([0, 1, 2], [0, 1, 2, 0])
