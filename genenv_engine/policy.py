@@ -208,11 +208,7 @@ class Policy:
 
         Over-long pairs lose prompt tokens from the left first, then completion tokens from the right.
         """
-        rows = []
-        for p, c in zip(prompts, completions):
-            c = c[: self.max_length - 1]
-            p = p[-(self.max_length - len(c)):] if len(p) + len(c) > self.max_length else p
-            rows.append((p, c))
+        rows = [self._fit(p, c) for p, c in zip(prompts, completions)]
         width = max(len(p) + len(c) for p, c in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -225,6 +221,88 @@ class Policy:
             comp[i, len(p): len(seq)] = 1.0
         # position t predicts token t+1: targets and mask are shifted by one
         return Batch(ids.to(self.device), attn.to(self.device), ids[:, 1:].to(self.device), comp[:, 1:].to(self.device))
+
+    def _fit(self, prompt: list[int], completion: list[int]) -> tuple[list[int], list[int]]:
+        """A pair cut to ``max_length`` as `make_batch` cuts it: prompt tokens from the left first, then completion
+        tokens from the right."""
+        completion = completion[: self.max_length - 1]
+        if len(prompt) + len(completion) > self.max_length:
+            prompt = prompt[-(self.max_length - len(completion)):]
+        return prompt, completion
+
+    @torch.no_grad()
+    def row_logprobs(self, prompts: list[list[int]], completions: list[list[int]], rows: int) -> list[torch.Tensor]:
+        """`logprobs` of each pair without gradients, each prompt run once for all the completions that share it.
+
+        Returns one vector per pair, laid out as its row of `logprobs` on `make_batch` (index ``t`` is the
+        log-probability of token ``t + 1`` of prompt + completion; 0 at prompt positions). The pairs are taken
+        prompt by prompt, at most ``rows`` completions per forward (a prompt with more gets a forward of its own):
+        the distinct prompts, left-padded, fill a KV cache; it is copied to each of their completions, which then
+        run right-padded after it. A task's k rollouts (or a seed's n variations) share one prompt, and prompts
+        are most of their tokens, so this costs about what the completions alone cost. Equal to `logprobs` up to
+        float rounding (the same operations in other shapes).
+        """
+        from transformers import DynamicCache
+
+        self.activate()
+        base = self.model.get_base_model() if self.adapter is not None else self.model
+        decoder, head = base.get_decoder(), base.get_output_embeddings()
+        pairs = [self._fit(p, c) for p, c in zip(prompts, completions)]
+        if any(not p or not c for p, c in pairs):
+            raise ValueError("row_logprobs needs a non-empty prompt and completion in every pair")
+        by_prompt: dict[tuple[int, ...], list[int]] = {}
+        for i, (p, _) in enumerate(pairs):
+            by_prompt.setdefault(tuple(p), []).append(i)
+        calls: list[list[list[int]]] = [[]]
+        for members in by_prompt.values():
+            if calls[-1] and sum(map(len, calls[-1])) + len(members) > rows:
+                calls.append([])
+            calls[-1].append(members)
+        out: list[torch.Tensor] = [torch.zeros(0)] * len(pairs)
+        pad = self.tokenizer.pad_token_id
+        for call in calls:
+            plens = [len(pairs[m[0]][0]) for m in call]
+            pw = max(plens)
+            p_ids = torch.full((len(call), pw), pad, dtype=torch.long)
+            p_mask = torch.zeros((len(call), pw), dtype=torch.long)
+            for g, members in enumerate(call):
+                p_ids[g, pw - plens[g]:] = torch.tensor(pairs[members[0]][0])
+                p_mask[g, pw - plens[g]:] = 1
+            p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
+            cache = DynamicCache(config=base.config)
+            p_hidden = decoder(input_ids=p_ids.to(self.device), attention_mask=p_mask.to(self.device),
+                               position_ids=p_pos.to(self.device), past_key_values=cache,
+                               use_cache=True).last_hidden_state[:, -1]
+            members = [i for m in call for i in m]
+            spread = torch.tensor([g for g, m in enumerate(call) for _ in m], device=self.device)
+            shared = DynamicCache(config=base.config)
+            for layer, kv in enumerate(cache.layers):
+                shared.update(kv.keys[spread], kv.values[spread], layer)
+            clens = [len(pairs[i][1]) for i in members]
+            cw = max(clens)
+            c_ids = torch.full((len(members), cw), pad, dtype=torch.long)
+            c_mask = torch.zeros((len(members), cw), dtype=torch.long)
+            for r, i in enumerate(members):
+                c_ids[r, :clens[r]] = torch.tensor(pairs[i][1])
+                c_mask[r, :clens[r]] = 1
+            c_pos = torch.tensor(plens, dtype=torch.long)[spread.cpu()][:, None] + torch.arange(cw)[None]
+            hidden = p_hidden[spread][:, None]
+            if cw > 1:  # completion token j + 1 is predicted at completion position j
+                c_hidden = decoder(input_ids=c_ids[:, :-1].to(self.device),
+                                   attention_mask=torch.cat([p_mask[spread.cpu()], c_mask[:, :-1]], 1).to(self.device),
+                                   position_ids=c_pos[:, :-1].to(self.device), past_key_values=shared,
+                                   use_cache=True).last_hidden_state
+                hidden = torch.cat([hidden, c_hidden], 1)
+            r_idx, c_idx = c_mask.nonzero(as_tuple=True)
+            values = target_logprobs(head, hidden[r_idx.to(self.device), c_idx.to(self.device)],
+                                     c_ids[r_idx, c_idx].to(self.device), self.logprob_chunk).cpu()
+            start = 0
+            for r, i in enumerate(members):
+                vec = torch.zeros(len(pairs[i][0]) + clens[r] - 1, dtype=torch.float32)
+                vec[len(pairs[i][0]) - 1:] = values[start:start + clens[r]]
+                out[i] = vec.to(self.device)
+                start += clens[r]
+        return out
 
     def logprobs(self, batch: Batch) -> torch.Tensor:
         """Log-probabilities (B, T-1) of the batch's targets at completion positions (0 elsewhere).

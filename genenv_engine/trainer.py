@@ -130,6 +130,16 @@ def minibatches(rows: int, minibatch: int, steps: int = 0) -> int:
     return -(-rows // minibatch)
 
 
+def aligned(rows: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+    """Stack per-row log-prob vectors (`Policy.row_logprobs`) into the (B, T) shape of ``like`` (extra positions
+    are masked)."""
+    out = torch.zeros_like(like)
+    for j, row in enumerate(rows):
+        n = min(row.shape[0], like.shape[1])
+        out[j, :n] = row[:n]
+    return out
+
+
 class GRPOTrainer(_Trainer):
     """GRPO: group-normalised advantages, clipped ratio, low-variance KL to a frozen reference agent."""
 
@@ -161,14 +171,17 @@ class GRPOTrainer(_Trainer):
         # before any step (skipped when there is a single step, where they equal the current ones)
         parts = minibatches(len(rows), self.minibatch, self.steps_per_pass)
         single_step = self.update_epochs == 1 and parts == 1
-        old_rows = None if single_step else self._sampling_logprobs(rows)
+        size = self.micro_batch or self.minibatch
+        prompts, completions = [r[0] for r in rows], [r[1] for r in rows]
+        old_rows = None if single_step else self.policy.row_logprobs(prompts, completions, size)
+        # the reference is frozen: its log-probs are taken once, not again in every step and pass
+        ref_rows = self.reference.row_logprobs(prompts, completions, size) if self.kl_coef > 0 else None
 
         def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
             batch = self.policy.make_batch([rows[i][0] for i in part], [rows[i][1] for i in part])
-            with torch.no_grad():
-                ref = self.reference.logprobs(batch) if self.kl_coef > 0 else None
             logp = self.policy.logprobs(batch)
-            old = logp.detach() if old_rows is None else self._align([old_rows[i] for i in part], logp)
+            ref = None if ref_rows is None else aligned([ref_rows[i] for i in part], logp)
+            old = logp.detach() if old_rows is None else aligned([old_rows[i] for i in part], logp)
             adv = torch.tensor([rows[i][2] for i in part], device=logp.device)
             loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
             m["loss"] = loss.item()
@@ -192,26 +205,6 @@ class GRPOTrainer(_Trainer):
         info["steps"] = float(len(metrics))
         return info
 
-    @torch.no_grad()
-    def _sampling_logprobs(self, rows: list[tuple[list[int], list[int], float]]) -> list[torch.Tensor]:
-        """Per-row log-probs under the current (sampling) weights; right padding keeps positions fixed."""
-        out: list[torch.Tensor] = []
-        size = self.micro_batch or self.minibatch
-        for start in range(0, len(rows), size):
-            part = rows[start:start + size]
-            lp = self.policy.logprobs(self.policy.make_batch([r[0] for r in part], [r[1] for r in part]))
-            out.extend(lp[j] for j in range(len(part)))
-        return out
-
-    @staticmethod
-    def _align(rows: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
-        """Stack per-row log-prob vectors into the (B, T) shape of ``like`` (extra positions are masked)."""
-        out = torch.zeros_like(like)
-        for j, row in enumerate(rows):
-            n = min(row.shape[0], like.shape[1])
-            out[j, :n] = row[:n]
-        return out
-
 
 class RWRTrainer(_Trainer):
     """Reward-weighted regression with a KL penalty to the initial simulator and a KL cap per update."""
@@ -230,13 +223,15 @@ class RWRTrainer(_Trainer):
         if not examples:
             return info
         self.policy.model.train()
+        # the initial simulator is frozen: its log-probs are taken once (a seed's variations share one context)
+        ref_rows = self.initial.row_logprobs([e[0] for e in examples], [e[1] for e in examples],
+                                             self.micro_batch or self.batch_size)
 
         def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
-            batch = self.policy.make_batch([e[0] for e in part], [e[1] for e in part])
-            with torch.no_grad():
-                ref = self.initial.logprobs(batch)
+            batch = self.policy.make_batch([examples[i][0] for i in part], [examples[i][1] for i in part])
             logp = self.policy.logprobs(batch)
-            weights = torch.tensor([e[2] for e in part], device=logp.device)
+            ref = aligned([ref_rows[i] for i in part], logp)
+            weights = torch.tensor([examples[i][2] for i in part], device=logp.device)
             loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
             m["tokens"] = float(batch.mask.sum())
             return loss, m, None
@@ -246,7 +241,7 @@ class RWRTrainer(_Trainer):
             order = list(range(len(examples)))
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
-                metrics.append(self._accumulate([examples[i] for i in order[start:start + self.batch_size]], loss_of))
+                metrics.append(self._accumulate(order[start:start + self.batch_size], loss_of))
                 tick()
             if metrics[-1]["kl"] > self.max_kl:
                 info["stopped_by_kl"] = 1.0
