@@ -164,3 +164,27 @@ def test_distinct_rows_tells_prompts_apart_by_their_padding_too():
     ids = torch.tensor([[0, 5, 6], [0, 5, 6], [1, 5, 6], [0, 5, 6]])
     mask = torch.tensor([[0, 1, 1], [1, 1, 1], [1, 1, 1], [0, 1, 1]])
     assert distinct_rows(ids, mask) == ([0, 1, 2], [0, 1, 2, 0])
+
+
+def test_repeated_prompts_on_a_grouped_query_attention_model(monkeypatch):
+    """SmolLM2's shape (fewer key/value heads than query heads): the copied prefill decodes as the computed one."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from genenv_engine.backends import hf
+
+    tok = build_byte_tokenizer()
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=48, num_hidden_layers=2,
+                                         num_attention_heads=6, num_key_value_heads=2, intermediate_size=96,
+                                         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)).eval()
+    pol = Policy(model, tok, torch.device("cpu"), max_length=64)
+    ids, attn = _padded(pol, [p for p in ("sq 5", "add 1 and 22", "x") for _ in range(3)])
+
+    def run():
+        torch.manual_seed(3)
+        return hf.decode(model, ids, attn, 10, tok.eos_token_id, tok.pad_token_id, 1.0, fast=False)
+
+    got = run()
+    monkeypatch.setattr(hf, "distinct_rows", lambda i, _a: (list(range(len(i))), list(range(len(i)))))
+    want = run()
+    assert torch.equal(got[0], want[0]) and torch.allclose(got[1], want[1], atol=1e-5)
