@@ -250,6 +250,14 @@ class Policy:
         pairs = [self._fit(p, c) for p, c in zip(prompts, completions)]
         if any(not p or not c for p, c in pairs):
             raise ValueError("row_logprobs needs a non-empty prompt and completion in every pair")
+        if getattr(base, "is_gradient_checkpointing", False) and self.model.training:
+            # transformers keeps no KV cache under gradient checkpointing in training mode: the batched forward
+            out = []
+            for start in range(0, len(pairs), rows):
+                batch = self.make_batch(prompts[start:start + rows], completions[start:start + rows])
+                lp = self.logprobs(batch)
+                out += [lp[j, :int(batch.attention_mask[j].sum()) - 1] for j in range(len(batch))]
+            return out
         by_prompt: dict[tuple[int, ...], list[int]] = {}
         for i, (p, _) in enumerate(pairs):
             by_prompt.setdefault(tuple(p), []).append(i)
