@@ -242,22 +242,12 @@ class Policy:
         are most of their tokens, so this costs about what the completions alone cost. Equal to `logprobs` up to
         float rounding (the same operations in other shapes).
         """
-        from transformers import DynamicCache
-
         self.activate()
         base = self.model.get_base_model() if self.adapter is not None else self.model
         decoder, head = base.get_decoder(), base.get_output_embeddings()
         pairs = [self._fit(p, c) for p, c in zip(prompts, completions)]
         if any(not p or not c for p, c in pairs):
             raise ValueError("row_logprobs needs a non-empty prompt and completion in every pair")
-        if getattr(base, "is_gradient_checkpointing", False) and self.model.training:
-            # transformers keeps no KV cache under gradient checkpointing in training mode: the batched forward
-            out = []
-            for start in range(0, len(pairs), rows):
-                batch = self.make_batch(prompts[start:start + rows], completions[start:start + rows])
-                lp = self.logprobs(batch)
-                out += [lp[j, :int(batch.attention_mask[j].sum()) - 1] for j in range(len(batch))]
-            return out
         by_prompt: dict[tuple[int, ...], list[int]] = {}
         for i, (p, _) in enumerate(pairs):
             by_prompt.setdefault(tuple(p), []).append(i)
@@ -268,49 +258,63 @@ class Policy:
             calls[-1].append(members)
         out: list[torch.Tensor] = [torch.zeros(0)] * len(pairs)
         pad = self.tokenizer.pad_token_id
-        for call in calls:
-            plens = [len(pairs[m[0]][0]) for m in call]
-            pw = max(plens)
-            p_ids = torch.full((len(call), pw), pad, dtype=torch.long)
-            p_mask = torch.zeros((len(call), pw), dtype=torch.long)
-            for g, members in enumerate(call):
-                p_ids[g, pw - plens[g]:] = torch.tensor(pairs[members[0]][0])
-                p_mask[g, pw - plens[g]:] = 1
-            p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
-            cache = DynamicCache(config=base.config)
-            p_hidden = decoder(input_ids=p_ids.to(self.device), attention_mask=p_mask.to(self.device),
-                               position_ids=p_pos.to(self.device), past_key_values=cache,
-                               use_cache=True).last_hidden_state[:, -1]
-            members = [i for m in call for i in m]
-            spread = torch.tensor([g for g, m in enumerate(call) for _ in m], device=self.device)
-            shared = DynamicCache(config=base.config)
-            for layer, kv in enumerate(cache.layers):
-                shared.update(kv.keys[spread], kv.values[spread], layer)
-            clens = [len(pairs[i][1]) for i in members]
-            cw = max(clens)
-            c_ids = torch.full((len(members), cw), pad, dtype=torch.long)
-            c_mask = torch.zeros((len(members), cw), dtype=torch.long)
-            for r, i in enumerate(members):
-                c_ids[r, :clens[r]] = torch.tensor(pairs[i][1])
-                c_mask[r, :clens[r]] = 1
-            c_pos = torch.tensor(plens, dtype=torch.long)[spread.cpu()][:, None] + torch.arange(cw)[None]
-            hidden = p_hidden[spread][:, None]
-            if cw > 1:  # completion token j + 1 is predicted at completion position j
-                c_hidden = decoder(input_ids=c_ids[:, :-1].to(self.device),
-                                   attention_mask=torch.cat([p_mask[spread.cpu()], c_mask[:, :-1]], 1).to(self.device),
-                                   position_ids=c_pos[:, :-1].to(self.device), past_key_values=shared,
-                                   use_cache=True).last_hidden_state
-                hidden = torch.cat([hidden, c_hidden], 1)
-            r_idx, c_idx = c_mask.nonzero(as_tuple=True)
-            values = target_logprobs(head, hidden[r_idx.to(self.device), c_idx.to(self.device)],
-                                     c_ids[r_idx, c_idx].to(self.device), self.logprob_chunk).cpu()
-            start = 0
-            for r, i in enumerate(members):
-                vec = torch.zeros(len(pairs[i][0]) + clens[r] - 1, dtype=torch.float32)
-                vec[len(pairs[i][0]) - 1:] = values[start:start + clens[r]]
-                out[i] = vec.to(self.device)
-                start += clens[r]
+        # a layer that checkpoints in training mode drops the KV cache; without gradients it saves nothing anyway
+        layers = [m for m in decoder.modules() if getattr(m, "gradient_checkpointing", False)]
+        for m in layers:
+            m.gradient_checkpointing = False
+        try:
+            for call in calls:
+                self._shared_prefix_call(decoder, head, pairs, call, pad, out)
+        finally:
+            for m in layers:
+                m.gradient_checkpointing = True
         return out
+
+    def _shared_prefix_call(self, decoder, head, pairs: list[tuple[list[int], list[int]]], call: list[list[int]],
+                            pad: int, out: list[torch.Tensor]) -> None:
+        """One forward of `row_logprobs`: the prompts of ``call`` (lists of pairs sharing a prompt) into a KV cache,
+        copied to their completions; each pair's vector is written into ``out``."""
+        from transformers import DynamicCache
+
+        dev = self.device
+        plens = [len(pairs[m[0]][0]) for m in call]
+        pw = max(plens)
+        p_ids = torch.full((len(call), pw), pad, dtype=torch.long)
+        p_mask = torch.zeros((len(call), pw), dtype=torch.long)
+        for g, members in enumerate(call):
+            p_ids[g, pw - plens[g]:] = torch.tensor(pairs[members[0]][0])
+            p_mask[g, pw - plens[g]:] = 1
+        cache = DynamicCache(config=decoder.config)
+        p_hidden = decoder(input_ids=p_ids.to(dev), attention_mask=p_mask.to(dev),
+                           position_ids=(p_mask.cumsum(-1) - 1).clamp(min=0).to(dev), past_key_values=cache,
+                           use_cache=True).last_hidden_state[:, -1]
+        members = [i for m in call for i in m]
+        spread = torch.tensor([g for g, m in enumerate(call) for _ in m])  # each completion's prompt in the call
+        shared = DynamicCache(config=decoder.config)
+        for layer, kv in enumerate(cache.layers):
+            shared.update(kv.keys[spread.to(dev)], kv.values[spread.to(dev)], layer)
+        clens = [len(pairs[i][1]) for i in members]
+        cw = max(clens)
+        c_ids = torch.full((len(members), cw), pad, dtype=torch.long)
+        c_mask = torch.zeros((len(members), cw), dtype=torch.long)
+        for r, i in enumerate(members):
+            c_ids[r, :clens[r]] = torch.tensor(pairs[i][1])
+            c_mask[r, :clens[r]] = 1
+        hidden = p_hidden[spread.to(dev)][:, None]
+        if cw > 1:  # completion token j + 1 is predicted at completion position j
+            c_pos = torch.tensor(plens)[spread][:, None] + torch.arange(cw - 1)[None]
+            c_hidden = decoder(input_ids=c_ids[:, :-1].to(dev),
+                               attention_mask=torch.cat([p_mask[spread], c_mask[:, :-1]], 1).to(dev),
+                               position_ids=c_pos.to(dev), past_key_values=shared, use_cache=True).last_hidden_state
+            hidden = torch.cat([hidden, c_hidden], 1)
+        r_idx, c_idx = c_mask.nonzero(as_tuple=True)
+        values = target_logprobs(head, hidden[r_idx.to(dev), c_idx.to(dev)], c_ids[r_idx, c_idx].to(dev),
+                                 self.logprob_chunk)
+        start = 0
+        for r, i in enumerate(members):
+            plen = len(pairs[i][0])
+            out[i] = torch.cat([values.new_zeros(plen - 1), values[start:start + clens[r]]])
+            start += clens[r]
 
     def logprobs(self, batch: Batch) -> torch.Tensor:
         """Log-probabilities (B, T-1) of the batch's targets at completion positions (0 elsewhere).
