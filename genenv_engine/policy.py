@@ -290,9 +290,10 @@ class Policy:
                            use_cache=True).last_hidden_state[:, -1]
         members = [i for m in call for i in m]
         spread = torch.tensor([g for g, m in enumerate(call) for _ in m])  # each completion's prompt in the call
+        spread_dev = spread.to(dev)
         shared = DynamicCache(config=decoder.config)
         for layer, kv in enumerate(cache.layers):
-            shared.update(kv.keys[spread.to(dev)], kv.values[spread.to(dev)], layer)
+            shared.update(kv.keys[spread_dev], kv.values[spread_dev], layer)
         clens = [len(pairs[i][1]) for i in members]
         cw = max(clens)
         c_ids = torch.full((len(members), cw), pad, dtype=torch.long)
@@ -300,7 +301,7 @@ class Policy:
         for r, i in enumerate(members):
             c_ids[r, :clens[r]] = torch.tensor(pairs[i][1])
             c_mask[r, :clens[r]] = 1
-        hidden = p_hidden[spread.to(dev)][:, None]
+        hidden = p_hidden[spread_dev][:, None]
         if cw > 1:  # completion token j + 1 is predicted at completion position j
             c_pos = torch.tensor(plens)[spread][:, None] + torch.arange(cw - 1)[None]
             c_hidden = decoder(input_ids=c_ids[:, :-1].to(dev),
