@@ -110,13 +110,21 @@ def check_equal_compute(configs: dict[str, RunConfig]) -> dict[str, Any]:
             "heldout_size": cfg.heldout_size, "benchmarks": list(cfg.benchmarks)}
 
 
+EXECUTION_FIELDS = ("threads", "micro_batch", "logprob_chunk", "gradient_checkpointing")
+"""Model fields that say how a run computes, not what (`_same_run` ignores them): two seeds run side by side on
+one thread each belong in one table with a seed run alone on two."""
+
+
 def _same_run(saved: RunConfig, wanted: RunConfig) -> bool:
     """Whether a session folder was made with the settings this plan asks for (the epoch count and the preset's
-    name may differ: a preset is a named set of settings, so `--preset smol-ablation --set …` can equal `smol-l3`)."""
+    name may differ: a preset is a named set of settings, so `--preset smol-ablation --set …` can equal `smol-l3`;
+    so may the `EXECUTION_FIELDS`)."""
     a, b = saved.to_dict(), wanted.to_dict()
     for d in (a, b):
         d.pop("epochs", None)
         d.pop("preset", None)
+        for name in EXECUTION_FIELDS:
+            d.get("model", {}).pop(name, None)
     return a == b
 
 

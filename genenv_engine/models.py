@@ -96,6 +96,16 @@ def warmstart_agent(cfg: ModelConfig, seed: int) -> Policy:
     return loader.full(source)
 
 
+def load_warm_agent(cfg: ModelConfig, folder: Path) -> Policy:
+    """A warm-started agent saved in ``folder``, trainable as `warmstart_agent` left it after its SFT (the
+    simulator's warm start can then start from it in a later run)."""
+    loader = _Loader(cfg)
+    source = role_source(cfg, "agent")
+    if source is not None and cfg.agent_tuning == "lora":
+        return loader.lora(source, folder, "agent", folder)
+    return loader.full(folder)
+
+
 def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> Policy:
     """The simulator before its warm start (see the module docstring for where it starts from)."""
     loader = _Loader(cfg)
@@ -136,16 +146,21 @@ def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Po
     loader = _Loader(cfg)
     out: dict[str, Policy] = {}
     for role in ROLES:
-        if is_adapter_folder(here / role):
+        folder, ref = here / role, init / role
+        if role == "simulator" and here == init and not folder.exists():
+            # an agent-only warm start (`genenv_engine.warmstart`: a run without a simulator): the simulator is
+            # the agent's copy, as it is before its own SFT, and is never used
+            folder = ref = here / "agent"
+        if is_adapter_folder(folder):
             source = role_source(cfg, role)
             if source is None:
-                raise ConfigError(f"model.{role}_tuning", f"{here / role} holds an adapter but the run has no base checkpoint")
-            out[role] = loader.lora(source, here / role, role, here / role)
-            out[f"{role}_ref"] = loader.lora(source, here / role, f"{role}_ref", init / role, trainable=False)
+                raise ConfigError(f"model.{role}_tuning", f"{folder} holds an adapter but the run has no base checkpoint")
+            out[role] = loader.lora(source, folder, role, folder)
+            out[f"{role}_ref"] = loader.lora(source, folder, f"{role}_ref", ref, trainable=False)
             continue
-        out[role] = loader.full(here / role)
+        out[role] = loader.full(folder)
         if here == init:  # the reference is the weights just loaded: copy instead of reading them again
             out[f"{role}_ref"] = out[role].frozen_copy()
         else:
-            out[f"{role}_ref"] = loader.full(init / role).frozen_copy()
+            out[f"{role}_ref"] = loader.full(ref).frozen_copy()
     return out

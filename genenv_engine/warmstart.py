@@ -7,6 +7,13 @@ result is cached per preset, model, warm-start settings and seed (``$GENENV_CACH
 ``~/.cache/genenv``), because it costs minutes on CPU and is the same for every run that shares it.
 Each entry is trained into ``<key>.tmp<PID>`` and renamed; temp folders left by killed runs are
 removed at the next warm start (`remove_stale_temp`), never those of a process still running.
+
+An entry is made in two stages. A run without a simulator (``simulator.mode = "off"``, and the
+``unseen`` oracle arm) needs only the agent, and the simulator's SFT is the larger part (smol-l3:
+36 of 46 minutes), so such a run stops after the agent: the entry then holds ``agent/`` and
+``agent.json`` (the agent's figures and the random-number states its SFT left) but no ``info.json``.
+A later run that needs the simulator loads that agent, restores those states and trains the
+simulator exactly as the one-go warm start would have (same weights: `test_warmstart_stages`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from genenv_engine.agent import agent_prompt
 from genenv_engine.config import ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
-from genenv_engine.models import warmstart_agent, warmstart_simulator
+from genenv_engine.models import load_warm_agent, warmstart_agent, warmstart_simulator
+from genenv_engine.policy import Policy
 from genenv_engine.records import Task
 from genenv_engine.simulator import parse_and_validate, simulator_prompt, simulator_target
 from genenv_engine.trainer import sft
@@ -69,17 +77,47 @@ def cache_key(config: RunConfig) -> str:
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
-def cached_folder(folder: Path) -> Path | None:
-    """A finished warm start for ``folder``'s key: the folder itself, or one made under another preset's name
-    with the same hash (the preset name is only a readable prefix: two presets with equal model, warm-start
-    settings, benchmarks and seed share one warm start)."""
-    if (folder / "info.json").exists():
+AGENT_INFO = "agent.json"
+"""Marks an entry whose agent is trained: its figures and the Python random state the simulator's SFT continues from."""
+TORCH_RNG = "rng.pt"
+"""The torch random states (CPU, and each CUDA device) as the agent's SFT left them."""
+DONE = "info.json"
+"""Marks a finished entry: both roles trained."""
+
+
+def needs_simulator(config: RunConfig) -> bool:
+    """Whether a run uses the warm-started simulator: every simulator mode but ``off``.
+
+    >>> from genenv_engine.config import load_config
+    >>> needs_simulator(load_config("tiny")), needs_simulator(load_config("tiny", overrides={"simulator.mode": "off"}))
+    (True, False)
+    """
+    return config.simulator.mode != "off"
+
+
+def cached_folder(folder: Path, marker: str = DONE) -> Path | None:
+    """A warm start for ``folder``'s key that holds ``marker`` (default: finished): the folder itself, or one made
+    under another preset's name with the same hash (the preset name is only a readable prefix: two presets with
+    equal model, warm-start settings, benchmarks and seed share one warm start)."""
+    if (folder / marker).exists():
         return folder
     suffix = "-".join(folder.name.rsplit("-", 2)[-2:])  # s<seed>-<hash>; a preset name may hold dashes
     for other in sorted(folder.parent.glob(f"*-{suffix}")):
-        if (other / "info.json").exists():
+        if (other / marker).exists():
             return other
     return None
+
+
+def is_cached(config: RunConfig) -> bool:
+    """Whether ``config``'s run would find its warm start cached (the agent alone is enough without a simulator)."""
+    return cached_agent(config) is not None if not needs_simulator(config) else \
+        cached_folder(cache_root() / "warmstart" / cache_key(config)) is not None
+
+
+def cached_agent(config: RunConfig) -> Path | None:
+    """The cached warm start holding ``config``'s trained agent (finished, or the agent alone), if any."""
+    folder = cache_root() / "warmstart" / cache_key(config)
+    return cached_folder(folder) or cached_folder(folder, AGENT_INFO)
 
 
 def remove_stale_temp(root: Path | None = None) -> list[Path]:
@@ -97,33 +135,57 @@ def remove_stale_temp(root: Path | None = None) -> list[Path]:
 
 def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink,
                check: Callable[[], None] = lambda: None) -> tuple[Path, dict]:
-    """Return the folder holding ``agent/`` and ``simulator/`` warm starts (training them if not cached).
+    """Return the folder holding the warm-started ``agent/`` and, when the run needs one, ``simulator/``
+    (training what is not cached; see the module docstring for the two stages).
 
-    ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop leaves no cache entry.
+    ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop leaves no cache entry
+    for the stage it interrupted.
     """
     remove_stale_temp()
     folder = cache_root() / "warmstart" / cache_key(config)
+    need_sim = needs_simulator(config)
     if config.warm_start.cache:
         found = cached_folder(folder)
         if found is not None:
-            return found, json.loads((found / "info.json").read_text())
-    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+            return found, json.loads((found / DONE).read_text())
+        half = cached_folder(folder, AGENT_INFO)
+        if half is not None:
+            if not need_sim:
+                return half, _agent_only_info(half)
+            return half, _finish_simulator(config, envs, half, sink, check)
+    tmp = _fresh_temp(folder)
     try:
-        info = _train(config, envs, tmp, sink, check)
+        agent, rng, info = _train_agent(config, envs, tmp, sink, check)
+        _save_agent_state(tmp, rng, info)
+        if need_sim:
+            info.update(_train_simulator(config, envs, agent, tmp / "agent", rng, tmp, sink, check))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     info["key"] = folder.name
-    (tmp / "info.json").write_text(json.dumps(info, indent=2))
+    if need_sim:
+        (tmp / DONE).write_text(json.dumps(info, indent=2))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
-    return folder, info
+    return folder, (info if need_sim else _agent_only_info(folder))
 
 
-def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink,
-           check: Callable[[], None]) -> dict:
+def _fresh_temp(folder: Path) -> Path:
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def _agent_only_info(folder: Path) -> dict:
+    """What an agent-only entry reports as the run's warm start."""
+    info = json.loads((folder / AGENT_INFO).read_text())
+    info.pop("rng", None)
+    return {**info, "key": folder.name, "simulator": "not trained: the run has no simulator (simulator.mode off)"}
+
+
+def _train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink,
+                 check: Callable[[], None]) -> tuple[Policy, random.Random, dict]:
     ws = config.warm_start
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
@@ -137,22 +199,69 @@ def _train(config: RunConfig, envs: dict[str, Environment], out: Path, sink: Eve
     groups = config.model.sft_length_groups
     agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro, groups)
     agent.save(out / "agent")
-    agent_seconds = time.perf_counter() - started
+    return agent, rng, {
+        "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(), "agent_steps": ws.agent_steps,
+        "agent_final_loss": tail_mean(agent_losses), "agent_seconds": round(time.perf_counter() - started, 1),
+        "agent_pairs": len(pairs),
+    }
+
+
+def _save_agent_state(out: Path, rng: random.Random, info: dict) -> None:
+    """Write the stage-one marker: the agent's figures and the random states its SFT left (read by `_restore`)."""
+    torch.save({"cpu": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}, out / TORCH_RNG)
+    (out / AGENT_INFO).write_text(json.dumps({**info, "rng": rng.getstate()}, indent=2))
+
+
+def _restore(folder: Path) -> tuple[random.Random, dict]:
+    """The Python random generator and the torch random states as the agent's SFT left them."""
+    info = json.loads((folder / AGENT_INFO).read_text())
+    version, state, gauss = info.pop("rng")
+    rng = random.Random()
+    rng.setstate((version, tuple(state), gauss))
+    states = torch.load(folder / TORCH_RNG, weights_only=True)
+    torch.set_rng_state(states["cpu"])
+    if states["cuda"] and torch.cuda.is_available() and len(states["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(states["cuda"])
+    return rng, info
+
+
+def _finish_simulator(config: RunConfig, envs: dict[str, Environment], folder: Path, sink: EventSink,
+                      check: Callable[[], None]) -> dict:
+    """Train the simulator of an agent-only entry, as the one-go warm start would have, and mark it finished."""
+    agent = load_warm_agent(config.model, folder / "agent")
+    rng, info = _restore(folder)  # after loading: a loaded adapter's fresh layers draw torch random numbers
+    tmp = _fresh_temp(folder)
+    try:
+        info.update(_train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check))
+        shutil.rmtree(folder / "simulator", ignore_errors=True)  # left by a run killed between the two steps below
+        (tmp / "simulator").rename(folder / "simulator")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    info["key"] = folder.name
+    (folder / DONE).write_text(json.dumps(info, indent=2))
+    return info
+
+
+def _train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Policy, agent_folder: Path,
+                     rng: random.Random, out: Path, sink: EventSink, check: Callable[[], None]) -> dict:
+    ws = config.warm_start
+    started = time.perf_counter()
     # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
-    sim = warmstart_simulator(config.model, agent, out / "agent")
+    sim = warmstart_simulator(config.model, agent, agent_folder)
     sim_pairs = simulator_pairs(sim, envs, config, rng)
+    env0 = next(iter(envs.values()))
     seed = env0.splits()["seed"][0]
     report = _reporter(sink, "simulator", ws.simulator_steps, check,
                        lambda: _simulator_sample(sim, env0, seed, config))
+    micro = config.model.micro_batch
+    groups = config.model.sft_length_groups
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro, groups)
     sim.save(out / "simulator")
     return {
-        "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(),
-        "simulator_trainable": sim.num_trainable(), "agent_steps": ws.agent_steps,
-        "simulator_steps": ws.simulator_steps, "agent_final_loss": tail_mean(agent_losses),
-        "simulator_final_loss": tail_mean(sim_losses), "agent_seconds": round(agent_seconds, 1),
-        "simulator_seconds": round(time.perf_counter() - started - agent_seconds, 1),
-        "simulator_pairs": len(sim_pairs), "agent_pairs": len(pairs),
+        "simulator_trainable": sim.num_trainable(), "simulator_steps": ws.simulator_steps,
+        "simulator_final_loss": tail_mean(sim_losses), "simulator_seconds": round(time.perf_counter() - started, 1),
+        "simulator_pairs": len(sim_pairs),
     }
 
 

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from genenv_engine.loop import run as run_loop
     from genenv_engine.policy import quiet_transformers
     from genenv_engine.session import Session
-    from genenv_engine.warmstart import cache_key, cache_root
+    from genenv_engine.warmstart import is_cached
 
     quiet_transformers()
     overrides: dict[str, Any] = {"epochs": args.epochs, "seed": args.seed}
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         key, _, text = item.partition("=")
         overrides[key.strip()] = _value(text.strip())
     config = load_config(args.preset, None, overrides)
-    cached = (cache_root() / "warmstart" / cache_key(config) / "info.json").exists()
+    cached = is_cached(config)
     counter = PhaseTokens()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -37,11 +37,11 @@ def tiny_agent(warm_steps: int):
     from genenv_engine.models import warmstart_agent
     from genenv_engine.policy import Policy
     from genenv_engine.trainer import sft
-    from genenv_engine.warmstart import cache_key, cache_root
+    from genenv_engine.warmstart import cached_agent
 
     cfg = load_config("tiny")
-    folder = cache_root() / "warmstart" / cache_key(cfg)
-    if (folder / "info.json").exists():
+    folder = cached_agent(cfg)
+    if folder is not None:
         return Policy.load(folder / "agent", torch.device("cpu"), cfg.model.max_length), f"cached warm start {folder.name}"
     agent = warmstart_agent(cfg.model, 0)
     env = get_environment("bfcl", 0)

@@ -271,3 +271,13 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
         collect(plan.out, plan.arms, plan.seeds, rescore=30)
     assert main(["bench", "ablation", "--preset", "micro", "--arms", "off", "--seeds", "0", "--out", str(plan.out),
                  "--rescore", "0"]) == 2
+
+
+def test_how_a_run_computes_does_not_make_it_another_run():
+    """Threads and micro-batching change how an arm computes, not what: a seed run on one thread belongs in the
+    table beside seeds run on two; a changed learning rate does not."""
+    from genenv_engine.ablation import _same_run
+
+    two = load_config("smol-l3")
+    assert _same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "model.micro_batch": 4}))
+    assert not _same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "agent.lr": 1e-4}))

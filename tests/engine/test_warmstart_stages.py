@@ -1,0 +1,122 @@
+"""The warm start's two stages: a run without a simulator trains the agent alone, and a later run that needs the
+simulator trains it from that entry to the same weights as a warm start made in one go."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+from genenv_engine import warmstart
+from genenv_engine.config import ModelConfig, load_config
+from genenv_engine.environments import get_environment
+from genenv_engine.loop import run
+from genenv_engine.policy import build_tiny_model
+from genenv_engine.roles import load_roles
+from genenv_engine.session import Session
+from genenv_engine.tokenizer import build_byte_tokenizer
+
+SMALL = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=384)
+
+
+@pytest.fixture(scope="module")
+def base_dir(tmp_path_factory):
+    """A local checkpoint folder standing for a pretrained base (LoRA roles need one)."""
+    folder = tmp_path_factory.mktemp("base")
+    tok = build_byte_tokenizer()
+    build_tiny_model(ModelConfig(**SMALL), tok, seed=3).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def config(mode: str, base=None):
+    overrides = {"simulator.mode": mode}
+    if base is not None:
+        overrides.update({"model.kind": "hf", "model.path": str(base), "model.agent_tuning": "lora",
+                          "model.simulator_tuning": "lora", "model.lora_r": 4, "model.lora_alpha": 8})
+    return load_config("micro", overrides=overrides)
+
+
+def warm(monkeypatch, cache, cfg, events=None):
+    monkeypatch.setenv("GENENV_CACHE", str(cache))
+    envs = {"bfcl": get_environment("bfcl", cfg.seed)}
+    return warmstart.warm_start(cfg, envs, (events.append if events is not None else lambda e: None))
+
+
+def weights(folder):
+    """Every tensor a saved role holds (a full model or a PEFT adapter)."""
+    files = sorted(folder.glob("*.safetensors"))
+    assert files, folder
+    out = {}
+    for f in files:
+        out.update(load_file(f))
+    return out
+
+
+def assert_same(a, b):
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for name in wa:
+        assert (wa[name] == wb[name]).all(), name
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_agent_first_then_simulator_gives_the_one_go_weights(tmp_path, monkeypatch, base_dir, lora):
+    base = base_dir if lora else None
+    one_go, info_one = warm(monkeypatch, tmp_path / "a", config("trained", base))
+
+    events = []
+    half, info_half = warm(monkeypatch, tmp_path / "b", config("off", base), events)
+    assert sorted(p.name for p in half.iterdir()) == ["agent", "agent.json", "rng.pt"]  # no simulator, not finished
+    assert {e.role for e in events if e.kind == "WarmStartProgressed"} == {"agent"}
+    assert "simulator_steps" not in info_half and info_half["simulator"].startswith("not trained")
+    assert info_half["agent_final_loss"] == info_one["agent_final_loss"] and "rng" not in info_half
+    assert_same(half / "agent", one_go / "agent")
+    assert not warmstart.is_cached(config("trained", base)) and warmstart.is_cached(config("off", base))
+
+    events = []
+    done, info_done = warm(monkeypatch, tmp_path / "b", config("trained", base), events)
+    assert done == half and {e.role for e in events if e.kind == "WarmStartProgressed"} == {"simulator"}
+    assert_same(done / "simulator", one_go / "simulator")  # the restored random states continue the same SFT
+    assert_same(done / "agent", one_go / "agent")
+    keys = set(info_one) - {"simulator_seconds", "agent_seconds"}
+    assert {k: info_done[k] for k in keys} == {k: info_one[k] for k in keys}
+    assert json.loads((done / "info.json").read_text())["simulator_final_loss"] == info_one["simulator_final_loss"]
+    assert not list((tmp_path / "b" / "warmstart").glob("*.tmp*"))
+
+    # a finished entry serves a run without a simulator as well (nothing is trained again)
+    events = []
+    again, _ = warm(monkeypatch, tmp_path / "b", config("off", base), events)
+    assert again == done and not [e for e in events if e.kind == "WarmStartProgressed"]
+
+
+def test_without_restored_random_states_the_simulator_would_differ(tmp_path, monkeypatch):
+    """The check above can fail: skipping the restore gives other simulator weights."""
+    one_go, _ = warm(monkeypatch, tmp_path / "a", config("trained"))
+    half, _ = warm(monkeypatch, tmp_path / "b", config("off"))
+    real = warmstart._restore
+
+    def fresh_states(folder):
+        rng, info = real(folder)
+        rng.seed(12345)
+        return rng, info
+    monkeypatch.setattr(warmstart, "_restore", fresh_states)
+    done, _ = warm(monkeypatch, tmp_path / "b", config("trained"))
+    wa, wb = weights(done / "simulator"), weights(one_go / "simulator")
+    assert any(not (wa[k] == wb[k]).all() for k in wa)
+
+
+def test_a_run_without_a_simulator_starts_from_an_agent_only_warm_start_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    session = Session.create(load_config("micro", overrides={"simulator.mode": "off", "epochs": 1}), tmp_path / "s")
+    assert run(session) == {"epochs_done": 1}
+    (entry,) = (tmp_path / "cache" / "warmstart").iterdir()
+    assert not (entry / "simulator").exists() and not (entry / "info.json").exists()
+    m0 = session.store.epoch_metrics()[0]
+    assert m0["warm_start"]["simulator"].startswith("not trained")
+    # the simulator role starts as the agent's copy, and checkpoint 0 holds it, so the session reloads alone
+    roles = load_roles(Session.open(session.path), 0)
+    assert roles.simulator.fingerprint() == pytest.approx(roles.agent.fingerprint(), rel=1e-6)
+    assert (session.checkpoint_dir(0) / "simulator").is_dir()
+    assert m0["simulator_fingerprint"] == pytest.approx(m0["agent_fingerprint"], rel=1e-6)
