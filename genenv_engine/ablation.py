@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.config import ConfigError, RunConfig, config_from_file, load_config
+from genenv_engine.config import EXECUTION_FIELDS, ConfigError, RunConfig, config_from_file, load_config
 
 ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "trained": ({"simulator.mode": "trained", "curriculum.reward": "alpha"}, "GenEnv"),
@@ -110,20 +110,22 @@ def check_equal_compute(configs: dict[str, RunConfig]) -> dict[str, Any]:
             "heldout_size": cfg.heldout_size, "benchmarks": list(cfg.benchmarks)}
 
 
-EXECUTION_FIELDS = ("threads", "micro_batch", "logprob_chunk", "gradient_checkpointing")
+HOW_FIELDS = EXECUTION_FIELDS + ("threads",)
 """Model fields that say how a run computes, not what (`_same_run` ignores them): two seeds run side by side on
-one thread each belong in one table with a seed run alone on two."""
+one thread each belong in one table with a seed run alone on two. ``threads`` can change float rounding, so the
+warm-start key keeps it: arms of one seed at other thread counts start from different warm starts, which the
+tables flag (`genenv_engine.ablation_table.warm_start_mismatches`)."""
 
 
 def _same_run(saved: RunConfig, wanted: RunConfig) -> bool:
     """Whether a session folder was made with the settings this plan asks for (the epoch count and the preset's
     name may differ: a preset is a named set of settings, so `--preset smol-ablation --set …` can equal `smol-l3`;
-    so may the `EXECUTION_FIELDS`)."""
+    so may the `HOW_FIELDS`)."""
     a, b = saved.to_dict(), wanted.to_dict()
     for d in (a, b):
         d.pop("epochs", None)
         d.pop("preset", None)
-        for name in EXECUTION_FIELDS:
+        for name in HOW_FIELDS:
             d.get("model", {}).pop(name, None)
     return a == b
 

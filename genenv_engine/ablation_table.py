@@ -139,7 +139,24 @@ def read_session(folder: Path) -> dict[str, Any] | None:
                   benchmarks=list(cfg.benchmarks))
     return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
             "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_levels": levels,
-            "_budget": budget, "_folder": folder, "_config": cfg}
+            "_budget": budget, "_folder": folder, "_config": cfg,
+            "_warm_start": ((metrics[0].get("warm_start") or {}).get("key") if metrics and metrics[0]["epoch"] == 0
+                            else None)}
+
+
+def warm_start_mismatches(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str, str]]:
+    """Seeds whose arms started from different warm starts (e.g. run with other ``model.threads``, which the
+    warm-start key holds): their arm-against-arm differences then include the epoch-0 agents' difference.
+
+    >>> warm_start_mismatches({"off": {0: {"_warm_start": "a"}}, "unseen": {0: {"_warm_start": "b"}, 1: {}}})
+    {'0': {'off': 'a', 'unseen': 'b'}}
+    """
+    by_seed: dict[int, dict[str, str]] = {}
+    for arm, by in runs.items():
+        for seed, run in by.items():
+            if run.get("_warm_start"):
+                by_seed.setdefault(seed, {})[arm] = run["_warm_start"]
+    return {str(seed): keys for seed, keys in sorted(by_seed.items()) if len(set(keys.values())) > 1}
 
 
 def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -401,6 +418,7 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
                     write_record(records, arm, seed, run)
     summary = summarise(shown, alpha, benchmarks)
     return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
+            "warm_start_mismatches": warm_start_mismatches(runs),
             "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
             "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
                      for arm, by in shown.items()},
@@ -454,6 +472,10 @@ def markdown(results: dict[str, Any]) -> str:
                 if run.get("recorded")]
     if recorded:
         lines += [f"Read from run records (no session folder here; `--records`): {', '.join(recorded)}.", ""]
+    for seed, keys in (results.get("warm_start_mismatches") or {}).items():
+        lines += [f"**Seed {seed}'s arms started from different warm starts** ("
+                  + ", ".join(f"{arm}: `{key}`" for arm, key in keys.items()) + "): their differences include the "
+                  "epoch-0 agents' (run them with the same model settings, threads included).", ""]
     if results.get("bench_seconds") is not None:
         lines += [f"Wall time of this bench run: {results['bench_seconds'] / 60:.1f} min "
                   "(arms already finished are not rerun).", ""]

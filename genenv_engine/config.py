@@ -53,6 +53,9 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 LLAMA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
+EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
+"""`ModelConfig` fields that change how, not what, an update computes (left out of the warm-start cache key)."""
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Which language models play the two roles, how each is fine-tuned, and how they run.

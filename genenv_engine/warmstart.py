@@ -5,15 +5,21 @@ train splits (prompt -> gold answer); the simulator starts from the agent's weig
 fine-tuned on (seed -> sibling seed) pairs so it can write well-formed, valid variations. The
 result is cached per preset, model, warm-start settings and seed (``$GENENV_CACHE``, default
 ``~/.cache/genenv``), because it costs minutes on CPU and is the same for every run that shares it.
-Each entry is trained into ``<key>.tmp<PID>`` and renamed; temp folders left by killed runs are
-removed at the next warm start (`remove_stale_temp`), never those of a process still running.
+An entry is made in two stages, each trained into ``<key>.tmp<PID>`` and then moved into place,
+so a killed run leaves a temp folder (removed at the next warm start by `remove_stale_temp`, never
+one of a process still running) and no half-written entry:
 
-An entry is made in two stages. A run without a simulator (``simulator.mode = "off"``, and the
-``unseen`` oracle arm) needs only the agent, and the simulator's SFT is the larger part (smol-l3:
-36 of 46 minutes), so such a run stops after the agent: the entry then holds ``agent/`` and
-``agent.json`` (the agent's figures and the random-number states its SFT left) but no ``info.json``.
-A later run that needs the simulator loads that agent, restores those states and trains the
-simulator exactly as the one-go warm start would have (same weights: `test_warmstart_stages`).
+1. the agent: ``agent/``, ``agent.json`` (its figures and the Python random state its SFT left) and
+   ``rng.pt`` (the torch random states), published as ``<key>/`` as soon as it is trained;
+2. the simulator: ``simulator/`` moved into ``<key>/``, then ``info.json`` (both roles' figures),
+   which marks the entry finished.
+
+A run without a simulator (``simulator.mode = "off"``, and the ``unseen`` oracle arm) stops after
+stage 1: the simulator's SFT is the larger part (smol-l3: 36 of 46 minutes) and it would never use
+it. A later run of the same key that needs the simulator loads that agent, restores the random
+states and trains the simulator to the same weights as a warm start made in one go (checked bit for
+bit on CPU, full and LoRA roles: `tests/engine/test_warmstart_stages.py`; CUDA kernels are not
+bit-reproducible anyway). A run stopped during the simulator's SFT keeps the trained agent.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import random
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -31,7 +38,7 @@ from pathlib import Path
 import torch
 
 from genenv_engine.agent import agent_prompt
-from genenv_engine.config import ModelConfig, RunConfig
+from genenv_engine.config import EXECUTION_FIELDS, ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
 from genenv_engine.models import load_warm_agent, warmstart_agent, warmstart_simulator
@@ -50,8 +57,6 @@ _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
 """Model fields added after warm-start version 1, with their defaults (see `cache_key`). ``sft_length_groups``
 is one: it computes the same gradient up to float rounding, but the tiny warm start's number-copying transition
 is sensitive enough to rounding that it changes the result (seed 0: held-out bfcl 0.578 without, 0.858 with 4)."""
-_EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
-"""Model fields that change how, not what, an update computes (left out of `cache_key`)."""
 
 
 def cache_root() -> Path:
@@ -68,7 +73,7 @@ def cache_key(config: RunConfig) -> str:
     does not change its result, so it is left out.
     """
     model = {k: v for k, v in asdict(config.model).items()
-             if k not in _EXECUTION_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
+             if k not in EXECUTION_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
     parts: dict[str, object] = {"v": WARM_START_VERSION, "model": model, "warm": asdict(config.warm_start),
                                 "seed": config.seed, "benchmarks": list(config.benchmarks)}
     if config.simulator.prompt != "compact":
@@ -138,8 +143,8 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     """Return the folder holding the warm-started ``agent/`` and, when the run needs one, ``simulator/``
     (training what is not cached; see the module docstring for the two stages).
 
-    ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop leaves no cache entry
-    for the stage it interrupted.
+    ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop discards the stage it
+    interrupted (a trained agent stays cached).
     """
     remove_stale_temp()
     folder = cache_root() / "warmstart" / cache_key(config)
@@ -152,22 +157,21 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
         if half is not None:
             if not need_sim:
                 return half, _agent_only_info(half)
-            return half, _finish_simulator(config, envs, half, sink, check)
+            agent = load_warm_agent(config.model, half / "agent")
+            rng, info = _restore(half)  # after loading: a loaded adapter's fresh layers draw torch random numbers
+            return half, _finish(config, envs, half, agent, rng, info, sink, check)
     tmp = _fresh_temp(folder)
     try:
         agent, rng, info = _train_agent(config, envs, tmp, sink, check)
         _save_agent_state(tmp, rng, info)
-        if need_sim:
-            info.update(_train_simulator(config, envs, agent, tmp / "agent", rng, tmp, sink, check))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    info["key"] = folder.name
-    if need_sim:
-        (tmp / DONE).write_text(json.dumps(info, indent=2))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
-    return folder, (info if need_sim else _agent_only_info(folder))
+    if not need_sim:
+        return folder, _agent_only_info(folder)
+    return folder, _finish(config, envs, folder, agent, rng, info, sink, check)
 
 
 def _fresh_temp(folder: Path) -> Path:
@@ -208,8 +212,8 @@ def _train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sin
 
 def _save_agent_state(out: Path, rng: random.Random, info: dict) -> None:
     """Write the stage-one marker: the agent's figures and the random states its SFT left (read by `_restore`)."""
-    torch.save({"cpu": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}, out / TORCH_RNG)
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []  # a CPU run opens no GPU context
+    torch.save({"cpu": torch.get_rng_state(), "cuda": cuda}, out / TORCH_RNG)
     (out / AGENT_INFO).write_text(json.dumps({**info, "rng": rng.getstate()}, indent=2))
 
 
@@ -221,26 +225,37 @@ def _restore(folder: Path) -> tuple[random.Random, dict]:
     rng.setstate((version, tuple(state), gauss))
     states = torch.load(folder / TORCH_RNG, weights_only=True)
     torch.set_rng_state(states["cpu"])
-    if states["cuda"] and torch.cuda.is_available() and len(states["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(states["cuda"])
+    if states["cuda"]:
+        if torch.cuda.is_available() and len(states["cuda"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(states["cuda"])
+        else:
+            warnings.warn(f"{folder.name}: its agent was trained on {len(states['cuda'])} GPU(s) and this run has "
+                          f"{torch.cuda.device_count()}; the simulator's warm start cannot continue the same random "
+                          "states, so it will differ from a warm start made in one go", stacklevel=2)
     return rng, info
 
 
-def _finish_simulator(config: RunConfig, envs: dict[str, Environment], folder: Path, sink: EventSink,
-                      check: Callable[[], None]) -> dict:
-    """Train the simulator of an agent-only entry, as the one-go warm start would have, and mark it finished."""
-    agent = load_warm_agent(config.model, folder / "agent")
-    rng, info = _restore(folder)  # after loading: a loaded adapter's fresh layers draw torch random numbers
+def _finish(config: RunConfig, envs: dict[str, Environment], folder: Path, agent: Policy, rng: random.Random,
+            info: dict, sink: EventSink, check: Callable[[], None]) -> dict:
+    """Stage 2: train the simulator of the agent-only entry ``folder`` and mark the entry finished. Another run
+    that finished the same entry meanwhile wins: its simulator is kept and this one's discarded."""
     tmp = _fresh_temp(folder)
     try:
-        info.update(_train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check))
-        shutil.rmtree(folder / "simulator", ignore_errors=True)  # left by a run killed between the two steps below
-        (tmp / "simulator").rename(folder / "simulator")
+        info = {**info, **_train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check),
+                "key": folder.name}
+        if not (folder / DONE).exists():
+            shutil.rmtree(folder / "simulator", ignore_errors=True)  # left by a run killed before its info.json
+            try:
+                (tmp / "simulator").rename(folder / "simulator")
+            except OSError:
+                if not (folder / DONE).exists():
+                    raise
+            else:
+                (tmp / DONE).write_text(json.dumps(info, indent=2))
+                os.replace(tmp / DONE, folder / DONE)  # atomic: a killed run leaves no half-written marker
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    info["key"] = folder.name
-    (folder / DONE).write_text(json.dumps(info, indent=2))
-    return info
+    return json.loads((folder / DONE).read_text())
 
 
 def _train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Policy, agent_folder: Path,

@@ -1,11 +1,11 @@
 """``genenv bench warmstart``: wall time and epoch-0 held-out success of a preset's warm start, trained afresh.
 
 Runs ``genenv run --epochs 0`` on a temporary session with a temporary warm-start cache (so the
-real cache is neither read nor written): SFT of the agent, then of the simulator, then the greedy
-held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
+real cache is neither read nor written): SFT of the agent, then of the simulator (not with
+``--set simulator.mode=off``: such a run trains the agent alone), then the greedy held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
 steps per second, the final losses and held-out success per benchmark. ``--set`` tries another
 recipe (``--set warm_start.agent_steps=400``). ``--keep`` then moves the trained warm start into the real
-cache (unless it already holds one for the same key), so the next ``genenv run`` with the same settings starts
+cache (unless it already holds as much for the same key), so the next ``genenv run`` with the same settings starts
 at epoch 1 instead of training it again. Goal on tiny: warm start ≤ 180 s on 2 quiet cores
 with bfcl held-out no worse than 0.870 (seed 0) / 0.797 (seed 1).
 """
@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             run_loop(session)
             m = session.store.epoch_metrics()[0]
             session.store.close()
-            if kept_in is not None and not kept_in.exists():
+            if kept_in is not None and not _holds(kept_in, config):
+                shutil.rmtree(kept_in, ignore_errors=True)  # an agent-only entry, where this run trained both roles
                 kept_in.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(Path(tmp) / "cache" / "warmstart" / kept_in.name), str(kept_in))
                 kept = True
@@ -107,3 +108,11 @@ def table(result: dict[str, Any]):
     t.add_row("held-out eval", str(result["heldout_seconds"]), "-",
               " ".join(f"{k}={v:.3f}" for k, v in (result["heldout"] or {}).items()))
     return t
+
+
+def _holds(folder: Path, config) -> bool:
+    """Whether the cache entry ``folder`` already holds what this run trained (both roles, or the agent alone
+    for a run without a simulator), so ``--keep`` leaves it as it is."""
+    from genenv_engine.warmstart import AGENT_INFO, DONE, needs_simulator
+
+    return (folder / DONE).exists() or (not needs_simulator(config) and (folder / AGENT_INFO).exists())

@@ -38,10 +38,11 @@ def config(mode: str, base=None):
     return load_config("micro", overrides=overrides)
 
 
-def warm(monkeypatch, cache, cfg, events=None):
+def warm(monkeypatch, cache, cfg, events=None, sink=None):
+    """Warm-start ``cfg`` in the cache folder ``cache``, events into the list ``events`` or the callable ``sink``."""
     monkeypatch.setenv("GENENV_CACHE", str(cache))
     envs = {"bfcl": get_environment("bfcl", cfg.seed)}
-    return warmstart.warm_start(cfg, envs, (events.append if events is not None else lambda e: None))
+    return warmstart.warm_start(cfg, envs, sink or (events.append if events is not None else lambda e: None))
 
 
 def weights(folder):
@@ -120,3 +121,55 @@ def test_a_run_without_a_simulator_starts_from_an_agent_only_warm_start_and_resu
     assert roles.simulator.fingerprint() == pytest.approx(roles.agent.fingerprint(), rel=1e-6)
     assert (session.checkpoint_dir(0) / "simulator").is_dir()
     assert m0["simulator_fingerprint"] == pytest.approx(m0["agent_fingerprint"], rel=1e-6)
+
+
+def test_a_stop_during_the_simulators_sft_keeps_the_trained_agent(tmp_path, monkeypatch):
+    class Stop(Exception):
+        pass
+
+    def sink(event):
+        if event.kind == "WarmStartProgressed" and event.role == "simulator":
+            raise Stop
+    with pytest.raises(Stop):
+        warm(monkeypatch, tmp_path / "c", config("trained"), sink=sink)
+    (entry,) = (tmp_path / "c" / "warmstart").iterdir()
+    assert sorted(p.name for p in entry.iterdir()) == ["agent", "agent.json", "rng.pt"]  # temp folder gone
+    events = []
+    warm(monkeypatch, tmp_path / "c", config("trained"), events)
+    assert {e.role for e in events if e.kind == "WarmStartProgressed"} == {"simulator"}
+    assert (entry / "info.json").exists() and (entry / "simulator").is_dir()
+
+
+def test_a_run_that_finished_the_entry_first_wins(tmp_path, monkeypatch):
+    """Two runs finishing one agent-only entry: the later one keeps the earlier one's simulator and figures."""
+    half, _ = warm(monkeypatch, tmp_path / "d", config("off"))
+    real = warmstart._train_simulator
+
+    def and_another_run_finishes(*args):
+        info = real(*args)
+        (half / "simulator").mkdir()
+        (half / "info.json").write_text(json.dumps({"by": "the other run"}))
+        return info
+    monkeypatch.setattr(warmstart, "_train_simulator", and_another_run_finishes)
+    folder, info = warm(monkeypatch, tmp_path / "d", config("trained"))
+    assert folder == half and info == {"by": "the other run"}
+    assert list((half / "simulator").iterdir()) == []  # theirs, not replaced by this run's
+    assert not list((tmp_path / "d" / "warmstart").glob("*.tmp*"))
+
+
+def test_only_an_agent_only_warm_start_lends_the_agent_to_the_simulator(tmp_path, monkeypatch):
+    """A finished warm start (or a checkpoint) missing simulator/ is damaged, not agent-only: loading it fails."""
+    import shutil
+
+    from genenv_engine.models import is_agent_only_warm_start, load_role_policies
+
+    half, _ = warm(monkeypatch, tmp_path / "e", config("off"))
+    assert is_agent_only_warm_start(half)
+    cfg = config("off")
+    policies = load_role_policies(cfg.model, half, half)
+    assert policies["simulator"].fingerprint() == policies["agent"].fingerprint()
+    done, _ = warm(monkeypatch, tmp_path / "e", config("trained"))
+    shutil.rmtree(done / "simulator")
+    assert not is_agent_only_warm_start(done)
+    with pytest.raises(OSError):
+        load_role_policies(cfg.model, done, done)
