@@ -281,3 +281,17 @@ def test_how_a_run_computes_does_not_make_it_another_run():
     two = load_config("smol-l3")
     assert _same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "model.micro_batch": 4}))
     assert not _same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "agent.lr": 1e-4}))
+
+
+def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_start():
+    """docs/ablation-smol-l34 ran as `--preset smol-l3 --set 'agent.base_levels=[3,4]'`: the preset reopens those
+    sessions, and its warm-start key differs from smol-l3's in the readable prefix only."""
+    from genenv_engine.ablation import _same_run
+    from genenv_engine.warmstart import cache_key
+
+    arm = {"simulator.mode": "off", "agent.base_source": "unseen"}
+    made = load_config("smol-l3", overrides={**arm, "agent.base_levels": [3, 4], "model.threads": 1})
+    preset = load_config("smol-l34", overrides=arm)
+    assert preset.agent.base_levels == (3, 4) and _same_run(made, preset)
+    assert not _same_run(load_config("smol-l3", overrides=arm), preset)
+    assert cache_key(preset).removeprefix("smol-l34") == cache_key(load_config("smol-l3")).removeprefix("smol-l3")
