@@ -603,6 +603,19 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(str(path), f"invalid TOML: {exc}") from None
 
 
+def preset_data(name: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A preset's settings: its file merged over the preset it names as ``extends`` (if any), so a preset that
+    changes one setting of another holds that setting alone."""
+    if name in _seen:
+        raise ConfigError("extends", f"presets extend each other in a loop: {' -> '.join((*_seen, name))}")
+    if name not in preset_names():
+        raise ConfigError("extends" if _seen else "preset",
+                          f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+    data = read_toml(PRESET_DIR / f"{name}.toml")
+    parent = data.pop("extends", None)
+    return _merge(preset_data(parent, (*_seen, name)), data) if parent else data
+
+
 def load_config(preset: str | None = None, config_file: str | Path | None = None,
                 overrides: dict[str, Any] | None = None) -> RunConfig:
     """Build a RunConfig: preset file, then the user's TOML file, then explicit overrides."""
@@ -610,9 +623,7 @@ def load_config(preset: str | None = None, config_file: str | Path | None = None
     if config_file is not None:
         data = read_toml(config_file)
     name = preset or data.get("preset") or "tiny"
-    if name not in preset_names():
-        raise ConfigError("preset", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
-    base = _merge(read_toml(PRESET_DIR / f"{name}.toml"), data)
+    base = _merge(preset_data(name), data)
     base["preset"] = name
     return _build(RunConfig, _merge(base, _nest(overrides or {})), "").check_paths()
 

@@ -135,26 +135,21 @@ def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> 
     return Policy(merged, load_tokenizer(agent_folder), loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk)
 
 
-def is_agent_only_warm_start(folder: Path) -> bool:
-    """Whether ``folder`` is a warm start made for a run without a simulator (`genenv_engine.warmstart`, stage 1):
-    an agent and no finished marker. A checkpoint or a finished warm start missing ``simulator/`` is not one."""
-    return (folder / "agent.json").exists() and not (folder / "info.json").exists()
-
-
 def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Policy]:
     """Both roles as saved in checkpoint ``here``, and their frozen references from warm start ``init``.
 
     Keys: ``agent``, ``agent_ref``, ``simulator``, ``simulator_ref``. A role saved as an adapter is
-    loaded onto its base; a full role is loaded whole. An agent-only warm start (`is_agent_only_warm_start`)
-    gives the simulator role the agent's weights.
+    loaded onto its base; a full role is loaded whole. An agent-only warm start
+    (`genenv_engine.warmstart.is_agent_only`) gives the simulator role the agent's weights.
     """
     from genenv_engine.adapters import is_adapter_folder
+    from genenv_engine.warmstart import is_agent_only
 
     loader = _Loader(cfg)
     out: dict[str, Policy] = {}
     for role in ROLES:
         folder, ref, source_role = here / role, init / role, role
-        if role == "simulator" and here == init and is_agent_only_warm_start(here):
+        if role == "simulator" and here == init and is_agent_only(here):
             # a run without a simulator: the simulator is the agent's copy, as it is before its own SFT, never used
             folder, ref, source_role = here / "agent", here / "agent", "agent"
         if is_adapter_folder(folder):

@@ -113,10 +113,22 @@ def cached_folder(folder: Path, marker: str = DONE) -> Path | None:
     return None
 
 
+def is_agent_only(folder: Path) -> bool:
+    """Whether ``folder`` is a stage-1 entry: an agent and no finished marker. A checkpoint, or a finished warm
+    start missing ``simulator/``, is not one."""
+    return (folder / AGENT_INFO).exists() and not (folder / DONE).exists()
+
+
+def serves(folder: Path, config: RunConfig) -> bool:
+    """Whether the entry ``folder`` holds all ``config``'s run needs: both roles, or for a run without a
+    simulator the agent alone."""
+    return (folder / DONE).exists() or (not needs_simulator(config) and (folder / AGENT_INFO).exists())
+
+
 def is_cached(config: RunConfig) -> bool:
     """Whether ``config``'s run would find its warm start cached (the agent alone is enough without a simulator)."""
-    return cached_agent(config) is not None if not needs_simulator(config) else \
-        cached_folder(cache_root() / "warmstart" / cache_key(config)) is not None
+    found = cached_agent(config)
+    return found is not None and serves(found, config)
 
 
 def cached_agent(config: RunConfig) -> Path | None:
@@ -183,9 +195,14 @@ def _fresh_temp(folder: Path) -> Path:
 
 def _agent_only_info(folder: Path) -> dict:
     """What an agent-only entry reports as the run's warm start."""
-    info = json.loads((folder / AGENT_INFO).read_text())
-    info.pop("rng", None)
+    info, _ = _read_agent_info(folder)
     return {**info, "key": folder.name, "simulator": "not trained: the run has no simulator (simulator.mode off)"}
+
+
+def _read_agent_info(folder: Path) -> tuple[dict, list]:
+    """Stage 1's figures, and apart from them the Python random state its SFT left (`_save_agent_state`)."""
+    info = json.loads((folder / AGENT_INFO).read_text())
+    return info, info.pop("rng")
 
 
 def _train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink,
@@ -219,8 +236,7 @@ def _save_agent_state(out: Path, rng: random.Random, info: dict) -> None:
 
 def _restore(folder: Path) -> tuple[random.Random, dict]:
     """The Python random generator and the torch random states as the agent's SFT left them."""
-    info = json.loads((folder / AGENT_INFO).read_text())
-    version, state, gauss = info.pop("rng")
+    info, (version, state, gauss) = _read_agent_info(folder)
     rng = random.Random()
     rng.setstate((version, tuple(state), gauss))
     states = torch.load(folder / TORCH_RNG, weights_only=True)
@@ -243,19 +259,27 @@ def _finish(config: RunConfig, envs: dict[str, Environment], folder: Path, agent
     try:
         info = {**info, **_train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check),
                 "key": folder.name}
-        if not (folder / DONE).exists():
-            shutil.rmtree(folder / "simulator", ignore_errors=True)  # left by a run killed before its info.json
-            try:
-                (tmp / "simulator").rename(folder / "simulator")
-            except OSError:
-                if not (folder / DONE).exists():
-                    raise
-            else:
-                (tmp / DONE).write_text(json.dumps(info, indent=2))
-                os.replace(tmp / DONE, folder / DONE)  # atomic: a killed run leaves no half-written marker
+        if _install_simulator(tmp, folder, info):
+            return info
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return json.loads((folder / DONE).read_text())
+    return json.loads((folder / DONE).read_text())  # the other run's
+
+
+def _install_simulator(tmp: Path, folder: Path, info: dict) -> bool:
+    """Move ``tmp/simulator`` into the entry, then mark it finished; False if another run finished it first."""
+    if (folder / DONE).exists():
+        return False
+    shutil.rmtree(folder / "simulator", ignore_errors=True)  # left by a run killed before its info.json
+    try:
+        (tmp / "simulator").rename(folder / "simulator")
+    except OSError:
+        if (folder / DONE).exists():
+            return False
+        raise
+    (tmp / DONE).write_text(json.dumps(info, indent=2))
+    os.replace(tmp / DONE, folder / DONE)  # atomic: a killed run leaves no half-written marker
+    return True
 
 
 def _train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Policy, agent_folder: Path,

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from genenv_engine.loop import run as run_loop
     from genenv_engine.policy import quiet_transformers
     from genenv_engine.session import Session
-    from genenv_engine.warmstart import cache_key, cache_root
+    from genenv_engine.warmstart import cache_key, cache_root, serves
 
     quiet_transformers()
     overrides: dict[str, Any] = {"epochs": 0, "seed": args.seed}
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             run_loop(session)
             m = session.store.epoch_metrics()[0]
             session.store.close()
-            if kept_in is not None and not _holds(kept_in, config):
+            if kept_in is not None and not serves(kept_in, config):
                 shutil.rmtree(kept_in, ignore_errors=True)  # an agent-only entry, where this run trained both roles
                 kept_in.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(Path(tmp) / "cache" / "warmstart" / kept_in.name), str(kept_in))
@@ -109,10 +109,3 @@ def table(result: dict[str, Any]):
               " ".join(f"{k}={v:.3f}" for k, v in (result["heldout"] or {}).items()))
     return t
 
-
-def _holds(folder: Path, config) -> bool:
-    """Whether the cache entry ``folder`` already holds what this run trained (both roles, or the agent alone
-    for a run without a simulator), so ``--keep`` leaves it as it is."""
-    from genenv_engine.warmstart import AGENT_INFO, DONE, needs_simulator
-
-    return (folder / DONE).exists() or (not needs_simulator(config) and (folder / AGENT_INFO).exists())

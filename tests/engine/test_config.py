@@ -359,3 +359,20 @@ def test_ray_settings_are_checked_and_pick_the_batch_size():
                        ("validate_batch", 0), ("ray_call_timeout", -1.0)):
         with pytest.raises(ConfigError, match=key):
             load_config("micro", overrides={key: value})
+
+
+def test_a_preset_extends_another_and_a_loop_or_unknown_parent_is_a_clear_error(tmp_path, monkeypatch):
+    from genenv_engine import config as config_module
+
+    (tmp_path / "base.toml").write_text('preset = "base"\nepochs = 3\n[agent]\nlr = 1e-4\nrollouts = 4\n')
+    (tmp_path / "child.toml").write_text('extends = "base"\npreset = "child"\n[agent]\nlr = 2e-4\n')
+    (tmp_path / "a.toml").write_text('extends = "b"\n')
+    (tmp_path / "b.toml").write_text('extends = "a"\n')
+    (tmp_path / "orphan.toml").write_text('extends = "nowhere"\n')
+    monkeypatch.setattr(config_module, "PRESET_DIR", tmp_path)
+    child = load_config("child")
+    assert (child.preset, child.epochs, child.agent.lr, child.agent.rollouts) == ("child", 3, 2e-4, 4)
+    with pytest.raises(ConfigError, match="loop: a -> b -> a"):
+        load_config("a")
+    with pytest.raises(ConfigError, match="unknown preset 'nowhere'"):
+        load_config("orphan")
