@@ -228,6 +228,10 @@ class SimulatorConfig:
     """``compact``: ``<task> => <answer>`` under a short system turn (models trained from scratch); ``instruct``:
     an instruction with the example task, its answer and the agent's recent success rate, answered as
     ``TASK: ...`` / ``ANSWER: ...`` lines (instruction-tuned models, parsed strictly)."""
+    success_note: bool = True
+    """Instruct prompt only: show the agent's measured success on the benchmark's previous epoch (the paper's
+    "recent success statistics"); ``false`` keeps the warm start's "not measured yet" line every epoch, so the prompt
+    carries no feedback and the simulator can only calibrate through its RWR update."""
 
     def __post_init__(self) -> None:
         _check(self.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {self.mode!r}")

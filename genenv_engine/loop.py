@@ -258,7 +258,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
                 n, prefix = cfg.simulator.variations, None
                 drawn = Counter(f"L{t.level}" for t in seeds)
                 metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
-            note = sim.success_note(name, recent.get(name), cfg.curriculum.alpha_for(name))
+            note = sim.epoch_note(cfg, name, recent.get(name))
             jobs.append(GenerateJob(name, seeds, n, prefix, note))
         return executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
 

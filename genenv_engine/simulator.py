@@ -18,13 +18,16 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
 from genenv_engine.limits import BudgetExceeded, generation_too_long
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
+
+if TYPE_CHECKING:
+    from genenv_engine.config import RunConfig
 
 SIMULATOR_SYSTEM = "gen"
 """System turn that tells the shared base model it is playing the simulator (compact style)."""
@@ -129,6 +132,21 @@ def success_note(benchmark: str, rate: float | None, alpha: float) -> str:
     """
     seen = "not measured yet" if rate is None else f"{rate:.0%}"
     return f"Agent success on recent {benchmark} tasks: {seen} (target {alpha:.0%})."
+
+
+def epoch_note(config: RunConfig, benchmark: str, rate: float | None) -> str:
+    """The success line an epoch's prompts carry: the measured ``rate``, or "not measured yet" (the warm start's
+    line) when ``simulator.success_note`` is off.
+
+    >>> from genenv_engine.config import load_config
+    >>> cfg = load_config("smol-ablation")
+    >>> epoch_note(cfg, "bfcl", 0.25)
+    'Agent success on recent bfcl tasks: 25% (target 50%).'
+    >>> epoch_note(cfg.with_overrides({"simulator.success_note": False}), "bfcl", 0.25)
+    'Agent success on recent bfcl tasks: not measured yet (target 50%).'
+    """
+    shown = rate if config.simulator.success_note else None
+    return success_note(benchmark, shown, config.curriculum.alpha_for(benchmark))
 
 
 def simulator_prompt(policy: Policy, env: Environment, seed: Task, style: str = "compact",

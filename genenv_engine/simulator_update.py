@@ -94,7 +94,7 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         if seed is None or seed.benchmark not in envs:
             continue
         env = envs[seed.benchmark]
-        note = sim.success_note(env.name, rates.get(b["epoch"] - 1, {}).get(env.name), cfg.curriculum.alpha_for(env.name))
+        note = sim.epoch_note(cfg, env.name, rates.get(b["epoch"] - 1, {}).get(env.name))
         context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed, style, note))
         for task in generated[b["id"]]:
             pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],

@@ -186,16 +186,36 @@ def test_cli_model_flags_become_config_overrides(base_dir, tmp_path):
     assert err.value.field == "model.simulator_path"
 
 
+def instruct_lora(base_dir, **extra) -> dict:
+    """Overrides for a micro run with LoRA roles on ``base_dir`` and the instruct simulator prompt."""
+    over = {"model.kind": "hf", "model.path": str(base_dir), "model.agent_tuning": "lora",
+            "model.simulator_tuning": "lora", "model.lora_r": 4, "model.micro_batch": 4,
+            "simulator.prompt": "instruct", "simulator.seeds_per_epoch": 8, "simulator.variations": 4}
+    return over | extra
+
+
+def test_success_note_off_keeps_the_warm_start_line_although_success_was_measured(base_dir, tmp_path):
+    from genenv_engine.loop import run
+    from genenv_engine.session import Session
+    from genenv_engine.testing import scripted_backends
+
+    cfg = load_config("micro", overrides=instruct_lora(base_dir, epochs=2) | {"simulator.success_note": False})
+    session = Session.create(cfg, tmp_path / "s")
+    factory = scripted_backends(p=0.5, style="instruct")
+    assert run(session, backend_factory=factory) == {"epochs_done": 2}
+    assert session.store.epoch_metrics()[1]["generated_success_by_benchmark"]["bfcl"] is not None
+    prompts = factory.made["simulator"].prompts
+    assert len(prompts) == 2 * 8 * 4  # epochs 1 and 2: 8 seeds x 4 variations
+    assert all("Agent success on recent bfcl tasks: not measured yet (target 50%)." in p for p in prompts)
+
+
 def test_micro_run_with_lora_roles_and_instruct_prompt_checkpoints_adapters_and_resumes(base_dir, tmp_path):
     from genenv_engine.loop import run
     from genenv_engine.roles import load_roles
     from genenv_engine.session import Session
     from genenv_engine.testing import scripted_backends
 
-    over = {"model.kind": "hf", "model.path": str(base_dir), "model.agent_tuning": "lora",
-            "model.simulator_tuning": "lora", "model.lora_r": 4, "model.micro_batch": 4, "epochs": 1,
-            "simulator.prompt": "instruct", "simulator.seeds_per_epoch": 8, "simulator.variations": 4}
-    session = Session.create(load_config("micro", overrides=over), tmp_path / "s")
+    session = Session.create(load_config("micro", overrides=instruct_lora(base_dir, epochs=1)), tmp_path / "s")
     assert run(session, backend_factory=scripted_backends(p=0.5, style="instruct")) == {"epochs_done": 1}
     for epoch in (0, 1):
         for role in ("agent", "simulator"):
