@@ -232,6 +232,11 @@ class SimulatorConfig:
     """Instruct prompt only: show the agent's measured success on the benchmark's previous epoch (the paper's
     "recent success statistics"); ``false`` keeps the warm start's "not measured yet" line every epoch, so the prompt
     carries no feedback and the simulator can only calibrate through its RWR update."""
+    steer: bool = False
+    """Compact prompt only: the success note for a model trained from scratch. Each prompt starts with a direction,
+    ``harder``, ``easier`` or ``same``: at warm start the level change from the seed to its sibling, so the
+    simulator learns what the word asks for; in an epoch the agent's measured success on the benchmark's previous
+    epoch against alpha +- ``curriculum.k_min`` (``same`` before any is measured). Changes the warm start."""
 
     def __post_init__(self) -> None:
         _check(self.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {self.mode!r}")
@@ -242,6 +247,8 @@ class SimulatorConfig:
         _check(self.seed_sampling in SEED_SAMPLINGS, "simulator.seed_sampling",
                f"must be one of {', '.join(SEED_SAMPLINGS)}, got {self.seed_sampling!r}")
         _check(self.seed_beta > 0, "simulator.seed_beta", "must be > 0")
+        _check(not (self.steer and self.prompt != "compact"), "simulator.steer",
+               "applies to the compact prompt (the instruct prompt carries the success note itself)")
         _check_levels(self.seed_levels, "simulator.seed_levels")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")

@@ -134,9 +134,35 @@ def success_note(benchmark: str, rate: float | None, alpha: float) -> str:
     return f"Agent success on recent {benchmark} tasks: {seen} (target {alpha:.0%})."
 
 
-def epoch_note(config: RunConfig, benchmark: str, rate: float | None) -> str:
-    """The success line an epoch's prompts carry: the measured ``rate``, or "not measured yet" (the warm start's
-    line) when ``simulator.success_note`` is off.
+STEER_WORDS = ("easier", "same", "harder")
+"""The compact prompt's directions (``simulator.steer``)."""
+
+
+def direction(source_level: int, sibling_level: int) -> str:
+    """The direction a warm-start pair teaches: the sibling's level against its source's.
+
+    >>> direction(2, 3), direction(3, 3), direction(4, 3)
+    ('harder', 'same', 'easier')
+    """
+    return STEER_WORDS[(sibling_level > source_level) - (sibling_level < source_level) + 1]
+
+
+def steer_word(rate: float | None, alpha: float, band: float) -> str:
+    """The direction an epoch asks for: ``harder`` when the agent's measured success is above alpha + band,
+    ``easier`` below alpha - band, ``same`` inside the band or before any success is measured.
+
+    >>> steer_word(0.8, 0.5, 0.1), steer_word(0.55, 0.5, 0.1), steer_word(0.2, 0.5, 0.1), steer_word(None, 0.5, 0.1)
+    ('harder', 'same', 'easier', 'same')
+    """
+    if rate is None or abs(rate - alpha) <= band:
+        return "same"
+    return "harder" if rate > alpha else "easier"
+
+
+def epoch_note(config: RunConfig, benchmark: str, rate: float | None) -> str | None:
+    """The note an epoch's prompts carry. Instruct: the success line with the measured ``rate``, or "not measured
+    yet" (the warm start's line) when ``simulator.success_note`` is off. Compact: the `steer_word` when
+    ``simulator.steer`` is on, else none.
 
     >>> from genenv_engine.config import load_config
     >>> cfg = load_config("smol-ablation")
@@ -144,17 +170,32 @@ def epoch_note(config: RunConfig, benchmark: str, rate: float | None) -> str:
     'Agent success on recent bfcl tasks: 25% (target 50%).'
     >>> epoch_note(cfg.with_overrides({"simulator.success_note": False}), "bfcl", 0.25)
     'Agent success on recent bfcl tasks: not measured yet (target 50%).'
+    >>> tiny = load_config("tiny")
+    >>> epoch_note(tiny, "bfcl", 0.8), epoch_note(tiny.with_overrides({"simulator.steer": True}), "bfcl", 0.8)
+    (None, 'harder')
     """
+    alpha = config.curriculum.alpha_for(benchmark)
+    if config.simulator.prompt == "compact":
+        return steer_word(rate, alpha, config.curriculum.k_min) if config.simulator.steer else None
     shown = rate if config.simulator.success_note else None
-    return success_note(benchmark, shown, config.curriculum.alpha_for(benchmark))
+    return success_note(benchmark, shown, alpha)
+
+
+def sibling_prompt(policy: Policy, env: Environment, source: Task, sibling: Task, config: RunConfig) -> str:
+    """The prompt of a warm-start (source -> sibling) pair: with ``simulator.steer`` it asks for the direction
+    the pair shows, so the simulator learns the word."""
+    steer = config.simulator.steer and config.simulator.prompt == "compact"
+    note = direction(source.level, sibling.level) if steer else None
+    return simulator_prompt(policy, env, source, config.simulator.prompt, note)
 
 
 def simulator_prompt(policy: Policy, env: Environment, seed: Task, style: str = "compact",
                      note: str | None = None) -> str:
-    """The simulator's chat prompt for one conditioning seed (``note``: the instruct style's success line)."""
+    """The simulator's chat prompt for one conditioning seed (``note``: the instruct style's success line, or the
+    compact style's steer word, written before the seed as ``<word>| <seed>``)."""
     if style == "compact":
-        return policy.chat([{"role": "system", "content": SIMULATOR_SYSTEM},
-                            {"role": "user", "content": env.simulator_text(seed)}])
+        text = env.simulator_text(seed) if note is None else f"{note}| {env.simulator_text(seed)}"
+        return policy.chat([{"role": "system", "content": SIMULATOR_SYSTEM}, {"role": "user", "content": text}])
     note = note or success_note(env.name, None, 0.5)
     user = f"Benchmark: {env.name}\nExample task: {seed.prompt}\nExample answer: {seed.answer}\n{note}"
     return policy.chat([{"role": "system", "content": INSTRUCT_SYSTEM}, {"role": "user", "content": user}])

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from genenv_engine import simulator as sim
+from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import rwr_weights
 from genenv_engine.environments.base import Environment
 from genenv_engine.records import ScoredBatch
@@ -41,7 +42,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
-    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng, cfg.simulator.prompt)
+    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng, cfg)
     weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + anchors
     info = roles.rwr.update(weighted, rng, tick)
     roles.simulator_backend.sync()
@@ -51,7 +52,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
 
 
 def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random,
-                  style: str) -> list[tuple]:
+                  cfg: RunConfig) -> list[tuple]:
     """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks."""
     eos = roles.simulator.tokenizer.eos_token_id
     out = []
@@ -62,8 +63,8 @@ def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: rando
         if share:
             pool = env.splits()["train"] + env.splits()["seed"]
             for src, sib in env.sibling_pairs(pool, rng, share):
-                out.append((roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, src, style)),
-                            roles.simulator.encode(sim.simulator_target(env, sib, style)) + [eos], 1.0))
+                out.append((roles.simulator.encode(sim.sibling_prompt(roles.simulator, env, src, sib, cfg)),
+                            roles.simulator.encode(sim.simulator_target(env, sib, cfg.simulator.prompt)) + [eos], 1.0))
     return out
 
 

@@ -44,7 +44,7 @@ from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample
 from genenv_engine.models import load_warm_agent, warmstart_agent, warmstart_simulator
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
-from genenv_engine.simulator import parse_and_validate, simulator_prompt, simulator_target
+from genenv_engine.simulator import parse_and_validate, sibling_prompt, simulator_prompt, simulator_target
 from genenv_engine.trainer import sft
 
 WARM_START_VERSION = 1
@@ -78,6 +78,8 @@ def cache_key(config: RunConfig) -> str:
                                 "seed": config.seed, "benchmarks": list(config.benchmarks)}
     if config.simulator.prompt != "compact":
         parts["simulator_prompt"] = config.simulator.prompt
+    if config.simulator.steer:
+        parts["simulator_steer"] = True
     blob = json.dumps(parts, sort_keys=True, default=list)
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
@@ -320,7 +322,7 @@ def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig,
     for env in envs.values():
         pool = env.splits()["train"] + env.splits()["seed"]
         for src, sib in env.sibling_pairs(pool, rng, per_env):
-            out.append((sim.encode(simulator_prompt(sim, env, src, style)),
+            out.append((sim.encode(sibling_prompt(sim, env, src, sib, config)),
                         sim.completion_ids(simulator_target(env, sib, style))))
     return out
 
@@ -357,7 +359,8 @@ def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig) -> S
     from genenv_engine.backends.hf import HFBackend
 
     style = config.simulator.prompt
-    out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style)],
+    note = "same" if config.simulator.steer and style == "compact" else None
+    out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style, note)],
                                   Sampling(max_new_tokens=config.simulator.max_new_tokens, greedy=True))[0].text
     task = parse_and_validate(env, out, task_id="warm-start-sample", seed=seed, epoch=0, generator="warm_start",
                               style=style)
