@@ -532,6 +532,9 @@ def markdown(results: dict[str, Any]) -> str:
                          for v in pairs for h in v["per_seed"] if h.get("by_level")]
             if per_level:
                 lines += ["By level (difference, paired SE, tasks):", "", *per_level, ""]
+    from genenv_engine.calibration_goals import markdown as goals_markdown  # it builds on first_in_band here
+
+    lines += goals_markdown(results["runs"], results["alpha"])
     lines += ["## Per epoch (mean over seeds)", ""]
     for arm in results["arms"]:
         by_seed = results["runs"].get(arm, {})
