@@ -237,6 +237,10 @@ class SimulatorConfig:
     ``harder``, ``easier`` or ``same``: at warm start the level change from the seed to its sibling, so the
     simulator learns what the word asks for; in an epoch the agent's measured success on the benchmark's previous
     epoch against alpha +- ``curriculum.k_min`` (``same`` before any is measured). Changes the warm start."""
+    steer_hold: bool = False
+    """With ``steer``: an epoch whose measured success is inside alpha +- ``curriculum.k_min`` keeps the previous
+    epoch's word instead of asking for ``same`` (the seed's level, which is where the miss came from), so the
+    direction that reached the band is held there. Does not change the warm start."""
 
     def __post_init__(self) -> None:
         _check(self.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {self.mode!r}")
@@ -249,6 +253,7 @@ class SimulatorConfig:
         _check(self.seed_beta > 0, "simulator.seed_beta", "must be > 0")
         _check(not (self.steer and self.prompt != "compact"), "simulator.steer",
                "applies to the compact prompt (the instruct prompt carries the success note itself)")
+        _check(not (self.steer_hold and not self.steer), "simulator.steer_hold", "needs simulator.steer = true")
         _check_levels(self.seed_levels, "simulator.seed_levels")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")

@@ -33,7 +33,7 @@ from genenv_engine.records import ScoredBatch, Task
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
-from genenv_engine.simulator_update import simulator_update, simulator_version, success_by_epoch
+from genenv_engine.simulator_update import simulator_update, simulator_version, success_by_epoch, success_history
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 """High-rate events that are forwarded but not written to the store."""
@@ -237,7 +237,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
         return []
     sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
                         seed=rng.randrange(2**31))
-    recent = success_by_epoch(session.store).get(epoch - 1, {})
+    rates = success_by_epoch(session.store)
 
     def progress(name: str, done: int, total: int) -> None:
         emit(BatchProgressed(epoch, f"generate:{name}", done, total))
@@ -258,7 +258,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
                 n, prefix = cfg.simulator.variations, None
                 drawn = Counter(f"L{t.level}" for t in seeds)
                 metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
-            note = sim.epoch_note(cfg, name, recent.get(name))
+            note = sim.epoch_note(cfg, name, success_history(rates, name, epoch))
             jobs.append(GenerateJob(name, seeds, n, prefix, note))
         return executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
 

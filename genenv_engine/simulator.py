@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -147,37 +147,59 @@ def direction(source_level: int, sibling_level: int) -> str:
     return STEER_WORDS[(sibling_level > source_level) - (sibling_level < source_level) + 1]
 
 
-def steer_word(rate: float | None, alpha: float, band: float) -> str:
+def steer_word(rate: float | None, alpha: float, band: float, held: str = "same") -> str:
     """The direction an epoch asks for: ``harder`` when the agent's measured success is above alpha + band,
-    ``easier`` below alpha - band, ``same`` inside the band or before any success is measured.
+    ``easier`` below alpha - band, and ``held`` (``same`` unless told) inside the band or when nothing is measured.
 
     >>> steer_word(0.8, 0.5, 0.1), steer_word(0.55, 0.5, 0.1), steer_word(0.2, 0.5, 0.1), steer_word(None, 0.5, 0.1)
     ('harder', 'same', 'easier', 'same')
+    >>> steer_word(0.55, 0.5, 0.1, held="easier")
+    'easier'
     """
     if rate is None or abs(rate - alpha) <= band:
-        return "same"
+        return held
     return "harder" if rate > alpha else "easier"
 
 
-def epoch_note(config: RunConfig, benchmark: str, rate: float | None) -> str | None:
-    """The note an epoch's prompts carry. Instruct: the success line with the measured ``rate``, or "not measured
-    yet" (the warm start's line) when ``simulator.success_note`` is off. Compact: the `steer_word` when
-    ``simulator.steer`` is on, else none.
+def steer_schedule(rates: Sequence[float | None], alpha: float, band: float, hold: bool) -> str:
+    """The word for the epoch after ``rates`` (the benchmark's measured success at each earlier epoch, oldest
+    first). Without ``hold`` only the last rate counts, and a rate in the band asks for ``same`` (the seed's level,
+    which is where a too-easy or too-hard mix came from); with ``hold`` a rate in the band keeps the word that got
+    it there, so the controller does not swing back each time it reaches alpha.
+
+    >>> steer_schedule([0.2, 0.45], 0.5, 0.1, hold=False), steer_schedule([0.2, 0.45], 0.5, 0.1, hold=True)
+    ('same', 'easier')
+    >>> steer_schedule([], 0.5, 0.1, hold=True), steer_schedule([0.2, 0.45, 0.9, None], 0.5, 0.1, hold=True)
+    ('same', 'harder')
+    """
+    word = "same"
+    for rate in rates if hold else list(rates)[-1:]:
+        word = steer_word(rate, alpha, band, word if hold else "same")
+    return word
+
+
+def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None]) -> str | None:
+    """The note an epoch's prompts carry, from ``rates``: the benchmark's measured success at each earlier epoch
+    (oldest first; None where nothing was measured). Instruct: the success line with the last rate, or "not
+    measured yet" (the warm start's line) when ``simulator.success_note`` is off. Compact: the `steer_schedule`
+    word when ``simulator.steer`` is on, else none.
 
     >>> from genenv_engine.config import load_config
     >>> cfg = load_config("smol-ablation")
-    >>> epoch_note(cfg, "bfcl", 0.25)
+    >>> epoch_note(cfg, "bfcl", [0.9, 0.25])
     'Agent success on recent bfcl tasks: 25% (target 50%).'
-    >>> epoch_note(cfg.with_overrides({"simulator.success_note": False}), "bfcl", 0.25)
+    >>> epoch_note(cfg.with_overrides({"simulator.success_note": False}), "bfcl", [0.25])
     'Agent success on recent bfcl tasks: not measured yet (target 50%).'
     >>> tiny = load_config("tiny")
-    >>> epoch_note(tiny, "bfcl", 0.8), epoch_note(tiny.with_overrides({"simulator.steer": True}), "bfcl", 0.8)
+    >>> epoch_note(tiny, "bfcl", [0.8]), epoch_note(tiny.with_overrides({"simulator.steer": True}), "bfcl", [0.8])
     (None, 'harder')
     """
     alpha = config.curriculum.alpha_for(benchmark)
     if config.simulator.prompt == "compact":
-        return steer_word(rate, alpha, config.curriculum.k_min) if config.simulator.steer else None
-    shown = rate if config.simulator.success_note else None
+        if not config.simulator.steer:
+            return None
+        return steer_schedule(rates, alpha, config.curriculum.k_min, config.simulator.steer_hold)
+    shown = rates[-1] if rates and config.simulator.success_note else None
     return success_note(benchmark, shown, alpha)
 
 

@@ -81,6 +81,16 @@ def success_by_epoch(store) -> dict[int, dict[str, float | None]]:
     return {m["epoch"]: m.get("generated_success_by_benchmark") or {} for m in store.epoch_metrics()}
 
 
+def success_history(rates: dict[int, dict[str, float | None]], benchmark: str, epoch: int) -> list[float | None]:
+    """One benchmark's measured success at epochs 1 .. ``epoch`` - 1, oldest first (None where none was
+    measured): what `simulator.epoch_note` reads for ``epoch``'s prompts.
+
+    >>> success_history({0: {}, 1: {"bfcl": 0.2}, 2: {}, 3: {"bfcl": 0.6}}, "bfcl", 3)
+    [0.2, None]
+    """
+    return [rates.get(e, {}).get(benchmark) for e in range(1, epoch)]
+
+
 def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
     store, cfg = session.store, session.config
@@ -95,7 +105,7 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         if seed is None or seed.benchmark not in envs:
             continue
         env = envs[seed.benchmark]
-        note = sim.epoch_note(cfg, env.name, rates.get(b["epoch"] - 1, {}).get(env.name))
+        note = sim.epoch_note(cfg, env.name, success_history(rates, env.name, b["epoch"]))
         context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed, style, note))
         for task in generated[b["id"]]:
             pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],

@@ -75,3 +75,34 @@ def test_an_epochs_prompts_ask_for_what_the_measured_success_calls_for(tmp_path,
     assert len(prompts) == 2 * per_epoch
     assert all("same| " in t for t in prompts[:per_epoch])  # epoch 1: nothing measured yet
     assert all(f"{wanted}| " in t for t in prompts[per_epoch:])
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_steer_hold_keeps_the_word_that_reached_the_band(tmp_path, hold):
+    from genenv_engine.events import EpochFinished
+    from genenv_engine.loop import run
+    from genenv_engine.session import Session
+    from genenv_engine.testing import scripted_backends
+
+    cfg = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_hold": hold, "epochs": 3})
+    session = Session.create(cfg, tmp_path / "s")
+    factory = scripted_backends(p=0.05)
+
+    def sink(event):  # the agent double turns from weak to just-right after epoch 1
+        if isinstance(event, EpochFinished) and event.epoch == 1:
+            factory.made["agent"].p = 0.6
+    assert run(session, sink=sink, backend_factory=factory) == {"epochs_done": 3}
+    rates = [session.store.epoch_metrics()[e]["generated_success_by_benchmark"]["bfcl"] for e in (1, 2)]
+    assert rates[0] < cfg.curriculum.alpha - cfg.curriculum.k_min
+    assert abs(rates[1] - cfg.curriculum.alpha) <= cfg.curriculum.k_min
+    prompts = factory.made["simulator"].prompts
+    per_epoch = cfg.simulator.seeds_per_epoch * cfg.simulator.variations
+    words = [{p.split("| ", 1)[0].rsplit(">", 1)[-1] for p in prompts[i * per_epoch:(i + 1) * per_epoch]}
+             for i in range(3)]
+    assert words == [{"same"}, {"easier"}, {"easier" if hold else "same"}]
+
+
+def test_steer_hold_needs_steer():
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", overrides={"simulator.steer_hold": True})
+    assert err.value.field == "simulator.steer_hold"
