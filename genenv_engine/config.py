@@ -241,6 +241,10 @@ class SimulatorConfig:
     """With ``steer``: an epoch whose measured success is inside alpha +- ``curriculum.k_min`` keeps the previous
     epoch's word instead of asking for ``same`` (the seed's level, which is where the miss came from), so the
     direction that reached the band is held there. Does not change the warm start."""
+    steer_relabel: bool = False
+    """With ``steer``: the RWR update trains each generated task under the word for the level change it shows
+    (seed level to task level) instead of the word it was asked with, so the update does not teach that
+    ``harder`` means "the same level" when the asked-for change did not happen. Does not change the warm start."""
 
     def __post_init__(self) -> None:
         _check(self.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {self.mode!r}")
@@ -254,6 +258,7 @@ class SimulatorConfig:
         _check(not (self.steer and self.prompt != "compact"), "simulator.steer",
                "applies to the compact prompt (the instruct prompt carries the success note itself)")
         _check(not (self.steer_hold and not self.steer), "simulator.steer_hold", "needs simulator.steer = true")
+        _check(not (self.steer_relabel and not self.steer), "simulator.steer_relabel", "needs simulator.steer = true")
         _check_levels(self.seed_levels, "simulator.seed_levels")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")

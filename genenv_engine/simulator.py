@@ -223,6 +223,16 @@ def simulator_prompt(policy: Policy, env: Environment, seed: Task, style: str = 
     return policy.chat([{"role": "system", "content": INSTRUCT_SYSTEM}, {"role": "user", "content": user}])
 
 
+def rwr_context(policy: Policy, env: Environment, seed: Task, task: Task, config: RunConfig, asked: str) -> str:
+    """The RWR training context of a generated ``task``: ``asked``, the prompt it was written under; or, with
+    ``simulator.steer_relabel``, the prompt asking for the level change it shows (hindsight relabelling: a task
+    that came out no harder is not taught as the answer to ``harder``, so the word keeps its meaning)."""
+    sim = config.simulator
+    if sim.steer and sim.steer_relabel and seed.level and task.level:  # 0: level unknown
+        return sibling_prompt(policy, env, seed, task, config)
+    return asked
+
+
 def simulator_target(env: Environment, task: Task, style: str = "compact") -> str:
     """What the simulator should write for ``task`` (the supervised target of warm start and RWR)."""
     if style == "compact":

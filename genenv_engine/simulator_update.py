@@ -35,7 +35,8 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     for g in gens:
         b = kept.get(g.batch_id)
         if g.task.valid and b is not None:
-            current.append((roles.simulator.encode(g.context), g.token_ids + [eos], b.r_env))
+            context = sim.rwr_context(roles.simulator, envs[g.seed.benchmark], g.seed, g.task, cfg, g.context)
+            current.append((roles.simulator.encode(context), g.token_ids + [eos], b.r_env))
     if not current:
         return {"skipped": "no batch in the band", "examples": 0}
     older = _older_pairs(session, roles, envs, epoch)
@@ -106,8 +107,9 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
             continue
         env = envs[seed.benchmark]
         note = sim.epoch_note(cfg, env.name, success_history(rates, env.name, b["epoch"]))
-        context = roles.simulator.encode(sim.simulator_prompt(roles.simulator, env, seed, style, note))
+        asked = sim.simulator_prompt(roles.simulator, env, seed, style, note)
         for task in generated[b["id"]]:
+            context = roles.simulator.encode(sim.rwr_context(roles.simulator, env, seed, task, cfg, asked))
             pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],
                           float(b["r_env"])))
     return pairs

@@ -106,3 +106,30 @@ def test_steer_hold_needs_steer():
     with pytest.raises(ConfigError) as err:
         load_config("micro", overrides={"simulator.steer_hold": True})
     assert err.value.field == "simulator.steer_hold"
+
+
+@pytest.mark.parametrize("relabel", [True, False])
+def test_rwr_relabels_a_generated_task_with_the_level_change_it_shows(relabel):
+    from genenv_engine.simulator import rwr_context, simulator_prompt
+
+    cfg = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_relabel": relabel})
+    env = get_environment("bfcl", cfg.seed)
+    seeds = env.splits()["seed"]
+    seed = next(t for t in seeds if t.level == 2)
+    same = next(t for t in seeds if t.level == 2 and t.id != seed.id)
+    harder = next(t for t in seeds if t.level == 3)
+    asked = simulator_prompt(_Chat(), env, seed, "compact", "harder")
+    got_same = rwr_context(_Chat(), env, seed, same, cfg, asked)
+    got_harder = rwr_context(_Chat(), env, seed, harder, cfg, asked)
+    assert got_harder == asked  # it did come out harder: the asked prompt either way
+    if relabel:
+        assert got_same == simulator_prompt(_Chat(), env, seed, "compact", "same") != asked
+    else:
+        assert got_same == asked
+    assert rwr_context(_Chat(), env, seed, same.with_(difficulty={}), cfg, asked) == asked  # no level: as asked
+
+
+def test_steer_relabel_needs_steer():
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", overrides={"simulator.steer_relabel": True})
+    assert err.value.field == "simulator.steer_relabel"
