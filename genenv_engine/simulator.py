@@ -172,9 +172,11 @@ def steer_schedule(rates: Sequence[float | None], alpha: float, band: float, hol
     >>> steer_schedule([], 0.5, 0.1, hold=True), steer_schedule([0.2, 0.45, 0.9, None], 0.5, 0.1, hold=True)
     ('same', 'harder')
     """
+    if not hold:
+        return steer_word(rates[-1] if rates else None, alpha, band)
     word = "same"
-    for rate in rates if hold else list(rates)[-1:]:
-        word = steer_word(rate, alpha, band, word if hold else "same")
+    for rate in rates:
+        word = steer_word(rate, alpha, band, held=word)
     return word
 
 
@@ -227,8 +229,7 @@ def rwr_context(policy: Policy, env: Environment, seed: Task, task: Task, config
     """The RWR training context of a generated ``task``: ``asked``, the prompt it was written under; or, with
     ``simulator.steer_relabel``, the prompt asking for the level change it shows (hindsight relabelling: a task
     that came out no harder is not taught as the answer to ``harder``, so the word keeps its meaning)."""
-    sim = config.simulator
-    if sim.steer and sim.steer_relabel and seed.level and task.level:  # 0: level unknown
+    if config.simulator.steer_relabel and seed.level and task.level:  # 0: level unknown; relabel implies steer
         return sibling_prompt(policy, env, seed, task, config)
     return asked
 

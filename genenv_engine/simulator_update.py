@@ -108,8 +108,10 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         env = envs[seed.benchmark]
         note = sim.epoch_note(cfg, env.name, success_history(rates, env.name, b["epoch"]))
         asked = sim.simulator_prompt(roles.simulator, env, seed, style, note)
+        asked_ids = roles.simulator.encode(asked)  # once per batch; a relabelled task encodes its own
         for task in generated[b["id"]]:
-            context = roles.simulator.encode(sim.rwr_context(roles.simulator, env, seed, task, cfg, asked))
+            text = sim.rwr_context(roles.simulator, env, seed, task, cfg, asked)
+            context = asked_ids if text == asked else roles.simulator.encode(text)
             pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],
                           float(b["r_env"])))
     return pairs
