@@ -254,7 +254,7 @@ def add_parser(what: Any) -> None:
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """The Plan the command line asks for."""
-    from genenv_engine.cli import parse_sets
+    from genenv_engine.config import parse_sets
 
     sets = parse_sets(args.set)
     seeds = tuple(int(s) for s in args.seeds.split(",") if s.strip())

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.config import ConfigError, load_config, preset_names
+from genenv_engine.config import ConfigError, load_config, parse_sets, preset_names
 from genenv_engine.session import SessionError
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="genenv", description="GenEnv co-evolution of an agent and an environment simulator.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start a new session and run it")
@@ -69,16 +69,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _value(text: str) -> Any:
-    """Parse a --set value as TOML (numbers, booleans, lists), falling back to a plain string."""
-    import tomllib
-
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only what the user typed overrides the preset or file."""
     out: dict[str, Any] = {}
@@ -99,21 +89,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.data_dir:
         out["data_dirs"] = _pairs(args.data_dir, "--data-dir")
     out.update(parse_sets(args.set))
-    return out
-
-
-def parse_sets(items: list[str]) -> dict[str, Any]:
-    """``--set KEY=VALUE`` items as dotted-key overrides, each value parsed as TOML.
-
-    >>> parse_sets(["curriculum.beta=10", "benchmarks=['bfcl']"])
-    {'curriculum.beta': 10, 'benchmarks': ['bfcl']}
-    """
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise ConfigError(item, "--set needs KEY=VALUE")
-        out[key.strip()] = _value(text.strip())
     return out
 
 
@@ -178,7 +153,7 @@ def _run(session, quiet: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``genenv`` command."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         if args.command == "presets":
             print("\n".join(preset_names()))

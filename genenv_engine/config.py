@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.curriculum import in_band
+from genenv_engine.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent / "presets"
 SIMULATOR_MODES = ("trained", "frozen", "static", "off")
@@ -26,14 +27,6 @@ SEED_SAMPLINGS = ("uniform", "alpha")
 DEFAULT_RAY_BATCH = 16
 """Tasks per rollout batch on Ray when ``rollout_batch`` is 0 (16 tasks x k = 8 rollouts fill one 128-prompt
 decoding chunk of the hf backend)."""
-
-
-class ConfigError(ValueError):
-    """A configuration value is wrong; the message names the field."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"config error in '{name}': {message}")
-        self.field = name
 
 
 def _check(ok: bool, name: str, message: str) -> None:
@@ -698,3 +691,30 @@ def field_docs(cls: type) -> dict[str, str]:
 def replace_config(config: RunConfig, **changes: Any) -> RunConfig:
     """dataclasses.replace for RunConfig (kept here so callers need not import dataclasses)."""
     return replace(config, **changes)
+
+
+def parse_value(text: str) -> Any:
+    """Parse a ``--set`` value as TOML (numbers, booleans, lists), falling back to a plain string.
+
+    >>> parse_value("0.5"), parse_value("[3, 4]"), parse_value("true"), parse_value("lora")
+    (0.5, [3, 4], True, 'lora')
+    """
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """``--set KEY=VALUE`` items as dotted-key overrides, each value parsed as TOML.
+
+    >>> parse_sets(["curriculum.beta=10", "benchmarks=['bfcl']"])
+    {'curriculum.beta': 10, 'benchmarks': ['bfcl']}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ConfigError(item, "--set needs KEY=VALUE")
+        out[key.strip()] = parse_value(text.strip())
+    return out

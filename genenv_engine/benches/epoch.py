@@ -114,8 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
-    from genenv_engine.cli import _value
-    from genenv_engine.config import load_config
+    from genenv_engine.config import load_config, parse_sets
     from genenv_engine.loop import run as run_loop
     from genenv_engine.policy import quiet_transformers
     from genenv_engine.session import Session
@@ -123,9 +122,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     quiet_transformers()
     overrides: dict[str, Any] = {"epochs": args.epochs, "seed": args.seed}
-    for item in args.set:
-        key, _, text = item.partition("=")
-        overrides[key.strip()] = _value(text.strip())
+    overrides.update(parse_sets(args.set))
     config = load_config(args.preset, None, overrides)
     cached = is_cached(config)
     counter = PhaseTokens()

@@ -38,8 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
-    from genenv_engine.cli import _value
-    from genenv_engine.config import load_config
+    from genenv_engine.config import load_config, parse_sets
     from genenv_engine.loop import run as run_loop
     from genenv_engine.policy import quiet_transformers
     from genenv_engine.session import Session
@@ -47,9 +46,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     quiet_transformers()
     overrides: dict[str, Any] = {"epochs": 0, "seed": args.seed}
-    for item in args.set:
-        key, _, text = item.partition("=")
-        overrides[key.strip()] = _value(text.strip())
+    overrides.update(parse_sets(args.set))
     config = load_config(args.preset, None, overrides)
     old_cache = os.environ.get("GENENV_CACHE")
     kept_in = cache_root() / "warmstart" / cache_key(config) if args.keep else None

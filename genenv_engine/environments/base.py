@@ -177,7 +177,7 @@ class Environment(ABC):
             return tasks
         chosen = [t for t in tasks if t.level in levels]
         if not chosen:
-            from genenv_engine.config import ConfigError
+            from genenv_engine.errors import ConfigError
 
             raise ConfigError(option, f"{self.name}'s {split} split has no task at levels {list(levels)}; "
                                       f"its levels are {sorted({t.level for t in tasks})}")

@@ -174,9 +174,9 @@ def test_lora_on_a_model_trained_from_scratch_is_a_config_error():
 
 
 def test_cli_model_flags_become_config_overrides(base_dir, tmp_path):
-    from genenv_engine.cli import _overrides, _parser
+    from genenv_engine.cli import _overrides, build_parser
 
-    args = _parser().parse_args(["run", "--preset", "micro", "--base-model", str(base_dir), "--lora", "simulator",
+    args = build_parser().parse_args(["run", "--preset", "micro", "--base-model", str(base_dir), "--lora", "simulator",
                                       "--agent-model", str(base_dir)])
     cfg = load_config("micro", overrides=_overrides(args))
     assert (cfg.model.kind, cfg.model.path, cfg.model.agent_path) == ("hf", str(base_dir), str(base_dir))
