@@ -52,3 +52,8 @@ test: setup-ray
 
 clean-venv:
 	rm -rf $(VENV)
+
+# Regenerate docs/reference/configuration.md and docs/reference/cli.md from the code (a test fails when they are stale).
+.PHONY: reference
+reference: setup
+	$(PY) -m genenv_engine.reference

@@ -69,6 +69,27 @@ def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:
     return abs(p_hat - alpha) <= k_min + 1e-9
 
 
+TARGET_BAND = 0.1
+"""Half-width of the calibration target that studies report against: mean p-hat in [alpha - 0.1, alpha + 0.1]
+(the paper's k_min)."""
+HOLD_BAND = 0.05
+"""Half-width of the tighter band a calibrated simulator is held to once it has reached the target."""
+
+
+def first_in_band(series: Sequence[tuple[int, float | None]], alpha: float, band: float = TARGET_BAND) -> int | None:
+    """First epoch whose mean p-hat lies in [alpha - band, alpha + band] (None: never).
+
+    >>> first_in_band([(1, 0.2), (2, 0.45), (3, 0.5)], 0.5)
+    2
+    >>> first_in_band([(1, 0.2)], 0.5) is None
+    True
+    """
+    for epoch, p in series:
+        if p is not None and in_band(p, alpha, band):
+            return epoch
+    return None
+
+
 def rwr_weights(rewards: Sequence[float], lam: float = 1.0) -> list[float]:
     """Reward-weighted-regression weights proportional to exp(lambda * R_env), normalised to mean 1.
 

@@ -135,15 +135,29 @@ def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> 
     return Policy(merged, load_tokenizer(agent_folder), loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk)
 
 
+AGENT_INFO = "agent.json"
+"""Warm-start marker: the entry's agent is trained (its figures and the Python random state the simulator's SFT
+continues from)."""
+TORCH_RNG = "rng.pt"
+"""Warm-start file: the torch random states (CPU, and each CUDA device) as the agent's SFT left them."""
+DONE = "info.json"
+"""Warm-start marker: the entry is finished, both roles trained."""
+
+
+def is_agent_only(folder: Path) -> bool:
+    """Whether ``folder`` is a stage-1 warm start (`genenv_engine.warmstart`): an agent and no finished marker. A
+    checkpoint, or a finished warm start missing ``simulator/``, is not one."""
+    return (folder / AGENT_INFO).exists() and not (folder / DONE).exists()
+
+
 def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Policy]:
     """Both roles as saved in checkpoint ``here``, and their frozen references from warm start ``init``.
 
     Keys: ``agent``, ``agent_ref``, ``simulator``, ``simulator_ref``. A role saved as an adapter is
     loaded onto its base; a full role is loaded whole. An agent-only warm start
-    (`genenv_engine.warmstart.is_agent_only`) gives the simulator role the agent's weights.
+    (`is_agent_only`) gives the simulator role the agent's weights.
     """
     from genenv_engine.adapters import is_adapter_folder
-    from genenv_engine.warmstart import is_agent_only
 
     loader = _Loader(cfg)
     out: dict[str, Policy] = {}

@@ -41,7 +41,8 @@ from genenv_engine.agent import agent_prompt
 from genenv_engine.config import EXECUTION_FIELDS, ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
-from genenv_engine.models import load_warm_agent, warmstart_agent, warmstart_simulator
+from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, is_agent_only, load_warm_agent, warmstart_agent,
+                                  warmstart_simulator)
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
 from genenv_engine.simulator import parse_and_validate, sibling_prompt, simulator_prompt, simulator_target
@@ -53,8 +54,9 @@ WARM_START_VERSION = 1
 
 _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
     "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha",
-    "lora_dropout", "lora_targets", "dtype", "sft_length_groups")}
-"""Model fields added after warm-start version 1, with their defaults (see `cache_key`). ``sft_length_groups``
+    "lora_dropout", "lora_targets", "dtype")} | {"sft_length_groups": 0}
+"""Model fields added after warm-start version 1, with the value each had before it existed (see `cache_key`;
+``sft_length_groups`` was 0, off, before it became the default 4). ``sft_length_groups``
 is one: it computes the same gradient up to float rounding, but the tiny warm start's number-copying transition
 is sensitive enough to rounding that it changes the result (seed 0: held-out bfcl 0.578 without, 0.858 with 4)."""
 
@@ -84,12 +86,6 @@ def cache_key(config: RunConfig) -> str:
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
-AGENT_INFO = "agent.json"
-"""Marks an entry whose agent is trained: its figures and the Python random state the simulator's SFT continues from."""
-TORCH_RNG = "rng.pt"
-"""The torch random states (CPU, and each CUDA device) as the agent's SFT left them."""
-DONE = "info.json"
-"""Marks a finished entry: both roles trained."""
 
 
 def needs_simulator(config: RunConfig) -> bool:
@@ -113,12 +109,6 @@ def cached_folder(folder: Path, marker: str = DONE) -> Path | None:
         if (other / marker).exists():
             return other
     return None
-
-
-def is_agent_only(folder: Path) -> bool:
-    """Whether ``folder`` is a stage-1 entry: an agent and no finished marker. A checkpoint, or a finished warm
-    start missing ``simulator/``, is not one."""
-    return (folder / AGENT_INFO).exists() and not (folder / DONE).exists()
 
 
 def serves(folder: Path, config: RunConfig) -> bool:

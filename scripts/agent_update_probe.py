@@ -1,4 +1,4 @@
-"""Probe: can one kind of agent update raise greedy held-out from a cached warm start? (the README's
+"""Probe: can one kind of agent update raise greedy held-out from a cached warm start? (docs/results/tiny/README.md,
 "Why the RL step cannot raise held-out here" table).
 
 Loads the warm start of the ``ablation`` preset for a seed (training it into the cache if missing), then runs
@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from genenv_engine.ablation_table import paired_change
+from genenv_engine.experiments.stats import paired_change
 from genenv_engine.agent import agent_prompt, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.cli import parse_sets

@@ -1,4 +1,4 @@
-"""Probe: how short can the tiny warm start be? (the README's "Why the warm start is not 3 minutes here").
+"""Probe: how short can the tiny warm start be? (docs/results/performance/README.md, "Why the warm start is not 3 minutes here").
 
     python scripts/warmstart_probe.py agent SEED STEPS LR [GROUPS=4] [BATCH=32] [SAVE_DIR]
     python scripts/warmstart_probe.py simulator SEED AGENT_DIR STEPS LR [GROUPS=4]

@@ -8,8 +8,10 @@ import os
 
 import pytest
 
-from genenv_engine.ablation import Plan, arm_config, check_equal_compute, open_or_create, run_plan
-from genenv_engine.ablation_table import collect, paired_change, write_outputs
+from genenv_engine.experiments.arms import Plan, arm_config, check_equal_compute
+from genenv_engine.experiments.bench import open_or_create, run_plan, write_outputs
+from genenv_engine.experiments.stats import paired_change
+from genenv_engine.experiments.tables import collect
 from genenv_engine.cli import main
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.session import Session
@@ -159,7 +161,7 @@ def test_presets_with_equal_settings_share_one_warm_start(tmp_path):
 
 
 def test_epoch_row_adds_up_the_seed_levels_drawn_over_benchmarks():
-    from genenv_engine.ablation_table import _epoch_row
+    from genenv_engine.experiments.runs import _epoch_row
 
     row = _epoch_row({"epoch": 2, "seed_levels_drawn": {"bfcl": {"L2": 3, "L4": 5}, "apibank": {"L4": 1, "L3": 2}}},
                      8, {})
@@ -173,7 +175,7 @@ def _run(correct_by_epoch):
 
 
 def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
-    from genenv_engine.ablation_table import head_to_head, versus
+    from genenv_engine.experiments.tables import head_to_head, versus
 
     # a partial arm (2 epochs) against a finished one (3): compared at epoch 2, not at either's last
     trained = _run({0: "0000", 1: "1100", 2: "1111"})
@@ -199,21 +201,22 @@ def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
 
 
 def test_smol_l3_preset_is_smol_ablation_with_the_settings_of_its_runs():
-    """The README's smol-l3 runs were made as `--preset smol-ablation --set …`; the preset must be that run, so
+    """The smol-l3 runs of docs/results/smol were made as `--preset smol-ablation --set …`; the preset must be that run, so
     `--preset smol-l3` reopens those sessions instead of refusing them."""
-    from genenv_engine.ablation import _same_run
+    from genenv_engine.experiments.arms import same_run
 
     sets = {"agent.base_levels": [3], "agent.tasks_per_epoch": 80, "agent.steps_per_epoch": 4, "agent.lr": 2e-4}
     made = load_config("smol-ablation", overrides={**sets, "simulator.mode": "off", "agent.base_source": "unseen"})
     preset = load_config("smol-l3", overrides={"simulator.mode": "off", "agent.base_source": "unseen"})
     assert (preset.epochs, preset.agent.base_levels, preset.agent.lr) == (8, (3,), 2e-4)
-    assert _same_run(made, preset) and preset.preset == "smol-l3"
-    assert not _same_run(made, load_config("smol-l3", overrides={"simulator.mode": "off"}))  # base source differs
-    assert not _same_run(load_config("smol-ablation"), load_config("smol-l3"))
+    assert same_run(made, preset) and preset.preset == "smol-l3"
+    assert not same_run(made, load_config("smol-l3", overrides={"simulator.mode": "off"}))  # base source differs
+    assert not same_run(load_config("smol-ablation"), load_config("smol-l3"))
 
 
 def test_heldout_levels_are_dropped_when_they_do_not_reproduce_the_stored_rates():
-    from genenv_engine.ablation_table import by_level, heldout_levels
+    from genenv_engine.experiments.runs import heldout_levels
+    from genenv_engine.experiments.stats import by_level
 
     cfg = load_config("micro")
     n = cfg.heldout_size
@@ -230,7 +233,7 @@ def test_heldout_levels_are_dropped_when_they_do_not_reproduce_the_stored_rates(
 
 
 def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against_the_run(tmp_path):
-    from genenv_engine.rescore import RescoreMismatch, cache_path
+    from genenv_engine.experiments.rescore import RescoreMismatch, cache_path
 
     plan = micro_plan(tmp_path)
     results = run_plan(plan, quiet=True)
@@ -276,22 +279,22 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
 def test_how_a_run_computes_does_not_make_it_another_run():
     """Threads and micro-batching change how an arm computes, not what: a seed run on one thread belongs in the
     table beside seeds run on two; a changed learning rate does not."""
-    from genenv_engine.ablation import _same_run
+    from genenv_engine.experiments.arms import same_run
 
     two = load_config("smol-l3")
-    assert _same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "model.micro_batch": 4}))
-    assert not _same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "agent.lr": 1e-4}))
+    assert same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "model.micro_batch": 4}))
+    assert not same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "agent.lr": 1e-4}))
 
 
 def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_start():
-    """docs/ablation-smol-l34 ran as `--preset smol-l3 --set 'agent.base_levels=[3,4]'`: the preset reopens those
+    """docs/results/smol-l34 ran as `--preset smol-l3 --set 'agent.base_levels=[3,4]'`: the preset reopens those
     sessions, and its warm-start key differs from smol-l3's in the readable prefix only."""
-    from genenv_engine.ablation import _same_run
+    from genenv_engine.experiments.arms import same_run
     from genenv_engine.warmstart import cache_key
 
     arm = {"simulator.mode": "off", "agent.base_source": "unseen"}
     made = load_config("smol-l3", overrides={**arm, "agent.base_levels": [3, 4], "model.threads": 1})
     preset = load_config("smol-l34", overrides=arm)
-    assert preset.agent.base_levels == (3, 4) and _same_run(made, preset)
-    assert not _same_run(load_config("smol-l3", overrides=arm), preset)
+    assert preset.agent.base_levels == (3, 4) and same_run(made, preset)
+    assert not same_run(load_config("smol-l3", overrides=arm), preset)
     assert cache_key(preset).removeprefix("smol-l34") == cache_key(load_config("smol-l3")).removeprefix("smol-l3")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genenv_engine.calibration_goals import goals_table, markdown, seed_goals
+from genenv_engine.experiments.goals import goals_table, markdown, seed_goals
 
 
 def _row(epoch, p_hat, unique=0.8, mix=None):

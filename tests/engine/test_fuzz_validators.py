@@ -6,7 +6,7 @@ replaced, pieces duplicated, separators and hostile fragments spliced in), in bo
 (``prompt => answer``) and the instruct (``TASK:``/``ANSWER:``) styles. Every output must come back
 as a stored task without an exception: rejected with a non-empty reason, or accepted with a gold
 answer that passes its own checker; every call must finish within `CALL_SECONDS`. The number of
-examples per benchmark is ``GENENV_FUZZ_EXAMPLES`` (default 150 for the suite; the README's run used 10,000);
+examples per benchmark is ``GENENV_FUZZ_EXAMPLES`` (default 150 for the suite; the run in docs/guide/benchmarks.md used 10,000);
 hand edits get a third of it (``GENENV_FUZZ_EXAMPLES=30000`` gives 10,000 of them).
 """
 

@@ -1,8 +1,10 @@
-"""The layout of ``genenv_engine/environments``: one subpackage per benchmark beside ``base`` and the registry,
-the registry pointing at those packages, and no import cycle among the environment modules.
+"""The layout of the engine: no import cycle among all of its modules, and in ``genenv_engine/environments`` one
+subpackage per benchmark beside ``base`` and the registry, the registry pointing at those packages.
 
 Imports are read from the source (every ``import``, at module level or inside a function), so a lazy import
-that closes a cycle counts too.
+that closes a cycle counts too; only imports under ``if TYPE_CHECKING:`` are left out (they never run). The
+direction of the imports (which layer may import which) is the import-linter ``layers`` contract in
+pyproject.toml.
 """
 
 from __future__ import annotations
@@ -13,30 +15,45 @@ from pathlib import Path
 
 import pytest
 
+import genenv_engine
 import genenv_engine.environments as environments
 from genenv_engine.environments import BENCHMARKS
 
 ROOT = Path(environments.__file__).parent
 PACKAGE = environments.__name__
+ENGINE_ROOT = Path(genenv_engine.__file__).parent
 SHARED = {"__init__.py", "base.py"}
 """The only modules directly in ``environments/``: the registry and the shared interface."""
 
 
-def module_files() -> dict[str, Path]:
-    """Every environment module by dotted name (a package by its own name, from its ``__init__.py``)."""
+def module_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
+    """Every module under ``root`` by dotted name (a package by its own name, from its ``__init__.py``)."""
     modules = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
         parts = parts[:-1] if parts[-1] == "__init__" else parts
-        modules[".".join((PACKAGE, *parts))] = path
+        modules[".".join((package, *parts))] = path
     return modules
 
 
+def _run_time_nodes(tree: ast.AST):
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks (their ``else`` is kept)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The environment modules ``name`` imports anywhere in its source (``from P import m`` names ``P.m``)."""
+    """The modules of ``modules`` that ``name`` imports anywhere in its source at run time (``from P import m``
+    names ``P.m``; ``from P.m import f`` names ``P.m``, or the nearest enclosing module listed)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -46,7 +63,11 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
         else:
             continue
-        found.update(t for t in targets if t in modules and t != name)
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name and target != name.split(".")[0]:
+                found.add(target)
     return found
 
 
@@ -107,6 +128,13 @@ def test_environment_modules_have_no_import_cycle():
     assert cycles(graph) == []
 
 
+def test_engine_modules_have_no_import_cycle():
+    modules = module_files(ENGINE_ROOT, genenv_engine.__name__)
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    assert len(modules) > 80 and sum(map(len, graph.values())) > 250  # the reader sees the whole engine
+    assert cycles(graph) == []
+
+
 @pytest.mark.parametrize("graph, expected", [
     ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
     ({"a": {"b"}, "b": set()}, []),
@@ -120,3 +148,17 @@ def test_the_import_reader_sees_a_lazy_import(tmp_path):
     lazy.write_text("def f():\n    from pkg.sub import thing\n    import pkg.other\n", encoding="utf-8")
     modules = {"pkg.m": lazy, "pkg.sub": lazy, "pkg.sub.thing": lazy, "pkg.other": lazy}
     assert imports_of("pkg.m", lazy, modules) == {"pkg.sub.thing", "pkg.other"}
+
+
+def test_the_import_reader_skips_type_checking_imports(tmp_path):
+    hinted = tmp_path / "m.py"
+    hinted.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import thing\n"
+                      "else:\n    import pkg.other\n", encoding="utf-8")
+    modules = {"pkg.m": hinted, "pkg.sub": hinted, "pkg.other": hinted}
+    assert imports_of("pkg.m", hinted, modules) == {"pkg.other"}
+
+
+def test_the_import_reader_names_the_module_a_from_import_comes_from(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("from pkg.sub import helper\n", encoding="utf-8")
+    assert imports_of("pkg.m", src, {"pkg.m": src, "pkg.sub": src}) == {"pkg.sub"}

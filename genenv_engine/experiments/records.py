@@ -3,7 +3,7 @@
 A session folder holds checkpoints (megabytes per epoch) and is left on the machine that ran it; a record holds
 what the bench's tables need from it: the config, the per-epoch rows, every epoch's per-task held-out results
 (the ``0``/``1`` strings that paired comparisons use), the held-out difficulty levels, the agent budget and any
-re-scored held-out (`genenv_engine.rescore`'s cache). Records are a few kilobytes, so the ones behind a
+re-scored held-out (`genenv_engine.experiments.rescore`'s cache). Records are a few kilobytes, so the ones behind a
 documented result can be committed; a later run on another machine reads them back (``genenv bench ablation
 --records DIR``) and is compared with them on the same held-out tasks, since one seed fixes its held-out split.
 
@@ -17,22 +17,26 @@ import json
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.config import config_from_dict
+from genenv_engine.errors import ConfigError
+from genenv_engine.experiments.arms import folder_name
+from genenv_engine.experiments.rescore import cached_results
+
+
 RECORD_VERSION = 1
+
+
 PUBLIC_FIELDS = ("alpha", "target_epochs", "benchmarks", "heldout_size", "epochs")
 """The run's own fields a record keeps as they are (the rest are rebuilt from the private ones below)."""
 
 
 def record_path(records: Path, arm: str, seed: int) -> Path:
     """Where the record of ``arm`` on ``seed`` lives in a records folder."""
-    from genenv_engine.ablation import folder_name
-
     return records / f"{folder_name(arm, seed)}.json"
 
 
 def to_record(run: dict[str, Any]) -> dict[str, Any]:
-    """The JSON-ready record of a run read from its session (`ablation_table.read_session`)."""
-    from genenv_engine.rescore import cached_results
-
+    """The JSON-ready record of a run read from its session (`genenv_engine.experiments.runs.read_session`)."""
     return {"version": RECORD_VERSION, **{k: run[k] for k in PUBLIC_FIELDS},
             "config": run["_config"].to_dict(), "correct": {str(e): c for e, c in run["_correct"].items()},
             "levels": run["_levels"], "budget": run["_budget"], "rescored": cached_results(run["_folder"])}
@@ -40,8 +44,6 @@ def to_record(run: dict[str, Any]) -> dict[str, Any]:
 
 def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:
     """A run (the shape `read_session` returns) rebuilt from a record; ``_folder`` is None: no checkpoints."""
-    from genenv_engine.config import ConfigError, config_from_dict
-
     if data.get("version") != RECORD_VERSION:
         raise ConfigError(str(source), f"is a run record of version {data.get('version')!r}; this genenv reads "
                           f"version {RECORD_VERSION}")
@@ -61,8 +63,6 @@ def read_record(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        from genenv_engine.config import ConfigError
-
         raise ConfigError(str(path), f"is not valid JSON ({exc})") from None
     return from_record(data, path)
 
@@ -79,15 +79,3 @@ def write_record(records: Path, arm: str, seed: int, run: dict[str, Any]) -> Pat
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
     tmp.replace(path)
     return path
-
-
-def recorded_rescore(run: dict[str, Any], n: int, epochs: list[int]) -> dict[int, dict[str, str]]:
-    """The re-scored held-out on ``n`` tasks at ``epochs`` that a recorded run carries (a clear error if not)."""
-    from genenv_engine.config import ConfigError
-
-    have = run.get("_rescored", {}).get(str(n), {})
-    missing = [e for e in epochs if str(e) not in have]
-    if missing:
-        raise ConfigError(run.get("recorded", "record"), f"holds no held-out re-scored on {n} tasks at epoch(s) "
-                          f"{', '.join(map(str, missing))}, and a record has no checkpoints to re-score")
-    return {e: have[str(e)] for e in epochs}

@@ -8,126 +8,24 @@ resumes a partial one from its last checkpoint; the warm start is cached per see
 that seed. The arms must get the same agent compute: the bench refuses a setup in which the arms would train a
 different number of tasks, rollouts or optimizer steps per epoch (``agent.tasks_per_epoch`` and
 ``agent.steps_per_epoch`` fix them). Results are read back from the sessions' databases
-(`genenv_engine.ablation_table`), never from memory, so a table always describes what is on disk.
+(`genenv_engine.experiments.tables`), never from memory, so a table always describes what is on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.config import EXECUTION_FIELDS, ConfigError, RunConfig, config_from_file, load_config
-
-ARMS: dict[str, tuple[dict[str, Any], str]] = {
-    "trained": ({"simulator.mode": "trained", "curriculum.reward": "alpha"}, "GenEnv"),
-    "frozen": ({"simulator.mode": "frozen", "curriculum.reward": "alpha"}, "GenEnv-Random"),
-    "static": ({"simulator.mode": "static", "curriculum.reward": "alpha"}, "Static augmentation"),
-    "off": ({"simulator.mode": "off", "curriculum.reward": "alpha"}, "Off (base data only)"),
-    "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
-    "unseen": ({"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
-               "Off on unseen tasks (oracle)"),
-}
-"""Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base
-data only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the
-upper bound of what a simulator could hand the agent."""
-DEFAULT_ARMS = ("trained", "frozen", "static", "off", "uniform")
-"""The paper's arms, run when ``--arms`` is not given."""
-
-COMPUTE_FIELDS = ("rollouts", "tasks_per_epoch", "steps_per_epoch", "update_epochs", "lr", "minibatch",
-                  "temperature", "max_new_tokens", "kl_coef", "clip", "base_levels")
-"""Agent settings that must be equal in every arm (what one epoch of agent training costs and does)."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one ablation bench runs: arms x seeds, each for ``epochs`` epochs on the same settings."""
-
-    out: Path
-    arms: tuple[str, ...] = DEFAULT_ARMS
-    seeds: tuple[int, ...] = (0, 1, 2)
-    epochs: int | None = None
-    preset: str | None = "ablation"
-    config_file: Path | None = None
-    benchmarks: tuple[str, ...] | None = None
-    sets: dict[str, Any] = field(default_factory=dict)
-    records: Path | None = None
-    """Run records folder (`genenv_engine.run_records`); None: ``out/records``."""
-
-    def records_folder(self) -> Path:
-        """Where this bench writes and reads its run records."""
-        return self.records if self.records is not None else self.out / "records"
-
-    def __post_init__(self) -> None:
-        for arm in self.arms:
-            if arm not in ARMS:
-                raise ConfigError("--arms", f"unknown arm {arm!r}; known: {', '.join(ARMS)}")
-        if not self.arms or not self.seeds:
-            raise ConfigError("--arms/--seeds", "name at least one arm and one seed")
-
-
-def folder_name(arm: str, seed: int) -> str:
-    """The session folder of one arm and seed inside the bench folder.
-
-    >>> folder_name("trained", 2)
-    'trained-s2'
-    """
-    return f"{arm}-s{seed}"
-
-
-def arm_config(plan: Plan, arm: str, seed: int) -> RunConfig:
-    """The run config of one arm x seed: the plan's preset/file and ``--set`` values, then the arm's switch."""
-    overrides: dict[str, Any] = dict(plan.sets)
-    overrides["seed"] = seed
-    if plan.epochs is not None:
-        overrides["epochs"] = plan.epochs
-    if plan.benchmarks is not None:
-        overrides["benchmarks"] = list(plan.benchmarks)
-    overrides.update(ARMS[arm][0])
-    preset = None if plan.config_file is not None and plan.preset is None else plan.preset
-    return load_config(preset, plan.config_file, overrides)
-
-
-def check_equal_compute(configs: dict[str, RunConfig]) -> dict[str, Any]:
-    """Raise ConfigError unless every arm trains the same tasks x rollouts and optimizer steps per epoch.
-
-    Returns the shared agent budget (stated in the bench's output).
-    """
-    budgets = {arm: {name: getattr(cfg.agent, name) for name in COMPUTE_FIELDS} for arm, cfg in configs.items()}
-    first_arm, first = next(iter(budgets.items()))
-    if not first["tasks_per_epoch"] or not first["steps_per_epoch"]:
-        raise ConfigError("agent.tasks_per_epoch", "the arms would get different agent compute: set "
-                          "agent.tasks_per_epoch and agent.steps_per_epoch (the ablation preset does)")
-    for arm, budget in budgets.items():
-        for name, value in budget.items():
-            if value != first[name]:
-                raise ConfigError(f"agent.{name}", f"differs between arms {first_arm} ({first[name]}) and {arm} "
-                                  f"({value})")
-    cfg = next(iter(configs.values()))
-    return {**first, "rollouts_per_epoch": first["tasks_per_epoch"] * first["rollouts"],
-            "heldout_size": cfg.heldout_size, "benchmarks": list(cfg.benchmarks)}
-
-
-HOW_FIELDS = EXECUTION_FIELDS + ("threads",)
-"""Model fields that say how a run computes, not what (`_same_run` ignores them): two seeds run side by side on
-one thread each belong in one table with a seed run alone on two. ``threads`` can change float rounding, so the
-warm-start key keeps it: arms of one seed at other thread counts start from different warm starts, which the
-tables flag (`genenv_engine.ablation_table.warm_start_mismatches`)."""
-
-
-def _same_run(saved: RunConfig, wanted: RunConfig) -> bool:
-    """Whether a session folder was made with the settings this plan asks for (the epoch count and the preset's
-    name may differ: a preset is a named set of settings, so `--preset smol-ablation --set …` can equal `smol-l3`;
-    so may the `HOW_FIELDS`)."""
-    a, b = saved.to_dict(), wanted.to_dict()
-    for d in (a, b):
-        d.pop("epochs", None)
-        d.pop("preset", None)
-        for name in HOW_FIELDS:
-            d.get("model", {}).pop(name, None)
-    return a == b
+from genenv_engine.config import config_from_file, parse_sets
+from genenv_engine.errors import ConfigError
+from genenv_engine.experiments.arms import ARMS, DEFAULT_ARMS, Plan, arm_config, check_equal_compute, folder_name, same_run
+from genenv_engine.experiments.markdown import fmt, markdown, versus_cells
+from genenv_engine.experiments.plots import plots
+from genenv_engine.experiments.records import read_record, record_path
+from genenv_engine.experiments.tables import collect
 
 
 def open_or_create(plan: Plan, arm: str, seed: int):
@@ -139,7 +37,7 @@ def open_or_create(plan: Plan, arm: str, seed: int):
     folder = plan.out / folder_name(arm, seed)
     if (folder / "config.toml").exists():
         saved = config_from_file(folder / "config.toml")
-        if not _same_run(saved, wanted):
+        if not same_run(saved, wanted):
             raise ConfigError(str(folder), "holds a session with other settings; use another --out folder")
         session = Session.open(folder)
         if session.config.epochs != wanted.epochs:
@@ -151,15 +49,13 @@ def open_or_create(plan: Plan, arm: str, seed: int):
 def recorded_run(plan: Plan, arm: str, seed: int) -> Path | None:
     """The record standing for this arm x seed when its folder holds no session (None: run it); a record made
     with other settings is an error, as a session folder with other settings is."""
-    from genenv_engine.run_records import read_record, record_path
-
     if (plan.out / folder_name(arm, seed) / "config.toml").exists():
         return None
     path = record_path(plan.records_folder(), arm, seed)
     run = read_record(path)
     if run is None:
         return None
-    if not _same_run(run["_config"], arm_config(plan, arm, seed)):
+    if not same_run(run["_config"], arm_config(plan, arm, seed)):
         raise ConfigError(str(path), "records a run with other settings; use another --records folder")
     return path
 
@@ -191,7 +87,6 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
     write the tables; returns the collected results."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from genenv_engine.ablation_table import collect, write_outputs
     from genenv_engine.events import RunControl
     from genenv_engine.loop import run
 
@@ -227,6 +122,56 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
     return results
 
 
+def output_names(results: dict[str, Any]) -> tuple[str, str]:
+    """The JSON and Markdown file names: ``ablation.*``, or ``rescore-<n>.*`` for re-scored held-out."""
+    stem = f"rescore-{results['rescore']}" if results.get("rescore") else "ablation"
+    return f"{stem}.json", f"{stem}.md"
+
+
+def write_outputs(out: Path, results: dict[str, Any]) -> None:
+    """``ablation.json``, ``ablation.md`` and the two plots, written into the bench folder (re-scored held-out:
+    ``rescore-<n>.json`` and ``.md`` only, the plots of the full run stay)."""
+    out.mkdir(parents=True, exist_ok=True)
+    json_name, md_name = output_names(results)
+    (out / json_name).write_text(json.dumps(results, indent=1, default=str))
+    (out / md_name).write_text(markdown(results))
+    if results["runs"] and not results.get("rescore"):
+        for name, png in plots(results).items():
+            (out / name).write_bytes(png)
+
+
+def print_summary(results: dict[str, Any]) -> None:
+    """The final table on the terminal (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    s = results["summary"]
+    for bench in results["benchmarks"]:
+        table = Table(title=f"ablation: {bench}, seeds {','.join(map(str, results['seeds']))} (mean ± sd)")
+        for col in ("arm", "held-out e0", "final", "Δ", "up>2SE", "p̂ final", "first in band", "tasks/epoch"):
+            table.add_column(col)
+        for arm in results["arms"]:
+            row = s.get(arm)
+            if not row or bench not in row:
+                continue
+            b = row[bench]
+            table.add_row(arm, fmt(b["epoch0"], b["epoch0_sd"]), fmt(b["final"], b["final_sd"]),
+                          fmt(b["delta"], b["delta_sd"]), f"{b['seeds_up_2se']}/{len(b['per_seed'])}",
+                          fmt(row["final_p_hat"]), fmt(row["first_epoch_in_band"]),
+                          fmt(row["final_tasks_trained"], digits=0))
+        Console().print(table)
+        pairs = [v for v in s.get("_versus", []) if v["benchmark"] == bench]
+        if pairs:
+            versus_table = Table(title=f"arm − arm on the same held-out tasks: {bench}")
+            for col in ("pair", "mean ± sd", "per seed (paired SE) @ epoch", "first > 2SE", "second > 2SE"):
+                versus_table.add_column(col)
+            for v in pairs:
+                n = len(v["per_seed"])
+                versus_table.add_row(f"{v['a']} − {v['b']}", fmt(v["mean"], v["sd"]), versus_cells(v),
+                                     f"{v['a_above_2se']}/{n}", f"{v['b_above_2se']}/{n}")
+            Console().print(versus_table)
+
+
 def add_parser(what: Any) -> None:
     """Register ``genenv bench ablation`` on the bench subparsers."""
     p = what.add_parser("ablation", help="GenEnv vs its ablations (trained/frozen/static/off/uniform) over seeds")
@@ -254,8 +199,6 @@ def add_parser(what: Any) -> None:
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """The Plan the command line asks for."""
-    from genenv_engine.config import parse_sets
-
     sets = parse_sets(args.set)
     seeds = tuple(int(s) for s in args.seeds.split(",") if s.strip())
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
@@ -266,8 +209,6 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench ablation``: 0 whatever the results (a bench never fails on them)."""
-    from genenv_engine.ablation_table import collect, output_names, print_summary, write_outputs
-
     plan = plan_from_args(args)
     if args.rescore is not None and args.rescore < 1:
         raise ConfigError("--rescore", "must be a number of held-out tasks >= 1")

@@ -15,6 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.errors import ConfigError
+from genenv_engine.experiments.runs import heldout_levels
+from genenv_engine.experiments.stats import level_rates
+
 
 class RescoreMismatch(RuntimeError):
     """A checkpoint's re-scored held-out disagrees with what its run stored: the numbers would not be comparable."""
@@ -118,6 +122,16 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
     return out
 
 
+def recorded_rescore(run: dict[str, Any], n: int, epochs: list[int]) -> dict[int, dict[str, str]]:
+    """The re-scored held-out on ``n`` tasks at ``epochs`` that a recorded run carries (a clear error if not)."""
+    have = run.get("_rescored", {}).get(str(n), {})
+    missing = [e for e in epochs if str(e) not in have]
+    if missing:
+        raise ConfigError(run.get("recorded", "record"), f"holds no held-out re-scored on {n} tasks at epoch(s) "
+                          f"{', '.join(map(str, missing))}, and a record has no checkpoints to re-score")
+    return {e: have[str(e)] for e in epochs}
+
+
 def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
                   emit: Any = print) -> dict[str, dict[int, dict[str, Any]]]:
     """The bench's runs with held-out re-scored on ``n`` tasks at epoch 0 and at every epoch that is some arm's
@@ -125,8 +139,6 @@ def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
     those epochs, with their held-out rates recomputed from the re-scored strings."""
     from dataclasses import replace
 
-    from genenv_engine.ablation_table import heldout_levels, level_rates
-    from genenv_engine.run_records import recorded_rescore
 
     lasts: dict[int, set[int]] = {}
     for by_seed in runs.values():

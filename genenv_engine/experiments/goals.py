@@ -1,8 +1,8 @@
 """Per-seed calibration and diversity goals of a simulator arm, checked on the bench's epoch rows.
 
 The ablation tables give each arm's seed-mean curves; a mean over seeds can sit at alpha while every seed misses it
-(one too hard, one too easy). The goals the simulator is held to are per seed (issue "a simulator that calibrates
-without collapsing"): mean p-hat of the epoch's valid generated tasks within alpha +- 0.1 by epoch 2, within
+(one too hard, one too easy). The goals the simulator is held to are per seed (a simulator that calibrates
+without collapsing): mean p-hat of the epoch's valid generated tasks within alpha +- 0.1 by epoch 2, within
 alpha +- 0.05 from epoch 4 on, the pool-wide uniqueness of each epoch's valid tasks (share whose near-duplicate key
 no earlier task had) at least 0.5, and no difficulty level above 70 % of an epoch's valid tasks. This module checks
 them, one row per arm x seed, and renders that as the ablation report's "Calibration goals" section.
@@ -12,14 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv_engine.ablation_table import first_in_band
+from genenv_engine.curriculum import HOLD_BAND, TARGET_BAND, first_in_band
 
-ENTER_BAND, ENTER_BY = 0.1, 2
+
+ENTER_BAND, ENTER_BY = TARGET_BAND, 2
 """Mean p-hat within alpha +- ENTER_BAND by epoch ENTER_BY."""
-HOLD_BAND, HOLD_FROM = 0.05, 4
-"""Mean p-hat within alpha +- HOLD_BAND at every epoch from HOLD_FROM on."""
+
+
+HOLD_FROM = 4
+"""Mean p-hat within alpha +- HOLD_BAND (`genenv_engine.curriculum`) at every epoch from HOLD_FROM on."""
+
+
 UNIQUE_MIN = 0.5
 """Least pool-wide uniqueness of an epoch's valid generated tasks."""
+
+
 LEVEL_MAX = 0.7
 """Largest share one difficulty level may take of an epoch's valid generated tasks."""
 

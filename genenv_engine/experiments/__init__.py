@@ -1,0 +1,16 @@
+"""The study tooling: the ablation bench (``genenv bench ablation``) and what reads its runs back.
+
+Layered bottom-up, each module importing only those above it in this list:
+
+- `arms`: the arms, the compute every arm must share, and the bench's plan (arms x seeds).
+- `stats`: pure statistics (mean and spread, paired standard errors, per-level rates, data efficiency).
+- `runs`: one arm x seed session read back from its database as plain rows.
+- `rescore`: held-out re-scored from saved checkpoints on a larger sample, cached per epoch.
+- `records`: a run as a small committable JSON record that outlives its session folder.
+- `tables`: every run of a bench folder collected and summarised over seeds, arm against arm.
+- `goals`: the per-seed calibration and diversity goals of a simulator arm.
+- `markdown`, `plots`: the tables as Markdown and the two PNG plots.
+- `bench`: the command: runs every unfinished arm x seed, then writes the outputs.
+
+Nothing in the engine's training path imports this package.
+"""
