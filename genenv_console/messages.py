@@ -106,7 +106,7 @@ class WorkerRestarted(EngineMessage):
 
 
 class WorkerTimedOut(EngineMessage):
-    """A Ray worker call ran past ``ray_call_timeout``: its worker was restarted (Ray runs only)."""
+    """A Ray worker call ran past ``ray.call_timeout``: its worker was restarted (Ray runs only)."""
 
 
 ENGINE_MESSAGES: dict[str, type[EngineMessage]] = {

@@ -73,7 +73,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only what the user typed overrides the preset or file."""
     out: dict[str, Any] = {}
     for key, name in (("epochs", "epochs"), ("seed", "seed"), ("simulator.mode", "simulator_mode"),
-                      ("curriculum.reward", "curriculum"), ("ray", "ray")):
+                      ("curriculum.reward", "curriculum"), ("ray.address", "ray")):
         if getattr(args, name) is not None:
             out[key] = getattr(args, name)
     if args.base_model:

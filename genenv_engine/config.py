@@ -1,8 +1,16 @@
 """Run configuration: frozen dataclasses with a docstring per field, loaded from and saved to TOML.
 
 A run is described by one `RunConfig` built from a preset (``presets/<name>.toml``), then an
-optional user TOML file, then command-line overrides. Every value is checked when the dataclass
-is built; a bad value raises `ConfigError` naming the field (``curriculum.alpha`` ...).
+optional user TOML file, then command-line overrides. The dataclass defaults are the ``tiny``
+preset; every other preset names the preset it ``extends`` and holds only the settings it changes.
+Every value is checked when the dataclass is built; a bad value, or a setting changed from its
+default while the setting it depends on is off, raises `ConfigError` naming the field
+(``curriculum.alpha`` ...).
+
+Settings that exist for calibration studies rather than the paper's method are listed in
+`EXPERIMENTAL_FIELDS`. Top-level keys of earlier versions (`RENAMED_SETTINGS`: the Ray settings,
+now the ``[ray]`` table) are still read from TOML files, saved sessions and overrides, with a
+`RenamedSettingWarning`.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import ast
 import inspect
 import tomllib
+import warnings
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -28,10 +37,33 @@ DEFAULT_RAY_BATCH = 16
 """Tasks per rollout batch on Ray when ``rollout_batch`` is 0 (16 tasks x k = 8 rollouts fill one 128-prompt
 decoding chunk of the hf backend)."""
 
+EXPERIMENTAL_FIELDS = (
+    "curriculum.filter", "curriculum.alpha_by_benchmark",
+    "simulator.seed_levels", "simulator.seed_sampling", "simulator.seed_beta", "simulator.success_note",
+    "simulator.steer", "simulator.steer_hold", "simulator.steer_relabel",
+    "agent.base_levels", "agent.base_source", "agent.unseen_tasks",
+)
+"""Dotted names of the settings that exist for calibration studies, not for the paper's method (each doc starts
+with "Experimental:"). Their defaults are the paper's behaviour."""
+
+RENAMED_SETTINGS = {"ray": "ray.address", "ray_workers": "ray.workers", "validate_batch": "ray.validate_batch",
+                    "ray_call_timeout": "ray.call_timeout"}
+"""Top-level keys of earlier versions -> their dotted key now; still read, with a `RenamedSettingWarning`."""
+
+
+class RenamedSettingWarning(DeprecationWarning):
+    """A TOML file, saved session or override uses a key of an earlier version (`RENAMED_SETTINGS`)."""
+
 
 def _check(ok: bool, name: str, message: str) -> None:
     if not ok:
         raise ConfigError(name, message)
+
+
+def _default(cls: type, name: str) -> Any:
+    """The default value of the dataclass field ``name`` of ``cls``."""
+    spec = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
+    return spec.default if spec.default is not MISSING else spec.default_factory()
 
 
 def _check_levels(levels: tuple[int, ...], name: str) -> None:
@@ -97,15 +129,15 @@ class ModelConfig:
     """Tiny model attention heads."""
     intermediate_size: int = 512
     """Tiny model MLP width."""
-    max_length: int = 320
+    max_length: int = 384
     """Longest prompt + completion in tokens; longer sequences are truncated from the left of the prompt."""
     threads: int = 2
     """torch intra-op CPU threads."""
-    sft_length_groups: int = 0
+    sft_length_groups: int = 4
     """Warm-start SFT: run each step's batch as this many micro-batches of sequences of similar length, each padded
-    only to its own longest (0: off). The same gradient up to float rounding with about a third less padding
-    compute on the tiny preset; unlike ``micro_batch`` it joins the warm-start cache key when set, because that
-    rounding moves the tiny warm start across its number-copying transition (seed 0: held-out 0.578 vs 0.858)."""
+    only to its own longest, so less compute goes to padding (0: off, one batch padded to its longest). The same
+    gradient up to float rounding; unlike ``micro_batch`` it is part of the warm-start cache key, because that
+    rounding can change the warm-started weights."""
     device: str = "auto"
     """``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``."""
 
@@ -113,6 +145,10 @@ class ModelConfig:
         _check(self.kind in MODEL_KINDS, "model.kind", f"must be one of {', '.join(MODEL_KINDS)}; got {self.kind!r}")
         if self.kind == "hf":
             _check(bool(self.path), "model.path", "is required when model.kind = 'hf'")
+        _check(self.path is None or self.kind == "hf", "model.path",
+               f"is read only when model.kind = 'hf' (model.kind is {self.kind!r})")
+        _check(not self.hub_download or self.kind == "hf", "model.hub_download",
+               f"applies to model.path, read only when model.kind = 'hf' (model.kind is {self.kind!r})")
         for name in ("agent_tuning", "simulator_tuning"):
             _check(getattr(self, name) in TUNINGS, f"model.{name}", f"must be 'full' or 'lora', got {getattr(self, name)!r}")
         for role in ("agent", "simulator"):
@@ -132,8 +168,8 @@ class ModelConfig:
         _check(self.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
 
     def check_paths(self) -> None:
-        """Raise ConfigError unless every model folder this config names exists on this machine (called where a
-        run starts, not at construction, so a saved session's config reads anywhere)."""
+        """Raise ConfigError unless every model folder this config names exists (called where a run starts, not at
+        construction, so a saved session's config reads anywhere)."""
         for name in ("path", "agent_path", "simulator_path"):
             value = getattr(self, name)
             if value is None or (name == "path" and (self.kind != "hf" or self.hub_download)):
@@ -180,19 +216,21 @@ class SimulatorConfig:
     seeds_per_epoch: int = 16
     """Conditioning seed tasks drawn per epoch per benchmark."""
     seed_levels: tuple[int, ...] = ()
-    """Difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split), e.g.
-    ``[3, 4]`` to start the variations from the levels the agent is weak at; static mode augments the same seeds."""
+    """Experimental: difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split),
+    e.g. ``[3, 4]`` to start the variations from the levels the agent is weak at; static mode augments the same
+    seeds."""
     seed_sampling: str = "uniform"
-    """How each epoch's conditioning seeds are drawn: ``uniform`` (the paper: any seed alike) or ``alpha`` (a
-    difficulty-aligned sampler over seed levels: a level is drawn in proportion to its recent share of valid
-    variations times exp(-seed_beta * (p_hat - alpha)^2), p_hat being the agent's success on them)."""
+    """Experimental: how each epoch's conditioning seeds are drawn: ``uniform`` (the paper: any seed alike) or
+    ``alpha`` (a difficulty-aligned sampler over seed levels: a level is drawn in proportion to its recent share of
+    valid variations times exp(-seed_beta * (p_hat - alpha)^2), p_hat being the agent's success on them)."""
     seed_beta: float = 20.0
-    """Sharpness of the ``alpha`` seed sampler's weighting."""
+    """Experimental: sharpness of the ``alpha`` seed sampler's weighting (> 0; used only with
+    ``seed_sampling = "alpha"``)."""
     variations: int = 4
     """n: task variations written per seed; one variation batch gives one p-hat."""
     temperature: float = 0.7
     """Sampling temperature of the simulator."""
-    max_new_tokens: int = 160
+    max_new_tokens: int = 200
     """Longest generated task + answer, in tokens."""
     lr: float = 1e-4
     """RWR learning rate."""
@@ -212,7 +250,7 @@ class SimulatorConfig:
     """Warm-start (seed -> sibling) pairs mixed into each RWR update, as a multiple of its in-band examples.
 
     Maximising their likelihood is a sample estimate of KL(initial simulator || simulator): it anchors the few
-    in-band examples of an epoch against the mode collapse that plain RWR shows (design note feasibility.md)."""
+    in-band examples of an epoch against mode collapse (plain RWR on them alone narrows the simulator's output)."""
     static_multiplier: int = 5
     """In ``static`` mode, generate this many times the seed set once, before epoch 1."""
     duplicate_cap: int = 2
@@ -222,21 +260,22 @@ class SimulatorConfig:
     an instruction with the example task, its answer and the agent's recent success rate, answered as
     ``TASK: ...`` / ``ANSWER: ...`` lines (instruction-tuned models, parsed strictly)."""
     success_note: bool = True
-    """Instruct prompt only: show the agent's measured success on the benchmark's previous epoch (the paper's
-    "recent success statistics"); ``false`` keeps the warm start's "not measured yet" line every epoch, so the prompt
-    carries no feedback and the simulator can only calibrate through its RWR update."""
+    """Experimental: instruct prompt only. Show the agent's measured success on the benchmark's previous epoch (the
+    paper's "recent success statistics"); ``false`` keeps the warm start's "not measured yet" line every epoch, so
+    the prompt carries no feedback and the simulator can only calibrate through its RWR update."""
     steer: bool = False
-    """Compact prompt only: the success note for a model trained from scratch. Each prompt starts with a direction,
-    ``harder``, ``easier`` or ``same``: at warm start the level change from the seed to its sibling, so the
-    simulator learns what the word asks for; in an epoch the agent's measured success on the benchmark's previous
-    epoch against alpha +- ``curriculum.k_min`` (``same`` before any is measured). Changes the warm start."""
+    """Experimental: compact prompt only. The success note for a model trained from scratch: each prompt starts
+    with a direction, ``harder``, ``easier`` or ``same``: at warm start the level change from the seed to its
+    sibling, so the simulator learns what the word asks for; in an epoch the agent's measured success on the
+    benchmark's previous epoch against alpha +- ``curriculum.k_min`` (``same`` before any is measured). Changes the
+    warm start."""
     steer_hold: bool = False
-    """With ``steer``: an epoch whose measured success is inside alpha +- ``curriculum.k_min`` keeps the previous
-    epoch's word instead of asking for ``same`` (the seed's level, which is where the miss came from), so the
-    direction that reached the band is held there. Does not change the warm start."""
+    """Experimental: with ``steer``, an epoch whose measured success is inside alpha +- ``curriculum.k_min`` keeps
+    the previous epoch's word instead of asking for ``same`` (the seed's level), so the direction that reached the
+    band is held there. Does not change the warm start."""
     steer_relabel: bool = False
-    """With ``steer``: the RWR update trains each generated task under the word for the level change it shows
-    (seed level to task level) instead of the word it was asked with, so the update does not teach that
+    """Experimental: with ``steer``, the RWR update trains each generated task under the word for the level change
+    it shows (seed level to task level) instead of the word it was asked with, so the update does not teach that
     ``harder`` means "the same level" when the asked-for change did not happen. Does not change the warm start."""
 
     def __post_init__(self) -> None:
@@ -248,6 +287,11 @@ class SimulatorConfig:
         _check(self.seed_sampling in SEED_SAMPLINGS, "simulator.seed_sampling",
                f"must be one of {', '.join(SEED_SAMPLINGS)}, got {self.seed_sampling!r}")
         _check(self.seed_beta > 0, "simulator.seed_beta", "must be > 0")
+        _check(self.seed_beta == _default(SimulatorConfig, "seed_beta") or self.seed_sampling == "alpha",
+               "simulator.seed_beta", "weights the alpha seed sampler: it needs simulator.seed_sampling = 'alpha'")
+        _check(self.success_note or self.prompt == "instruct", "simulator.success_note",
+               "applies to the instruct prompt: false needs simulator.prompt = 'instruct' (the compact prompt "
+               "carries no success note; see simulator.steer)")
         _check(not (self.steer and self.prompt != "compact"), "simulator.steer",
                "applies to the compact prompt (the instruct prompt carries the success note itself)")
         _check(not (self.steer_hold and not self.steer), "simulator.steer_hold", "needs simulator.steer = true")
@@ -271,7 +315,7 @@ class AgentConfig:
     """k: rollouts per task (the GRPO group size)."""
     temperature: float = 1.0
     """Rollout sampling temperature (held-out evaluation is greedy)."""
-    max_new_tokens: int = 96
+    max_new_tokens: int = 64
     """Longest agent answer, in tokens."""
     success_threshold: float = 0.5
     """A rollout counts as a success for p-hat when its reward is >= this (matters for soft rewards)."""
@@ -280,14 +324,16 @@ class AgentConfig:
     base_fraction: float = 0.5
     """Share of the replayed tasks drawn from the base data; the rest come from the generated pool."""
     base_levels: tuple[int, ...] = ()
-    """Difficulty levels the replayed base tasks are drawn from (empty: every level), e.g. ``[3, 4]`` to spend the
-    agent's rollouts where it is neither always right nor always wrong; held-out keeps every level."""
+    """Experimental: difficulty levels the replayed base tasks are drawn from (empty: every level), e.g. ``[3, 4]``
+    to spend the agent's rollouts where it is neither always right nor always wrong; held-out keeps every level."""
     base_source: str = "train"
-    """Where the base replay comes from: ``train`` (the benchmark's train split, which the warm start trained on)
-    or ``unseen`` (``unseen_tasks`` new tasks from the benchmark's own generator, at ``base_levels``, that no split
-    has: an oracle source of unseen tasks, the upper bound of what a simulator could give; ladder benchmarks only)."""
+    """Experimental: where the base replay comes from: ``train`` (the benchmark's train split, which the warm start
+    trained on) or ``unseen`` (``unseen_tasks`` new tasks from the benchmark's own generator, at ``base_levels``,
+    that no split has: an oracle source of unseen tasks, the upper bound of what a simulator could give; ladder
+    benchmarks only)."""
     unseen_tasks: int = 5000
-    """Size of the ``unseen`` base pool per benchmark."""
+    """Experimental: size of the ``unseen`` base pool per benchmark, in tasks (> 0; used only with
+    ``base_source = "unseen"``)."""
     lr: float = 5e-5
     """GRPO learning rate (AdamW)."""
     clip: float = 0.2
@@ -318,6 +364,8 @@ class AgentConfig:
         _check(self.base_source in BASE_SOURCES, "agent.base_source",
                f"must be one of {', '.join(BASE_SOURCES)}, got {self.base_source!r}")
         _check(self.unseen_tasks > 0, "agent.unseen_tasks", "must be > 0")
+        _check(self.unseen_tasks == _default(AgentConfig, "unseen_tasks") or self.base_source == "unseen",
+               "agent.unseen_tasks", "sizes the unseen base pool: it needs agent.base_source = 'unseen'")
         _check_levels(self.base_levels, "agent.base_levels")
         _check(0.0 < self.success_threshold <= 1.0, "agent.success_threshold", "must be in (0, 1]")
         _check(self.temperature > 0, "agent.temperature", "must be > 0")
@@ -341,12 +389,12 @@ class CurriculumConfig:
     """``alpha`` (GenEnv: exp(-beta (p_hat - alpha)^2)), ``agent0`` (Agent0's max(0, 1 - 2 |p_hat - alpha|)) or
     ``uniform`` (every valid generation weighted 1, no band filter)."""
     filter: str = "band"
-    """Which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min) or ``none``
-    (every batch, weighted by its R_env: a sharp beta then does the selecting)."""
+    """Experimental: which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min)
+    or ``none`` (every batch, weighted by its R_env: a sharp beta then does the selecting)."""
     alpha: float = 0.5
     """Target success rate of generated tasks (the zone of proximal development)."""
     alpha_by_benchmark: dict[str, float] = field(default_factory=dict, metadata={"values": float})
-    """Per-benchmark targets that override ``alpha`` (e.g. ``{bfcl = 0.4}``)."""
+    """Experimental: per-benchmark targets in (0, 1) that override ``alpha`` (e.g. ``{bfcl = 0.4}``)."""
     beta: float = 2.0
     """Sharpness of R_env; not given by the paper, 2.0 as in the official config (see the class docstring)."""
     k_min: float = 0.1
@@ -400,6 +448,42 @@ class VLLMConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    """Where the agent's rollouts and the validation of the simulator's drafts run: in this process, or on Ray
+    worker actors (the ``ray`` extra). Every setting but ``address`` applies to Ray runs only."""
+
+    address: str = ""
+    """``""``: in this process (the default); ``"local"``: on the workers of a new local Ray instance; or the
+    address of a running Ray cluster (``"HOST:6379"``, ``"ray://HOST:10001"``). With ``generate_batch`` set, the
+    drafts' generation runs on the workers too; the controller keeps every phase (``genenv run --ray
+    local|ADDRESS``)."""
+    workers: int = 2
+    """Ray worker actors (> 0), each holding a copy of the agent with its generation backend, the checkers and
+    validators, and (with ``generate_batch`` set) a copy of the simulator with its own backend."""
+    validate_batch: int = 64
+    """Simulator drafts per validation call on a Ray worker (> 0; validation is deterministic: the batch size
+    changes where drafts are checked, never the verdicts). In-process the drafts are validated in one pass."""
+    call_timeout: float = 0.0
+    """Wall-clock limit in seconds of one Ray worker call (a generation, validation or rollout batch), counted from
+    when the controller sends it to its worker, which then has no other call in flight, until the result is back;
+    0: no limit. A call past the limit is cancelled and its worker killed (the only way to stop a checker stuck in
+    a loop or in C code); once Ray has restarted the worker the batch is sent once more, and past the limit again
+    the epoch stops with `genenv_engine.executors.ray_exec.WorkerTimeout`, naming the phase, the batch and its
+    tasks (the session stays resumable). A timeout is not scored as a failure: rewards that depend on machine
+    load would differ between runs of one seed, and between Ray and in-process runs; checks slow by the task's
+    own fault already fail deterministically (search budgets and size caps, `genenv_engine.limits`); and a
+    retried batch has the same seed and weights, so it gives exactly what the first attempt would have. In-process
+    calls are not limited; set it well above a batch's normal time."""
+
+    def __post_init__(self) -> None:
+        _check(self.address == self.address.strip() and " " not in self.address, "ray.address",
+               f"must be '', 'local' or a Ray address such as 'HOST:6379', got {self.address!r}")
+        _check(self.workers > 0, "ray.workers", "must be > 0")
+        _check(self.validate_batch > 0, "ray.validate_batch", "must be > 0")
+        _check(self.call_timeout >= 0, "ray.call_timeout", "must be >= 0 seconds (0: no limit)")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything a co-evolution run needs; saved as ``config.toml`` beside each session."""
 
@@ -429,14 +513,8 @@ class RunConfig:
     """The alpha-curriculum reward and band filter."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
     """Options of the vllm backend."""
-    ray: str = ""
-    """Where the agent's rollouts and the validation of the simulator's drafts run (and, with ``generate_batch``
-    set, the drafts' generation): ``""`` in this process (the default), ``"local"`` on Ray workers of a new local
-    Ray instance, or the address of a running Ray cluster (``"HOST:6379"``, ``"ray://HOST:10001"``); needs the
-    ``ray`` extra (``genenv run --ray local|ADDRESS``). The controller keeps every phase; see README "Running on Ray"."""
-    ray_workers: int = 2
-    """Ray worker actors, each holding a copy of the agent with its generation backend, the checkers and validators,
-    and (with ``generate_batch`` set) a copy of the simulator with its own backend."""
+    ray: RayConfig = field(default_factory=RayConfig)
+    """Where the rollouts and the drafts' validation run: in this process or on Ray workers."""
     rollout_batch: int = 0
     """Tasks per rollout batch, each sampled with its own seed from (seed, epoch, batch index): the same seed and
     batch size give the same rollouts in this process and on any number of Ray workers. 0: in-process, one sampling
@@ -446,20 +524,6 @@ class RunConfig:
     from (seed, epoch, benchmark, batch index): the same value gives the same drafts in this process and on any
     number of Ray workers, which then write them with their copies of the simulator. 0: each benchmark's drafts
     from one sampling stream in the controller, as before batches existed (on Ray too)."""
-    validate_batch: int = 64
-    """Simulator drafts per validation call on a Ray worker (validation is deterministic: the batch size changes
-    where drafts are checked, never the verdicts). In-process the drafts are validated in one pass."""
-    ray_call_timeout: float = 0.0
-    """Wall-clock limit in seconds of one Ray worker call (a generation, validation or rollout batch), counted from
-    when the controller sends it to its worker, which then has no other call in flight, until the result is back;
-    0: no limit. A call past the limit is cancelled and its worker killed (the only way to stop a checker stuck in
-    a loop or in C code); once Ray has restarted the worker the batch is sent once more, and past the limit again
-    the epoch stops with `genenv_engine.executors.ray_exec.WorkerTimeout`, naming the phase, the batch and its
-    tasks (the session stays resumable). A timeout is not scored as a failure: rewards that depend on machine
-    load would differ between runs of one seed, and between Ray and in-process runs; checks slow by the task's
-    own fault already fail deterministically (search budgets and size caps, `genenv_engine.limits`); and a
-    retried batch has the same seed and weights, so it gives exactly what the first attempt would have. Ray runs
-    only (in-process calls are not limited); set it well above a batch's normal time."""
 
     def __post_init__(self) -> None:
         from genenv_engine.environments import BENCHMARKS, PAPER_BENCHMARKS  # deferred: imports records only
@@ -479,13 +543,10 @@ class RunConfig:
         _check(self.agent.tasks_per_epoch in (0,) or self.agent.tasks_per_epoch >= most_fresh, "agent.tasks_per_epoch",
                f"must be 0 or at least the most fresh tasks an epoch can bring ({most_fresh}: seeds_per_epoch x "
                "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped")
-        _check(self.ray_workers > 0, "ray_workers", "must be > 0")
+        for name in self.curriculum.alpha_by_benchmark:
+            _check(name in BENCHMARKS, f"curriculum.alpha_by_benchmark.{name}", f"unknown benchmark {name!r}")
         _check(self.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")
         _check(self.generate_batch >= 0, "generate_batch", "must be >= 0 (0: one sampling stream in the controller)")
-        _check(self.validate_batch > 0, "validate_batch", "must be > 0")
-        _check(self.ray_call_timeout >= 0, "ray_call_timeout", "must be >= 0 seconds (0: no limit)")
-        _check(self.ray == self.ray.strip() and " " not in self.ray, "ray",
-               f"must be '', 'local' or a Ray address such as 'HOST:6379', got {self.ray!r}")
         from genenv_engine.backends import BACKENDS
 
         _check(self.backend in BACKENDS, "backend", f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
@@ -493,10 +554,11 @@ class RunConfig:
     def rollout_batch_tasks(self) -> int:
         """Tasks per seeded rollout batch, 0 for the in-process single stream.
 
-        >>> RunConfig().rollout_batch_tasks(), RunConfig(ray="local").rollout_batch_tasks(), RunConfig(rollout_batch=4).rollout_batch_tasks()
+        >>> on_ray = RunConfig(ray=RayConfig(address="local"))
+        >>> RunConfig().rollout_batch_tasks(), on_ray.rollout_batch_tasks(), RunConfig(rollout_batch=4).rollout_batch_tasks()
         (0, 16, 4)
         """
-        return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray else 0)
+        return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray.address else 0)
 
     def check_paths(self) -> "RunConfig":
         """Raise ConfigError unless the model folders and data paths this config names exist here; returns the
@@ -513,7 +575,7 @@ class RunConfig:
 
     def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
         """Return a copy with dotted-key overrides applied (``{"curriculum.alpha": 0.4}``)."""
-        return _build(RunConfig, _merge(self.to_dict(), _nest(overrides)), "")
+        return _build(RunConfig, _merge(self.to_dict(), _renamed(_nest(overrides), "overrides")), "")
 
 
 def _nest(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -530,6 +592,32 @@ def _nest(overrides: dict[str, Any]) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[leaf] = value
     return nested
+
+
+def _renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` (nested, as read from TOML) with the keys of earlier versions moved to their new place
+    (`RENAMED_SETTINGS`), warning once per key; a key given in both spellings is an error.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     _renamed({"ray": "local", "ray_workers": 4, "epochs": 2}, "run.toml")
+    {'epochs': 2, 'ray': {'address': 'local', 'workers': 4}}
+    """
+    old = [key for key in RENAMED_SETTINGS if key in data and not (key == "ray" and isinstance(data[key], dict))]
+    if not old:
+        return data
+    out = dict(data)
+    table = dict(out["ray"]) if isinstance(out.get("ray"), dict) else {}
+    for key in old:
+        new = RENAMED_SETTINGS[key]
+        section, leaf = new.split(".")
+        _check(leaf not in table, key, f"is the old spelling of {new}, which {source} also sets; keep {new} alone")
+        table[leaf] = out.pop(key)
+        warnings.warn(f"{source}: setting {key!r} is now {new!r} ([{section}] {leaf} = ...); the old key is read "
+                      "for now", RenamedSettingWarning, stacklevel=3)
+    out["ray"] = table
+    return out
 
 
 def _drop_none(value: Any) -> Any:
@@ -625,7 +713,7 @@ def preset_data(name: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     if name not in preset_names():
         raise ConfigError("extends" if _seen else "preset",
                           f"unknown preset {name!r}; known: {', '.join(preset_names())}")
-    data = read_toml(PRESET_DIR / f"{name}.toml")
+    data = _renamed(read_toml(PRESET_DIR / f"{name}.toml"), f"preset {name}")
     parent = data.pop("extends", None)
     return _merge(preset_data(parent, (*_seen, name)), data) if parent else data
 
@@ -635,11 +723,11 @@ def load_config(preset: str | None = None, config_file: str | Path | None = None
     """Build a RunConfig: preset file, then the user's TOML file, then explicit overrides."""
     data: dict[str, Any] = {}
     if config_file is not None:
-        data = read_toml(config_file)
+        data = _renamed(read_toml(config_file), str(config_file))
     name = preset or data.get("preset") or "tiny"
     base = _merge(preset_data(name), data)
     base["preset"] = name
-    return _build(RunConfig, _merge(base, _nest(overrides or {})), "").check_paths()
+    return _build(RunConfig, _merge(base, _renamed(_nest(overrides or {}), "overrides")), "").check_paths()
 
 
 def save_config(config: RunConfig, path: str | Path) -> None:
@@ -654,12 +742,13 @@ def save_config(config: RunConfig, path: str | Path) -> None:
 
 def config_from_file(path: str | Path) -> RunConfig:
     """Rebuild a RunConfig from a saved session config.toml alone."""
-    return config_from_dict(read_toml(path))
+    return config_from_dict(read_toml(path), str(path))
 
 
-def config_from_dict(data: dict[str, Any]) -> RunConfig:
-    """Rebuild a RunConfig from `RunConfig.to_dict`'s nested dicts (paths unchecked, as for a saved session)."""
-    return _build(RunConfig, data, "")
+def config_from_dict(data: dict[str, Any], source: str = "saved config") -> RunConfig:
+    """Rebuild a RunConfig from `RunConfig.to_dict`'s nested dicts (paths unchecked, as for a saved session); keys
+    of earlier versions are read as their new ones (`RENAMED_SETTINGS`), ``source`` naming the data in the warning."""
+    return _build(RunConfig, _renamed(data, source), "")
 
 
 def saved_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
@@ -668,7 +757,7 @@ def saved_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
 
     Paths are not checked: the session may come from another machine."""
     unknown: dict[str, Any] = {}
-    return _build(RunConfig, read_toml(path), "", unknown), unknown
+    return _build(RunConfig, _renamed(read_toml(path), str(path)), "", unknown), unknown
 
 
 @cache

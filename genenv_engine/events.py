@@ -194,7 +194,7 @@ class WorkerRestarted(Event):
 
 @dataclass(frozen=True)
 class WorkerTimedOut(Event):
-    """A Ray worker call ran past ``ray_call_timeout``: the worker was killed and restarted; the batch is sent once
+    """A Ray worker call ran past ``ray.call_timeout``: the worker was killed and restarted; the batch is sent once
     more (``retried``) or the epoch stops (`genenv_engine.executors.ray_exec.WorkerTimeout`)."""
 
     worker: int

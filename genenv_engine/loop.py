@@ -158,7 +158,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     ``executor`` writes and validates the drafts and runs the rollout phase's generation and scoring (default: in
     this process)."""
     cfg, store = session.config, session.store
-    executor = executor or make_executor(replace_config(cfg, ray=""), roles, envs, epoch - 1, emit,
+    executor = executor or make_executor(replace_config(cfg, ray=replace_config(cfg.ray, address="")), roles, envs, epoch - 1, emit,
                                          simulator_version=simulator_version(store, epoch))
     rng = random.Random(f"{cfg.seed}/{epoch}")
     torch.manual_seed(cfg.seed * 100_003 + epoch)

@@ -61,7 +61,7 @@ def load_policy(model: str, warm_steps: int):
     if model == "tiny":
         return tiny_agent(warm_steps)
     if model == "smollm2":
-        return warmstart_agent(ModelConfig(kind="smollm2", agent_tuning="lora"), 0), "SmolLM2-135M-Instruct (LoRA agent)"
+        return warmstart_agent(ModelConfig(kind="smollm2", agent_tuning="lora", max_length=320), 0), "SmolLM2-135M-Instruct (LoRA agent)"
     return Policy.load(model, torch.device("cpu"), 384), f"checkpoint {model}"
 
 

@@ -23,7 +23,7 @@ EXECUTORS: dict[str, str] = {
 
 
 def executor_name(ray: str) -> str:
-    """``local`` when the config's ``ray`` is empty, else ``ray``.
+    """``local`` when the config's ``ray.address`` is empty, else ``ray``.
 
     >>> executor_name(""), executor_name("local"), executor_name("10.0.0.1:6379")
     ('local', 'ray', 'ray')
@@ -35,6 +35,6 @@ def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, e
                   simulator_version: int = 0) -> "RolloutExecutor":
     """Build the executor the config names, holding agent weights of ``version`` and simulator weights of
     ``simulator_version``."""
-    module, _, cls = EXECUTORS[executor_name(config.ray)].partition(":")
+    module, _, cls = EXECUTORS[executor_name(config.ray.address)].partition(":")
     return getattr(importlib.import_module(module), cls)(config, roles, envs, version, emit,
                                                          simulator_version=simulator_version)

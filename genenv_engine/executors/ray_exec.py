@@ -1,12 +1,12 @@
 """The Ray executor: the agent's rollouts, the validation of the simulator's drafts and (with ``generate_batch``
 set) the drafts' generation on worker actors, one batch per actor call.
 
-At start it joins Ray (``ray = "local"``: a new local instance on this machine; an address: that cluster; an
-already initialised Ray in this process is reused) and creates ``ray_workers`` actors, each a
+At start it joins Ray (``ray.address = "local"``: a new local instance on this machine; an address: that cluster; an
+already initialised Ray in this process is reused) and creates ``ray.workers`` actors, each a
 `genenv_engine.executors.worker.RolloutWorker` holding a copy of the agent (sent once through the object store),
 its generation backend and the environments' checkers and validators, and, when it generates, a copy of the
 simulator with its own backend. A generation's seeded seed batches and a rollout's seeded task batches
-(`genenv_engine.executors.base`), and a validation's batches of ``validate_batch`` drafts, go round-robin to the
+(`genenv_engine.executors.base`), and a validation's batches of ``ray.validate_batch`` drafts, go round-robin to the
 actors (batch i to actor i mod workers), each actor with at most one call in flight (its next batch is sent when
 its last result is back), and the results come back in order; the tokens the workers sampled are added to the
 controller's backend counters, so throughput metrics count them. After every agent update `sync`, and after
@@ -17,7 +17,7 @@ another, and a result whose version is not the controller's raises `StaleWeights
 Faults are Ray's: actors restart (``max_restarts``) and their unfinished calls are retried (``max_task_retries``),
 so a killed worker's batch is run again, once, by the restarted actor, which loads the current weights first; a
 new process id on a worker's results is logged as a `WorkerRestarted` event. Timeouts are the executor's: with
-``ray_call_timeout`` set, a call still running that long after it was sent is cancelled, its worker killed, and,
+``ray.call_timeout`` set, a call still running that long after it was sent is cancelled, its worker killed, and,
 once Ray has restarted it, the batch is sent again, once (`TIMEOUT_ATTEMPTS`); a second timeout raises
 `WorkerTimeout` (the config field's docstring says why a timeout stops the epoch instead of scoring the tasks as
 failures). Each timeout is logged as a `WorkerTimedOut` event. Workers build the configured backend
@@ -49,7 +49,7 @@ MAX_RESTARTS = 4
 MAX_TASK_RETRIES = 4
 """How often Ray re-runs a worker's unfinished call after a restart."""
 TIMEOUT_ATTEMPTS = 2
-"""How many times one batch may run past ``ray_call_timeout`` before `WorkerTimeout` stops the epoch: the first
+"""How many times one batch may run past ``ray.call_timeout`` before `WorkerTimeout` stops the epoch: the first
 timeout restarts the worker and sends the batch again (a stall of the machine or node gets a second chance), the
 second gives up (a batch whose check is slow on its inputs is as slow again: it is the same seeded work)."""
 
@@ -62,7 +62,7 @@ class StaleWeights(RuntimeError):
 
 
 class WorkerTimeout(RuntimeError):
-    """A worker call ran past ``ray_call_timeout`` on each of its `TIMEOUT_ATTEMPTS` attempts."""
+    """A worker call ran past ``ray.call_timeout`` on each of its `TIMEOUT_ATTEMPTS` attempts."""
 
 
 def connect(address: str, workers: int) -> bool:
@@ -90,7 +90,7 @@ class _Call:
 
 
 class RayExecutor:
-    """Rollouts, draft validation and (``generate_batch`` > 0) generation on ``config.ray_workers`` Ray actors.
+    """Rollouts, draft validation and (``generate_batch`` > 0) generation on ``config.ray.workers`` Ray actors.
 
     ``worker`` is the actor class (`RolloutWorker`; tests pass a test double built on it)."""
 
@@ -100,10 +100,10 @@ class RayExecutor:
 
         self.config, self.roles, self.version, self.emit = config, roles, version, emit
         self.envs, self.simulator_version = envs, simulator_version
-        self.workers = config.ray_workers
+        self.workers = config.ray.workers
         self.generates = config.generate_batch > 0
         """Whether the workers write the simulator's drafts (else the controller does, on its own backend)."""
-        self._started = connect(config.ray, self.workers)
+        self._started = connect(config.ray.address, self.workers)
         options = asdict(config.vllm) if config.backend == "vllm" else {}
         actor = ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, num_cpus=1)(worker)
         policies = ray.put((roles.agent, roles.simulator if self.generates else None))  # one object: a shared base
@@ -166,8 +166,8 @@ class RayExecutor:
 
     def validate(self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str,
                  style: str) -> list[sim.Generation]:
-        """Send batches of ``validate_batch`` drafts round-robin to the workers; return the generations in order."""
-        batches = task_batches(drafts, self.config.validate_batch)
+        """Send batches of ``ray.validate_batch`` drafts round-robin to the workers; return the generations in order."""
+        batches = task_batches(drafts, self.config.ray.validate_batch)
         jobs = [(batch, epoch, generator, origin, style) for batch in batches]
 
         def take(i: int, worker: int, out: dict[str, Any]) -> list[sim.Generation]:
@@ -180,11 +180,11 @@ class RayExecutor:
     def _map(self, phase: str, epoch: int, method: str, jobs: list[tuple], labels: list[str],
              take: Callable[[int, int, dict[str, Any]], Any]) -> list[Any]:
         """Run ``jobs[i]`` (the arguments of the worker's ``method``) on actor i mod workers, one call in flight
-        per actor, under ``ray_call_timeout``; ``take(i, worker, result)`` turns each result into what is returned,
+        per actor, under ``ray.call_timeout``; ``take(i, worker, result)`` turns each result into what is returned,
         in job order, as it arrives (it may raise: a stop or a failure cancels the calls in flight)."""
         import ray
 
-        limit = self.config.ray_call_timeout
+        limit = self.config.ray.call_timeout
         queues = [deque(range(w, len(jobs), self.workers)) for w in range(self.workers)]
         calls: dict[Any, _Call] = {}
 
@@ -219,9 +219,9 @@ class RayExecutor:
                     if not retry:
                         raise WorkerTimeout(
                             f"{phase} batch {call.index} of epoch {epoch} ({labels[call.index]}) ran past "
-                            f"ray_call_timeout = {limit:g} s on worker {call.worker}, {call.attempt} times (the worker "
+                            f"ray.call_timeout = {limit:g} s on worker {call.worker}, {call.attempt} times (the worker "
                             "was restarted each time); the epoch is stopped and the session resumable: raise "
-                            "ray_call_timeout, or look at the checker on these tasks")
+                            "ray.call_timeout, or look at the checker on these tasks")
                     send(call.worker, call.index, call.attempt + 1)
         finally:
             for ref in calls:  # a stop or a failure mid-way: drop the rest

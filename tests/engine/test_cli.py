@@ -108,8 +108,8 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
 
 
 def test_run_ray_option_sets_the_config():
-    """``genenv run --ray ADDRESS`` is the config's ``ray`` (the executor); absent, the run stays in-process."""
+    """``genenv run --ray ADDRESS`` is the config's ``ray.address`` (the executor); absent, the run stays in-process."""
     from genenv_engine.cli import _overrides, build_parser
 
-    assert _overrides(build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"]))["ray"] == "local"
-    assert "ray" not in _overrides(build_parser().parse_args(["run", "--preset", "micro"]))
+    assert _overrides(build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"]))["ray.address"] == "local"
+    assert "ray.address" not in _overrides(build_parser().parse_args(["run", "--preset", "micro"]))

@@ -7,12 +7,16 @@ import dataclasses
 import pytest
 
 from genenv_engine.config import (
+    EXPERIMENTAL_FIELDS,
     AgentConfig,
     ConfigError,
     CurriculumConfig,
     ModelConfig,
+    RayConfig,
+    RenamedSettingWarning,
     RunConfig,
     SimulatorConfig,
+    VLLMConfig,
     WarmStartConfig,
     config_from_file,
     field_docs,
@@ -21,7 +25,8 @@ from genenv_engine.config import (
     save_config,
 )
 
-ALL_CLASSES = [ModelConfig, WarmStartConfig, SimulatorConfig, AgentConfig, CurriculumConfig, RunConfig]
+ALL_CLASSES = [ModelConfig, WarmStartConfig, SimulatorConfig, AgentConfig, CurriculumConfig, VLLMConfig, RayConfig,
+               RunConfig]
 
 
 def write(tmp_path, text: str, name: str = "run.toml"):
@@ -352,13 +357,189 @@ def test_curriculum_filter_reward_and_per_benchmark_alpha_are_checked(tmp_path):
 def test_ray_settings_are_checked_and_pick_the_batch_size():
     from genenv_engine.config import DEFAULT_RAY_BATCH, ConfigError, load_config
 
-    assert load_config("micro").ray == "" and load_config("micro").rollout_batch_tasks() == 0
-    assert load_config("micro", overrides={"ray": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
-    assert load_config("micro").ray_call_timeout == 0.0 and load_config("micro").generate_batch == 0
-    for key, value in (("ray_workers", 0), ("rollout_batch", -1), ("ray", "local host"), ("generate_batch", -1),
-                       ("validate_batch", 0), ("ray_call_timeout", -1.0)):
-        with pytest.raises(ConfigError, match=key):
+    assert load_config("micro").ray == RayConfig() and load_config("micro").rollout_batch_tasks() == 0
+    assert load_config("micro", overrides={"ray.address": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
+    assert load_config("micro").ray.call_timeout == 0.0 and load_config("micro").generate_batch == 0
+    for key, value in (("ray.workers", 0), ("rollout_batch", -1), ("ray.address", "local host"), ("generate_batch", -1),
+                       ("ray.validate_batch", 0), ("ray.call_timeout", -1.0)):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as err:
             load_config("micro", overrides={key: value})
+        assert err.value.field == key
+
+
+# --- the [ray] table and the old top-level spelling -------------------------------------------------------
+
+OLD_RAY = {"ray": "local", "ray_workers": 3, "validate_batch": 5, "ray_call_timeout": 7.0}
+NEW_RAY = RayConfig(address="local", workers=3, validate_batch=5, call_timeout=7.0)
+
+
+def test_the_ray_table_reads_from_toml_and_saves_as_a_table(tmp_path):
+    path = write(tmp_path, '[ray]\naddress = "local"\nworkers = 3\nvalidate_batch = 5\ncall_timeout = 7\n')
+    cfg = load_config("micro", path)
+    assert cfg.ray == NEW_RAY
+    save_config(cfg, tmp_path / "config.toml")
+    text = (tmp_path / "config.toml").read_text()
+    assert "[ray]" in text and "ray_workers" not in text
+    assert config_from_file(tmp_path / "config.toml") == cfg
+
+
+def test_old_top_level_ray_keys_in_a_toml_file_are_read_with_a_warning_naming_the_new_key(tmp_path):
+    path = write(tmp_path, 'ray = "local"\nray_workers = 3\nvalidate_batch = 5\nray_call_timeout = 7.0\n')
+    with pytest.warns(RenamedSettingWarning) as caught:
+        cfg = load_config("micro", path)
+    assert cfg.ray == NEW_RAY
+    messages = " ".join(str(w.message) for w in caught)
+    for old, new in (("ray_workers", "ray.workers"), ("validate_batch", "ray.validate_batch"),
+                     ("ray_call_timeout", "ray.call_timeout"), ("'ray'", "ray.address")):
+        assert old in messages and new in messages
+    assert issubclass(RenamedSettingWarning, DeprecationWarning)
+
+
+def test_old_ray_keys_as_overrides_and_set_are_read_with_a_warning():
+    with pytest.warns(RenamedSettingWarning) as caught:
+        cfg = load_config("micro", overrides=OLD_RAY)
+    assert cfg.ray == NEW_RAY and len(caught) == 4 and all("overrides" in str(w.message) for w in caught)
+    with pytest.warns(RenamedSettingWarning, match="ray.address"):
+        moved = cfg.with_overrides({"ray": "10.0.0.1:6379"})
+    assert moved.ray == dataclasses.replace(NEW_RAY, address="10.0.0.1:6379")  # the other [ray] values stay
+
+
+def test_old_ray_key_beside_its_new_spelling_is_an_error(tmp_path):
+    path = write(tmp_path, 'ray_workers = 3\n[ray]\nworkers = 4\n')
+    with pytest.raises(ConfigError, match="old spelling of ray.workers") as err:
+        load_config("micro", path)
+    assert err.value.field == "ray_workers"
+
+
+def test_an_old_saved_session_config_reads_as_the_same_run(tmp_path):
+    """A config.toml saved before the [ray] table (every setting at its top level, as `save_config` wrote it) reads
+    with `config_from_file`, `saved_config` and `load_config` as the config built today."""
+    import json
+    import re
+    from pathlib import Path
+
+    import tomli_w
+
+    from genenv_engine.config import saved_config
+
+    old = json.loads((Path(__file__).parent.parent / "fixtures" / "presets" / "micro.json").read_text())
+    old.update(OLD_RAY)
+    def drop_none(table):
+        return {k: drop_none(v) if isinstance(v, dict) else v for k, v in table.items() if v is not None}
+
+    text = tomli_w.dumps(drop_none(old))
+    assert "\n[ray]" not in text and "ray_workers = 3" in text
+    (tmp_path / "config.toml").write_text(text)
+    want = load_config("micro", overrides={"ray.address": "local", "ray.workers": 3, "ray.validate_batch": 5,
+                                           "ray.call_timeout": 7.0})
+    with pytest.warns(RenamedSettingWarning, match=re.escape(str(tmp_path / "config.toml"))):
+        assert config_from_file(tmp_path / "config.toml") == want
+    with pytest.warns(RenamedSettingWarning):
+        assert saved_config(tmp_path / "config.toml") == (want, {})
+    with pytest.warns(RenamedSettingWarning):
+        assert load_config(None, tmp_path / "config.toml") == want
+
+
+def test_cli_ray_flag_sets_the_ray_address():
+    from genenv_engine.cli import _overrides, build_parser
+
+    args = build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"])
+    assert load_config("micro", overrides=_overrides(args)).ray == RayConfig(address="local")
+
+
+# --- settings that depend on another ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "needs"),
+    [
+        ({"simulator.success_note": False}, "simulator.success_note", "simulator.prompt = 'instruct'"),
+        ({"simulator.seed_beta": 5.0}, "simulator.seed_beta", "simulator.seed_sampling = 'alpha'"),
+        ({"agent.unseen_tasks": 300}, "agent.unseen_tasks", "agent.base_source = 'unseen'"),
+        ({"model.path": "/tmp"}, "model.path", "model.kind = 'hf'"),
+        ({"model.hub_download": True}, "model.hub_download", "model.kind = 'hf'"),
+        ({"simulator.steer_hold": True}, "simulator.steer_hold", "simulator.steer = true"),
+        ({"simulator.steer_relabel": True}, "simulator.steer_relabel", "simulator.steer = true"),
+    ],
+    ids=["success_note", "seed_beta", "unseen_tasks", "path", "hub_download", "steer_hold", "steer_relabel"],
+)
+def test_a_setting_changed_without_the_one_it_depends_on_is_an_error(overrides, field, needs):
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", overrides=overrides)
+    assert err.value.field == field and needs in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"simulator.success_note": False, "simulator.prompt": "instruct"},
+        {"simulator.success_note": True},
+        {"simulator.seed_beta": 5.0, "simulator.seed_sampling": "alpha"},
+        {"simulator.seed_beta": 20.0},
+        {"agent.unseen_tasks": 300, "agent.base_source": "unseen"},
+        {"agent.unseen_tasks": 5000},
+        {"model.kind": "hf", "model.path": "/tmp", "model.hub_download": True},
+        {"simulator.steer": True, "simulator.steer_hold": True, "simulator.steer_relabel": True},
+    ],
+)
+def test_a_dependent_setting_is_accepted_with_its_parent_on_or_at_its_default(overrides):
+    load_config("micro", overrides=overrides)
+
+
+def test_per_benchmark_alpha_must_name_a_known_benchmark():
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", overrides={"curriculum.alpha_by_benchmark": {"bfcll": 0.4}})
+    assert err.value.field == "curriculum.alpha_by_benchmark.bfcll"
+    assert load_config("micro", overrides={"curriculum.alpha_by_benchmark": {"apibank": 0.4}})  # known, not enabled
+
+
+# --- experimental settings and field docs -----------------------------------------------------------------
+
+
+def _section(dotted: str):
+    """(dataclass, field name) of a dotted setting name."""
+    cls, *parents, leaf = RunConfig, *dotted.split(".")
+    for part in parents:
+        cls = {f.name: f for f in dataclasses.fields(cls)}[part].default_factory
+    return cls, leaf
+
+
+def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
+    assert len(EXPERIMENTAL_FIELDS) == len(set(EXPERIMENTAL_FIELDS))
+    for dotted in EXPERIMENTAL_FIELDS:
+        cls, name = _section(dotted)
+        assert name in {f.name for f in dataclasses.fields(cls)}, dotted
+        assert field_docs(cls)[name].startswith("Experimental:"), dotted
+    prefix = {"RunConfig": "", "ModelConfig": "model.", "WarmStartConfig": "warm_start.",
+              "SimulatorConfig": "simulator.", "AgentConfig": "agent.", "CurriculumConfig": "curriculum.",
+              "VLLMConfig": "vllm.", "RayConfig": "ray."}
+    marked = {prefix[cls.__name__] + name for cls in ALL_CLASSES for name, doc in field_docs(cls).items()
+              if doc.startswith("Experimental")}
+    assert marked == set(EXPERIMENTAL_FIELDS)
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+def test_field_docs_describe_settings_not_lab_results(cls):
+    import re
+
+    lab = re.compile(r"\bseed \d|\bsession \d|\bissue \d|\b20\d\d-\d\d|held-out \d|this machine|\d\.\d+ vs ",
+                     re.IGNORECASE)
+    for name, doc in field_docs(cls).items():
+        assert not lab.search(doc), f"{cls.__name__}.{name}: {lab.search(doc).group()!r}"
+    assert not lab.search(cls.__doc__ or "")
+
+
+def test_preset_comments_describe_settings_not_lab_results():
+    import re
+
+    from genenv_engine.config import PRESET_DIR
+
+    lab = re.compile(r"\bseed \d|\bsession \d|\bissue \d|\b20\d\d-\d\d|held-out [LD]?\d|this machine|"
+                     r"measured on|\bSE\b|docs/|\d\.\d+ GB", re.IGNORECASE)
+    for path in sorted(PRESET_DIR.glob("*.toml")):
+        for line in path.read_text().splitlines():
+            comment = line.partition("#")[2]
+            assert not lab.search(comment), f"{path.name}: {line}"
 
 
 def test_a_preset_extends_another_and_a_loop_or_unknown_parent_is_a_clear_error(tmp_path, monkeypatch):

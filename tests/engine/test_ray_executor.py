@@ -73,7 +73,7 @@ def real_backends(role, policy):
 def run_micro(path, sink=None, factory=real_agent_scripted_simulator, **overrides):
     """A 2-epoch micro run with rollout batches of one task (16 batches an epoch: room to kill a worker mid-way)
     and validation batches of 3 drafts (3 an epoch, so both workers validate)."""
-    cfg = load_config("micro", overrides={"epochs": 2, "rollout_batch": 1, "validate_batch": 3, **overrides})
+    cfg = load_config("micro", overrides={"epochs": 2, "rollout_batch": 1, "ray.validate_batch": 3, **overrides})
     session = Session.create(cfg, path)
     loop.run(session, sink or (lambda e: None), backend_factory=factory)
     return session
@@ -106,7 +106,7 @@ def test_two_ray_workers_store_what_the_in_process_run_stores(tmp_path, local_ra
     (see the module docstring for why), the generated tasks validated on the workers included; both workers took
     batches, and each epoch's rollouts record the version of the weights that sampled them (epoch e: the weights
     after epoch e-1's update). A call timeout far above any call changes nothing."""
-    on_ray = run_micro(tmp_path / "ray", ray="local", ray_workers=2, ray_call_timeout=600.0)
+    on_ray = run_micro(tmp_path / "ray", **{"ray.address": "local", "ray.workers": 2, "ray.call_timeout": 600.0})
     rollouts, tasks, batches, metrics = got = stored(on_ray)
     assert len(rollouts) >= 64 and batches and any(b["p_hat"] is not None for b in batches)
     generated = [t for t in tasks if t.get("origin") == "generated"]
@@ -127,7 +127,7 @@ def test_drafts_written_on_the_workers_store_what_the_in_process_run_stores(tmp_
     its tasks all record version 0; the weight sync is checked in
     `test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update`.)"""
     here = run_micro(tmp_path / "local", factory=real_backends, generate_batch=3)
-    there = run_micro(tmp_path / "ray", factory=real_backends, generate_batch=3, ray="local")
+    there = run_micro(tmp_path / "ray", factory=real_backends, generate_batch=3, **{"ray.address": "local"})
     got = stored(there)
     assert got == stored(here)
     generated = [t for t in got[1] if t.get("origin") == "generated"]
@@ -139,7 +139,7 @@ def test_workers_generate_with_the_weights_of_the_latest_update(local_ray, refer
     """After an agent update and `sync`, the workers sample with the new weights (from the object store) and
     stamp the new version: their rollouts equal in-process sampling on the updated model and differ from the old.
     (The micro agent's GRPO update leaves its weights unchanged when every reward is 0, so the test moves them.)"""
-    cfg = replace_config(reference.config, ray="local", rollout_batch=2)
+    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local"), rollout_batch=2)
     roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
     envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
     tasks = envs["bfcl"].splits()["train"][:6]
@@ -180,7 +180,7 @@ def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ra
         if event.kind == "BatchProgressed" and event.phase == "rollout" and event.epoch == 2 and not killed:
             ray.kill(made[-1].actors[1], no_restart=False)
             killed.append(event.done)
-    on_ray = run_micro(tmp_path / "ray", sink, ray="local")
+    on_ray = run_micro(tmp_path / "ray", sink, **{"ray.address": "local"})
     assert killed
     assert stored(on_ray) == stored(reference)
     restarts = [e for e in on_ray.store.events() if e["kind"] == "WorkerRestarted"]
@@ -192,7 +192,7 @@ def test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update(lo
     the drafts equal the in-process batched generation exactly, with the ids the unbatched generation gives them
     and the version of the simulator weights; after a simulator update and `sync_simulator` the workers write with
     the new weights (from the object store) and stamp the new version. (The test moves the weights itself.)"""
-    cfg = replace_config(reference.config, ray="local", generate_batch=2)
+    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local"), generate_batch=2)
     roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
     envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
     jobs = [GenerateJob("bfcl", envs["bfcl"].splits()["seed"][:5], 2, None, None)]
@@ -232,7 +232,8 @@ def drafts_of(env, n_seeds=3):
 def test_workers_validate_drafts_as_the_controller_does(local_ray, reference):
     """Drafts of two benchmarks, in batches of 2 round-robin over 2 workers: the generations come back in the drafts'
     order and equal the in-process validation exactly (tasks, verdicts, reasons), valid and invalid ones alike."""
-    cfg = replace_config(reference.config, ray="local", benchmarks=("bfcl", "apibank"), validate_batch=2)
+    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local", validate_batch=2),
+                         benchmarks=("bfcl", "apibank"))
     roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
     envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
     drafts = [d for pair in zip_longest(drafts_of(envs["bfcl"]), drafts_of(envs["apibank"])) for d in pair if d]
@@ -253,7 +254,8 @@ def test_workers_validate_drafts_as_the_controller_does(local_ray, reference):
 def slow_executor(local_ray, reference):
     """A Ray executor on 2 `SlowCheckerWorker` test doubles (their checks sleep 30 s on tasks marked slow), with a
     3 s call timeout, the in-process executor beside it, and the list of the events it emits."""
-    cfg = replace_config(reference.config, ray="local", rollout_batch=1, validate_batch=1, ray_call_timeout=3.0)
+    cfg = replace_config(reference.config, rollout_batch=1,
+                         ray=replace_config(reference.config.ray, address="local", validate_batch=1, call_timeout=3.0))
     roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
     envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
     events = []
@@ -299,7 +301,7 @@ def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(slow_worke
     slow = drafts[:1] + [replace(drafts[1], task_id=drafts[1].task_id + "/slow")] + drafts[2:]
     options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
     with pytest.raises(WorkerTimeout, match=r"validate batch 1 of epoch 3 \(1 task gen/e3/bfcl/0001-0/slow\) ran past "
-                                            r"ray_call_timeout = 3 s on worker 1, 2 times"):
+                                            r"ray\.call_timeout = 3 s on worker 1, 2 times"):
         remote.validate(slow, **options)
     timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
     assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [
