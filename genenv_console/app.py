@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from genenv_engine import events as ev
 from genenv_engine.config import ConfigError, RunConfig, config_from_file
 from genenv_engine.session import Session
+from genenv_engine.session_view import SessionView
 from genenv_engine.store import Store
 
 from genenv_console.data import export_jsonl
@@ -167,7 +168,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         self.session_config = config
         self.ui_store = Store(path / "genenv.db")
         pause_after = self.state.pause_after_epoch
-        self.state = RunState.from_session(path.name, self.session_config, self.ui_store.epoch_metrics())
+        self.state = RunState.from_view(path.name, SessionView.from_store(self.ui_store, config, path))
         self.state.pause_after_epoch = pause_after
         self.log_lines = deque(history_lines(self.ui_store), maxlen=LOG_LINES)
         self.sub_title = path.name

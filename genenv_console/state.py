@@ -1,7 +1,8 @@
 """The dashboard's model of a run: what the engine's events say, as plain data the plots can draw.
 
 `RunState` is folded from engine events on the UI thread (and seeded from the store when a
-session is opened), so the widgets never read the engine or the database to redraw. The series
+session is opened, through `genenv_engine.session_view.SessionView`: each batch's stored R_env and band flag,
+never a recomputation), so the widgets never read the engine or the database to redraw. The series
 functions turn it into exactly what each plot shows; tests assert on them.
 """
 
@@ -12,8 +13,9 @@ from typing import Any
 
 from genenv_engine import events as ev
 from genenv_engine.config import RunConfig
-from genenv_engine.curriculum import alpha_reward, in_band
+from genenv_engine.curriculum import env_reward, in_band
 from genenv_engine.progress import sample_line, worker_summary
+from genenv_engine.session_view import SessionView
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
           "checkpoint")
@@ -42,6 +44,8 @@ class Histogram:
     alpha: float
     beta: float
     k_min: float
+    in_band: list[bool] | None = None
+    """Whether the band kept each batch, as the engine stored it (None: judged from p-hat, alpha and k_min)."""
 
     def counts(self, bins: int = 10) -> list[int]:
         """How many p-hats fall in each of ``bins`` equal bins of [0, 1] (1.0 goes in the last).
@@ -59,9 +63,17 @@ class Histogram:
         return sum(self.r_envs) / len(self.r_envs) if self.r_envs else None
 
     def in_band_fraction(self) -> float | None:
-        """Share of batches whose p-hat lies in [alpha - k_min, alpha + k_min]."""
+        """Share of batches the band kept (stored flags), else whose p-hat lies in [alpha - k_min, alpha + k_min].
+
+        >>> Histogram(1, [0.5, 0.9], [1.0, 0.2], 0.5, 2.0, 0.1).in_band_fraction()
+        0.5
+        >>> Histogram(1, [0.5, 0.9], [1.0, 0.2], 0.5, 2.0, 0.1, [True, True]).in_band_fraction()
+        1.0
+        """
         if not self.p_hats:
             return None
+        if self.in_band is not None and len(self.in_band) == len(self.p_hats):
+            return sum(self.in_band) / len(self.in_band)
         return sum(in_band(p, self.alpha, self.k_min) for p in self.p_hats) / len(self.p_hats)
 
 
@@ -104,6 +116,8 @@ class RunState:
     alpha: float = 0.5
     beta: float = 2.0
     k_min: float = 0.1
+    reward: str = "alpha"
+    """``curriculum.reward``: the kind of R_env a batch without a stored one is shown with."""
     run: str = "idle"
     """idle, running, pausing, paused, stopping, stopped, finished or failed."""
     epoch: int | None = None
@@ -115,6 +129,9 @@ class RunState:
     """Finished epochs' metrics."""
     scored: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
     """(batch p-hats, R_envs) per epoch, live from AttemptsScored."""
+    stored: dict[int, tuple[list[float], list[float], list[bool]]] = field(default_factory=dict)
+    """(batch p-hats, R_envs, in-band flags) per epoch, as the session's batches table held them when it was
+    opened (`from_view`)."""
     warm: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     """Warm-start (step, loss) points per role, live from WarmStartProgressed (never stored)."""
     warm_rate: dict[str, tuple[int, int, float | None, float | None]] = field(default_factory=dict)
@@ -126,7 +143,8 @@ class RunState:
     def from_session(cls, name: str, config: RunConfig, epoch_rows: list[dict[str, Any]]) -> "RunState":
         """State of a session at rest: its config and the metrics of its finished epochs."""
         state = cls(session=name, target_epochs=config.epochs, benchmarks=tuple(config.benchmarks),
-                    alpha=config.curriculum.alpha, beta=config.curriculum.beta, k_min=config.curriculum.k_min)
+                    alpha=config.curriculum.alpha, beta=config.curriculum.beta, k_min=config.curriculum.k_min,
+                    reward=config.curriculum.reward)
         for row in epoch_rows:
             if row.get("status") == "done":
                 state.metrics[row["epoch"]] = row
@@ -137,6 +155,18 @@ class RunState:
             state.run, state.epoch = "stopped", partial[-1]["epoch"]
         elif state.metrics and max(state.metrics) >= state.target_epochs:
             state.run = "finished"
+        return state
+
+    @classmethod
+    def from_view(cls, name: str, view: SessionView) -> "RunState":
+        """State of a session at rest read through a `SessionView`: `from_session` plus every epoch's scored
+        batches with the R_env and band flag the engine stored (the histogram of a reopened session)."""
+        state = cls.from_session(name, view.config, [e.row() for e in view.epochs])
+        for epoch in sorted({b.epoch for b in view.batches}):
+            scored = [b for b in view.scored_batches(epoch) if b.p_hat is not None and b.r_env is not None]
+            if scored:
+                state.stored[epoch] = ([float(b.p_hat) for b in scored], [float(b.r_env) for b in scored],
+                                       [bool(b.in_band) for b in scored])
         return state
 
     @property
@@ -160,6 +190,7 @@ class RunState:
         self.warm, self.warm_rate, self.warm_samples = {}, {}, {}
         self.metrics = {k: v for k, v in self.metrics.items() if k < e.start_epoch}
         self.scored = {k: v for k, v in self.scored.items() if k < e.start_epoch}
+        self.stored = {k: v for k, v in self.stored.items() if k < e.start_epoch}
         self.run = "pausing" if self.run == "pausing" else "running"
         self.epoch, self.phase, self.progress, self.error = e.start_epoch, "", None, ""
         return {"status", "plots"}
@@ -261,16 +292,23 @@ class RunState:
         return points
 
     def histogram(self) -> Histogram:
-        """Batch p-hats and R_env of the latest epoch that scored any (live events first, then metrics)."""
-        epochs = sorted(set(self.scored) | {e for e, m in self.metrics.items() if m.get("batch_p_hats")})
+        """Batch p-hats and R_env of the latest epoch that scored any: live events first (the engine's R_env), then
+        the batches stored when the session was opened (their stored R_env and band flags), then the metrics'
+        p-hats (R_env under the session's ``curriculum.reward`` with the global alpha: no batch row says more)."""
+        epochs = sorted(set(self.scored) | set(self.stored)
+                        | {e for e, m in self.metrics.items() if m.get("batch_p_hats")})
         for epoch in reversed(epochs):
+            flags = None
             if epoch in self.scored and self.scored[epoch][0]:
                 p_hats, r_envs = self.scored[epoch]
+            elif epoch in self.stored:
+                p_hats, r_envs, flags = self.stored[epoch]
             else:
                 p_hats = list(self.metrics.get(epoch, {}).get("batch_p_hats") or [])
-                r_envs = [alpha_reward(p, self.alpha, self.beta) for p in p_hats]
+                r_envs = [env_reward(p, self.reward, self.alpha, self.beta) for p in p_hats]
             if p_hats:
-                return Histogram(epoch, p_hats, r_envs, self.alpha, self.beta, self.k_min)
+                return Histogram(epoch, list(p_hats), list(r_envs), self.alpha, self.beta, self.k_min,
+                                 None if flags is None else list(flags))
         return Histogram(None, [], [], self.alpha, self.beta, self.k_min)
 
     def phase_seconds(self) -> tuple[list[int], dict[str, list[float]]]:

@@ -169,7 +169,8 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     metrics: dict[str, Any] = {}
 
     # 1-2. the simulator writes n variations per seed; the environment validates each one
-    drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds, metrics)
+    notes: dict[str, str | None] = {}  # batch id -> the note its simulator prompt carried
+    drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds, metrics, notes)
     with PhaseTimer(emit, epoch, "validate", seconds):
         validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
         metrics.update(validated)
@@ -180,7 +181,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
     with PhaseTimer(emit, epoch, "rollout", seconds):
         scored = _rollout(session, executor, fresh + replay, epoch, emit, check)
-    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit)
+    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit, notes)
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
@@ -228,9 +229,10 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
 def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Environment], epoch: int,
               rng: random.Random, emit: EventSink, check: Callable[[], None], seconds: dict[str, float],
-              metrics: dict[str, Any]) -> list[sim.Draft]:
+              metrics: dict[str, Any], notes: dict[str, str | None] | None = None) -> list[sim.Draft]:
     """Sample this epoch's generations (trained/frozen), or the one-off static augmentation (by the executor);
-    the seed levels drawn (and the ``alpha`` seed sampler's weights) go into ``metrics``."""
+    the seed levels drawn (and the ``alpha`` seed sampler's weights) go into ``metrics``, each draft's batch id
+    and the note its prompt carried into ``notes``."""
     cfg = session.config
     mode = cfg.simulator.mode
     if mode == "off" or (mode == "static" and session.store.count_tasks(origin="static") > 0):
@@ -260,7 +262,11 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
                 metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
             note = sim.epoch_note(cfg, name, success_history(rates, name, epoch))
             jobs.append(GenerateJob(name, seeds, n, prefix, note))
-        return executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
+        drafts = executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
+    if notes is not None:
+        by_benchmark = {job.benchmark: job.note for job in jobs}
+        notes.update((d.batch_id, by_benchmark.get(d.seed.benchmark)) for d in drafts)
+    return drafts
 
 
 def _seed_weights(session: Session, benchmark: str, seeds: list[Task], epoch: int) -> dict[int, float]:
@@ -417,9 +423,11 @@ def _rollout(session: Session, executor: RolloutExecutor, tasks: list[Task], epo
 
 
 def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[str, str], epoch: int,
-                   emit: EventSink) -> tuple[dict[str, Any], list[ScoredBatch]]:
-    """p-hat per variation batch, R_env, band membership (stored as the epoch's log and returned to the
-    simulator update); calibration metrics of the epoch."""
+                   emit: EventSink, notes: dict[str, str | None] | None = None
+                   ) -> tuple[dict[str, Any], list[ScoredBatch]]:
+    """p-hat per variation batch, R_env, band membership (stored as the epoch's log, with the alpha it was scored
+    against and, for a batch written this epoch, its prompt note from ``notes``, and returned to the simulator
+    update); calibration metrics of the epoch."""
     cur = session.config.curriculum
     store = session.store
     by_batch: dict[str, list[TaskAttempts]] = {}
@@ -436,7 +444,12 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
             r_env=env_reward(p_hat, cur.reward, cur.alpha_for(items[0].task.benchmark), cur.beta),
             in_band=cur.keeps(p_hat, items[0].task.benchmark)))
     store.set_r_env((s.task.id, b.r_env) for b in batches for s in by_batch[b.id])
-    store.upsert_batches([b.row() for b in batches])
+    rows = [{**b.row(), "alpha": cur.alpha_for(b.benchmark)} for b in batches]
+    notes = notes or {}
+    style = session.config.simulator.prompt
+    store.upsert_batches([{**r, "prompt_note": sim.note_fields(style, notes[r["id"]])}
+                          for r in rows if r["id"] in notes])
+    store.upsert_batches([r for r in rows if r["id"] not in notes])  # a static batch scored again keeps its note
     p_hats, r_envs = [b.p_hat for b in batches], [b.r_env for b in batches]
     emit(AttemptsScored(epoch, len(fresh), sum(len(s.attempts) for s in fresh), _pooled(fresh) or 0.0, p_hats, r_envs))
     by_bench: dict[str, float | None] = {}

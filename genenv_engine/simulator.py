@@ -205,6 +205,31 @@ def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None])
     return success_note(benchmark, shown, alpha)
 
 
+def note_fields(style: str, note: str | None) -> dict[str, str | None] | None:
+    """An epoch's prompt note (`epoch_note`) as its variation batches store it (``batches.prompt_note``): the
+    compact style's steer word or the instruct style's success line; None when the prompt carries none.
+
+    >>> note_fields("compact", "harder"), note_fields("compact", None)
+    ({'steer': 'harder', 'success_line': None}, None)
+    >>> note_fields("instruct", "Agent success on recent bfcl tasks: 25% (target 50%).")["success_line"]
+    'Agent success on recent bfcl tasks: 25% (target 50%).'
+    """
+    if note is None:
+        return None
+    return {"steer": note, "success_line": None} if style == "compact" else {"steer": None, "success_line": note}
+
+
+def note_text(fields: dict[str, Any] | None) -> str | None:
+    """The note a prompt carried, back from its stored fields (`note_fields`'s inverse).
+
+    >>> note_text(note_fields("compact", "same")), note_text(None)
+    ('same', None)
+    """
+    if not fields:
+        return None
+    return fields.get("steer") or fields.get("success_line")
+
+
 def sibling_prompt(policy: Policy, env: Environment, source: Task, sibling: Task, config: RunConfig) -> str:
     """The prompt of a warm-start (source -> sibling) pair: with ``simulator.steer`` it asks for the direction
     the pair shows, so the simulator learns the word."""

@@ -106,7 +106,10 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         if seed is None or seed.benchmark not in envs:
             continue
         env = envs[seed.benchmark]
-        note = sim.epoch_note(cfg, env.name, success_history(rates, env.name, b["epoch"]))
+        if b.get("prompt_note") is not None:  # the note the batch's prompt carried, stored when it was written
+            note = sim.note_text(b["prompt_note"])
+        else:  # a batch stored before notes were (or whose prompt had none): re-derived from the history
+            note = sim.epoch_note(cfg, env.name, success_history(rates, env.name, b["epoch"]))
         asked = sim.simulator_prompt(roles.simulator, env, seed, style, note)
         asked_ids = roles.simulator.encode(asked)  # once per batch; a relabelled task encodes its own
         for task in generated[b["id"]]:

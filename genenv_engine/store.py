@@ -125,6 +125,16 @@ def m006_task_simulator_version(db: Database) -> None:
     db.execute("ALTER TABLE tasks ADD COLUMN simulator_version INTEGER")
 
 
+@MIGRATIONS()
+def m007_batch_alpha_and_prompt_note(db: Database) -> None:
+    """Each variation batch records the alpha its R_env was scored against and the prompt note its simulator
+    prompt carried (``prompt_note``: JSON ``{"steer": word, "success_line": line}``, NULL when the prompt had none);
+    both NULL on batches stored before they existed (`genenv_engine.session_view` then computes the alpha from
+    the session's config)."""
+    db.execute("ALTER TABLE batches ADD COLUMN alpha REAL")
+    db.execute("ALTER TABLE batches ADD COLUMN prompt_note TEXT")
+
+
 def _now() -> str:
     """Current UTC time as an ISO-8601 string."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -235,6 +245,17 @@ def _json_or_none(text: str | None) -> Any:
         return json.loads(text) if text else None
     except (TypeError, ValueError):
         return None
+
+
+def _note_json(note: dict[str, Any] | str | None) -> str | None:
+    """A batch's prompt note as its ``prompt_note`` column holds it: JSON text with sorted keys, or NULL.
+
+    >>> _note_json({"steer": "harder", "success_line": None}), _note_json(None)
+    ('{"steer": "harder", "success_line": null}', None)
+    """
+    if note is None or isinstance(note, str):
+        return note
+    return json.dumps(note, sort_keys=True)
 
 
 def _bools(row: dict[str, Any], *names: str) -> dict[str, Any]:
@@ -604,18 +625,22 @@ class Store:
                                      [(p, r, n, i) for i, p, r, n in rows])
 
     def upsert_batches(self, rows: list[dict[str, Any]]) -> None:
-        """Insert or update variation-batch rows by id."""
+        """Insert or update variation-batch rows by id. A column that no row of the call names keeps its stored
+        values (one that only some rows name is set to NULL in the others); ``prompt_note`` is given as a dict (or
+        None, or JSON text) and stored as JSON."""
         if rows:
+            encoded = [{**row, "prompt_note": _note_json(row["prompt_note"])} if "prompt_note" in row else row
+                       for row in rows]
             with self.write():
-                self.db["batches"].upsert_all(rows, pk="id")
+                self.db["batches"].upsert_all(encoded, pk="id")
 
     def batches(self, epoch: int | None = None) -> list[dict[str, Any]]:
-        """Variation batches, of one epoch or all, ordered by id."""
+        """Variation batches, of one epoch or all, ordered by id; ``prompt_note`` decoded (None when not stored)."""
         if epoch is None:
             rows = self._rows("SELECT * FROM batches ORDER BY id")
         else:
             rows = self._rows("SELECT * FROM batches WHERE epoch = ? ORDER BY id", [epoch])
-        return [_bools(row, "in_band") for row in rows]
+        return [{**_bools(row, "in_band"), "prompt_note": _json_or_none(row.get("prompt_note"))} for row in rows]
 
     # -- epochs --------------------------------------------------------------------------------
 

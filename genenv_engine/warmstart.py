@@ -41,7 +41,7 @@ from genenv_engine.agent import agent_prompt
 from genenv_engine.config import EXECUTION_FIELDS, ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
-from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, is_agent_only, load_warm_agent, warmstart_agent,
+from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, load_warm_agent, warmstart_agent,
                                   warmstart_simulator)
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task

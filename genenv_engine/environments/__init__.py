@@ -2,7 +2,8 @@
 
 `BENCHMARKS` maps a benchmark name to ``module:Class`` (a benchmark subpackage and the class its
 ``__init__`` exposes); `get_environment` imports and builds it. Each benchmark is a subpackage
-(``alfworld/``, ``apibank/``, ``bamboogle/``, ``bfcl/``, ``travelplanner/``) beside :mod:`.base`;
+(``alfworld/``, ``apibank/``, ``bamboogle/``, ``bfcl/``, ``travelplanner/``, and ``chain/``, a generated
+benchmark of chained calls whose level is the chain length 1-8) beside :mod:`.base`;
 ``bfcl_official`` and ``alfworld_textworld`` live inside ``bfcl/official/`` and ``alfworld/textworld/``
 and so load their mini's package too.
 """
@@ -23,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "travelplanner": "genenv_engine.environments.travelplanner:TravelPlannerMini",
     "bfcl_official": "genenv_engine.environments.bfcl.official:BfclOfficial",
     "alfworld_textworld": "genenv_engine.environments.alfworld.textworld:AlfworldTextWorld",
+    "chain": "genenv_engine.environments.chain:ChainEnv",
 }
 """Known benchmark names and the class implementing each."""
 

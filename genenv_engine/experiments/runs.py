@@ -1,6 +1,7 @@
 """One arm x seed session of the ablation bench read back from its database as plain rows.
 
-`read_session` gives the per-epoch rows the tables use. Diversity is measured here so that it can fail: besides
+`read_session` gives the per-epoch rows the tables use, read through `genenv_engine.session_view.SessionView`
+(the metrics the loop recorded, the held-out ``0``/``1`` strings). Diversity is measured here so that it can fail: besides
 the engine's within-epoch exact-string unique fraction, each epoch's valid generated tasks are compared with every
 earlier task of the session (near-duplicate keys: numbers masked) and scored by distinct word bigrams.
 """
@@ -54,16 +55,19 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
 def read_session(folder: Path) -> dict[str, Any] | None:
     """One arm x seed session as rows per finished epoch (None if the folder holds no session)."""
     from genenv_engine.session import Session
+    from genenv_engine.session_view import SessionView
 
     if not (folder / "config.toml").exists():
         return None
     session = Session.open(folder)
     try:
-        cfg = session.config
-        metrics = [m for m in session.store.epoch_metrics() if m.get("status") == "done"]
-        diversity = _diversity(session.store, [m["epoch"] for m in metrics if m["epoch"] > 0])
+        view = SessionView.of(session)
+        cfg = view.config
+        done = view.done_epochs
+        metrics = [e.row() for e in done]
+        diversity = _diversity(session.store, [e.epoch for e in done if e.epoch > 0])
         rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {})) for m in metrics]
-        correct = {m["epoch"]: m.get("heldout_correct") or {} for m in metrics}
+        correct = {e.epoch: dict(e.heldout_correct) for e in done}
     finally:
         session.store.close()
     levels = heldout_levels(cfg, metrics)

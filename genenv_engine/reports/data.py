@@ -4,7 +4,9 @@ Everything comes from the session's files (``config.toml`` read by `config.saved
 paths, so a session copied from another machine still reports even when its model or data paths do not exist
 here, and keeps settings of another genenv version; and ``genenv.db``). Done epochs take their numbers from the metrics the loop recorded; an epoch that
 stopped, crashed or is still running has no metrics, so what it left in the database (generated
-tasks, scored batches, rollouts, phase events) is summarised instead and the epoch is marked partial.
+tasks, scored batches, rollouts, phase events) is summarised instead and the epoch is marked partial. Epochs
+and variation batches are read through `genenv_engine.session_view.SessionView`: each batch's stored R_env and the
+alpha it was scored against (for an older database, computed from the session's own curriculum settings).
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from genenv_engine.curriculum import calibration_error
 from genenv_engine.machine import local_machine, local_versions
 from genenv_engine.records import Task
+from genenv_engine.session_view import REWARD_KINDS, BatchView, EpochView, SessionView
 from genenv_engine.store import Store
+
+if TYPE_CHECKING:
+    from genenv_engine.config import RunConfig
 
 MODE_LABELS = {"trained": "GenEnv", "frozen": "GenEnv-Random", "static": "GenEnv-Static", "off": "base data only"}
 """How the paper names each simulator mode (Fig. 6)."""
@@ -180,7 +185,13 @@ class SessionData:
 
     @property
     def reward(self) -> str:
+        """The curriculum reward kind (``alpha``, ``agent0`` or ``uniform``)."""
         return str(self.config["curriculum"]["reward"])
+
+    @property
+    def reward_formula(self) -> str:
+        """R_env's formula under the session's reward kind (`session_view.REWARD_KINDS`)."""
+        return REWARD_KINDS.get(self.reward, f"the {self.reward} reward")
 
     @property
     def alpha(self) -> float:
@@ -200,9 +211,10 @@ class SessionData:
 
     @property
     def label(self) -> str:
-        """The paper's name for the simulator mode, e.g. ``GenEnv-Random (frozen)``; notes a uniform curriculum."""
+        """The paper's name for the simulator mode, e.g. ``GenEnv-Random (frozen)``; names a curriculum reward other
+        than the paper's alpha reward by its kind (``, agent0 R_env``, ``, uniform R_env``)."""
         text = f"{MODE_LABELS.get(self.mode, self.mode)} ({self.mode})"
-        return text + (", uniform R_env" if self.reward != "alpha" else "")
+        return text + (f", {self.reward} R_env" if self.reward != "alpha" else "")
 
     @property
     def done_epochs(self) -> list[EpochData]:
@@ -292,9 +304,15 @@ def _fmt_value(value: Any) -> str:
 def read_config(session_dir: Path) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
     """The session's config as nested dicts (defaults filled in) and one (key, value, meaning) row per setting;
     settings this genenv version does not know are listed too, marked as such."""
-    from genenv_engine.config import RunConfig, field_docs, saved_config
+    from genenv_engine.config import saved_config
 
-    config, unknown = saved_config(session_dir / "config.toml")
+    return _config_rows(*saved_config(session_dir / "config.toml"))
+
+
+def _config_rows(config: RunConfig, unknown: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
+    """`read_config`'s nested dicts and rows of a config read by `config.saved_config`."""
+    from genenv_engine.config import RunConfig, field_docs
+
     merged: dict[str, Any] = asdict(config)
     rows: list[tuple[str, str, str]] = []
     top_docs = field_docs(RunConfig)
@@ -384,7 +402,7 @@ _METRIC_FIELDS = ("generated", "valid", "valid_fraction", "unique_fraction", "ge
                   "tasks_trained", "pool_size")
 
 
-def _epoch_from_metrics(row: dict[str, Any], batches: list[dict[str, Any]]) -> EpochData:
+def _epoch_from_metrics(row: dict[str, Any], batches: tuple[BatchView, ...]) -> EpochData:
     e = EpochData(epoch=row["epoch"], status=row["status"], started_at=row.get("started_at"),
                   finished_at=row.get("finished_at"))
     for name in _METRIC_FIELDS:
@@ -402,30 +420,28 @@ def _epoch_from_metrics(row: dict[str, Any], batches: list[dict[str, Any]]) -> E
     e.agent_update = dict(row.get("agent_update") or {})
     e.simulator_update = dict(row.get("simulator_update") or {})
     e.warm_start = row.get("warm_start")
-    e.r_envs = [b["r_env"] for b in batches if b["r_env"] is not None]
+    e.r_envs = [b.r_env for b in batches if b.r_env is not None]
     if not e.batch_p_hats:
-        e.batch_p_hats = [b["p_hat"] for b in batches if b["p_hat"] is not None]
+        e.batch_p_hats = [b.p_hat for b in batches if b.p_hat is not None]
     return e
 
 
-def _epoch_from_database(store: Store, row: dict[str, Any], batches: list[dict[str, Any]], alpha: float,
-                         seconds: dict[str, float]) -> EpochData:
-    """Rebuild what a stopped/crashed/running epoch left behind: generations, scored batches, rollouts."""
-    epoch = row["epoch"]
-    e = EpochData(epoch=epoch, status=row["status"] or "running", started_at=row.get("started_at"),
-                  finished_at=row.get("finished_at"), source="database")
+def _epoch_from_database(store: Store, view: SessionView, row: EpochView, seconds: dict[str, float]) -> EpochData:
+    """Rebuild what a stopped/crashed/running epoch left behind: generations, scored batches (each against the
+    alpha it was scored against), rollouts."""
+    epoch = row.epoch
+    e = EpochData(epoch=epoch, status=row.status, started_at=row.started_at, finished_at=row.finished_at,
+                  source="database")
     rows = store.generated_verdicts(epoch)
     if rows:
         e.generated = len(rows)
         e.valid = sum(1 for r in rows if r["valid"])
         e.valid_fraction = e.valid / e.generated
         e.invalid_reasons = dict(Counter((r["reason"] or "").split(":")[0] for r in rows if not r["valid"]))
-    scored = [b for b in batches if b["p_hat"] is not None]
-    e.batch_p_hats = [b["p_hat"] for b in scored]
-    e.r_envs = [b["r_env"] for b in scored if b["r_env"] is not None]
-    if scored:
-        e.in_band_fraction = sum(1 for b in scored if b["in_band"]) / len(scored)
-        e.calibration_error = calibration_error([b["p_hat"] for b in scored], alpha)
+    e.batch_p_hats = view.p_hats(epoch)
+    e.r_envs = view.r_envs(epoch)
+    e.in_band_fraction = view.in_band_fraction(epoch)
+    e.calibration_error = view.calibration_error(epoch)
     attempts = store.batch_task_successes(epoch)
     if attempts:
         e.generated_success = sum(a["success"] for a in attempts) / len(attempts)
@@ -621,23 +637,25 @@ def load_session(session_dir: str | Path) -> SessionData:
     folder = Path(session_dir)
     if not (folder / "config.toml").exists() or not (folder / "genenv.db").exists():
         raise FileNotFoundError(f"{folder} is not a genenv session (needs config.toml and genenv.db)")
-    config, rows = read_config(folder)
+    from genenv_engine.config import saved_config
+
+    run_config, unknown = saved_config(folder / "config.toml")
+    config, rows = _config_rows(run_config, unknown)
     store = Store(folder / "genenv.db")
     try:
+        view = SessionView.from_store(store, run_config, folder)
         events = _all_events(store)
         started = [e for e in events if e["kind"] == "RunStarted"]
         versions = _recorded(store, started, "versions")
         machine = _recorded(store, started, "machine")
-        alpha = float(config["curriculum"]["alpha"])
         attempts = _phase_attempts(events)
         last_attempt = {epoch: seconds for epoch, seconds in attempts}
         epochs = []
-        for row in store.epoch_metrics():
-            batches = store.batches(row["epoch"])
-            if row["status"] == "done":
-                epochs.append(_epoch_from_metrics(row, batches))
+        for row in view.epochs:
+            if row.done:
+                epochs.append(_epoch_from_metrics(row.row(), view.batches_of(row.epoch)))
             else:
-                epochs.append(_epoch_from_database(store, row, batches, alpha, last_attempt.get(row["epoch"], {})))
+                epochs.append(_epoch_from_database(store, view, row, last_attempt.get(row.epoch, {})))
         phase_totals: dict[str, float] = {}
         for e in epochs:
             if e.complete:

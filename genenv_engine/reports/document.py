@@ -264,12 +264,17 @@ def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> N
     b.add(Table(["setting", "value", "meaning"], [list(r) for r in s.config_rows], f"{pre}config-table"))
 
 
+def _formula(s: SessionData) -> str:
+    """The session's R_env formula with its beta and alpha filled in."""
+    return s.reward_formula.replace("beta", str(s.beta)).replace("alpha", str(s.alpha))
+
+
 def _calibration_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
     b.add(Heading(lvl, "Difficulty calibration", f"{pre}calibration"))
     lo, hi = s.alpha - s.k_min, s.alpha + s.k_min
     b.add(Para([f"Success rate p̂ of the agent on the simulator's tasks against the target alpha = {s.alpha} and "
-                f"the band [{lo:.2f}, {hi:.2f}] (alpha ± k_min); R_env = exp(-{s.beta} (p̂ - {s.alpha})²) per "
-                "variation batch. Compare the paper's Fig. 7."]))
+                f"the band [{lo:.2f}, {hi:.2f}] (alpha ± k_min); R_env = {_formula(s)} per variation batch "
+                f"({s.reward} reward, as the engine stored it). Compare the paper's Fig. 7."]))
     b.add(Image(f"{img}calibration", "Mean p̂ of generated tasks per epoch and benchmark, with alpha and the band"))
     epochs = [e for e in s.epochs if e.epoch > 0]
     benches = s.benchmarks

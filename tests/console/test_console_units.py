@@ -79,6 +79,30 @@ def test_state_from_stored_epochs():
     assert hist.counts(4) == [0, 1, 3, 0] and hist.in_band_fraction() == pytest.approx(0.5)
 
 
+def test_state_of_a_reopened_session_shows_the_stored_r_env_and_band_flags():
+    from genenv_engine.session_view import SessionView
+
+    cfg = load_config("micro", overrides={"epochs": 3, "curriculum.reward": "agent0"})
+    rows = [{"epoch": e, "status": "done", **m} for e, m in FIXED_METRICS.items()]
+    store = Store(":memory:")
+    # epoch 2 as the engine stored it (R_env values no formula of p-hat gives, so a recomputation would show);
+    # epoch 1 as an older genenv did (no R_env): scored with the session's agent0 reward
+    store.upsert_batches([{"id": f"e2/{i}", "epoch": 2, "benchmark": "bfcl", "p_hat": p, "r_env": 0.1 * (i + 1),
+                           "in_band": i < 3, "alpha": 0.5} for i, p in enumerate(FIXED_METRICS[2]["batch_p_hats"])])
+    store.upsert_batches([{"id": f"e1/{i}", "epoch": 1, "benchmark": "bfcl", "p_hat": p}
+                          for i, p in enumerate(FIXED_METRICS[1]["batch_p_hats"])])
+    view = SessionView.from_rows(cfg, rows, store.batches())
+    s = RunState.from_view("s", view)
+    assert s.epochs_done() == 2 and sorted(s.stored) == [1, 2]
+    hist = s.histogram()
+    assert hist.epoch == 2 and hist.p_hats == FIXED_METRICS[2]["batch_p_hats"]
+    assert hist.r_envs == pytest.approx([0.1, 0.2, 0.3, 0.4]) and hist.in_band_fraction() == 0.75
+    assert s.stored[1][1] == [1.0 - 2 * abs(p - 0.5) for p in FIXED_METRICS[1]["batch_p_hats"]]  # agent0, not alpha
+    # a run resumed from epoch 2 drops what the reopened epoch 2 showed
+    s.apply(ev.RunStarted(2, "s", {}, 2))
+    assert s.histogram().epoch == 1 and s.histogram().r_envs == s.stored[1][1]
+
+
 def test_describe_lines():
     assert describe(ev.BatchProgressed(1, "rollout", 1, 2)) is None
     assert describe(ev.TasksGenerated(2, "bfcl", 8, 6, {"parse_error": 2})) == "e2 bfcl: 6/8 valid (parse_error 2)"

@@ -431,3 +431,63 @@ def test_importing_reports_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = {m.split(".")[0] for m in __import__("json").loads(out.stdout.strip().splitlines()[-1])}
     assert not loaded & {"matplotlib", "torch", "transformers", "textual"}
+
+
+# -- sessions written through the store alone (no engine run) ---------------------------------------------------
+
+
+def written_session(root: Path, name: str, **overrides) -> Session:
+    """A micro session folder with a finished epoch 0 and an epoch 1 that stopped after scoring its batches."""
+    session = micro(root, name, **overrides)
+    store = session.store
+    store.start_epoch(0)
+    store.finish_epoch(0, {"heldout": {"bfcl": 0.25}, "phase_seconds": {"warm_start": 1.0}})
+    store.start_epoch(1)
+    return session
+
+
+def test_a_partial_epoch_is_scored_against_its_benchmarks_own_alpha(tmp_path):
+    from genenv_engine.reports.data import load_session
+
+    session = written_session(tmp_path, "per-benchmark", **{"curriculum.alpha_by_benchmark": {"bfcl": 0.3}})
+    p_hats = [0.25, 0.5, 0.625]
+    # as an older genenv stored them: no alpha column value, so the report takes the benchmark's from the config
+    session.store.upsert_batches([{"id": f"e1/s{i}", "epoch": 1, "benchmark": "bfcl", "seed_task_id": f"s{i}",
+                                   "n_generated": 2, "n_valid": 2, "p_hat": p, "r_env": 0.9, "in_band": i == 0}
+                                  for i, p in enumerate(p_hats)])
+    session.store.mark_partial(1)
+    session.store.close()
+    (epoch,) = [e for e in load_session(session.path).epochs if e.epoch == 1]
+    assert epoch.source == "database" and epoch.batch_p_hats == p_hats
+    assert epoch.calibration_error == pytest.approx(sum(abs(p - 0.3) for p in p_hats) / 3)  # 0.175
+    assert epoch.calibration_error != pytest.approx(sum(abs(p - 0.5) for p in p_hats) / 3)  # 0.125: global alpha
+    assert epoch.r_envs == [0.9, 0.9, 0.9] and epoch.in_band_fraction == pytest.approx(1 / 3)  # as stored
+
+
+def test_a_stored_batch_alpha_wins_over_the_config(tmp_path):
+    from genenv_engine.reports.data import load_session
+
+    session = written_session(tmp_path, "stored-alpha")
+    session.store.upsert_batches([{"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s",
+                                   "n_generated": 2, "n_valid": 2, "p_hat": 0.5, "r_env": 0.5, "in_band": False,
+                                   "alpha": 0.25}])
+    session.store.close()
+    (epoch,) = [e for e in load_session(session.path).epochs if e.epoch == 1]
+    assert epoch.status == "running" and epoch.calibration_error == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("reward, label, formula", [
+    ("agent0", "GenEnv (trained), agent0 R_env", "max(0, 1 - 2 |p̂ - 0.5|)"),
+    ("uniform", "GenEnv (trained), uniform R_env", "1"),
+    ("alpha", "GenEnv (trained)", "exp(-2.0 (p̂ - 0.5)²)"),
+])
+def test_the_report_names_the_curriculum_reward_by_its_kind(tmp_path, reward, label, formula):
+    from genenv_engine.reports.data import load_session
+
+    session = written_session(tmp_path, reward, **{"curriculum.reward": reward})
+    session.store.close()
+    data = load_session(session.path)
+    assert data.reward == reward and data.label == label
+    written = build_report([session.path], formats=["md"])
+    md = written["md"].read_text().replace("\\", "")  # markdown escapes dropped
+    assert f"| simulator mode | {label} |" in md and f"R_env = {formula} per variation batch ({reward} reward" in md

@@ -7,8 +7,10 @@ import threading
 
 import pytest
 
+from sqlite_utils import Database
+
 from genenv_engine.records import Task
-from genenv_engine.store import Store, TaskFilter
+from genenv_engine.store import MIGRATIONS, Store, TaskFilter
 
 
 def task(id: str, **changes) -> Task:
@@ -82,8 +84,8 @@ def test_migrations_idempotent(tmp_path):
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
         assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
                                                 "m004_search_indexes", "m005_rollout_policy_version",
-                                                "m006_task_simulator_version"]
-        assert second.get_meta("schema_version") == "6"
+                                                "m006_task_simulator_version", "m007_batch_alpha_and_prompt_note"]
+        assert second.get_meta("schema_version") == "7"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
@@ -92,7 +94,33 @@ def test_migrations_idempotent(tmp_path):
         {"migration_set": "genenv.store", "name": "m004_search_indexes"},
         {"migration_set": "genenv.store", "name": "m005_rollout_policy_version"},
         {"migration_set": "genenv.store", "name": "m006_task_simulator_version"},
+        {"migration_set": "genenv.store", "name": "m007_batch_alpha_and_prompt_note"},
     ]
+
+
+def test_a_database_without_the_batch_note_columns_is_migrated_on_open(tmp_path):
+    path = tmp_path / "old.db"
+    old = Database(path)
+    MIGRATIONS.apply(old, stop_before="m007_batch_alpha_and_prompt_note")  # the schema of genenv before m007
+    old["meta"].insert({"key": "schema_version", "value": "6"})
+    old["batches"].insert({"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s", "n_generated": 2,
+                           "n_valid": 2, "p_hat": 0.25, "r_env": 0.5, "in_band": 0})
+    assert "prompt_note" not in {c.name for c in old["batches"].columns}
+    old.close()
+    with Store(path) as store:
+        assert store.applied_migrations()[-1] == "m007_batch_alpha_and_prompt_note"
+        assert store.get_meta("schema_version") == "7"
+        assert store.batches() == [{"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s",
+                                    "n_generated": 2, "n_valid": 2, "p_hat": 0.25, "r_env": 0.5, "in_band": False,
+                                    "alpha": None, "prompt_note": None}]
+        note = {"steer": "harder", "success_line": None}
+        store.upsert_batches([{"id": "e2/s", "epoch": 2, "benchmark": "bfcl", "seed_task_id": "s", "p_hat": 0.5,
+                               "r_env": 1.0, "in_band": True, "alpha": 0.4, "prompt_note": note}])
+    with Store(path) as store:  # reopened: the note comes back as it was written, the old row keeps None
+        assert [(b["id"], b["alpha"], b["prompt_note"]) for b in store.batches()] == [
+            ("e1/s", None, None), ("e2/s", 0.4, note)]
+        raw = store.db.execute("SELECT prompt_note FROM batches WHERE id = 'e2/s'").fetchone()[0]
+        assert raw == '{"steer": "harder", "success_line": null}'
 
 
 def test_wal_on_file_db(file_store):
@@ -268,8 +296,15 @@ def test_rollouts_and_batches(store):
              "n_generated": 4, "n_valid": 3, "p_hat": None, "r_env": None, "in_band": False}  # fmt: skip
     store.upsert_batches([batch])
     store.upsert_batches([{"id": "e3/bfcl/seed/00012", "p_hat": 0.5, "r_env": 1.0, "in_band": True}])
-    assert store.batches(3) == [{**batch, "p_hat": 0.5, "r_env": 1.0, "in_band": True}]
+    assert store.batches(3) == [{**batch, "p_hat": 0.5, "r_env": 1.0, "in_band": True, "alpha": None,
+                                 "prompt_note": None}]
     assert store.batches(2) == []
+    # the prompt note goes in as a dict and comes back as one; a later upsert that leaves it out keeps it
+    note = {"steer": None, "success_line": "Agent success on recent bfcl tasks: 25% (target 40%)."}
+    store.upsert_batches([{"id": "e3/bfcl/seed/00012", "alpha": 0.4, "prompt_note": note}])
+    store.upsert_batches([{"id": "e3/bfcl/seed/00012", "epoch": 4, "p_hat": 0.75}])
+    assert store.batches(4) == [{**batch, "epoch": 4, "p_hat": 0.75, "r_env": 1.0, "in_band": True, "alpha": 0.4,
+                                 "prompt_note": note}]
 
 
 def test_epochs(store):

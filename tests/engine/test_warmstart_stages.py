@@ -162,7 +162,7 @@ def test_only_an_agent_only_warm_start_lends_the_agent_to_the_simulator(tmp_path
     import shutil
 
     from genenv_engine.models import load_role_policies
-    from genenv_engine.warmstart import is_agent_only as is_agent_only_warm_start
+    from genenv_engine.models import is_agent_only as is_agent_only_warm_start
 
     half, _ = warm(monkeypatch, tmp_path / "e", config("off"))
     assert is_agent_only_warm_start(half)

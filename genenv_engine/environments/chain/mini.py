@@ -1,0 +1,283 @@
+"""Chain: chained integer function calls, the level being the number of calls ``k`` (1-8).
+
+A task lists a few one-argument integer functions (``f(x)=x+3``, ``g(x)=x*2``, ``h(x)=x-4``, ``m(x)=x%7``),
+some of them distractors, a start value and the ordered names of the functions to apply; the answer writes
+every call with its argument and result, each argument being the previous result::
+
+    f(x)=x+3 g(x)=x*2 h(x)=x-4 | start 5 | apply f g h   =>   f(5)=8; g(8)=16; h(16)=12
+
+The answer is right only if the whole chain is: a target level earns no reward unless every step of it can
+be computed, which is the setting where a curriculum through the lower levels pays. Knobs beside ``k``
+(kept in the task's ``difficulty.features``): ``distractors`` (functions listed but never applied) and
+``hint`` (the first ``j < k`` calls given worked out, as a fourth prompt section ``hint f(5)=8; ...``).
+
+Provides :class:`ChainEnv` (seeded splits in equal shares of levels 1-8, the ``chain_exact`` checker, a
+strict validator that recomputes the gold chain from the prompt's rules, and sibling pairs for the
+simulator's warm start) and the module-level :func:`generate_draft`, :func:`parse_chain` and
+:func:`check_chain`. The grammar lives in :mod:`genenv_engine.environments.chain.grammar`.
+
+>>> env = ChainEnv(seed=0, sizes=SplitSizes(seed=8, train=16, heldout=8))
+>>> task = env.splits()["train"][0]
+>>> env.check(task, task.answer).success, env.check(task, "f(").error_type
+(True, 'parse_error')
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
+from genenv_engine.environments.chain.grammar import (
+    LEVELS, MAX_FUNCTIONS, MAX_K, MAX_VALUE, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
+    render_prompt, run_chain)
+from genenv_engine.records import CheckResult, Task, Validation
+
+CHECKER = "chain_exact"
+"""The checker name on every task: the whole chain, every name, argument and result, must match."""
+ERROR_TYPES = ("parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value", "missing_calls", "extra_calls")
+"""``too_long``: the response is over :data:`MAX_RESPONSE_CHARS` (the same meaning as in
+:mod:`genenv_engine.limits`); the others name the first fault of a parsed chain, in chain order."""
+MAX_PROMPT_CHARS = 180
+"""The validator's prompt cap (the grammar's largest prompt, 6 definitions, a 99 start, 8 names and a 7-call
+hint, is 164 characters)."""
+MAX_ANSWER_CHARS = 100
+"""The validator's answer cap (8 calls of ``n(99)=99`` joined by ``; `` are 78 characters)."""
+MAX_RESPONSE_CHARS = 1000
+"""Longest agent response the checker parses (well under :data:`genenv_engine.limits.MAX_RESPONSE_CHARS`)."""
+POOL = "fghkmnpqrstuvw"
+"""The names the generator draws from (the validator takes any letter but ``x``)."""
+DRAW_CONSTANTS = {"+": tuple(range(1, 10)), "-": tuple(range(1, 10)), "*": (2, 3), "%": tuple(range(3, 10))}
+"""The rule constants the generator draws (a subset of what the grammar allows)."""
+START_MAX = 30
+"""The generator's start values are 0..START_MAX (the grammar allows 0..99)."""
+MAX_CHAIN_FUNCTIONS = 3
+"""Most distinct functions a generated chain applies."""
+
+_CALL = re.compile(r"\s*([a-z])\s*\(\s*(-?[0-9]{1,9})\s*\)\s*=\s*(-?[0-9]{1,9})\s*")
+
+
+class _ParseError(ValueError):
+    """The response is not a ``;``-separated list of ``name(arg)=result`` calls."""
+
+
+# ---------------------------------------------------------------- checker
+
+def parse_chain(text: str) -> list[Call]:
+    """The calls of a response, whitespace-tolerant (one trailing ``;`` allowed); never evaluated.
+
+    >>> [c.text for c in parse_chain(" f( 5 )=8 ;g(8) = 16; ")]
+    ['f(5)=8', 'g(8)=16']
+    """
+    parts = text.split(";")
+    if len(parts) > 1 and not parts[-1].strip():
+        parts = parts[:-1]
+    calls = []
+    for part in parts:
+        match = _CALL.fullmatch(part)
+        if match is None:
+            raise _ParseError(f"not a call: {part[:20]!r}")
+        calls.append(Call(match.group(1), int(match.group(2)), int(match.group(3))))
+    return calls
+
+
+def check_chain(expected: dict[str, Any], response: str) -> CheckResult:
+    """Score a response against the gold chain in ``expected["calls"]``.
+
+    Success needs every call right and no call missing or extra. ``score`` is the correct leading calls over
+    max(gold calls, response calls) (1.0 exactly on success); ``sub_scores``: ``prefix`` (correct leading
+    calls over gold calls) and ``final`` (whether the last result written is the gold's last result).
+    """
+    gold = [Call(c["name"], c["arg"], c["result"]) for c in expected["calls"]]
+    if len(response) > MAX_RESPONSE_CHARS:
+        return CheckResult(False, 0.0, {"prefix": 0.0, "final": 0.0}, "too_long")
+    try:
+        calls = parse_chain(response)
+    except _ParseError:
+        return CheckResult(False, 0.0, {"prefix": 0.0, "final": 0.0}, "parse_error")
+    prefix, error = 0, None
+    for want, got in zip(gold, calls):
+        if got.name != want.name:
+            error = "wrong_call"
+        elif got.arg != want.arg:
+            error = "wrong_arg"
+        elif got.result != want.result:
+            error = "wrong_value"
+        if error:
+            break
+        prefix += 1
+    if error is None and len(calls) != len(gold):
+        error = "missing_calls" if len(calls) < len(gold) else "extra_calls"
+    sub = {"prefix": prefix / len(gold), "final": float(calls[-1].result == gold[-1].result)}
+    if error is None:
+        return CheckResult(True, 1.0, sub, None)
+    return CheckResult(False, prefix / max(len(gold), len(calls)), sub, error)
+
+
+# ---------------------------------------------------------------- generation
+
+def _draw_rule(name: str, rng: random.Random) -> Rule:
+    op = rng.choice("+-*%")
+    return Rule(name, op, rng.choice(DRAW_CONSTANTS[op]))
+
+
+def draw_order(rules: list[Rule], start: int, k: int, rng: random.Random) -> list[str] | None:
+    """``k`` names of ``rules`` whose chain from ``start`` stays in 0..99, changes the value at every call (no
+    ``x%7`` of a value under 7, no ``x*2`` of 0: each step needs computing, and a chain cannot collapse to a
+    run of zeros) and applies every rule at least once, drawn step by step among the rules that fit; None if
+    the draw runs into a dead end."""
+    order: list[str] = []
+    x = start
+    for step in range(k):
+        unused = [r for r in rules if r.name not in order]
+        pool = unused if len(unused) >= k - step else rules
+        fits = [r for r in pool if 0 <= r.apply(x) <= MAX_VALUE and r.apply(x) != x]
+        if not fits:
+            return None
+        rule = rng.choice(fits)
+        order.append(rule.name)
+        x = rule.apply(x)
+    return order
+
+
+def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint: int = 0,
+                   n_chain: int | None = None) -> Draft:
+    """Sample a chain of ``level`` calls over ``n_chain`` functions (default 1..min(level, 3), drawn), plus
+    ``distractors`` unused functions, with the first ``hint`` calls given; read back through the grammar.
+
+    >>> draft = generate_draft(3, random.Random(0), distractors=2, hint=1)
+    >>> draft.level, draft.features["distractors"], draft.features["hint"], draft.prompt.count(" | ")
+    (3, 2, 1, 3)
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level {level} is outside {MIN_K}-{MAX_K}")
+    if not 0 <= hint < level:
+        raise ValueError(f"hint must be 0..{level - 1} at level {level}, got {hint}")
+    if distractors < 0 or distractors + MAX_CHAIN_FUNCTIONS > MAX_FUNCTIONS:
+        raise ValueError(f"distractors must be 0..{MAX_FUNCTIONS - MAX_CHAIN_FUNCTIONS}, got {distractors}")
+    while True:
+        n = n_chain or rng.randint(1, min(level, MAX_CHAIN_FUNCTIONS))
+        names = rng.sample(POOL, n + distractors)
+        chain = [_draw_rule(name, rng) for name in names[:n]]
+        start = rng.randint(0, START_MAX)
+        order = draw_order(chain, start, level, rng)
+        if order is None:
+            continue
+        table = chain + [_draw_rule(name, rng) for name in names[n:]]
+        rng.shuffle(table)
+        draft = read_prompt(render_prompt(table, start, order, hint))
+        assert (draft.level, draft.features["distractors"], draft.hint) == (level, distractors, hint), draft.prompt
+        return draft
+
+
+# ---------------------------------------------------------------- the environment
+
+class ChainEnv(LadderEnvironment):
+    """Built-in chain benchmark: ``k`` chained integer calls (level ``k``, 1-8), checked as a whole.
+
+    Its splits hold equal shares of levels 1-8 (the seed split too, so a curriculum can start the simulator
+    from the bottom); each split task draws its ``distractors`` from :attr:`DISTRACTORS` and gets a hint of
+    1..k-1 calls with probability :attr:`HINT_RATE` (0: the splits are hint-free).
+    """
+
+    name = "chain"
+    granularity = "step"
+    source = "built-in mini"
+    SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
+    DISTRACTORS: tuple[int, ...] = (0, 1, 2)
+    """Distractor counts a split task draws from (uniformly)."""
+    HINT_RATE: float = 0.0
+    """Probability that a split task at k >= 2 gives its first j calls (j uniform in 1..k-1)."""
+
+    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
+        if data_dir is not None:
+            from genenv_engine.errors import ConfigError
+
+            raise ConfigError(f"data_dirs.{self.name}", "chain tasks are generated; it has no upstream data")
+        super().__init__(seed, sizes, data_dir)
+
+    def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
+        """As :meth:`LadderEnvironment.unseen_tasks`, in equal shares of levels 1-8 by default."""
+        return super().unseen_tasks(n, tuple(levels) or LEVELS)
+
+    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        distractors = rng.choice(self.DISTRACTORS)
+        hint = rng.randint(1, level - 1) if level > 1 and rng.random() < self.HINT_RATE else 0
+        return step_draft(generate_draft(level, rng, distractors=distractors, hint=hint),
+                          benchmark=self.name, checker=CHECKER)
+
+    def check(self, task: Task, response: str) -> CheckResult:
+        """The whole chain must match: every call's name, argument and result, none missing or extra."""
+        return check_chain(task.expected, response)
+
+    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
+                 epoch: int = 0, generator: str | None = None) -> Validation:
+        """Accept a generated pair only if the prompt is in the grammar and its answer is the chain recomputed
+        from the prompt's rules (``answer_mismatch: <error type>`` otherwise, as BFCL-mini does)."""
+        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+        if rejected:
+            return rejected
+        try:
+            draft = read_prompt(prompt)
+        except PromptError as err:
+            return Validation(False, str(err))
+        task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
+                         **self._generated(parent, epoch, generator))
+        return self._accept(task, answer)
+
+    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A sibling with the source's function table: at the same level a new start (or a new order), one level
+        up the chain with one more call, one level down without its last call; the hint kept (under ``k``).
+
+        The level is the source's w.p. 0.5, else one step up or down (clamped to 1-8); when that variant cannot
+        be made (no call keeps the chain in range, no other start fits) the others are tried, same level first.
+        """
+        draft = read_prompt(source.prompt)
+        level = self._sibling_level(source, rng, MIN_K, MAX_K)
+        for k in dict.fromkeys((level, draft.level, draft.level - 1, draft.level + 1)):
+            for start, order in self._variants(draft, k, rng):
+                prompt = render_prompt(draft.rules, start, order, min(draft.hint, k - 1))
+                sibling = self._as_sibling(source, prompt, join_calls(run_chain(_by_name(draft), start, order)), task_id)
+                if sibling is not None:
+                    return sibling
+        raise AssertionError(f"no sibling of {source.prompt!r}")  # unreachable: k=1 always has another start
+
+    @staticmethod
+    def _variants(draft: Draft, k: int, rng: random.Random) -> list[tuple[int, list[str]]]:
+        """Candidate (start, order) pairs of ``k`` calls over the draft's table, best first."""
+        rules, order = _by_name(draft), list(draft.order)
+        if not MIN_K <= k <= MAX_K:
+            return []
+        if k == len(order) - 1:
+            return [(draft.start, order[:-1])]
+        if k == len(order) + 1:
+            last = draft.calls[-1].result
+            fits = [n for n in rules if 0 <= rules[n].apply(last) <= MAX_VALUE]
+            moving = [n for n in fits if rules[n].apply(last) != last]
+            applied = [n for n in moving if n in order]  # best a chain function that changes the value
+            best = applied or moving or fits
+            return [(draft.start, order + [rng.choice(best)])] if best else []
+        starts = [s for s in range(MAX_VALUE + 1) if s != draft.start and _fits(rules, s, order)]
+        near = [s for s in starts if s <= START_MAX] or starts
+        out = [(rng.choice(near), order)] if near else []
+        other = draw_order([rules[n] for n in dict.fromkeys(order)], draft.start, k, rng)
+        if other is not None and other != order:
+            out.append((draft.start, other))
+        return out
+
+
+def _by_name(draft: Draft) -> dict[str, Rule]:
+    return {r.name: r for r in draft.rules}
+
+
+def _fits(rules: dict[str, Rule], start: int, order: list[str]) -> bool:
+    try:
+        run_chain(rules, start, order)
+    except PromptError:
+        return False
+    return True
+
+
+__all__ = ["CHECKER", "ERROR_TYPES", "ChainEnv", "check_chain", "draw_order", "generate_draft", "parse_chain"]
