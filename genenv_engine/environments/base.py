@@ -233,6 +233,19 @@ class Environment(ABC):
             return Validation(False, "copy_of_parent")
         return None
 
+    @classmethod
+    def _read_generated(cls, prompt: str, answer: str, parent: Task | None, read: Any, error: type[Exception],
+                        max_prompt: int, max_answer: int, too_long: str = "too_long") -> Any:
+        """``read(prompt)`` for a generated pair, or the rejection: `_guard`'s, or the reader's ``error`` as the
+        reason (a benchmark's own prompt error; any other exception is a bug and propagates)."""
+        rejected = cls._guard(prompt, answer, parent, max_prompt, max_answer, too_long)
+        if rejected:
+            return rejected
+        try:
+            return read(prompt)
+        except error as err:
+            return Validation(False, str(err))
+
     @staticmethod
     def _generated(parent: Task | None, epoch: int, generator: str | None) -> dict[str, Any]:
         """The split, origin and lineage fields of a task built from simulator output."""

@@ -7,6 +7,7 @@ renderers escape it for their format, so task text can never become markup.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -30,6 +31,15 @@ class Para:
     """A paragraph: plain strings, with ("b", text) for bold and ("code", text) for inline code."""
 
     parts: list[Union[str, tuple[str, str]]]
+
+    def render(self, text: Callable[[str], str], bold: Callable[[str], str], code: Callable[[str], str]) -> str:
+        """The paragraph in one output format: each part through the function for its kind, joined.
+
+        >>> Para(["a ", ("b", "B"), " ", ("code", "c")]).render(str.lower, str.upper, lambda t: f"`{t}`")
+        'a B `c`'
+        """
+        return "".join(text(part) if isinstance(part, str) else (bold if part[0] == "b" else code)(part[1])
+                       for part in self.parts)
 
 
 @dataclass

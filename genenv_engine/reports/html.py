@@ -64,15 +64,7 @@ def data_uri(png: bytes) -> str:
 
 
 def _para(p: Para) -> str:
-    out = []
-    for part in p.parts:
-        if isinstance(part, str):
-            out.append(esc(part))
-        elif part[0] == "b":
-            out.append(f"<strong>{esc(part[1])}</strong>")
-        else:
-            out.append(f"<code>{esc(part[1])}</code>")
-    return f"<p>{''.join(out)}</p>"
+    return f"<p>{p.render(esc, lambda t: f'<strong>{esc(t)}</strong>', lambda t: f'<code>{esc(t)}</code>')}</p>"
 
 
 def _table(t: Table) -> str:

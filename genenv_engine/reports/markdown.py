@@ -59,15 +59,7 @@ def _inline_code(text: str) -> str:
 
 
 def _para(p: Para) -> str:
-    out = []
-    for part in p.parts:
-        if isinstance(part, str):
-            out.append(md_text(part))
-        elif part[0] == "b":
-            out.append(f"**{md_text(part[1])}**")
-        else:
-            out.append(_inline_code(part[1]))
-    return "".join(out)
+    return p.render(md_text, lambda t: f"**{md_text(t)}**", _inline_code)
 
 
 def _table(t: Table) -> str:

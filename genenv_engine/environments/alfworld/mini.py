@@ -277,13 +277,9 @@ class AlfworldMini(LadderEnvironment):
 
 def generated_world(env: LadderEnvironment, prompt: str, answer: str, parent: Task | None) -> World | Validation:
     """The world a generated state line describes, or the rejection (length guard, parse error, too big)."""
-    rejected = env._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
-    if rejected:
-        return rejected
-    try:
-        world = read_state(prompt)
-    except PromptError as err:
-        return Validation(False, str(err))
+    world = env._read_generated(prompt, answer, parent, read_state, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
+    if isinstance(world, Validation):
+        return world
     too_big = _size_problem(world)
     return Validation(False, f"too_big: {too_big}") if too_big else world
 

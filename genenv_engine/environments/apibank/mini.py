@@ -353,14 +353,10 @@ class ApiBankMini(LadderEnvironment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt parses, its gold executes and the answer matches it."""
-        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_GENERATED_ANSWER_CHARS,
-                               too_long="too_long: prompt or answer")
-        if rejected:
-            return rejected
-        try:
-            draft = read_prompt(prompt)
-        except PromptError as err:
-            return Validation(False, str(err))
+        draft = self._read_generated(prompt, answer, parent, read_prompt, PromptError, MAX_PROMPT_CHARS,
+                                     MAX_GENERATED_ANSWER_CHARS, too_long="too_long: prompt or answer")
+        if isinstance(draft, Validation):
+            return draft
         if len(draft.answer) > MAX_ANSWER_CHARS:
             return Validation(False, f"too_long: gold answer {len(draft.answer)} chars")
         task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,

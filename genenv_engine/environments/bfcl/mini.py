@@ -299,13 +299,10 @@ class BfclMini(LadderEnvironment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt parses and its answer matches the recomputed gold."""
-        rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
-        if rejected:
-            return rejected
-        try:
-            draft = read_prompt(prompt)
-        except PromptError as err:
-            return Validation(False, str(err))
+        draft = self._read_generated(prompt, answer, parent, read_prompt, PromptError, MAX_PROMPT_CHARS,
+                                     MAX_ANSWER_CHARS)
+        if isinstance(draft, Validation):
+            return draft
         task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
                          **self._generated(parent, epoch, generator))
         return self._accept(task, answer)
