@@ -4,9 +4,10 @@ Layered bottom-up, each module importing only those above it in this list:
 
 - `arms`: the arms, the compute every arm must share, and the bench's plan (arms x seeds).
 - `stats`: pure statistics (mean and spread, paired standard errors, per-level rates, data efficiency).
-- `runs`: one arm x seed session read back from its database as plain rows.
+- `runs`: one arm x seed session read back from its database as plain rows; which pairs of arms of a seed
+  started from different epoch-0 agents.
 - `rescore`: held-out re-scored from saved checkpoints on a larger sample, cached per epoch.
-- `records`: a run as a small committable JSON record that outlives its session folder.
+- `records`: a run as a small committable JSON record that outlives its session folder, checked when read.
 - `tables`: every run of a bench folder collected and summarised over seeds, arm against arm.
 - `goals`: the per-seed calibration and diversity goals of a simulator arm.
 - `markdown`, `plots`: the tables as Markdown and the two PNG plots.

@@ -22,7 +22,7 @@ from typing import Any
 from genenv_engine.config import config_from_file, parse_sets
 from genenv_engine.errors import ConfigError
 from genenv_engine.experiments.arms import ARMS, DEFAULT_ARMS, Plan, arm_config, check_equal_compute, folder_name, same_run
-from genenv_engine.experiments.markdown import fmt, markdown, versus_cells
+from genenv_engine.experiments.markdown import epoch0_text, fmt, markdown, versus_cells
 from genenv_engine.experiments.plots import plots
 from genenv_engine.experiments.records import read_record, record_path
 from genenv_engine.experiments.tables import collect
@@ -141,7 +141,7 @@ def write_outputs(out: Path, results: dict[str, Any]) -> None:
 
 
 def print_summary(results: dict[str, Any]) -> None:
-    """The final table on the terminal (rich)."""
+    """The final table on the terminal (rich), then every pairing of arms whose epoch-0 agents differ."""
     from rich.console import Console
     from rich.table import Table
 
@@ -170,6 +170,10 @@ def print_summary(results: dict[str, Any]) -> None:
                 versus_table.add_row(f"{v['a']} − {v['b']}", fmt(v["mean"], v["sd"]), versus_cells(v),
                                      f"{v['a_above_2se']}/{n}", f"{v['b_above_2se']}/{n}")
             Console().print(versus_table)
+    for m in results.get("warm_start_mismatches") or []:
+        Console().print(f"⚠ seed {m['seed']}: {m['a']} and {m['b']} started from different epoch-0 agents "
+                        f"({epoch0_text(m, m['a'], m['b'])}); their differences include the epoch-0 agents'",
+                        style="bold red", markup=False)
 
 
 def add_parser(what: Any) -> None:

@@ -1,4 +1,8 @@
 """The ablation bench's tables as Markdown (``ablation.md``, ``rescore-<n>.md``) and their cell formats.
+
+A pairing of two arms on one seed whose epoch-0 agents differ (`genenv_engine.experiments.runs.warm_start_mismatches`)
+is flagged three times: a paragraph at the top naming every such pairing, a ``⚠`` on its cell of the arm-against-arm
+table, and a line under that table naming the pair, the seed and what differs.
 """
 
 from __future__ import annotations
@@ -19,8 +23,33 @@ def levels_text(change: dict[str, Any], key: str = "delta") -> str:
 
 
 def versus_cells(pair: dict[str, Any]) -> str:
-    """``s0 +0.007 (0.015) @ 8, …``: a `versus` pair's per-seed differences."""
-    return ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}" for h in pair["per_seed"])
+    """``s0 +0.007 (0.015) @ 8, …``: a `versus` pair's per-seed differences, ``⚠`` after a seed whose two runs
+    started from different epoch-0 agents."""
+    return ", ".join(f"s{h['seed']} {h['diff']:+.3f} ({h['paired_se']:.3f}) @ {h['epoch']}"
+                     + (" ⚠" if h.get("epoch0_differs") else "") for h in pair["per_seed"])
+
+
+def epoch0_text(differs: dict[str, Any], a: str, b: str, bench: str | None = None) -> str:
+    """What differs between the epoch-0 agents of arms ``a`` and ``b`` (an `epoch0_difference`), in words; with
+    ``bench``, the epoch-0 held-out count of that benchmark only.
+
+    >>> epoch0_text({"differs": ["agent fingerprint", "epoch-0 held-out"], "agent_fingerprints": [10.5, 10.25],
+    ...              "warm_start_keys": [None, None], "epoch0_heldout": {"bfcl": {"differ": 3, "tasks": 400}}},
+    ...             "unseen", "off")
+    'agent fingerprints differ (unseen 10.5, off 10.25); epoch-0 held-out scored differently on 3 of 400 bfcl tasks'
+    """
+    parts = []
+    if "agent fingerprint" in differs["differs"]:
+        fa, fb = differs["agent_fingerprints"]
+        parts.append(f"agent fingerprints differ ({a} {fa:.10g}, {b} {fb:.10g})")
+    heldout = {k: v for k, v in differs["epoch0_heldout"].items() if bench is None or k == bench}
+    if heldout:
+        parts.append("epoch-0 held-out scored differently on "
+                     + ", ".join(f"{v['differ']} of {v['tasks']} {k} tasks" for k, v in heldout.items()))
+    if "warm-start key" in differs["differs"]:
+        ka, kb = differs["warm_start_keys"]
+        parts.append(f"warm-start keys differ ({a} `{ka}`, {b} `{kb}`)")
+    return "; ".join(parts) or ", ".join(differs["differs"])
 
 
 def fmt(value: Any, sd: Any = None, digits: int = 3) -> str:
@@ -58,10 +87,11 @@ def markdown(results: dict[str, Any]) -> str:
                 if run.get("recorded")]
     if recorded:
         lines += [f"Read from run records (no session folder here; `--records`): {', '.join(recorded)}.", ""]
-    for seed, keys in (results.get("warm_start_mismatches") or {}).items():
-        lines += [f"**Seed {seed}'s arms started from different warm starts** ("
-                  + ", ".join(f"{arm}: `{key}`" for arm, key in keys.items()) + "): their differences include the "
-                  "epoch-0 agents' (run them with the same model settings, threads included).", ""]
+    for m in results.get("warm_start_mismatches") or []:
+        lines += [f"**⚠ Seed {m['seed']}: {m['a']} and {m['b']} started from different epoch-0 agents** "
+                  f"({epoch0_text(m, m['a'], m['b'])}): every {m['a']} − {m['b']} difference of this seed includes "
+                  "the difference between their epoch-0 agents (a warm start made on another CPU, or with other "
+                  "model settings such as the thread count, rounds differently).", ""]
     if results.get("bench_seconds") is not None:
         lines += [f"Wall time of this bench run: {results['bench_seconds'] / 60:.1f} min "
                   "(arms already finished are not rerun).", ""]
@@ -114,6 +144,11 @@ def markdown(results: dict[str, Any]) -> str:
                 lines.append(f"| {v['a']} − {v['b']} | {fmt(v['mean'], v['sd'])} | {versus_cells(v)} | "
                              f"{v['a_above_2se']}/{n} | {v['b_above_2se']}/{n} |")
             lines.append("")
+            flagged = [f"- ⚠ **{v['a']} − {v['b']}, seed {h['seed']}: the epoch-0 agents differ** ("
+                       f"{epoch0_text(h['epoch0_differs'], v['a'], v['b'], bench)}); this difference includes "
+                       "theirs." for v in pairs for h in v["per_seed"] if h.get("epoch0_differs")]
+            if flagged:
+                lines += [*flagged, ""]
             per_level = [f"- {v['a']} − {v['b']}, s{h['seed']} @ {h['epoch']}:" + levels_text(h, "diff")
                          for v in pairs for h in v["per_seed"] if h.get("by_level")]
             if per_level:

@@ -1,15 +1,20 @@
 """One arm x seed session of the ablation bench read back from its database as plain rows.
 
 `read_session` gives the per-epoch rows the tables use, read through `genenv_engine.session_view.SessionView`
-(the metrics the loop recorded, the held-out ``0``/``1`` strings). Diversity is measured here so that it can fail: besides
-the engine's within-epoch exact-string unique fraction, each epoch's valid generated tasks are compared with every
-earlier task of the session (near-duplicate keys: numbers masked) and scored by distinct word bigrams.
+(the metrics the loop recorded, the held-out ``0``/``1`` strings, the warm start's cache key and the epoch-0
+weight fingerprints of each role). Diversity is measured here so that it can fail: besides the engine's within-epoch
+exact-string unique fraction, each epoch's valid generated tasks are compared with every earlier task of the
+session (near-duplicate keys: numbers masked) and scored by distinct word bigrams.
+
+`warm_start_mismatches` finds the pairs of arms of one seed whose epoch-0 agents differ (another warm start: other
+weights, other epoch-0 held-out results), which an arm-against-arm difference then silently includes.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -74,26 +79,109 @@ def read_session(folder: Path) -> dict[str, Any] | None:
     budget = {name: (list(v) if isinstance(v := getattr(cfg.agent, name), tuple) else v) for name in COMPUTE_FIELDS}
     budget.update(rollouts_per_epoch=cfg.agent.tasks_per_epoch * cfg.agent.rollouts, heldout_size=cfg.heldout_size,
                   benchmarks=list(cfg.benchmarks))
+    zero = metrics[0] if metrics and metrics[0]["epoch"] == 0 else {}
     return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
             "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_levels": levels,
             "_budget": budget, "_folder": folder, "_config": cfg,
-            "_warm_start": ((metrics[0].get("warm_start") or {}).get("key") if metrics and metrics[0]["epoch"] == 0
-                            else None)}
+            "_warm_start": (zero.get("warm_start") or {}).get("key"),
+            "_fingerprints": warm_start_fingerprints(zero, cfg.simulator.mode),
+            "_heldout_split": heldout_split_sizes(cfg, correct.get(0, {}))}
 
 
-def warm_start_mismatches(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str, str]]:
-    """Seeds whose arms started from different warm starts (e.g. run with other ``model.threads``, which the
-    warm-start key holds): their arm-against-arm differences then include the epoch-0 agents' difference.
+NO_SIMULATOR_MODES = ("off", "sampler")
+"""``simulator.mode`` values whose runs never use the simulator model (its fingerprint says nothing about them)."""
 
-    >>> warm_start_mismatches({"off": {0: {"_warm_start": "a"}}, "unseen": {0: {"_warm_start": "b"}, 1: {}}})
-    {'0': {'off': 'a', 'unseen': 'b'}}
+
+def warm_start_fingerprints(epoch_zero: dict[str, Any], simulator_mode: str) -> dict[str, float]:
+    """Each role's weight fingerprint (`genenv_engine.policy.Policy.fingerprint`) after the warm start, from the
+    metrics of epoch 0: the agent's, and the simulator's when the run uses one (none the metrics lack).
+
+    >>> warm_start_fingerprints({"agent_fingerprint": 2.5, "simulator_fingerprint": 3.0}, "off")
+    {'agent': 2.5}
+    >>> warm_start_fingerprints({"agent_fingerprint": 2.5, "simulator_fingerprint": 3.0}, "trained")
+    {'agent': 2.5, 'simulator': 3.0}
     """
-    by_seed: dict[int, dict[str, str]] = {}
-    for arm, by in runs.items():
-        for seed, run in by.items():
-            if run.get("_warm_start"):
-                by_seed.setdefault(seed, {})[arm] = run["_warm_start"]
-    return {str(seed): keys for seed, keys in sorted(by_seed.items()) if len(set(keys.values())) > 1}
+    roles = ("agent",) if simulator_mode in NO_SIMULATOR_MODES else ("agent", "simulator")
+    return {role: float(v) for role in roles if isinstance(v := epoch_zero.get(f"{role}_fingerprint"), (int, float))}
+
+
+def heldout_split_sizes(cfg: Any, epoch_zero: dict[str, str]) -> dict[str, int]:
+    """Each benchmark's held-out split size: a run evaluates ``min(heldout_size, split)`` tasks, and a re-score on
+    ``n`` tasks ``min(n, split)``, which a split smaller than ``heldout_size`` (official data) makes fewer than asked.
+    Rebuilt from the benchmark's environment; where it cannot be built, an epoch-0 result string shorter than
+    ``heldout_size`` still gives it (the whole split was evaluated), and otherwise the benchmark is left out."""
+    from genenv_engine.environments import get_environment
+
+    out: dict[str, int] = {}
+    for name in cfg.benchmarks:
+        try:
+            out[name] = len(get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)).splits()["heldout"])
+        except Exception:  # noqa: BLE001 - the benchmark's data is missing: only the stored results tell
+            if name in epoch_zero and len(epoch_zero[name]) < cfg.heldout_size:
+                out[name] = len(epoch_zero[name])
+    return out
+
+
+FINGERPRINT_RTOL = 1e-6
+"""Relative difference under which two weight fingerprints count as the same weights: a fingerprint is a float32
+sum over every weight, so the same weights summed in another order (another thread count) can differ in the last
+digits; two different warm starts differ far above it."""
+
+
+def epoch0_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
+    """How the epoch-0 agents of two runs of one seed differ, or None when nothing says they do.
+
+    They differ when both agent fingerprints are known and differ (beyond `FINGERPRINT_RTOL`), when their epoch-0
+    held-out results differ on any task (the same tasks: one seed fixes the split), or, where a fingerprint is
+    unknown (a record or session older than fingerprints), when both warm-start keys are known and differ. The
+    answer gives the grounds (``differs``), both fingerprints and keys, and per benchmark how many of the epoch-0
+    tasks compared are scored differently.
+
+    >>> same = {"_fingerprints": {"agent": 10.0}, "_correct": {0: {"bfcl": "0110"}}}
+    >>> epoch0_difference(same, {**same, "_warm_start": "other threads"}) is None
+    True
+    >>> d = epoch0_difference(same, {"_fingerprints": {"agent": 10.5}, "_correct": {0: {"bfcl": "0111"}}})
+    >>> d["differs"], d["epoch0_heldout"]
+    (['agent fingerprint', 'epoch-0 held-out'], {'bfcl': {'differ': 1, 'tasks': 4}})
+    """
+    prints = [(r.get("_fingerprints") or {}).get("agent") for r in (a, b)]
+    keys = [r.get("_warm_start") for r in (a, b)]
+    first, second = ((r.get("_correct") or {}).get(0) or {} for r in (a, b))
+    heldout = {bench: {"differ": sum(x != y for x, y in zip(first[bench], second[bench])),
+                       "tasks": len(first[bench])}
+               for bench in sorted(set(first) & set(second))
+               if first[bench] and len(first[bench]) == len(second[bench])}
+    differs = []
+    if None not in prints and not math.isclose(prints[0], prints[1], rel_tol=FINGERPRINT_RTOL):
+        differs.append("agent fingerprint")
+    if any(h["differ"] for h in heldout.values()):
+        differs.append("epoch-0 held-out")
+    if None in prints and None not in keys and keys[0] != keys[1]:
+        differs.append("warm-start key")
+    if not differs:
+        return None
+    return {"differs": differs, "agent_fingerprints": prints, "warm_start_keys": keys, "epoch0_heldout": heldout}
+
+
+def warm_start_mismatches(runs: dict[str, dict[int, dict[str, Any]]],
+                          pairs: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """The pairings of two arms on one seed whose epoch-0 agents differ (`epoch0_difference`): another warm start
+    (e.g. made with other ``model.threads``, whose float rounding the warm-start key keeps apart), whose difference
+    every arm-against-arm comparison of that seed then includes. ``pairs``: the arm pairs compared (default: every
+    pair of arms); each entry names the seed and both arms, ``a`` and ``b``, and what differs.
+
+    >>> runs = {"off": {0: {"_fingerprints": {"agent": 1.0}}, 1: {"_fingerprints": {"agent": 1.0}}},
+    ...         "unseen": {0: {"_fingerprints": {"agent": 2.0}}, 1: {"_fingerprints": {"agent": 1.0}}}}
+    >>> [(m["seed"], m["a"], m["b"], m["differs"]) for m in warm_start_mismatches(runs, [("unseen", "off")])]
+    [(0, 'unseen', 'off', ['agent fingerprint'])]
+    """
+    out = []
+    for a, b in (pairs if pairs is not None else list(combinations(runs, 2))):
+        for seed in sorted(set(runs.get(a, {})) & set(runs.get(b, {}))):
+            differ = epoch0_difference(runs[a][seed], runs[b][seed])
+            if differ:
+                out.append({"seed": seed, "a": a, "b": b, **differ})
+    return out
 
 
 def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[str]]:

@@ -3,8 +3,8 @@
 `collect` reads every ``<arm>-s<seed>`` session of a bench folder (or its run record) into plain rows; `summarise`
 turns them into the final table (mean and spread over seeds), the paired standard error of each arm's held-out
 change on the same tasks, arm against arm on one seed's held-out tasks (`versus`: every arm against Off, GenEnv
-against every other arm), the first epoch at which mean p-hat enters the calibration target, and the
-data-efficiency ratio against Static.
+against every other arm, each pairing flagged when the two runs' epoch-0 agents differ), the first epoch at which
+mean p-hat enters the calibration target, and the data-efficiency ratio against Static.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from genenv_engine.curriculum import first_in_band
 from genenv_engine.experiments.arms import ARMS, folder_name
 from genenv_engine.experiments.records import read_record, record_path, write_record
 from genenv_engine.experiments.rescore import rescored_runs
-from genenv_engine.experiments.runs import read_session, warm_start_mismatches
+from genenv_engine.experiments.runs import epoch0_difference, read_session, warm_start_mismatches
 from genenv_engine.experiments.stats import binomial_se, by_level, data_efficiency, mean_sd, mean_series, paired_change
 
 
@@ -83,7 +83,9 @@ def head_to_head(a_run: dict[str, Any], b_run: dict[str, Any], bench: str) -> di
 
 def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) -> list[dict[str, Any]]:
     """Every pair of `comparison_pairs` per benchmark: per seed the paired difference, then mean and sd over
-    seeds and how many seeds put one arm above the other by more than twice the paired SE."""
+    seeds and how many seeds put one arm above the other by more than twice the paired SE. A seed whose two runs
+    started from different epoch-0 agents carries what differs (`epoch0_difference`) as ``epoch0_differs``
+    (None when they do not), since its difference then includes theirs."""
     out = []
     for a, b in comparison_pairs([arm for arm in ARMS if arm in runs]):
         for bench in benchmarks:
@@ -91,7 +93,8 @@ def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) ->
             for seed in sorted(set(runs[a]) & set(runs[b])):
                 h = head_to_head(runs[a][seed], runs[b][seed], bench)
                 if h:
-                    per_seed.append({"seed": seed, **h})
+                    per_seed.append({"seed": seed, **h,
+                                     "epoch0_differs": epoch0_difference(runs[a][seed], runs[b][seed])})
             if not per_seed:
                 continue
             mean, sd = mean_sd([h["diff"] for h in per_seed])
@@ -147,7 +150,11 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
     with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks (`genenv_engine.experiments.rescore`).
 
     With ``records`` (a folder of `genenv_engine.experiments.records`), each session read is recorded there, and an arm x
-    seed with no session folder is read from its record if there is one."""
+    seed with no session folder is read from its record if there is one.
+
+    ``warm_start_mismatches`` lists the compared pairs of arms (`comparison_pairs`) whose runs of one seed started
+    from different epoch-0 agents (`genenv_engine.experiments.runs.warm_start_mismatches`), on the held-out results
+    the tables compare (re-scored ones with ``rescore``)."""
     runs: dict[str, dict[int, dict[str, Any]]] = {}
     alpha, benchmarks, budgets = 0.5, [], []
     for arm in arms:
@@ -170,7 +177,7 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
                     write_record(records, arm, seed, run)
     summary = summarise(shown, alpha, benchmarks)
     return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
-            "warm_start_mismatches": warm_start_mismatches(runs),
+            "warm_start_mismatches": warm_start_mismatches(shown, comparison_pairs([a for a in ARMS if a in shown])),
             "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
             "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
                      for arm, by in shown.items()},

@@ -34,10 +34,23 @@ def test_records_stand_in_for_their_sessions_elsewhere(tmp_path):
     path = here.records_folder() / "off-s0.json"
     record = json.loads(path.read_text())
     assert record["version"] == 1 and path.stat().st_size < 60_000  # small enough to commit
+    zero = {}
+    for arm in ("off", "trained"):
+        session = Session.open(here.out / f"{arm}-s0")
+        zero[arm] = [m for m in session.store.epoch_metrics() if m["epoch"] == 0][0]
+        session.store.close()
     session = Session.open(here.out / "off-s0")
     stored = {str(m["epoch"]): m["heldout_correct"] for m in session.store.epoch_metrics() if m["status"] == "done"}
     session.store.close()
     assert record["correct"] == stored  # every epoch's per-task results, as the database holds them
+    # the warm start each arm started from: its key, and the epoch-0 fingerprint of each role the arm uses
+    assert record["warm_start"] == {"key": zero["off"]["warm_start"]["key"],
+                                    "fingerprints": {"agent": zero["off"]["agent_fingerprint"]}}
+    trained = json.loads((here.records_folder() / "trained-s0.json").read_text())
+    assert trained["warm_start"] == {"key": zero["off"]["warm_start"]["key"], "fingerprints": {
+        "agent": zero["trained"]["agent_fingerprint"], "simulator": zero["trained"]["simulator_fingerprint"]}}
+    assert record["heldout_split"] == {"bfcl": 400} and record["heldout_size"] == 24
+    assert results["warm_start_mismatches"] == []  # one seed, one cached warm start: nothing to flag
     assert set(record["rescored"]["30"]) == {"0", "2"} and len(record["rescored"]["30"]["2"]["bfcl"]) == 30
 
     committed = tmp_path / "committed"  # what a later session finds in git: the records, no session folders
@@ -60,6 +73,9 @@ def test_records_stand_in_for_their_sessions_elsewhere(tmp_path):
     (vs,) = mixed["summary"]["_versus"]
     final = {arm: mixed["runs"][arm]["0"]["epochs"][-1]["heldout"]["bfcl"] for arm in ("unseen", "off")}
     assert (vs["a"], vs["b"]) == ("unseen", "off")
+    # the new arm starts from the same warm start as the recorded one: the pairing is not flagged
+    assert mixed["warm_start_mismatches"] == [] and vs["per_seed"][0]["epoch0_differs"] is None
+    assert "⚠" not in (there.out / "ablation.md").read_text()
     assert vs["per_seed"][0]["diff"] == pytest.approx(final["unseen"] - final["off"])
 
 
