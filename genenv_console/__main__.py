@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genenv_engine.config import ConfigError, load_config, preset_names
+from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, preset_names
 from genenv_engine.session import Session, SessionError
 
 from genenv_console.app import GenEnvConsole
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--preset", help=f"preset for a new session ({', '.join(preset_names())}); default tiny")
     src.add_argument("--config", type=Path, help="TOML config file for a new session")
     parser.add_argument("--epochs", type=int, help="target epochs (new session, or raise a resumed one's)")
-    parser.add_argument("--simulator-mode", choices=("trained", "frozen", "static", "off"), help="ablation mode")
+    parser.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")
     parser.add_argument("--sessions-root", type=Path, default=Path("sessions"), help="where sessions live")
     parser.add_argument("--browse", action="store_true", help="open the sessions screen without starting a run")
     parser.add_argument("--no-start", action="store_true", help="open the session without starting the engine")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.config import ConfigError, load_config, parse_sets, preset_names
+from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, parse_sets, preset_names
 from genenv_engine.session import SessionError
 
 
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--benchmarks", help="comma-separated benchmarks to enable, or 'all'")
     run.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH",
                      help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv")
-    run.add_argument("--simulator-mode", choices=("trained", "frozen", "static", "off"), help="ablation mode")
+    run.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")
     run.add_argument("--curriculum", choices=("alpha", "uniform"), help="simulator reward")
     run.add_argument("--base-model", metavar="PATH",
                      help="local checkpoint both roles start from (sets model.kind = hf, model.path)")

@@ -28,9 +28,11 @@ from genenv_engine.curriculum import in_band
 from genenv_engine.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent / "presets"
-SIMULATOR_MODES = ("trained", "frozen", "static", "off")
+SIMULATOR_MODES = ("trained", "frozen", "static", "off", "sampler")
 CURRICULUM_REWARDS = ("alpha", "uniform", "agent0")
 CURRICULUM_FILTERS = ("band", "none")
+LEVEL_SAMPLERS = ("uniform", "target", "schedule", "learnability", "controller")
+"""The difficulty samplers of ``simulator.mode = "sampler"`` (`genenv_engine.samplers`)."""
 SIMULATOR_PROMPTS = ("compact", "instruct")
 SEED_SAMPLINGS = ("uniform", "alpha")
 DEFAULT_RAY_BATCH = 16
@@ -42,6 +44,7 @@ EXPERIMENTAL_FIELDS = (
     "simulator.seed_levels", "simulator.seed_sampling", "simulator.seed_beta", "simulator.success_note",
     "simulator.steer", "simulator.steer_hold", "simulator.steer_relabel",
     "agent.base_levels", "agent.base_source", "agent.unseen_tasks",
+    "curriculum.sampler", "warm_start.agent_levels",
 )
 """Dotted names of the settings that exist for calibration studies, not for the paper's method (each doc starts
 with "Experimental:"). Their defaults are the paper's behaviour."""
@@ -198,6 +201,9 @@ class WarmStartConfig:
     """Sequences per warm-start step."""
     cache: bool = True
     """Reuse a cached warm start for the same preset, model and seed."""
+    agent_levels: tuple[int, ...] = ()
+    """Experimental: the train split's levels the agent's SFT sees (empty: all), e.g. ``[1, 2]`` so that every
+    higher level is out of the warm-started agent's reach; the simulator's warm start still sees every level."""
 
     def __post_init__(self) -> None:
         for name in ("agent_steps", "simulator_steps"):
@@ -205,6 +211,7 @@ class WarmStartConfig:
         _check(self.batch_size > 0, "warm_start.batch_size", "must be > 0")
         for name in ("agent_lr", "simulator_lr"):
             _check(getattr(self, name) > 0, f"warm_start.{name}", "must be > 0")
+        _check_levels(self.agent_levels, "warm_start.agent_levels")
 
 
 @dataclass(frozen=True)
@@ -212,13 +219,15 @@ class SimulatorConfig:
     """The environment simulator: how it writes tasks and how reward-weighted regression trains it."""
 
     mode: str = "trained"
-    """``trained`` (GenEnv), ``frozen`` (GenEnv-Random), ``static`` (one-off 5x augmentation), ``off`` (base data only)."""
+    """``trained`` (GenEnv), ``frozen`` (GenEnv-Random), ``static`` (one-off 5x augmentation), ``off`` (base data only)
+    or ``sampler`` (no language model: the benchmark's own generator writes ``seeds_per_epoch x variations`` fresh
+    tasks an epoch at the levels ``curriculum.sampler`` picks; generated benchmarks only)."""
     seeds_per_epoch: int = 16
     """Conditioning seed tasks drawn per epoch per benchmark."""
     seed_levels: tuple[int, ...] = ()
     """Experimental: difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split),
     e.g. ``[3, 4]`` to start the variations from the levels the agent is weak at; static mode augments the same
-    seeds."""
+    seeds, and sampler mode draws its tasks at these levels (its ``target`` is the highest)."""
     seed_sampling: str = "uniform"
     """Experimental: how each epoch's conditioning seeds are drawn: ``uniform`` (the paper: any seed alike) or
     ``alpha`` (a difficulty-aligned sampler over seed levels: a level is drawn in proportion to its recent share of
@@ -399,6 +408,12 @@ class CurriculumConfig:
     """Sharpness of R_env; not given by the paper, 2.0 as in the official config (see the class docstring)."""
     k_min: float = 0.1
     """Band half-width: variation batches with |p_hat - alpha| > k_min are left out of the simulator update."""
+    sampler: str = "uniform"
+    """Experimental: the difficulty sampler of ``simulator.mode = "sampler"``: ``uniform`` (every level alike),
+    ``target`` (the highest level only), ``schedule`` (easy to hard over the epochs), ``learnability`` (levels in
+    proportion to p_hat (1 - p_hat), as measured on the agent) or ``controller`` (a softmax over difficulty cells,
+    level x the benchmark's knobs, trained by reward-weighted regression on R_env: GenEnv's objective without a
+    language model); see `genenv_engine.samplers`."""
 
     def alpha_for(self, benchmark: str) -> float:
         """The target success rate of one benchmark's generated tasks.
@@ -428,6 +443,8 @@ class CurriculumConfig:
             _check(0.0 < value < 1.0, f"curriculum.alpha_by_benchmark.{name}", f"must be in (0, 1), got {value}")
         _check(self.beta > 0, "curriculum.beta", f"must be > 0, got {self.beta}")
         _check(self.k_min >= 0, "curriculum.k_min", f"must be >= 0, got {self.k_min}")
+        _check(self.sampler in LEVEL_SAMPLERS, "curriculum.sampler",
+               f"must be one of {', '.join(LEVEL_SAMPLERS)}, got {self.sampler!r}")
 
 
 @dataclass(frozen=True)
@@ -543,6 +560,8 @@ class RunConfig:
         _check(self.agent.tasks_per_epoch in (0,) or self.agent.tasks_per_epoch >= most_fresh, "agent.tasks_per_epoch",
                f"must be 0 or at least the most fresh tasks an epoch can bring ({most_fresh}: seeds_per_epoch x "
                "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped")
+        _check(self.curriculum.sampler == _default(CurriculumConfig, "sampler") or self.simulator.mode == "sampler",
+               "curriculum.sampler", "picks the levels of sampler mode: it needs simulator.mode = 'sampler'")
         for name in self.curriculum.alpha_by_benchmark:
             _check(name in BENCHMARKS, f"curriculum.alpha_by_benchmark.{name}", f"unknown benchmark {name!r}")
         _check(self.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")

@@ -52,6 +52,8 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
         # the warm start (the unseen pool is built once per environment and reused by every epoch)
         env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
         base_choices(env, cfg.agent.base_levels, cfg.agent.base_source, cfg.agent.unseen_tasks)
+        if cfg.simulator.mode == "sampler" and not hasattr(env, "task_at"):
+            raise ConfigError("simulator.mode", f"'sampler' needs a generated benchmark; {env.name}'s data is fixed")
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):
@@ -170,12 +172,17 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 1-2. the simulator writes n variations per seed; the environment validates each one
     notes: dict[str, str | None] = {}  # batch id -> the note its simulator prompt carried
-    drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds, metrics, notes)
-    with PhaseTimer(emit, epoch, "validate", seconds):
-        validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
-        metrics.update(validated)
-    check()
-    fresh, batch_of = _fresh_tasks(session, gens, rng)
+    if cfg.simulator.mode == "sampler":  # no simulator: the benchmark's generator at the sampler's cells
+        with PhaseTimer(emit, epoch, "generate", seconds):
+            fresh, batch_of = _sampled(session, envs, epoch, rng, metrics)
+        gens: list[sim.Generation] = []
+    else:
+        drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds, metrics, notes)
+        with PhaseTimer(emit, epoch, "validate", seconds):
+            validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
+            metrics.update(validated)
+        check()
+        fresh, batch_of = _fresh_tasks(session, gens, rng)
 
     # 3. the agent attempts every fresh task and a replay sample of D_train, k times each
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
@@ -267,6 +274,27 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
         by_benchmark = {job.benchmark: job.note for job in jobs}
         notes.update((d.batch_id, by_benchmark.get(d.seed.benchmark)) for d in drafts)
     return drafts
+
+
+def _sampled(session: Session, envs: dict[str, Environment], epoch: int, rng: random.Random,
+             metrics: dict[str, Any]) -> tuple[list[Task], dict[str, str]]:
+    """Sampler mode's fresh tasks (`genenv_engine.samplers.sampler_tasks`), stored in their cell batches; the
+    sampler's weights, the cells drawn and the generation counts go into ``metrics``."""
+    from genenv_engine.samplers import sampler_tasks
+
+    cfg, store = session.config, session.store
+    taken = {t.prompt for t in store.pool(list(cfg.benchmarks))}
+    tasks, batch_of, info = sampler_tasks(cfg, envs, store.batches(), epoch, rng, taken)
+    by_batch: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_batch.setdefault(batch_of[t.id], []).append(t)
+    for batch_id, mine in by_batch.items():
+        store.insert_tasks(mine, batch_id=batch_id)
+    metrics.update(info)
+    metrics.update({"generated": len(tasks), "valid": len(tasks), "valid_fraction": 1.0 if tasks else None,
+                    "unique_fraction": None, "invalid_reasons": {},
+                    "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in tasks).items()))})
+    return tasks, batch_of
 
 
 def _seed_weights(session: Session, benchmark: str, seeds: list[Task], epoch: int) -> dict[int, float]:

@@ -76,7 +76,10 @@ def cache_key(config: RunConfig) -> str:
     """
     model = {k: v for k, v in asdict(config.model).items()
              if k not in EXECUTION_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
-    parts: dict[str, object] = {"v": WARM_START_VERSION, "model": model, "warm": asdict(config.warm_start),
+    warm = asdict(config.warm_start)
+    if not warm["agent_levels"]:  # a setting added later joins the key only when set (earlier keys stay valid)
+        del warm["agent_levels"]
+    parts: dict[str, object] = {"v": WARM_START_VERSION, "model": model, "warm": warm,
                                 "seed": config.seed, "benchmarks": list(config.benchmarks)}
     if config.simulator.prompt != "compact":
         parts["simulator_prompt"] = config.simulator.prompt
@@ -89,13 +92,14 @@ def cache_key(config: RunConfig) -> str:
 
 
 def needs_simulator(config: RunConfig) -> bool:
-    """Whether a run uses the warm-started simulator: every simulator mode but ``off``.
+    """Whether a run uses the warm-started simulator: every simulator mode but ``off`` and ``sampler`` (whose tasks
+    the benchmark's own generator writes).
 
     >>> from genenv_engine.config import load_config
     >>> needs_simulator(load_config("tiny")), needs_simulator(load_config("tiny", overrides={"simulator.mode": "off"}))
     (True, False)
     """
-    return config.simulator.mode != "off"
+    return config.simulator.mode not in ("off", "sampler")
 
 
 def cached_folder(folder: Path, marker: str = DONE) -> Path | None:
@@ -204,7 +208,7 @@ def _train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sin
     torch.manual_seed(config.seed)
     agent = warmstart_agent(config.model, config.seed)
     started = time.perf_counter()
-    pairs = agent_pairs(agent, envs)
+    pairs = agent_pairs(agent, envs, config.warm_start.agent_levels)
     env0 = next(iter(envs.values()))
     shown = env0.splits()["heldout"][0]
     report = _reporter(sink, "agent", ws.agent_steps, check, lambda: _agent_sample(agent, env0, shown, config))
@@ -296,10 +300,11 @@ def _train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Pol
     }
 
 
-def agent_pairs(agent, envs: dict[str, Environment]) -> list[tuple[list[int], list[int]]]:
-    """The agent's SFT pairs: (prompt ids, gold answer ids) of every benchmark's train split."""
+def agent_pairs(agent, envs: dict[str, Environment], levels: tuple[int, ...] = ()) -> list[tuple[list[int], list[int]]]:
+    """The agent's SFT pairs: (prompt ids, gold answer ids) of every benchmark's train split, or of its tasks at
+    ``levels`` (``warm_start.agent_levels``)."""
     return [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
-            for env in envs.values() for t in env.splits()["train"]]
+            for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")]
 
 
 def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig,

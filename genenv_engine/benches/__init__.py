@@ -16,5 +16,6 @@ BENCHES = {
     "store": "genenv_engine.benches.store",
     "grpo": "genenv_engine.benches.grpo",
     "ranking": "genenv_engine.benches.ranking",
+    "passk": "genenv_engine.benches.passk",
 }
 """Benchmark name -> module implementing it."""

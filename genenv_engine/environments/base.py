@@ -275,6 +275,8 @@ class LadderEnvironment(Environment):
     SPLIT_PLAN: tuple[tuple[str, tuple[int, ...]], ...] = (
         ("heldout", (1, 2, 3, 4)), ("train", (1, 2, 3, 4)), ("seed", (2, 3, 4)))
     """Splits in generation order (one rng, so the order matters) and the levels each is drawn from."""
+    KNOBS: dict[str, tuple[int, ...]] = {}
+    """Difficulty knobs beside the level (name -> the values a task can be asked for with `task_at`)."""
     reserve_official_prompts: bool = False
     """Keep generated seed/train prompts off the official held-out prompts (else those may repeat one)."""
 
@@ -282,6 +284,7 @@ class LadderEnvironment(Environment):
         super().__init__(seed, sizes, data_dir)
         self._splits: dict[str, list[Task]] | None = None
         self._unseen: dict[tuple[int, tuple[int, ...]], list[Task]] = {}
+        self._prompts: frozenset[str] | None = None
 
     def splits(self) -> dict[str, list[Task]]:
         """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
@@ -313,6 +316,37 @@ class LadderEnvironment(Environment):
             rng = random.Random(f"{self.name}-unseen-{self.seed}-{','.join(map(str, levels))}")
             self._unseen[key] = self._make_split("unseen", n, levels, rng, seen, tries=UNSEEN_TRIES)
         return list(self._unseen[key])
+
+    def task_at(self, level: int, rng: random.Random, task_id: str, taken: set[str],
+                knobs: dict[str, int] | None = None, **fields: Any) -> Task:
+        """One new task at ``level`` (and ``knobs``, see :attr:`KNOBS`) drawn by the benchmark's generator, built
+        with ``fields`` (split, origin, epoch, generator ...). Its prompt is in no split, so neither the warm start
+        nor held-out has it, and not in ``taken`` unless `UNSEEN_TRIES` draws all were; it joins ``taken``."""
+        splits = self._split_prompts()
+        fallback = None
+        for _ in range(UNSEEN_TRIES):
+            prompt, build = self._draft_at(level, rng, knobs or {})
+            if prompt in splits:
+                continue
+            if prompt not in taken:
+                taken.add(prompt)
+                return build(task_id, **fields)
+            fallback = fallback or build
+        if fallback is None:
+            raise ValueError(f"{self.name}: no task at level {level} {knobs or ''} outside the splits in "
+                             f"{UNSEEN_TRIES} draws")
+        return fallback(task_id, **fields)
+
+    def _split_prompts(self) -> frozenset[str]:
+        if self._prompts is None:
+            self._prompts = frozenset(t.prompt for tasks in self.splits().values() for t in tasks)
+        return self._prompts
+
+    def _draft_at(self, level: int, rng: random.Random, knobs: dict[str, int]) -> tuple[str, Callable[..., Task]]:
+        """:meth:`_draft` with the :attr:`KNOBS` values in ``knobs`` (a benchmark with knobs overrides this)."""
+        if knobs:
+            raise ValueError(f"{self.name} has no difficulty knobs; got {sorted(knobs)}")
+        return self._draft(level, rng)
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
                     seen: set[str], tries: int | None = None) -> list[Task]:

@@ -3,7 +3,9 @@
 The arms are the paper's comparison (Table/Fig. 6) plus one: ``trained`` (GenEnv), ``frozen`` (GenEnv-Random:
 the same simulator, never updated), ``static`` (a one-off augmentation before epoch 1), ``off`` (base data only)
 and ``uniform`` (the trained simulator without the alpha reward: every valid generation weighted 1); ``unseen`` is
-an oracle (new tasks from the benchmark's own generator). The arms must get the same agent compute:
+an oracle (new tasks from the benchmark's own generator). The difficulty-sampler arms (``target``,
+``uniform-levels``, ``schedule``, ``learnability``, ``controller``) replace the simulator with the benchmark's own
+generator at the levels a sampler picks (`genenv_engine.samplers`). The arms must get the same agent compute:
 `check_equal_compute` refuses a setup in which they would train a different number of tasks, rollouts or
 optimizer steps per epoch.
 """
@@ -26,10 +28,18 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
     "unseen": ({"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
                "Off on unseen tasks (oracle)"),
+    **{name: ({"simulator.mode": "sampler", "curriculum.reward": "alpha", "curriculum.sampler": sampler}, label)
+       for name, sampler, label in (
+           ("target", "target", "Target level only"),
+           ("uniform-levels", "uniform", "Uniform levels"),
+           ("schedule", "schedule", "Easy-to-hard schedule"),
+           ("learnability", "learnability", "Learnability sampler"),
+           ("controller", "controller", "RWR difficulty controller"))},
 }
 """Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base
 data only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the
-upper bound of what a simulator could hand the agent."""
+upper bound of what a simulator could hand the agent. The sampler arms write ``seeds_per_epoch x variations`` tasks an
+epoch with the benchmark's generator at ``simulator.seed_levels`` (``generated benchmarks only``)."""
 
 
 DEFAULT_ARMS = ("trained", "frozen", "static", "off", "uniform")

@@ -28,8 +28,8 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
         series = [(e, m, sd) for e, m, sd in mean_series(runs, lambda r: r["p_hat"]) if m is not None]
         if series:
             ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series], yerr=[sd or 0 for *_, sd in series],
-                        color=COLORS[i], marker=MARKERS[i], capsize=3, label=ARMS[arm][1], ls=STYLES[i % len(STYLES)],
-                        lw=3.2 - 0.5 * i, ms=8 - i)
+                        color=COLORS[i % len(COLORS)], marker=MARKERS[i % len(MARKERS)], capsize=3, label=ARMS[arm][1], ls=STYLES[i % len(STYLES)],
+                        lw=max(0.8, 3.2 - 0.5 * i), ms=max(3, 8 - i))
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("epoch")
     ax.set_ylabel("mean p̂ of generated tasks")
@@ -50,8 +50,8 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
             series = [(e, m, sd) for e, m, sd in mean_series(deltas, lambda r: r["d"]) if m is not None]
             if series:
                 ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series],
-                            yerr=[sd or 0 for *_, sd in series], color=COLORS[i], marker=MARKERS[i], capsize=3,
-                            label=ARMS[arm][1], ls=STYLES[i % len(STYLES)], lw=3.2 - 0.5 * i, ms=8 - i)
+                            yerr=[sd or 0 for *_, sd in series], color=COLORS[i % len(COLORS)], marker=MARKERS[i % len(MARKERS)], capsize=3,
+                            label=ARMS[arm][1], ls=STYLES[i % len(STYLES)], lw=max(0.8, 3.2 - 0.5 * i), ms=max(3, 8 - i))
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("epoch (0 = warm start)")
         ax.axhline(0.0, color="#7f7f7f", lw=1)

@@ -27,7 +27,8 @@ from genenv_engine.store import Store
 if TYPE_CHECKING:
     from genenv_engine.config import RunConfig
 
-MODE_LABELS = {"trained": "GenEnv", "frozen": "GenEnv-Random", "static": "GenEnv-Static", "off": "base data only"}
+MODE_LABELS = {"trained": "GenEnv", "frozen": "GenEnv-Random", "static": "GenEnv-Static", "off": "base data only",
+               "sampler": "difficulty sampler (no simulator)"}
 """How the paper names each simulator mode (Fig. 6)."""
 SAMPLES_PER_BUCKET = 3
 """Generated tasks shown per difficulty bucket."""

@@ -190,6 +190,8 @@ class ChainEnv(LadderEnvironment):
     """Distractor counts a split task draws from (uniformly)."""
     HINT_RATE: float = 0.0
     """Probability that a split task at k >= 2 gives its first j calls (j uniform in 1..k-1)."""
+    KNOBS = {"distractors": DISTRACTORS}
+    """The distractor count can be asked for (`task_at`); the hint stays a split setting."""
 
     def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
         if data_dir is not None:
@@ -203,7 +205,13 @@ class ChainEnv(LadderEnvironment):
         return super().unseen_tasks(n, tuple(levels) or LEVELS)
 
     def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
-        distractors = rng.choice(self.DISTRACTORS)
+        return self._draft_at(level, rng, {})
+
+    def _draft_at(self, level: int, rng: random.Random, knobs: dict[str, int]) -> tuple[str, Callable[..., Task]]:
+        unknown = set(knobs) - set(self.KNOBS)
+        if unknown:
+            raise ValueError(f"chain's knobs are {sorted(self.KNOBS)}; got {sorted(unknown)}")
+        distractors = knobs["distractors"] if "distractors" in knobs else rng.choice(self.DISTRACTORS)
         hint = rng.randint(1, level - 1) if level > 1 and rng.random() < self.HINT_RATE else 0
         return step_draft(generate_draft(level, rng, distractors=distractors, hint=hint),
                           benchmark=self.name, checker=CHECKER)
