@@ -81,6 +81,11 @@ def cache_key(config: RunConfig) -> str:
         del warm["agent_levels"]
     parts: dict[str, object] = {"v": WARM_START_VERSION, "model": model, "warm": warm,
                                 "seed": config.seed, "benchmarks": list(config.benchmarks)}
+    from genenv_engine.environments import environment_class
+
+    versions = {name: environment_class(name).data_version for name in config.benchmarks}
+    if any(v != 1 for v in versions.values()):  # joins the key only when a benchmark's tasks have changed
+        parts["data_versions"] = {name: v for name, v in versions.items() if v != 1}
     if config.simulator.prompt != "compact":
         parts["simulator_prompt"] = config.simulator.prompt
     if config.simulator.steer:

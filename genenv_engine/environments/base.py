@@ -148,6 +148,9 @@ class Environment(ABC):
     """A benchmark: deterministic splits, a checker, and a validator for generated tasks."""
 
     name: str = ""
+    data_version: int = 1
+    """Bumped when the benchmark's built-in tasks change (its generator or splits): the warm-start cache key holds
+    every version above 1, so a warm start trained on the earlier tasks is not reused."""
     granularity: str = "step"
     source: str = "built-in mini"
     structured: bool = True

@@ -416,3 +416,16 @@ def test_simulator_outputs_never_crash_and_every_rejection_has_a_reason():
     fuzz()
     assert counts["valid"] + counts["invalid"] >= min(EXAMPLES, 50)
     assert counts["valid"] > 0 and counts["invalid"] > 0, counts
+
+
+def test_a_new_data_version_gives_a_new_warm_start_key(monkeypatch):
+    """A warm start trained on an earlier generator's tasks is not reused: the key holds the data version."""
+    from genenv_engine.config import load_config
+    from genenv_engine.warmstart import cache_key
+
+    config = load_config("chain")
+    now = cache_key(config)
+    monkeypatch.setattr(ChainEnv, "data_version", ChainEnv.data_version + 1)
+    assert cache_key(config) != now
+    monkeypatch.setattr(ChainEnv, "data_version", 1)  # version 1 joins no key: other benchmarks' keys stay as they were
+    assert cache_key(config) == cache_key(load_config("chain")) != now

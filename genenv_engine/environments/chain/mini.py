@@ -31,7 +31,7 @@ from typing import Any
 
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
 from genenv_engine.environments.chain.grammar import (
-    LEVELS, MAX_FUNCTIONS, MAX_K, MAX_VALUE, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
+    LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
     render_prompt, run_chain)
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -49,10 +49,14 @@ MAX_RESPONSE_CHARS = 1000
 """Longest agent response the checker parses (well under :data:`genenv_engine.limits.MAX_RESPONSE_CHARS`)."""
 POOL = "fghkmnpqrstuvw"
 """The names the generator draws from (the validator takes any letter but ``x``)."""
-DRAW_CONSTANTS = {"+": tuple(range(1, 10)), "-": tuple(range(1, 10)), "*": (2, 3), "%": tuple(range(3, 10))}
-"""The rule constants the generator draws (a subset of what the grammar allows)."""
-START_MAX = 30
+DRAW_CONSTANTS = {"+": (1, 2, 3, 4), "-": (1, 2, 3, 4), "*": (2,)}
+"""The rule shapes and constants the generator draws (a subset of what the grammar allows): one-digit steps, so that
+a small model can learn each call's arithmetic from the short chains and the level, the chain's length, is what
+makes a task hard (with values up to 99, ``x*3`` and ``x%c``, the tiny agent did not learn single calls)."""
+START_MAX = 9
 """The generator's start values are 0..START_MAX (the grammar allows 0..99)."""
+DRAW_MAX_VALUE = 9
+"""Every value of a generated chain lies in 0..DRAW_MAX_VALUE (the grammar allows 0..99)."""
 MAX_CHAIN_FUNCTIONS = 3
 """Most distinct functions a generated chain applies."""
 
@@ -119,12 +123,12 @@ def check_chain(expected: dict[str, Any], response: str) -> CheckResult:
 # ---------------------------------------------------------------- generation
 
 def _draw_rule(name: str, rng: random.Random) -> Rule:
-    op = rng.choice("+-*%")
+    op = rng.choice(tuple(DRAW_CONSTANTS))
     return Rule(name, op, rng.choice(DRAW_CONSTANTS[op]))
 
 
 def draw_order(rules: list[Rule], start: int, k: int, rng: random.Random) -> list[str] | None:
-    """``k`` names of ``rules`` whose chain from ``start`` stays in 0..99, changes the value at every call (no
+    """``k`` names of ``rules`` whose chain from ``start`` stays in 0..DRAW_MAX_VALUE, changes the value at every call (no
     ``x%7`` of a value under 7, no ``x*2`` of 0: each step needs computing, and a chain cannot collapse to a
     run of zeros) and applies every rule at least once, drawn step by step among the rules that fit; None if
     the draw runs into a dead end."""
@@ -133,7 +137,7 @@ def draw_order(rules: list[Rule], start: int, k: int, rng: random.Random) -> lis
     for step in range(k):
         unused = [r for r in rules if r.name not in order]
         pool = unused if len(unused) >= k - step else rules
-        fits = [r for r in pool if 0 <= r.apply(x) <= MAX_VALUE and r.apply(x) != x]
+        fits = [r for r in pool if 0 <= r.apply(x) <= DRAW_MAX_VALUE and r.apply(x) != x]
         if not fits:
             return None
         rule = rng.choice(fits)
@@ -183,6 +187,8 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
+    data_version = 2
+    """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -259,12 +265,12 @@ class ChainEnv(LadderEnvironment):
             return [(draft.start, order[:-1])]
         if k == len(order) + 1:
             last = draft.calls[-1].result
-            fits = [n for n in rules if 0 <= rules[n].apply(last) <= MAX_VALUE]
+            fits = [n for n in rules if 0 <= rules[n].apply(last) <= DRAW_MAX_VALUE]
             moving = [n for n in fits if rules[n].apply(last) != last]
             applied = [n for n in moving if n in order]  # best a chain function that changes the value
             best = applied or moving or fits
             return [(draft.start, order + [rng.choice(best)])] if best else []
-        starts = [s for s in range(MAX_VALUE + 1) if s != draft.start and _fits(rules, s, order)]
+        starts = [s for s in range(DRAW_MAX_VALUE + 1) if s != draft.start and _fits(rules, s, order)]
         near = [s for s in starts if s <= START_MAX] or starts
         out = [(rng.choice(near), order)] if near else []
         other = draw_order([rules[n] for n in dict.fromkeys(order)], draft.start, k, rng)
@@ -279,10 +285,10 @@ def _by_name(draft: Draft) -> dict[str, Rule]:
 
 def _fits(rules: dict[str, Rule], start: int, order: list[str]) -> bool:
     try:
-        run_chain(rules, start, order)
+        calls = run_chain(rules, start, order)
     except PromptError:
         return False
-    return True
+    return all(c.result <= DRAW_MAX_VALUE for c in calls)
 
 
 __all__ = ["CHECKER", "ERROR_TYPES", "ChainEnv", "check_chain", "draw_order", "generate_draft", "parse_chain"]
