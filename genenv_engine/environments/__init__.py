@@ -51,6 +51,4 @@ def environments_of(config: Any) -> dict[str, "Environment"]:
 def get_environment(name: str, seed: int = 0, sizes: "SplitSizes | None" = None,
                     data_dir: str | None = None) -> "Environment":
     """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given)."""
-    from genenv_engine.environments.base import SplitSizes
-
-    return environment_class(name)(seed=seed, sizes=sizes or SplitSizes(), data_dir=data_dir)
+    return environment_class(name)(seed=seed, sizes=sizes, data_dir=data_dir)

@@ -156,9 +156,12 @@ class Environment(ABC):
     structured: bool = True
     """Structured actions are rewarded by exact success (1/0); unstructured ones by the checker's score."""
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
+    DEFAULT_SIZES = SplitSizes()
+    """The split sizes when none are given."""
+
+    def __init__(self, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None) -> None:
         self.seed = seed
-        self.sizes = sizes
+        self.sizes = sizes or self.DEFAULT_SIZES
         self.data_dir = data_dir
         """A user folder holding the upstream benchmark data; None uses the built-in mini only."""
 
@@ -283,7 +286,7 @@ class LadderEnvironment(Environment):
     reserve_official_prompts: bool = False
     """Keep generated seed/train prompts off the official held-out prompts (else those may repeat one)."""
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
+    def __init__(self, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None) -> None:
         super().__init__(seed, sizes, data_dir)
         self._splits: dict[str, list[Task]] | None = None
         self._unseen: dict[tuple[int, tuple[int, ...]], list[Task]] = {}

@@ -187,8 +187,9 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 2
-    """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``)."""
+    data_version = 3
+    """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
+    3: a train split of 8,000 tasks (2,000 before)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -199,7 +200,11 @@ class ChainEnv(LadderEnvironment):
     KNOBS = {"distractors": DISTRACTORS}
     """The distractor count can be asked for (`task_at`); the hint stays a split setting."""
 
-    def __init__(self, seed: int = 0, sizes: SplitSizes = SplitSizes(), data_dir: str | None = None) -> None:
+    DEFAULT_SIZES = SplitSizes(seed=200, train=8000, heldout=400)
+    """A train split of 1,000 tasks a level, so that a warm start on the short chains alone
+    (``warm_start.agent_levels = [1, 2]``) has 2,000 of them: on 500 the tiny agent memorised its pairs."""
+
+    def __init__(self, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None) -> None:
         if data_dir is not None:
             from genenv_engine.errors import ConfigError
 
