@@ -88,7 +88,9 @@ def recompute(prompt: str) -> list[tuple[str, int, int]]:
 
 
 def written(chain) -> str:
-    return "; ".join(f"{n}({a})={r}" for n, a, r in chain)
+    """The answer: each call, then in brackets the names still to apply."""
+    names = [n for n, _, _ in chain]
+    return "; ".join(f"{n}({a})={r} [{' '.join(names[i + 1:])}]" for i, (n, a, r) in enumerate(chain))
 
 
 def hand(prompt: str) -> str:
@@ -129,7 +131,8 @@ def k4(env):
 
 
 def calls_of(task) -> list[str]:
-    return task.answer.split("; ")
+    """The gold's calls without their brackets (a bracket may be left out)."""
+    return [call.split(" [")[0] for call in task.answer.split("; ")]
 
 
 def test_checker_accepts_the_gold_and_tolerates_whitespace(env, k4):
@@ -177,7 +180,7 @@ def test_checker_refuses_garbage_and_only_the_final_value(env, k4):
     result = wrong(env, k4, calls_of(k4)[-1])  # only the last call, right by itself
     assert result.error_type in ("wrong_call", "wrong_arg") and result.sub_scores["final"] == 1.0
     assert set(ERROR_TYPES) == {"parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value",
-                                "missing_calls", "extra_calls"}
+                                "wrong_rest", "missing_calls", "extra_calls"}
 
 
 def test_the_engine_size_limit_applies_before_the_checker(env, k4):
@@ -233,11 +236,16 @@ def test_validator_rejects_malformed_prompts_with_a_reason(prompt, reason):
 
 def test_validator_accepts_and_recomputes(env):
     verdict = env.validate(GOOD, "f(5)=8; g(8)=16; h(16)=12", task_id="gen/1")
-    assert verdict.ok and verdict.task.answer == hand(GOOD) == "f(5)=8; g(8)=16; h(16)=12"
+    assert verdict.ok and verdict.task.answer == hand(GOOD) == "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []"
     assert verdict.task.difficulty["features"]["distractors"] == 1
     # any spacing the checker tolerates is accepted, the stored gold is the canonical one
     loose = env.validate(GOOD, "f(5) = 8 ;g(8)=16;  h(16)=12", task_id="gen/2")
-    assert loose.ok and loose.task.answer == "f(5)=8; g(8)=16; h(16)=12"
+    assert loose.ok and loose.task.answer == "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []"
+    # the brackets may be left out, but a written one must name the functions still to apply
+    assert env.validate(GOOD, "f(5)=8 [g  h]; g(8)=16 [h] ;h(16)=12 []", task_id="gen/2b").ok
+    for answer in ("f(5)=8 [h]; g(8)=16 [h]; h(16)=12 []", "f(5)=8 [g h]; g(8)=16 []; h(16)=12 []",
+                   "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 [g]"):
+        assert env.validate(GOOD, answer, task_id="gen/2c").reason == "answer_mismatch: wrong_rest", answer
     for answer, error in (("f(5)=8; g(8)=16; h(16)=13", "wrong_value"), ("f(5)=8; g(8)=16", "missing_calls"),
                           ("f(5)=8; q(8)=3; h(3)=-1", "wrong_call"), ("12", "parse_error")):
         verdict = env.validate(GOOD, answer, task_id="gen/3")

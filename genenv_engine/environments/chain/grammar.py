@@ -3,9 +3,10 @@
 A prompt lists a few one-argument integer functions, a start value, the ordered names of the functions to
 apply (the chain; its length ``k`` is the level) and, optionally, a hint giving the first ``j`` calls worked
 out. The answer writes every call with its argument and result, so it is right only if every intermediate
-value is::
+value is, and after each call, in brackets, the names still to apply (empty after the last), so that where the
+chain ends is read off the answer itself rather than counted::
 
-    <definitions> | start <n> | apply <names> [| hint <first j calls>]   =>   f(5)=8; g(8)=16; ...
+    <definitions> | start <n> | apply <names> [| hint <first j calls>]   =>   f(5)=8 [g ...]; g(8)=16 [...]; ...
 
 Definitions are ``<name>(x)=x<op><c>``, a one-letter name (any lower-case letter but ``x``) and one of four
 rule shapes: ``x+c``, ``x-c`` (``c`` in 1-9), ``x*c`` and ``x%c`` (``x mod c``; ``c`` in 2-9). Every value,
@@ -16,7 +17,7 @@ arithmetic: model text is never evaluated.
 
 >>> draft = read_prompt("f(x)=x+3 g(x)=x*2 q(x)=x%5 | start 5 | apply f g f")
 >>> draft.answer, draft.level, draft.features["distractors"]
-('f(5)=8; g(8)=16; f(16)=19', 3, 1)
+('f(5)=8 [g f]; g(8)=16 [f]; f(16)=19 []', 3, 1)
 >>> read_prompt("f(x)=x**2 | start 5 | apply f")
 Traceback (most recent call last):
 ...
@@ -120,8 +121,18 @@ def run_chain(rules: dict[str, Rule], start: int, order: tuple[str, ...] | list[
 
 
 def join_calls(calls: tuple[Call, ...] | list[Call]) -> str:
-    """Calls as an answer writes them: ``f(5)=8; g(8)=16``."""
+    """Calls as a hint writes them: ``f(5)=8; g(8)=16``."""
     return CALL_JOIN.join(c.text for c in calls)
+
+
+def answer_text(calls: tuple[Call, ...] | list[Call]) -> str:
+    """Calls as an answer writes them, each followed by the names still to apply.
+
+    >>> answer_text([Call("f", 5, 8), Call("g", 8, 16)])
+    'f(5)=8 [g]; g(8)=16 []'
+    """
+    names = [c.name for c in calls]
+    return CALL_JOIN.join(f"{c.text} [{' '.join(names[i + 1:])}]" for i, c in enumerate(calls))
 
 
 @dataclass(frozen=True)
@@ -137,7 +148,7 @@ class Draft:
 
     @property
     def answer(self) -> str:
-        return join_calls(self.calls)
+        return answer_text(self.calls)
 
     @property
     def expected(self) -> dict[str, Any]:

@@ -4,9 +4,11 @@ A task lists a few one-argument integer functions (``f(x)=x+3``, ``g(x)=x*2``, `
 some of them distractors, a start value and the ordered names of the functions to apply; the answer writes
 every call with its argument and result, each argument being the previous result::
 
-    f(x)=x+3 g(x)=x*2 h(x)=x-4 | start 5 | apply f g h   =>   f(5)=8; g(8)=16; h(16)=12
+    f(x)=x+3 g(x)=x*2 h(x)=x-4 | start 5 | apply f g h   =>   f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []
 
-The answer is right only if the whole chain is: a target level earns no reward unless every step of it can
+After each call the answer names, in brackets, the functions still to apply (its end is read off the answer,
+not counted; a bracket may be left out, but one that is written must be right). The answer is right only if the
+whole chain is: a target level earns no reward unless every step of it can
 be computed, which is the setting where a curriculum through the lower levels pays. Knobs beside ``k``
 (kept in the task's ``difficulty.features``): ``distractors`` (functions listed but never applied) and
 ``hint`` (the first ``j < k`` calls given worked out, as a fourth prompt section ``hint f(5)=8; ...``).
@@ -31,20 +33,21 @@ from typing import Any
 
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
 from genenv_engine.environments.chain.grammar import (
-    LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
+    LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, answer_text, read_prompt,
     render_prompt, run_chain)
 from genenv_engine.records import CheckResult, Task, Validation
 
 CHECKER = "chain_exact"
 """The checker name on every task: the whole chain, every name, argument and result, must match."""
-ERROR_TYPES = ("parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value", "missing_calls", "extra_calls")
+ERROR_TYPES = ("parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value", "wrong_rest", "missing_calls",
+               "extra_calls")
 """``too_long``: the response is over :data:`MAX_RESPONSE_CHARS` (the same meaning as in
 :mod:`genenv_engine.limits`); the others name the first fault of a parsed chain, in chain order."""
 MAX_PROMPT_CHARS = 180
 """The validator's prompt cap (the grammar's largest prompt, 6 definitions, a 99 start, 8 names and a 7-call
 hint, is 164 characters)."""
-MAX_ANSWER_CHARS = 100
-"""The validator's answer cap (8 calls of ``n(99)=99`` joined by ``; `` are 78 characters)."""
+MAX_ANSWER_CHARS = 200
+"""The validator's answer cap (8 calls of ``n(99)=99`` with their brackets, joined by ``; ``, are 158 characters)."""
 MAX_RESPONSE_CHARS = 1000
 """Longest agent response the checker parses (well under :data:`genenv_engine.limits.MAX_RESPONSE_CHARS`)."""
 POOL = "fghkmnpqrstuvw"
@@ -60,7 +63,7 @@ DRAW_MAX_VALUE = 9
 MAX_CHAIN_FUNCTIONS = 3
 """Most distinct functions a generated chain applies."""
 
-_CALL = re.compile(r"\s*([a-z])\s*\(\s*(-?[0-9]{1,9})\s*\)\s*=\s*(-?[0-9]{1,9})\s*")
+_CALL = re.compile(r"\s*([a-z])\s*\(\s*(-?[0-9]{1,9})\s*\)\s*=\s*(-?[0-9]{1,9})\s*(?:\[([a-z ]*)\]\s*)?")
 
 
 class _ParseError(ValueError):
@@ -70,10 +73,20 @@ class _ParseError(ValueError):
 # ---------------------------------------------------------------- checker
 
 def parse_chain(text: str) -> list[Call]:
-    """The calls of a response, whitespace-tolerant (one trailing ``;`` allowed); never evaluated.
+    """The calls of a response, whitespace-tolerant (one trailing ``;`` allowed); never evaluated. A call's
+    bracket of names still to apply, when written, is read by `parse_rests`.
 
-    >>> [c.text for c in parse_chain(" f( 5 )=8 ;g(8) = 16; ")]
+    >>> [c.text for c in parse_chain(" f( 5 )=8 [g];g(8) = 16; ")]
     ['f(5)=8', 'g(8)=16']
+    """
+    return [call for call, _ in parse_rests(text)]
+
+
+def parse_rests(text: str) -> list[tuple[Call, tuple[str, ...] | None]]:
+    """Each call of a response with the names its bracket lists (None: no bracket written).
+
+    >>> parse_rests("f(5)=8 [g  h]; g(8)=16")
+    [(Call(name='f', arg=5, result=8), ('g', 'h')), (Call(name='g', arg=8, result=16), None)]
     """
     parts = text.split(";")
     if len(parts) > 1 and not parts[-1].strip():
@@ -83,7 +96,8 @@ def parse_chain(text: str) -> list[Call]:
         match = _CALL.fullmatch(part)
         if match is None:
             raise _ParseError(f"not a call: {part[:20]!r}")
-        calls.append(Call(match.group(1), int(match.group(2)), int(match.group(3))))
+        rest = None if match.group(4) is None else tuple(match.group(4).split())
+        calls.append((Call(match.group(1), int(match.group(2)), int(match.group(3))), rest))
     return calls
 
 
@@ -98,17 +112,21 @@ def check_chain(expected: dict[str, Any], response: str) -> CheckResult:
     if len(response) > MAX_RESPONSE_CHARS:
         return CheckResult(False, 0.0, {"prefix": 0.0, "final": 0.0}, "too_long")
     try:
-        calls = parse_chain(response)
+        parsed = parse_rests(response)
     except _ParseError:
         return CheckResult(False, 0.0, {"prefix": 0.0, "final": 0.0}, "parse_error")
+    calls = [call for call, _ in parsed]
+    names = tuple(c.name for c in gold)
     prefix, error = 0, None
-    for want, got in zip(gold, calls):
+    for i, (want, (got, rest)) in enumerate(zip(gold, parsed)):
         if got.name != want.name:
             error = "wrong_call"
         elif got.arg != want.arg:
             error = "wrong_arg"
         elif got.result != want.result:
             error = "wrong_value"
+        elif rest is not None and rest != names[i + 1:]:
+            error = "wrong_rest"
         if error:
             break
         prefix += 1
@@ -187,9 +205,10 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 3
+    data_version = 4
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
-    3: a train split of 8,000 tasks (2,000 before)."""
+    3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
+    apply (a warm start on chains of one or two calls had learned to stop after two)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -255,7 +274,7 @@ class ChainEnv(LadderEnvironment):
         for k in dict.fromkeys((level, draft.level, draft.level - 1, draft.level + 1)):
             for start, order in self._variants(draft, k, rng):
                 prompt = render_prompt(draft.rules, start, order, min(draft.hint, k - 1))
-                sibling = self._as_sibling(source, prompt, join_calls(run_chain(_by_name(draft), start, order)), task_id)
+                sibling = self._as_sibling(source, prompt, answer_text(run_chain(_by_name(draft), start, order)), task_id)
                 if sibling is not None:
                     return sibling
         raise AssertionError(f"no sibling of {source.prompt!r}")  # unreachable: k=1 always has another start
