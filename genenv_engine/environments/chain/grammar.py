@@ -34,7 +34,7 @@ MIN_K = 1
 MAX_K = 8
 """The levels: the number of chained calls."""
 LEVELS = tuple(range(MIN_K, MAX_K + 1))
-MAX_FUNCTIONS = 6
+MAX_FUNCTIONS = 10
 """Most definitions a prompt may list (chain functions and distractors together)."""
 MAX_VALUE = 99
 """Every value of a chain (the start and each result) lies in ``0..MAX_VALUE``."""

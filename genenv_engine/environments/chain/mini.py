@@ -43,9 +43,9 @@ ERROR_TYPES = ("parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_valu
                "extra_calls")
 """``too_long``: the response is over :data:`MAX_RESPONSE_CHARS` (the same meaning as in
 :mod:`genenv_engine.limits`); the others name the first fault of a parsed chain, in chain order."""
-MAX_PROMPT_CHARS = 180
-"""The validator's prompt cap (the grammar's largest prompt, 6 definitions, a 99 start, 8 names and a 7-call
-hint, is 164 characters)."""
+MAX_PROMPT_CHARS = 240
+"""The validator's prompt cap (the grammar's largest prompt, 10 definitions, a 99 start, 8 names and a 7-call
+hint, is 204 characters)."""
 MAX_ANSWER_CHARS = 200
 """The validator's answer cap (8 calls of ``n(99)=99`` with their brackets, joined by ``; ``, are 158 characters)."""
 MAX_RESPONSE_CHARS = 1000
@@ -60,8 +60,11 @@ START_MAX = 9
 """The generator's start values are 0..START_MAX (the grammar allows 0..99)."""
 DRAW_MAX_VALUE = 9
 """Every value of a generated chain lies in 0..DRAW_MAX_VALUE (the grammar allows 0..99)."""
-MAX_CHAIN_FUNCTIONS = 3
-"""Most distinct functions a generated chain applies."""
+MAX_CHAIN_FUNCTIONS = 8
+"""Most distinct functions a generated chain applies: each of its functions is applied once, so a chain of ``k``
+calls lists ``k`` functions (and its distractors). With names repeated (``apply r r w``) a tiny agent warm-started
+on one- and two-call chains could not tell which name comes next; with each name once, the next name is the one
+after the last in the ``apply`` list, however long it is."""
 
 _CALL = re.compile(r"\s*([a-z])\s*\(\s*(-?[0-9]{1,9})\s*\)\s*=\s*(-?[0-9]{1,9})\s*(?:\[([a-z ]*)\]\s*)?")
 
@@ -164,10 +167,24 @@ def draw_order(rules: list[Rule], start: int, k: int, rng: random.Random) -> lis
     return order
 
 
+def _fresh_chain(names: list[str], start: int, rng: random.Random) -> list[Rule]:
+    """One new rule per name, in order, each drawn among those that change the running value and keep it in
+    0..DRAW_MAX_VALUE (from any value some do)."""
+    rules, x = [], start
+    for name in names:
+        fits = [Rule(name, op, c) for op, cs in DRAW_CONSTANTS.items() for c in cs
+                if 0 <= Rule(name, op, c).apply(x) <= DRAW_MAX_VALUE and Rule(name, op, c).apply(x) != x]
+        rule = rng.choice(fits)
+        rules.append(rule)
+        x = rule.apply(x)
+    return rules
+
+
 def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint: int = 0,
                    n_chain: int | None = None) -> Draft:
-    """Sample a chain of ``level`` calls over ``n_chain`` functions (default 1..min(level, 3), drawn), plus
-    ``distractors`` unused functions, with the first ``hint`` calls given; read back through the grammar.
+    """Sample a chain of ``level`` calls, each of a function of its own (`_fresh_chain`; or over ``n_chain``
+    functions drawn with `draw_order`, names repeated), plus ``distractors`` unused functions, with the first
+    ``hint`` calls given; read back through the grammar.
 
     >>> draft = generate_draft(3, random.Random(0), distractors=2, hint=1)
     >>> draft.level, draft.features["distractors"], draft.features["hint"], draft.prompt.count(" | ")
@@ -180,13 +197,17 @@ def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint
     if distractors < 0 or distractors + MAX_CHAIN_FUNCTIONS > MAX_FUNCTIONS:
         raise ValueError(f"distractors must be 0..{MAX_FUNCTIONS - MAX_CHAIN_FUNCTIONS}, got {distractors}")
     while True:
-        n = n_chain or rng.randint(1, min(level, MAX_CHAIN_FUNCTIONS))
+        n = n_chain or level
         names = rng.sample(POOL, n + distractors)
-        chain = [_draw_rule(name, rng) for name in names[:n]]
         start = rng.randint(0, START_MAX)
-        order = draw_order(chain, start, level, rng)
-        if order is None:
-            continue
+        if n == level:
+            chain = _fresh_chain(names[:n], start, rng)
+            order = [r.name for r in chain]
+        else:
+            chain = [_draw_rule(name, rng) for name in names[:n]]
+            order = draw_order(chain, start, level, rng)
+            if order is None:
+                continue
         table = chain + [_draw_rule(name, rng) for name in names[n:]]
         rng.shuffle(table)
         draft = read_prompt(render_prompt(table, start, order, hint))
@@ -205,10 +226,11 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 4
+    data_version = 5
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
-    apply (a warm start on chains of one or two calls had learned to stop after two)."""
+    apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
+    applied once (see `MAX_CHAIN_FUNCTIONS`)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -290,6 +312,7 @@ class ChainEnv(LadderEnvironment):
         if k == len(order) + 1:
             last = draft.calls[-1].result
             fits = [n for n in rules if 0 <= rules[n].apply(last) <= DRAW_MAX_VALUE]
+            fits = [n for n in fits if n not in order] or fits  # a listed, unused function first
             moving = [n for n in fits if rules[n].apply(last) != last]
             applied = [n for n in moving if n in order]  # best a chain function that changes the value
             best = applied or moving or fits
