@@ -59,6 +59,32 @@ def fmt(value: Any, sd: Any = None, digits: int = 3) -> str:
     return f"{text} ± {sd:.{digits}f}" if isinstance(sd, float) else text
 
 
+def level_lines(results: dict[str, Any], bench: str) -> list[str]:
+    """Held-out per difficulty level at the final epoch, and each compared pair's difference per level, as mean ± sd
+    over seeds (the seeds above zero counted): the figures a claim at one level (a target level) rests on."""
+    s = results["summary"]
+    rows = [(arm, s[arm][bench]["final_by_level"]) for arm in results["arms"]
+            if arm in s and bench in s[arm] and s[arm][bench].get("final_by_level")]
+    if not rows:
+        return []
+    levels = sorted({lv for _, by in rows for lv in by}, key=lambda lv: (len(lv), lv))
+    lines = ["", "Held-out by level at the final epoch (mean ± sd over seeds):", "",
+             "| arm | " + " | ".join(levels) + " |", "|---|" + "---|" * len(levels)]
+    for arm, by in rows:
+        lines.append(f"| {arm} | " + " | ".join(fmt(by[lv]["mean"], by[lv]["sd"]) if lv in by else "–"
+                                                for lv in levels) + " |")
+    pairs = [v for v in s.get("_versus", []) if v["benchmark"] == bench and v.get("by_level")]
+    if pairs:
+        lines += ["", "Arm − arm by level (mean ± sd over seeds of the per-seed paired differences; seeds above "
+                  "zero):", "", "| arm − arm | " + " | ".join(levels) + " |", "|---|" + "---|" * len(levels)]
+        for v in pairs:
+            by = v["by_level"]
+            lines.append(f"| {v['a']} − {v['b']} | " + " | ".join(
+                f"{fmt(by[lv]['mean'], by[lv]['sd'])} ({by[lv]['positive']}/{by[lv]['seeds']})" if lv in by else "–"
+                for lv in levels) + " |")
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The bench's tables as Markdown: the final table (mean ± sd over seeds), then per-epoch rows per arm."""
     s, benches = results["summary"], results["benchmarks"]
@@ -125,6 +151,7 @@ def markdown(results: dict[str, Any]) -> str:
             lines += ["", "Data efficiency (agent tasks GenEnv needs to reach Static's final held-out, over Static's): "
                       + ("undefined (GenEnv never reached it, or Static's final is not above epoch 0)" if eff is None
                          else f"{eff:.2f}")]
+        lines += level_lines(results, bench)
         lines += ["", "Per seed: Δ (paired SE):", ""]
         for arm in results["arms"]:
             row = s.get(arm)

@@ -81,6 +81,22 @@ def head_to_head(a_run: dict[str, Any], b_run: dict[str, Any], bench: str) -> di
     return None
 
 
+def level_summary(values: list[dict[str, dict[str, float]]], key: str) -> dict[str, dict[str, Any]]:
+    """Per difficulty bucket, the mean and sd over seeds of ``key`` in each seed's by-level figures, with the
+    seeds counted and those above zero (seeds are the unit of a claim across them).
+
+    >>> level_summary([{"L6": {"diff": 0.1}}, {"L6": {"diff": 0.3}}, {"L6": {"diff": -0.1}}], "diff")["L6"]
+    {'mean': 0.1, 'sd': 0.2, 'seeds': 3, 'positive': 2}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for level in sorted({lv for v in values for lv in v}):
+        xs = [v[level][key] for v in values if level in v and not math.isnan(v[level][key])]
+        mean, sd = mean_sd(xs)
+        out[level] = {"mean": None if mean is None else round(mean, 10), "sd": None if sd is None else round(sd, 10),
+                      "seeds": len(xs), "positive": sum(1 for x in xs if x > 0)}
+    return out
+
+
 def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) -> list[dict[str, Any]]:
     """Every pair of `comparison_pairs` per benchmark: per seed the paired difference, then mean and sd over
     seeds and how many seeds put one arm above the other by more than twice the paired SE. A seed whose two runs
@@ -99,6 +115,7 @@ def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) ->
                 continue
             mean, sd = mean_sd([h["diff"] for h in per_seed])
             out.append({"a": a, "b": b, "benchmark": bench, "per_seed": per_seed, "mean": mean, "sd": sd,
+                        "by_level": level_summary([h["by_level"] for h in per_seed], "diff"),
                         "a_above_2se": sum(1 for h in per_seed if h["diff"] > 2 * h["paired_se"]),
                         "b_above_2se": sum(1 for h in per_seed if -h["diff"] > 2 * h["paired_se"])})
     return out
@@ -117,6 +134,7 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
             fin, fin_sd = mean_sd([c["final"] for c in changes])
             delta, delta_sd = mean_sd([c["delta"] for c in changes])
             row[bench] = {"epoch0": e0, "epoch0_sd": e0_sd, "final": fin, "final_sd": fin_sd, "delta": delta,
+                          "final_by_level": level_summary([c["by_level"] for c in changes], "after"),
                           "delta_sd": delta_sd, "per_seed": changes,
                           "seeds_up_2se": sum(1 for c in changes if c["paired_se"] and c["delta"] > 2 * c["paired_se"]),
                           "seeds_up_2se_unpaired": sum(1 for c in changes if c["delta"] > 2 * c["unpaired_se"])}
