@@ -49,7 +49,7 @@ class Case:
 
     @staticmethod
     def family(task):
-        return task.prompt.split(" | ")[0]  # a sibling keeps the source's function table
+        return task.prompt.split(" | ")[2]  # a sibling keeps the source's function table (the third section)
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +74,16 @@ OPS = {"+": lambda x, c: x + c, "-": lambda x, c: x - c, "*": lambda x, c: x * c
 
 def recompute(prompt: str) -> list[tuple[str, int, int]]:
     """The gold chain of a prompt, read and run here without the benchmark's grammar."""
-    match = re.fullmatch(r"(.+) \| start (\d+) \| apply ([a-z ]+)(?: \| hint .+)?", prompt)
-    assert match, prompt
-    rules = {m[0]: (m[1], int(m[2])) for m in re.findall(r"([a-z])\(x\)=x([-+*%])(\d)", match[1])}
-    assert len(rules) == len(match[1].split(" ")), prompt
-    x, chain = int(match[2]), []
-    for name in match[3].split(" "):
+    parts = [p for p in prompt.split(" | ") if not p.startswith("hint ")]
+    sections = {kind: next((p for p in parts if p.startswith(kind)), None) for kind in ("apply ", "start ")}
+    defs = next((p for p in parts if not p.startswith(("apply", "start "))), None)
+    assert sections["apply "] and sections["start "] and defs, prompt
+    names, start = sections["apply "][len("apply "):], sections["start "][len("start "):]
+    assert re.fullmatch(r"[a-z ]+", names) and re.fullmatch(r"\d+", start), prompt
+    rules = {m[0]: (m[1], int(m[2])) for m in re.findall(r"([a-z])\(x\)=x([-+*%])(\d)", defs)}
+    assert len(rules) == len(defs.split(" ")), prompt
+    x, chain = int(start), []
+    for name in names.split(" "):
         op, c = rules[name]
         y = OPS[op](x, c)
         chain.append((name, x, y))
@@ -109,7 +113,7 @@ def test_every_gold_chain_is_right_by_independent_recomputation(tasks):
         values = [chain[0][1]] + [r for _, _, r in chain]
         assert all(0 <= v <= 99 for v in values)
         assert all(a != r for _, a, r in chain)  # the generator never writes an identity step
-        names = set(re.findall(r"([a-z])\(x\)", task.prompt.split(" | ")[0]))
+        names = set(re.findall(r"([a-z])\(x\)", task.prompt.split(" | ")[2]))
         assert task.difficulty["features"]["distractors"] == len(names - {n for n, _, _ in chain})
 
 
@@ -318,7 +322,7 @@ def test_unseen_tasks_cover_levels_one_to_eight_and_are_new(env):
 # ---------------------------------------------------------------- knobs and prompt length
 
 def defs_of(prompt: str) -> list[str]:
-    return prompt.split(" | ")[0].split(" ")
+    return prompt.split(" | ")[2].split(" ")
 
 
 def test_distractor_knob_adds_unused_definitions():
@@ -442,5 +446,6 @@ def test_a_new_data_version_gives_a_new_warm_start_key(monkeypatch):
 def test_each_function_of_a_generated_chain_is_applied_once(tasks):
     """The next name of a chain is the one after the last in its apply list, at any length."""
     for task in tasks:
-        order = task.prompt.split(" | apply ")[1].split(" | ")[0].split(" ")
+        assert task.prompt.startswith("apply "), task.prompt  # the apply section first
+        order = task.prompt.split(" | ")[0][len("apply "):].split(" ")
         assert len(set(order)) == len(order) == task.level, task.prompt

@@ -6,7 +6,7 @@ out. The answer writes every call with its argument and result, so it is right o
 value is, and after each call, in brackets, the names still to apply (empty after the last), so that where the
 chain ends is read off the answer itself rather than counted::
 
-    <definitions> | start <n> | apply <names> [| hint <first j calls>]   =>   f(5)=8 [g ...]; g(8)=16 [...]; ...
+    apply <names> | start <n> | <definitions> [| hint <first j calls>]   =>   f(5)=8 [g ...]; g(8)=16 [...]; ...
 
 Definitions are ``<name>(x)=x<op><c>``, a one-letter name (any lower-case letter but ``x``) and one of four
 rule shapes: ``x+c``, ``x-c`` (``c`` in 1-9), ``x*c`` and ``x%c`` (``x mod c``; ``c`` in 2-9). Every value,
@@ -178,10 +178,13 @@ def render_prompt(rules: list[Rule] | tuple[Rule, ...], start: int, order: list[
                   hint: int = 0) -> str:
     """The prompt of a chain (``hint``: how many leading calls to give worked out, 0 for none).
 
+    The ``apply`` section comes first, so that its first name sits at a fixed place whatever the chain's length
+    (at the end of the prompt, a tiny agent trained on one- and two-call chains read the names back from the end).
+
     >>> render_prompt([Rule("f", "+", 3), Rule("g", "*", 2)], 5, ["f", "g"], hint=1)
-    'f(x)=x+3 g(x)=x*2 | start 5 | apply f g | hint f(5)=8'
+    'apply f g | start 5 | f(x)=x+3 g(x)=x*2 | hint f(5)=8'
     """
-    parts = [" ".join(r.text for r in rules), f"start {start}", "apply " + " ".join(order)]
+    parts = ["apply " + " ".join(order), f"start {start}", " ".join(r.text for r in rules)]
     if hint:
         parts.append("hint " + join_calls(run_chain({r.name: r for r in rules}, start, order)[:hint]))
     return SECTION_JOIN.join(parts)
@@ -190,29 +193,35 @@ def render_prompt(rules: list[Rule] | tuple[Rule, ...], start: int, order: list[
 def read_prompt(prompt: str) -> Draft:
     """Strictly parse a prompt into a :class:`Draft` (its gold chain recomputed); raise :class:`PromptError`.
 
+    The ``apply``, ``start`` and definitions sections may come in any order (the generator writes ``apply``
+    first); a ``hint`` section comes last.
+
     Reasons: ``bad_format``, ``bad_definition``, ``bad_rule``, ``bad_constant``, ``duplicate_function``,
     ``too_many_functions``, ``bad_start``, ``bad_k``, ``unknown_function``, ``value_out_of_range``, ``bad_hint``.
     """
     parts = prompt.split(SECTION_JOIN)
-    if len(parts) not in (3, 4) or not parts[1].startswith("start ") or not parts[2].startswith("apply"):
-        raise PromptError("bad_format: expected '<functions> | start <n> | apply <names>[ | hint <calls>]'")
-    if parts[2].strip() == "apply":
+    hint_text = parts.pop() if len(parts) == 4 and parts[3].startswith("hint ") else None
+    kinds = ["apply" if p.startswith("apply") else "start" if p.startswith("start ") else "defs" for p in parts]
+    if len(parts) != 3 or sorted(kinds) != ["apply", "defs", "start"]:
+        raise PromptError("bad_format: expected 'apply <names> | start <n> | <functions>[ | hint <calls>]'")
+    section = dict(zip(kinds, parts))
+    if section["apply"].strip() == "apply":
         raise PromptError(f"bad_k: 0 calls (allowed {MIN_K}-{MAX_K})")
-    if not parts[2].startswith("apply "):
+    if not section["apply"].startswith("apply "):
         raise PromptError("bad_format: expected 'apply <names>'")
-    rules = _read_rules(parts[0])
-    start_text = parts[1][len("start "):]
+    rules = _read_rules(section["defs"])
+    start_text = section["start"][len("start "):]
     if not _NUMBER.fullmatch(start_text):
         raise PromptError(f"bad_start: {start_text[:_CLIP]!r} (an integer 0-{MAX_VALUE})")
     start = int(start_text)
-    order = tuple(parts[2][len("apply "):].split(" "))
+    order = tuple(section["apply"][len("apply "):].split(" "))
     if not MIN_K <= len(order) <= MAX_K:
         raise PromptError(f"bad_k: {len(order)} calls (allowed {MIN_K}-{MAX_K})")
     for name in order:
         if name not in rules:
             raise PromptError(f"unknown_function: {name[:_CLIP]!r}")
     calls = run_chain(rules, start, order)
-    hint = _read_hint(parts[3], calls) if len(parts) == 4 else 0
+    hint = _read_hint(hint_text, calls) if hint_text is not None else 0
     return Draft(prompt, tuple(rules.values()), start, order, hint, calls)
 
 

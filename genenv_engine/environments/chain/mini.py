@@ -4,7 +4,7 @@ A task lists a few one-argument integer functions (``f(x)=x+3``, ``g(x)=x*2``, `
 some of them distractors, a start value and the ordered names of the functions to apply; the answer writes
 every call with its argument and result, each argument being the previous result::
 
-    f(x)=x+3 g(x)=x*2 h(x)=x-4 | start 5 | apply f g h   =>   f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []
+    apply f g h | start 5 | f(x)=x+3 g(x)=x*2 h(x)=x-4   =>   f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []
 
 After each call the answer names, in brackets, the functions still to apply (its end is read off the answer,
 not counted; a bracket may be left out, but one that is written must be right). The answer is right only if the
@@ -226,11 +226,11 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 5
+    data_version = 6
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
     apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
-    applied once (see `MAX_CHAIN_FUNCTIONS`)."""
+    applied once (see `MAX_CHAIN_FUNCTIONS`); 6: the ``apply`` section first (see `render_prompt`)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
