@@ -92,9 +92,7 @@ def recompute(prompt: str) -> list[tuple[str, int, int]]:
 
 
 def written(chain) -> str:
-    """The answer: each call, then in brackets the names still to apply."""
-    names = [n for n, _, _ in chain]
-    return "; ".join(f"{n}({a})={r} [{' '.join(names[i + 1:])}]" for i, (n, a, r) in enumerate(chain))
+    return "; ".join(f"{n}({a})={r}" for n, a, r in chain)
 
 
 def hand(prompt: str) -> str:
@@ -240,11 +238,11 @@ def test_validator_rejects_malformed_prompts_with_a_reason(prompt, reason):
 
 def test_validator_accepts_and_recomputes(env):
     verdict = env.validate(GOOD, "f(5)=8; g(8)=16; h(16)=12", task_id="gen/1")
-    assert verdict.ok and verdict.task.answer == hand(GOOD) == "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []"
+    assert verdict.ok and verdict.task.answer == hand(GOOD) == "f(5)=8; g(8)=16; h(16)=12"
     assert verdict.task.difficulty["features"]["distractors"] == 1
     # any spacing the checker tolerates is accepted, the stored gold is the canonical one
     loose = env.validate(GOOD, "f(5) = 8 ;g(8)=16;  h(16)=12", task_id="gen/2")
-    assert loose.ok and loose.task.answer == "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []"
+    assert loose.ok and loose.task.answer == "f(5)=8; g(8)=16; h(16)=12"
     # the brackets may be left out, but a written one must name the functions still to apply
     assert env.validate(GOOD, "f(5)=8 [g  h]; g(8)=16 [h] ;h(16)=12 []", task_id="gen/2b").ok
     for answer in ("f(5)=8 [h]; g(8)=16 [h]; h(16)=12 []", "f(5)=8 [g h]; g(8)=16 []; h(16)=12 []",

@@ -3,10 +3,10 @@
 A prompt lists a few one-argument integer functions, a start value, the ordered names of the functions to
 apply (the chain; its length ``k`` is the level) and, optionally, a hint giving the first ``j`` calls worked
 out. The answer writes every call with its argument and result, so it is right only if every intermediate
-value is, and after each call, in brackets, the names still to apply (empty after the last), so that where the
-chain ends is read off the answer itself rather than counted::
+value is (a call may be followed, in brackets, by the names still to apply, `answer_text`; the gold leaves them
+out)::
 
-    apply <names> | start <n> | <definitions> [| hint <first j calls>]   =>   f(5)=8 [g ...]; g(8)=16 [...]; ...
+    apply <names> | start <n> | <definitions> [| hint <first j calls>]   =>   f(5)=8; g(8)=16; ...
 
 Definitions are ``<name>(x)=x<op><c>``, a one-letter name (any lower-case letter but ``x``) and one of four
 rule shapes: ``x+c``, ``x-c`` (``c`` in 1-9), ``x*c`` and ``x%c`` (``x mod c``; ``c`` in 2-9). Every value,
@@ -17,7 +17,7 @@ arithmetic: model text is never evaluated.
 
 >>> draft = read_prompt("f(x)=x+3 g(x)=x*2 q(x)=x%5 | start 5 | apply f g f")
 >>> draft.answer, draft.level, draft.features["distractors"]
-('f(5)=8 [g f]; g(8)=16 [f]; f(16)=19 []', 3, 1)
+('f(5)=8; g(8)=16; f(16)=19', 3, 1)
 >>> read_prompt("f(x)=x**2 | start 5 | apply f")
 Traceback (most recent call last):
 ...
@@ -121,12 +121,12 @@ def run_chain(rules: dict[str, Rule], start: int, order: tuple[str, ...] | list[
 
 
 def join_calls(calls: tuple[Call, ...] | list[Call]) -> str:
-    """Calls as a hint writes them: ``f(5)=8; g(8)=16``."""
+    """Calls as an answer and a hint write them: ``f(5)=8; g(8)=16``."""
     return CALL_JOIN.join(c.text for c in calls)
 
 
 def answer_text(calls: tuple[Call, ...] | list[Call]) -> str:
-    """Calls as an answer writes them, each followed by the names still to apply.
+    """Calls each followed by the names still to apply, a form the checker also takes (the gold is `join_calls`).
 
     >>> answer_text([Call("f", 5, 8), Call("g", 8, 16)])
     'f(5)=8 [g]; g(8)=16 []'
@@ -148,7 +148,7 @@ class Draft:
 
     @property
     def answer(self) -> str:
-        return answer_text(self.calls)
+        return join_calls(self.calls)
 
     @property
     def expected(self) -> dict[str, Any]:

@@ -4,11 +4,10 @@ A task lists a few one-argument integer functions (``f(x)=x+3``, ``g(x)=x*2``, `
 some of them distractors, a start value and the ordered names of the functions to apply; the answer writes
 every call with its argument and result, each argument being the previous result::
 
-    apply f g h | start 5 | f(x)=x+3 g(x)=x*2 h(x)=x-4   =>   f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 []
+    apply f g h | start 5 | f(x)=x+3 g(x)=x*2 h(x)=x-4   =>   f(5)=8; g(8)=16; h(16)=12
 
-After each call the answer names, in brackets, the functions still to apply (its end is read off the answer,
-not counted; a bracket may be left out, but one that is written must be right). The answer is right only if the
-whole chain is: a target level earns no reward unless every step of it can
+After a call an answer may name, in brackets, the functions still to apply (``f(5)=8 [g h]``); a bracket that is
+written must be right. The answer is right only if the whole chain is: a target level earns no reward unless every step of it can
 be computed, which is the setting where a curriculum through the lower levels pays. Knobs beside ``k``
 (kept in the task's ``difficulty.features``): ``distractors`` (functions listed but never applied) and
 ``hint`` (the first ``j < k`` calls given worked out, as a fourth prompt section ``hint f(5)=8; ...``).
@@ -33,7 +32,7 @@ from typing import Any
 
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
 from genenv_engine.environments.chain.grammar import (
-    LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, answer_text, read_prompt,
+    LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
     render_prompt, run_chain)
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -226,11 +225,12 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 6
+    data_version = 7
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
     apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
-    applied once (see `MAX_CHAIN_FUNCTIONS`); 6: the ``apply`` section first (see `render_prompt`)."""
+    applied once (see `MAX_CHAIN_FUNCTIONS`); 6: the ``apply`` section first (see `render_prompt`); 7: the gold
+    answer without brackets (a warm start on one- and two-call chains copied at most one name into them)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -296,7 +296,7 @@ class ChainEnv(LadderEnvironment):
         for k in dict.fromkeys((level, draft.level, draft.level - 1, draft.level + 1)):
             for start, order in self._variants(draft, k, rng):
                 prompt = render_prompt(draft.rules, start, order, min(draft.hint, k - 1))
-                sibling = self._as_sibling(source, prompt, answer_text(run_chain(_by_name(draft), start, order)), task_id)
+                sibling = self._as_sibling(source, prompt, join_calls(run_chain(_by_name(draft), start, order)), task_id)
                 if sibling is not None:
                     return sibling
         raise AssertionError(f"no sibling of {source.prompt!r}")  # unreachable: k=1 always has another start
