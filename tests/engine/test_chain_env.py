@@ -296,7 +296,7 @@ def test_splits_sizes_levels_and_ids(env):
 def test_default_splits_are_seeded_and_heldout_covers_every_level():
     a, b, c = ChainEnv(seed=0), ChainEnv(seed=0), ChainEnv(seed=1)
     sa, sb, sc = a.splits(), b.splits(), c.splits()
-    assert {k: len(v) for k, v in sa.items()} == {"heldout": 400, "train": 8000, "seed": 200}
+    assert {k: len(v) for k, v in sa.items()} == {"heldout": 400, "train": 32000, "seed": 200}
     assert Counter(t.level for t in sa["heldout"]) == {lv: 50 for lv in LEVELS}
     for name in sa:
         assert [t.prompt for t in sa[name]] == [t.prompt for t in sb[name]]

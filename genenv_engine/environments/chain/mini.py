@@ -225,12 +225,13 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 7
+    data_version = 8
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
     apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
     applied once (see `MAX_CHAIN_FUNCTIONS`); 6: the ``apply`` section first (see `render_prompt`); 7: the gold
-    answer without brackets (a warm start on one- and two-call chains copied at most one name into them)."""
+    answer without brackets (a warm start on one- and two-call chains copied at most one name into them); 8: a
+    train split of 32,000 tasks."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -241,9 +242,10 @@ class ChainEnv(LadderEnvironment):
     KNOBS = {"distractors": DISTRACTORS}
     """The distractor count can be asked for (`task_at`); the hint stays a split setting."""
 
-    DEFAULT_SIZES = SplitSizes(seed=200, train=8000, heldout=400)
-    """A train split of 1,000 tasks a level, so that a warm start on the short chains alone
-    (``warm_start.agent_levels = [1, 2]``) has 2,000 of them: on 500 the tiny agent memorised its pairs."""
+    DEFAULT_SIZES = SplitSizes(seed=200, train=32000, heldout=400)
+    """A train split of 4,000 tasks a level, so that a warm start on the short chains alone
+    (``warm_start.agent_levels = [1, 2]``) has 8,000 of them: on 500, and still on 2,000, the tiny agent
+    memorised its pairs rather than the arithmetic."""
 
     def __init__(self, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None) -> None:
         if data_dir is not None:
