@@ -266,6 +266,10 @@ class Environment(ABC):
         return Validation(True, "", task)
 
 
+_GENERATED_SPLITS: dict[tuple[type, int, SplitSizes], dict[str, list[Task]]] = {}
+"""Generated splits already made in this process, by class, seed and sizes (a `chain` environment's 32,600 tasks
+take seconds, and a run builds its environments more than once)."""
+
 UNSEEN_TRIES = 50
 """Draws per task `LadderEnvironment.unseen_tasks` makes before giving up on a level whose prompts are used up."""
 
@@ -295,10 +299,14 @@ class LadderEnvironment(Environment):
     def splits(self) -> dict[str, list[Task]]:
         """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
 
-        Computed once per instance (callers get fresh lists). The rng is seeded with
+        Computed once per instance (callers get fresh lists), and once per process for a benchmark without user
+        data (`_GENERATED_SPLITS`: the same class, seed and sizes give the same tasks). The rng is seeded with
         ``<name>-splits-<seed>``; task ids are ``<name>/<split>/<index:05d>``. When
         :meth:`_official_heldout` returns tasks they replace the generated held-out split.
         """
+        key = (type(self), self.seed, self.sizes)
+        if self._splits is None and self.data_dir is None and key in _GENERATED_SPLITS:
+            self._splits = _GENERATED_SPLITS[key]
         if self._splits is None:
             official = self._official_heldout()
             rng = random.Random(f"{self.name}-splits-{self.seed}")
@@ -307,6 +315,8 @@ class LadderEnvironment(Environment):
                             for split, levels in self.SPLIT_PLAN}
             if official is not None:
                 self._splits["heldout"] = list(official)
+            elif self.data_dir is None:
+                _GENERATED_SPLITS[key] = self._splits
         return {split: list(tasks) for split, tasks in self._splits.items()}
 
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
