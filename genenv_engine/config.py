@@ -29,6 +29,8 @@ from genenv_engine.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent / "presets"
 SIMULATOR_MODES = ("trained", "frozen", "static", "off", "sampler")
+NO_SIMULATOR_MODES = ("off", "sampler")
+"""The simulator modes whose runs never use the simulator model (no simulator warm start, no simulator fingerprint)."""
 CURRICULUM_REWARDS = ("alpha", "uniform", "agent0")
 CURRICULUM_FILTERS = ("band", "none")
 LEVEL_SAMPLERS = ("uniform", "target", "schedule", "learnability", "controller")

@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 
 from genenv_engine.agent import agent_prompt
-from genenv_engine.config import EXECUTION_FIELDS, ModelConfig, RunConfig
+from genenv_engine.config import EXECUTION_FIELDS, NO_SIMULATOR_MODES, ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
 from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, load_warm_agent, warmstart_agent,
@@ -104,7 +104,7 @@ def needs_simulator(config: RunConfig) -> bool:
     >>> needs_simulator(load_config("tiny")), needs_simulator(load_config("tiny", overrides={"simulator.mode": "off"}))
     (True, False)
     """
-    return config.simulator.mode not in ("off", "sampler")
+    return config.simulator.mode not in NO_SIMULATOR_MODES
 
 
 def cached_folder(folder: Path, marker: str = DONE) -> Path | None:

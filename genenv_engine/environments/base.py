@@ -328,7 +328,7 @@ class LadderEnvironment(Environment):
         levels = tuple(levels) or (1, 2, 3, 4)
         key = (n, levels)
         if key not in self._unseen:  # a level whose prompts run out gives fewer tasks rather than looping forever
-            seen = {t.prompt for tasks in self.splits().values() for t in tasks}
+            seen = set(self._split_prompts())
             rng = random.Random(f"{self.name}-unseen-{self.seed}-{','.join(map(str, levels))}")
             self._unseen[key] = self._make_split("unseen", n, levels, rng, seen, tries=UNSEEN_TRIES)
         return list(self._unseen[key])

@@ -18,6 +18,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.config import NO_SIMULATOR_MODES
 from genenv_engine.experiments.arms import COMPUTE_FIELDS
 from genenv_engine.experiments.stats import distinct_bigrams, level_rate
 from genenv_engine.simulator import near_duplicate_key
@@ -86,10 +87,6 @@ def read_session(folder: Path) -> dict[str, Any] | None:
             "_warm_start": (zero.get("warm_start") or {}).get("key"),
             "_fingerprints": warm_start_fingerprints(zero, cfg.simulator.mode),
             "_heldout_split": heldout_split_sizes(cfg, correct.get(0, {}))}
-
-
-NO_SIMULATOR_MODES = ("off", "sampler")
-"""``simulator.mode`` values whose runs never use the simulator model (its fingerprint says nothing about them)."""
 
 
 def warm_start_fingerprints(epoch_zero: dict[str, Any], simulator_mode: str) -> dict[str, float]:

@@ -3,8 +3,7 @@
 A prompt lists a few one-argument integer functions, a start value, the ordered names of the functions to
 apply (the chain; its length ``k`` is the level) and, optionally, a hint giving the first ``j`` calls worked
 out. The answer writes every call with its argument and result, so it is right only if every intermediate
-value is (a call may be followed, in brackets, by the names still to apply, `answer_text`; the gold leaves them
-out)::
+value is (the checker also takes each call followed, in brackets, by the names still to apply)::
 
     apply <names> | start <n> | <definitions> [| hint <first j calls>]   =>   f(5)=8; g(8)=16; ...
 
@@ -123,16 +122,6 @@ def run_chain(rules: dict[str, Rule], start: int, order: tuple[str, ...] | list[
 def join_calls(calls: tuple[Call, ...] | list[Call]) -> str:
     """Calls as an answer and a hint write them: ``f(5)=8; g(8)=16``."""
     return CALL_JOIN.join(c.text for c in calls)
-
-
-def answer_text(calls: tuple[Call, ...] | list[Call]) -> str:
-    """Calls each followed by the names still to apply, a form the checker also takes (the gold is `join_calls`).
-
-    >>> answer_text([Call("f", 5, 8), Call("g", 8, 16)])
-    'f(5)=8 [g]; g(8)=16 []'
-    """
-    names = [c.name for c in calls]
-    return CALL_JOIN.join(f"{c.text} [{' '.join(names[i + 1:])}]" for i, c in enumerate(calls))
 
 
 @dataclass(frozen=True)

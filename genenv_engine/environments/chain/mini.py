@@ -171,9 +171,8 @@ def _fresh_chain(names: list[str], start: int, rng: random.Random) -> list[Rule]
     0..DRAW_MAX_VALUE (from any value some do)."""
     rules, x = [], start
     for name in names:
-        fits = [Rule(name, op, c) for op, cs in DRAW_CONSTANTS.items() for c in cs
-                if 0 <= Rule(name, op, c).apply(x) <= DRAW_MAX_VALUE and Rule(name, op, c).apply(x) != x]
-        rule = rng.choice(fits)
+        candidates = [Rule(name, op, c) for op, cs in DRAW_CONSTANTS.items() for c in cs]
+        rule = rng.choice([r for r in candidates if 0 <= r.apply(x) <= DRAW_MAX_VALUE and r.apply(x) != x])
         rules.append(rule)
         x = rule.apply(x)
     return rules
@@ -313,11 +312,9 @@ class ChainEnv(LadderEnvironment):
             return [(draft.start, order[:-1])]
         if k == len(order) + 1:
             last = draft.calls[-1].result
-            fits = [n for n in rules if 0 <= rules[n].apply(last) <= DRAW_MAX_VALUE]
-            fits = [n for n in fits if n not in order] or fits  # a listed, unused function first
-            moving = [n for n in fits if rules[n].apply(last) != last]
-            applied = [n for n in moving if n in order]  # best a chain function that changes the value
-            best = applied or moving or fits
+            in_range = [n for n in rules if 0 <= rules[n].apply(last) <= DRAW_MAX_VALUE]
+            pool = [n for n in in_range if n not in order] or in_range  # an unused function first: each once
+            best = [n for n in pool if rules[n].apply(last) != last] or pool  # best one that changes the value
             return [(draft.start, order + [rng.choice(best)])] if best else []
         starts = [s for s in range(DRAW_MAX_VALUE + 1) if s != draft.start and _fits(rules, s, order)]
         near = [s for s in starts if s <= START_MAX] or starts
