@@ -45,7 +45,7 @@ EXPERIMENTAL_FIELDS = (
     "curriculum.filter", "curriculum.alpha_by_benchmark",
     "simulator.seed_levels", "simulator.seed_sampling", "simulator.seed_beta", "simulator.success_note",
     "simulator.steer", "simulator.steer_hold", "simulator.steer_relabel",
-    "agent.base_levels", "agent.base_source", "agent.unseen_tasks",
+    "agent.base_levels", "agent.base_source", "agent.unseen_tasks", "agent.base_pool",
     "curriculum.sampler", "warm_start.agent_levels",
 )
 """Dotted names of the settings that exist for calibration studies, not for the paper's method (each doc starts
@@ -345,6 +345,10 @@ class AgentConfig:
     unseen_tasks: int = 5000
     """Experimental: size of the ``unseen`` base pool per benchmark, in tasks (> 0; used only with
     ``base_source = "unseen"``)."""
+    base_pool: int = 0
+    """Experimental: keep only this many distinct train tasks (at ``base_levels``) in the base replay, drawn once per
+    run from the seed and replayed to fill each epoch's budget (0: all of them), so that base data is scarce and a
+    task generator can matter; ``base_source = "unseen"`` is sized by ``unseen_tasks`` instead."""
     lr: float = 5e-5
     """GRPO learning rate (AdamW)."""
     clip: float = 0.2
@@ -375,6 +379,9 @@ class AgentConfig:
         _check(self.base_source in BASE_SOURCES, "agent.base_source",
                f"must be one of {', '.join(BASE_SOURCES)}, got {self.base_source!r}")
         _check(self.unseen_tasks > 0, "agent.unseen_tasks", "must be > 0")
+        _check(self.base_pool >= 0, "agent.base_pool", "must be >= 0 (0: the whole train split)")
+        _check(self.base_pool == 0 or self.base_source == "train", "agent.base_pool",
+               "caps the train base pool; with agent.base_source = 'unseen' set agent.unseen_tasks")
         _check(self.unseen_tasks == _default(AgentConfig, "unseen_tasks") or self.base_source == "unseen",
                "agent.unseen_tasks", "sizes the unseen base pool: it needs agent.base_source = 'unseen'")
         _check_levels(self.base_levels, "agent.base_levels")

@@ -51,7 +51,8 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
         # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
         # the warm start (the unseen pool is built once per environment and reused by every epoch)
         env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
-        base_choices(env, cfg.agent.base_levels, cfg.agent.base_source, cfg.agent.unseen_tasks)
+        base_choices(env, cfg.agent.base_levels, cfg.agent.base_source, cfg.agent.unseen_tasks,
+                     pool=cfg.agent.base_pool, seed=cfg.seed)
         if cfg.simulator.mode == "sampler" and not hasattr(env, "task_at"):
             raise ConfigError("simulator.mode", f"'sampler' needs a generated benchmark; {env.name}'s data is fixed")
     store = session.store
@@ -366,7 +367,7 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
     base = _base_tasks(session, envs)
     pool = [t for t in store.pool(list(cfg.benchmarks)) if t.id not in exclude and t.status != "pinned"]
     n_pool = 0 if cfg.simulator.mode == "off" else min(len(pool), round(n * (1 - cfg.agent.base_fraction)))
-    chosen = rng.sample(base, min(len(base), n - n_pool)) + rng.sample(pool, n_pool)
+    chosen = fill_sample(rng, base, n - n_pool) + rng.sample(pool, n_pool)
     must = store.pinned_tasks() + _unused_edits(session)
     seen = {t.id for t in chosen} | exclude
     for t in must:
@@ -401,20 +402,44 @@ def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
     (superseded)."""
     skip = session.store.inactive_train_ids()
     a = session.config.agent
-    return [t for env in envs.values() for t in base_choices(env, a.base_levels, a.base_source, a.unseen_tasks)
+    return [t for env in envs.values()
+            for t in base_choices(env, a.base_levels, a.base_source, a.unseen_tasks, pool=a.base_pool,
+                                  seed=session.config.seed)
             if t.id not in skip]
 
 
+def fill_sample(rng: random.Random, tasks: list[Task], n: int) -> list[Task]:
+    """``n`` of ``tasks`` drawn without replacement; when ``n`` is more than there are, every task as many whole
+    times as fit and a sample of the rest, so that a small base pool (``agent.base_pool``) is replayed to the
+    same number of tasks as a large one (equal agent compute).
+
+    >>> [len(fill_sample(random.Random(0), list("abc"), n)) for n in (2, 3, 7)]
+    [2, 3, 7]
+    >>> drawn = fill_sample(random.Random(0), list("abc"), 7)  # each twice, and one of them a third time
+    >>> sorted(drawn.count(t) for t in "abc")
+    [2, 2, 3]
+    >>> fill_sample(random.Random(0), [], 4)
+    []
+    """
+    if not tasks or n <= len(tasks):
+        return rng.sample(tasks, min(len(tasks), n))
+    whole, rest = divmod(n, len(tasks))
+    return list(tasks) * whole + rng.sample(tasks, rest)
+
+
 def base_choices(env: Environment, levels: tuple[int, ...] = (), source: str = "train",
-                 unseen: int = 0) -> list[Task]:
+                 unseen: int = 0, *, pool: int = 0, seed: int = 0) -> list[Task]:
     """The tasks the agent's base replay draws from: the train split (all of it, or its tasks at ``levels``), or
     with ``source="unseen"`` ``unseen`` new tasks at ``levels`` that no split has (`Environment.unseen_tasks`).
+    ``pool`` > 0 keeps ``pool`` of the train tasks, drawn once with ``seed`` (the same ones every epoch).
 
     Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels, and
     (``agent.base_source``) when the benchmark cannot generate new tasks.
     """
     train = env.split_at_levels("train", levels, "agent.base_levels")
     if source == "train":
+        if pool and pool < len(train):
+            return random.Random(f"base_pool/{env.name}/{seed}").sample(train, pool)
         return train
     try:
         return env.unseen_tasks(unseen, levels)

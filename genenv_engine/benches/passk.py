@@ -88,6 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sampling temperature (default: the config's agent.temperature)")
     parser.add_argument("--k", type=int, action="append", default=[],
                         help="another k for the pass@k estimator, besides 1 and n")
+    parser.add_argument("--samples", type=Path, default=None, metavar="PATH",
+                        help="also write every sample as a JSON line: task id, level, completion, success, error type")
 
 
 def _rows_per_call(backend, policy, max_new_tokens: int) -> int:
@@ -101,10 +103,11 @@ def _rows_per_call(backend, policy, max_new_tokens: int) -> int:
 
 
 def sample_successes(backend, policy, envs, tasks, n: int, temperature: float, max_new_tokens: int,
-                     threshold: float, seed: int) -> tuple[list[int], str]:
+                     threshold: float, seed: int, sink: list[dict[str, Any]] | None = None) -> tuple[list[int], str]:
     """Right samples out of ``n`` for each task, and a digest of every sampled text (two runs that drew the same
     completions have the same digest). The ``n`` copies of every task are sampled in calls of at most one
-    decoding chunk, each call with its own seed drawn from ``seed``: the same numbers for the same seed."""
+    decoding chunk, each call with its own seed drawn from ``seed``: the same numbers for the same seed.
+    ``sink``, when given, receives one row per sample (task id, level, completion, success, error type)."""
     import hashlib
 
     from genenv_engine.agent import rollout
@@ -121,7 +124,11 @@ def sample_successes(backend, policy, envs, tasks, n: int, temperature: float, m
         scored = rollout(backend, policy, envs, [tasks[i] for i in part], 1, sampling, threshold, chunk=rows)
         for i, s in zip(part, scored):
             successes[i] += s.successes
-            digest.update(s.attempts[0].completion.text.encode() + b"\0")
+            attempt = s.attempts[0]
+            digest.update(attempt.completion.text.encode() + b"\0")
+            if sink is not None:
+                sink.append({"id": tasks[i].id, "level": tasks[i].level, "completion": attempt.completion.text,
+                             "success": attempt.success, "error_type": attempt.result.error_type})
     return successes, digest.hexdigest()[:16]
 
 
@@ -176,11 +183,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             fingerprint = roles.agent.fingerprint()
             tasks = heldout_tasks(envs, tasks_n)
             sampling_started = time.perf_counter()
+            rows: list[dict[str, Any]] | None = [] if args.samples else None
             successes, digest = sample_successes(roles.agent_backend, roles.agent, envs, tasks, n, temperature,
-                                                 max_new, config.agent.success_threshold, args.seed)
+                                                 max_new, config.agent.success_threshold, args.seed, rows)
             sampling_seconds = time.perf_counter() - sampling_started
         finally:
             session.store.close()
+    if args.samples:
+        import json
+
+        args.samples.parent.mkdir(parents=True, exist_ok=True)
+        args.samples.write_text("".join(json.dumps(r) + "\n" for r in rows or []))
     stored = m.get("heldout_correct") or {}
     position: dict[str, int] = {}
     greedy = []

@@ -133,10 +133,17 @@ def test_micro_chain_levels_greedy_and_reproducibility(tmp_path, monkeypatch):
     assert m["agent_fingerprint"] == out["agent_fingerprint"] and m["warm_start"] == out["warm_start"]
     assert m["heldout_correct"]["chain"][:10] == out["greedy_correct"]["chain"]
     # the same seed again (the warm start now cached): the same numbers and the same samples
-    again = _bench(tmp_path / "b", *argv)
+    again = _bench(tmp_path / "b", *argv, "--samples", str(tmp_path / "samples.jsonl"))
     assert again["warm_start_cached"] and again["agent_fingerprint"] == out["agent_fingerprint"]
     assert (again["benchmarks"], again["per_task"], again["sample_digest"]) == (
         out["benchmarks"], out["per_task"], out["sample_digest"])
+    # --samples writes each sample with its verdict: n rows a task, their successes the per-task counts
+    rows = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 10 * 2 and {r["id"] for r in rows} == {t["id"] for t in tasks}
+    for t in tasks:
+        mine = [r for r in rows if r["id"] == t["id"]]
+        assert len(mine) == 2 and sum(r["success"] for r in mine) == t["successes"]
+        assert all((r["error_type"] is None) == r["success"] for r in mine)
     # more tasks than the preset's held-out size: the greedy evaluation covers them too
     wide = _bench(tmp_path / "c", *argv[:4], "--tasks", "30", "--n", "1", "--seed", "0")
     assert wide["warm_start_cached"] and wide["epoch0_heldout_size"] == 30

@@ -415,6 +415,33 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
         load_config("micro", overrides={"agent.base_source": "elsewhere"})
 
 
+def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_path):
+    from genenv_engine.environments import get_environment
+    from genenv_engine.loop import base_choices
+
+    session = micro_session(tmp_path, epochs=2, **{"simulator.mode": "off", "agent.base_levels": [3],
+                                                  "agent.base_pool": 5, "agent.tasks_per_epoch": 24})
+    run(session, backend_factory=scripted())
+    env = get_environment("bfcl", session.config.seed)
+    pool = base_choices(env, (3,), "train", pool=5, seed=session.config.seed)
+    level3 = env.split_at_levels("train", (3,), "agent.base_levels")
+    assert len(pool) == 5 and len({t.id for t in pool}) == 5 and all(t.level == 3 for t in pool)
+    assert {t.id for t in pool} <= {t.id for t in level3} and len(level3) > 5
+    assert [t.id for t in base_choices(env, (3,), "train", pool=5, seed=session.config.seed)] == [t.id for t in pool]
+    assert [t.id for t in base_choices(env, (3,), "train", pool=5, seed=1)] != [t.id for t in pool]
+    assert len(base_choices(env, (3,), "train", pool=10**6)) == len(level3)  # a cap above the split keeps it all
+    for epoch in (1, 2):  # every epoch trains on the 5 tasks only, replayed to the 24 the budget asks for
+        rows = session.store.db.execute("select task_id, count(*) from rollouts where epoch = ? and purpose != "
+                                        "'heldout' group by task_id", (epoch,)).fetchall()
+        assert {r[0] for r in rows} == {t.id for t in pool}
+        assert sum(r[1] for r in rows) == 24 * session.config.agent.rollouts
+        assert session.store.epoch_metrics()[epoch]["tasks_trained"] == 24
+    with pytest.raises(ConfigError, match="agent.base_pool"):
+        load_config("micro", overrides={"agent.base_pool": -1})
+    with pytest.raises(ConfigError, match="agent.base_pool.*unseen_tasks"):
+        load_config("micro", overrides={"agent.base_pool": 5, "agent.base_source": "unseen"})
+
+
 def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
     from genenv_engine.curriculum import seed_level_weights
     from genenv_engine.environments import get_environment
