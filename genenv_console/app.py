@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 
 from genenv_engine import events as ev
 from genenv_engine.config import ConfigError, RunConfig, config_from_file
+from genenv_engine.errors import SessionBusy
 from genenv_engine.session import Session
 from genenv_engine.session_view import SessionView
 from genenv_engine.store import Store
@@ -247,6 +248,11 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
             self.notify(clean(f"export failed: {error}", 500, one_line=True), markup=False, severity="error")
             return
         if event.worker is not self._engine:
+            return
+        if isinstance(error, SessionBusy):  # another engine runs this session; the refusal changed nothing
+            self.state.run = "stopped"
+            self.dashboard.show_state(self.state, {"status"})
+            self.notify(clean(str(error), 500, one_line=True), markup=False, severity="error", timeout=15)
             return
         self.state.run = "failed"
         self.state.error = self.state.error or str(error)

@@ -68,8 +68,9 @@ class EngineRunner:
 
         session = Session.open(session_path, check=True)
         try:
-            session.prepare_resume()  # stale temp folders; fall back from a damaged checkpoint (logged)
-            return run(session, self.sink, self.control, self.backend_factory)
+            with session.lease("genenv-console"):  # refuses, changing nothing, while another engine runs it
+                session.prepare_resume()  # stale temp folders; fall back from a damaged checkpoint (logged)
+                return run(session, self.sink, self.control, self.backend_factory)
         finally:
             session.store.close()
 

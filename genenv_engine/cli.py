@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, parse_sets, preset_names
+from genenv_engine.errors import SessionBusy, SessionUnwritable
 from genenv_engine.session import SessionError
 
 
@@ -191,17 +192,25 @@ def main(argv: list[str] | None = None) -> int:
             config = load_config(args.preset, args.config, _overrides(args))
             session = Session.create(config, args.session)
             print(f"session: {session.path}")
-            return _run(session, args.quiet)
+            with session.lease("genenv run"):
+                return _run(session, args.quiet)
         session = Session.open(args.session, check=True)
-        session.config.check_paths()
-        if args.epochs is not None:
-            session.check_epochs(args.epochs)  # before anything changes
-        fallback = session.prepare_resume()
-        if fallback is not None:
-            print(f"genenv: {fallback['reason']} (epochs after it are redone)", file=sys.stderr)
-        if args.epochs is not None:
-            session.set_epochs(args.epochs)
-        return _run(session, args.quiet)
+        with session.lease("genenv resume"):  # before anything changes: a second engine changes nothing
+            session.config.check_paths()
+            if args.epochs is not None:
+                session.check_epochs(args.epochs)
+            fallback = session.prepare_resume()
+            if fallback is not None:
+                print(f"genenv: {fallback['reason']} (epochs after it are redone)", file=sys.stderr)
+            if args.epochs is not None:
+                session.set_epochs(args.epochs)
+            return _run(session, args.quiet)
+    except SessionBusy as exc:
+        print(f"genenv: {exc}", file=sys.stderr)
+        return 3
+    except SessionUnwritable as exc:
+        print(f"genenv: {exc}", file=sys.stderr)
+        return 2
     except (ConfigError, FileNotFoundError, FileExistsError, ValueError) as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 2

@@ -18,3 +18,16 @@ class ConfigError(ValueError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(f"config error in '{name}': {message}")
         self.field = name
+
+
+class SessionBusy(RuntimeError):
+    """Another live process runs the session (`genenv_engine.lease`); ``holder`` is its record (PID, host, since,
+    what), or None when it did not write one."""
+
+    def __init__(self, message: str, holder: dict | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class SessionUnwritable(RuntimeError):
+    """The session folder cannot take the lease or the run's writes (a read-only or lock-less filesystem)."""

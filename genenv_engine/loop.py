@@ -41,7 +41,18 @@ QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 
 def run(session: Session, sink: EventSink = null_sink, control: RunControl | None = None,
         backend_factory: BackendFactory | None = None) -> dict[str, Any]:
-    """Run (or continue) the session up to ``config.epochs``; returns a short summary."""
+    """Run (or continue) the session up to ``config.epochs``; returns a short summary.
+
+    Holds the session's lease throughout (taken here unless the caller holds it): a second engine on the same
+    session raises `genenv_engine.errors.SessionBusy` before it changes anything."""
+    if session.held is None:
+        with session.lease("genenv engine"):
+            return _run_leased(session, sink, control, backend_factory)
+    return _run_leased(session, sink, control, backend_factory)
+
+
+def _run_leased(session: Session, sink: EventSink, control: RunControl | None,
+                backend_factory: BackendFactory | None) -> dict[str, Any]:
     cfg = session.config.check_paths()  # a session resumed on another machine needs its model and data paths here
     control = control or RunControl()
     emit = _recorder(session, sink)

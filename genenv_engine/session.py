@@ -21,6 +21,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from genenv_engine import lease as leases
 from genenv_engine.config import RunConfig, config_from_file, save_config
 from genenv_engine.store import MIGRATIONS, Store, probe_database
 
@@ -144,6 +145,8 @@ class Session:
     def __init__(self, path: Path, config: RunConfig) -> None:
         self.path = path
         self.config = config
+        self.held: leases.Lease | None = None
+        """The session's lease while this object runs it (`lease`)."""
         db = path / "genenv.db"
         try:
             self.store = Store(db)
@@ -184,6 +187,21 @@ class Session:
         if check:
             check_database(folder / "genenv.db")
         return cls(folder, config_from_file(folder / "config.toml"))
+
+    def lease(self, what: str) -> leases.Lease:
+        """Take the session's lease (one engine per session) before anything changes, or raise
+        `genenv_engine.errors.SessionBusy` naming the live holder. Use as ``with session.lease("genenv resume"):``;
+        `genenv_engine.loop.run` takes it itself when its caller has not. A lease that a dead process left is
+        taken over and logged (``LeaseTakenOver``)."""
+        if self.held is not None:
+            raise RuntimeError(f"{self.path}: this session object already holds its lease")
+        held = leases.acquire(self.path, what)
+        held.on_release = lambda: setattr(self, "held", None)
+        self.held = held
+        if held.previous:
+            self.store.log_event("LeaseTakenOver", max(self.store.last_finished_epoch(), 0),
+                                 {"previous": held.previous, "by": held.holder})
+        return held
 
     def check_epochs(self, epochs: int) -> None:
         """Raise `SessionError` when ``epochs`` is below the epochs already finished (or negative)."""

@@ -46,3 +46,28 @@ async def test_engine_error_shows_modal_and_r_resumes(tmp_path):
         assert first(msgs, M.RunStarted, start_epoch=1) is not None
         with Store(app.session_path / "genenv.db") as store:
             assert [(m["epoch"], m["status"]) for m in store.epoch_metrics()] == [(0, "done"), (1, "done")]
+
+
+async def test_run_key_on_a_session_another_engine_holds_is_refused_with_the_holder_named(tmp_path):
+    from genenv_engine import lease
+
+    app = make_app(preset="micro", overrides={"epochs": 1}, sessions_root=tmp_path, backend_factory=scripted())
+    msgs: list = []
+    async with app.run_test(size=(140, 44), message_hook=msgs.append) as pilot:
+        await wait_until(lambda: first(msgs, M.RunFinished), 90, "the first run")
+        await pilot.pause()
+        with Store(app.session_path / "genenv.db") as store:
+            before = store.db.execute("select count(*) from events").fetchone()[0]
+        other = lease.acquire(app.session_path, "genenv resume")  # a headless engine holds the session
+        try:
+            notes = len(app._notifications)
+            await pilot.press("r")
+            await wait_until(lambda: len(app._notifications) > notes, 30, "the refusal")
+            await pilot.pause()
+            text = str(list(app._notifications)[-1].message)
+            assert "is being run by genenv resume (PID" in text
+            assert not isinstance(app.screen, ErrorScreen) and app.state.run == "stopped"
+            with Store(app.session_path / "genenv.db") as store:
+                assert store.db.execute("select count(*) from events").fetchone()[0] == before
+        finally:
+            other.release()

@@ -107,7 +107,8 @@ def test_every_gold_chain_is_right_by_independent_recomputation(tasks):
         chain = recompute(task.prompt)
         assert task.answer == written(chain)
         assert [(c["name"], c["arg"], c["result"]) for c in task.expected["calls"]] == chain
-        assert len(chain) == task.level == task.difficulty["features"]["k"]
+        features = task.difficulty["features"]
+        assert len(chain) == features["k"] == task.level + features["hint"]  # the level: calls left to compute
         values = [chain[0][1]] + [r for _, _, r in chain]
         assert all(0 <= v <= 99 for v in values)
         assert all(a != r for _, a, r in chain)  # the generator never writes an identity step
@@ -273,7 +274,7 @@ def test_the_grammars_largest_prompt_fits_the_caps():
     rules[0] = Rule("a", "+", 1)
     prompt = render_prompt(rules, 90, ["a"] * 8, hint=7)
     draft = read_prompt(prompt)
-    assert draft.level == 8 and len(rules) == MAX_FUNCTIONS
+    assert (draft.level, draft.features["k"], len(rules)) == (1, 8, MAX_FUNCTIONS)  # 8 calls, 7 of them given
     assert len(prompt) <= MAX_PROMPT_CHARS and len(draft.answer) <= MAX_ANSWER_CHARS
     assert ChainEnv().validate(prompt, draft.answer, task_id="g").ok
     with pytest.raises(PromptError, match="value_out_of_range"):
@@ -305,7 +306,16 @@ def test_default_splits_are_seeded_and_heldout_covers_every_level():
         assert same <= len(sa[name]) // 20, (name, same)
     prompts = [t.prompt for ts in sa.values() for t in ts]
     assert len(set(prompts)) == len(prompts)
-    assert all(t.difficulty["features"]["hint"] == 0 and " | hint " not in t.prompt for ts in sa.values() for t in ts)
+    hint_free = [t for name in ("heldout",) for t in sa[name]]
+    assert all(t.difficulty["features"]["hint"] == 0 and " | hint " not in t.prompt for t in hint_free)
+    assert all(t.level == t.difficulty["features"]["k"] for t in hint_free)  # held-out: the level is the chain
+    for name in ("train", "seed"):  # about half hinted below level 8, continuing a chain of level + j calls
+        below = [t for t in sa[name] if t.level < 8]
+        hinted = [t for t in below if t.difficulty["features"]["hint"]]
+        assert 0.4 < len(hinted) / len(below) < 0.6, name
+        assert all(t.difficulty["features"]["k"] == t.level + t.difficulty["features"]["hint"] <= 8 for t in hinted)
+    short = [t for t in sa["train"] if t.level <= 2]  # what the chain preset's warm start sees: chains of 1-8 calls
+    assert {t.difficulty["features"]["k"] for t in short} == set(LEVELS)
     assert set(Counter(t.difficulty["features"]["distractors"] for t in sa["train"])) == {0, 1, 2}
 
 
@@ -335,14 +345,15 @@ def test_distractor_knob_adds_unused_definitions():
         generate_draft(3, random.Random(0), distractors=3)
 
 
-def test_hint_knob_writes_the_first_j_calls():
-    for level, j in ((2, 1), (5, 2), (8, 7)):
-        plain = generate_draft(level, random.Random(7), hint=0)
-        hinted = generate_draft(level, random.Random(7), hint=j)
+def test_hint_knob_writes_the_first_j_calls_of_a_longer_chain():
+    for level, j in ((1, 1), (2, 6), (5, 2), (1, 7)):
+        plain = generate_draft(level + j, random.Random(7), hint=0)
+        hinted = generate_draft(level, random.Random(7), hint=j)  # level + j calls, the first j given
         assert plain.prompt.count(" | ") == 2 and "hint" not in plain.prompt
         assert hinted.prompt == plain.prompt + " | hint " + "; ".join(calls_of(plain)[:j])  # same rng, same chain
-        assert hinted.answer == plain.answer and hinted.features["hint"] == j and hinted.level == level
-    for level, j in ((1, 1), (4, 4), (4, -1)):
+        assert hinted.answer == plain.answer and hinted.features["hint"] == j
+        assert (hinted.level, hinted.features["k"], plain.level) == (level, level + j, level + j)
+    for level, j in ((8, 1), (4, 5), (4, -1)):
         with pytest.raises(ValueError):
             generate_draft(level, random.Random(0), hint=j)
 
@@ -351,12 +362,15 @@ def test_hint_rate_puts_hints_in_the_splits():
     class Hinted(ChainEnv):
         HINT_RATE = 1.0
 
-    tasks = Hinted(seed=0, sizes=SIZES).splits()["train"]
-    for task in tasks:
+    env = Hinted(seed=0, sizes=SIZES)
+    for task in env.splits()["train"]:
         j = task.difficulty["features"]["hint"]
-        assert (j == 0) if task.level == 1 else (1 <= j < task.level)
+        assert (j == 0) if task.level == 8 else (1 <= j <= 8 - task.level)
         if j:
             assert task.prompt.endswith(" | hint " + "; ".join(calls_of(task)[:j]))
+    hint_free = env.splits()["heldout"] + env.unseen_tasks(16)
+    hint_free += [env.task_at(3, random.Random(i), f"gen/{i}", set()) for i in range(8)]
+    assert all(t.difficulty["features"]["hint"] == 0 for t in hint_free)
 
 
 def test_prompts_stay_short(tasks):
@@ -364,7 +378,7 @@ def test_prompts_stay_short(tasks):
     assert max(len(t.prompt) for t in k8) <= K8_BOUND
     assert max(len(t.answer) for t in k8) <= MAX_ANSWER_CHARS
     assert all(len(t.prompt) <= MAX_PROMPT_CHARS for t in tasks)
-    worst = generate_draft(8, random.Random(3), distractors=2, hint=7)
+    worst = generate_draft(1, random.Random(3), distractors=2, hint=7)
     assert len(worst.prompt) <= MAX_PROMPT_CHARS
 
 
@@ -376,16 +390,16 @@ def test_siblings_keep_the_table_and_move_one_call(env):
     for source, sibling in pairs:
         a, b = read_prompt(source.prompt), read_prompt(sibling.prompt)
         assert a.rules == b.rules
-        if b.level == a.level + 1:
+        assert b.hint == min(a.hint, len(b.order) - 1)
+        if len(b.order) == len(a.order) + 1:
             assert (b.start, b.order[:-1]) == (a.start, a.order)
             moves["up"] += 1
-        elif b.level == a.level - 1:
+        elif len(b.order) == len(a.order) - 1:
             assert (b.start, b.order) == (a.start, a.order[:-1])
             moves["down"] += 1
         else:
-            assert b.level == a.level and (b.start, b.order) != (a.start, a.order)
+            assert len(b.order) == len(a.order) and (b.start, b.order) != (a.start, a.order)
             moves["same"] += 1
-        assert b.hint == min(a.hint, b.level - 1)
         assert sibling.answer == written(recompute(sibling.prompt))
     assert set(moves) == {"up", "down", "same"}
 
@@ -446,4 +460,4 @@ def test_each_function_of_a_generated_chain_is_applied_once(tasks):
     for task in tasks:
         assert task.prompt.startswith("apply "), task.prompt  # the apply section first
         order = task.prompt.split(" | ")[0][len("apply "):].split(" ")
-        assert len(set(order)) == len(order) == task.level, task.prompt
+        assert len(set(order)) == len(order) == task.difficulty["features"]["k"], task.prompt

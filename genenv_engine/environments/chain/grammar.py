@@ -1,9 +1,10 @@
 """The chain prompt grammar: integer rules, the strict prompt reader and the gold chain it recomputes.
 
 A prompt lists a few one-argument integer functions, a start value, the ordered names of the functions to
-apply (the chain; its length ``k`` is the level) and, optionally, a hint giving the first ``j`` calls worked
-out. The answer writes every call with its argument and result, so it is right only if every intermediate
-value is (the checker also takes each call followed, in brackets, by the names still to apply)::
+apply (the chain, ``k`` calls) and, optionally, a hint giving the first ``j < k`` calls worked out. The level is
+the number of calls left to compute, ``k - j``. The answer writes every call with its argument and result (the
+hinted ones copied), so it is right only if every intermediate value is (the checker also takes each call
+followed, in brackets, by the names still to apply)::
 
     apply <names> | start <n> | <definitions> [| hint <first j calls>]   =>   f(5)=8; g(8)=16; ...
 
@@ -31,7 +32,7 @@ from typing import Any
 
 MIN_K = 1
 MAX_K = 8
-"""The levels: the number of chained calls."""
+"""A chain has ``MIN_K..MAX_K`` calls, and a level (the calls left to compute) is in the same range."""
 LEVELS = tuple(range(MIN_K, MAX_K + 1))
 MAX_FUNCTIONS = 10
 """Most definitions a prompt may list (chain functions and distractors together)."""
@@ -151,11 +152,12 @@ class Draft:
 
     @property
     def level(self) -> int:
-        return len(self.order)
+        """The calls left to compute: the chain's ``k`` less the ``j`` the hint gives."""
+        return len(self.order) - self.hint
 
     @property
     def features(self) -> dict[str, Any]:
-        """The difficulty knobs: ``k`` (the level), ``functions`` listed, ``distractors`` (listed, never
+        """The difficulty knobs: ``k`` (calls in the chain), ``functions`` listed, ``distractors`` (listed, never
         applied), ``hint`` (calls given worked out) and ``max_value`` (largest value of the chain)."""
         used = set(self.order)
         return {"k": len(self.order), "functions": len(self.rules),

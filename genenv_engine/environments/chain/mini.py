@@ -10,7 +10,9 @@ After a call an answer may name, in brackets, the functions still to apply (``f(
 written must be right. The answer is right only if the whole chain is: a target level earns no reward unless every step of it can
 be computed, which is the setting where a curriculum through the lower levels pays. Knobs beside ``k``
 (kept in the task's ``difficulty.features``): ``distractors`` (functions listed but never applied) and
-``hint`` (the first ``j < k`` calls given worked out, as a fourth prompt section ``hint f(5)=8; ...``).
+``hint`` (the first ``j`` calls given worked out, as a fourth prompt section ``hint f(5)=8; ...``, which the
+answer copies). The level is what is left to compute, ``k - j``: a hinted task of level 2 continues a chain of
+any length for two calls, and a hint-free one is a chain of two.
 
 Provides :class:`ChainEnv` (seeded splits in equal shares of levels 1-8, the ``chain_exact`` checker, a
 strict validator that recomputes the gold chain from the prompt's rules, and sibling pairs for the
@@ -180,30 +182,33 @@ def _fresh_chain(names: list[str], start: int, rng: random.Random) -> list[Rule]
 
 def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint: int = 0,
                    n_chain: int | None = None) -> Draft:
-    """Sample a chain of ``level`` calls, each of a function of its own (`_fresh_chain`; or over ``n_chain``
-    functions drawn with `draw_order`, names repeated), plus ``distractors`` unused functions, with the first
-    ``hint`` calls given; read back through the grammar.
+    """Sample a chain of ``k = level + hint`` calls, each of a function of its own (`_fresh_chain`; or over
+    ``n_chain`` functions drawn with `draw_order`, names repeated), plus ``distractors`` unused functions, with
+    the first ``hint`` calls given; read back through the grammar.
 
     >>> draft = generate_draft(3, random.Random(0), distractors=2, hint=1)
-    >>> draft.level, draft.features["distractors"], draft.features["hint"], draft.prompt.count(" | ")
-    (3, 2, 1, 3)
+    >>> draft.level, draft.features["k"], draft.features["distractors"], draft.features["hint"]
+    (3, 4, 2, 1)
+    >>> draft.prompt.count(" | ")
+    3
     """
     if level not in LEVELS:
         raise ValueError(f"level {level} is outside {MIN_K}-{MAX_K}")
-    if not 0 <= hint < level:
-        raise ValueError(f"hint must be 0..{level - 1} at level {level}, got {hint}")
+    if not 0 <= hint <= MAX_K - level:
+        raise ValueError(f"hint must be 0..{MAX_K - level} at level {level} (at most {MAX_K} calls), got {hint}")
+    k = level + hint
     if distractors < 0 or distractors + MAX_CHAIN_FUNCTIONS > MAX_FUNCTIONS:
         raise ValueError(f"distractors must be 0..{MAX_FUNCTIONS - MAX_CHAIN_FUNCTIONS}, got {distractors}")
     while True:
-        n = n_chain or level
+        n = n_chain or k
         names = rng.sample(POOL, n + distractors)
         start = rng.randint(0, START_MAX)
-        if n == level:
+        if n == k:
             chain = _fresh_chain(names[:n], start, rng)
             order = [r.name for r in chain]
         else:
             chain = [_draw_rule(name, rng) for name in names[:n]]
-            order = draw_order(chain, start, level, rng)
+            order = draw_order(chain, start, k, rng)
             if order is None:
                 continue
         table = chain + [_draw_rule(name, rng) for name in names[n:]]
@@ -216,28 +221,36 @@ def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint
 # ---------------------------------------------------------------- the environment
 
 class ChainEnv(LadderEnvironment):
-    """Built-in chain benchmark: ``k`` chained integer calls (level ``k``, 1-8), checked as a whole.
+    """Built-in chain benchmark: ``k`` chained integer calls, checked as a whole; the level is the calls left to
+    compute (``k`` less the hinted ones), 1-8.
 
     Its splits hold equal shares of levels 1-8 (the seed split too, so a curriculum can start the simulator
-    from the bottom); each split task draws its ``distractors`` from :attr:`DISTRACTORS` and gets a hint of
-    1..k-1 calls with probability :attr:`HINT_RATE` (0: the splits are hint-free).
+    from the bottom); each split task draws its ``distractors`` from :attr:`DISTRACTORS`. A train or seed task
+    below level 8 gets, with probability :attr:`HINT_RATE`, a hint of 1..8-level calls (a longer chain that it
+    continues); held-out tasks, the unseen pool and `task_at` are hint-free, so there the level is ``k``.
     """
 
     name = "chain"
-    data_version = 8
+    data_version = 9
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
     apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
     applied once (see `MAX_CHAIN_FUNCTIONS`); 6: the ``apply`` section first (see `render_prompt`); 7: the gold
     answer without brackets (a warm start on one- and two-call chains copied at most one name into them); 8: a
-    train split of 32,000 tasks."""
+    train split of 32,000 tasks; 9: the level is the calls left to compute and half the train and seed tasks
+    continue a hinted chain (a warm start on hint-free chains of one or two calls stopped every answer after two
+    calls, whatever the chain's length)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
     DISTRACTORS: tuple[int, ...] = (0, 1, 2)
     """Distractor counts a split task draws from (uniformly)."""
-    HINT_RATE: float = 0.0
-    """Probability that a split task at k >= 2 gives its first j calls (j uniform in 1..k-1)."""
+    HINT_RATE: float = 0.5
+    """Probability that a train or seed task below level 8 gives the first j calls of a chain of level + j
+    (j uniform in 1..8 - level): the answers then write chains of every length while computing only ``level``
+    calls of them, so where a chain stops is learned from the ``apply`` list, not from counting calls."""
+    HINTED_SPLITS = ("train", "seed")
+    """The splits that get hints (held-out measures hint-free chains)."""
     KNOBS = {"distractors": DISTRACTORS}
     """The distractor count can be asked for (`task_at`); the hint stays a split setting."""
 
@@ -251,7 +264,16 @@ class ChainEnv(LadderEnvironment):
             from genenv_engine.errors import ConfigError
 
             raise ConfigError(f"data_dirs.{self.name}", "chain tasks are generated; it has no upstream data")
+        self._hint_rate = 0.0
         super().__init__(seed, sizes, data_dir)
+
+    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
+                    seen: set[str], tries: int | None = None) -> list[Task]:
+        self._hint_rate = self.HINT_RATE if split in self.HINTED_SPLITS else 0.0
+        try:
+            return super()._make_split(split, n, levels, rng, seen, tries)
+        finally:
+            self._hint_rate = 0.0
 
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
         """As :meth:`LadderEnvironment.unseen_tasks`, in equal shares of levels 1-8 by default."""
@@ -265,7 +287,7 @@ class ChainEnv(LadderEnvironment):
         if unknown:
             raise ValueError(f"chain's knobs are {sorted(self.KNOBS)}; got {sorted(unknown)}")
         distractors = knobs["distractors"] if "distractors" in knobs else rng.choice(self.DISTRACTORS)
-        hint = rng.randint(1, level - 1) if level > 1 and rng.random() < self.HINT_RATE else 0
+        hint = rng.randint(1, MAX_K - level) if level < MAX_K and rng.random() < self._hint_rate else 0
         return step_draft(generate_draft(level, rng, distractors=distractors, hint=hint),
                           benchmark=self.name, checker=CHECKER)
 
@@ -287,14 +309,16 @@ class ChainEnv(LadderEnvironment):
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling with the source's function table: at the same level a new start (or a new order), one level
-        up the chain with one more call, one level down without its last call; the hint kept (under ``k``).
+        up the chain with one more call, one level down without its last call; the hint kept (under ``k``, so
+        a sibling one call shorter than its hint allows is one level lower).
 
         The level is the source's w.p. 0.5, else one step up or down (clamped to 1-8); when that variant cannot
         be made (no call keeps the chain in range, no other start fits) the others are tried, same level first.
         """
         draft = read_prompt(source.prompt)
-        level = self._sibling_level(source, rng, MIN_K, MAX_K)
-        for k in dict.fromkeys((level, draft.level, draft.level - 1, draft.level + 1)):
+        k = len(draft.order)
+        want = min(MAX_K, self._sibling_level(source, rng, MIN_K, MAX_K) + draft.hint)  # the level's chain length
+        for k in dict.fromkeys((want, k, k - 1, k + 1)):
             for start, order in self._variants(draft, k, rng):
                 prompt = render_prompt(draft.rules, start, order, min(draft.hint, k - 1))
                 sibling = self._as_sibling(source, prompt, join_calls(run_chain(_by_name(draft), start, order)), task_id)
