@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, preset_names
+from genenv_engine.errors import SessionBusy
 from genenv_engine.session import Session, SessionError
 
 from genenv_console.app import GenEnvConsole
@@ -36,7 +37,8 @@ def make_app(session_dir: str | Path | None = None, *, preset: str | None = None
     if session_dir is not None:
         session = Session.open(session_dir, check=True)
         if overrides and "epochs" in overrides and overrides["epochs"] != session.config.epochs:
-            session.set_epochs(int(overrides["epochs"]))
+            with session.lease("genenv-console --epochs"):  # never under another engine's feet
+                session.set_epochs(int(overrides["epochs"]))
     else:
         config = load_config(preset, config_file, overrides)
         session = Session.create(config, root=root)
@@ -80,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, FileExistsError, SessionError) as exc:
         print(f"genenv-console: {exc}", file=sys.stderr)
         return 2
+    except SessionBusy as exc:
+        print(f"genenv-console: {exc}", file=sys.stderr)
+        return 3
     app.run()
     if app.session_path is not None:
         print(f"session: {app.session_path} ({app.state.run}); resume with: genenv-console {app.session_path}")

@@ -23,11 +23,13 @@ from textual.worker import Worker, WorkerState
 
 from genenv_engine import events as ev
 from genenv_engine.config import ConfigError, RunConfig, config_from_file
+from genenv_engine import lease
 from genenv_engine.errors import SessionBusy
 from genenv_engine.session import Session
 from genenv_engine.session_view import SessionView
 from genenv_engine.store import Store
 
+from genenv_console.attach import AttachMixin
 from genenv_console.data import export_jsonl
 from genenv_console.latency import LatencyProbe
 from genenv_console.messages import (CreateSession, EngineIdled, EngineMessage, ExportWritten, OpenSession,
@@ -50,9 +52,14 @@ HISTORY_LINES = 200
 
 def history_lines(store: Store, limit: int = HISTORY_LINES) -> list[str]:
     """Event-log lines for the last ``limit`` stored events of a session."""
-    last = store.last_event_id()
-    lines = []
-    for row in store.events(after_id=max(0, last - limit), limit=limit):
+    return history_lines_after(store, max(0, store.last_event_id() - limit), limit)[0]
+
+
+def history_lines_after(store: Store, after_id: int, limit: int = HISTORY_LINES) -> tuple[list[str], int]:
+    """Event-log lines for the stored events after id ``after_id`` (at most ``limit``), and the last id read."""
+    lines, last = [], after_id
+    for row in store.events(after_id=after_id, limit=limit):
+        last = row["id"]
         cls = getattr(ev, row["kind"], None)
         if row["kind"] == "PartialEpochDiscarded":
             lines.append(f"epoch {row['epoch']} was partial: discarded on resume")
@@ -63,10 +70,10 @@ def history_lines(store: Store, limit: int = HISTORY_LINES) -> list[str]:
                 line = row["kind"]
             if line:
                 lines.append(line)
-    return lines
+    return lines, last
 
 
-class GenEnvConsole(EngineWorkerMixin, App[None]):
+class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
     """Watch, pause, inspect and steer a GenEnv co-evolution run."""
 
     CSS_PATH = "styles/app.tcss"
@@ -87,6 +94,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
+    lines_after = staticmethod(history_lines_after)
 
     def __init__(self, session_path: Path | None = None, sessions_root: Path = Path("sessions"),
                  backend_factory: BackendFactory | None = None, autostart: bool = True) -> None:
@@ -163,6 +171,7 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         except (ConfigError, OSError) as exc:
             self.notify(clean(f"cannot open {path}: {exc}", 500, one_line=True), markup=False, severity="error")
             return
+        self._stop_following()
         if self.ui_store is not None:
             self.ui_store.close()
         self.session_path = path
@@ -180,6 +189,8 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
         dash.show_state(self.state, {"status", "plots"})
         self.get_screen("tasks", TasksScreen).show_session(self.ui_store, config)
         self.switch_mode("dashboard")
+        if self.attach_if_held():  # another engine runs it: follow that one rather than start one
+            return
         if autostart:
             self.start_run()
 
@@ -263,6 +274,9 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
 
     def action_toggle_pause(self) -> None:
         """Pause at the next batch, or resume."""
+        if self.attached is not None:
+            self.steer_attached("resume" if self._asked_pause else "pause")
+            return
         if self.runner is None or not self.state.active:
             self.notify("no run in progress: r starts one", severity="warning")
             return
@@ -285,6 +299,9 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
 
     def action_stop(self) -> None:
         """Stop at the next batch; the epoch is marked partial and the session stays resumable."""
+        if self.attached is not None:
+            self.steer_attached("stop")
+            return
         if self.runner is None or not self.state.active:
             return
         self.runner.control.stop()
@@ -293,7 +310,10 @@ class GenEnvConsole(EngineWorkerMixin, App[None]):
 
     def action_run(self) -> None:
         """Resume the open session from its last finished epoch."""
-        if self.state.active:
+        if self.attached is not None:
+            self.notify(clean(f"{lease.describe(self.attached)} runs this session: space pauses it, s stops it",
+                              300, one_line=True), markup=False, severity="warning")
+        elif self.state.active:
             self.notify("already running", severity="warning")
         elif self.session_path is None:
             self.switch_mode("sessions")

@@ -30,6 +30,7 @@ from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSav
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
 from genenv_engine.records import ScoredBatch, Task
+from genenv_engine.remote import RequestWatcher
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
@@ -45,16 +46,27 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
 
     Holds the session's lease throughout (taken here unless the caller holds it): a second engine on the same
     session raises `genenv_engine.errors.SessionBusy` before it changes anything."""
+    control = control or RunControl()
     if session.held is None:
         with session.lease("genenv engine"):
-            return _run_leased(session, sink, control, backend_factory)
-    return _run_leased(session, sink, control, backend_factory)
+            return _run_watched(session, sink, control, backend_factory)
+    return _run_watched(session, sink, control, backend_factory)
 
 
-def _run_leased(session: Session, sink: EventSink, control: RunControl | None,
+def _run_watched(session: Session, sink: EventSink, control: RunControl,
+                 backend_factory: BackendFactory | None) -> dict[str, Any]:
+    """The run, with pause/resume/stop requests from another process (`genenv_engine.remote`) applied to
+    ``control`` while it lasts."""
+    watcher = RequestWatcher(session.path, control).start()
+    try:
+        return _run_leased(session, sink, control, backend_factory)
+    finally:
+        watcher.close()
+
+
+def _run_leased(session: Session, sink: EventSink, control: RunControl,
                 backend_factory: BackendFactory | None) -> dict[str, Any]:
     cfg = session.config.check_paths()  # a session resumed on another machine needs its model and data paths here
-    control = control or RunControl()
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
     envs = environments_of(cfg)

@@ -18,6 +18,8 @@ RUN_LABELS = {
     "stopped": ("■ stopped — r to resume", "bold"),
     "finished": ("✔ finished", "bold green"),
     "failed": ("✖ failed — r to resume", "bold white on red"),
+    "attached": ("◉ following another engine — space pauses it, s stops it", "bold cyan"),
+    "attached-paused": ("⏸ pause asked of the other engine — space resumes it", "bold yellow"),
 }
 """Label and style of each run state."""
 
