@@ -38,6 +38,7 @@ from typing import Any
 from genenv_engine import simulator as sim
 from genenv_engine.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
+from genenv_engine.errors import ConfigError
 from genenv_engine.events import WorkerRestarted, WorkerTimedOut
 from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs,
                                           seed_batches, seeded, task_batches)
@@ -65,17 +66,52 @@ class WorkerTimeout(RuntimeError):
     """A worker call ran past ``ray.call_timeout`` on each of its `TIMEOUT_ATTEMPTS` attempts."""
 
 
+REACH_SECONDS = 5.0
+"""How long `check_reachable` waits for a cluster's head to accept a connection."""
+
+
+def check_reachable(address: str, seconds: float = REACH_SECONDS) -> None:
+    """Raise `ConfigError` (``ray.address``) unless ``HOST:PORT`` accepts a TCP connection within ``seconds``:
+    ``ray.init`` on an unreachable head retries for minutes, logging, before it fails. Other forms (``auto``,
+    ``ray://...``) are left to Ray.
+
+    >>> check_reachable("127.0.0.1:1")
+    Traceback (most recent call last):
+    ...
+    genenv_engine.errors.ConfigError: config error in 'ray.address': cannot reach a Ray cluster at 127.0.0.1:1 ...
+    """
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host or "://" in address:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=seconds):
+            pass
+    except OSError as exc:
+        raise ConfigError("ray.address", f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}): check "
+                          f"that `ray status --address {address}` works from this machine, or run with --ray local; "
+                          "nothing was run") from None
+
+
 def connect(address: str, workers: int) -> bool:
-    """Join Ray unless this process already has; True when this call started it (and close should stop it)."""
+    """Join Ray unless this process already has; True when this call started it (and close should stop it).
+    An unreachable or refusing cluster raises `ConfigError` (``ray.address``) with one line."""
     import ray
 
     if ray.is_initialized():
         return False
-    if address == "local":
-        ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
-    else:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    try:
+        if address == "local":
+            ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        else:
+            check_reachable(address)
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, TimeoutError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError("ray.address", f"the Ray cluster at {address} did not take this driver ({first[:200]}); "
+                          "nothing was run") from None
     return True
 
 

@@ -308,3 +308,31 @@ def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(slow_worke
         (1, "validate", 1, 1, True), (1, "validate", 1, 2, False)]
     assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [1, 1]
     assert remote.validate(drafts, **options) == local.validate(drafts, **options)
+
+
+def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_path, capsys, monkeypatch):
+    import socket
+
+    from genenv_engine.cli import main
+
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path / "s"
+    argv = ["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]
+    assert main([*argv, "--ray", f"127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot reach a Ray cluster at 127.0.0.1:{port}" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and not ray.is_initialized()
+    # the warm start is kept; with a reachable address (here: none, the local executor) the session resumes
+    text = (folder / "config.toml").read_text()
+    assert f'address = "127.0.0.1:{port}"' in text
+    (folder / "config.toml").write_text(text.replace(f'address = "127.0.0.1:{port}"', 'address = ""'))
+    assert main(["resume", str(folder), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["status", str(folder), "--json"]) == 0
+    import json
+
+    assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [(0, "done"),
+                                                                                                  (1, "done")]
