@@ -173,14 +173,18 @@ class ModelConfig:
         _check(self.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
 
     def check_paths(self) -> None:
-        """Raise ConfigError unless every model folder this config names exists (called where a run starts, not at
+        """Raise ConfigError unless every model folder this config names exists and holds a model (``config.json``,
+        or a PEFT adapter's ``adapter_config.json``; called where a run starts, not at
         construction, so a saved session's config reads anywhere)."""
         for name in ("path", "agent_path", "simulator_path"):
             value = getattr(self, name)
             if value is None or (name == "path" and (self.kind != "hf" or self.hub_download)):
                 continue
-            _check(Path(str(value)).expanduser().is_dir(), f"model.{name}",
+            folder = Path(str(value)).expanduser()
+            _check(folder.is_dir(), f"model.{name}",
                    f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""))
+            _check((folder / "config.json").is_file() or (folder / "adapter_config.json").is_file(), f"model.{name}",
+                   f"{value} is not a model folder (no config.json): pass a folder written by save_pretrained")
 
     def tuning(self, role: str) -> str:
         """``full`` or ``lora`` for ``role`` (``agent`` or ``simulator``)."""

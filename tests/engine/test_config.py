@@ -552,3 +552,17 @@ def test_a_preset_extends_another_and_a_loop_or_unknown_parent_is_a_clear_error(
         load_config("a")
     with pytest.raises(ConfigError, match="unknown preset 'nowhere'"):
         load_config("orphan")
+
+
+def test_a_model_path_that_holds_no_model_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(ConfigError, match="is not a model folder") as err:
+        ModelConfig(kind="hf", path=str(tmp_path)).check_paths()
+    assert err.value.field == "model.path"
+    with pytest.raises(ConfigError, match="model.agent_path.*is not a model folder"):
+        load_config("micro", overrides={"model.agent_path": str(tmp_path)})
+    (tmp_path / "adapter_config.json").write_text("{}")  # a PEFT adapter folder is a role's checkpoint too
+    ModelConfig(agent_path=str(tmp_path)).check_paths()
+    (tmp_path / "adapter_config.json").unlink()
+    (tmp_path / "config.json").write_text("{}")
+    ModelConfig(kind="hf", path=str(tmp_path)).check_paths()

@@ -94,3 +94,24 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
     assert "epochs = 40" in (folder / "config.toml").read_text()  # the refused --epochs 3 was not saved
     db.close()
     assert lease.holder(folder) is None
+
+
+def test_a_read_only_session_folder_is_one_line_and_nothing_runs(tmp_path, monkeypatch, capsys):
+    import errno
+
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    real_open = os.open
+
+    def read_only(path, flags, *args):  # a test double for a read-only filesystem under the session folder
+        if str(path).endswith(lease.LOCK_NAME):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(lease.os, "open", read_only)
+    assert main(["resume", str(folder), "--epochs", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "its folder is not writable (Read-only file system)" in err and err.count("\n") == 1
+    assert "epochs = 1" in (folder / "config.toml").read_text()  # --epochs 2 was not saved
