@@ -62,6 +62,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--json", action="store_true")
+    tasks = sub.add_parser("tasks", help="a session's tasks as datasets: export (JSONL/Parquet, veRL layout), import")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    export = tasks_sub.add_parser("export", help="write the session's tasks (filtered as on the tasks screen)")
+    export.add_argument("session", type=Path)
+    export.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+    export.add_argument("--out", type=Path, default=None, help="file to write (default SESSION/export/tasks.FORMAT)")
+    export.add_argument("--benchmark", default=None)
+    export.add_argument("--origin", default=None, help="seed, generated, edited, static, imported, ...")
+    export.add_argument("--status", default=None, help="active, pinned or banned")
+    export.add_argument("--epoch", type=int, default=None)
+    export.add_argument("--valid", choices=("yes", "no"), default=None, help="only valid (or only rejected) tasks")
+    export.add_argument("--p-min", type=float, default=None, help="lowest p-hat")
+    export.add_argument("--p-max", type=float, default=None, help="highest p-hat")
+    export.add_argument("--text", default=None, help="a word search, as the tasks screen's /")
+    imp = tasks_sub.add_parser("import", help="validate a JSONL/Parquet file's rows and add the valid ones to the "
+                                              "session's training pool")
+    imp.add_argument("session", type=Path)
+    imp.add_argument("benchmark")
+    imp.add_argument("file", type=Path)
     from genenv_engine.bench import add_bench_parser
     from genenv_engine.reports import add_report_parser
 
@@ -152,6 +171,27 @@ def _run(session, quiet: bool) -> int:
     return 0
 
 
+def _tasks(args: argparse.Namespace) -> int:
+    from genenv_engine import interop
+    from genenv_engine.store import TaskFilter
+
+    if not (args.session / "genenv.db").exists():
+        raise FileNotFoundError(f"{args.session} is not a genenv session (no genenv.db)")
+    if args.tasks_command == "export":
+        where = TaskFilter(benchmark=args.benchmark, origin=args.origin, status=args.status, epoch=args.epoch,
+                           valid=None if args.valid is None else args.valid == "yes", p_min=args.p_min,
+                           p_max=args.p_max, text=args.text)
+        path, n = interop.export_tasks(args.session, args.out, args.format, where)
+        print(f"wrote {n} tasks to {path}")
+        return 0
+    result = interop.import_tasks(args.session, args.benchmark, args.file)
+    for row, reason in result.rejected:
+        print(f"row {row}: rejected: {reason}", file=sys.stderr)
+    print(f"imported {len(result.added)} of {len(result.added) + len(result.rejected)} rows into {args.session}"
+          + (f" ({result.added[0]} ... {result.added[-1]})" if result.added else ""))
+    return 0 if result.added or not result.rejected else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``genenv`` command."""
     args = build_parser().parse_args(argv)
@@ -178,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 print_status(data)
             return 0
+        if args.command == "tasks":
+            return _tasks(args)
         if args.command == "report":
             from genenv_engine.reports import run_report
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-ORIGINS = ("seed", "generated", "edited", "official", "static")
+ORIGINS = ("seed", "generated", "edited", "official", "static", "imported")
 STATUSES = ("active", "pinned", "banned")
 SPLITS = ("seed", "train", "heldout", "generated")
 

@@ -32,7 +32,7 @@ from sqlite_utils import Database, Migrations
 from genenv_engine.records import STATUSES, Task
 
 _JSON_TASK_FIELDS = ("expected", "tools", "difficulty")
-_POOL_ORIGINS = ("generated", "edited", "static")
+_POOL_ORIGINS = ("generated", "edited", "static", "imported")
 GENERATED_ORIGINS = ("generated", "static")
 """Origins of the tasks a simulator wrote (an epoch's generations and a static augmentation)."""
 _TASK_COLUMNS = (

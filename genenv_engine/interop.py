@@ -1,0 +1,210 @@
+"""Tasks in and out of a session as datasets other RL code reads: JSONL or Parquet in the veRL layout.
+
+veRL, TRL recipes and the GenEnv paper's own code read RL data as rows of ``data_source``, ``prompt`` (chat
+messages), ``ability``, ``reward_model: {style, ground_truth}`` and ``extra_info``. `export_tasks` writes a
+session's tasks (filtered as on the console's tasks screen) in that layout, with everything genenv knows about a
+task in ``extra_info``: benchmark, level, origin, split, lineage, the p̂ and R_env it scored, the simulator version
+that wrote it, and the checker's structured gold as JSON text (``expected``), so the rows can be scored again
+outside genenv. Parquet is written with ``pyarrow`` and reads back with ``datasets.load_dataset("parquet",
+data_files=...)``; every row has the same scalar-typed columns so that one schema fits all.
+
+`import_tasks` reads such a file (this layout, or plain rows with ``prompt`` and ``answer``), validates every row
+with the benchmark's environment as a hand edit is validated, and adds the accepted ones to the session's
+training pool (origin ``imported``: replayed as generated and edited tasks are) in one transaction; rejected rows
+are reported with their reasons, and a file with a row that cannot be read at all writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genenv_engine.store import Store, TaskFilter
+
+FORMATS = ("jsonl", "parquet")
+PAGE = 1000
+"""Task rows read per query while exporting."""
+ABILITY = {"step": "tool_call", "episode": "agent"}
+"""veRL's ``ability`` for a task's granularity."""
+
+
+def verl_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One task row of the store in the veRL layout (all ``extra_info`` values scalars or strings).
+
+    >>> r = verl_row({"id": "bfcl/train/00001", "benchmark": "bfcl", "prompt": "Q", "answer": "add(a=1)",
+    ...               "expected": {"calls": []}, "granularity": "step", "level": 2, "origin": "seed"})
+    >>> r["data_source"], r["prompt"], r["ability"], r["reward_model"]
+    ('genenv/bfcl', [{'role': 'user', 'content': 'Q'}], 'tool_call', {'style': 'rule', 'ground_truth': 'add(a=1)'})
+    >>> r["extra_info"]["id"], r["extra_info"]["level"], r["extra_info"]["p_hat"], r["extra_info"]["expected"]
+    ('bfcl/train/00001', 2, None, '{"calls": []}')
+    """
+    def num(value: Any) -> float | None:
+        return None if value is None else float(value)
+
+    return {
+        "data_source": f"genenv/{row['benchmark']}",
+        "prompt": [{"role": "user", "content": row["prompt"]}],
+        "ability": ABILITY.get(row.get("granularity") or "step", "tool_call"),
+        "reward_model": {"style": "rule", "ground_truth": row["answer"]},
+        "extra_info": {
+            "id": row["id"], "benchmark": row["benchmark"], "level": row.get("level"),
+            "split": row.get("split"), "origin": row.get("origin"), "status": row.get("status"),
+            "parent_id": row.get("parent_id"), "epoch": row.get("epoch"), "generator": row.get("generator"),
+            "simulator_version": row.get("simulator_version"), "batch_id": row.get("batch_id"),
+            "p_hat": num(row.get("p_hat")), "r_env": num(row.get("r_env")),
+            "n_rollouts": row.get("n_rollouts"), "valid": None if row.get("valid") is None else bool(row["valid"]),
+            "checker": row.get("checker"), "expected": json.dumps(row.get("expected") or {}, sort_keys=True),
+        },
+    }
+
+
+def _simulator_versions(store: Store, ids: list[str]) -> dict[str, int | None]:
+    if not ids:
+        return {}
+    marks = ", ".join("?" for _ in ids)
+    rows = store.db.execute(f"SELECT id, simulator_version FROM tasks WHERE id IN ({marks})", ids).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def task_rows(store: Store, where: TaskFilter | None = None) -> list[dict[str, Any]]:
+    """Every task matching ``where`` in the veRL layout, in id order (read a page at a time)."""
+    out, offset = [], 0
+    while True:
+        rows = store.query_tasks(where, limit=PAGE, offset=offset, order="id")
+        if "simulator_version" not in (rows[0] if rows else {"simulator_version": None}):
+            versions = _simulator_versions(store, [r["id"] for r in rows])
+            rows = [{**r, "simulator_version": versions.get(r["id"])} for r in rows]
+        out += [verl_row(r) for r in rows]
+        if len(rows) < PAGE:
+            return out
+        offset += PAGE
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise ValueError("Parquet needs pyarrow: pip install 'genenv[interop]' (or use --format jsonl)") from None
+    return pyarrow
+
+
+def write_rows(rows: list[dict[str, Any]], path: Path, fmt: str) -> None:
+    """Write rows as JSONL or Parquet, to a temporary file renamed into place (never half a file)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if fmt == "jsonl":
+        with tmp.open("w") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        pa = _pyarrow()
+        table = pa.Table.from_pylist(rows) if rows else pa.table({})
+        pa.parquet.write_table(table, tmp)
+    tmp.replace(path)
+
+
+def export_tasks(session_dir: str | Path, out: str | Path | None = None, fmt: str = "jsonl",
+                 where: TaskFilter | None = None) -> tuple[Path, int]:
+    """Write the session's tasks matching ``where`` to ``out`` (default ``SESSION/export/tasks.<fmt>``); return the
+    path and the number of rows."""
+    session_dir = Path(session_dir)
+    path = Path(out) if out else session_dir / "export" / f"tasks.{fmt}"
+    with Store(session_dir / "genenv.db") as store:
+        rows = task_rows(store, where)
+    write_rows(rows, path, fmt)
+    return path, len(rows)
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL or Parquet file (by its suffix: ``.parquet`` / ``.pq``, else JSONL). A line that is not
+    a JSON object raises ValueError naming it."""
+    path = Path(path)
+    if path.suffix in (".parquet", ".pq"):
+        return _pyarrow().parquet.read_table(path).to_pylist()
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}: line {n} is not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: line {n} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def prompt_and_answer(row: dict[str, Any]) -> tuple[str, str]:
+    """A row's prompt text and gold answer: the veRL layout (the last user message, ``reward_model.ground_truth``)
+    or plain ``prompt``/``answer`` strings. Raises ValueError saying what is missing.
+
+    >>> prompt_and_answer({"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": "Q"}],
+    ...                    "reward_model": {"ground_truth": "A"}})
+    ('Q', 'A')
+    >>> prompt_and_answer({"prompt": "Q", "answer": "A"})
+    ('Q', 'A')
+    """
+    prompt = row.get("prompt")
+    if isinstance(prompt, list):
+        users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        prompt = users[-1] if users else None
+    reward = row.get("reward_model")
+    answer = reward.get("ground_truth") if isinstance(reward, dict) else row.get("answer")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("no prompt (a user message or a 'prompt' string)")
+    if not isinstance(answer, str) or not answer.strip():
+        raise ValueError("no answer (reward_model.ground_truth or an 'answer' string)")
+    return prompt, answer
+
+
+@dataclass
+class ImportResult:
+    """What an import did: the ids added and, per rejected row (1-based), why."""
+
+    added: list[str] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+
+
+def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path) -> ImportResult:
+    """Validate every row of ``path`` with ``benchmark``'s environment and add the valid ones to the session's
+    training pool in one transaction (ids ``<bench>/import/<n>``); nothing is written when no row is valid."""
+    from genenv_engine.config import config_from_file
+    from genenv_engine.environments import get_environment
+
+    session_dir = Path(session_dir)
+    config = config_from_file(session_dir / "config.toml")
+    if benchmark not in config.benchmarks:
+        raise ValueError(f"{benchmark!r} is not one of this session's benchmarks ({', '.join(config.benchmarks)})")
+    env = get_environment(benchmark, config.seed, data_dir=config.data_dirs.get(benchmark))
+    rows = read_rows(path)
+    result = ImportResult()
+    with Store(session_dir / "genenv.db") as store:
+        taken = {r[0] for r in store.db.execute("SELECT prompt FROM tasks WHERE benchmark = ?", [benchmark])}
+        start = store.db.execute("SELECT count(*) FROM tasks WHERE id LIKE ?", [f"{benchmark}/import/%"]).fetchone()[0]
+        epoch = max(store.last_finished_epoch(), 0)
+        tasks = []
+        for n, row in enumerate(rows, 1):
+            try:
+                prompt, answer = prompt_and_answer(row)
+            except ValueError as exc:
+                result.rejected.append((n, str(exc)))
+                continue
+            if prompt in taken:
+                result.rejected.append((n, "duplicate: the session already has a task with this prompt"))
+                continue
+            verdict = env.validate(prompt, answer, task_id=f"{benchmark}/import/{start + len(tasks):05d}",
+                                   epoch=epoch, generator="import")
+            if not verdict.ok:
+                result.rejected.append((n, verdict.reason))
+                continue
+            taken.add(prompt)
+            tasks.append(verdict.task.with_(origin="imported", split="train", generator="import", epoch=epoch))
+        store.insert_tasks(tasks)
+    result.added = [t.id for t in tasks]
+    return result
