@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("session", type=Path)
     imp.add_argument("benchmark")
     imp.add_argument("file", type=Path)
+    export_model = sub.add_parser("export-model", help="a trained role as a plain Hugging Face model folder")
+    export_model.add_argument("session", type=Path)
+    export_model.add_argument("--out", type=Path, required=True, help="the new folder to write")
+    export_model.add_argument("--epoch", type=int, default=None, help="which epoch's checkpoint (default: the latest)")
+    export_model.add_argument("--role", choices=("agent", "simulator"), default="agent")
+    export_model.add_argument("--merge", action="store_true", help="fold a LoRA adapter into its base weights")
     from genenv_engine.bench import add_bench_parser
     from genenv_engine.reports import add_report_parser
 
@@ -220,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "tasks":
             return _tasks(args)
+        if args.command == "export-model":
+            from genenv_engine.model_export import export_model
+
+            done = export_model(args.session, args.out, args.epoch, args.role, args.merge)
+            print(f"wrote the {done['role']} of epoch {done['epoch']} ({done['kind']}) to {done['folder']}")
+            return 0
         if args.command == "report":
             from genenv_engine.reports import run_report
 

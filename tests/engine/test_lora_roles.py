@@ -297,3 +297,51 @@ def test_gradient_checkpointing_gives_the_same_gradients(base_dir):
     assert sum(float(g.abs().sum()) for g in grads[0]) > 0
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
+
+
+def test_export_model_writes_plain_hf_folders_whole_adapter_and_merged(base_dir, tmp_path, capsys):
+    from transformers import AutoModelForCausalLM
+    from peft import PeftModel
+
+    from genenv_engine.cli import main
+    from genenv_engine.loop import run
+    from genenv_engine.session import Session
+    from genenv_engine.testing import scripted_backends
+
+    session = Session.create(load_config("micro", overrides=instruct_lora(base_dir, epochs=1)), tmp_path / "s")
+    run(session, backend_factory=scripted_backends(p=0.5, style="instruct"))
+    session.store.close()
+    assert main(["export-model", str(tmp_path / "s"), "--out", str(tmp_path / "adapter")]) == 0
+    assert "agent of epoch 1 (adapter)" in capsys.readouterr().out
+    assert main(["export-model", str(tmp_path / "s"), "--merge", "--role", "simulator", "--epoch", "0",
+                 "--out", str(tmp_path / "merged")]) == 0
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")  # a whole model, no peft needed
+    reference = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir),
+                                          str(session.checkpoint_dir(0) / "simulator")).merge_and_unload()
+    ids = torch.tensor([[5, 6, 7, 8, 9]])
+    assert torch.allclose(merged(ids).logits, reference(ids).logits, atol=1e-5)
+    base = AutoModelForCausalLM.from_pretrained(base_dir)
+    assert not torch.allclose(merged(ids).logits, base(ids).logits, atol=1e-5)  # the adapter was folded in
+    assert (tmp_path / "merged" / "tokenizer.json").is_file()
+    assert main(["export-model", str(tmp_path / "s"), "--out", str(tmp_path / "merged")]) == 2  # never overwrites
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys):
+    from transformers import AutoModelForCausalLM
+
+    from genenv_engine.cli import main
+    from genenv_engine.loop import run
+    from genenv_engine.session import Session
+    from genenv_engine.testing import scripted_backends
+
+    session = Session.create(load_config("micro", overrides={"epochs": 1}), tmp_path / "s")
+    run(session, backend_factory=scripted_backends())
+    session.store.close()
+    assert main(["export-model", str(tmp_path / "s"), "--out", str(tmp_path / "agent")]) == 0
+    exported = AutoModelForCausalLM.from_pretrained(tmp_path / "agent")
+    saved = AutoModelForCausalLM.from_pretrained(session.checkpoint_dir(1) / "agent")
+    assert all(torch.equal(a, b) for a, b in zip(exported.state_dict().values(), saved.state_dict().values()))
+    assert not (tmp_path / "agent" / "agent_optimizer.pt").exists()
+    assert main(["export-model", str(tmp_path / "s"), "--epoch", "7", "--out", str(tmp_path / "x")]) == 2
+    assert "no checkpoint of epoch 7" in capsys.readouterr().err and not (tmp_path / "x").exists()
