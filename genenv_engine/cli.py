@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("session", type=Path)
     imp.add_argument("benchmark")
     imp.add_argument("file", type=Path)
+    imp.add_argument("--split", choices=("train", "seed"), default="train",
+                     help="the agent's training pool (train) or the simulator's conditioning seeds (seed)")
     export_model = sub.add_parser("export-model", help="a trained role as a plain Hugging Face model folder")
     export_model.add_argument("session", type=Path)
     export_model.add_argument("--out", type=Path, required=True, help="the new folder to write")
@@ -199,7 +201,7 @@ def _tasks(args: argparse.Namespace) -> int:
         path, n = interop.export_tasks(args.session, args.out, args.format, where)
         print(f"wrote {n} tasks to {path}")
         return 0
-    result = interop.import_tasks(args.session, args.benchmark, args.file)
+    result = interop.import_tasks(args.session, args.benchmark, args.file, args.split)
     for row, reason in result.rejected:
         print(f"row {row}: rejected: {reason}", file=sys.stderr)
     print(f"imported {len(result.added)} of {len(result.added) + len(result.rejected)} rows into {args.session}"

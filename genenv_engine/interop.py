@@ -10,7 +10,8 @@ data_files=...)``; every row has the same scalar-typed columns so that one schem
 
 `import_tasks` reads such a file (this layout, or plain rows with ``prompt`` and ``answer``), validates every row
 with the benchmark's environment as a hand edit is validated, and adds the accepted ones to the session's
-training pool (origin ``imported``: replayed as generated and edited tasks are) in one transaction; rejected rows
+training pool (origin ``imported``: replayed as generated and edited tasks are), or among the simulator's seeds,
+in one transaction; rejected rows
 are reported with their reasons, and a file with a row that cannot be read at all writes nothing.
 """
 
@@ -24,6 +25,8 @@ from typing import Any
 from genenv_engine.store import Store, TaskFilter
 
 FORMATS = ("jsonl", "parquet")
+SPLITS = ("train", "seed")
+"""Where imported tasks go: the agent's training pool, or the simulator's seeds."""
 PAGE = 1000
 """Task rows read per query while exporting."""
 ABILITY = {"step": "tool_call", "episode": "agent"}
@@ -171,9 +174,12 @@ class ImportResult:
     rejected: list[tuple[int, str]] = field(default_factory=list)
 
 
-def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path) -> ImportResult:
-    """Validate every row of ``path`` with ``benchmark``'s environment and add the valid ones to the session's
-    training pool in one transaction (ids ``<bench>/import/<n>``); nothing is written when no row is valid."""
+def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, split: str = "train") -> ImportResult:
+    """Validate every row of ``path`` with ``benchmark``'s environment and add the valid ones to the session in one
+    transaction (ids ``<bench>/import/<n>``): ``split="train"`` puts them in the agent's training pool, ``"seed"``
+    among the simulator's conditioning seeds (from the next epoch on). Nothing is written when no row is valid."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     from genenv_engine.config import config_from_file
     from genenv_engine.environments import get_environment
 
@@ -204,7 +210,7 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path) -> I
                 result.rejected.append((n, verdict.reason))
                 continue
             taken.add(prompt)
-            tasks.append(verdict.task.with_(origin="imported", split="train", generator="import", epoch=epoch))
+            tasks.append(verdict.task.with_(origin="imported", split=split, generator="import", epoch=epoch))
         store.insert_tasks(tasks)
     result.added = [t.id for t in tasks]
     return result

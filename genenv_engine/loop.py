@@ -279,6 +279,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
         jobs = []
         for name, env in envs.items():
             seed_split = env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
+            seed_split = seed_split + session.store.imported_seeds(name, cfg.simulator.seed_levels)
             if mode == "static":
                 seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
             else:

@@ -456,13 +456,25 @@ class Store:
             current = task.parent_id
         return chain
 
+    def imported_seeds(self, benchmark: str, levels: Sequence[int] = ()) -> list[Task]:
+        """Tasks imported into the simulator's seed split (`genenv_engine.interop`): valid, active, unsuperseded,
+        at ``levels`` (all when empty), in id order."""
+        sql = ("SELECT * FROM tasks WHERE origin = 'imported' AND split = 'seed' AND benchmark = ? AND valid = 1 "
+               "AND status = 'active' AND superseded_by IS NULL")
+        params: list[Any] = [benchmark]
+        if levels:
+            sql += f" AND level IN ({', '.join('?' for _ in levels)})"
+            params += list(levels)
+        return [_to_task(row) for row in self._rows(sql + " ORDER BY id", params)]
+
     def pool(self, benchmarks: list[str] | None = None) -> list[Task]:
         """The agent's training pool: valid, unsuperseded, not banned tasks that are generated,
         edited or static, plus every pinned task whatever its origin."""
         marks = ", ".join("?" for _ in _POOL_ORIGINS)
         sql = (
             "SELECT * FROM tasks WHERE valid = 1 AND superseded_by IS NULL AND ("
-            f"(origin IN ({marks}) AND status = 'active') OR status = 'pinned')"
+            f"(origin IN ({marks}) AND status = 'active' AND NOT (origin = 'imported' AND split = 'seed')) "
+            "OR status = 'pinned')"
         )
         params: list[Any] = list(_POOL_ORIGINS)
         if benchmarks is not None:

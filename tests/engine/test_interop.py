@@ -100,3 +100,25 @@ def test_cli_export_and_import(session_dir, tmp_path, capsys):
     assert main(["tasks", "import", str(session_dir), "bfcl", str(out)]) == 1  # all already in the session
     captured = capsys.readouterr()
     assert captured.out.startswith(f"imported 0 of {seeds} rows") and "rejected: duplicate" in captured.err
+
+
+def test_imported_seeds_condition_the_simulator_and_stay_out_of_the_agents_pool(tmp_path):
+    config = load_config("micro", overrides={"epochs": 1, "simulator.seeds_per_epoch": 500})
+    session = Session.create(config, tmp_path / "s")
+    session.store.close()
+    fresh = get_environment("bfcl", 0).unseen_tasks(2, (3,))
+    file = tmp_path / "seeds.jsonl"
+    file.write_text("".join(json.dumps({"prompt": t.prompt, "answer": t.answer}) + "\n" for t in fresh))
+    result = interop.import_tasks(tmp_path / "s", "bfcl", file, split="seed")
+    assert len(result.added) == 2 and not result.rejected
+    session = Session.open(tmp_path / "s")
+    assert [t.prompt for t in session.store.imported_seeds("bfcl")] == [t.prompt for t in fresh]
+    assert session.store.imported_seeds("bfcl", (1,)) == []
+    assert not set(result.added) & {t.id for t in session.store.pool(["bfcl"])}
+    factory = scripted_backends()
+    run(session, backend_factory=factory)
+    prompts = "\n".join(factory.made["simulator"].prompts)
+    assert all(t.prompt in prompts for t in fresh)  # every seed drawn (500 asked): the imported ones too
+    session.store.close()
+    with pytest.raises(ValueError, match="split must be one of"):
+        interop.import_tasks(tmp_path / "s", "bfcl", file, split="heldout")
