@@ -176,7 +176,7 @@ class ImportResult:
 
 def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, split: str = "train") -> ImportResult:
     """Validate every row of ``path`` with ``benchmark``'s environment and add the valid ones to the session in one
-    transaction (ids ``<bench>/import/<n>``): ``split="train"`` puts them in the agent's training pool, ``"seed"``
+    transaction (a genenv export's own ids where the session has no task of that id, else ``<bench>/import/<n>``): ``split="train"`` puts them in the agent's training pool, ``"seed"``
     among the simulator's conditioning seeds (from the next epoch on). Nothing is written when no row is valid."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
@@ -192,6 +192,7 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
     result = ImportResult()
     with Store(session_dir / "genenv.db") as store:
         taken = {r[0] for r in store.db.execute("SELECT prompt FROM tasks WHERE benchmark = ?", [benchmark])}
+        ids = {r[0] for r in store.db.execute("SELECT id FROM tasks")}
         start = store.db.execute("SELECT count(*) FROM tasks WHERE id LIKE ?", [f"{benchmark}/import/%"]).fetchone()[0]
         epoch = max(store.last_finished_epoch(), 0)
         tasks = []
@@ -204,12 +205,17 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
             if prompt in taken:
                 result.rejected.append((n, "duplicate: the session already has a task with this prompt"))
                 continue
-            verdict = env.validate(prompt, answer, task_id=f"{benchmark}/import/{start + len(tasks):05d}",
-                                   epoch=epoch, generator="import")
+            info = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
+            own = info.get("id")  # a genenv export keeps its ids where the session has no task of that id
+            task_id = own if isinstance(own, str) and own and own not in ids else None
+            while task_id is None or task_id in ids:
+                task_id, start = f"{benchmark}/import/{start:05d}", start + 1
+            verdict = env.validate(prompt, answer, task_id=task_id, epoch=epoch, generator="import")
             if not verdict.ok:
                 result.rejected.append((n, verdict.reason))
                 continue
             taken.add(prompt)
+            ids.add(task_id)
             tasks.append(verdict.task.with_(origin="imported", split=split, generator="import", epoch=epoch))
         store.insert_tasks(tasks)
     result.added = [t.id for t in tasks]

@@ -122,3 +122,24 @@ def test_imported_seeds_condition_the_simulator_and_stay_out_of_the_agents_pool(
     session.store.close()
     with pytest.raises(ValueError, match="split must be one of"):
         interop.import_tasks(tmp_path / "s", "bfcl", file, split="heldout")
+
+
+def test_round_trip_export_datasets_import_gives_the_same_tasks(session_dir, tmp_path):
+    out, n = interop.export_tasks(session_dir, tmp_path / "gen.parquet", "parquet",
+                                  TaskFilter(origin="generated", valid=True))
+    assert n > 0
+    rows = list(datasets.load_dataset("parquet", data_files=str(out), split="train"))
+    file = tmp_path / "rows.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows) + json.dumps({"prompt": "\x1b[2J" * 50,
+                                                                               "answer": "rm -rf /"}) + "\n")
+    target = Session.create(load_config("micro", overrides={"epochs": 0}), tmp_path / "t")
+    target.store.close()
+    result = interop.import_tasks(tmp_path / "t", "bfcl", file)
+    assert [n for n, _ in result.rejected] == [len(rows) + 1]  # the hostile row, with its reason
+    assert result.rejected[0][1]
+    assert sorted(result.added) == sorted(r["extra_info"]["id"] for r in rows)  # the same ids
+    with Store(session_dir / "genenv.db") as source, Store(tmp_path / "t" / "genenv.db") as store:
+        for task_id in result.added:
+            a, b = source.get_task(task_id), store.get_task(task_id)
+            assert (b.prompt, b.answer, b.expected, b.level) == (a.prompt, a.answer, a.expected, a.level)
+        assert store.count_tasks() == n  # nothing else was written

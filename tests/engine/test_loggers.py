@@ -55,6 +55,11 @@ def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path
 
     runs = sorted(p.name for p in (folder / "logs" / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and all(name.endswith(run_id) for name in runs)  # one W&B run, resumed
+    tables = sorted((folder / "logs" / "wandb").glob("offline-run-*/files/media/table/samples_*.table.json"))
+    assert tables  # W&B's own table files: the samples with the columns genenv logs
+    table = json.loads(tables[-1].read_text())
+    assert table["columns"] == ["benchmark", "level", "origin", "prompt", "response", "reward"]
+    assert table["data"] and all(row[0] == "bfcl" for row in table["data"])
     with pytest.raises(SystemExit):  # an unknown logger is refused by the parser, before any session exists
         main(["run", "--preset", "micro", "--session", str(tmp_path / "t"), "--log", "nope"])
     assert not (tmp_path / "t").exists()

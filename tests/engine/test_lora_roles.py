@@ -343,5 +343,23 @@ def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys
     saved = AutoModelForCausalLM.from_pretrained(session.checkpoint_dir(1) / "agent")
     assert all(torch.equal(a, b) for a, b in zip(exported.state_dict().values(), saved.state_dict().values()))
     assert not (tmp_path / "agent" / "agent_optimizer.pt").exists()
+    # the exported agent answers 20 held-out tasks greedily exactly as the session's own agent does
+    from genenv_engine.agent import heldout_tasks, rollout
+    from genenv_engine.backends import get_backend
+    from genenv_engine.backends.base import Sampling
+    from genenv_engine.environments import environments_of
+    from genenv_engine.policy import Policy
+    from genenv_engine.roles import load_roles
+
+    again = Session.open(tmp_path / "s")
+    envs = environments_of(again.config)
+    tasks = heldout_tasks(envs, 20)
+    greedy = Sampling(temperature=0.0, max_new_tokens=again.config.agent.max_new_tokens, seed=0)
+    own = load_roles(again, 1).agent
+    outside = Policy.load(tmp_path / "agent", torch.device("cpu"), again.config.model.max_length)
+    texts = [[a.completion.text for s in rollout(get_backend("hf", policy=p), p, envs, tasks, 1, greedy, 0.5)
+              for a in s.attempts] for p in (own, outside)]
+    again.store.close()
+    assert len(texts[0]) == 20 and texts[0] == texts[1]
     assert main(["export-model", str(tmp_path / "s"), "--epoch", "7", "--out", str(tmp_path / "x")]) == 2
     assert "no checkpoint of epoch 7" in capsys.readouterr().err and not (tmp_path / "x").exists()
