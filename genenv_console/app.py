@@ -37,11 +37,13 @@ from genenv_console.messages import (CreateSession, EngineIdled, EngineMessage, 
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
 from genenv_console.safe import clean
 from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
+from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, batch_rows
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
 from genenv_console.screens.sessions import SessionsScreen
 from genenv_console.screens.tasks import TasksScreen
 from genenv_console.state import RunState, describe
+from genenv_console.widgets.plots import PlotPicked
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
     from genenv_engine.roles import BackendFactory
@@ -269,6 +271,29 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         self.state.error = self.state.error or str(error)
         self.dashboard.show_state(self.state, {"status"})
         self.push_screen(ErrorScreen(f"The engine stopped with an error: {self.state.error}", details))
+
+    @on(PlotPicked)
+    def _plot_picked(self, message: PlotPicked) -> None:
+        """Open what is behind the picked epoch: its batches (calibration) or its held-out answers (held-out)."""
+        if self.ui_store is None or self.session_path is None or self.session_config is None:
+            return
+        if message.plot == "calibration":
+            view = SessionView.from_store(self.ui_store, self.session_config, self.session_path)
+            self.push_screen(EpochBatchesScreen(message.epoch, batch_rows(view, message.epoch)))
+        elif message.plot == "heldout":
+            from genenv_engine.agent import heldout_tasks
+            from genenv_engine.environments import environments_of
+
+            rows = {m["epoch"]: m for m in self.ui_store.epoch_metrics()}
+            correct = lambda e: "".join((rows.get(e) or {}).get("heldout_correct", {}).values()) or None  # noqa: E731
+            now = correct(message.epoch)
+            if now is None:
+                self.notify(f"epoch {message.epoch} has no held-out results", severity="warning")
+                return
+            per_benchmark = len(next(iter(rows[message.epoch]["heldout_correct"].values())))
+            tasks = heldout_tasks(environments_of(self.session_config), per_benchmark)  # the strings' order
+            self.push_screen(HeldoutEpochScreen(message.epoch, tasks, now, correct(message.epoch - 1),
+                                                self.ui_store.heldout_answers(message.epoch)))
 
     # -- actions -------------------------------------------------------------------------------
 

@@ -561,6 +561,10 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
     with PhaseTimer(emit, epoch, "heldout_eval", seconds):
         rates, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
                                  cfg.agent.success_threshold, progress)
+    session.store.insert_rollouts([  # the greedy answers, so the console can show what changed between epochs
+        {"task_id": s.task.id, "epoch": epoch, "response": a.completion.text, "reward": a.reward,
+         "success": a.success, "error_type": a.result.error_type, "purpose": "heldout"}
+        for s in scored for a in s.attempts])
     by_level: dict[str, dict[str, float]] = {}
     for name, env in envs.items():
         buckets: dict[str, list[int]] = {}

@@ -625,6 +625,13 @@ class Store:
         rows = self._rows("SELECT * FROM rollouts WHERE task_id = ? ORDER BY id", [task_id])
         return [_bools(row, "success") for row in rows]
 
+    def heldout_answers(self, epoch: int) -> dict[str, dict[str, Any]]:
+        """The agent's greedy held-out answer of ``epoch`` per task id: response, success, error type (empty for
+        an epoch evaluated before answers were stored)."""
+        sql = ("SELECT task_id, response, success, error_type FROM rollouts WHERE epoch = ? AND purpose = 'heldout' "
+               "ORDER BY id")
+        return {row["task_id"]: _bools(row, "success") for row in self._rows(sql, [epoch])}
+
     def train_rollouts(self, epoch: int) -> list[dict[str, Any]]:
         """(task_id, reward, response) of the agent's training rollouts of ``epoch``, in insertion order."""
         sql = "SELECT task_id, reward, response FROM rollouts WHERE epoch = ? AND purpose = 'train' ORDER BY id"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.binding import Binding
+from textual.message import Message
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
@@ -58,13 +60,69 @@ class MetricPlot(PlotextPlot):
         raise NotImplementedError
 
 
-class CalibrationPlot(MetricPlot):
+class PlotPicked(Message):
+    """``enter`` on a focused plot: open what is behind the ``epoch`` its cursor marks."""
+
+    def __init__(self, plot: str, epoch: int) -> None:
+        super().__init__()
+        self.plot, self.epoch = plot, epoch
+
+
+class EpochCursor(MetricPlot):
+    """A plot that can be focused (tab or a click): left/right move a cursor along its epochs, drawn as a vertical
+    line, and enter posts `PlotPicked` for the marked epoch."""
+
+    can_focus = True
+    BINDINGS = [Binding("left", "move(-1)", "earlier epoch", show=False),
+                Binding("right", "move(1)", "later epoch", show=False),
+                Binding("enter", "pick", "open epoch")]
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
+        self.cursor: int | None = None
+
+    def epochs(self) -> list[int]:
+        """The epochs the plot shows points for, in order."""
+        raise NotImplementedError
+
+    def action_move(self, step: int) -> None:
+        """Move the cursor to the previous or next epoch with a point (the last one first)."""
+        epochs = self.epochs()
+        if not epochs:
+            return
+        if self.cursor not in epochs:
+            self.cursor = epochs[-1]
+        else:
+            self.cursor = epochs[max(0, min(len(epochs) - 1, epochs.index(self.cursor) + step))]
+        self.watch_data()
+
+    def action_pick(self) -> None:
+        """Open the marked epoch (the last one when no cursor was moved)."""
+        epochs = self.epochs()
+        if not epochs:
+            return
+        if self.cursor not in epochs:
+            self.cursor = epochs[-1]
+            self.watch_data()
+        self.post_message(PlotPicked(self.id or "", self.cursor))
+
+    def draw_cursor(self, plt: Any) -> None:
+        if self.cursor is not None and self.cursor in self.epochs():
+            plt.vline(self.cursor, "white")
+
+
+class CalibrationPlot(EpochCursor):
     """Mean p-hat of each epoch's generated tasks per benchmark, against the alpha line and its band."""
+
+    def epochs(self) -> list[int]:
+        data = self.data
+        return sorted({e for pts in data.points.values() for e, _ in pts}) if data is not None else []
 
     def replot(self, plt: Any, data: Calibration | None) -> None:
         if data is None:
             plt.title("calibration")
             return
+        self.draw_cursor(plt)
         epochs = sorted({e for pts in data.points.values() for e, _ in pts})
         span = [min(epochs) - 0.5, max(epochs) + 0.5] if epochs else [0.5, 1.5]
         plt.plot(span, [data.alpha] * 2, color="gray", label=f"α={data.alpha:g}")
@@ -82,11 +140,15 @@ class CalibrationPlot(MetricPlot):
         _epoch_ticks(plt, epochs or [1])
 
 
-class HeldoutPlot(MetricPlot):
+class HeldoutPlot(EpochCursor):
     """Held-out success per benchmark per epoch (epoch 0 is the warm start)."""
+
+    def epochs(self) -> list[int]:
+        return sorted({e for pts in (self.data or {}).values() for e, _ in pts})
 
     def replot(self, plt: Any, data: dict[str, list[tuple[int, float]]] | None) -> None:
         data = data or {}
+        self.draw_cursor(plt)
         epochs = sorted({e for pts in data.values() for e, _ in pts})
         for i, (bench, pts) in enumerate(sorted(data.items())):
             if pts:

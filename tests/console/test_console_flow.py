@@ -29,7 +29,8 @@ SIZE = (140, 44)
 
 def rollout_ids(store: Store, epoch: int) -> set[str]:
     """Task ids the agent rolled out (trained on) in ``epoch``."""
-    return {r[0] for r in store.db.execute("SELECT task_id FROM rollouts WHERE epoch = ?", [epoch]).fetchall()}
+    return {r[0] for r in store.db.execute("SELECT task_id FROM rollouts WHERE epoch = ? AND purpose = 'train'",
+                                           [epoch]).fetchall()}
 
 
 async def test_run_pause_edit_ban_resume_stop_and_resume_session(tmp_path, scripted_factory):

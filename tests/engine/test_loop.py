@@ -61,8 +61,17 @@ def test_micro_run_event_order_rows_and_checkpoints(tmp_path):
     cfg = session.config
     for m in metrics[1:]:
         assert m["generated"] == cfg.simulator.seeds_per_epoch * cfg.simulator.variations
-        n_rollouts = len(session.store.db.execute("select 1 from rollouts where epoch = ?", [m["epoch"]]).fetchall())
+        n_rollouts = len(session.store.db.execute("select 1 from rollouts where epoch = ? and purpose = 'train'",
+                                                  [m["epoch"]]).fetchall())
         assert n_rollouts == m["tasks_trained"] * cfg.agent.rollouts
+        answers = session.store.heldout_answers(m["epoch"])  # one greedy answer per held-out task, as scored
+        assert len(answers) == cfg.heldout_size
+        correct = m["heldout_correct"]["bfcl"]
+        from genenv_engine.agent import heldout_tasks
+        from genenv_engine.environments import environments_of
+
+        order = [t.id for t in heldout_tasks(environments_of(cfg), cfg.heldout_size)]
+        assert "".join(str(int(answers[i]["success"])) for i in order) == correct
         assert set(m["heldout"]) == {"bfcl"} and 0.0 <= m["heldout"]["bfcl"] <= 1.0
     assert session.checkpoint_epochs() == [0, 1, 2]
     assert all((session.checkpoint_dir(e) / "COMPLETE").exists() for e in (0, 1, 2))
@@ -258,7 +267,8 @@ def test_hand_edit_made_between_epochs_is_trained_on_next_epoch(tmp_path):
     resumed.set_epochs(2)
     run(resumed, backend_factory=factory)
     trained = {r["task_id"] for r in resumed.store.db.execute(
-        "select task_id from rollouts where epoch = 2").fetchall() for r in [dict(zip(["task_id"], r))]}
+        "select task_id from rollouts where epoch = 2 and purpose = 'train'").fetchall()
+        for r in [dict(zip(["task_id"], r))]}
     assert edited.id in trained
     assert env_task.id not in trained  # the superseded revision is no longer used
 

@@ -1,0 +1,54 @@
+"""From a dashboard plot to what is behind it: an epoch's batches, its held-out answers and what flipped."""
+
+from __future__ import annotations
+
+from conftest import first, wait_until
+
+from genenv_engine.session_view import SessionView
+from genenv_engine.store import Store
+
+from genenv_console import messages as M
+from genenv_console.__main__ import make_app
+from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, batch_rows
+from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot
+
+
+async def test_enter_on_a_plot_opens_the_epoch_behind_its_cursor(tmp_path, scripted_factory):
+    app = make_app(preset="micro", overrides={"epochs": 2}, sessions_root=tmp_path, backend_factory=scripted_factory)
+    msgs: list = []
+    async with app.run_test(size=(160, 48), message_hook=msgs.append) as pilot:
+        await wait_until(lambda: first(msgs, M.RunFinished), 120, "the run")
+        await pilot.pause()
+        plot = app.dashboard.query_one(CalibrationPlot)
+        plot.focus()
+        await pilot.press("right")  # the cursor starts at the last epoch
+        await pilot.press("left")
+        assert plot.cursor == 1
+        await pilot.press("enter")
+        await wait_until(lambda: isinstance(app.screen, EpochBatchesScreen), 10, "the batches")
+        with Store(app.session_path / "genenv.db") as store:
+            stored = store.batches(1)
+            view = SessionView.from_store(store, app.session_config, app.session_path)
+        table = app.screen.query_one("#drill-table")
+        assert table.row_count == len(stored) > 0 and app.screen.rows == batch_rows(view, 1)
+        assert {r[0] for r in app.screen.rows} == {b["id"] for b in stored}
+        await pilot.press("escape")
+
+        held = app.dashboard.query_one(HeldoutPlot)
+        held.focus()
+        await pilot.press("enter")  # the last epoch
+        await wait_until(lambda: isinstance(app.screen, HeldoutEpochScreen), 30, "the held-out answers")
+        screen = app.screen
+        with Store(app.session_path / "genenv.db") as store:
+            rows = {m["epoch"]: m for m in store.epoch_metrics()}
+            answers = store.heldout_answers(2)
+        now, before = rows[2]["heldout_correct"]["bfcl"], rows[1]["heldout_correct"]["bfcl"]
+        assert screen.epoch == 2 and screen.now == now and screen.before == before
+        all_rows = screen.rows()
+        assert len(all_rows) == len(now) == len(answers)
+        assert all(r[3] == ("✓" if answers[r[0]]["success"] else "✗") for r in all_rows)  # stored answer, verdict
+        flips = sum(a != b for a, b in zip(now, before))
+        await pilot.press("f")
+        assert len(screen.rows()) == flips == screen.query_one("#drill-table").row_count
+        await pilot.press("f", "l")
+        assert {r[1] for r in screen.rows()} == {str(screen.levels[0])}
