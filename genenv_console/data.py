@@ -146,15 +146,46 @@ def table_row(row: dict[str, Any], prompt_chars: int = 60) -> tuple[str, ...]:
             fmt(row.get("n_rollouts")), prompt[:prompt_chars])
 
 
-def task_detail(store: Store, task_id: str, max_rollouts: int = 20) -> dict[str, Any] | None:
-    """Everything the detail pane shows: the task row, its rollouts and its lineage to the seed."""
+def task_detail(store: Store, task_id: str, max_rollouts: int = 20, group_size: int | None = None
+                ) -> dict[str, Any] | None:
+    """Everything the detail pane shows: the task row, its rollouts, its GRPO groups (with ``group_size``, the
+    run's rollouts per task) and its lineage to the seed."""
     task = store.get_task(task_id)
     if task is None:
         return None
     stats = store.task_stats(task_id) or {}
     rollouts = store.rollouts_for(task_id)
+    groups = grpo_groups(rollouts, group_size) if group_size else []
     return {"task": task, "stats": stats, "rollouts": rollouts[-max_rollouts:], "n_rollouts": len(rollouts),
-            "lineage": store.lineage(task_id)}
+            "groups": groups, "lineage": store.lineage(task_id)}
+
+
+def grpo_groups(rollouts: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """A task's training rollouts as the GRPO groups they were: each epoch's rollouts in consecutive runs of ``k``
+    (a task replayed twice in an epoch made two groups), each with its rewards' group-normalised advantages as the
+    trainer computes them (`genenv_engine.algorithms.group_advantages`).
+
+    >>> gs = grpo_groups([{"epoch": 1, "purpose": "train", "reward": r} for r in (1.0, 0.0)] +
+    ...                  [{"epoch": 1, "purpose": "heldout", "reward": 1.0}], 2)
+    >>> [(g["epoch"], [round(a, 3) for a in g["advantages"]]) for g in gs]
+    [(1, [0.707, -0.707])]
+    """
+    import torch
+
+    from genenv_engine.algorithms import group_advantages
+
+    by_epoch: dict[int, list[dict[str, Any]]] = {}
+    for r in rollouts:
+        if r.get("purpose", "train") == "train":
+            by_epoch.setdefault(r.get("epoch"), []).append(r)
+    groups = []
+    for epoch, rows in by_epoch.items():
+        for i in range(0, len(rows) - k + 1, k):
+            part = rows[i:i + k]
+            rewards = torch.tensor([[float(r.get("reward") or 0.0) for r in part]])
+            groups.append({"epoch": epoch, "rollouts": part, "advantages": group_advantages(rewards)[0].tolist(),
+                           "mean_reward": float(rewards.mean())})
+    return groups
 
 
 # -- hand edits --------------------------------------------------------------------------------

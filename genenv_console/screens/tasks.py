@@ -72,6 +72,20 @@ def detail_text(detail: dict[str, Any] | None) -> Text:
                    f"{clean(r.get('response') or '', 80, one_line=True)}\n")
     if not detail["rollouts"]:
         out.append("none yet\n", style="dim")
+    groups = detail.get("groups") or []
+    if groups:
+        out.append(f"\nGRPO groups ({len(groups)}: trained on in the epoch named; advantage = group-normalised "
+                   "reward)\n", style="bold underline")
+        for g in groups[-6:]:
+            flat = " (all rewards equal: no gradient)" if all(abs(a) < 1e-9 for a in g["advantages"]) else ""
+            out.append(f"epoch {g['epoch']}: mean reward {fmt(g['mean_reward'])}{flat}\n", style="bold")
+            for r, adv in zip(g["rollouts"], g["advantages"]):
+                mark = ("✔", "green") if r.get("success") else ("✘", "red")
+                out.append(f"  {mark[0]} ", style=mark[1])
+                version = f"v{r['policy_version']}" if r.get("policy_version") is not None else "v-"
+                error = r.get("error_type") or "-"
+                out.append(f"adv {adv:+.2f}  reward {fmt(r.get('reward'))}  {version}  {clean(error, 20)}  "
+                           f"{clean(r.get('response') or '', 60, one_line=True)}\n")
     out.append("\nlineage\n", style="bold underline")
     for depth, t in enumerate(detail["lineage"]):
         out.append(("  " * depth) + ("└ " if depth else ""))
@@ -177,7 +191,8 @@ class TasksScreen(Screen):
     def show_detail(self, task_id: str | None) -> None:
         """Fill the detail pane for one task."""
         self.selected_id = task_id
-        detail = task_detail(self.store, task_id) if (self.store is not None and task_id) else None
+        k = self.config.agent.rollouts if getattr(self, "config", None) is not None else None
+        detail = task_detail(self.store, task_id, group_size=k) if (self.store is not None and task_id) else None
         self.query_one("#detail", Static).update(detail_text(detail))
 
     @on(DataTable.RowHighlighted, "#table")

@@ -52,3 +52,34 @@ async def test_enter_on_a_plot_opens_the_epoch_behind_its_cursor(tmp_path, scrip
         assert len(screen.rows()) == flips == screen.query_one("#drill-table").row_count
         await pilot.press("f", "l")
         assert {r[1] for r in screen.rows()} == {str(screen.levels[0])}
+
+
+def test_a_tasks_grpo_groups_carry_the_trainers_advantages(tmp_path):
+    import torch
+
+    from genenv_engine.algorithms import group_advantages
+    from genenv_engine.config import load_config
+    from genenv_engine.loop import run
+    from genenv_engine.session import Session
+    from genenv_engine.testing import scripted_backends
+
+    from genenv_console.data import task_detail
+    from genenv_console.screens.tasks import detail_text
+
+    session = Session.create(load_config("micro", overrides={"epochs": 2}), tmp_path / "s")
+    run(session, backend_factory=scripted_backends(p=0.5))
+    k = session.config.agent.rollouts
+    store = session.store
+    task_id = store.db.execute("SELECT task_id FROM rollouts WHERE purpose = 'train' GROUP BY task_id "
+                               "ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    train = [r for r in store.rollouts_for(task_id) if r["purpose"] == "train"]
+    detail = task_detail(store, task_id, group_size=k)
+    groups = detail["groups"]
+    assert len(groups) == len(train) // k and sum(len(g["rollouts"]) for g in groups) == len(train)
+    for g in groups:
+        rewards = torch.tensor([[r["reward"] for r in g["rollouts"]]])
+        assert g["advantages"] == group_advantages(rewards)[0].tolist()
+        assert {r["epoch"] for r in g["rollouts"]} == {g["epoch"]}
+    text = detail_text(detail).plain
+    assert "GRPO groups" in text and f"epoch {groups[-1]['epoch']}: mean reward" in text
+    store.close()
