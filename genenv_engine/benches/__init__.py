@@ -17,5 +17,6 @@ BENCHES = {
     "grpo": "genenv_engine.benches.grpo",
     "ranking": "genenv_engine.benches.ranking",
     "passk": "genenv_engine.benches.passk",
+    "records-diff": "genenv_engine.benches.records_diff",
 }
 """Benchmark name -> module implementing it."""
