@@ -17,6 +17,6 @@ BENCHES = {
     "grpo": "genenv_engine.benches.grpo",
     "ranking": "genenv_engine.benches.ranking",
     "passk": "genenv_engine.benches.passk",
-    "records-diff": "genenv_engine.benches.records_diff",
+    "records-diff": "genenv_engine.experiments.records_diff",  # study tooling: reads run records
 }
 """Benchmark name -> module implementing it."""
