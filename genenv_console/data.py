@@ -117,24 +117,54 @@ def fmt(value: Any, digits: int = 2) -> str:
 TABLE_COLUMNS = ("id", "bench", "origin", "status", "ep", "valid", "p̂", "R_env", "roll", "prompt")
 """Column labels of the tasks table."""
 
-COLUMN_WIDTHS = (24, 8, 9, 10, 3, 5, 5, 6, 4, 60)
-"""Character width of each column of the tasks table."""
+COLUMN_WIDTHS = (18, 6, 9, 8, 3, 5, 4, 5, 4, 60)
+"""Character width of each column of the tasks table; the prompt's is the default, the free width replaces it."""
+MIN_PROMPT = 20
+"""The narrowest the prompt column gets."""
 
 
-def table_line(cells: tuple[str, ...]) -> str:
-    """One row of the tasks table as a single fixed-width line (one table cell renders ~10x faster than ten).
+def prompt_width(table_width: int) -> int:
+    """The prompt column's width in a table ``table_width`` characters wide: all that the other columns leave.
 
-    >>> table_line(("gen/e1/0", "bfcl", "generated", "active", "1", "yes", "0.50", "0.969", "4", "F: x"))[:47]
-    'gen/e1/0                  bfcl      generated  '
+    >>> prompt_width(110), prompt_width(60)
+    (28, 20)
     """
+    fixed = sum(COLUMN_WIDTHS[:-1]) + 2 * (len(COLUMN_WIDTHS) - 1)
+    return max(MIN_PROMPT, table_width - fixed - 2)
+
+
+def short_id(task_id: str, width: int = COLUMN_WIDTHS[0]) -> str:
+    """A task id cut in the middle to ``width`` characters, keeping its start and its distinguishing end (the detail
+    pane shows it whole).
+
+    >>> short_id("bfcl/seed/00008"), short_id("gen/e12/bfcl/batch-0003/v2", 18)
+    ('bfcl/seed/00008', 'gen/e12/…h-0003/v2')
+    """
+    if len(task_id) <= width:
+        return task_id
+    head = (width - 1) // 2
+    return task_id[:head] + "…" + task_id[len(task_id) - (width - 1 - head):]
+
+
+def table_line(cells: tuple[str, ...], prompt: int | None = None) -> str:
+    """One row of the tasks table as a single fixed-width line (one table cell renders ~10x faster than ten); the
+    prompt column ``prompt`` characters wide (default: its width in `COLUMN_WIDTHS`).
+
+    >>> table_line(("gen/e1/0", "bfcl", "generated", "active", "1", "yes", "0.50", "0.969", "4", "F: x"))[:39]
+    'gen/e1/0            bfcl    generated  '
+    """
+    widths = COLUMN_WIDTHS[:-1] + ((prompt or COLUMN_WIDTHS[-1]),)
     out = []
-    for cell, width in zip(cells, COLUMN_WIDTHS):
-        text = cell if len(cell) <= width else cell[: width - 1] + "…"
+    for i, (cell, width) in enumerate(zip(cells, widths)):
+        if i == 0:
+            text = short_id(cell, width)
+        else:
+            text = cell if len(cell) <= width else cell[: width - 1] + "…"
         out.append(text.ljust(width))
     return "  ".join(out).rstrip()
 
 
-def table_row(row: dict[str, Any], prompt_chars: int = 60) -> tuple[str, ...]:
+def table_row(row: dict[str, Any], prompt_chars: int = 400) -> tuple[str, ...]:
     """The cells of one tasks-table row, every text cell through the console's sanitiser (one line each)."""
     status = row.get("status") or "active"
     if row.get("superseded_by"):

@@ -22,8 +22,8 @@ from genenv_engine.config import RunConfig
 from genenv_engine.records import ORIGINS, STATUSES
 from genenv_engine.store import Store
 
-from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt, table_line,
-                                 table_row, task_detail, task_page, toggle_status)
+from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt, prompt_width,
+                                 table_line, table_row, task_detail, task_page, toggle_status)
 from genenv_console.messages import TaskRevised, TaskStatusChanged
 from genenv_console.safe import clean, safe_text
 from genenv_console.screens.edit import EditScreen
@@ -175,8 +175,10 @@ class TasksScreen(Screen):
             return
         self.current = task_page(store, self.filters, self.page)
         self.page = self.current.page
+        width = self.prompt_chars()
+        self._drawn_width = width
         for row in self.current.rows:
-            table.add_row(Text(table_line(table_row(row))), key=row["id"])
+            table.add_row(Text(table_line(table_row(row), width)), key=row["id"])
         info = f"page {self.current.page + 1}/{self.current.pages} · {self.current.total:,} tasks"
         active = {k: v for k, v in asdict(self.filters).items() if v not in (None, "")}
         if active:
@@ -187,6 +189,16 @@ class TasksScreen(Screen):
         if target is not None:
             table.move_cursor(row=ids.index(target))
         self.show_detail(target or (ids[0] if ids else None))
+
+    def prompt_chars(self) -> int:
+        """The prompt column's width: what the table's width leaves after the other columns."""
+        table = self.query_one(DataTable)
+        return prompt_width(table.size.width or 110)
+
+    def on_resize(self) -> None:
+        """Redraw the rows when the table's width changed the prompt column's."""
+        if self.current is not None and getattr(self, "_drawn_width", None) != self.prompt_chars():
+            self.load_page(keep=self.selected_id)
 
     def show_detail(self, task_id: str | None) -> None:
         """Fill the detail pane for one task."""

@@ -83,3 +83,24 @@ def test_a_tasks_grpo_groups_carry_the_trainers_advantages(tmp_path):
     text = detail_text(detail).plain
     assert "GRPO groups" in text and f"epoch {groups[-1]['epoch']}: mean reward" in text
     store.close()
+
+
+async def test_the_tasks_table_gives_the_prompt_the_free_width(tmp_path, scripted_factory):
+    from genenv_console.data import COLUMN_WIDTHS
+    from genenv_console.screens.tasks import TasksScreen
+
+    app = make_app(preset="micro", overrides={"epochs": 1}, sessions_root=tmp_path, backend_factory=scripted_factory)
+    msgs: list = []
+    async with app.run_test(size=(180, 50), message_hook=msgs.append) as pilot:
+        await wait_until(lambda: first(msgs, M.RunFinished), 120, "the run")
+        await pilot.press("t")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TasksScreen)
+        table = screen.query_one("#table")
+        width = screen.prompt_chars()
+        assert width >= 35 and width > COLUMN_WIDTHS[0]  # the prompt is the widest column
+        line = table.get_row_at(0)[0].plain
+        assert len(line) <= table.size.width  # nothing cut off by the table's edge
+        row = screen.current.rows[0]
+        assert row["prompt"].replace("\n", " ")[:20] in line or len(row["prompt"]) < 20

@@ -166,7 +166,8 @@ async def drive(path, text: str) -> None:
         table = screen.query_one(DataTable)
         index = [r["id"] for r in screen.current.rows].index("gen/e1/bfcl/0000-0")
         cell = table.get_row_at(index)[0]
-        assert isinstance(cell, Text) and cell.plain == table_line(table_row(screen.current.rows[index]))
+        assert isinstance(cell, Text)
+        assert cell.plain == table_line(table_row(screen.current.rows[index]), screen.prompt_chars())
         table.move_cursor(row=index)
         await pilot.pause()
         detail = screen.query_one("#detail", Static).render()
