@@ -404,6 +404,10 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         screen = self.screen
         if getattr(screen, "BINDINGS", None) and not isinstance(screen, HelpScreen):
             sections.append((type(screen).__name__.replace("Screen", "").lower(), binding_rows(screen.BINDINGS)))
+        if screen is self.dashboard:
+            sections.append(("a focused plot (tab or click): calibration, held-out",
+                             [("←/→", "Pick an epoch"), ("enter", "Open what is behind it: the epoch's batches, or "
+                                                                   "its held-out answers (f flipped only, l level)")]))
         self.push_screen(HelpScreen(sections))
 
     async def action_quit(self) -> None:

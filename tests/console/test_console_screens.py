@@ -180,6 +180,7 @@ async def test_help_screen_and_command_palette(fixed_session):
         assert isinstance(app.screen, HelpScreen)
         rows = [app.screen.query_one(DataTable).get_row_at(i) for i in range(app.screen.query_one(DataTable).row_count)]
         assert ["everywhere", "space", "Pause/Resume"] in rows and ["everywhere", "x", "Export"] in rows
+        assert any(r[1] == "enter" and "held-out answers" in r[2] for r in rows)  # the plots' drill-down keys
         await pilot.press("escape")
         await pilot.press("ctrl+p")
         await pilot.pause()
