@@ -99,6 +99,8 @@ def connect(address: str, workers: int) -> bool:
     An unreachable or refusing cluster raises `ConfigError` (``ray.address``) with one line."""
     import ray
 
+    if address != "local":
+        check_reachable(address)  # also when this process already joined a cluster: the one asked for must answer
     if ray.is_initialized():
         return False
     try:
@@ -106,7 +108,6 @@ def connect(address: str, workers: int) -> bool:
             ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         else:
-            check_reachable(address)
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except (ConnectionError, TimeoutError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
