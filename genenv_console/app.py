@@ -42,37 +42,13 @@ from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
 from genenv_console.screens.sessions import SessionsScreen
 from genenv_console.screens.tasks import TasksScreen
-from genenv_console.state import RunState, describe
+from genenv_console.state import RunState, describe, history_lines
 from genenv_console.widgets.plots import PlotPicked
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
     from genenv_engine.roles import BackendFactory
 
-HISTORY_LINES = 200
-"""Stored events replayed into the event log when a session is opened."""
 
-
-def history_lines(store: Store, limit: int = HISTORY_LINES) -> list[str]:
-    """Event-log lines for the last ``limit`` stored events of a session."""
-    return history_lines_after(store, max(0, store.last_event_id() - limit), limit)[0]
-
-
-def history_lines_after(store: Store, after_id: int, limit: int = HISTORY_LINES) -> tuple[list[str], int]:
-    """Event-log lines for the stored events after id ``after_id`` (at most ``limit``), and the last id read."""
-    lines, last = [], after_id
-    for row in store.events(after_id=after_id, limit=limit):
-        last = row["id"]
-        cls = getattr(ev, row["kind"], None)
-        if row["kind"] == "PartialEpochDiscarded":
-            lines.append(f"epoch {row['epoch']} was partial: discarded on resume")
-        elif isinstance(cls, type) and issubclass(cls, ev.Event):
-            try:
-                line = describe(cls(**row["payload"]))
-            except TypeError:
-                line = row["kind"]
-            if line:
-                lines.append(line)
-    return lines, last
 
 
 class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
@@ -96,7 +72,6 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
-    lines_after = staticmethod(history_lines_after)
 
     def __init__(self, session_path: Path | None = None, sessions_root: Path = Path("sessions"),
                  backend_factory: BackendFactory | None = None, autostart: bool = True) -> None:
@@ -262,7 +237,7 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
             return
         if event.worker is not self._engine:
             return
-        if isinstance(error, SessionBusy):  # another engine runs this session; the refusal changed nothing
+        if isinstance(error, SessionBusy):  # another engine runs the open session; the refusal changed nothing
             self.state.run = "stopped"
             self.dashboard.show_state(self.state, {"status"})
             self.notify(clean(str(error), 500, one_line=True), markup=False, severity="error", timeout=15)
@@ -336,7 +311,7 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
     def action_run(self) -> None:
         """Resume the open session from its last finished epoch."""
         if self.attached is not None:
-            self.notify(clean(f"{lease.describe(self.attached)} runs this session: space pauses it, s stops it",
+            self.notify(clean(f"{lease.describe(self.attached)} runs the open session: space pauses it, s stops it",
                               300, one_line=True), markup=False, severity="warning")
         elif self.state.active:
             self.notify("already running", severity="warning")

@@ -18,7 +18,7 @@ from genenv_engine import lease, remote
 from genenv_engine.session_view import SessionView
 
 from genenv_console.safe import clean
-from genenv_console.state import RunState
+from genenv_console.state import RunState, history_lines_after
 
 FOLLOW_SECONDS = 1.0
 """How often an attached console re-reads the session."""
@@ -28,8 +28,6 @@ class AttachMixin:
     """Adds following another engine's run to the app (which owns ``session_path``, ``ui_store``, ``state``,
     ``dashboard`` and ``log_lines``)."""
 
-    lines_after: Any = None
-    """``(store, after_id) -> (event-log lines, last id)``: the app's reader of stored events."""
     attached: dict[str, Any] | None = None
     """The record of the engine being followed (PID, host, since, what), None when not attached."""
     _follow_timer: Any = None
@@ -62,7 +60,7 @@ class AttachMixin:
         self.state = RunState.from_view(self.session_path.name,
                                         SessionView.from_store(self.ui_store, self.session_config, self.session_path))
         self.state.pause_after_epoch = pause_after
-        lines, self._follow_after = self.lines_after(self.ui_store, self._follow_after)
+        lines, self._follow_after = history_lines_after(self.ui_store, self._follow_after)
         for line in lines:
             self.log_lines.append(line)
             self.dashboard.log_line(line)

@@ -171,7 +171,7 @@ class RunState:
 
     @property
     def active(self) -> bool:
-        """Whether the engine worker is running this session."""
+        """Whether the engine worker is running the open session."""
         return self.run in ACTIVE
 
     def epochs_done(self) -> int:
@@ -387,3 +387,30 @@ def describe(event: ev.Event) -> str | None:
         return (f"e{e.epoch} Ray worker {e.worker}: {e.phase} batch {e.batch} ran past {e.seconds:g}s "  # type: ignore[attr-defined]
                 f"(attempt {e.attempt}), worker restarted, {then}")  # type: ignore[attr-defined]
     return kind
+
+
+HISTORY_LINES = 200
+"""Stored events replayed into the event log when a session is opened."""
+
+
+def history_lines(store: Any, limit: int = HISTORY_LINES) -> list[str]:
+    """Event-log lines for the last ``limit`` stored events of a session (``store``: a `genenv_engine.store.Store`)."""
+    return history_lines_after(store, max(0, store.last_event_id() - limit), limit)[0]
+
+
+def history_lines_after(store: Any, after_id: int, limit: int = HISTORY_LINES) -> tuple[list[str], int]:
+    """Event-log lines for the stored events after id ``after_id`` (at most ``limit``), and the last id read."""
+    lines, last = [], after_id
+    for row in store.events(after_id=after_id, limit=limit):
+        last = row["id"]
+        cls = getattr(ev, row["kind"], None)
+        if row["kind"] == "PartialEpochDiscarded":
+            lines.append(f"epoch {row['epoch']} was partial: discarded on resume")
+        elif isinstance(cls, type) and issubclass(cls, ev.Event):
+            try:
+                line = describe(cls(**row["payload"]))
+            except TypeError:
+                line = row["kind"]
+            if line:
+                lines.append(line)
+    return lines, last

@@ -63,22 +63,11 @@ def verl_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _simulator_versions(store: Store, ids: list[str]) -> dict[str, int | None]:
-    if not ids:
-        return {}
-    marks = ", ".join("?" for _ in ids)
-    rows = store.db.execute(f"SELECT id, simulator_version FROM tasks WHERE id IN ({marks})", ids).fetchall()
-    return {r[0]: r[1] for r in rows}
-
-
 def task_rows(store: Store, where: TaskFilter | None = None) -> list[dict[str, Any]]:
     """Every task matching ``where`` in the veRL layout, in id order (read a page at a time)."""
     out, offset = [], 0
     while True:
         rows = store.query_tasks(where, limit=PAGE, offset=offset, order="id")
-        if "simulator_version" not in (rows[0] if rows else {"simulator_version": None}):
-            versions = _simulator_versions(store, [r["id"] for r in rows])
-            rows = [{**r, "simulator_version": versions.get(r["id"])} for r in rows]
         out += [verl_row(r) for r in rows]
         if len(rows) < PAGE:
             return out
@@ -186,7 +175,7 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
     session_dir = Path(session_dir)
     config = config_from_file(session_dir / "config.toml")
     if benchmark not in config.benchmarks:
-        raise ValueError(f"{benchmark!r} is not one of this session's benchmarks ({', '.join(config.benchmarks)})")
+        raise ValueError(f"{benchmark!r} is not one of the session's benchmarks ({', '.join(config.benchmarks)})")
     env = get_environment(benchmark, config.seed, data_dir=config.data_dirs.get(benchmark))
     rows = read_rows(path)
     result = ImportResult()

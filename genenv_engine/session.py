@@ -194,7 +194,7 @@ class Session:
         `genenv_engine.loop.run` takes it itself when its caller has not. A lease that a dead process left is
         taken over and logged (``LeaseTakenOver``)."""
         if self.held is not None:
-            raise RuntimeError(f"{self.path}: this session object already holds its lease")
+            raise RuntimeError(f"{self.path}: the Session object already holds its lease")
         held = leases.acquire(self.path, what)
         held.on_release = lambda: setattr(self, "held", None)
         self.held = held

@@ -118,6 +118,8 @@ class TasksScreen(Screen):
         self.filters = TaskFilter()
         self.page = 0
         self.current: TaskPage | None = None
+        self._drawn_width: int | None = None
+        """The prompt column's width the rows were last drawn with."""
         self.selected_id: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -197,7 +199,7 @@ class TasksScreen(Screen):
 
     def on_resize(self) -> None:
         """Redraw the rows when the table's width changed the prompt column's."""
-        if self.current is not None and getattr(self, "_drawn_width", None) != self.prompt_chars():
+        if self.current is not None and self._drawn_width != self.prompt_chars():
             self.load_page(keep=self.selected_id)
 
     def show_detail(self, task_id: str | None) -> None:

@@ -90,7 +90,7 @@ def check_reachable(address: str, seconds: float = REACH_SECONDS) -> None:
             pass
     except OSError as exc:
         raise ConfigError("ray.address", f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}): check "
-                          f"that `ray status --address {address}` works from this machine, or run with --ray local; "
+                          f"that `ray status --address {address}` works from the machine running genenv, or run with --ray local; "
                           "nothing was run") from None
 
 

@@ -85,7 +85,7 @@ def test_import_validates_each_row_and_adds_only_the_valid_ones_to_the_pool(sess
         bad = tmp_path / "bad.jsonl"
         bad.write_text(json.dumps(plain) + "\n{oops\n")
         interop.import_tasks(session_dir, "bfcl", bad)
-    with pytest.raises(ValueError, match="not one of this session's benchmarks"):
+    with pytest.raises(ValueError, match="not one of the session's benchmarks"):
         interop.import_tasks(session_dir, "chain", file)
 
 
