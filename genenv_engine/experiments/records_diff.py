@@ -68,13 +68,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"{bench}: the records hold results on different numbers of tasks")
         levels = [envs[bench].bucket(t) for t in heldout_tasks({bench: envs[bench]}, len(a0))]
         diff = paired_change(b1, a1)
+        a_levels, b_levels = by_level(a0, a1, levels), by_level(b0, b1, levels)
         out[bench] = {
             "tasks": len(a0), "epoch0_differ": sum(x != y for x, y in zip(a0, b0)),
             "a": {"e0": a0.count("1") / len(a0), "e": a1.count("1") / len(a1), "change": paired_change(a0, a1)},
             "b": {"e0": b0.count("1") / len(b0), "e": b1.count("1") / len(b1), "change": paired_change(b0, b1)},
             "a_minus_b": {"diff": diff[0], "paired_se": diff[1]},
-            "by_level": {lv: {"a_change": by_level(a0, a1, levels)[lv]["delta"],
-                              "b_change": by_level(b0, b1, levels)[lv]["delta"],
+            "by_level": {lv: {"a_change": a_levels[lv]["delta"], "b_change": b_levels[lv]["delta"],
                               "a_minus_b": v["delta"], "paired_se": v["paired_se"], "n": v["n"]}
                          for lv, v in by_level(b1, a1, levels).items()},
         }
