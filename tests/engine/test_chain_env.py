@@ -130,7 +130,7 @@ def test_gold_of_a_hand_written_prompt():
 
 @pytest.fixture(scope="module")
 def k4(env):
-    return next(t for t in env.splits()["train"] if t.level == 4)
+    return next(t for t in env.splits()["heldout"] if t.level == 4)  # hint-free: a chain of four calls
 
 
 def calls_of(task) -> list[str]:
@@ -309,13 +309,12 @@ def test_default_splits_are_seeded_and_heldout_covers_every_level():
     hint_free = [t for name in ("heldout",) for t in sa[name]]
     assert all(t.difficulty["features"]["hint"] == 0 and " | hint " not in t.prompt for t in hint_free)
     assert all(t.level == t.difficulty["features"]["k"] for t in hint_free)  # held-out: the level is the chain
-    for name in ("train", "seed"):  # about half hinted below level 8, continuing a chain of level + j calls
+    for name in ("train", "seed"):  # every task below level 8 hinted, continuing a chain of level + j calls
         below = [t for t in sa[name] if t.level < 8]
-        hinted = [t for t in below if t.difficulty["features"]["hint"]]
-        assert 0.4 < len(hinted) / len(below) < 0.6, name
-        assert all(t.difficulty["features"]["k"] == t.level + t.difficulty["features"]["hint"] <= 8 for t in hinted)
-    short = [t for t in sa["train"] if t.level <= 2]  # what the chain preset's warm start sees: chains of 1-8 calls
-    assert {t.difficulty["features"]["k"] for t in short} == set(LEVELS)
+        assert all(1 <= t.difficulty["features"]["hint"] <= 8 - t.level for t in below), name
+        assert all(t.difficulty["features"]["k"] == t.level + t.difficulty["features"]["hint"] for t in below)
+    short = [t for t in sa["train"] if t.level <= 2]  # what the chain preset's warm start sees: chains of 2-8 calls
+    assert {t.difficulty["features"]["k"] for t in short} == set(LEVELS) - {1}
     assert set(Counter(t.difficulty["features"]["distractors"] for t in sa["train"])) == {0, 1, 2}
 
 
@@ -359,10 +358,13 @@ def test_hint_knob_writes_the_first_j_calls_of_a_longer_chain():
 
 
 def test_hint_rate_puts_hints_in_the_splits():
-    class Hinted(ChainEnv):
-        HINT_RATE = 1.0
+    class HalfHinted(ChainEnv):
+        HINT_RATE = 0.5
 
-    env = Hinted(seed=0, sizes=SIZES)
+    below = [t for t in HalfHinted(seed=0, sizes=SplitSizes(seed=8, train=800, heldout=8)).splits()["train"]
+             if t.level < 8]
+    assert 0.4 < sum(t.difficulty["features"]["hint"] > 0 for t in below) / len(below) < 0.6
+    env = ChainEnv(seed=0, sizes=SIZES)
     for task in env.splits()["train"]:
         j = task.difficulty["features"]["hint"]
         assert (j == 0) if task.level == 8 else (1 <= j <= 8 - task.level)
