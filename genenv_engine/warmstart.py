@@ -31,7 +31,7 @@ import random
 import shutil
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -305,11 +305,32 @@ def _train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Pol
     }
 
 
-def agent_pairs(agent, envs: dict[str, Environment], levels: tuple[int, ...] = ()) -> list[tuple[list[int], list[int]]]:
+class EncodedPairs(Sequence):
+    """The agent's SFT pairs, each encoded the first time it is drawn: `sft` draws ``steps x batch_size`` of them,
+    which for a short warm start over a large split is a small part of it (encoding all 8,000 of the chain
+    benchmark's short chains took longer than a micro warm start's training)."""
+
+    def __init__(self, tasks: list[Task], encode: Callable[[Task], tuple[list[int], list[int]]]) -> None:
+        self._tasks, self._encode = tasks, encode
+        self._done: dict[int, tuple[list[int], list[int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        if i not in self._done:
+            self._done[i] = self._encode(self._tasks[i])
+        return self._done[i]
+
+
+def agent_pairs(agent, envs: dict[str, Environment], levels: tuple[int, ...] = ()) -> EncodedPairs:
     """The agent's SFT pairs: (prompt ids, gold answer ids) of every benchmark's train split, or of its tasks at
-    ``levels`` (``warm_start.agent_levels``)."""
-    return [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer))
-            for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")]
+    ``levels`` (``warm_start.agent_levels``), encoded when first read."""
+    tasks = [t for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")]
+    return EncodedPairs(tasks, lambda t: (agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer)))
 
 
 def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig,

@@ -1,4 +1,10 @@
-"""Shared test setup: offline Hugging Face, a per-run warm-start cache, two torch threads."""
+"""Shared test setup: offline Hugging Face, a per-run warm-start cache, and torch threads that share the cores.
+
+Run alone, a test process uses two torch threads. Under pytest-xdist (``make test`` runs ``-n auto``) the
+workers split the machine's cores between them: each gets ``cores // workers`` threads (at least one), and a
+run's own ``model.threads`` setting is capped at that share, so two workers on two cores do not each start two
+busy OpenMP threads.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,26 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import pytest
 
 
+def thread_share() -> int:
+    """Torch threads for this test process: 2 when run alone, the worker's share of the cores under xdist.
+
+    >>> thread_share() >= 1
+    True
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers <= 1:
+        return 2
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _genenv_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep warm-start caches of the test run out of the user's ~/.cache."""
     os.environ["GENENV_CACHE"] = str(tmp_path_factory.mktemp("genenv-cache"))
     import torch
 
-    torch.set_num_threads(2)
+    share = thread_share()
+    torch.set_num_threads(share)
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")) > 1:
+        set_threads = torch.set_num_threads
+        torch.set_num_threads = lambda n: set_threads(min(int(n), share))  # the cap (see the module docstring)
