@@ -273,13 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     except SessionBusy as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 3
-    except SessionUnwritable as exc:
-        print(f"genenv: {exc}", file=sys.stderr)
-        return 2
-    except (ConfigError, FileNotFoundError, FileExistsError, ValueError) as exc:
-        print(f"genenv: {exc}", file=sys.stderr)
-        return 2
-    except SessionError as exc:
+    except (SessionUnwritable, ConfigError, FileNotFoundError, FileExistsError, ValueError, SessionError) as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 2
     except sqlite3.DatabaseError as exc:  # damage found mid-run, after the open-time check passed

@@ -1,4 +1,4 @@
-"""What every ``genenv bench`` result shares: the machine's state, a goal verdict, JSON output and the table.
+"""What every ``genenv bench`` result shares: the machine's state, a goal verdict, JSON output and the tables.
 
 Timings on a shared 2-core machine are noisy, so each result records ``os.getloadavg()`` before and
 after the measurement next to the CPU count and torch's thread count.
@@ -12,7 +12,7 @@ import platform
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +70,20 @@ def finish(name: str, result: dict[str, Any], load_before: list[float], out_dir:
     return result
 
 
-def goals_table(result: dict[str, Any]):
-    """A small rich table of the result's goals (empty when it has none)."""
+def rich_table(title: str, columns: Iterable[str], *, left: Container[str] | None = None, **options: Any):
+    """A rich table with ``title`` and ``columns`` (``options`` go to ``rich.table.Table``): every column
+    left-justified, or with ``left`` only those in it and the others right-justified."""
     from rich.table import Table
 
-    table = Table(title="goals")
-    for col in ("goal", "measured", "target", "met"):
-        table.add_column(col)
+    table = Table(title=title, **options)
+    for col in columns:
+        table.add_column(col, justify="left" if left is None or col in left else "right")
+    return table
+
+
+def goals_table(result: dict[str, Any]):
+    """A small rich table of the result's goals (empty when it has none)."""
+    table = rich_table("goals", ("goal", "measured", "target", "met"))
     for g in result.get("goals", []):
         met = "-" if g["met"] is None else ("yes" if g["met"] else "no")
         table.add_row(g["name"], str(g["value"]), f"{g['op']} {g['target']}", met)

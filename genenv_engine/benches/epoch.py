@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.benches.common import goal, peak_rss_mb
+from genenv_engine.benches.common import goal, peak_rss_mb, rich_table
 
 PHASES = ("generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval", "checkpoint")
 GOAL_SECONDS = 15.0
@@ -146,13 +146,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: median seconds and work per phase."""
-    from rich.table import Table
-
-    t = Table(title=f"epoch: {result['preset']} preset, median of {len(result['epochs_measured'])} epochs: "
-                    f"{result['median_seconds']} s, peak RSS {result['peak_rss_mb']:.0f} MB "
-                    f"(warm start {'cached' if result['warm_start_cached'] else 'trained in this run'})")
-    for col in ("phase", "median s", "work (median per epoch)", "tokens/s"):
-        t.add_column(col, justify="left" if col in ("phase", "work (median per epoch)") else "right")
+    t = rich_table(f"epoch: {result['preset']} preset, median of {len(result['epochs_measured'])} epochs: "
+                   f"{result['median_seconds']} s, peak RSS {result['peak_rss_mb']:.0f} MB "
+                   f"(warm start {'cached' if result['warm_start_cached'] else 'trained in this run'})",
+                   ("phase", "median s", "work (median per epoch)", "tokens/s"),
+                   left=("phase", "work (median per epoch)"))
     for p, secs in result["phase_seconds"].items():
         work = {k: v for k, v in result["phase_work"][p].items() if k != "tokens_per_second"}
         tps = result["phase_work"][p].get("tokens_per_second")

@@ -20,7 +20,7 @@ import tempfile
 import time
 from typing import Any
 
-from genenv_engine.benches.common import goal
+from genenv_engine.benches.common import goal, rich_table
 
 
 def reward(text: str) -> float:
@@ -167,12 +167,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: seconds per step of each side."""
-    from rich.table import Table
-
-    t = Table(title=f"grpo: one step = {result['prompts']} prompts × {result['group']} completions "
-                    f"(≤{result['max_new_tokens']} tokens), generate + score + update, {result['threads']} threads")
-    for col in ("trainer", "median s/step", "steps (s)", "note"):
-        t.add_column(col)
+    t = rich_table(f"grpo: one step = {result['prompts']} prompts × {result['group']} completions "
+                   f"(≤{result['max_new_tokens']} tokens), generate + score + update, {result['threads']} threads",
+                   ("trainer", "median s/step", "steps (s)", "note"))
     o = result["ours"]
     t.add_row("genenv", str(o["median_seconds"]), ", ".join(f"{s:.2f}" for s in o["seconds"]),
               f"generated {o['tokens_generated']}, trained {o['tokens_trained']} tokens")

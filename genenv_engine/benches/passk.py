@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.benches.common import peak_rss_mb
+from genenv_engine.benches.common import peak_rss_mb, rich_table
 
 ROWS_PER_CALL = 128
 """Sampled rows per seeded generation call when the backend does not say how many it decodes together."""
@@ -238,19 +238,17 @@ def _fmt(value: float | None) -> str:
 
 def table(result: dict[str, Any]):
     """Rich table: one row per benchmark and difficulty level, then the benchmark's total."""
-    from rich.table import Table
-
     n = result["n"]
     others = [k for k in result["ks"] if k not in (1, n)]
     fp = result["agent_fingerprint"]
-    t = Table(title=f"passk: {result['preset']} preset, seed {result['seed']}, epoch-0 agent "
-                    f"(warm start {result['warm_start_key']}, fingerprint {fp if fp is None else round(fp, 4)}); "
-                    f"n={n} samples at temperature {result['temperature']}, first {result['tasks_per_benchmark']} "
-                    f"held-out tasks per benchmark",
-              caption="greedy: the stored epoch-0 held-out result; mean: per-sample success (= pass@1); "
-                      f"pass@{n}: share of tasks with at least 1 of {n} right; pass@k: unbiased estimator")
-    for col in ("benchmark", "level", "tasks", "greedy", "mean", *(f"pass@{k}" for k in others), f"pass@{n}"):
-        t.add_column(col, justify="left" if col in ("benchmark", "level") else "right")
+    t = rich_table(f"passk: {result['preset']} preset, seed {result['seed']}, epoch-0 agent "
+                   f"(warm start {result['warm_start_key']}, fingerprint {fp if fp is None else round(fp, 4)}); "
+                   f"n={n} samples at temperature {result['temperature']}, first {result['tasks_per_benchmark']} "
+                   f"held-out tasks per benchmark",
+                   ("benchmark", "level", "tasks", "greedy", "mean", *(f"pass@{k}" for k in others), f"pass@{n}"),
+                   left=("benchmark", "level"),
+                   caption="greedy: the stored epoch-0 held-out result; mean: per-sample success (= pass@1); "
+                           f"pass@{n}: share of tasks with at least 1 of {n} right; pass@k: unbiased estimator")
     for name, b in result["benchmarks"].items():
         rows = [*b["levels"].items(), ("all", b)]
         for level, r in rows:

@@ -14,6 +14,8 @@ import argparse
 import math
 from typing import Any
 
+from genenv_engine.benches.common import rich_table
+
 DEFAULT_PAIRS = ((0.5, 0.7), (0.4, 0.8), (0.55, 0.9), (0.45, 0.1))
 """(p1, p2) with α = 0.5: the first family is nearer α in each."""
 DEFAULT_NS = (4, 8, 16, 32, 64, 128, 256, 512)
@@ -97,11 +99,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: empirical and exact mis-ranking probability against the bound."""
-    from rich.table import Table
-
-    t = Table(title=f"Theorem 1: Pr[R_env mis-ranks] vs 4·exp(−(2/9)(Δ2−Δ1)²n), α={result['alpha']}")
-    for col in ("p1", "p2", "Δ1", "Δ2", "n", "empirical (MC)", "exact", "bound", "holds"):
-        t.add_column(col, justify="right")
+    t = rich_table(f"Theorem 1: Pr[R_env mis-ranks] vs 4·exp(−(2/9)(Δ2−Δ1)²n), α={result['alpha']}",
+                   ("p1", "p2", "Δ1", "Δ2", "n", "empirical (MC)", "exact", "bound", "holds"), left=())
     for r in result["table"]:
         t.add_row(str(r["p1"]), str(r["p2"]), str(r["delta1"]), str(r["delta2"]), str(r["n"]),
                   "-" if r["empirical"] is None else f"{r['empirical']:.4f}", f"{r['exact']:.4f}",

@@ -18,7 +18,7 @@ import argparse
 import time
 from typing import Any
 
-from genenv_engine.benches.common import goal, median
+from genenv_engine.benches.common import goal, median, rich_table
 
 GOAL_RATIO = 8.0
 WARM_PROMPTS = 8
@@ -207,16 +207,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: one row per way of generating."""
-    from rich.table import Table
-
-    t = Table(title=f"rollouts: {result['prompts']} bfcl prompts × {result.get('rollouts', 1)} samples, "
-                    f"{result['max_new_tokens']} new tokens max, "
-                    f"T={result['temperature']}, mean completion {result['mean_completion_tokens']} tokens, "
-                    f"{result['threads']} torch threads (engine decode: {result['engine_threads']}, "
-                    f"{result.get('engine_forward', 'transformers')} forward)\n"
-                    f"{result['model']}")
-    for col in ("way", "tokens", "wall s", "CPU s", "tokens/s", "tokens/CPU s", "× naive"):
-        t.add_column(col, justify="right" if col != "way" else "left")
+    t = rich_table(f"rollouts: {result['prompts']} bfcl prompts × {result.get('rollouts', 1)} samples, "
+                   f"{result['max_new_tokens']} new tokens max, "
+                   f"T={result['temperature']}, mean completion {result['mean_completion_tokens']} tokens, "
+                   f"{result['threads']} torch threads (engine decode: {result['engine_threads']}, "
+                   f"{result.get('engine_forward', 'transformers')} forward)\n"
+                   f"{result['model']}",
+                   ("way", "tokens", "wall s", "CPU s", "tokens/s", "tokens/CPU s", "× naive"), left=("way",))
     naive_tps = result["ways"][0]["tokens_per_second"]
     for r in result["ways"]:
         t.add_row(r["way"], str(r["tokens"]), f"{r['seconds']:.2f}", f"{r['cpu_seconds']:.2f}",

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.benches.common import goal, median
+from genenv_engine.benches.common import goal, median, rich_table
 
 PAGE_SIZE = 50
 GOAL_MS = 50.0
@@ -107,12 +107,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: one row per case."""
-    from rich.table import Table
-
-    t = Table(title=f"store: one console page over {result['tasks']:,} tasks (count + {PAGE_SIZE} rows), "
-                    f"median of {result['repeats']}")
-    for col in ("case", "matches", "rows", "median ms", "max ms"):
-        t.add_column(col, justify="right" if col != "case" else "left")
+    t = rich_table(f"store: one console page over {result['tasks']:,} tasks (count + {PAGE_SIZE} rows), "
+                   f"median of {result['repeats']}", ("case", "matches", "rows", "median ms", "max ms"), left=("case",))
     for r in result["cases"]:
         t.add_row(r["case"], f"{r['matches']:,}", str(r["rows"]), f"{r['median_ms']:.1f}", f"{r['max_ms']:.1f}")
     return t

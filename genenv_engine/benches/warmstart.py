@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.benches.common import goal, peak_rss_mb
+from genenv_engine.benches.common import goal, peak_rss_mb, rich_table
 
 GOAL_SECONDS = 180.0
 REFERENCE_HELDOUT = {0: 0.870, 1: 0.797}
@@ -92,12 +92,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: the warm start's parts."""
-    from rich.table import Table
-
-    t = Table(title=f"warmstart: {result['preset']} preset, seed {result['seed']} "
-                    f"({result['agent_steps']} + {result['simulator_steps']} SFT steps of {result['batch_size']})")
-    for col in ("part", "seconds", "steps/s", "final loss"):
-        t.add_column(col)
+    t = rich_table(f"warmstart: {result['preset']} preset, seed {result['seed']} "
+                   f"({result['agent_steps']} + {result['simulator_steps']} SFT steps of {result['batch_size']})",
+                   ("part", "seconds", "steps/s", "final loss"))
     t.add_row("agent SFT", str(result["agent_seconds"]), str(result["agent_steps_per_second"]), str(result["agent_final_loss"]))
     t.add_row("simulator SFT", str(result["simulator_seconds"]), str(result["simulator_steps_per_second"]),
               str(result["simulator_final_loss"]))

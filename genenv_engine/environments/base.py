@@ -8,11 +8,11 @@ generated text), and scores agent responses with its checker.
 Provides the :class:`Environment` ABC (with protected validator helpers shared by every benchmark:
 :meth:`~Environment._guard` for the length and copy-of-parent checks, :meth:`~Environment._generated`
 for a generated task's lineage fields, :meth:`~Environment._accept` for the final "the answer must
-pass the checker" verdict) and :class:`LadderEnvironment`, the base of the built-in minis whose
-tasks are sampled on a 4-level difficulty ladder: memoized seeded splits (equal level quarters,
-prompt-disjoint, built from a per-environment ``_draft(level, rng)`` hook, the held-out split
-optionally replaced by official data) and ``sibling_pairs`` built from a per-environment
-``_sibling(source, rng, task_id)`` hook.
+pass the checker" verdict, :meth:`~Environment._validate_step` for a step benchmark's whole validator)
+and :class:`LadderEnvironment`, the base of the built-in minis whose tasks are sampled on a 4-level
+difficulty ladder: memoized seeded splits (equal level quarters, prompt-disjoint, built from a
+per-environment ``_draft(level, rng)`` hook, the held-out split optionally replaced by official data)
+and ``sibling_pairs`` built from a per-environment ``_sibling(source, rng, task_id)`` hook.
 
 Also the parsing and task records two or more benchmarks share: :func:`read_signatures` (a prompt's strict
 list of function or API signatures) and :func:`step_task` / :func:`step_draft` (a step task from a draft
@@ -264,6 +264,18 @@ class Environment(ABC):
         if not verdict.success:
             return Validation(False, f"answer_mismatch: {verdict.error_type}")
         return Validation(True, "", task)
+
+    def _validate_step(self, prompt: str, answer: str, read: Callable[[str], StepDraft], error: type[Exception],
+                       max_prompt: int, max_answer: int, *, checker: str, task_id: str, parent: Task | None,
+                       epoch: int, generator: str | None, too_long: str = "too_long") -> Validation:
+        """The whole validator of a step benchmark: the prompt read into its draft (rejections as
+        :meth:`_read_generated` gives them), then the draft's :func:`step_task`, generated lineage included,
+        accepted iff ``answer`` passes the checker against it (:meth:`_accept`)."""
+        draft = self._read_generated(prompt, answer, parent, read, error, max_prompt, max_answer, too_long)
+        if isinstance(draft, Validation):
+            return draft
+        return self._accept(step_task(draft, task_id, benchmark=self.name, checker=checker,
+                                      **self._generated(parent, epoch, generator)), answer)
 
 
 _GENERATED_SPLITS: dict[tuple[type, int, SplitSizes], dict[str, list[Task]]] = {}

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from genenv_engine.environments.base import Environment
-from genenv_engine.records import Task
+from genenv_engine.records import CheckResult, Task, Validation
 
 
 def _golds_revalidate(env: Environment, tasks: Iterable[Task]) -> None:
@@ -24,3 +24,31 @@ def golds_revalidate() -> Callable[[Environment, Iterable[Task]], None]:
     """``golds_revalidate(env, tasks)`` asserts each gold passes the checker and the validator, on the
     task's own prompt, rebuilds the same answer, expected gold and difficulty."""
     return _golds_revalidate
+
+
+def _assert_check_fails(env: Environment, task: Task, response: str, error: str) -> CheckResult:
+    result = env.check(task, response)
+    assert (result.success, result.error_type) == (False, error), response
+    assert result.score < 1.0
+    return result
+
+
+@pytest.fixture(scope="session")
+def assert_check_fails() -> Callable[[Environment, Task, str, str], CheckResult]:
+    """``assert_check_fails(env, task, response, error)`` asserts the checker fails ``response`` with error type
+    ``error`` and a score below 1; returns the check result."""
+    return _assert_check_fails
+
+
+def _assert_rejected(env: Environment, prompt: str, answer: str, reason: str) -> Validation:
+    verdict = env.validate(prompt, answer, task_id="gen/x")
+    assert not verdict.ok and verdict.task is None, prompt
+    assert verdict.reason.startswith(reason), (prompt, verdict.reason)
+    return verdict
+
+
+@pytest.fixture(scope="session")
+def assert_rejected() -> Callable[[Environment, str, str, str], Validation]:
+    """``assert_rejected(env, prompt, answer, reason)`` asserts the validator rejects the generated pair, with no
+    task and a reason starting with ``reason``; returns the verdict."""
+    return _assert_rejected

@@ -115,11 +115,8 @@ def test_correct_answer_passes(env):
     (SEARCH, "API-Request: [ToolSearcher(keywords='delete alarm')]", "wrong_result"),
     (RESULT, "API-Request: [QueryStock(code='ACME',date='03-23')]", "wrong_result"),
 ])
-def test_each_error_type(env, prompt, response, error):
-    result = env.check(make(env, prompt), response)
-    assert not result.success
-    assert result.error_type == error
-    assert result.score < 1.0
+def test_each_error_type(env, assert_check_fails, prompt, response, error):
+    assert_check_fails(env, make(env, prompt), response, error)
 
 
 def test_all_error_types_are_covered():
@@ -266,10 +263,8 @@ def test_levels(env, prompt, level, features):
     ("APIs: AddAgenda(what,date,place) | U: add agenda dinners on 03-26 at downtown", "x", "too_long: gold"),
     ("APIs: AddAlarm(time) | U: add alarm at 07:30" + " " * 200, "x", "too_long: prompt"),
 ])
-def test_validator_rejects(env, prompt, answer, reason):
-    verdict = env.validate(prompt, answer, task_id="gen/x")
-    assert not verdict.ok and verdict.task is None
-    assert verdict.reason.startswith(reason), verdict.reason
+def test_validator_rejects(env, assert_rejected, prompt, answer, reason):
+    assert_rejected(env, prompt, answer, reason)
 
 
 # ---------------------------------------------------------------- splits

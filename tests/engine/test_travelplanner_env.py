@@ -89,10 +89,8 @@ STEP_CASES = [
 
 
 @pytest.mark.parametrize("prompt, response, error", STEP_CASES)
-def test_each_step_error_type(env, prompt, response, error):
-    result = env.check(make(env, prompt), response)
-    assert (result.success, result.error_type) == (False, error)
-    assert result.score < 1.0
+def test_each_step_error_type(env, assert_check_fails, prompt, response, error):
+    assert_check_fails(env, make(env, prompt), response, error)
 
 
 def test_step_fixes_pass(env):
@@ -313,10 +311,8 @@ def test_validator_accepts_and_recomputes(env):
     ("A>B 1d 1p $120 | FAB1 ?bfast", "B1", "infeasible_prefix"),
     ("A>B 1d 1p $500 | ?go" + " " * 200, "dAB", "too_long"),
 ])
-def test_validator_rejects(env, prompt, answer, reason):
-    verdict = env.validate(prompt, answer, task_id="gen/x")
-    assert not verdict.ok and verdict.task is None
-    assert verdict.reason.startswith(reason), verdict.reason
+def test_validator_rejects(env, assert_rejected, prompt, answer, reason):
+    assert_rejected(env, prompt, answer, reason)
 
 
 def test_render_and_read_are_inverse():

@@ -4,7 +4,8 @@ Provides :class:`AlfworldMini` (seeded splits on a 4-level ladder, the ``step_ma
 validator that rebuilds the world from a generated prompt and recomputes every optimal next action
 with the planner, sibling pairs for the simulator's warm start, official games from an
 ``$ALFWORLD_DATA`` folder as the held-out split) plus :func:`generate_task`, :func:`check_step`
-and :func:`play_episode` (a whole game with an acting function, benchmark-official ``won``).
+and :func:`play_episode` (a whole game with an acting function, benchmark-official ``won``), and
+:class:`StateLineEnvironment`, the validator and siblings it shares with :mod:`.textworld`'s environment.
 
 The world and its rules live in :mod:`.world`, the state line (the prompt) in :mod:`.text`, the
 breadth-first planner in :mod:`.planner`, the step task record and its level in :mod:`.tasks` and the
@@ -24,6 +25,7 @@ True
 from __future__ import annotations
 
 import random
+from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -33,8 +35,8 @@ from genenv_engine.environments.alfworld.tasks import infer_level, make_task
 from genenv_engine.environments.alfworld.text import PromptError, read_state, render_state
 from genenv_engine.environments.alfworld.upstream import load_upstream
 from genenv_engine.environments.alfworld.world import (
-    KIND_OF, LAMPS, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, CommandError, Goal, World, apply, parse_command, rtype,
-    won)
+    KIND_OF, LAMPS, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, Command, CommandError, Goal, World, apply, parse_command,
+    rtype, won)
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -71,7 +73,21 @@ _CLUTTER = {1: (0, 1), 2: (0, 2), 3: (0, 2), 4: (0, 2)}
 # ---------------------------------------------------------------- the checker
 
 def check_step(task: Task, response: str) -> CheckResult:
-    """``step_match``: success iff the response is an admissible action on some optimal plan.
+    """``step_match``: success iff the response is an admissible action on some optimal plan (scores as
+    :func:`grade_step` gives them)."""
+    return grade_step(task, response, _step_verdict)
+
+
+def _step_verdict(task: Task, cmd: Command) -> str:
+    """``cmd``'s grade in the task's state: on the gold's optimal list, not executable there, or suboptimal."""
+    if cmd.text in task.expected["optimal"]:
+        return "optimal"
+    return "not_admissible" if isinstance(apply(read_state(task.prompt), cmd), str) else "suboptimal"
+
+
+def grade_step(task: Task, response: str, verdict: Callable[[Task, Command], str]) -> CheckResult:
+    """The step checkers' result: ``response`` parsed as a command, then graded by ``verdict(task, cmd)``
+    (``optimal``, ``not_admissible`` or else suboptimal).
 
     ``score`` is 1.0 (optimal), 0.5 (admissible but suboptimal) or 0.0; sub-scores say whether the
     response parsed, was admissible, was optimal and used the gold action's verb.
@@ -81,9 +97,10 @@ def check_step(task: Task, response: str) -> CheckResult:
     except CommandError as err:
         return CheckResult(False, 0.0, {"parsed": 0.0, "admissible": 0.0, "optimal": 0.0, "verb": 0.0}, err.kind)
     verb = float(cmd.verb == parse_command(task.answer).verb)
-    if cmd.text in task.expected["optimal"]:
+    grade = verdict(task, cmd)
+    if grade == "optimal":
         return CheckResult(True, 1.0, {"parsed": 1.0, "admissible": 1.0, "optimal": 1.0, "verb": verb}, None)
-    if isinstance(apply(read_state(task.prompt), cmd), str):
+    if grade == "not_admissible":
         return CheckResult(False, 0.0, {"parsed": 1.0, "admissible": 0.0, "optimal": 0.0, "verb": verb},
                            "not_admissible")
     return CheckResult(False, 0.5, {"parsed": 1.0, "admissible": 1.0, "optimal": 0.0, "verb": verb}, "suboptimal")
@@ -230,7 +247,47 @@ def generate_task(level: int, rng: random.Random,
 
 # ---------------------------------------------------------------- the environment
 
-class AlfworldMini(LadderEnvironment):
+class StateLineEnvironment(LadderEnvironment):
+    """What the ALFWorld step benchmarks share: a state line as the prompt, a validator that reads and sizes the
+    generated world then plans it (:meth:`_plan`), and siblings drafted with the source's task type.
+
+    Subclasses implement ``check``, ``_draft(level, rng, kind)`` (``kind`` a :data:`~.world.KIND_OF` task kind
+    or None for any) and :meth:`_plan`.
+    """
+
+    @abstractmethod
+    def _draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
+        """Sample one task at ``level`` (of task kind ``kind`` when given): its prompt and ``build``."""
+
+    @abstractmethod
+    def _plan(self, prompt: str, world: World) -> Callable[..., Task] | str:
+        """``build(task_id, **fields)`` of the task a generated ``prompt`` (read as ``world``) states, or why it is
+        rejected (``reason: detail``)."""
+
+    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
+                 epoch: int = 0, generator: str | None = None) -> Validation:
+        """Rebuild the world from the prompt (:func:`generated_world`), plan it (:meth:`_plan`), recompute the
+        gold and accept the answer iff it passes the checker against it."""
+        world = generated_world(self, prompt, answer, parent)
+        if isinstance(world, Validation):
+            return world
+        build = self._plan(prompt, world)
+        if isinstance(build, str):
+            return Validation(False, build)
+        return self._accept(build(task_id, **self._generated(parent, epoch, generator)), answer)
+
+    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A sibling with the source's task type, at the same level or ±1."""
+        kind = KIND_OF[source.expected["task_type"]]
+        level = self._sibling_level(source, rng)
+        while True:
+            prompt, build = self._draft(level, rng, kind)
+            sibling = self._as_sibling(source, prompt, build(task_id).answer, task_id)
+            if sibling is not None:
+                return sibling
+
+
+class AlfworldMini(StateLineEnvironment):
     """Built-in ALFWorld mini: step-level next-action prediction in household text games."""
 
     name = "alfworld"
@@ -238,9 +295,18 @@ class AlfworldMini(LadderEnvironment):
     source = "built-in mini"
     reserve_official_prompts = True
 
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
-        state, solution = generate_state(level, rng)
+    def _draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
+        state, solution = generate_state(level, rng, kind)
         return render_state(state), partial(make_task, state, solution)
+
+    def _plan(self, prompt: str, world: World) -> Callable[..., Task] | str:
+        """Check the world is solvable by the planner and recompute its optimal actions."""
+        solution = solve(world)
+        if solution.status != "solved":
+            reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard",
+                      "budget": "budget"}[solution.status]
+            return f"{reason}: {solution.reason}"
+        return partial(make_task, world, solution)
 
     def _official_heldout(self) -> list[Task] | None:
         """With ``data_dir`` the held-out split is the official games' steps (see :mod:`.upstream`)."""
@@ -249,30 +315,6 @@ class AlfworldMini(LadderEnvironment):
     def check(self, task: Task, response: str) -> CheckResult:
         """``step_match`` check of one response (see :func:`check_step`)."""
         return check_step(task, response)
-
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
-        """Rebuild the world from the prompt, check it is consistent and solvable, recompute the optimal actions."""
-        world = generated_world(self, prompt, answer, parent)
-        if isinstance(world, Validation):
-            return world
-        solution = solve(world)
-        if solution.status != "solved":
-            reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard",
-                      "budget": "budget"}[solution.status]
-            return Validation(False, f"{reason}: {solution.reason}")
-        return self._accept(make_task(world, solution, task_id, **self._generated(parent, epoch, generator)), answer)
-
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
-        """A sibling with the source's task type, at the same level or ±1."""
-        kind = KIND_OF[source.expected["task_type"]]
-        level = self._sibling_level(source, rng)
-        while True:
-            state, solution = generate_state(level, rng, kind)
-            draft = make_task(state, solution, task_id)
-            sibling = self._as_sibling(source, draft.prompt, draft.answer, task_id)
-            if sibling is not None:
-                return sibling
 
 
 def generated_world(env: LadderEnvironment, prompt: str, answer: str, parent: Task | None) -> World | Validation:
@@ -295,6 +337,6 @@ def _size_problem(world: World) -> str:
     return ""
 
 
-__all__ = ["AlfworldMini", "ERROR_TYPES", "EPISODE_ERROR_TYPES", "check_step", "expert_act", "generate_task",
-           "generate_state", "infer_level", "load_upstream", "make_task", "play_episode",
+__all__ = ["AlfworldMini", "ERROR_TYPES", "EPISODE_ERROR_TYPES", "StateLineEnvironment", "check_step", "expert_act",
+           "generate_task", "generate_state", "grade_step", "infer_level", "load_upstream", "make_task", "play_episode",
            "random_world"]

@@ -42,7 +42,7 @@ from genenv_engine.environments.apibank.dialogue import (
     render_utterance, slots_of)
 from genenv_engine.environments.apibank.syntax import (
     CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg", "bad_arg_type",
@@ -326,6 +326,14 @@ def _formula_tail(rng: random.Random) -> str:
     return f"{rng.choice('+-*/')}{rng.randint(2, 9)}"
 
 
+def _read_sized(prompt: str) -> Draft:
+    """``read_prompt``, with a gold answer over ``MAX_ANSWER_CHARS`` a :class:`PromptError` (``too_long: gold``)."""
+    draft = read_prompt(prompt)
+    if len(draft.answer) > MAX_ANSWER_CHARS:
+        raise PromptError(f"too_long: gold answer {len(draft.answer)} chars")
+    return draft
+
+
 # ---------------------------------------------------------------- the environment
 
 class ApiBankMini(LadderEnvironment):
@@ -353,15 +361,9 @@ class ApiBankMini(LadderEnvironment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt parses, its gold executes and the answer matches it."""
-        draft = self._read_generated(prompt, answer, parent, read_prompt, PromptError, MAX_PROMPT_CHARS,
-                                     MAX_GENERATED_ANSWER_CHARS, too_long="too_long: prompt or answer")
-        if isinstance(draft, Validation):
-            return draft
-        if len(draft.answer) > MAX_ANSWER_CHARS:
-            return Validation(False, f"too_long: gold answer {len(draft.answer)} chars")
-        task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
-                         **self._generated(parent, epoch, generator))
-        return self._accept(task, answer)
+        return self._validate_step(prompt, answer, _read_sized, PromptError, MAX_PROMPT_CHARS,
+                                   MAX_GENERATED_ANSWER_CHARS, checker=CHECKER, task_id=task_id, parent=parent,
+                                   epoch=epoch, generator=generator, too_long="too_long: prompt or answer")
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling targeting the source's API, at the same level w.p. 0.5 else ±1 (within its levels)."""

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
 from genenv_engine.records import CheckResult, Task, Validation
@@ -299,13 +299,8 @@ class BfclMini(LadderEnvironment):
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt parses and its answer matches the recomputed gold."""
-        draft = self._read_generated(prompt, answer, parent, read_prompt, PromptError, MAX_PROMPT_CHARS,
-                                     MAX_ANSWER_CHARS)
-        if isinstance(draft, Validation):
-            return draft
-        task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
-                         **self._generated(parent, epoch, generator))
-        return self._accept(task, answer)
+        return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
+                                   checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling whose first call uses the source's first function, at the same level or ±1."""

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft, step_task
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.environments.chain.grammar import (
     LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
     render_prompt, run_chain)
@@ -300,13 +300,8 @@ class ChainEnv(LadderEnvironment):
                  epoch: int = 0, generator: str | None = None) -> Validation:
         """Accept a generated pair only if the prompt is in the grammar and its answer is the chain recomputed
         from the prompt's rules (``answer_mismatch: <error type>`` otherwise, as BFCL-mini does)."""
-        draft = self._read_generated(prompt, answer, parent, read_prompt, PromptError, MAX_PROMPT_CHARS,
-                                     MAX_ANSWER_CHARS)
-        if isinstance(draft, Validation):
-            return draft
-        task = step_task(draft, task_id, benchmark=self.name, checker=CHECKER,
-                         **self._generated(parent, epoch, generator))
-        return self._accept(task, answer)
+        return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
+                                   checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling with the source's function table: at the same level a new start (or a new order), one level

@@ -32,16 +32,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.environments.alfworld.mini import EPISODE_ERROR_TYPES, ERROR_TYPES, generate_state, generated_world
+from genenv_engine.environments.alfworld.mini import (
+    EPISODE_ERROR_TYPES, ERROR_TYPES, StateLineEnvironment, generate_state, grade_step)
 from genenv_engine.environments.alfworld.planner import MAX_PLAN
 from genenv_engine.environments.alfworld.tasks import infer_level
 from genenv_engine.environments.alfworld.text import read_state, render_state
 from genenv_engine.environments.alfworld.textworld.engine import (
     Analysis, Game, analyse, require_package, step_verdict)
 from genenv_engine.environments.alfworld.textworld.pddl import static_problem, tw_command
-from genenv_engine.environments.alfworld.world import KIND_OF, CommandError, World, parse_command
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.environments.alfworld.world import Command, CommandError, World, parse_command
+from genenv_engine.environments.base import SplitSizes
+from genenv_engine.records import CheckResult, Task
 
 NAME = "alfworld_textworld"
 CHECKER = "tw_step_match"
@@ -65,24 +66,15 @@ def make_task(world: World, analysis: Analysis, task_id: str, *, answer: str | N
 
 
 def check_step(task: Task, response: str) -> CheckResult:
-    """``tw_step_match``: success iff the command, run in TextWorld, starts a shortest plan.
+    """``tw_step_match``: success iff the command, run in TextWorld, starts a shortest plan (scores as the mini's
+    :func:`~..mini.grade_step` gives them)."""
+    return grade_step(task, response, _tw_verdict)
 
-    ``score`` is 1.0 (optimal), 0.5 (admissible but suboptimal) or 0.0; sub-scores say whether the
-    response parsed, was admissible, was optimal and used the gold action's verb.
-    """
-    try:
-        cmd = parse_command(response)
-    except CommandError as err:
-        return CheckResult(False, 0.0, {"parsed": 0.0, "admissible": 0.0, "optimal": 0.0, "verb": 0.0}, err.kind)
+
+def _tw_verdict(task: Task, cmd: Command) -> str:
+    """``cmd``'s grade in the task's state: on the gold's optimal list, else TextWorld's :func:`step_verdict`."""
     command = tw_command(cmd)
-    verb = float(cmd.verb == parse_command(task.answer).verb)
-    verdict = "optimal" if command in task.expected["optimal"] else step_verdict(task.prompt, command)
-    if verdict == "optimal":
-        return CheckResult(True, 1.0, {"parsed": 1.0, "admissible": 1.0, "optimal": 1.0, "verb": verb}, None)
-    if verdict == "not_admissible":
-        return CheckResult(False, 0.0, {"parsed": 1.0, "admissible": 0.0, "optimal": 0.0, "verb": verb},
-                           "not_admissible")
-    return CheckResult(False, 0.5, {"parsed": 1.0, "admissible": 1.0, "optimal": 0.0, "verb": verb}, "suboptimal")
+    return "optimal" if command in task.expected["optimal"] else step_verdict(task.prompt, command)
 
 
 def play_episode(game: Task | str, act: Callable[[str], str], max_steps: int = 50) -> CheckResult:
@@ -153,7 +145,7 @@ def load_official(data_dir: str | Path, skipped: list[str] | None = None) -> lis
     return tasks
 
 
-class AlfworldTextWorld(LadderEnvironment):
+class AlfworldTextWorld(StateLineEnvironment):
     """ALFWorld step tasks played and planned by the real TextWorld engine and Fast-Downward."""
 
     name = NAME
@@ -190,6 +182,19 @@ class AlfworldTextWorld(LadderEnvironment):
                     {"plan_len": len(analysis.plan), "n_receptacles": len(state.recs)}) == level:
                 return prompt, partial(make_task, state, analysis)
 
+    def _plan(self, prompt: str, world: World) -> Callable[..., Task] | str:
+        """Build the world's PDDL problem and plan the state line in TextWorld (within :data:`MAX_PLAN` steps)."""
+        missing = static_problem(world)
+        if missing:
+            return f"unsolvable: {missing}"
+        analysis = analyse(prompt)
+        if analysis.status != "solved":
+            reason = "already_solved" if analysis.status == "won" else "unsolvable"
+            return f"{reason}: {analysis.reason}"
+        if len(analysis.plan) > MAX_PLAN:
+            return f"too_hard: plan of {len(analysis.plan)} steps (max {MAX_PLAN})"
+        return partial(make_task, world, analysis)
+
     def _official_heldout(self) -> list[Task] | None:
         """With ``data_dir``, the official trials' steps (see :func:`load_official`), loaded once."""
         if self.data_dir and self._official is None:
@@ -199,31 +204,3 @@ class AlfworldTextWorld(LadderEnvironment):
     def check(self, task: Task, response: str) -> CheckResult:
         """``tw_step_match`` check of one response (see :func:`check_step`)."""
         return check_step(task, response)
-
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
-        """Parse the state line, build its PDDL problem, plan it in TextWorld, then check the answer."""
-        world = generated_world(self, prompt, answer, parent)
-        if isinstance(world, Validation):
-            return world
-        missing = static_problem(world)
-        if missing:
-            return Validation(False, f"unsolvable: {missing}")
-        analysis = analyse(prompt)
-        if analysis.status != "solved":
-            reason = "already_solved" if analysis.status == "won" else "unsolvable"
-            return Validation(False, f"{reason}: {analysis.reason}")
-        if len(analysis.plan) > MAX_PLAN:
-            return Validation(False, f"too_hard: plan of {len(analysis.plan)} steps (max {MAX_PLAN})")
-        task = make_task(world, analysis, task_id, **self._generated(parent, epoch, generator))
-        return self._accept(task, answer)
-
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
-        """A sibling with the source's task type, at the same level or ±1."""
-        kind = KIND_OF[source.expected["task_type"]]
-        level = self._sibling_level(source, rng)
-        while True:
-            prompt, build = self._draft(level, rng, kind)
-            sibling = self._as_sibling(source, prompt, build(task_id).answer, task_id)
-            if sibling is not None:
-                return sibling
