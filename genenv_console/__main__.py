@@ -2,7 +2,9 @@
 
 With no session folder a new session is created under ``--sessions-root`` (default ``sessions/``)
 from the preset (default ``tiny``) or config file and starts running; with a folder that session is
-resumed. `make_app` is the one factory the command line and the tests build the app with.
+resumed. ``--compare DIR DIR …`` opens the compare screen on 2-4 sessions instead (a folder of sessions, such as
+an ablation bench's, stands for all of them), read-only. `make_app` is the one factory the command line and the
+tests build the app with.
 """
 
 from __future__ import annotations
@@ -18,20 +20,28 @@ from genenv_engine.errors import SessionBusy
 from genenv_engine.session import Session, SessionError
 
 from genenv_console.app import GenEnvConsole
+from genenv_console.compare import CompareError, expand_compare
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
     from genenv_engine.roles import BackendFactory
 
 
 def make_app(session_dir: str | Path | None = None, *, preset: str | None = None, config_file: str | Path | None = None,
-             overrides: dict[str, Any] | None = None, sessions_root: str | Path = "sessions",
+             overrides: dict[str, Any] | None = None, sessions_root: str | Path | None = "sessions",
              backend_factory: BackendFactory | None = None, autostart: bool = True,
-             browse: bool = False) -> GenEnvConsole:
-    """Build the console: resume ``session_dir``, or create a new session from the preset/config (or just browse).
+             browse: bool = False, compare: list[str | Path] | None = None) -> GenEnvConsole:
+    """Build the console: resume ``session_dir``, or create a new session from the preset/config (or just browse,
+    or compare the sessions ``compare`` names: `genenv_console.compare.expand_compare`).
 
-    Raises ConfigError, FileNotFoundError, FileExistsError or SessionError for a bad preset, config or folder.
+    Raises ConfigError, FileNotFoundError, FileExistsError or SessionError for a bad preset, config or folder,
+    CompareError for folders that cannot be compared. With ``sessions_root`` None the sessions screen lists
+    ``sessions/``, or when comparing, the folder of the first compared session.
     """
-    root = Path(sessions_root)
+    if compare:
+        paths = expand_compare(list(compare))
+        root = Path(sessions_root) if sessions_root is not None else paths[0].parent
+        return GenEnvConsole(None, root, backend_factory, autostart=False, compare=paths)
+    root = Path(sessions_root if sessions_root is not None else "sessions")
     if browse:
         return GenEnvConsole(None, root, backend_factory, autostart=False)
     if session_dir is not None:
@@ -55,9 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--config", type=Path, help="TOML config file for a new session")
     parser.add_argument("--epochs", type=int, help="target epochs (new session, or raise a resumed one's)")
     parser.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")
-    parser.add_argument("--sessions-root", type=Path, default=Path("sessions"), help="where sessions live")
+    parser.add_argument("--sessions-root", type=Path, help="where sessions live (default: sessions/, or with "
+                        "--compare the first compared session's folder)")
     parser.add_argument("--browse", action="store_true", help="open the sessions screen without starting a run")
     parser.add_argument("--no-start", action="store_true", help="open the session without starting the engine")
+    parser.add_argument("--compare", nargs="+", type=Path, metavar="DIR",
+                        help="compare 2-4 sessions read-only (a folder of sessions, e.g. an ablation bench's, "
+                             "stands for all of them)")
     return parser
 
 
@@ -73,13 +87,18 @@ def main(argv: list[str] | None = None) -> int:
             print("genenv-console: --simulator-mode only applies to a new session", file=sys.stderr)
             return 2
         overrides["simulator.mode"] = args.simulator_mode
+    if args.compare and (args.session is not None or args.preset or args.config or overrides or args.browse
+                         or args.no_start):
+        print("genenv-console: --compare takes only session folders (and --sessions-root)", file=sys.stderr)
+        return 2
     if args.session is not None and (args.preset or args.config):
         print("genenv-console: --preset/--config only apply to a new session", file=sys.stderr)
         return 2
     try:
         app = make_app(args.session, preset=args.preset, config_file=args.config, overrides=overrides or None,
-                       sessions_root=args.sessions_root, autostart=not args.no_start, browse=args.browse)
-    except (ConfigError, FileNotFoundError, FileExistsError, SessionError) as exc:
+                       sessions_root=args.sessions_root, autostart=not args.no_start, browse=args.browse,
+                       compare=args.compare)
+    except (ConfigError, FileNotFoundError, FileExistsError, SessionError, CompareError) as exc:
         print(f"genenv-console: {exc}", file=sys.stderr)
         return 2
     except SessionBusy as exc:

@@ -32,10 +32,11 @@ from genenv_engine.store import Store
 from genenv_console.attach import AttachMixin
 from genenv_console.data import export_jsonl
 from genenv_console.latency import LatencyProbe
-from genenv_console.messages import (CreateSession, EngineIdled, EngineMessage, ExportWritten, OpenSession,
-                                     TaskRevised, TaskStatusChanged)
+from genenv_console.messages import (CompareSessions, CreateSession, EngineIdled, EngineMessage, ExportWritten,
+                                     OpenSession, TaskRevised, TaskStatusChanged)
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
 from genenv_console.safe import clean
+from genenv_console.screens.compare import CompareScreen
 from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
 from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, batch_rows
 from genenv_console.screens.error import ErrorScreen
@@ -74,8 +75,11 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
     ]
 
     def __init__(self, session_path: Path | None = None, sessions_root: Path = Path("sessions"),
-                 backend_factory: BackendFactory | None = None, autostart: bool = True) -> None:
+                 backend_factory: BackendFactory | None = None, autostart: bool = True,
+                 compare: list[Path] | None = None) -> None:
         super().__init__()
+        self.initial_compare = [Path(p) for p in compare] if compare else None
+        """Sessions to open the compare screen on at start (``--compare``), instead of a session."""
         self.sessions_root = Path(sessions_root)
         self.backend_factory = backend_factory
         self.autostart = autostart
@@ -106,6 +110,8 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
             self.open_session(self.initial_session, self.autostart)
         else:
             self.switch_mode("sessions")
+            if self.initial_compare:
+                self.push_screen(CompareScreen(self.initial_compare))
 
     def on_unmount(self) -> None:
         """Never leave the engine thread behind: a closing app stops it (the session stays resumable)."""
@@ -174,6 +180,10 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
     @on(OpenSession)
     def _open_requested(self, message: OpenSession) -> None:
         self.open_session(message.path, autostart=True)
+
+    @on(CompareSessions)
+    def _compare_requested(self, message: CompareSessions) -> None:
+        self.push_screen(CompareScreen(message.paths))
 
     @on(CreateSession)
     def _create_requested(self, message: CreateSession) -> None:

@@ -136,6 +136,14 @@ class OpenSession(Message):
         self.path = path
 
 
+class CompareSessions(Message):
+    """Request: open the compare screen on these session folders, in order."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        super().__init__()
+        self.paths = paths
+
+
 class CreateSession(Message):
     """Request: create a session from this config and run it."""
 
@@ -169,3 +177,22 @@ class ExportWritten(Message):
         super().__init__()
         self.paths = paths
         self.tasks = tasks
+
+
+class ComparisonRead(Message):
+    """The sessions of a comparison were read (``runs``: `genenv_console.compare.CompareRun`, in order), or
+    could not be (``error``)."""
+
+    def __init__(self, runs: list, error: str = "") -> None:
+        super().__init__()
+        self.runs = runs
+        self.error = error
+
+
+class ComparisonExported(Message):
+    """The comparison report was written to ``path`` (None, with ``error``, when it could not be)."""
+
+    def __init__(self, path: Path | None, error: str = "") -> None:
+        super().__init__()
+        self.path = path
+        self.error = error

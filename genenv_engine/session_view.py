@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from genenv_engine.config import RunConfig, config_from_file, saved_config
 from genenv_engine.curriculum import calibration_error, env_reward
-from genenv_engine.store import Store
+from genenv_engine.store import Store, read_only_rows
 
 if TYPE_CHECKING:
     from genenv_engine.session import Session
@@ -209,12 +209,13 @@ class SessionView:
     # -- opening --------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, folder: str | Path, *, strict: bool = False) -> SessionView:
+    def open(cls, folder: str | Path, *, strict: bool = False, read_only: bool = False) -> SessionView:
         """Read a session folder (``config.toml`` and ``genenv.db``) and close the store again.
 
         The config is read as a report reads it (`config.saved_config`: paths unchecked, unknown settings set
         aside), or with ``strict`` as a run resumes it (`config.config_from_file`: an unknown setting is an
-        error). FileNotFoundError when the folder holds no session.
+        error). With ``read_only`` the database is read through a read-only connection (`store.read_only_rows`:
+        never migrated or written, whoever runs the session). FileNotFoundError when the folder holds no session.
         """
         folder = Path(folder)
         if not (folder / "config.toml").exists() or not (folder / "genenv.db").exists():
@@ -224,6 +225,10 @@ class SessionView:
             config = config_from_file(folder / "config.toml")
         else:
             config, unknown = saved_config(folder / "config.toml")
+        if read_only:
+            epoch_rows, batch_rows = read_only_rows(folder / "genenv.db")
+            view = cls.from_rows(config, epoch_rows, batch_rows, folder)
+            return cls(view.config, view.epochs, view.batches, folder, MappingProxyType(dict(unknown)))
         store = Store(folder / "genenv.db")
         try:
             view = cls.from_store(store, config, folder)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -261,6 +262,56 @@ def _note_json(note: dict[str, Any] | str | None) -> str | None:
 def _bools(row: dict[str, Any], *names: str) -> dict[str, Any]:
     """Turn 0/1 integer columns of a row into bools (None stays None)."""
     return {k: (bool(v) if k in names and v is not None else v) for k, v in row.items()}
+
+
+_EPOCHS_SQL = "SELECT * FROM epochs ORDER BY epoch"
+_BATCHES_SQL = "SELECT * FROM batches ORDER BY id"
+
+
+def _epoch_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``epochs`` table rows as `Store.epoch_metrics` gives them: the metrics JSON decoded into each row."""
+    out = []
+    for row in rows:
+        metrics = json.loads(row.pop("metrics") or "{}")
+        out.append({**row, **{k: v for k, v in metrics.items() if k not in row}})
+    return out
+
+
+def _batch_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``batches`` table rows as `Store.batches` gives them: ``in_band`` a bool, ``prompt_note`` decoded."""
+    return [{**_bools(row, "in_band"), "prompt_note": _json_or_none(row.get("prompt_note"))} for row in rows]
+
+
+def read_only_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The epochs (as `Store.epoch_metrics` gives them) and variation batches (as `Store.batches`) of a database
+    file, read through a read-only connection: no migration, no meta update, no journal-mode switch, so a session
+    another process runs (or an older database) is read without being written. A WAL database in a folder this
+    process cannot write (where SQLite cannot create the shared-memory file a reader needs) is read as immutable:
+    nobody can be writing it there. FileNotFoundError when the file is missing; sqlite3.DatabaseError for a file
+    that is not a database."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no database at {path}")
+    try:
+        return _read_only_rows(path, "?mode=ro")
+    except sqlite3.OperationalError:
+        if os.access(path.parent, os.W_OK):
+            raise
+        return _read_only_rows(path, "?mode=ro&immutable=1")
+
+
+def _read_only_rows(path: Path, query: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.row_factory = sqlite3.Row
+    try:
+        with conn:  # one read transaction: epochs and batches from the same snapshot
+            conn.execute("BEGIN")
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            epochs = [dict(r) for r in conn.execute(_EPOCHS_SQL)] if "epochs" in tables else []
+            batches = [dict(r) for r in conn.execute(_BATCHES_SQL)] if "batches" in tables else []
+    finally:
+        conn.close()
+    return _epoch_rows(epochs), _batch_rows(batches)
 
 
 def _order_sql(order: str) -> str:
@@ -656,10 +707,10 @@ class Store:
     def batches(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Variation batches, of one epoch or all, ordered by id; ``prompt_note`` decoded (None when not stored)."""
         if epoch is None:
-            rows = self._rows("SELECT * FROM batches ORDER BY id")
+            rows = self._rows(_BATCHES_SQL)
         else:
             rows = self._rows("SELECT * FROM batches WHERE epoch = ? ORDER BY id", [epoch])
-        return [{**_bools(row, "in_band"), "prompt_note": _json_or_none(row.get("prompt_note"))} for row in rows]
+        return _batch_rows(rows)
 
     # -- epochs --------------------------------------------------------------------------------
 
@@ -682,11 +733,7 @@ class Store:
 
     def epoch_metrics(self) -> list[dict[str, Any]]:
         """One dict per epoch: epoch, status, started_at, finished_at and the decoded metrics."""
-        out = []
-        for row in self._rows("SELECT * FROM epochs ORDER BY epoch"):
-            metrics = json.loads(row.pop("metrics") or "{}")
-            out.append({**row, **{k: v for k, v in metrics.items() if k not in row}})
-        return out
+        return _epoch_rows(self._rows(_EPOCHS_SQL))
 
     def last_finished_epoch(self) -> int:
         """The highest epoch with status 'done', or -1 when none is."""

@@ -2,7 +2,8 @@
 
 Each row reads the session's own config and store (epochs done / target, status). Enter resumes
 the highlighted session; the form builds a `RunConfig` from a preset plus the typed values (any
-bad value is reported with the field's name) and asks the app to create and run it.
+bad value is reported with the field's name) and asks the app to create and run it. ``m`` marks
+sessions (the first column shows each mark's order) and ``C`` opens the marked 2-4 in the compare screen.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, RunConfig, load_config, preset_names
 
+from genenv_console.compare import MAX_RUNS, MIN_RUNS
 from genenv_console.data import SessionInfo, list_sessions
-from genenv_console.messages import CreateSession, OpenSession
+from genenv_console.messages import CompareSessions, CreateSession, OpenSession
 from genenv_console.safe import safe_text
 from genenv_console.widgets.key_bar import KeyBar
 
@@ -65,11 +67,15 @@ class SessionsScreen(Screen):
         Binding("enter", "open", "Resume"),
         Binding("c", "focus_form", "Create…"),
         Binding("u", "reload", "Refresh"),
+        Binding("m", "mark", "Mark to compare"),
+        Binding("C", "compare", "Compare marked"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.sessions: list[SessionInfo] = []
+        self.marked: list[Path] = []
+        """The sessions marked for comparison, in the order they were marked."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="sessions-body"):
@@ -92,8 +98,8 @@ class SessionsScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#sessions-table", DataTable).add_columns(
-            "session", "preset", "mode", "benchmarks", "epochs", "status")
+        self._mark_column, *_ = self.query_one("#sessions-table", DataTable).add_columns(
+            "cmp", "session", "preset", "mode", "benchmarks", "epochs", "status")
         self._fill_form(str(self.query_one("#preset", Select).value))
         self.load()
 
@@ -111,13 +117,49 @@ class SessionsScreen(Screen):
         table = self.query_one("#sessions-table", DataTable)
         table.clear()
         self.sessions = list_sessions(self.root)
+        listed = {s.path for s in self.sessions}
+        self.marked = [p for p in self.marked if p in listed]
         current = getattr(self.app, "session_path", None)
         for s in self.sessions:
             name = s.path.name + (" ◀" if current is not None and Path(current) == s.path else "")
             cells = (name, s.preset, s.mode, s.benchmarks, f"{s.epochs_done}/{s.target}", s.status)
-            table.add_row(*(safe_text(c, 200, one_line=True) for c in cells), key=str(s.path))
+            table.add_row(safe_text(self._mark_cell(s.path)), *(safe_text(c, 200, one_line=True) for c in cells),
+                          key=str(s.path))
+        self._show_root()
+
+    def _show_root(self) -> None:
+        marks = f" · {len(self.marked)} marked, C compares" if self.marked else " · m marks to compare"
         self.query_one("#sessions-root", Static).update(
-            safe_text(f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create", 500))
+            safe_text(f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create{marks}", 500))
+
+    def _mark_cell(self, path: Path) -> str:
+        """The first column of a session's row: its place among the marked sessions, or nothing."""
+        return f"[{self.marked.index(path) + 1}]" if path in self.marked else ""
+
+    def action_mark(self) -> None:
+        """Mark the highlighted session for comparison, or unmark it (at most `MAX_RUNS` marked)."""
+        table = self.query_one("#sessions-table", DataTable)
+        if not self.sessions or table.cursor_row is None or table.cursor_row >= len(self.sessions):
+            return
+        path = self.sessions[table.cursor_row].path
+        if path in self.marked:
+            self.marked.remove(path)
+        elif len(self.marked) >= MAX_RUNS:
+            self.notify(f"at most {MAX_RUNS} sessions compare at once: unmark one with m first", severity="warning")
+            return
+        else:
+            self.marked.append(path)
+        for s in self.sessions:
+            table.update_cell(str(s.path), self._mark_column, safe_text(self._mark_cell(s.path)))
+        self._show_root()
+
+    def action_compare(self) -> None:
+        """Compare the marked sessions (2 to `MAX_RUNS`), in the order they were marked."""
+        if not MIN_RUNS <= len(self.marked) <= MAX_RUNS:
+            self.notify(f"mark {MIN_RUNS} to {MAX_RUNS} sessions with m, then press C "
+                        f"({len(self.marked)} marked)", severity="warning")
+            return
+        self.post_message(CompareSessions(list(self.marked)))
 
     def _fill_form(self, preset: str) -> None:
         try:

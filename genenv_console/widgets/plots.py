@@ -1,5 +1,6 @@
 """The dashboard's live plots (textual-plotext): calibration, held-out success, p-hat histogram, phases, throughput,
-and the warm start's loss curves (shown in the throughput plot's place until epoch 1 has a throughput).
+and the warm start's loss curves (shown in the throughput plot's place until epoch 1 has a throughput); and the
+comparison screen's overlays of several sessions' calibration and held-out curves (`CompareCurvePlot`).
 
 Each plot has one reactive ``data`` attribute that its parent sets ("attributes down"); setting it
 redraws the figure in `replot`. The data objects come from `genenv_console.state.RunState`, so a
@@ -8,6 +9,7 @@ test can read exactly what a plot shows from ``plot.data``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual.binding import Binding
@@ -231,3 +233,39 @@ class WarmStartPlot(MetricPlot):
                 plt.plot([s for s, _ in pts], [loss for _, loss in pts], color=COLORS[i % len(COLORS)],
                          marker="hd", label=role)
         plt.title(f"warm start loss: {data.summary()}")
+
+
+@dataclass(frozen=True)
+class CompareCurves:
+    """What a comparison plot draws: its title, one `genenv_console.compare.Series` per line (in order), and the
+    alpha line with its band (None when the sessions' targets differ or the plot has none)."""
+
+    title: str
+    lines: tuple[Any, ...]
+    alpha: float | None = None
+    k_min: float | None = None
+
+
+class CompareCurvePlot(MetricPlot):
+    """Several sessions' curves overlaid: one line per session, coloured in order and labelled by its name."""
+
+    def replot(self, plt: Any, data: CompareCurves | None) -> None:
+        if data is None:
+            plt.title("reading the sessions…")
+            return
+        epochs = sorted({e for s in data.lines for e, _ in s.points})
+        if data.alpha is not None:
+            span = [min(epochs) - 0.5, max(epochs) + 0.5] if epochs else [0.5, 1.5]
+            plt.plot(span, [data.alpha] * 2, color="gray", label=f"α={data.alpha:g}")
+            if data.k_min:
+                for edge in (data.alpha - data.k_min, data.alpha + data.k_min):
+                    plt.plot(span, [edge] * 2, color="gray", marker="dot")
+        for i, line in enumerate(data.lines):
+            if line.points:
+                color = COLORS[i % len(COLORS)]
+                xs, ys = [e for e, _ in line.points], [v for _, v in line.points]
+                plt.plot(xs, ys, color=color, marker="hd", label=line.label)
+                plt.scatter(xs, ys, color=color, marker="o")
+        plt.title(data.title if epochs else f"{data.title}: no epochs yet")
+        plt.ylim(0, 1)
+        _epoch_ticks(plt, epochs or [0])

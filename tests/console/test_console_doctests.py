@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["genenv_console.state", "genenv_console.data", "genenv_console.latency",
-           "genenv_console.widgets.status_bar", "genenv_console.safe"]
+           "genenv_console.widgets.status_bar", "genenv_console.safe", "genenv_console.compare"]
 
 
 @pytest.mark.parametrize("name", MODULES)
