@@ -309,12 +309,13 @@ def test_default_splits_are_seeded_and_heldout_covers_every_level():
     hint_free = [t for name in ("heldout",) for t in sa[name]]
     assert all(t.difficulty["features"]["hint"] == 0 and " | hint " not in t.prompt for t in hint_free)
     assert all(t.level == t.difficulty["features"]["k"] for t in hint_free)  # held-out: the level is the chain
-    for name in ("train", "seed"):  # every task below level 8 hinted, continuing a chain of level + j calls
+    for name in ("train", "seed"):  # nine in ten hinted below level 8, continuing a chain of level + j calls
         below = [t for t in sa[name] if t.level < 8]
-        assert all(1 <= t.difficulty["features"]["hint"] <= 8 - t.level for t in below), name
-        assert all(t.difficulty["features"]["k"] == t.level + t.difficulty["features"]["hint"] for t in below)
-    short = [t for t in sa["train"] if t.level <= 2]  # what the chain preset's warm start sees: chains of 2-8 calls
-    assert {t.difficulty["features"]["k"] for t in short} == set(LEVELS) - {1}
+        hinted = [t for t in below if t.difficulty["features"]["hint"]]
+        assert 0.85 < len(hinted) / len(below) < 0.95, name
+        assert all(t.difficulty["features"]["k"] == t.level + t.difficulty["features"]["hint"] <= 8 for t in hinted)
+    short = [t for t in sa["train"] if t.level <= 2]  # what the chain preset's warm start sees: chains of 1-8 calls
+    assert {t.difficulty["features"]["k"] for t in short} == set(LEVELS)
     assert set(Counter(t.difficulty["features"]["distractors"] for t in sa["train"])) == {0, 1, 2}
 
 
@@ -364,7 +365,10 @@ def test_hint_rate_puts_hints_in_the_splits():
     below = [t for t in HalfHinted(seed=0, sizes=SplitSizes(seed=8, train=800, heldout=8)).splits()["train"]
              if t.level < 8]
     assert 0.4 < sum(t.difficulty["features"]["hint"] > 0 for t in below) / len(below) < 0.6
-    env = ChainEnv(seed=0, sizes=SIZES)
+    class Hinted(ChainEnv):
+        HINT_RATE = 1.0
+
+    env = Hinted(seed=0, sizes=SIZES)
     for task in env.splits()["train"]:
         j = task.difficulty["features"]["hint"]
         assert (j == 0) if task.level == 8 else (1 <= j <= 8 - task.level)

@@ -226,12 +226,12 @@ class ChainEnv(LadderEnvironment):
 
     Its splits hold equal shares of levels 1-8 (the seed split too, so a curriculum can start the simulator
     from the bottom); each split task draws its ``distractors`` from :attr:`DISTRACTORS`. A train or seed task
-    below level 8 gets a hint of 1..8-level calls, a longer chain that it continues (:attr:`HINT_RATE`: every one
-    does); held-out tasks, the unseen pool and `task_at` are hint-free, so there the level is ``k``.
+    below level 8 gets, with probability :attr:`HINT_RATE`, a hint of 1..8-level calls (a longer chain that it
+    continues); held-out tasks, the unseen pool and `task_at` are hint-free, so there the level is ``k``.
     """
 
     name = "chain"
-    data_version = 10
+    data_version = 11
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
     apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
@@ -240,13 +240,14 @@ class ChainEnv(LadderEnvironment):
     train split of 32,000 tasks; 9: the level is the calls left to compute and half the train and seed tasks
     continue a hinted chain (a warm start on hint-free chains of one or two calls stopped every answer after two
     calls, whatever the chain's length); 10: every train and seed task below level 8 continues a hinted chain (with
-    half of them hint-free, a warm start on levels 1 and 2 tied the absence of a hint to an answer of two calls)."""
+    half of them hint-free, a warm start on levels 1 and 2 tied the absence of a hint to an answer of two calls); 11: a
+    tenth of them hint-free (with none, a warm start never learned to begin a chain at its start value)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
     DISTRACTORS: tuple[int, ...] = (0, 1, 2)
     """Distractor counts a split task draws from (uniformly)."""
-    HINT_RATE: float = 1.0
+    HINT_RATE: float = 0.9
     """Probability that a train or seed task below level 8 gives the first j calls of a chain of level + j
     (j uniform in 1..8 - level): the answers then write chains of every length while computing only ``level``
     calls of them, so where a chain stops is learned from the ``apply`` list, not from counting calls."""
