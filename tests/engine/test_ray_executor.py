@@ -15,6 +15,7 @@ double) under a 3 s limit. Skipped when the ``ray`` extra is not installed.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import replace
 from itertools import zip_longest
@@ -52,11 +53,20 @@ def perturb(policy, seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A Ray instance of this test module only, on loopback, without the dashboard."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _node_ip_address="127.0.0.1")
-    yield
-    ray.shutdown()
+    """A Ray instance of this test module only, on loopback, without the dashboard, its workers at normal priority
+    (Ray starts them niced; beside another busy test process, niced workers wait for the CPU most of the time)."""
+    before = os.environ.get("RAY_worker_niceness")
+    os.environ["RAY_worker_niceness"] = "0"
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 _node_ip_address="127.0.0.1")
+        yield
+        ray.shutdown()
+    finally:
+        if before is None:
+            os.environ.pop("RAY_worker_niceness", None)
+        else:
+            os.environ["RAY_worker_niceness"] = before
 
 
 def real_agent_scripted_simulator(role, policy):
