@@ -21,6 +21,7 @@ from test_env_contract import (  # the shared contract, run on this environment
 from test_fuzz_validators import EXAMPLES, simulator_outputs
 
 from genenv_engine.environments import BENCHMARKS, get_environment
+from genenv_engine.environments import base
 from genenv_engine.environments.base import SplitSizes
 from genenv_engine.environments.chain import ChainEnv
 from genenv_engine.environments.chain.grammar import MAX_FUNCTIONS, PromptError, Rule, read_prompt, render_prompt
@@ -294,16 +295,26 @@ def test_splits_sizes_levels_and_ids(env):
                    ("chain", name, "seed", CHECKER, "step", f"L{t.level}") for t in tasks)
 
 
-def test_default_splits_are_seeded_and_heldout_covers_every_level():
-    a, b, c = ChainEnv(seed=0), ChainEnv(seed=0), ChainEnv(seed=1)
-    sa, sb, sc = a.splits(), b.splits(), c.splits()
-    assert {k: len(v) for k, v in sa.items()} == {"heldout": 400, "train": 32000, "seed": 200}
-    assert Counter(t.level for t in sa["heldout"]) == {lv: 50 for lv in LEVELS}
+def test_splits_are_seeded(monkeypatch):
+    """The same seed makes the same splits in a fresh process (the per-process cache emptied between the two), another
+    seed different ones."""
+    sizes = SplitSizes(seed=40, train=800, heldout=80)
+    monkeypatch.setattr(base, "_GENERATED_SPLITS", {})
+    sa = ChainEnv(seed=0, sizes=sizes).splits()
+    monkeypatch.setattr(base, "_GENERATED_SPLITS", {})
+    sb, sc = ChainEnv(seed=0, sizes=sizes).splits(), ChainEnv(seed=1, sizes=sizes).splits()
     for name in sa:
+        assert sa[name] is not sb[name] and len(sa[name]) == len(sb[name]) > 0
         assert [t.prompt for t in sa[name]] == [t.prompt for t in sb[name]]
         assert [t.answer for t in sa[name]] == [t.answer for t in sb[name]]
         same = sum(x.prompt == y.prompt for x, y in zip(sa[name], sc[name]))
         assert same <= len(sa[name]) // 20, (name, same)
+
+
+def test_default_splits_cover_every_level_and_hint_the_train_chains():
+    sa = ChainEnv(seed=0).splits()
+    assert {k: len(v) for k, v in sa.items()} == {"heldout": 400, "train": 32000, "seed": 200}
+    assert Counter(t.level for t in sa["heldout"]) == {lv: 50 for lv in LEVELS}
     prompts = [t.prompt for ts in sa.values() for t in ts]
     assert len(set(prompts)) == len(prompts)
     hint_free = [t for name in ("heldout",) for t in sa[name]]
