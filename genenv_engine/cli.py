@@ -20,6 +20,7 @@ from typing import Any
 
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, parse_sets, preset_names
 from genenv_engine.errors import SessionBusy, SessionUnwritable
+from genenv_engine.loggers import LOGGERS
 from genenv_engine.session import SessionError
 
 
@@ -50,13 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray", metavar="local|ADDRESS",
                      help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)")
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
-    run.add_argument("--log", action="append", default=[], choices=("tensorboard", "wandb"),
-                     help="also log each epoch to TensorBoard or W&B (offline; under SESSION/logs; repeatable)")
+    run.add_argument("--log", action="append", default=[], choices=LOGGERS,
+                     help="also log each epoch to TensorBoard, W&B or Trackio (offline; under SESSION/logs; repeatable)")
     resume = sub.add_parser("resume", help="continue a session from its last finished epoch")
     resume.add_argument("session", type=Path)
     resume.add_argument("--epochs", type=int, help="new total number of epochs")
     resume.add_argument("--quiet", action="store_true")
-    resume.add_argument("--log", action="append", default=[], choices=("tensorboard", "wandb"),
+    resume.add_argument("--log", action="append", default=[], choices=LOGGERS,
                         help="as for run: a resumed session continues the same logged run")
     status = sub.add_parser("status", help="per-epoch metrics of a session")
     status.add_argument("session", type=Path)

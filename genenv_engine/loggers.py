@@ -1,22 +1,27 @@
-"""Runs logged where researchers already look: TensorBoard and Weights & Biases (``--log tensorboard|wandb``).
+"""Runs logged where researchers already look: TensorBoard, Weights & Biases and Trackio
+(``--log tensorboard|wandb|trackio``).
 
 `logging_sink` wraps the run's event sink: at each ``EpochFinished`` it reads that epoch back from the store and
 hands every logger the same numbers ``genenv status --json`` prints (flattened to ``heldout/bfcl``,
 ``phase_seconds/rollout`` ...), the epoch's p̂ and R_env histograms, and a table of sample tasks with a rollout each.
 The store is the source, so a logger shows exactly what the session holds. Loggers are imported lazily (each
-in the ``log`` extra); W&B runs offline unless ``WANDB_MODE`` says otherwise, and both write under
-``SESSION/logs/``. A resumed session continues the same run: TensorBoard appends to the same folder, and W&B
-resumes the run id kept in the session's store.
+in the ``log`` extra); W&B runs offline unless ``WANDB_MODE`` says otherwise, Trackio only ever writes its local
+SQLite database, and all three write under ``SESSION/logs/``. A resumed session continues the same run:
+TensorBoard appends to the same folder, and W&B and Trackio resume the run id / run name kept in the session's
+store.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-LOGGERS = ("tensorboard", "wandb")
+LOGGERS = ("tensorboard", "wandb", "trackio")
 STATUS_KEYS = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
                "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
                "heldout_by_level", "tokens_per_second", "rollout_workers")
@@ -124,13 +129,116 @@ class WandbLogger:
         self.run.finish()
 
 
+class TrackioLogger:
+    """A local Trackio run in ``SESSION/logs/trackio`` (project: the session folder's name) whose name the session
+    keeps, so a resume continues it; ``trackio show --project NAME`` with ``TRACKIO_DIR`` set to that folder views it.
+
+    Each epoch logs the flattened status numbers at step = epoch, ``p_hat`` / ``r_env`` as ``trackio.Histogram``
+    and ``samples`` as a ``trackio.Table``. Trackio is local-only here: no ``space_id``, ``server_url`` or
+    ``dataset_id`` is passed, the ``TRACKIO_SPACE_ID`` / ``TRACKIO_SERVER_URL`` / ``TRACKIO_BUCKET_ID`` /
+    ``TRACKIO_DATASET_ID`` / ``TRACKIO_WEBHOOK_URL`` variables are hidden while the run is made, the Hugging Face
+    Hub is held offline then (Trackio would otherwise ask the Hub for the user name when a token is set), and
+    CPU/GPU auto-logging and the dashboard are off; Trackio's own progress prints are silenced. Trackio reads its
+    storage folder (``TRACKIO_DIR``) once, at import, into module constants; rather than set that variable for the
+    whole process (and every child process), the logger rebinds those constants to the session's folder while its
+    run is open and restores them at `close`. So one Trackio logger
+    is open per process at a time, as ``genenv run`` / ``genenv resume`` make it.
+    """
+
+    META_KEY = "trackio_run_name"
+    HIDDEN_ENV = ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL", "TRACKIO_BUCKET_ID", "TRACKIO_DATASET_ID",
+                  "TRACKIO_WEBHOOK_URL")
+
+    def __init__(self, session) -> None:
+        try:
+            import trackio
+        except ImportError:
+            raise ValueError("--log trackio needs trackio: pip install 'genenv[log]'") from None
+        self.trackio = trackio
+        self.folder = Path(session.path) / "logs" / "trackio"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.project = Path(session.path).name
+        name = session.store.get_meta(self.META_KEY)
+        if not name:
+            import secrets
+
+            name = f"genenv-{secrets.token_hex(4)}"
+            session.store.set_meta(self.META_KEY, name)
+        self.previous = _trackio_paths(trackio, self.folder)
+        try:
+            with _local_only(self.HIDDEN_ENV), contextlib.redirect_stdout(io.StringIO()):
+                self.run = trackio.init(project=self.project, name=name, resume="allow",
+                                        config=session.config.to_dict(), embed=False, auto_log_cpu=False,
+                                        auto_log_gpu=False)
+        except BaseException:
+            _rebind_trackio(self.previous)
+            raise
+
+    def log(self, record: dict[str, Any]) -> None:
+        data: dict[str, Any] = dict(flatten(record["metrics"]))
+        for name in ("p_hat", "r_env"):
+            if record[name]:
+                data[name] = self.trackio.Histogram(record[name])
+        if record["samples"]:
+            cols = ["benchmark", "level", "origin", "prompt", "response", "reward"]
+            data["samples"] = self.trackio.Table(columns=cols, data=[[s[c] for c in cols] for s in record["samples"]])
+        self.run.log(data, step=record["epoch"])
+
+    def close(self) -> None:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.run.finish()  # joins the sender thread: everything logged is in the database
+            from trackio import context_vars
+
+            if context_vars.current_run.get() is self.run:
+                context_vars.current_run.set(None)  # nothing left for trackio's exit hook to finish
+        finally:
+            _rebind_trackio(self.previous)
+
+
+def _trackio_paths(trackio, folder: Path) -> dict[str, Path]:
+    """Point every loaded trackio module's storage constants at ``folder``; return the ones they had."""
+    previous = {name: getattr(trackio.utils, name) for name in ("TRACKIO_DIR", "MEDIA_DIR", "ARTIFACTS_DIR")}
+    _rebind_trackio({"TRACKIO_DIR": folder, "MEDIA_DIR": folder / "media", "ARTIFACTS_DIR": folder / "artifacts"})
+    return previous
+
+
+def _rebind_trackio(paths: dict[str, Path]) -> None:
+    # trackio modules copy the constants with `from trackio.utils import TRACKIO_DIR`: rebind each copy, and
+    # trackio.utils itself so that modules trackio imports later copy the new ones
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == "trackio" or name.startswith("trackio.")):
+            for attr, value in paths.items():
+                if isinstance(getattr(module, attr, None), Path):
+                    setattr(module, attr, value)
+
+
+@contextlib.contextmanager
+def _local_only(hidden: tuple[str, ...]) -> Iterator[None]:
+    """No remote target from the environment, and the Hugging Face Hub offline, for the duration."""
+    import huggingface_hub.constants
+
+    saved = {k: os.environ.pop(k) for k in hidden if k in os.environ}
+    offline = huggingface_hub.constants.HF_HUB_OFFLINE
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        huggingface_hub.constants.HF_HUB_OFFLINE = offline
+        os.environ.update(saved)
+
+
+MAKERS: dict[str, Callable[[Any], Any]] = {"tensorboard": TensorBoardLogger, "wandb": WandbLogger,
+                                           "trackio": TrackioLogger}
+
+
 def make_loggers(session, names: list[str]) -> list[Any]:
     """The loggers named (each once, in order); ValueError for an unknown or uninstalled one."""
     made = []
     for name in dict.fromkeys(names):
         if name not in LOGGERS:
             raise ValueError(f"--log must be one of {', '.join(LOGGERS)}, got {name!r}")
-        made.append(TensorBoardLogger(session) if name == "tensorboard" else WandbLogger(session))
+        made.append(MAKERS[name](session))
     return made
 
 

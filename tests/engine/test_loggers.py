@@ -1,18 +1,19 @@
-"""--log tensorboard|wandb: each epoch's status numbers, histograms and samples, read back from what was written;
-a resumed session continues the same run."""
+"""--log tensorboard|wandb|trackio: each epoch's status numbers, histograms and samples, read back from what was
+written; a resumed session continues the same run."""
 
 from __future__ import annotations
 
 import json
+import socket
+import sqlite3
+import sys
+from types import SimpleNamespace
 
 import pytest
 
 from genenv_engine.cli import main
-from genenv_engine.loggers import flatten
+from genenv_engine.loggers import TrackioLogger, flatten
 from genenv_engine.store import Store
-
-pytest.importorskip("tensorboard")
-pytest.importorskip("wandb")
 
 
 def _scalars(folder):
@@ -24,6 +25,8 @@ def _scalars(folder):
 
 
 def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("wandb")
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -63,3 +66,89 @@ def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path
     with pytest.raises(SystemExit):  # an unknown logger is refused by the parser, before any session exists
         main(["run", "--preset", "micro", "--session", str(tmp_path / "t"), "--log", "nope"])
     assert not (tmp_path / "t").exists()
+
+
+def _trackio_rows(db):
+    """(run_id, run_name, step, metrics) of every logged step, read from trackio's own SQLite database."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT run_id, run_name, step, metrics FROM metrics ORDER BY step").fetchall()
+    return [(run_id, name, step, json.loads(metrics)) for run_id, name, step, metrics in rows]
+
+
+def test_run_and_resume_log_the_status_numbers_to_trackio_locally(tmp_path, monkeypatch, capsys):
+    trackio = pytest.importorskip("trackio")
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRACKIO_SPACE_ID", "someone/somewhere")  # ignored: the logger never leaves the session
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")  # would make trackio ask the Hub who the user is
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as outside the tests
+    looked_up = []
+    real_getaddrinfo = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: (looked_up.append(host),
+                                                                      real_getaddrinfo(host, *a, **k))[1])
+    before = trackio.utils.TRACKIO_DIR
+    folder = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
+                 "--log", "trackio"]) == 0
+    assert trackio.utils.TRACKIO_DIR == before  # trackio's storage folder is the session's only while logging
+    with Store(folder / "genenv.db") as store:
+        name = store.get_meta("trackio_run_name")
+    assert name
+    db = folder / "logs" / "trackio" / "s.db"  # project: the session folder's name
+    (run_id, *_), = {(r[0], r[1]) for r in _trackio_rows(db)}
+    assert main(["resume", str(folder), "--epochs", "2", "--quiet", "--log", "trackio"]) == 0
+    capsys.readouterr()
+    assert main(["status", str(folder), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)["epochs"]
+
+    rows = _trackio_rows(db)
+    assert {(r[0], r[1]) for r in rows} == {(run_id, name)}  # one run, resumed under the name the session kept
+    assert [r[2] for r in rows] == [0, 1, 2] == [row["epoch"] for row in status]
+    logged = {step: metrics for _, _, step, metrics in rows}
+    for row in status:  # every numeric status value at its epoch
+        expected = flatten({k: v for k, v in row.items() if k not in ("epoch", "status")})
+        assert expected and {k: logged[row["epoch"]][k] for k in expected} == pytest.approx(expected, rel=1e-9)
+    table = logged[2]["samples"]
+    assert table["_type"] == "trackio.table" and table["_value"]
+    assert list(table["_value"][0]) == ["benchmark", "level", "origin", "prompt", "response", "reward"]
+    assert all(r["benchmark"] == "bfcl" for r in table["_value"])
+    with Store(folder / "genenv.db") as store:
+        assert store.get_meta("trackio_run_name") == name
+        p_hats = [r[0] for r in store.db.execute("SELECT p_hat FROM batches WHERE epoch = 2 AND p_hat IS NOT NULL")]
+    if p_hats:
+        assert sum(logged[2]["p_hat"]["values"]) == len(p_hats)
+    assert not [h for h in looked_up if h not in ("localhost", "127.0.0.1", "::1")]  # no network, not even DNS
+    assert not (tmp_path / "cache" / "trackio").exists()
+
+
+def test_trackio_logs_histograms_and_a_resumed_logger_continues_the_run(tmp_path):
+    pytest.importorskip("trackio")
+    meta = {}
+    store = SimpleNamespace(get_meta=meta.get, set_meta=meta.__setitem__)
+    session = SimpleNamespace(path=tmp_path / "h", store=store, config=SimpleNamespace(to_dict=lambda: {"seed": 3}))
+    record = {"epoch": 1, "metrics": {"heldout": {"bfcl": 0.25}}, "p_hat": [0.1, 0.5, 0.5, 0.9], "r_env": [0.2],
+              "samples": []}
+    for epoch in (1, 2):  # the second logger is a resume: same session, same stored run name
+        logger = TrackioLogger(session)
+        logger.log({**record, "epoch": epoch})
+        logger.close()
+    rows = _trackio_rows(tmp_path / "h" / "logs" / "trackio" / "h.db")
+    assert [r[2] for r in rows] == [1, 2] and len({(r[0], r[1]) for r in rows}) == 1
+    assert rows[0][1] == meta["trackio_run_name"]
+    hist = rows[1][3]["p_hat"]
+    assert hist["_type"] == "trackio.histogram" and sum(hist["values"]) == 4
+    assert hist["bins"][0] == pytest.approx(0.1) and hist["bins"][-1] == pytest.approx(0.9)
+    assert rows[1][3]["heldout/bfcl"] == 0.25 and sum(rows[1][3]["r_env"]["values"]) == 1
+
+
+def test_log_trackio_without_trackio_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "trackio", None)  # `import trackio` raises ImportError
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
+                 "--log", "trackio"]) == 2
+    assert "genenv: --log trackio needs trackio: pip install 'genenv[log]'" in capsys.readouterr().err
+    assert not (folder / "logs" / "trackio").exists()
+    with Store(folder / "genenv.db") as store:
+        assert store.get_meta("trackio_run_name") is None and store.epoch_metrics() == []
