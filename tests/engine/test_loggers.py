@@ -24,6 +24,37 @@ def _scalars(folder):
     return acc
 
 
+def _wandb_history(run_folder) -> dict[int, dict[str, float]]:
+    """The history rows of a W&B offline run, by step: its ``run-*.wandb`` file's records, framed as W&B writes
+    them (a 7-byte header, then 32 KiB blocks of records each with a 7-byte header: checksum, length, kind 1 whole
+    / 2 first / 3 middle / 4 last) and decoded with W&B's own ``Record`` protobuf."""
+    from wandb.proto import wandb_internal_pb2
+
+    (path,) = run_folder.glob("run-*.wandb")
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    block, pos, chunks, pending = 32768, 7, [], b""
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:  # a block's tail too short for a header is padding
+            pos += block - pos % block
+            continue
+        length, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
+        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        if kind == 0:
+            break
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            chunks.append(pending)
+    rows: dict[int, dict[str, float]] = {}
+    for chunk in chunks:
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(chunk)
+        if record.WhichOneof("record_type") == "history":
+            items = {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+            rows[record.history.step.num] = {k: v for k, v in items.items() if isinstance(v, (int, float))}
+    return rows
+
+
 def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path, monkeypatch, capsys):
     pytest.importorskip("tensorboard")
     pytest.importorskip("wandb")
@@ -58,6 +89,13 @@ def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path
 
     runs = sorted(p.name for p in (folder / "logs" / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and all(name.endswith(run_id) for name in runs)  # one W&B run, resumed
+    history: dict[int, dict[str, float]] = {}
+    for run in runs:  # the first run's steps, then the resumed run's
+        history.update(_wandb_history(folder / "logs" / "wandb" / run))
+    assert sorted(history) == [0, 1, 2]
+    for row in status:  # every numeric status value at its epoch, read back from W&B's run files
+        for key, value in flatten({k: v for k, v in row.items() if k not in ("epoch", "status")}).items():
+            assert history[row["epoch"]][key] == pytest.approx(value, rel=1e-5), key
     tables = sorted((folder / "logs" / "wandb").glob("offline-run-*/files/media/table/samples_*.table.json"))
     assert tables  # W&B's own table files: the samples with the columns genenv logs
     table = json.loads(tables[-1].read_text())
