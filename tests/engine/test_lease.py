@@ -83,6 +83,8 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
         assert f"is being run by genenv resume (PID {first.pid} on " in err and "Traceback" not in err
         assert err.count("\n") == 1
         assert (lease.holder(folder) or {}).get("pid") == first.pid  # the refusal left the holder alone
+        _wait_for(lambda: db.execute("select count(*) from epochs where status = 'done' and epoch = 3")
+                  .fetchone()[0] == 1)  # the epoch running at the refusal, and one more, finished
     finally:
         first.send_signal(signal.SIGINT)  # a clean stop of the first engine
         out, _ = first.communicate(timeout=300)
@@ -92,8 +94,35 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
     config = db.execute("select count(*) from events where kind = 'RunStarted'").fetchone()[0]
     assert config == 2  # the first run and the one resume that ran; the refused one logged nothing
     assert "epochs = 40" in (folder / "config.toml").read_text()  # the refused --epochs 3 was not saved
+    last = db.execute("select max(epoch) from epochs where status = 'done'").fetchone()[0]
+    assert last >= 3
+    # row for row, what a single resume of the same session writes up to the same finished epoch
+    ref = tmp_path / "ref"
+    assert main(["run", "--preset", "micro", "--session", str(ref), "--epochs", "1", "--quiet"]) == 0
+    single = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(ref), "--epochs", "40",
+                               "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env(tmp_path))
+    ref_db = sqlite3.connect(ref / "genenv.db")
+    try:
+        _wait_for(lambda: ref_db.execute("select count(*) from epochs where status = 'done' and epoch = ?",
+                                         [last]).fetchone()[0] == 1)
+    finally:
+        single.send_signal(signal.SIGINT)
+        single.communicate(timeout=300)
+    assert _rows(db, last) == _rows(ref_db, last)
     db.close()
+    ref_db.close()
     assert lease.holder(folder) is None
+
+
+def _rows(db: sqlite3.Connection, last: int) -> tuple[list, list]:
+    """The rollouts and generated tasks of epochs up to ``last``, less timings and running statistics."""
+    rollouts = db.execute("select task_id, epoch, response, reward, success, error_type, purpose, policy_version "
+                          "from rollouts where epoch <= ? order by id", [last]).fetchall()
+    tasks = db.execute("select id, prompt, answer, valid, reason, level from tasks where origin = 'generated' "
+                       "and epoch <= ? order by id", [last]).fetchall()
+    assert rollouts and tasks
+    return rollouts, tasks
 
 
 def test_a_read_only_session_folder_is_one_line_and_nothing_runs(tmp_path, monkeypatch, capsys):
