@@ -196,3 +196,13 @@ class ComparisonExported(Message):
         super().__init__()
         self.path = path
         self.error = error
+
+
+class FunnelRead(Message):
+    """The session's funnel was read (``entries``: `genenv_engine.store.Store.funnel`), or could not be
+    (``error``)."""
+
+    def __init__(self, entries: list, error: str = "") -> None:
+        super().__init__()
+        self.entries = entries
+        self.error = error

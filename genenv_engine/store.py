@@ -268,6 +268,82 @@ _EPOCHS_SQL = "SELECT * FROM epochs ORDER BY epoch"
 _BATCHES_SQL = "SELECT * FROM batches ORDER BY id"
 
 
+CAP_REASONS = ("heldout_copy", "duplicate", "duplicate_cap")
+"""Reason prefixes of the drafts that passed the validator but the duplicate cap rejected
+(`genenv_engine.simulator.cap_duplicates`)."""
+FUNNEL_STAGES = ("drafts", "passed", "valid", "trained")
+"""The funnel's stages: written, admitted by the validator, kept by the duplicate cap (stored valid), trained on."""
+TRAIN_SOURCES = ("fresh", "replayed", "pinned", "edited", "imported", "base")
+"""Where a trained task came from: written that epoch (or a static batch scored that epoch), the earlier generated
+pool, pinned (its status now), a hand edit, an imported task, the base data (train split or unseen pool)."""
+_PREFIX_SQL = "CASE WHEN instr(reason, ':') > 0 THEN substr(reason, 1, instr(reason, ':') - 1) ELSE reason END"
+_FUNNEL_DRAFTS_SQL = (
+    f"SELECT epoch, benchmark, valid, {_PREFIX_SQL} AS reason, level, count(*) AS n FROM tasks "
+    f"WHERE origin IN ({', '.join(repr(o) for o in GENERATED_ORIGINS)}) AND epoch IS NOT NULL{{where}} "
+    "GROUP BY 1, 2, 3, 4, 5")
+_FUNNEL_TRAIN_SQL = (
+    "SELECT r.epoch AS epoch, t.benchmark AS benchmark, t.origin AS origin, CASE "
+    "WHEN t.origin IN ('generated', 'static') AND (t.epoch = r.epoch OR b.epoch = r.epoch) THEN 'fresh' "
+    "WHEN t.status = 'pinned' THEN 'pinned' WHEN t.origin = 'edited' THEN 'edited' "
+    "WHEN t.origin IN ('generated', 'static') THEN 'replayed' WHEN t.origin = 'imported' THEN 'imported' "
+    "ELSE 'base' END AS source, t.level AS level, count(DISTINCT r.task_id) AS n, count(*) AS rollouts "
+    "FROM rollouts r JOIN tasks t ON t.id = r.task_id LEFT JOIN batches b ON b.id = t.batch_id "
+    "WHERE r.purpose = 'train'{where} GROUP BY 1, 2, 3, 4, 5")
+
+
+def _add(counts: dict[str, int], key: str, n: int) -> None:
+    counts[key] = counts.get(key, 0) + n
+
+
+def _fold_funnel(drafts: Iterable[dict[str, Any]], trained: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`Store.funnel`'s entries from its two grouped queries' rows.
+
+    >>> drafts = [{"epoch": 1, "benchmark": "b", "valid": 1, "reason": None, "level": 2, "n": 3},
+    ...           {"epoch": 1, "benchmark": "b", "valid": 0, "reason": "parse_error", "level": None, "n": 2},
+    ...           {"epoch": 1, "benchmark": "b", "valid": 0, "reason": "duplicate_cap", "level": 1, "n": 1}]
+    >>> trained = [{"epoch": 1, "benchmark": "b", "origin": "generated", "source": "fresh", "level": 2, "n": 3,
+    ...             "rollouts": 12}, {"epoch": 1, "benchmark": "b", "origin": "seed", "source": "base", "level": 1,
+    ...             "n": 2, "rollouts": 8}]
+    >>> (e,) = _fold_funnel(drafts, trained)
+    >>> e["drafts"], e["passed"], e["valid"], e["trained"], e["train_rollouts"], e["rejected"]
+    (6, 4, 3, 5, 20, {'duplicate_cap': 1, 'parse_error': 2})
+    >>> e["trained_by_source"], e["levels"]["drafts"], e["levels"]["trained"]
+    ({'base': 2, 'fresh': 3}, {'L1': 1, 'L2': 3, 'L?': 2}, {'L1': 2, 'L2': 3})
+    """
+    out: dict[tuple[int, str], dict[str, Any]] = {}
+
+    def entry(row: dict[str, Any]) -> dict[str, Any]:
+        key = (row["epoch"], row["benchmark"])
+        if key not in out:
+            out[key] = {"epoch": key[0], "benchmark": key[1], "drafts": 0, "passed": 0, "valid": 0, "rejected": {},
+                        "trained": 0, "train_rollouts": 0, "trained_by_origin": {}, "trained_by_source": {},
+                        "levels": {stage: {} for stage in FUNNEL_STAGES}}
+        return out[key]
+    for row in drafts:
+        e, n, level = entry(row), row["n"], "L?" if row["level"] is None else f"L{row['level']}"
+        stages = ["drafts"]
+        if row["valid"]:
+            stages += ["passed", "valid"]
+        else:
+            _add(e["rejected"], row["reason"] or "", n)
+            stages += ["passed"] if row["reason"] in CAP_REASONS else []
+        for stage in stages:
+            e[stage] += n
+            _add(e["levels"][stage], level, n)
+    for row in trained:
+        e, n = entry(row), row["n"]
+        e["trained"] += n
+        e["train_rollouts"] += row["rollouts"]
+        _add(e["trained_by_origin"], row["origin"] or "", n)
+        _add(e["trained_by_source"], row["source"], n)
+        _add(e["levels"]["trained"], "L?" if row["level"] is None else f"L{row['level']}", n)
+    for e in out.values():
+        for key in ("rejected", "trained_by_origin", "trained_by_source"):
+            e[key] = dict(sorted(e[key].items()))
+        e["levels"] = {stage: dict(sorted(c.items())) for stage, c in e["levels"].items()}
+    return [out[k] for k in sorted(out)]
+
+
 def _epoch_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """``epochs`` table rows as `Store.epoch_metrics` gives them: the metrics JSON decoded into each row."""
     out = []
@@ -661,6 +737,25 @@ class Store:
         sql = ("SELECT epoch, origin, split, status, valid, superseded_by IS NOT NULL AS superseded, count(*) AS n "
                "FROM tasks GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6")
         return list(self._rows(sql))
+
+    def funnel(self, epoch: int | None = None) -> list[dict[str, Any]]:
+        """The generated -> admitted -> trained funnel per (epoch, benchmark), of one epoch or all, in order.
+
+        Each entry: ``drafts`` (tasks the simulator wrote, or a static augmentation, stored with that epoch),
+        ``passed`` (admitted by the validator), ``valid`` (kept by the duplicate cap too: what the store holds as
+        valid), ``rejected`` (count per reason prefix, the text before ``:``; the cap's are `CAP_REASONS`),
+        ``trained`` (distinct tasks with training rollouts that epoch), ``train_rollouts``, ``trained_by_origin``
+        (the tasks' origin column), ``trained_by_source`` (`TRAIN_SOURCES`) and ``levels`` (``{"L<level>": n}``
+        per stage of `FUNNEL_STAGES`, ``L?`` for a draft with no level).
+
+        ``drafts``/``valid``/``rejected`` sum to the epoch metrics' ``generated``/``valid``/``invalid_reasons``;
+        ``trained`` to ``tasks_trained`` unless a small base pool repeated a task within the epoch (it counts
+        once here). A task pinned after it was trained shows as pinned in that epoch too.
+        """
+        where, params = ("", []) if epoch is None else (" AND {}epoch = ?", [epoch])
+        drafts = self._rows(_FUNNEL_DRAFTS_SQL.format(where=where.format("")), params)
+        trained = self._rows(_FUNNEL_TRAIN_SQL.format(where=where.format("r.")), params)
+        return _fold_funnel(list(drafts), list(trained))
 
     # -- rollouts and batches ------------------------------------------------------------------
 

@@ -5,12 +5,14 @@ roles, steps/s and ETA) and the phase plot's cell each role's latest greedy samp
 held-out task, the simulator's variation of a seed); both switch back once an epoch has a throughput to show.
 
 The app folds engine events into a `RunState` and hands it down with `show_state`; the screen
-only copies the parts that changed onto its widgets' attributes, and each plot redraws itself.
+only copies the parts that changed onto its widgets' attributes, and each plot redraws itself. ``F`` opens the
+funnel (`genenv_console.screens.funnel`) at the epoch a plot's cursor marks.
 """
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Log
@@ -31,6 +33,7 @@ class DashboardScreen(Screen):
     """Live view of the run."""
 
     CSS_PATH = "../styles/dashboard.tcss"
+    BINDINGS = [Binding("F", "funnel", "Funnel: drafts → admitted → trained, at the plot cursor's epoch", show=False)]
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -55,6 +58,22 @@ class DashboardScreen(Screen):
             self.show_state(state, {"status", "plots", "warm"})
         for line in getattr(self.app, "log_lines", []):
             self.log_line(line)
+
+    def funnel_epoch(self) -> int | None:
+        """The epoch the funnel opens at: the focused plot's cursor, then the calibration's, then the held-out's."""
+        plots = [self.query_one(CalibrationPlot), self.query_one(HeldoutPlot)]
+        plots.sort(key=lambda plot: not plot.has_focus)
+        return next((plot.cursor for plot in plots if plot.cursor is not None), None)
+
+    def action_funnel(self) -> None:
+        """Open the funnel of the plot cursor's epoch (the last epoch when no cursor was moved)."""
+        from genenv_console.screens.funnel import FunnelScreen
+
+        store = getattr(self.app, "ui_store", None)
+        if store is None:
+            self.notify("no session is open", severity="warning")
+            return
+        self.app.push_screen(FunnelScreen(store, self.funnel_epoch()))
 
     def show_state(self, state: RunState, changed: set[str]) -> None:
         """Copy the changed parts of the run state onto the widgets."""

@@ -177,6 +177,8 @@ class SessionData:
     edits: list[Edit]
     pinned: list[TaskView]
     banned: list[TaskView]
+    funnel: list[dict[str, Any]] = field(default_factory=list)
+    """`Store.funnel`: drafts -> admitted -> trained per (epoch, benchmark)."""
 
     # -- convenient views of the config ---------------------------------------------------------
 
@@ -679,6 +681,7 @@ def load_session(session_dir: str | Path) -> SessionData:
             discarded=discarded, trained=_trained(folder, store, epochs, int(config["agent"]["update_epochs"])),
             task_counts=_task_counts(store), samples=samples, rejected=rejected, edits=_edits(store, reader),
             pinned=_with_status(store, reader, "pinned"), banned=_with_status(store, reader, "banned"),
+            funnel=store.funnel(),
         )
     finally:
         store.close()

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from genenv_engine.reports.data import MODE_LABELS, EpochData, SessionData, TaskView
+from genenv_engine.reports.data import MODE_LABELS, EpochData, SessionData, TaskView, slug
+from genenv_engine.reports.funnel import FUNNEL_HEADERS, funnel_rows
 
 
 # -- blocks ----------------------------------------------------------------------------------------
@@ -432,10 +433,28 @@ def _tasks_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
             b.add(Code(f"{v.id}: prompt", v.prompt))
 
 
+def _funnel_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
+    b.add(Heading(lvl, "Funnel", f"{pre}funnel"))
+    b.add(Para(["Per epoch: the tasks the simulator wrote (drafts), those the validator admitted, those the "
+                "duplicate cap kept (stored valid), and the distinct tasks the agent trained on by source (fresh: "
+                "written that epoch; replayed: the earlier generated pool; pinned; edited; base data), with each "
+                "stage's difficulty level mix. Rejections are counted by reason (duplicate, duplicate_cap and "
+                "heldout_copy are the cap's)."]))
+    tables = funnel_rows(s.funnel)
+    if not tables:
+        b.add(Para(["No epoch wrote or trained on a task yet."]))
+    status_of = {e.epoch: e for e in s.epochs}
+    for bench, rows in tables.items():
+        b.add(Heading(lvl + 1, f"Funnel: {bench}", f"{pre}funnel-{slug(bench)}"))
+        marks = [_mark(status_of[int(r[0])]) if int(r[0]) in status_of else "" for r in rows]
+        b.add(Table(FUNNEL_HEADERS, rows, f"{pre}funnel-{slug(bench)}-table", marks))
+
+
 def _session_blocks(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
     _run_section(b, s, lvl, pre, img)
     _calibration_section(b, s, lvl, pre, img)
     _progress_section(b, s, lvl, pre, img)
+    _funnel_section(b, s, lvl, pre)
     _tasks_section(b, s, lvl, pre)
 
 

@@ -491,3 +491,27 @@ def test_the_report_names_the_curriculum_reward_by_its_kind(tmp_path, reward, la
     written = build_report([session.path], formats=["md"])
     md = written["md"].read_text().replace("\\", "")  # markdown escapes dropped
     assert f"| simulator mode | {label} |" in md and f"R_env = {formula} per variation batch ({reward} reward" in md
+
+
+def test_funnel_section_has_one_table_per_benchmark_with_the_store_funnel(sessions, tmp_path):
+    path = sessions["trained"]
+    written = build_report([path], out=tmp_path / "funnel")
+    md, page = written["md"].read_text(), parse_html(written["html"].read_text())
+    assert "Funnel" in page.headings and "Funnel: bfcl" in page.headings
+    assert re.search(r"^## Funnel$", md, re.M)
+    rows = table(page, "funnel-bfcl-table")
+    assert rows == md_table(md, ["epoch", "drafts", "passed validator"])
+    store = Store(path / "genenv.db")
+    funnel = store.funnel()
+    metrics = {m["epoch"]: m for m in store.epoch_metrics()}
+    store.close()
+    assert [r["epoch"] for r in rows] == [str(e["epoch"]) for e in funnel] == ["1", "2"]
+    for row, e in zip(rows, funnel):
+        m = metrics[e["epoch"]]
+        assert row["drafts"] == str(e["drafts"]) == str(m["generated"])
+        assert row["kept by duplicate cap"] == str(e["valid"]) == str(m["valid"])
+        assert row["passed validator"] == str(e["passed"]) and row["trained"] == str(e["trained"])
+        assert row["trained"] == str(m["tasks_trained"])
+        for source, n in e["trained_by_source"].items():
+            assert f"{source} {n}" in row["trained by source"]
+        assert row["levels: kept"] == ", ".join(f"{k} {v}" for k, v in sorted(m["difficulty_mix"].items()))

@@ -1,0 +1,103 @@
+"""`Store.funnel` (drafts -> passed the validator -> kept by the duplicate cap -> trained) checked against what a real
+micro run stored as its epoch metrics and `TasksGenerated` events.
+
+The scripted simulator writes a fixed cycle of texts: valid tasks, an exact repeat, malformed text, a held-out copy
+and a call to an unknown function, so every stage drops something; between the epochs a base task is pinned and a
+generated task edited by hand, so the second epoch trains on every source.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from genenv_engine.config import load_config
+from genenv_engine.environments import get_environment
+from genenv_engine.environments.bfcl.mini import generate_task
+from genenv_engine.loop import run
+from genenv_engine.session import Session
+from genenv_engine.store import CAP_REASONS, FUNNEL_STAGES
+from genenv_engine.testing import scripted_backends
+
+
+def _texts() -> list[str]:
+    rng = random.Random(11)
+    valid = [" => ".join(generate_task(level, rng)[:2]) for level in (1, 2, 3, 2)]
+    heldout = get_environment("bfcl", 0).splits()["heldout"][0]
+    return [valid[0], valid[0], "hello there", f"{heldout.prompt} => {heldout.answer}", valid[1],
+            "F: fly(a:int) | Q: fly 3 => fly(a=3)", valid[2], valid[3]]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory) -> Session:
+    path = tmp_path_factory.mktemp("funnel") / "s"
+    factory = scripted_backends(_texts())
+    first = Session.create(load_config("micro", overrides={"epochs": 1}), path)
+    run(first, backend_factory=factory)
+    store = first.store
+    store.set_status(get_environment("bfcl", 0).splits()["train"][0].id, "pinned")
+    gen = store.query_tasks(origin="generated", valid=True, limit=1, order="id")[0]
+    old = store.get_task(gen["id"])
+    store.revise_task(old.id, old.with_(id=old.id + "/r1"))
+    first.set_epochs(2)
+    first.store.close()
+    again = Session.open(path)
+    run(again, backend_factory=factory)
+    return again
+
+
+def _merged(entries: list[dict], key: str) -> Counter:
+    total: Counter = Counter()
+    for e in entries:
+        total.update(e[key])
+    return total
+
+
+def test_funnel_counts_equal_the_epoch_metrics(session):
+    store = session.store
+    metrics = {m["epoch"]: m for m in store.epoch_metrics()}
+    funnel = store.funnel()
+    assert {e["epoch"] for e in funnel} == {1, 2}
+    for epoch in (1, 2):
+        m, entries = metrics[epoch], [e for e in funnel if e["epoch"] == epoch]
+        assert entries == store.funnel(epoch)
+        assert sum(e["drafts"] for e in entries) == m["generated"] == 8
+        assert sum(e["valid"] for e in entries) == m["valid"]
+        assert _merged(entries, "rejected") == Counter(m["invalid_reasons"])
+        assert sum(e["trained"] for e in entries) == m["tasks_trained"]
+        assert _merged(entries, "trained_by_origin") == Counter(m["tasks_trained_by_origin"])
+        assert sum(e["train_rollouts"] for e in entries) == m["tasks_trained"] * session.config.agent.rollouts
+        levels = Counter()
+        for e in entries:
+            levels.update(e["levels"]["valid"])
+        assert levels == Counter(m["difficulty_mix"])
+        for e in entries:
+            cap = sum(n for reason, n in e["rejected"].items() if reason in CAP_REASONS)
+            assert e["drafts"] - e["passed"] == sum(e["rejected"].values()) - cap
+            assert e["passed"] - e["valid"] == cap
+            assert e["drafts"] >= e["passed"] >= e["valid"]
+            assert sum(e["trained_by_source"].values()) == e["trained"]
+            for stage in FUNNEL_STAGES:
+                assert sum(e["levels"][stage].values()) == e[stage], stage
+    first = store.funnel(1)[0]
+    assert {"duplicate", "heldout_copy", "parse_error", "unknown_function"} <= set(first["rejected"])
+    assert first["trained_by_source"]["fresh"] == first["valid"]
+
+
+def test_funnel_matches_the_tasks_generated_events(session):
+    events = [e for e in session.store.events() if e["kind"] == "TasksGenerated"]
+    assert events
+    for ev in events:
+        (entry,) = [e for e in session.store.funnel(ev["epoch"]) if e["benchmark"] == ev["payload"]["benchmark"]]
+        assert (entry["drafts"], entry["valid"], entry["rejected"]) == (
+            ev["payload"]["generated"], ev["payload"]["valid"], dict(sorted(ev["payload"]["reasons"].items())))
+
+
+def test_second_epoch_trains_on_pinned_edited_replayed_and_base_tasks(session):
+    (entry,) = session.store.funnel(2)
+    sources = entry["trained_by_source"]
+    assert sources["pinned"] == 1 and sources["edited"] == 1
+    assert sources["base"] > 0 and sources.get("replayed", 0) + sources.get("fresh", 0) > 0
+    assert entry["trained_by_origin"]["edited"] == 1
