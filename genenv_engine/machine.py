@@ -22,13 +22,14 @@ def _version(dist: str) -> str:
 
 
 def local_versions() -> dict[str, str]:
-    """genenv, torch, transformers and Python versions of this machine (read without importing torch)."""
+    """genenv, torch, transformers and Python versions of the running Python environment (read without importing
+    torch)."""
     return {"genenv": _version("genenv"), "torch": _version("torch"), "transformers": _version("transformers"),
             "python": platform.python_version()}
 
 
 def local_machine() -> dict[str, str]:
-    """CPU model and cores, GPU name(s) when nvidia-smi sees any, OS of this machine."""
+    """CPU model and cores, GPU name(s) when nvidia-smi sees any, OS of the machine running genenv."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -103,9 +103,9 @@ broken timeout makes a test fail late instead of hang."""
 
 class SlowChecks:
     """Test double: an environment whose checker and validator sleep `SLOW_SECONDS` first on tasks whose id holds
-    ``/slow`` (every time) or ``/slow-once-TOKEN`` (only the first time on this machine: a marker file named after
-    TOKEN in the temp folder records it, so a restarted worker process checks it quickly). Everything else is the
-    wrapped environment's."""
+    ``/slow`` (every time) or ``/slow-once-TOKEN`` (only the first time on the machine running the test: a marker
+    file named after TOKEN in the temp folder records it, so a restarted worker process checks it quickly).
+    Everything else is the wrapped environment's."""
 
     def __init__(self, env) -> None:
         self.env = env

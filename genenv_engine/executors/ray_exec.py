@@ -1,8 +1,8 @@
 """The Ray executor: the agent's rollouts, the validation of the simulator's drafts and (with ``generate_batch``
 set) the drafts' generation on worker actors, one batch per actor call.
 
-At start it joins Ray (``ray.address = "local"``: a new local instance on this machine; an address: that cluster; an
-already initialised Ray in this process is reused) and creates ``ray.workers`` actors, each a
+At start it joins Ray (``ray.address = "local"``: a new Ray instance on the machine running genenv; an address:
+that cluster; an already initialised Ray in this process is reused) and creates ``ray.workers`` actors, each a
 `genenv_engine.executors.worker.RolloutWorker` holding a copy of the agent (sent once through the object store),
 its generation backend and the environments' checkers and validators, and, when it generates, a copy of the
 simulator with its own backend. A generation's seeded seed batches and a rollout's seeded task batches

@@ -193,7 +193,7 @@ def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[st
         try:
             env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name))
             buckets = [env.bucket(t) for t in heldout_tasks({name: env}, cfg.heldout_size)]
-        except Exception:  # noqa: BLE001 - data not on this machine: the table goes without levels
+        except Exception:  # noqa: BLE001 - the benchmark's data cannot be read here: the table goes without levels
             continue
         agree = True
         for m in metrics:
