@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.experiments.arms import ARMS
+from genenv_engine.reports.document import Block, Bullets, Heading, Para, Table
+from genenv_engine.reports.markdown import render_markdown
 from genenv_engine.session_view import SessionView
 
 from genenv_console.safe import clean
@@ -245,45 +247,31 @@ def table_cells(row: SummaryRow) -> tuple[str, ...]:
             row.epochs, clean(row.benchmark, 20, one_line=True), _num(row.start), last, _num(row.change, True))
 
 
-def _md(text: str) -> str:
-    """Text for a Markdown table cell: visible characters, one line, pipes escaped.
-
-    >>> _md("a|b\\nc")
-    'a\\\\|b c'
-    """
-    return clean(text, 200, one_line=True).replace("|", "\\|")
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
-def _curve_table(runs: list[CompareRun], curve: str) -> list[str]:
+def _curve_table(runs: list[CompareRun], curve: str) -> Table | Para:
     """Per-epoch values of one curve: one row per epoch, one column per session (and benchmark)."""
     lines = series(runs, curve)
     epochs = sorted({e for s in lines for e, _ in s.points})
     if not lines or not epochs:
-        return ["(no values yet)"]
+        return Para(["(no values yet)"])
     rows = [[str(e)] + [_num(_value_at(s.points, e)) for s in lines] for e in epochs]
-    return _md_table(["epoch"] + [_md(s.label) for s in lines], rows)
+    return Table(["epoch"] + [s.label for s in lines], rows)
 
 
 def comparison_markdown(runs: list[CompareRun]) -> str:
-    """The comparison report: the sessions, the summary table and the per-epoch values of both curves."""
-    out = ["# Comparison of " + ", ".join(f"`{_md(r.name).replace('`', chr(39))}`" for r in runs), "",
-           "Sessions, in order:", ""]
-    out += [f"{i}. {_md(str(r.path))}" for i, r in enumerate(runs, 1)]
-    out += ["", "## Summary", ""]
-    out += _md_table(list(TABLE_COLUMNS), [[_md(c) for c in table_cells(row)] for row in summary_rows(runs)])
-    out += ["", "## Calibration: mean p̂ of each epoch's generated tasks", ""]
+    """The comparison report: the sessions, the summary table and the per-epoch values of both curves, written
+    by the session reports' Markdown renderer (its escaping keeps names with pipes or markup inside their cells)."""
     alphas = sorted({(r.alpha, r.k_min) for r in runs})
-    out += ["Target " + "; ".join(f"α={a:g} ± {k:g}" for a, k in alphas) + ".", ""]
-    out += _curve_table(runs, "calibration")
-    out += ["", "## Held-out success per epoch (epoch 0: the warm start)", ""]
-    out += _curve_table(runs, "heldout")
-    return "\n".join(out) + "\n"
+    blocks: list[Block] = [
+        Para(["Sessions, in order:"]), Bullets([str(r.path) for r in runs]),
+        Heading(2, "Summary", "summary"),
+        Table(list(TABLE_COLUMNS), [list(table_cells(row)) for row in summary_rows(runs)]),
+        Heading(2, "Calibration: mean p̂ of each epoch's generated tasks", "calibration"),
+        Para(["Target " + "; ".join(f"α={a:g} ± {k:g}" for a, k in alphas) + "."]),
+        _curve_table(runs, "calibration"),
+        Heading(2, "Held-out success per epoch (epoch 0: the warm start)", "heldout"),
+        _curve_table(runs, "heldout"),
+    ]
+    return render_markdown("Comparison of " + ", ".join(r.name for r in runs), blocks, {})
 
 
 def _file_part(name: str, limit: int = 40) -> str:
