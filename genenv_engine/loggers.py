@@ -62,6 +62,23 @@ def epoch_record(store, epoch: int) -> dict[str, Any]:
                         for s in samples]}
 
 
+SAMPLE_COLUMNS = ["benchmark", "level", "origin", "prompt", "response", "reward"]
+"""The columns of the per-epoch samples table."""
+
+
+def run_payload(record: dict[str, Any], lib: Any) -> dict[str, Any]:
+    """One epoch's record as the dict a W&B-style ``run.log`` takes (W&B and Trackio share the shape): the flattened
+    metrics, ``p_hat`` / ``r_env`` as ``lib.Histogram`` and the samples as a ``lib.Table``."""
+    data: dict[str, Any] = dict(flatten(record["metrics"]))
+    for name in ("p_hat", "r_env"):
+        if record[name]:
+            data[name] = lib.Histogram(record[name])
+    if record["samples"]:
+        data["samples"] = lib.Table(columns=SAMPLE_COLUMNS,
+                                    data=[[s[c] for c in SAMPLE_COLUMNS] for s in record["samples"]])
+    return data
+
+
 class TensorBoardLogger:
     """Scalars, histograms and a markdown table of samples in ``SESSION/logs/tensorboard``."""
 
@@ -83,10 +100,9 @@ class TensorBoardLogger:
 
                 self.writer.add_histogram(name, np.asarray(record[name], dtype=float), step)
         if record["samples"]:
-            lines = ["| benchmark | level | origin | prompt | response | reward |", "|---|---|---|---|---|---|"]
+            lines = ["| " + " | ".join(SAMPLE_COLUMNS) + " |", "|" + "---|" * len(SAMPLE_COLUMNS)]
             for s in record["samples"]:
-                cells = [str(s[k]).replace("|", "\\|").replace("\n", " ")[:200]
-                         for k in ("benchmark", "level", "origin", "prompt", "response", "reward")]
+                cells = [str(s[k]).replace("|", "\\|").replace("\n", " ")[:200] for k in SAMPLE_COLUMNS]
                 lines.append("| " + " | ".join(cells) + " |")
             self.writer.add_text("samples", "\n".join(lines), step)
         self.writer.flush()
@@ -116,14 +132,7 @@ class WandbLogger:
                               mode=os.environ.get("WANDB_MODE", "offline"))
 
     def log(self, record: dict[str, Any]) -> None:
-        data: dict[str, Any] = dict(flatten(record["metrics"]))
-        for name in ("p_hat", "r_env"):
-            if record[name]:
-                data[name] = self.wandb.Histogram(record[name])
-        if record["samples"]:
-            cols = ["benchmark", "level", "origin", "prompt", "response", "reward"]
-            data["samples"] = self.wandb.Table(columns=cols, data=[[s[c] for c in cols] for s in record["samples"]])
-        self.run.log(data, step=record["epoch"])
+        self.run.log(run_payload(record, self.wandb), step=record["epoch"])
 
     def close(self) -> None:
         self.run.finish()
@@ -175,14 +184,7 @@ class TrackioLogger:
             raise
 
     def log(self, record: dict[str, Any]) -> None:
-        data: dict[str, Any] = dict(flatten(record["metrics"]))
-        for name in ("p_hat", "r_env"):
-            if record[name]:
-                data[name] = self.trackio.Histogram(record[name])
-        if record["samples"]:
-            cols = ["benchmark", "level", "origin", "prompt", "response", "reward"]
-            data["samples"] = self.trackio.Table(columns=cols, data=[[s[c] for c in cols] for s in record["samples"]])
-        self.run.log(data, step=record["epoch"])
+        self.run.log(run_payload(record, self.trackio), step=record["epoch"])
 
     def close(self) -> None:
         try:
