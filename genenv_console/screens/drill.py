@@ -69,19 +69,21 @@ def heldout_rows(tasks: list[Any], now: str, before: str | None, answers: dict[s
     return rows
 
 
-class _Drill(ModalScreen[None]):
+class DrillModal(ModalScreen[None]):
+    """A modal table over the dashboard (escape or q closes it): the base of the drill-down screens and the funnel."""
+
     BINDINGS = [Binding("escape,q", "dismiss_screen", "Close")]
     DEFAULT_CSS = """
-    _Drill { align: center middle; }
-    _Drill > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; }
-    _Drill DataTable { height: 1fr; }
+    DrillModal { align: center middle; }
+    DrillModal > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; }
+    DrillModal DataTable { height: 1fr; }
     """
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
 
 
-class EpochBatchesScreen(_Drill):
+class EpochBatchesScreen(DrillModal):
     """The variation batches behind one epoch of the calibration plot."""
 
     def __init__(self, epoch: int, rows: list[tuple[str, ...]]) -> None:
@@ -102,10 +104,10 @@ class EpochBatchesScreen(_Drill):
         table.focus()
 
 
-class HeldoutEpochScreen(_Drill):
+class HeldoutEpochScreen(DrillModal):
     """The held-out tasks behind one epoch of the held-out plot, with what flipped since the epoch before."""
 
-    BINDINGS = [*_Drill.BINDINGS, Binding("f", "toggle_flipped", "flipped only"),
+    BINDINGS = [*DrillModal.BINDINGS, Binding("f", "toggle_flipped", "flipped only"),
                 Binding("l", "next_level", "level")]
 
     def __init__(self, epoch: int, tasks: list[Any], now: str, before: str | None,

@@ -18,12 +18,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
 from genenv_engine.reports.funnel import counts_text, levels_text
 
 from genenv_console.messages import FunnelRead
+from genenv_console.screens.drill import DrillModal
 from genenv_console.safe import clean, safe_text
 
 FUNNEL_COLUMNS = ("bench", "drafts", "passed", "kept", "trained", "rejected by reason", "trained by source",
@@ -49,16 +49,11 @@ def funnel_rows(entries: list[dict[str, Any]], epoch: int) -> list[tuple[str, ..
     return rows
 
 
-class FunnelScreen(ModalScreen[None]):
+class FunnelScreen(DrillModal):
     """Drafts → admitted → trained of one epoch, per benchmark."""
 
-    BINDINGS = [Binding("escape,q", "dismiss_screen", "Close"), Binding("left", "step(-1)", "Previous epoch", priority=True),
+    BINDINGS = [*DrillModal.BINDINGS, Binding("left", "step(-1)", "Previous epoch", priority=True),
                 Binding("right", "step(1)", "Next epoch", priority=True)]
-    DEFAULT_CSS = """
-    FunnelScreen { align: center middle; }
-    FunnelScreen > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; }
-    FunnelScreen DataTable { height: 1fr; }
-    """
 
     def __init__(self, store: Any, epoch: int | None = None) -> None:
         super().__init__()
@@ -118,6 +113,3 @@ class FunnelScreen(ModalScreen[None]):
             i = max(0, min(len(self.epochs) - 1, self.epochs.index(self.epoch) + step))
             self.epoch = self.epochs[i]
             self.refill()
-
-    def action_dismiss_screen(self) -> None:
-        self.dismiss(None)
