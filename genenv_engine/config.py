@@ -274,6 +274,14 @@ class SimulatorConfig:
     """``compact``: ``<task> => <answer>`` under a short system turn (models trained from scratch); ``instruct``:
     an instruction with the example task, its answer and the agent's recent success rate, answered as
     ``TASK: ...`` / ``ANSWER: ...`` lines (instruction-tuned models, parsed strictly)."""
+    constrained: bool = True
+    """Sample the simulator's output under its benchmark's grammar (`Environment.task_grammar`), so that every
+    draft has the task format, names and signatures right by construction; ``false``: free text, as in the paper
+    (then the validator rejects malformed drafts)."""
+    repairs: bool = True
+    """Teach the simulator from its rejected drafts whose prompt was sound but answer wrong: each joins the RWR
+    update with weight 1, as (its prompt -> the task with the gold answer the validator recomputed); ``false``:
+    rejected drafts teach nothing, as in the paper."""
     success_note: bool = True
     """Experimental: instruct prompt only. Show the agent's measured success on the benchmark's previous epoch (the
     paper's "recent success statistics"); ``false`` keeps the warm start's "not measured yet" line every epoch, so

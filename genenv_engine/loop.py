@@ -293,7 +293,7 @@ def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Envir
                 drawn = Counter(f"L{t.level}" for t in seeds)
                 metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
             note = sim.epoch_note(cfg, name, success_history(rates, name, epoch))
-            jobs.append(GenerateJob(name, seeds, n, prefix, note))
+            jobs.append(GenerateJob(name, seeds, n, prefix, note, sim.job_grammar(cfg, env)))
         drafts = executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
     if notes is not None:
         by_benchmark = {job.benchmark: job.note for job in jobs}

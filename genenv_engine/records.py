@@ -94,6 +94,9 @@ class Validation:
     reason: str
     task: Task | None = None
     """The accepted task, with the gold answer recomputed by the environment (None if rejected)."""
+    repair: Task | None = None
+    """A rejection whose prompt is sound and only its answer wrong: the task with the gold answer the environment
+    recomputed (the corrected target the simulator can be taught; never stored as a valid task)."""
 
 
 @dataclass(frozen=True)

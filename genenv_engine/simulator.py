@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
+from genenv_engine.backends.grammar import task_grammar
 from genenv_engine.environments.base import SEP, Environment, GenerationParseError
 from genenv_engine.limits import BudgetExceeded, generation_too_long
 from genenv_engine.policy import Policy
@@ -71,6 +72,9 @@ class Generation:
     token_ids: list[int]
     task: Task
     task_id: str = ""
+    repair: Task | None = None
+    """For a draft whose prompt is sound and whose answer is wrong: the task with the gold answer recomputed
+    (`Validation.repair`), which ``simulator.repairs`` teaches the simulator as the corrected target."""
 
 
 SEED_WINDOW = 2
@@ -266,6 +270,13 @@ def simulator_target(env: Environment, task: Task, style: str = "compact") -> st
     return f"TASK: {task.prompt}\nANSWER: {task.answer}"
 
 
+def job_grammar(config: RunConfig, env: Environment) -> str | None:
+    """The grammar the simulator samples ``env``'s drafts under: its task grammar in the configured output style,
+    or None (free text) when ``simulator.constrained`` is off or the benchmark declares none."""
+    rules = env.task_grammar() if config.simulator.constrained else None
+    return None if rules is None else task_grammar(rules, config.simulator.prompt)
+
+
 def parse_instruct(text: str) -> tuple[str, str]:
     """Strictly split instruct-style output into (task, answer): two lines, ``TASK:`` then ``ANSWER:``.
 
@@ -310,20 +321,26 @@ def near_duplicate_key(prompt: str) -> str:
 def parse_and_validate(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int,
                        generator: str, style: str = "compact") -> Task:
     """Turn raw simulator text into a stored task: the environment's accepted task or an invalid record."""
+    return judge(env, text, task_id=task_id, seed=seed, epoch=epoch, generator=generator, style=style)[0]
+
+
+def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, generator: str,
+          style: str = "compact") -> tuple[Task, Task | None]:
+    """`parse_and_validate`'s task, and the validator's repair when the prompt was sound and the answer wrong."""
     too_long = generation_too_long(text)
     if too_long:
-        return _invalid(env, task_id, text[:1000], "", too_long, seed, epoch, generator)
+        return _invalid(env, task_id, text[:1000], "", too_long, seed, epoch, generator), None
     try:
         prompt, answer = parse_output(env, text, style)
     except GenerationParseError as exc:
-        return _invalid(env, task_id, text, "", f"parse_error: {exc}", seed, epoch, generator)
+        return _invalid(env, task_id, text, "", f"parse_error: {exc}", seed, epoch, generator), None
     try:
         verdict = env.validate(prompt, answer, task_id=task_id, parent=seed, epoch=epoch, generator=generator)
     except BudgetExceeded as exc:  # a validator that does not catch its own solver's budget
-        return _invalid(env, task_id, prompt, answer, f"budget: {exc}", seed, epoch, generator)
+        return _invalid(env, task_id, prompt, answer, f"budget: {exc}", seed, epoch, generator), None
     if verdict.ok and verdict.task is not None:
-        return verdict.task
-    return _invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator)
+        return verdict.task, None
+    return _invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator), verdict.repair
 
 
 def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: str, seed: Task, epoch: int,
@@ -358,10 +375,10 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
     """Parse and validate every draft: one `Generation` each, with its task to store (valid or not)."""
     out = []
     for d in drafts:
-        task = parse_and_validate(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator,
-                                  style=style)
+        task, repair = judge(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator,
+                             style=style)
         out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids,
-                              task.with_(origin=origin, simulator_version=d.policy_version), d.task_id))
+                              task.with_(origin=origin, simulator_version=d.policy_version), d.task_id, repair))
     return out
 
 

@@ -37,19 +37,37 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
         if g.task.valid and b is not None:
             context = sim.rwr_context(roles.simulator, envs[g.seed.benchmark], g.seed, g.task, cfg, g.context)
             current.append((roles.simulator.encode(context), g.token_ids + [eos], b.r_env))
-    if not current:
+    repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
+    if not current and not repairs:
         return {"skipped": "no batch in the band", "examples": 0}
-    older = _older_pairs(session, roles, envs, epoch)
+    older = _older_pairs(session, roles, envs, epoch) if current else []
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
-    weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda)
-    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * len(current)), rng, cfg)
-    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + anchors
+    weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda) if examples else []
+    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg)
+    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + repairs + anchors
     info = roles.rwr.update(weighted, rng, tick)
     roles.simulator_backend.sync()
     info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
-                 "weight_min": min(weights), "weight_max": max(weights)})
+                 "repair_examples": len(repairs), "weight_min": min(weights, default=1.0),
+                 "weight_max": max(weights, default=1.0)})
     return info
+
+
+def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
+                 cfg: RunConfig) -> list[tuple]:
+    """Validator feedback: (the prompt a rejected draft was written under -> the task with its gold answer
+    recomputed), weight 1, for every draft whose prompt was sound and answer wrong (`Generation.repair`)."""
+    eos = roles.simulator.tokenizer.eos_token_id
+    out = []
+    for g in gens:
+        if g.repair is None or g.task.valid:
+            continue
+        env = envs[g.seed.benchmark]
+        context = sim.rwr_context(roles.simulator, env, g.seed, g.repair, cfg, g.context)
+        target = sim.simulator_target(env, g.repair, cfg.simulator.prompt)
+        out.append((roles.simulator.encode(context), roles.simulator.encode(target) + [eos], 1.0))
+    return out
 
 
 def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random,

@@ -29,6 +29,8 @@ class ScriptedSimulator:
         self.tick = None
         self.prompts: list[str] = []
         """Every prompt received, in order."""
+        self.grammars: list[str | None] = []
+        """The grammar of every call (`Sampling.grammar`; it is not applied to the scripted texts)."""
 
     def sync(self) -> None:
         """Nothing to sync: no weights are used."""
@@ -39,6 +41,7 @@ class ScriptedSimulator:
 
         out = []
         self.prompts.extend(prompts)
+        self.grammars.append(sampling.grammar)
         for i, _ in enumerate(prompts):
             if self.texts is not None:
                 text = self.texts[i % len(self.texts)]

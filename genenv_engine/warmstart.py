@@ -45,7 +45,8 @@ from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, load_warm_agent, 
                                   warmstart_simulator)
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
-from genenv_engine.simulator import parse_and_validate, sibling_prompt, simulator_prompt, simulator_target
+from genenv_engine.simulator import (job_grammar, parse_and_validate, sibling_prompt, simulator_prompt,
+                                     simulator_target)
 from genenv_engine.trainer import sft
 
 WARM_START_VERSION = 1
@@ -381,8 +382,8 @@ def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig) -> S
 
     style = config.simulator.prompt
     note = "same" if config.simulator.steer and style == "compact" else None
-    out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style, note)],
-                                  Sampling(max_new_tokens=config.simulator.max_new_tokens, greedy=True))[0].text
+    sampling = Sampling(max_new_tokens=config.simulator.max_new_tokens, greedy=True, grammar=job_grammar(config, env))
+    out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style, note)], sampling)[0].text
     task = parse_and_validate(env, out, task_id="warm-start-sample", seed=seed, epoch=0, generator="warm_start",
                               style=style)
     return seed.prompt, out, task.valid, task.reason

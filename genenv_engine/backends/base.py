@@ -13,12 +13,14 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class Sampling:
-    """How to sample: temperature (ignored when greedy), token budget, greedy or not."""
+    """How to sample: temperature (ignored when greedy), token budget, greedy or not, and an optional grammar."""
 
     temperature: float = 1.0
     max_new_tokens: int = 64
     greedy: bool = False
     seed: int | None = None
+    grammar: str | None = None
+    """A Lark grammar every completion must be a string of (`genenv_engine.backends.grammar`); None: free text."""
 
 
 @dataclass

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 
 from genenv_engine.backends.base import Completion, Sampling
+from genenv_engine.backends.grammar import GrammarMask
 
 
 SCORES_BUDGET = 1 << 30
@@ -46,6 +47,10 @@ class HFBackend:
         self.policy = policy
         self.chunk_size = chunk_size
         self.tokens_generated = 0
+        self.grammar_steps = 0
+        """Decoding steps masked by a grammar so far."""
+        self.grammar_seconds = 0.0
+        """Time those masks took (computing them and advancing the matchers)."""
         self.tick: Callable[[], None] | None = None
         """Called between decoding steps (the loop sets its pause/stop check here)."""
 
@@ -78,9 +83,13 @@ class HFBackend:
         pol.activate()  # a LoRA role shares its model with the other role: use this role's adapter
         pol.model.eval()
         try:
+            grammar = None if sampling.grammar is None else GrammarMask(tok, sampling.grammar, len(enc))
             tokens, logprobs, lengths, finished = decode(
                 pol.model, ids.to(pol.device), attn.to(pol.device), sampling.max_new_tokens, tok.eos_token_id,
-                tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick)
+                tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick, grammar=grammar)
+            if grammar is not None:
+                self.grammar_steps += grammar.steps
+                self.grammar_seconds += grammar.seconds
         finally:
             pol.model.train(was_training)
         ids = [row[:n] for row, n in zip(tokens.tolist(), lengths.tolist())]
@@ -176,7 +185,7 @@ def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, posit
 @torch.no_grad()
 def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, eos_token_id: int,
            pad_token_id: int | None, temperature: float | None, tick: Callable[[], None] | None = None,
-           every: float = 0.2, fast: bool | None = None):
+           every: float = 0.2, fast: bool | None = None, grammar: GrammarMask | None = None):
     """Sample (or, with ``temperature=None``, greedily pick) up to ``max_new_tokens`` tokens per left-padded row.
 
     Returns ``(tokens, logprobs, lengths, finished)``: (B, T) sampled ids and their log-probabilities
@@ -192,6 +201,7 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
     differ from ``generate``'s in the last float bits (matrix products of other shapes, and the
     static path's own forward: log-probs within ~2e-5), so a token is the same unless two
     candidates tie to ~1e-6.
+    ``grammar`` (one matcher per row) keeps each row to the strings of its grammar.
     ``tick`` runs between steps, at most every ``every`` seconds (pause/stop checks). ``fast``
     chooses the path: `static_llama.StaticLlama` (the default for a small model, see `SMALL_MODEL`,
     that `static_llama.fits`) or the transformers forward with a ``DynamicCache`` (the default
@@ -210,19 +220,23 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
             fast = small and static_llama.fits(model)
         if fast:
             return _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id,
-                                  temperature, tick, every)
+                                  temperature, tick, every, grammar)
         return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
-                       tick, every, DynamicCache(config=model.config))
+                       tick, every, DynamicCache(config=model.config), grammar)
     finally:
         torch.set_num_threads(threads)
 
 
 def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
-          batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+          batch: int, grammar: GrammarMask | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One decoding step's tokens and their log-probs: argmax when ``temperature`` is None, else a sample by the
     exponential-race trick. The noise is drawn for all ``batch`` original rows and read at ``rows`` (the live
-    rows' original indices), so a row's draws do not depend on which other rows have ended."""
+    rows' original indices), so a row's draws do not depend on which other rows have ended. With ``grammar`` the
+    scores of tokens a row's grammar forbids are masked first, and each row's matcher takes the token drawn."""
     scores = logits.float()
+    if grammar is not None:
+        scores = scores.clone() if scores is logits else scores
+        grammar.apply_(scores, rows.tolist())
     if temperature is None:
         picked = scores.argmax(-1)
     else:
@@ -230,11 +244,13 @@ def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
             scores = scores / temperature
         noise = torch.empty((batch, scores.shape[-1]), dtype=scores.dtype, device=scores.device).exponential_(1)
         picked = (scores.softmax(-1) / noise[rows]).argmax(-1)
+    if grammar is not None:
+        grammar.advance(rows.tolist(), picked.tolist())
     return picked, scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
 
 
 def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick, every,
-            cache):
+            cache, grammar=None):
     device = input_ids.device
     batch = input_ids.shape[0]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
@@ -248,7 +264,7 @@ def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_
     position = positions[:, -1:]
     last_tick = float("-inf")  # the first check runs after the first step
     for step in range(max_new_tokens):
-        picked, lp = _pick(logits, temperature, rows, batch)
+        picked, lp = _pick(logits, temperature, rows, batch, grammar)
         mine = rows[live]
         tokens[mine, step] = picked[live]
         logprobs[mine, step] = lp[live]
@@ -284,7 +300,7 @@ def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick,
-                   every):
+                   every, grammar=None):
     """`decode` on `static_llama.StaticLlama`: rows in the prefill's order, ended rows leave at once."""
     from genenv_engine.backends.static_llama import StaticLlama
 
@@ -300,13 +316,13 @@ def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_i
     net = StaticLlama(model, batch, width + max_new_tokens)
     try:
         return _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
-                              pad_token_id, temperature, tick, every)
+                              pad_token_id, temperature, tick, every, grammar)
     finally:
         net.release()
 
 
 def _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
-                   pad_token_id, temperature, tick, every):
+                   pad_token_id, temperature, tick, every, grammar=None):
     batch, width = input_ids.shape
     logits = net.prefill(input_ids, attention_mask, positions, plan, _ranges(batch, STATIC_DECODE_GROUPS))
     tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long)
@@ -316,7 +332,7 @@ def _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_ne
     position = positions[:, -1]
     last_tick = float("-inf")
     for step in range(max_new_tokens):
-        picked, lp = _pick(logits, temperature, rows, batch)
+        picked, lp = _pick(logits, temperature, rows, batch, grammar)
         tokens[rows, step] = picked
         logprobs[rows, step] = lp
         eos = picked == eos_token_id

@@ -21,7 +21,7 @@ Two kinds of policy:
 
 Prompts are encoded with the policy's tokenizer and truncated from the left to ``max_length -
 max_new_tokens`` tokens, as in the ``hf`` backend, and passed to vLLM as token ids; completions are
-decoded with the policy's tokenizer too. Log-probs are those of the sampled tokens after temperature
+decoded with the policy's tokenizer too. A grammar (``Sampling.grammar``) goes to vLLM's structured outputs. Log-probs are those of the sampled tokens after temperature
 (``logprobs_mode="processed_logprobs"``), like the ``hf`` backend's.
 """
 
@@ -48,6 +48,12 @@ _LORA_IDS = itertools.count(1)
 def _vllm():
     """The ``vllm`` module, imported on first use."""
     return importlib.import_module("vllm")
+
+
+def _structured_outputs(grammar: str):
+    """vLLM's structured-output request for a Lark ``grammar`` (its ``guidance`` backend is llguidance, the
+    library of the hf backend's masks; ``auto`` picks it for Lark grammars xgrammar cannot take)."""
+    return importlib.import_module("vllm.sampling_params").StructuredOutputsParams(grammar=grammar)
 
 
 def _lora_request_cls():
@@ -190,12 +196,15 @@ class VLLMBackend:
         return _lora_request_cls()(self.adapter, self.lora_id, str(self._folder))
 
     def sampling_params(self, sampling: Sampling, index: int):
-        """vLLM sampling parameters for prompt ``index``: one seed per prompt, so repeated prompts differ."""
+        """vLLM sampling parameters for prompt ``index``: one seed per prompt, so repeated prompts differ; a
+        grammar becomes a structured-output request."""
         seed = None if sampling.seed is None else sampling.seed + index
         temperature = 0.0 if sampling.greedy else sampling.temperature
+        extra = {} if sampling.grammar is None else {"structured_outputs": _structured_outputs(sampling.grammar)}
         return _vllm().SamplingParams(temperature=temperature,
                                       max_tokens=sampling.max_new_tokens, seed=seed, logprobs=0,
-                                      stop_token_ids=[self.policy.tokenizer.eos_token_id], detokenize=False)
+                                      stop_token_ids=[self.policy.tokenizer.eos_token_id], detokenize=False,
+                                      **extra)
 
     def prompt_ids(self, prompt: str, sampling: Sampling) -> list[int]:
         """The prompt's token ids, cut from the left to leave room for the completion (as in ``hf``)."""

@@ -24,12 +24,14 @@ GOAL_RSS_MB = 1536.0
 
 
 class PhaseTokens:
-    """An event sink that counts the tokens both backends generate during each phase of each epoch."""
+    """An event sink that counts the tokens both backends generate during each phase of each epoch, and the seconds
+    their grammar masks took (the cost of constrained decoding)."""
 
     def __init__(self) -> None:
         self.backends: list[Any] = []
         self.tokens: dict[tuple[int, str], int] = {}
-        self._start: dict[str, int] = {}
+        self.grammar_seconds: dict[tuple[int, str], float] = {}
+        self._start: dict[str, tuple[int, float]] = {}
 
     def factory(self, config):
         """A backend factory for `genenv_engine.loop.run` that keeps the backends it builds."""
@@ -45,19 +47,24 @@ class PhaseTokens:
             return backend
         return make
 
-    def _total(self) -> int:
-        return sum(b.tokens_generated for b in self.backends[-2:])
+    def _total(self) -> tuple[int, float]:
+        live = self.backends[-2:]
+        return sum(b.tokens_generated for b in live), sum(getattr(b, "grammar_seconds", 0.0) for b in live)
 
     def __call__(self, event) -> None:
         if event.kind == "PhaseStarted":
             self._start[event.phase] = self._total()
         elif event.kind == "PhaseFinished" and event.phase in self._start:
-            self.tokens[(event.epoch, event.phase)] = self._total() - self._start.pop(event.phase)
+            (tokens, grammar), (tokens0, grammar0) = self._total(), self._start.pop(event.phase)
+            self.tokens[(event.epoch, event.phase)] = tokens - tokens0
+            self.grammar_seconds[(event.epoch, event.phase)] = grammar - grammar0
 
 
 def epoch_rows(metrics: list[dict[str, Any]], tokens: dict[tuple[int, str], int], k: int,
-               heldout_tasks: int) -> list[dict[str, Any]]:
-    """Per epoch (1..): seconds and work of every phase, from the stored epoch metrics and the token counts."""
+               heldout_tasks: int, grammar: dict[tuple[int, str], float] | None = None) -> list[dict[str, Any]]:
+    """Per epoch (1..): seconds and work of every phase, from the stored epoch metrics and the token counts (and
+    the generate phase's seconds spent on grammar masks, ``grammar``)."""
+    grammar = grammar or {}
     rows = []
     for m in metrics:
         e = m["epoch"]
@@ -66,7 +73,8 @@ def epoch_rows(metrics: list[dict[str, Any]], tokens: dict[tuple[int, str], int]
         secs = m.get("phase_seconds") or {}
         agent, sim = m.get("agent_update") or {}, m.get("simulator_update") or {}
         work = {
-            "generate": {"tasks": m.get("generated", 0), "tokens_generated": tokens.get((e, "generate"), 0)},
+            "generate": {"tasks": m.get("generated", 0), "tokens_generated": tokens.get((e, "generate"), 0),
+                         "grammar_seconds": round(grammar.get((e, "generate"), 0.0), 3)},
             "validate": {"tasks": m.get("generated", 0), "valid": m.get("valid", 0)},
             "rollout": {"tasks": m.get("tasks_trained", 0), "rollouts": m.get("tasks_trained", 0) * k,
                         "tokens_generated": tokens.get((e, "rollout"), 0)},
@@ -133,7 +141,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         metrics = session.store.epoch_metrics()
         session.store.close()
     heldout_tasks = config.heldout_size * len(config.benchmarks)
-    rows = epoch_rows(metrics, counter.tokens, config.agent.rollouts, heldout_tasks)
+    rows = epoch_rows(metrics, counter.tokens, config.agent.rollouts, heldout_tasks, counter.grammar_seconds)
     out = {"preset": args.preset, "epochs": args.epochs, "seed": args.seed, "overrides": args.set,
            "warm_start_cached": cached, "epoch0_seconds": round(sum((metrics[0].get("phase_seconds") or {}).values()), 2),
            "wall_seconds": round(time.perf_counter() - started, 1), **summarize(rows), "epochs_measured": rows,

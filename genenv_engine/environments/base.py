@@ -223,6 +223,16 @@ class Environment(ABC):
             raise GenerationParseError("empty task or answer")
         return prompt, answer
 
+    def task_grammar(self) -> str | None:
+        """The Lark rules (llguidance's dialect) of a generated task, or None when the format is free text.
+
+        They define the rules ``prompt`` and ``answer``: a task's prompt and its answer as :meth:`simulator_text`
+        writes them (`genenv_engine.backends.grammar.task_grammar` joins them in the simulator's output style).
+        The simulator's decoding then only writes strings of the grammar; it accepts every seed and train task,
+        and leaves what it cannot express (a name listed once, a value the prompt fixes) to :meth:`validate`.
+        """
+        return None
+
     def bucket(self, task: Task) -> str:
         """Difficulty bucket name used for the difficulty mix (default: ``L<level>``)."""
         return f"L{task.level}"
@@ -259,10 +269,11 @@ class Environment(ABC):
                 "epoch": epoch, "generator": generator}
 
     def _accept(self, task: Task, answer: str) -> Validation:
-        """Accept ``task`` (its gold recomputed) iff the generated ``answer`` passes the checker against it."""
+        """Accept ``task`` (its gold recomputed) iff the generated ``answer`` passes the checker against it; else
+        reject it, with ``task`` as the repair (the prompt was sound)."""
         verdict = self.check(task, answer)
         if not verdict.success:
-            return Validation(False, f"answer_mismatch: {verdict.error_type}")
+            return Validation(False, f"answer_mismatch: {verdict.error_type}", repair=task)
         return Validation(True, "", task)
 
     def _validate_step(self, prompt: str, answer: str, read: Callable[[str], StepDraft], error: type[Exception],

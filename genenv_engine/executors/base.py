@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from genenv_engine import simulator as sim
@@ -49,6 +49,8 @@ class GenerateJob:
     """Task id prefix (`genenv_engine.simulator.sample`'s ``id_prefix``; None: ``gen/e<epoch>/<benchmark>``)."""
     note: str | None = None
     """The instruct prompt's recent-success line."""
+    grammar: str | None = None
+    """The Lark grammar the drafts are sampled under (`genenv_engine.simulator.job_grammar`); None: free text."""
 
 
 class RolloutExecutor(Protocol):
@@ -144,8 +146,8 @@ def stamp(scored: list[TaskAttempts], version: int) -> list[TaskAttempts]:
 def sample_batch(backend: GenerationBackend, policy: Policy, env: Environment, job: GenerateJob, first: int,
                  seeds: list[Task], sampling: Sampling, *, epoch: int, style: str) -> list[Draft]:
     """One batch of a job (seeds ``first`` onwards): its drafts, with the ids the unbatched job gives them."""
-    return sim.sample(backend, policy, env, seeds, job.n, sampling, epoch=epoch, id_prefix=job.prefix, style=style,
-                      note=job.note, first=first)
+    return sim.sample(backend, policy, env, seeds, job.n, replace(sampling, grammar=job.grammar), epoch=epoch,
+                      id_prefix=job.prefix, style=style, note=job.note, first=first)
 
 
 def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], jobs: list[GenerateJob],
@@ -158,8 +160,9 @@ def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Envi
         def each(done: int, total: int, name: str = job.benchmark) -> None:
             if progress:
                 progress(name, done, total)
-        out.extend(sim.sample(backend, policy, envs[job.benchmark], job.seeds, job.n, sampling, epoch=epoch,
-                              id_prefix=job.prefix, progress=each, style=style, note=job.note))
+        out.extend(sim.sample(backend, policy, envs[job.benchmark], job.seeds, job.n,
+                              replace(sampling, grammar=job.grammar), epoch=epoch, id_prefix=job.prefix,
+                              progress=each, style=style, note=job.note))
     return stamp_drafts(out, version)
 
 

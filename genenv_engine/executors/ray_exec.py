@@ -184,7 +184,7 @@ class RayExecutor:
                                epoch=epoch, style=style, version=self.simulator_version, progress=progress)
         batches = seed_batches(jobs, self.config.generate_batch)
         args = [([self._simulator_weights], self.simulator_version, GenerateJob(job.benchmark, [], job.n, job.prefix,
-                                                                                job.note), first, seeds,
+                                                                                job.note, job.grammar), first, seeds,
                  seeded(sampling, batch_seed(self.config.seed, epoch, i, f"generate/{job.benchmark}")), epoch, style)
                 for job, i, first, seeds in batches]
         done: dict[str, int] = {}

@@ -125,9 +125,10 @@ def test_rwr_changes_simulator_only_when_trained(tmp_path, mode):
         assert prints[0] != prints[1] != prints[2]
         update = session.store.epoch_metrics()[1]["simulator_update"]
         assert update["steps"] > 0
-        # warm-start anchors ride along: init_replay (2.0) times the epoch's in-band examples
-        assert update["anchor_examples"] == round(2.0 * update["current_examples"])
-        assert update["examples"] == update["current_examples"] + update["replayed_examples"] + update["anchor_examples"]
+        # warm-start anchors ride along: init_replay (2.0) times the epoch's in-band and repaired examples
+        assert update["anchor_examples"] == round(2.0 * (update["current_examples"] + update["repair_examples"]))
+        assert update["examples"] == (update["current_examples"] + update["replayed_examples"]
+                                      + update["anchor_examples"] + update["repair_examples"])
     else:
         assert prints[0] == prints[1] == prints[2]
     assert agent_prints[0] != agent_prints[1]  # mixed rewards -> GRPO moved the agent

@@ -46,6 +46,14 @@ class FakeSamplingParams:
     logprobs: int | None = None
     stop_token_ids: list[int] = field(default_factory=list)
     detokenize: bool = True
+    structured_outputs: Any = None
+
+
+@dataclass
+class FakeStructuredOutputsParams:
+    """Test double of ``vllm.sampling_params.StructuredOutputsParams``."""
+
+    grammar: str | None = None
 
 
 @dataclass
@@ -107,7 +115,10 @@ def fake_vllm(monkeypatch):
     lora = types.ModuleType("vllm.lora")
     request = types.ModuleType("vllm.lora.request")
     request.LoRARequest = FakeLoRARequest
-    for name, module in (("vllm", root), ("vllm.lora", lora), ("vllm.lora.request", request)):
+    params = types.ModuleType("vllm.sampling_params")
+    params.StructuredOutputsParams = FakeStructuredOutputsParams
+    for name, module in (("vllm", root), ("vllm.lora", lora), ("vllm.lora.request", request),
+                         ("vllm.sampling_params", params)):
         monkeypatch.setitem(sys.modules, name, module)
     FAKE_ENGINES.clear()
     backend.close_engines()
@@ -240,6 +251,17 @@ def test_greedy_unseeded_and_left_truncation(fake_vllm, tmp_path):
     assert call["prompts"][0]["prompt_token_ids"] == policy.encode(long)[-30:]
     assert call["prompts"][1]["prompt_token_ids"] == policy.encode("hi")
     assert [(p.temperature, p.seed) for p in call["params"]] == [(0.0, None), (0.0, None)]
+
+
+def test_a_grammar_becomes_a_structured_output_request(fake_vllm, tmp_path):
+    model, tok = tiny_base(tmp_path)
+    backend = get_backend("vllm", policy=PolicyDouble(model, tok, tmp_path))
+    grammar = 'start: "a" NUM\nNUM: /[0-9]+/'
+    backend.generate(["x", "y"], Sampling(max_new_tokens=8, grammar=grammar))
+    backend.generate(["z"], Sampling(max_new_tokens=8))
+    constrained, free = (call["params"] for call in fake_vllm[0].calls)
+    assert [p.structured_outputs for p in constrained] == [FakeStructuredOutputsParams(grammar=grammar)] * 2
+    assert free[0].structured_outputs is None
 
 
 def test_tick_runs_before_each_chunk(fake_vllm, tmp_path):

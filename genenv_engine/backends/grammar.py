@@ -1,0 +1,194 @@
+"""Grammar-constrained sampling: each decoding step keeps only the tokens a Lark grammar allows next.
+
+An environment declares the grammar of the text its simulator writes (`Environment.task_grammar`: Lark rules
+``prompt`` and ``answer``); `task_grammar` joins them in the simulator's output style, and a backend given
+``Sampling(grammar=...)`` only emits strings of it. The masks come from llguidance (an Earley parser over the
+tokenizer's vocabulary whose per-step bitmask is computed in Rust, imported lazily): `GrammarMask` holds one
+matcher per row of a decoding batch, masks that step's logits, and advances each row by the token it drew.
+What a grammar cannot carry (a name listed once, evidence that agrees with a knowledge base) stays with the
+environment's validator.
+
+A masked row's log-probabilities are those of the distribution it was sampled from (the renormalised masked one).
+Sampling noise is drawn as without a grammar, so a grammar that allows every token changes nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import weakref
+from collections.abc import Sequence
+
+import torch
+
+SEP = " => "
+"""Between task and answer in the compact style (the same as `genenv_engine.environments.base.SEP`)."""
+STYLES = {
+    "compact": 'start: prompt " => " answer',
+    "instruct": 'start: "TASK: " prompt "\\nANSWER: " answer',
+}
+"""The start rule of each simulator output style, over an environment's ``prompt`` and ``answer`` rules."""
+
+_TOKENIZERS: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
+
+
+class GrammarError(ValueError):
+    """A grammar llguidance cannot compile, or text outside it."""
+
+
+def task_grammar(rules: str, style: str = "compact") -> str:
+    """The whole grammar of a simulator's output: the ``style``'s start rule over an environment's ``rules``.
+
+    >>> print(task_grammar('prompt: "add " NUM\\nanswer: NUM\\nNUM: /[0-9]+/'))
+    start: prompt " => " answer
+    prompt: "add " NUM
+    answer: NUM
+    NUM: /[0-9]+/
+    """
+    if style not in STYLES:
+        raise GrammarError(f"unknown simulator style {style!r}; known: {', '.join(STYLES)}")
+    return f"{STYLES[style]}\n{rules.strip()}"
+
+
+def ll_tokenizer(tokenizer):
+    """llguidance's view of a Hugging Face fast tokenizer (built once per tokenizer object)."""
+    import llguidance.hf
+
+    found = _TOKENIZERS.get(tokenizer)
+    if found is None:
+        found = llguidance.hf.from_tokenizer(tokenizer)
+        _TOKENIZERS[tokenizer] = found
+    return found
+
+
+def compile_grammar(grammar: str) -> str:
+    """llguidance's serialized form of a Lark ``grammar``; a `GrammarError` naming the fault if it does not compile.
+
+    >>> compile_grammar('start: "a" NUM\\nNUM: /[0-9]+/') != ""
+    True
+    >>> compile_grammar('start: missing_rule')
+    Traceback (most recent call last):
+    ...
+    genenv_engine.backends.grammar.GrammarError: ...
+    """
+    import llguidance
+
+    compiled = llguidance.LLMatcher.grammar_from_lark(grammar)
+    failed, messages = llguidance.LLMatcher.validate_grammar_with_warnings(compiled)
+    if failed:
+        raise GrammarError(" ".join(" ".join(messages).split()) or "grammar does not compile")
+    return compiled
+
+
+class GrammarMask:
+    """One llguidance matcher per row of a decoding batch, all for one grammar.
+
+    ``apply_`` masks a step's scores (rows given by their index in the original batch, since ended rows leave the
+    decoding batch); ``advance`` feeds each row the token it drew. A row whose matcher has failed (it cannot, short
+    of a library fault) or has stopped may only end: it is allowed the end-of-sequence token alone.
+    """
+
+    def __init__(self, tokenizer, grammar: str, rows: int) -> None:
+        import llguidance
+
+        self.tok = ll_tokenizer(tokenizer)
+        self.eos = tokenizer.eos_token_id
+        first = llguidance.LLMatcher(self.tok, compile_grammar(grammar))
+        if first.is_error():
+            raise GrammarError(first.get_error())
+        self.matchers = [first] + [first.deep_copy() for _ in range(rows - 1)]
+        self.steps = 0
+        """Decoding steps masked so far (a step masks every live row)."""
+        self.seconds = 0.0
+        """Time spent computing masks and advancing matchers (the constraint's whole cost)."""
+
+    def bitmask(self, rows: Sequence[int]) -> torch.Tensor:
+        """The (len(rows), words) int32 bitmask of the tokens each row may draw next."""
+        import llguidance.torch as llt
+
+        mask = llt.allocate_token_bitmask(len(rows), self.tok.vocab_size)
+        for i, row in enumerate(rows):
+            matcher = self.matchers[row]
+            if matcher.is_error() or matcher.is_stopped():
+                mask[i] = 0
+                mask[i, self.eos // 32] = 1 << (self.eos % 32)
+                continue
+            llt.fill_next_token_bitmask(matcher, mask, i)
+        return mask
+
+    def apply_(self, scores: torch.Tensor, rows: Sequence[int]) -> None:
+        """Set to -inf, in place, every score of a token that row ``rows[i]`` may not draw next."""
+        import llguidance.torch as llt
+
+        start = time.perf_counter()
+        self.steps += 1
+        llt.apply_token_bitmask_inplace(scores, self.bitmask(rows).to(scores.device))
+        self.seconds += time.perf_counter() - start
+
+    def advance(self, rows: Sequence[int], tokens: Sequence[int]) -> None:
+        """Feed row ``rows[i]`` the token ``tokens[i]`` it drew."""
+        start = time.perf_counter()
+        for row, token in zip(rows, tokens):
+            matcher = self.matchers[row]
+            if not (matcher.is_error() or matcher.is_stopped()):
+                matcher.consume_token(int(token))
+        self.seconds += time.perf_counter() - start
+
+    def accepts(self, row: int) -> bool:
+        """Whether row ``row``'s text so far is a whole string of the grammar."""
+        matcher = self.matchers[row]
+        return not matcher.is_error() and (matcher.is_stopped() or matcher.is_accepting())
+
+
+def matches(tokenizer, grammar: str, text: str) -> bool:
+    """Whether ``text`` is a whole string of ``grammar`` (tokenized as a model would write it).
+
+    >>> from genenv_engine.tokenizer import build_byte_tokenizer
+    >>> tok = build_byte_tokenizer()
+    >>> g = 'start: "add " NUM\\nNUM: /[1-9][0-9]*/'
+    >>> matches(tok, g, "add 12"), matches(tok, g, "add 012"), matches(tok, g, "add ")
+    (True, False, False)
+    """
+    import llguidance
+
+    matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar))
+    for token in tokenizer.encode(text, add_special_tokens=False):
+        if not matcher.consume_token(token):
+            return False
+    return matcher.is_accepting()
+
+
+def allowed_ids(bits: torch.Tensor, vocab: int) -> list[int]:
+    """The token ids set in one row of an int32 bitmask (bit ``t % 32`` of word ``t // 32`` stands for token ``t``).
+
+    >>> allowed_ids(torch.tensor([0b101, 1], dtype=torch.int32), 40)
+    [0, 2, 32]
+    """
+    ids = torch.arange(vocab)
+    return ids[((bits[ids // 32] >> (ids % 32)) & 1).bool()].tolist()
+
+
+def random_strings(tokenizer, grammar: str, n: int, seed: int = 0, max_tokens: int = 400) -> list[str]:
+    """``n`` strings drawn from ``grammar`` by a uniform choice among the allowed tokens at each step (ending, when
+    allowed, with probability 1/4): what a model with random weights writes under the constraint. A draw that
+    reaches ``max_tokens`` unfinished is returned as far as it got."""
+    import llguidance
+
+    rng = random.Random(seed)
+    base = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar))
+    mask = GrammarMask.__new__(GrammarMask)
+    mask.tok, mask.eos, mask.steps, mask.seconds = ll_tokenizer(tokenizer), tokenizer.eos_token_id, 0, 0.0
+    out = []
+    for _ in range(n):
+        mask.matchers = [base.deep_copy()]
+        ids: list[int] = []
+        for _ in range(max_tokens):
+            allowed = allowed_ids(mask.bitmask([0])[0], mask.tok.vocab_size)
+            others = [t for t in allowed if t != mask.eos]
+            if not others or (mask.eos in allowed and rng.random() < 0.25):
+                break
+            token = rng.choice(others)
+            mask.advance([0], [token])
+            ids.append(token)
+        out.append(tokenizer.decode(ids, skip_special_tokens=True))
+    return out
