@@ -154,13 +154,22 @@ def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str,
 
 
 def status_json(session_dir: Path) -> dict[str, Any]:
-    """The session's per-epoch metrics in the documented ``genenv status --json`` shape."""
+    """The session's per-epoch metrics in the documented ``genenv status --json`` shape, with each epoch's
+    ``validity`` per benchmark: drafts, passed (the validator), valid (the duplicate cap too), their fraction, and
+    the rejections counted by reason (`Store.funnel`)."""
     from genenv_engine.session import Session
 
     session = Session.open(session_dir, check=True)
     from genenv_engine.loggers import STATUS_KEYS
 
-    epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS}}
+    validity: dict[int, dict[str, Any]] = {}
+    for entry in session.store.funnel():
+        validity.setdefault(entry["epoch"], {})[entry["benchmark"]] = {
+            "drafts": entry["drafts"], "valid": entry["valid"], "passed": entry["passed"],
+            "valid_fraction": round(entry["valid"] / entry["drafts"], 4) if entry["drafts"] else None,
+            "rejected": entry["rejected"]}
+    epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS},
+               "validity": validity.get(m["epoch"], {})}
               for m in session.store.epoch_metrics()]
     cfg = session.config
     return {"session": str(session_dir), "preset": cfg.preset, "simulator_mode": cfg.simulator.mode,

@@ -79,6 +79,10 @@ def test_micro_run_event_order_rows_and_checkpoints(tmp_path):
     assert [e["epoch"] for e in status["epochs"]] == [0, 1, 2]
     assert set(status["epochs"][1]) >= {"epoch", "generated_success", "calibration_error", "valid_fraction",
                                          "unique_fraction", "difficulty_mix", "heldout", "phase_seconds", "tasks_trained"}
+    validity = status["epochs"][1]["validity"]["bfcl"]
+    assert validity["drafts"] == metrics[1]["generated"] and validity["valid"] == metrics[1]["valid"]
+    assert sum(validity["rejected"].values()) == validity["drafts"] - validity["valid"]
+    assert status["epochs"][0]["validity"] == {}
     workers = status["epochs"][1]["rollout_workers"]
     assert len(workers) == 1 and workers[0]["tasks"] == status["epochs"][1]["tasks_trained"]
     json.dumps(status)  # serialisable as printed by `genenv status --json`
