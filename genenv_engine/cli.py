@@ -155,19 +155,19 @@ def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str,
 
 def status_json(session_dir: Path) -> dict[str, Any]:
     """The session's per-epoch metrics in the documented ``genenv status --json`` shape, with each epoch's
-    ``validity`` per benchmark: drafts, passed (the validator), valid (the duplicate cap too), their fraction, and
-    the rejections counted by reason (`Store.funnel`)."""
+    ``validity`` per benchmark that had drafts: drafts, valid (kept by the validator and the duplicate cap), their
+    fraction, and the rejections counted by reason (`genenv_engine.experiments.validity.epoch_validity`)."""
     from genenv_engine.session import Session
 
     session = Session.open(session_dir, check=True)
     from genenv_engine.loggers import STATUS_KEYS
 
-    validity: dict[int, dict[str, Any]] = {}
-    for entry in session.store.funnel():
-        validity.setdefault(entry["epoch"], {})[entry["benchmark"]] = {
-            "drafts": entry["drafts"], "valid": entry["valid"], "passed": entry["passed"],
-            "valid_fraction": round(entry["valid"] / entry["drafts"], 4) if entry["drafts"] else None,
-            "rejected": entry["rejected"]}
+    from genenv_engine.experiments.validity import epoch_validity
+
+    validity = epoch_validity(session.store.funnel())
+    for by_benchmark in validity.values():
+        for entry in by_benchmark.values():
+            entry["valid_fraction"] = round(entry["valid"] / entry["drafts"], 4)
     epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS},
                "validity": validity.get(m["epoch"], {})}
               for m in session.store.epoch_metrics()]

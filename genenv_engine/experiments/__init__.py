@@ -4,6 +4,8 @@ Layered bottom-up, each module importing only those above it in this list:
 
 - `arms`: the arms, the compute every arm must share, and the bench's plan (arms x seeds).
 - `stats`: pure statistics (mean and spread, paired standard errors, per-level rates, data efficiency).
+- `validity`: the simulator's drafts, valid tasks and rejections by reason per benchmark, per epoch and summed
+  over an arm's seeds, and their report section.
 - `runs`: one arm x seed session read back from its database as plain rows; which pairs of arms of a seed
   started from different epoch-0 agents.
 - `rescore`: held-out re-scored from saved checkpoints on a larger sample, cached per epoch.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from genenv_engine.experiments import goals
+from genenv_engine.experiments import goals, validity
 from genenv_engine.experiments.arms import ARMS, folder_name
 from genenv_engine.experiments.stats import mean_sd, mean_series
 
@@ -181,6 +181,7 @@ def markdown(results: dict[str, Any]) -> str:
             if per_level:
                 lines += ["By level (difference, paired SE, tasks):", "", *per_level, ""]
     lines += goals.markdown(results["runs"], results["alpha"])
+    lines += validity.markdown(results)
     lines += ["## Per epoch (mean over seeds)", ""]
     for arm in results["arms"]:
         by_seed = results["runs"].get(arm, {})

@@ -4,7 +4,8 @@
 (the metrics the loop recorded, the held-out ``0``/``1`` strings, the warm start's cache key and the epoch-0
 weight fingerprints of each role). Diversity is measured here so that it can fail: besides the engine's within-epoch
 exact-string unique fraction, each epoch's valid generated tasks are compared with every earlier task of the
-session (near-duplicate keys: numbers masked) and scored by distinct word bigrams.
+session (near-duplicate keys: numbers masked) and scored by distinct word bigrams. Each row also carries the
+simulator's validity per benchmark (`genenv_engine.experiments.validity.epoch_validity`, from the store's funnel).
 
 `warm_start_mismatches` finds the pairs of arms of one seed whose epoch-0 agents differ (another warm start: other
 weights, other epoch-0 held-out results), which an arm-against-arm difference then silently includes.
@@ -21,6 +22,7 @@ from typing import Any
 from genenv_engine.config import NO_SIMULATOR_MODES
 from genenv_engine.experiments.arms import COMPUTE_FIELDS
 from genenv_engine.experiments.stats import distinct_bigrams, level_rate
+from genenv_engine.experiments.validity import epoch_validity
 from genenv_engine.simulator import near_duplicate_key
 
 
@@ -40,7 +42,8 @@ def _diversity(store: Any, epochs: list[int]) -> dict[int, dict[str, float | Non
     return out
 
 
-def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | None]) -> dict[str, Any]:
+def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | None],
+               validity: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     upd = m.get("agent_update") or {}
     groups, seqs = upd.get("groups") or 0, upd.get("sequences") or 0
     return {
@@ -54,7 +57,7 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
         "zero_advantage_share": (1 - seqs / (groups * rollouts)) if groups else None,
         "simulator_examples": (m.get("simulator_update") or {}).get("examples"),
         "seed_levels": dict(sum((Counter(v) for v in (m.get("seed_levels_drawn") or {}).values()), Counter())),
-        **diversity,
+        **diversity, "validity": validity or {},
     }
 
 
@@ -72,7 +75,9 @@ def read_session(folder: Path) -> dict[str, Any] | None:
         done = view.done_epochs
         metrics = [e.row() for e in done]
         diversity = _diversity(session.store, [e.epoch for e in done if e.epoch > 0])
-        rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {})) for m in metrics]
+        validity = epoch_validity(session.store.funnel())
+        rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {}), validity.get(m["epoch"]))
+                for m in metrics]
         correct = {e.epoch: dict(e.heldout_correct) for e in done}
     finally:
         session.store.close()

@@ -4,7 +4,8 @@
 turns them into the final table (mean and spread over seeds), the paired standard error of each arm's held-out
 change on the same tasks, arm against arm on one seed's held-out tasks (`versus`: every arm against Off, GenEnv
 against every other arm, each pairing flagged when the two runs' epoch-0 agents differ), the first epoch at which
-mean p-hat enters the calibration target, and the data-efficiency ratio against Static.
+mean p-hat enters the calibration target, the data-efficiency ratio against Static, and the simulator's validity
+per benchmark (`genenv_engine.experiments.validity.arm_validity`: drafts, valid, rejections by reason).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from genenv_engine.experiments.records import read_record, record_path, write_re
 from genenv_engine.experiments.rescore import rescored_runs
 from genenv_engine.experiments.runs import epoch0_difference, read_session, warm_start_mismatches
 from genenv_engine.experiments.stats import binomial_se, by_level, data_efficiency, mean_sd, mean_series, paired_change
+from genenv_engine.experiments.validity import arm_validity
 
 
 def _change(run: dict[str, Any], bench: str) -> dict[str, Any] | None:
@@ -123,7 +125,8 @@ def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) ->
 
 def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmarks: list[str]) -> dict[str, Any]:
     """The final table per arm and benchmark: mean and spread over seeds, plus the calibration and efficiency
-    figures (first epoch in band, data-efficiency ratio against Static)."""
+    figures (first epoch in band, data-efficiency ratio against Static) and the simulator's validity per
+    benchmark over epochs from 1 and all seeds (``validity``)."""
     table: dict[str, Any] = {}
     for arm, by_seed in runs.items():
         seeds = list(by_seed.values())
@@ -150,6 +153,7 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
                     "zero_advantage_share"):
             m, sd = mean_sd([r.get(key) for r in last])
             row[f"final_{key}"], row[f"final_{key}_sd"] = m, sd
+        row["validity"] = arm_validity(seeds, benchmarks)
         table[arm] = row
     if "trained" in runs and "static" in runs:
         for bench in benchmarks:
@@ -194,6 +198,9 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
                 if run["_folder"] is not None:
                     write_record(records, arm, seed, run)
     summary = summarise(shown, alpha, benchmarks)
+    if rescore:  # re-scored rows keep only the compared epochs; validity counts every epoch of the run
+        for arm, by_seed in runs.items():
+            summary[arm]["validity"] = arm_validity(list(by_seed.values()), benchmarks)
     return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
             "warm_start_mismatches": warm_start_mismatches(shown, comparison_pairs([a for a in ARMS if a in shown])),
             "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
