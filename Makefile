@@ -68,6 +68,13 @@ check: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" --durations=5 $(CHECK_TESTS) $(PYTEST_ARGS)
 
+# The console in a real terminal, driven through tmux: plots appear and space pauses (a new micro session, up to a
+# minute); plot → batch → GRPO group on a finished micro session (about 20 s). Not part of `make test`.
+.PHONY: console-tmux
+console-tmux: setup
+	scripts/console_tmux_check.sh
+	scripts/console_tmux_walk.sh
+
 clean-venv:
 	rm -rf $(VENV)
 

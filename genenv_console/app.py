@@ -264,7 +264,9 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
             return
         if message.plot == "calibration":
             view = SessionView.from_store(self.ui_store, self.session_config, self.session_path)
-            self.push_screen(EpochBatchesScreen(message.epoch, batch_rows(view, message.epoch)))
+            ids = [b.id for b in view.batches_of(message.epoch)]
+            self.push_screen(EpochBatchesScreen(message.epoch, batch_rows(view, message.epoch), ids, self.ui_store,
+                                                self.session_config.agent.rollouts))
         elif message.plot == "heldout":
             from genenv_engine.agent import heldout_tasks
             from genenv_engine.environments import environments_of
@@ -279,6 +281,12 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
             tasks = heldout_tasks(environments_of(self.session_config), per_benchmark)  # the strings' order
             self.push_screen(HeldoutEpochScreen(message.epoch, tasks, now, correct(message.epoch - 1),
                                                 self.ui_store.heldout_answers(message.epoch)))
+
+    def open_task(self, task_id: str) -> None:
+        """Show one task in the tasks screen: the page that holds it, selected, its detail beside."""
+        self.switch_mode("tasks")
+        screen = self.get_screen("tasks", TasksScreen)
+        self.call_after_refresh(screen.reveal, task_id)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -392,7 +400,8 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         if screen is self.dashboard:
             sections.append(("a focused plot (tab or click): calibration, held-out",
                              [("←/→", "Pick an epoch"), ("enter", "Open what is behind it: the epoch's batches, or "
-                                                                   "its held-out answers (f flipped only, l level)")]))
+                                                                   "its held-out answers (f flipped only, l level)"),
+                              ("enter", "On a batch: its seed and variations; on one of those: its GRPO groups")]))
         self.push_screen(HelpScreen(sections))
 
     async def action_quit(self) -> None:

@@ -5,14 +5,15 @@
 raises `CompareError` with a message fit for the command line. `read_run` reads one session through
 `genenv_engine.session_view.SessionView` on a read-only connection (no lease taken, nothing written) and derives
 the curves exactly as the dashboard does (`genenv_console.state.RunState`: mean p̂ of each epoch's generated
-tasks per benchmark, held-out success per benchmark). `comparison_markdown` and `write_report` give the exported
-report. Nothing here imports Textual.
+tasks per benchmark, held-out success per benchmark) and its funnel (`genenv_engine.store.read_only_funnel`).
+`comparison_markdown` and `write_report` give the exported report, its funnel tables built by
+`genenv_console.compare_funnel`. Nothing here imports Textual.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from genenv_engine.experiments.arms import ARMS
 from genenv_engine.reports.document import Block, Bullets, Heading, Para, Table
 from genenv_engine.reports.markdown import render_markdown
 from genenv_engine.session_view import SessionView
+from genenv_engine.store import read_only_funnel
 
+from genenv_console.compare_funnel import TOTAL_COLUMNS, funnel_epoch_rows, funnel_total_rows
 from genenv_console.safe import clean
 from genenv_console.state import RunState
 
@@ -144,6 +147,8 @@ class CompareRun:
     """Per benchmark, (epoch, mean p̂ of that epoch's generated tasks): the dashboard's calibration plot."""
     heldout: dict[str, Points]
     """Per benchmark, (epoch, held-out success), epoch 0 the warm start: the dashboard's held-out plot."""
+    funnel: list[dict[str, Any]] = field(default_factory=list)
+    """`genenv_engine.store.Store.funnel` entries of every epoch: drafts → admitted → trained per benchmark."""
 
     @property
     def name(self) -> str:
@@ -159,7 +164,8 @@ def read_run(path: Path) -> CompareRun:
     return CompareRun(path=Path(path), preset=cfg.preset,
                       arm=arm_of(path.name, cfg.to_dict()),
                       seed=cfg.seed, epochs_done=state.epochs_done(), target=cfg.epochs, alpha=cfg.curriculum.alpha,
-                      k_min=cfg.curriculum.k_min, calibration=state.calibration().points, heldout=state.heldout())
+                      k_min=cfg.curriculum.k_min, calibration=state.calibration().points, heldout=state.heldout(),
+                      funnel=read_only_funnel(Path(path) / "genenv.db"))
 
 
 def read_runs(paths: list[Path]) -> list[CompareRun]:
@@ -257,9 +263,25 @@ def _curve_table(runs: list[CompareRun], curve: str) -> Table | Para:
     return Table(["epoch"] + [s.label for s in lines], rows)
 
 
+def _funnel_blocks(runs: list[CompareRun]) -> list[Block]:
+    """The funnel section: totals per session and benchmark, then kept/drafts → trained per epoch."""
+    names, funnels = [r.name for r in runs], [r.funnel for r in runs]
+    headers, rows = funnel_epoch_rows(names, funnels)
+    return [
+        Heading(2, "Funnel: drafts → admitted → trained", "funnel"),
+        Para(["Per session and benchmark over its epochs: the drafts its simulator wrote, those the validator "
+              "passed, those the duplicate cap kept, and the tasks its agent trained on (distinct tasks each epoch, "
+              "added up), with the rejection reasons and where the trained tasks came from."]),
+        Table(list(TOTAL_COLUMNS), funnel_total_rows(names, funnels)),
+        Para(["Per epoch: kept/drafts → trained."]),
+        Table(headers, rows) if rows else Para(["(no epoch wrote or trained on a task yet)"]),
+    ]
+
+
 def comparison_markdown(runs: list[CompareRun]) -> str:
-    """The comparison report: the sessions, the summary table and the per-epoch values of both curves, written
-    by the session reports' Markdown renderer (its escaping keeps names with pipes or markup inside their cells)."""
+    """The comparison report: the sessions, the summary table, the per-epoch values of both curves and the funnels,
+    written by the session reports' Markdown renderer (its escaping keeps names with pipes or markup inside their
+    cells)."""
     alphas = sorted({(r.alpha, r.k_min) for r in runs})
     blocks: list[Block] = [
         Para(["Sessions, in order:"]), Bullets([str(r.path) for r in runs]),
@@ -270,6 +292,7 @@ def comparison_markdown(runs: list[CompareRun]) -> str:
         _curve_table(runs, "calibration"),
         Heading(2, "Held-out success per epoch (epoch 0: the warm start)", "heldout"),
         _curve_table(runs, "heldout"),
+        *_funnel_blocks(runs),
     ]
     return render_markdown("Comparison of " + ", ".join(r.name for r in runs), blocks, {})
 

@@ -206,3 +206,44 @@ class FunnelRead(Message):
         super().__init__()
         self.entries = entries
         self.error = error
+
+
+class BatchTasksRead(Message):
+    """The tasks behind a variation batch were read (``rows``: `genenv_engine.store.Store.batch_tasks`), or could
+    not be (``error``)."""
+
+    def __init__(self, rows: list, error: str = "") -> None:
+        super().__init__()
+        self.rows = rows
+        self.error = error
+
+
+class TaskGroupsRead(Message):
+    """A task's detail with its GRPO groups was read (``detail``: `genenv_console.data.task_detail`; None for an
+    unknown task), or could not be (``error``)."""
+
+    def __init__(self, detail: dict | None, error: str = "") -> None:
+        super().__init__()
+        self.detail = detail
+        self.error = error
+
+
+class LineageRead(Message):
+    """A lineage tree was read (``nodes``: `genenv_engine.store.Store.lineage_tree`), or could not be (``error``)."""
+
+    def __init__(self, nodes: list, error: str = "") -> None:
+        super().__init__()
+        self.nodes = nodes
+        self.error = error
+
+
+class TaskLocated(Message):
+    """Where a task stands in the tasks table: its ``position`` under ``filters`` (a
+    `genenv_engine.store.TaskFilter`; the filters were cleared when the task did not match the shown ones), or None
+    for a task the store does not hold."""
+
+    def __init__(self, task_id: str, position: int | None, filters: object) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.position = position
+        self.filters = filters

@@ -22,7 +22,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -199,6 +199,8 @@ class TaskFilter:
     p_min: float | None = None
     p_max: float | None = None
     text: str | None = None
+    batch_id: str | None = None
+    """The variation batch the tasks were written in (`Store.batches` ids; a seed task has none)."""
 
 
 def _filter(where: TaskFilter | None, fields: dict[str, Any]) -> TaskFilter:
@@ -291,6 +293,22 @@ _FUNNEL_TRAIN_SQL = (
     "WHERE r.purpose = 'train'{where} GROUP BY 1, 2, 3, 4, 5")
 
 
+_COUNTED_TASKS_SQL = (
+    "SELECT tasks.*, (SELECT count(*) FROM rollouts r WHERE r.task_id = tasks.id AND r.purpose = 'train') "
+    "AS train_rollouts, (SELECT coalesce(sum(r.success), 0) FROM rollouts r WHERE r.task_id = tasks.id "
+    "AND r.purpose = 'train') AS train_successes FROM tasks WHERE {where} ORDER BY tasks.id")
+LINEAGE_COLUMNS = ("id", "parent_id", "benchmark", "origin", "split", "epoch", "level", "valid", "reason", "status",
+                   "p_hat", "r_env", "n_rollouts", "simulator_version", "generator", "batch_id", "superseded_by",
+                   "prompt")
+"""The columns of a `Store.lineage_tree` row (and ``depth``)."""
+LINEAGE_NODES = 2000
+"""The most tasks `Store.lineage_tree` reads."""
+LINEAGE_DEPTH = 64
+"""The deepest `Store.lineage_tree` follows ``parent_id``."""
+LINEAGE_PROMPT_CHARS = 400
+"""Characters of each prompt a `Store.lineage_tree` row carries."""
+
+
 def _add(counts: dict[str, int], key: str, n: int) -> None:
     counts[key] = counts.get(key, 0) + n
 
@@ -360,34 +378,53 @@ def _batch_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def read_only_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The epochs (as `Store.epoch_metrics` gives them) and variation batches (as `Store.batches`) of a database
-    file, read through a read-only connection: no migration, no meta update, no journal-mode switch, so a session
-    another process runs (or an older database) is read without being written. A WAL database in a folder this
-    process cannot write (where SQLite cannot create the shared-memory file a reader needs) is read as immutable:
-    nobody can be writing it there. FileNotFoundError when the file is missing; sqlite3.DatabaseError for a file
-    that is not a database."""
+    file, read through a read-only connection (`read_only`): no migration, no meta update, no journal-mode switch,
+    so a session another process runs (or an older database) is read without being written."""
+    def read(conn: sqlite3.Connection, tables: set[str]):
+        epochs = [dict(r) for r in conn.execute(_EPOCHS_SQL)] if "epochs" in tables else []
+        batches = [dict(r) for r in conn.execute(_BATCHES_SQL)] if "batches" in tables else []
+        return _epoch_rows(epochs), _batch_rows(batches)
+    return read_only(path, read)
+
+
+def read_only_funnel(path: str | Path) -> list[dict[str, Any]]:
+    """`Store.funnel` of every epoch of a database file, read through a read-only connection (`read_only`).
+    Empty for a database without tasks, rollouts or batches."""
+    def read(conn: sqlite3.Connection, tables: set[str]):
+        if not {"tasks", "rollouts", "batches"} <= tables:
+            return []
+        drafts = [dict(r) for r in conn.execute(_FUNNEL_DRAFTS_SQL.format(where=""))]
+        trained = [dict(r) for r in conn.execute(_FUNNEL_TRAIN_SQL.format(where=""))]
+        return _fold_funnel(drafts, trained)
+    return read_only(path, read)
+
+
+def read_only(path: str | Path, read: Callable[[sqlite3.Connection, set[str]], Any]) -> Any:
+    """``read(connection, table names)`` in one read transaction (one snapshot) on a read-only connection to a
+    database file. A WAL database in a folder this process cannot write (where SQLite cannot create the
+    shared-memory file a reader needs) is read as immutable: nobody can be writing it there. FileNotFoundError when
+    the file is missing; sqlite3.DatabaseError for a file that is not a database."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no database at {path}")
     try:
-        return _read_only_rows(path, "?mode=ro")
+        return _read_only(path, "?mode=ro", read)
     except sqlite3.OperationalError:
         if os.access(path.parent, os.W_OK):
             raise
-        return _read_only_rows(path, "?mode=ro&immutable=1")
+        return _read_only(path, "?mode=ro&immutable=1", read)
 
 
-def _read_only_rows(path: Path, query: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _read_only(path: Path, query: str, read: Callable[[sqlite3.Connection, set[str]], Any]) -> Any:
     conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.row_factory = sqlite3.Row
     try:
-        with conn:  # one read transaction: epochs and batches from the same snapshot
+        with conn:
             conn.execute("BEGIN")
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            epochs = [dict(r) for r in conn.execute(_EPOCHS_SQL)] if "epochs" in tables else []
-            batches = [dict(r) for r in conn.execute(_BATCHES_SQL)] if "batches" in tables else []
+            return read(conn, tables)
     finally:
         conn.close()
-    return _epoch_rows(epochs), _batch_rows(batches)
 
 
 def _order_sql(order: str) -> str:
@@ -583,6 +620,61 @@ class Store:
             current = task.parent_id
         return chain
 
+    def batch_tasks(self, batch_id: str) -> list[dict[str, Any]]:
+        """The tasks behind one variation batch: its seed task first (``role`` ``seed``; the batch row's
+        ``seed_task_id``, else the variations' parent), then every variation written in it, valid or not, by id
+        (``role`` ``variation``). Each row holds the task's columns (JSON decoded) and ``train_rollouts`` and
+        ``train_successes``: the task's training rollouts over every epoch and how many succeeded. Empty for a batch
+        with no stored tasks and no stored seed."""
+        variations = [{**_decode_row(row), "role": "variation"}
+                      for row in self._rows(_COUNTED_TASKS_SQL.format(where="tasks.batch_id = ?"), [batch_id])]
+        batch = self.db.execute("SELECT seed_task_id FROM batches WHERE id = ?", [batch_id]).fetchone()
+        seed_id = batch[0] if batch is not None else None
+        if seed_id is None and variations:
+            seed_id = variations[0]["parent_id"]
+        seed = [] if seed_id is None else [
+            {**_decode_row(row), "role": "seed"}
+            for row in self._rows(_COUNTED_TASKS_SQL.format(where="tasks.id = ?"), [seed_id])]
+        return seed + variations
+
+    def lineage_tree(self, task_id: str, limit: int = LINEAGE_NODES) -> list[dict[str, Any]]:
+        """The lineage tree ``task_id`` belongs to: its first stored ancestor (for a generated task, the seed the
+        simulator varied), then every task descended from that one through ``parent_id`` (the variations each
+        simulator version wrote, their hand edits, ...), nearest first: each row with ``depth`` (0: the root) and
+        the columns `LINEAGE_COLUMNS`, the prompt cut to `LINEAGE_PROMPT_CHARS` characters. At most ``limit``
+        rows; empty for an unknown id. A ``parent_id`` cycle (a damaged store) ends at `LINEAGE_DEPTH` levels."""
+        chain = self.lineage(task_id)
+        if not chain:
+            return []
+        columns = ", ".join(f"tasks.{c}" for c in LINEAGE_COLUMNS)
+        sql = ("WITH RECURSIVE tree(id, depth) AS (SELECT ?, 0 UNION SELECT t.id, tree.depth + 1 FROM tasks t "
+               "JOIN tree ON t.parent_id = tree.id WHERE tree.depth < ?), "
+               "nearest(id, depth) AS (SELECT id, min(depth) FROM tree GROUP BY id) "
+               f"SELECT {columns}, nearest.depth AS depth FROM nearest "
+               "JOIN tasks ON tasks.id = nearest.id ORDER BY nearest.depth, tasks.epoch, tasks.id LIMIT ?")
+        rows = self._rows(sql, [chain[-1].id, LINEAGE_DEPTH, int(limit)])
+        # cut in Python: SQLite's substr stops at an embedded NUL, which untrusted text may hold
+        return [{**_bools(row, "valid"), "prompt": (row["prompt"] or "")[:LINEAGE_PROMPT_CHARS]} for row in rows]
+
+    def task_position(self, task_id: str, where: TaskFilter | None = None, **fields: Any) -> int | None:
+        """Where ``task_id`` stands among the tasks matching ``where`` (or the `TaskFilter` fields given as keywords)
+        in `query_tasks`'s default order (epoch DESC, id): how many matching tasks come before it. None when the
+        task is unknown or does not match."""
+        where = _filter(where, fields)
+        row = self.db.execute("SELECT epoch FROM tasks WHERE id = ?", [task_id]).fetchone()
+        if row is None:
+            return None
+        sql_where, params = self._where(where)
+        join = " AND " if sql_where else " WHERE "
+        count = f"SELECT count(*) FROM tasks{sql_where}{join}"
+        if not self.db.execute(count + "tasks.id = ?", [*params, task_id]).fetchone()[0]:
+            return None
+        if row[0] is None:  # NULL epochs sort after every epoch in ``epoch DESC``
+            before, values = "(tasks.epoch IS NOT NULL OR tasks.id < ?)", [task_id]
+        else:
+            before, values = "(tasks.epoch > ? OR (tasks.epoch = ? AND tasks.id < ?))", [row[0], row[0], task_id]
+        return int(self.db.execute(count + before, [*params, *values]).fetchone()[0])
+
     def imported_seeds(self, benchmark: str, levels: Sequence[int] = ()) -> list[Task]:
         """Tasks imported into the simulator's seed split (`genenv_engine.interop`): valid, active, unsuperseded,
         at ``levels`` (all when empty), in id order."""
@@ -621,7 +713,7 @@ class Store:
         order) and tests each entry against the matches, instead of fetching every match's row by rowid.
         """
         clauses, params = [], []
-        for column in ("benchmark", "origin", "status", "epoch"):
+        for column in ("benchmark", "origin", "status", "epoch", "batch_id"):
             if getattr(where, column) is not None:
                 clauses.append(f"tasks.{column} = ?")
                 params.append(getattr(where, column))

@@ -2,16 +2,19 @@
 
 `enter` on the focused calibration plot opens `EpochBatchesScreen` for the epoch its cursor marks: each variation
 batch with its seed task, how many variations were written and valid, p̂, R_env, whether the band kept it and the
-prompt note the simulator was given. On the held-out plot it opens `HeldoutEpochScreen`: every held-out task with
-the agent's greedy answer and verdict that epoch and the epoch before, ``f`` keeping only the tasks that flipped
-and ``l`` stepping through the levels. Rows are built by plain functions (`batch_rows`, `heldout_rows`) that tests
-read directly; all task and answer text goes through the console's sanitiser.
+prompt note the simulator was given; ``enter`` on a batch opens its seed and variations
+(`genenv_console.screens.batch.BatchTasksScreen`). On the held-out plot it opens `HeldoutEpochScreen`: every
+held-out task with the agent's greedy answer and verdict that epoch and the epoch before, ``f`` keeping only the
+tasks that flipped and ``l`` stepping through the levels. Rows are built by plain functions (`batch_rows`, `heldout_rows`) that tests
+read directly; all task and answer text goes through the console's sanitiser and is drawn as literal text.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -26,6 +29,11 @@ HELDOUT_COLUMNS = ("task", "level", "before", "now", "", "answer", "prompt")
 
 def _f(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def literal(row: tuple[str, ...]) -> tuple[Text, ...]:
+    """A table row's cells as rich `Text`, which a `DataTable` draws as written (it parses a plain string as markup)."""
+    return tuple(Text(c) for c in row)
 
 
 def batch_rows(view: Any, epoch: int) -> list[tuple[str, ...]]:
@@ -70,9 +78,10 @@ def heldout_rows(tasks: list[Any], now: str, before: str | None, answers: dict[s
 
 
 class DrillModal(ModalScreen[None]):
-    """A modal table over the dashboard (escape or q closes it): the base of the drill-down screens and the funnel."""
+    """A modal table over the dashboard (escape or q closes it, ? lists its keys): the base of the drill-down screens
+    and the funnel."""
 
-    BINDINGS = [Binding("escape,q", "dismiss_screen", "Close")]
+    BINDINGS = [Binding("escape,q", "dismiss_screen", "Close"), Binding("question_mark", "app.help", "Help")]
     DEFAULT_CSS = """
     DrillModal { align: center middle; }
     DrillModal > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; }
@@ -84,11 +93,18 @@ class DrillModal(ModalScreen[None]):
 
 
 class EpochBatchesScreen(DrillModal):
-    """The variation batches behind one epoch of the calibration plot."""
+    """The variation batches behind one epoch of the calibration plot; ``enter`` opens a batch's tasks."""
 
-    def __init__(self, epoch: int, rows: list[tuple[str, ...]]) -> None:
+    BINDINGS = [*DrillModal.BINDINGS, Binding("enter", "open_batch", "The batch's seed and variations",
+                                              key_display="⏎")]
+
+    def __init__(self, epoch: int, rows: list[tuple[str, ...]], ids: list[str] | None = None, store: Any = None,
+                 group_size: int | None = None) -> None:
         super().__init__()
         self.epoch, self.rows = epoch, rows
+        self.ids = ids
+        """The batches' ids, row by row (the rows carry them cut for display); None: enter opens nothing."""
+        self.store, self.group_size = store, group_size
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -100,8 +116,21 @@ class EpochBatchesScreen(DrillModal):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns(*BATCH_COLUMNS)
-        table.add_rows(self.rows)
+        table.add_rows([literal(r) for r in self.rows])
         table.focus()
+
+    @on(DataTable.RowSelected, "#drill-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_batch()
+
+    def action_open_batch(self) -> None:
+        """Open the seed task and variations of the batch under the cursor."""
+        from genenv_console.screens.batch import BatchTasksScreen
+
+        row = self.query_one(DataTable).cursor_row
+        if self.store is not None and self.ids is not None and 0 <= row < len(self.ids):
+            self.app.push_screen(BatchTasksScreen(self.store, self.ids[row], self.group_size))
 
 
 class HeldoutEpochScreen(DrillModal):
@@ -135,7 +164,7 @@ class HeldoutEpochScreen(DrillModal):
         rows = self.rows()
         table = self.query_one(DataTable)
         table.clear()
-        table.add_rows(rows)
+        table.add_rows([literal(r) for r in rows])
         solved = self.now.count("1")
         what = ("flipped since epoch " + str(self.epoch - 1)) if self.flipped_only else "all"
         level = f"L{self.level}" if self.level is not None else "every level"

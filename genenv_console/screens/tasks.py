@@ -2,7 +2,10 @@
 
 Only one page (`genenv_console.data.PAGE_SIZE` rows) is ever read and put in the table; moving
 the cursor shows that task's prompt, gold, checker, verdict, p-hat, R_env, rollouts and lineage.
-Edits go through the environment's validator in `EditScreen`; pin and ban set the task's status.
+Edits go through the environment's validator in `EditScreen`; pin and ban set the task's status. ``l`` opens the
+selected task's lineage tree (`genenv_console.screens.lineage`); a task picked there, or handed to
+`TasksScreen.reveal`, is shown on the page that holds it (a thread worker finds it with `Store.task_position`,
+clearing the filters when they hide it).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -22,9 +25,9 @@ from genenv_engine.config import RunConfig
 from genenv_engine.records import ORIGINS, STATUSES
 from genenv_engine.store import Store
 
-from genenv_console.data import (TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt, prompt_width,
-                                 table_line, table_row, task_detail, task_page, toggle_status)
-from genenv_console.messages import TaskRevised, TaskStatusChanged
+from genenv_console.data import (PAGE_SIZE, TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt,
+                                 prompt_width, table_line, table_row, task_detail, task_page, toggle_status)
+from genenv_console.messages import TaskLocated, TaskRevised, TaskStatusChanged
 from genenv_console.safe import clean, safe_text
 from genenv_console.screens.edit import EditScreen
 from genenv_console.widgets.key_bar import KeyBar
@@ -102,6 +105,7 @@ class TasksScreen(Screen):
         Binding("enter", "edit", "Edit", key_display="⏎"),
         Binding("p", "pin", "Pin"),
         Binding("b", "ban", "Ban"),
+        Binding("l", "lineage", "Lineage tree", show=False),  # named on the page line: the key bar is full
         Binding("slash", "search", "Search", key_display="/"),
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]", show=False),
         Binding("left_square_bracket", "page(-1)", "Prev page", key_display="[", show=False),
@@ -185,7 +189,8 @@ class TasksScreen(Screen):
         active = {k: v for k, v in asdict(self.filters).items() if v not in (None, "")}
         if active:
             info += " · " + " ".join(f"{k}={v}" for k, v in active.items())
-        self.query_one("#page-info", Static).update(safe_text(info + "   [ ] page · ⏎ edit · p pin · b ban", 500))
+        keys = "   [ ] page · ⏎ edit · p pin · b ban · l lineage"
+        self.query_one("#page-info", Static).update(safe_text(info + keys, 500))
         ids = [r["id"] for r in self.current.rows]
         target = keep if keep in ids else (self.selected_id if self.selected_id in ids else None)
         if target is not None:
@@ -288,6 +293,50 @@ class TasksScreen(Screen):
                 self.query_one(DataTable).focus()
 
         self.app.push_screen(EditScreen(task, save), done)
+
+    def action_lineage(self) -> None:
+        """Open the selected task's lineage tree: its seed and everything the simulator wrote from it."""
+        from genenv_console.screens.lineage import LineageScreen
+
+        if self.store is not None and self.selected_id is not None:
+            self.app.push_screen(LineageScreen(self.store, self.selected_id), self._picked)
+
+    def _picked(self, task_id: str | None) -> None:
+        if task_id is not None:
+            self.reveal(task_id)
+
+    def reveal(self, task_id: str) -> None:
+        """Show ``task_id`` selected on the page that holds it (the filters cleared if they hide it)."""
+        if self.store is not None:
+            self.locate(self.store, task_id, self.filters)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="tasks-locate")
+    def locate(self, store: Store, task_id: str, filters: TaskFilter) -> None:
+        """Find the task's place under ``filters`` (else under no filter) in a thread; post `TaskLocated`."""
+        position = store.task_position(task_id, filters)
+        if position is None and filters != TaskFilter():
+            filters, position = TaskFilter(), store.task_position(task_id)
+        self.post_message(TaskLocated(task_id, position, filters))
+
+    @on(TaskLocated)
+    def _located(self, message: TaskLocated) -> None:
+        message.stop()
+        if message.position is None:
+            self.notify(clean(f"no task {message.task_id}", 300, one_line=True), markup=False, severity="warning")
+            return
+        if message.filters != self.filters:
+            self.clear_filters()
+        self.page = message.position // PAGE_SIZE
+        self.load_page(keep=message.task_id)
+        self.query_one(DataTable).focus()
+
+    def clear_filters(self) -> None:
+        """Empty every filter widget and the filters they stand for."""
+        self.filters = TaskFilter()
+        for select in self.query(Select):
+            select.clear()
+        for box in self.query(Input):
+            box.value = ""
 
     def _toggle(self, status: str) -> None:
         if self.store is None or self.selected_id is None:

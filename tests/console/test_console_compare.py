@@ -240,15 +240,15 @@ def test_an_older_database_is_read_without_being_migrated(tmp_path, monkeypatch)
     assert db.read_bytes() == before  # no migration, no meta row
 
     calls = []
-    real = store_module._read_only_rows
+    real = store_module._read_only
 
-    def refuse_plain(path, query):  # what SQLite does for a WAL file in a folder nobody may write
+    def refuse_plain(path, query, read):  # what SQLite does for a WAL file in a folder nobody may write
         calls.append(query)
         if "immutable" not in query:
             raise sqlite3.OperationalError("attempt to write a readonly database")
-        return real(path, query)
+        return real(path, query, read)
 
-    monkeypatch.setattr(store_module, "_read_only_rows", refuse_plain)
+    monkeypatch.setattr(store_module, "_read_only", refuse_plain)
     monkeypatch.setattr(store_module.os, "access", lambda path, mode: False)
     assert read_only_rows(db) == (epochs, batches) and calls == ["?mode=ro", "?mode=ro&immutable=1"]
     monkeypatch.setattr(store_module.os, "access", lambda path, mode: True)
@@ -306,6 +306,45 @@ async def test_export_writes_the_table_and_every_epochs_values(three_runs):
         values = [dict(db_curves(p)[1])[epoch] for p in order]
         assert f"| {epoch} | " + " | ".join(f"{v:.3f}" for v in values) + " |" in held_section
     assert "α=0.5 ± 0.1" in text
+
+
+def test_the_report_carries_each_sessions_funnel_from_its_database(tmp_path):
+    from conftest import write_fixed_session
+
+    from genenv_console.compare import comparison_markdown
+
+    paths = []
+    for name in ("a-run", "b-run"):
+        session = write_fixed_session(tmp_path / "cmp" / name)
+        session.store.close()
+        paths.append(session.path)
+    with Store(paths[1] / "genenv.db") as store:  # the second differs: a capped draft, an untrained variation
+        store.db.execute("UPDATE tasks SET valid = 0, reason = 'duplicate_cap: x' WHERE id = 'gen/e2/bfcl/0000-0'")
+        store.db.execute("DELETE FROM rollouts WHERE task_id = 'gen/e1/bfcl/0000-0'")
+    before = [digest(p) for p in paths]
+    runs = read_runs(paths)
+    assert [digest(p) for p in paths] == before  # read read-only
+    cells = {}
+    for path, run in zip(paths, runs):
+        with Store(path / "genenv.db") as store:
+            assert run.funnel == store.funnel()
+            q = lambda sql, *a: store.db.execute(sql, a).fetchone()[0]  # noqa: E731
+            for epoch in (1, 2):
+                gen = "FROM tasks WHERE origin = 'generated' AND epoch = ?"
+                cells[path.name, epoch] = (
+                    q(f"SELECT count(*) {gen}", epoch), q(f"SELECT count(*) {gen} AND valid = 1", epoch),
+                    q(f"SELECT count(*) {gen} AND (valid = 1 OR reason LIKE 'duplicate_cap%')", epoch),
+                    q("SELECT count(DISTINCT task_id) FROM rollouts WHERE purpose = 'train' AND epoch = ?", epoch))
+    assert cells["a-run", 2] != cells["b-run", 2] and cells["a-run", 1] != cells["b-run", 1]
+    text = comparison_markdown(runs).split("## Funnel")[1]
+    for path in paths:
+        drafts, kept, passed, trained = (sum(cells[path.name, e][i] for e in (1, 2)) for i in range(4))
+        row = f"| {path.name} | bfcl | 2 | {drafts} | {passed} | {kept} | {kept / drafts:.3f} | {trained} |"
+        assert row in text, row
+    assert "| epoch | a-run | b-run |" in text
+    for epoch in (1, 2):
+        per = [cells[name, epoch] for name in ("a-run", "b-run")]
+        assert f"| {epoch} | " + " | ".join(f"{k}/{d} → {t}" for d, k, _, t in per) + " |" in text
 
 
 # -- hostile names -------------------------------------------------------------------------------------------------

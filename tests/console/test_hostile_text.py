@@ -1,7 +1,8 @@
 """Hostile task text in the console: property-based (hypothesis) and fixed hostile strings.
 
 Generated tasks are untrusted text. Every place the console shows task text (tasks table, detail
-pane, edit modal, lineage, event log, notifications) must survive unbalanced markup, ``[@click=…]``
+pane, edit modal, lineage, event log, notifications; an epoch's batches, a batch's tasks, a task's GRPO groups and
+its lineage tree) must survive unbalanced markup, ``[@click=…]``
 tags, ANSI/OSC escapes, NUL, bidirectional overrides and 200k-character strings: no crash, the
 text drawn literally (markup not interpreted), no control or bidi character reaching the terminal,
 and long text cut with a marker. The pure sanitiser is checked on thousands of strings; the real
@@ -200,6 +201,81 @@ async def drive(path, text: str) -> None:
 @given(text=hostile_text)
 def test_console_shows_hostile_text_literally_everywhere(hostile_session, text):
     asyncio.run(drive(hostile_session, text))
+
+
+async def drive_drill_views(path, text: str) -> None:
+    """Show ``text`` as a batch's prompt note, a variation's prompt and reason, and a rollout's response and error in
+    the epoch batches, batch tasks, GRPO group and lineage views; assert literal, safe display."""
+    from genenv_engine.store import Store
+
+    from genenv_console.screens.batch import BatchTasksScreen, GroupScreen
+    from genenv_console.screens.drill import EpochBatchesScreen
+    from genenv_console.screens.lineage import LineageScreen
+    from genenv_console.widgets.plots import PlotPicked
+
+    seed = get_environment("bfcl", 0).splits()["seed"][0]
+    batch = f"e1/{seed.id}"
+    variation = hostile_task(text, id="gen/e1/hostile-0", parent_id=seed.id).with_(simulator_version=0)
+    with Store(path / "genenv.db") as store:
+        for table in ("rollouts", "batches"):
+            store.db.execute(f"DELETE FROM {table}")
+        store.db.execute("DELETE FROM tasks WHERE origin = 'generated'")
+        store.insert_tasks([variation], batch_id=batch)
+        store.upsert_batches([{"id": batch, "epoch": 1, "benchmark": "bfcl", "seed_task_id": seed.id, "n_generated": 1,
+                               "n_valid": 0, "p_hat": 0.5, "r_env": 1.0, "in_band": True,
+                               "prompt_note": {"steer": text, "success_line": None}}])
+        store.insert_rollouts([{"task_id": variation.id, "epoch": 1, "response": text, "reward": float(i % 2),
+                                "success": bool(i % 2), "error_type": text} for i in range(2)])
+
+    def safe_screen() -> None:
+        assert not {s for s in screen_text(app) if leaked(s)}
+
+    app = make_app(path, sessions_root=path.parent, autostart=False)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        app.post_message(PlotPicked("calibration", 1))
+        await wait_for(pilot, lambda: isinstance(app.screen, EpochBatchesScreen))
+        note = app.screen.query_one(DataTable).get_row_at(0)[8]
+        assert isinstance(note, Text) and note.plain == clean(text, 60, one_line=True)
+        safe_screen()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, BatchTasksScreen) and app.screen.tasks)
+        row = app.screen.query_one(DataTable).get_row_at(1)
+        assert [c.plain for c in row][8] == clean(text, 120, one_line=True)
+        assert row[4].plain == clean(f"✗ parse_error: {text}", 40, one_line=True)
+        safe_screen()
+        app.push_screen(GroupScreen(app.ui_store, variation.id, 2))
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.screen.detail)
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 2 and table.get_row_at(0)[8].plain == clean(text, 100, one_line=True)
+        assert table.get_row_at(1)[7].plain == clean(text or "-", 30, one_line=True)
+        safe_screen()
+        app.push_screen(LineageScreen(app.ui_store, variation.id))
+        await wait_for(pilot, lambda: isinstance(app.screen, LineageScreen) and app.screen.nodes)
+        label = app.screen.tree_nodes[variation.id].label
+        assert isinstance(label, Text) and clean(text, 80, one_line=True) in label.plain
+        safe_screen()
+        assert app.is_running and app.return_code is None
+
+
+async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
+    """Let the app run until ``predicate()`` holds (a thread worker's read)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow])
+@example("[/]")
+@example("[bold red]RED[/bold red] [@click=app.quit]click me[/]")
+@example("\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil")
+@example("y" * 200_000)
+@given(text=hostile_text)
+def test_drill_views_show_hostile_text_literally(hostile_session, text):
+    asyncio.run(drive_drill_views(hostile_session, text))
 
 
 async def test_markup_in_a_task_is_drawn_as_written(hostile_session):

@@ -101,3 +101,21 @@ def test_second_epoch_trains_on_pinned_edited_replayed_and_base_tasks(session):
     assert sources["pinned"] == 1 and sources["edited"] == 1
     assert sources["base"] > 0 and sources.get("replayed", 0) + sources.get("fresh", 0) > 0
     assert entry["trained_by_origin"]["edited"] == 1
+
+
+def test_read_only_funnel_equals_the_stores_and_writes_nothing(session, tmp_path):
+    import hashlib
+    import sqlite3
+
+    from genenv_engine.store import read_only_funnel
+
+    db = session.path / "genenv.db"
+    session.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    assert read_only_funnel(db) == session.store.funnel() and len(session.store.funnel()) == 2
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    bare = tmp_path / "bare.db"
+    sqlite3.connect(bare).execute("CREATE TABLE epochs (epoch INTEGER)").connection.close()
+    assert read_only_funnel(bare) == []
+    with pytest.raises(FileNotFoundError):
+        read_only_funnel(tmp_path / "missing.db")
