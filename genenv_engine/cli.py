@@ -81,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--p-min", type=float, default=None, help="lowest p-hat")
     export.add_argument("--p-max", type=float, default=None, help="highest p-hat")
     export.add_argument("--text", default=None, help="a word search, as the tasks screen's /")
-    imp = tasks_sub.add_parser("import", help="validate a JSONL/Parquet file's rows and add the valid ones to the "
-                                              "session's training pool")
+    imp = tasks_sub.add_parser("import", help="validate a file's rows (JSONL/Parquet/CSV/JSON; veRL layout or the "
+                                              "benchmark's upstream one) and add the valid ones to the session")
     imp.add_argument("session", type=Path)
     imp.add_argument("benchmark")
     imp.add_argument("file", type=Path)
@@ -214,7 +214,7 @@ def _tasks(args: argparse.Namespace) -> int:
     result = interop.import_tasks(args.session, args.benchmark, args.file, args.split)
     for row, reason in result.rejected:
         print(f"row {row}: rejected: {reason}", file=sys.stderr)
-    print(f"imported {len(result.added)} of {len(result.added) + len(result.rejected)} rows into {args.session}"
+    print(f"imported {len(result.added)} tasks from {result.rows} rows into {args.session}"
           + (f" ({result.added[0]} ... {result.added[-1]})" if result.added else ""))
     return 0 if result.added or not result.rejected else 1
 

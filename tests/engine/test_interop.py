@@ -99,7 +99,7 @@ def test_cli_export_and_import(session_dir, tmp_path, capsys):
     assert len(interop.read_rows(out)) == seeds
     assert main(["tasks", "import", str(session_dir), "bfcl", str(out)]) == 1  # all already in the session
     captured = capsys.readouterr()
-    assert captured.out.startswith(f"imported 0 of {seeds} rows") and "rejected: duplicate" in captured.err
+    assert captured.out.startswith(f"imported 0 tasks from {seeds} rows") and "rejected: duplicate" in captured.err
 
 
 def test_imported_seeds_condition_the_simulator_and_stay_out_of_the_agents_pool(tmp_path):

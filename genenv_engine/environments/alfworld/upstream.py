@@ -18,6 +18,7 @@
 Trials that do not map (``pick_and_place_with_movable_recep``, sliced objects, other actions, types
 outside the catalog, expert plans that do not replay) are skipped, with the reason appended to
 ``skipped`` when given. Malformed files raise ``ValueError`` naming the file and the line or key.
+:func:`trial_pairs` gives one parsed trial's (prompt, expert action) pairs, as a task import reads them.
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def load_upstream(data_dir: str | Path, *, splits: tuple[str, ...] = SPLITS,
     return tasks
 
 
+def trial_pairs(traj: Any, where: str | Path = "traj_data.json") -> list[tuple[str, str]]:
+    """The (state-line prompt, expert action) pairs of one parsed ``traj_data.json`` object, the prompts as
+    `load_upstream` writes them; raise SkipTrial when the trial does not map, ValueError when it is malformed."""
+    return [(render_state(read_state(render_state(state))), action) for state, action in trial_steps(traj, where)]
+
+
 def read_traj(path: Path) -> dict[str, Any]:
     """Parse one ``traj_data.json``; a JSON error names the file, line and column."""
     try:
@@ -83,7 +90,7 @@ def read_traj(path: Path) -> dict[str, Any]:
     return data
 
 
-def _get(data: Any, path: Path, dotted: str) -> Any:
+def _get(data: Any, path: str | Path, dotted: str) -> Any:
     for key in dotted.split("."):
         if not isinstance(data, dict) or key not in data:
             raise ValueError(f"{path}: missing key '{dotted}'")
@@ -91,12 +98,14 @@ def _get(data: Any, path: Path, dotted: str) -> Any:
     return data
 
 
-def trial_goal(traj: dict[str, Any], path: Path) -> Goal:
+def trial_goal(traj: dict[str, Any], path: str | Path) -> Goal:
     """The mini goal of a trial, from ``task_type`` and ``pddl_params``."""
     task_type = _get(traj, path, "task_type")
-    if task_type not in KIND_OF:
+    if not isinstance(task_type, str) or task_type not in KIND_OF:
         raise SkipTrial(f"task type {task_type!r} is not one of ALFWorld's six")
     params = _get(traj, path, "pddl_params")
+    if not isinstance(params, dict):
+        raise ValueError(f"{path}: 'pddl_params' must be an object")
     if params.get("object_sliced"):
         raise SkipTrial("sliced objects are outside the mini grammar")
     kind = KIND_OF[task_type]
@@ -148,7 +157,7 @@ class _Builder:
                      tuple(rtype(r) in OPENABLE for r in self.recs), NOWHERE)
 
 
-def trial_steps(traj: dict[str, Any], path: Path) -> list[tuple[World, str]]:
+def trial_steps(traj: dict[str, Any], path: str | Path) -> list[tuple[World, str]]:
     """The (state, expert action) steps of one trial; raise SkipTrial when it does not map."""
     goal = trial_goal(traj, path)
     high = _get(traj, path, "plan.high_pddl")
@@ -168,9 +177,10 @@ def trial_steps(traj: dict[str, Any], path: Path) -> list[tuple[World, str]]:
     return _replay(start, builder.commands)
 
 
-def _discrete(step: Any, path: Path, i: int) -> tuple[str, list[str]]:
-    action = step.get("discrete_action", {}).get("action") if isinstance(step, dict) else None
-    args = step.get("discrete_action", {}).get("args", []) if isinstance(step, dict) else None
+def _discrete(step: Any, path: str | Path, i: int) -> tuple[str, list[str]]:
+    discrete = step.get("discrete_action") if isinstance(step, dict) else None
+    action = discrete.get("action") if isinstance(discrete, dict) else None
+    args = discrete.get("args", []) if isinstance(discrete, dict) else None
     if not isinstance(action, str) or not isinstance(args, list):
         raise ValueError(f"{path}: 'plan.high_pddl[{i}].discrete_action' needs an action and an args list")
     return action, [str(a).lower() for a in args]
@@ -178,6 +188,7 @@ def _discrete(step: Any, path: Path, i: int) -> tuple[str, list[str]]:
 
 def _walk(builder: _Builder, action: str, args: list[str], high: list[Any], i: int) -> None:
     planner = high[i].get("planner_action") or {}
+    planner = planner if isinstance(planner, dict) else {}
     if action == "GotoLocation" and args:
         builder.go(args[0], _receptacle_key(args[0], high, i))
     elif action == "PickupObject" and args and builder.at:
@@ -200,6 +211,8 @@ def _receptacle_key(kind: str, high: list[Any], i: int) -> str:
     """Tell receptacles of one type apart by the receptacle id of the actions done there."""
     for step in high[i + 1:]:
         planner = (step.get("planner_action") or {}) if isinstance(step, dict) else {}
+        if not isinstance(planner, dict):
+            continue
         if planner.get("action") == "GotoLocation":
             break
         coord = planner.get("coordinateReceptacleObjectId")

@@ -15,7 +15,8 @@ gold is that API call. Dialogues that use ``ToolSearcher`` (API-Bank level 2) li
 ``upstream`` mode (loose argument comparison; Calculator executed). Levels follow the mini's
 ladder: ToolSearcher dialogues are L3, a step after an earlier non-search call is L4, a first call
 with two or more arguments is L3, others L1/L2. Bad input raises :class:`UpstreamFormatError`
-naming the file and line.
+naming the file and line. :func:`read_turn` and :func:`step_task` are the per-turn steps, as a task import
+uses them.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def load_upstream(data_dir: str | Path) -> list[Task]:
         turns = read_dialogue(path)
         for index, turn in enumerate(turns):
             if turn["role"] == "API":
-                tasks.append(_step_task(turns, index, path.relative_to(root).as_posix(), len(tasks)))
+                tasks.append(step_task(turns, index, path.relative_to(root).as_posix(), len(tasks)))
     if not tasks:
         raise UpstreamFormatError(f"{root}: the dialogue files hold no API calls")
     return tasks
@@ -69,6 +70,12 @@ def _read_turn(line: str, where: str) -> dict[str, Any]:
         turn = json.loads(line)
     except json.JSONDecodeError as err:
         raise UpstreamFormatError(f"{where}: invalid JSON ({err.msg})") from None
+    return read_turn(turn, where)
+
+
+def read_turn(turn: Any, where: str) -> dict[str, Any]:
+    """One parsed dialogue turn, checked (``role`` User/AI with ``text``, or API with ``api_name`` and
+    ``param_dict``) and reduced to what the prompt renders; :class:`UpstreamFormatError` says what is wrong."""
     if not isinstance(turn, dict) or turn.get("role") not in ROLES:
         raise UpstreamFormatError(f"{where}: expected an object with role one of {', '.join(ROLES)}")
     if turn["role"] != "API":
@@ -101,7 +108,9 @@ def _render_turn(turn: dict[str, Any]) -> list[str]:
     return [f"[{render_call(turn['api_name'], turn['param_dict'])}]", f"R: {result}"]
 
 
-def _step_task(turns: list[dict[str, Any]], index: int, file: str, number: int) -> Task:
+def step_task(turns: list[dict[str, Any]], index: int, file: str, number: int) -> Task:
+    """The step task of the API turn ``turns[index]`` (turns as :func:`read_turn` gives them, each with its
+    ``line``): the dialogue before it as the prompt, that call as the gold."""
     gold = turns[index]
     calls = [t for t in turns if t["role"] == "API"]
     searching = any(t["api_name"] == "ToolSearcher" for t in calls)

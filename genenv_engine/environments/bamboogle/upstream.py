@@ -115,7 +115,7 @@ def _read_json(path: Path) -> Iterator[tuple[str, list[str]]]:
         except json.JSONDecodeError as err:
             raise UpstreamError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
         for i, item in enumerate(items, start=1):
-            yield _from_object(item, f"{path}: item {i}")
+            yield read_pair(item, f"{path}: item {i}")
         return
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -124,7 +124,7 @@ def _read_json(path: Path) -> Iterator[tuple[str, list[str]]]:
             item = json.loads(line)
         except json.JSONDecodeError as err:
             raise UpstreamError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
-        yield _from_object(item, f"{path}:{lineno}")
+        yield read_pair(item, f"{path}:{lineno}")
 
 
 def _read_parquet(path: Path) -> Iterator[tuple[str, list[str]]]:
@@ -138,11 +138,12 @@ def _read_parquet(path: Path) -> Iterator[tuple[str, list[str]]]:
     except Exception as err:  # pyarrow raises several error types for unreadable files
         raise UpstreamError(f"{path}: unreadable parquet ({type(err).__name__}: {err})") from None
     for i, row in enumerate(rows, start=1):
-        yield _from_object(row, f"{path}: row {i}")
+        yield read_pair(row, f"{path}: row {i}")
 
 
-def _from_object(item: Any, where: str) -> tuple[str, list[str]]:
-    """(question, answers) from one JSON object or parquet row."""
+def read_pair(item: Any, where: str) -> tuple[str, list[str]]:
+    """(question, answers) from one JSON object, CSV or parquet row; :class:`UpstreamError` (prefixed with
+    ``where``) says what is wrong."""
     if not isinstance(item, dict):
         raise UpstreamError(f"{where}: expected a JSON object")
     keys = {str(k).lower(): k for k in item}

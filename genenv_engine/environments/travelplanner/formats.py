@@ -3,9 +3,9 @@
 Provides :func:`query_from_upstream` / :func:`query_to_upstream` (the upstream query fields, with
 ``local_constraint`` strings such as ``"not shared room"``, to and from :class:`~.db.Query`),
 :func:`parse_plan` (a plan as upstream day records, their JSON text, or the mini's compact text, read
-into :class:`DayPlan` records that the constraint checks consume) and the renderers
-:func:`render_compact` and :func:`to_upstream_plan`. Entities are matched to the sandbox by
-``"Name, City"`` text as upstream plans write them; anything unmatched is kept as normalised text so
+into :class:`DayPlan` records that the constraint checks consume), the renderers
+:func:`render_compact` and :func:`to_upstream_plan`, and :func:`plan_codes` (day records back to
+codes). Entities are matched to the sandbox by ``"Name, City"`` text as upstream plans write them; anything unmatched is kept as normalised text so
 the within-sandbox check can fail it, and when no database applies (official queries) names are
 compared as text.
 
@@ -277,6 +277,34 @@ def to_upstream_plan(query: Query, codes: tuple[str, ...] | list[str], db: Sandb
             "lunch": _item_text(day.meals[1], db), "dinner": _item_text(day.meals[2], db),
             "accommodation": _item_text(day.stay, db)})
     return records
+
+
+def plan_codes(query: Query, days: list[DayPlan]) -> list[str]:
+    """The sandbox codes of a parsed plan in the mini's field order (the inverse of :func:`to_upstream_plan`); a
+    field left empty is ``-``. ValueError names the first field that is no sandbox entity or does not fit."""
+    if len(days) != query.days:
+        raise ValueError(f"the plan has {len(days)} day records for a {query.days}-day trip")
+    codes: list[str] = []
+    legs = [list(day.legs) for day in days]
+    for slot in schedule(query.days, query.cities):
+        day = days[slot.day - 1]
+        if slot.kind == "go":
+            if not legs[slot.day - 1]:
+                raise ValueError(f"day {slot.day}: no transportation on a travel day")
+            item: Entity | TripLeg | None = legs[slot.day - 1].pop(0)
+        elif slot.kind == "sight":
+            if len(day.sights) > 1:
+                raise ValueError(f"day {slot.day}: {len(day.sights)} attractions (a mini plan has one a day)")
+            item = day.sights[0] if day.sights else None
+        else:
+            item = day.stay if slot.kind == "stay" else day.meals[("bfast", "lunch", "dinner").index(slot.kind)]
+        if item is not None and not item.known:
+            raise ValueError(f"day {slot.day} {slot.kind}: {item.key!r} is not in the mini's sandbox")
+        codes.append("-" if item is None else item.key)
+    extra = [d + 1 for d, left in enumerate(legs) if left]
+    if extra:
+        raise ValueError(f"day {extra[0]}: more transportation than the mini's route has")
+    return codes
 
 
 def _item_text(item: Entity | None, db: Sandbox) -> str:

@@ -11,7 +11,8 @@ ignored. The upstream sandbox database (flights, restaurants, stays... from the 
 zip) is not supported here, so official queries are loaded for display and for scoring plans only:
 they become episode-level held-out tasks whose checker runs the constraints that need no database
 (complete information, current city, city route, diversity, transport conflict, the transportation
-constraint) and reports the rest as ``unchecked``.
+constraint) and reports the rest as ``unchecked``. :func:`read_row` checks and reads one row, as a task
+import reads it.
 
 >>> parse_literal("{'house rule': None, 'cuisine': ['Thai', 'Mexican'], 'room type': 'entire room'}")
 {'house rule': None, 'cuisine': ['Thai', 'Mexican'], 'room type': 'entire room'}
@@ -104,19 +105,31 @@ def load_upstream(data_dir: str | Path) -> list[Task]:
     return tasks
 
 
-def _row_task(row: dict[str, str], index: int) -> Task:
+def read_row(row: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """One query row (CSV strings, or values already typed) as its checked query fields and the day records of
+    its ``annotated_plan`` (None without one); ValueError says what is wrong."""
+    missing = [c for c in REQUIRED if c not in row]
+    if missing:
+        raise ValueError(f"missing column(s) {', '.join(missing)}")
     query = {key: row[key] for key in REQUIRED}
     for key in ("days", "visiting_city_number", "people_number"):
         query[key] = _int(row[key], key)
     query["budget"] = _int(row["budget"], "budget")
     query["date"] = _cell(row["date"], "date", list)
     query["local_constraint"] = _cell(row["local_constraint"], "local_constraint", dict)
-    if row["level"] not in _LEVELS:
+    if not isinstance(row["query"], str) or not isinstance(row["org"], str) or not isinstance(row["dest"], str):
+        raise ValueError("org, dest and query must be text")
+    if not isinstance(row["level"], str) or row["level"] not in _LEVELS:
         raise ValueError(f"level must be easy, medium or hard, got {row['level']!r}")
     parsed = query_from_upstream(query)
     if not 1 <= parsed.days <= 30 or parsed.cities < 1 or parsed.people < 1:
         raise ValueError("days, visiting_city_number and people_number must be positive")
-    plan = _plan(row.get("annotated_plan") or "")
+    return query, _plan(row.get("annotated_plan") or "")
+
+
+def _row_task(row: dict[str, str], index: int) -> Task:
+    query, plan = read_row(row)
+    parsed = query_from_upstream(query)
     level = 4 if parsed.days >= 5 or parsed.cities >= 2 else _LEVELS[row["level"]]
     features = {"days": parsed.days, "cities": parsed.cities, "people": parsed.people,
                 "n_constraints": parsed.n_constraints, "upstream_level": row["level"]}
@@ -126,16 +139,16 @@ def _row_task(row: dict[str, str], index: int) -> Task:
                 granularity="episode", split="heldout", origin="official")
 
 
-def _int(text: str, key: str) -> int:
+def _int(text: Any, key: str) -> int:
     try:
         return int(float(text))
-    except ValueError:
+    except (ValueError, TypeError, OverflowError):
         raise ValueError(f"{key} is not a number: {text!r}") from None
 
 
-def _cell(text: str, key: str, kind: type) -> Any:
+def _cell(text: Any, key: str, kind: type) -> Any:
     try:
-        value = parse_literal(text)
+        value = parse_literal(text) if isinstance(text, str) else text
     except LiteralError as err:
         raise ValueError(f"bad {key}: {err}") from None
     if not isinstance(value, kind):
@@ -143,9 +156,9 @@ def _cell(text: str, key: str, kind: type) -> Any:
     return value
 
 
-def _plan(text: str) -> list[dict[str, Any]] | None:
+def _plan(text: Any) -> list[dict[str, Any]] | None:
     """The day records of an ``annotated_plan`` cell (its leading query-summary record is dropped)."""
-    if not text.strip():
+    if isinstance(text, str) and not text.strip():
         return None
     value = _cell(text, "annotated_plan", list)
     days = [r for r in value if isinstance(r, dict) and "current_city" in r]

@@ -3,9 +3,10 @@
 Provides the lazy, stubbed import of the official checker modules (:func:`official`), the loader of
 the real categories (:func:`load_items`, from the installed wheel through :mod:`importlib.resources`
 or from a folder with the same layout), the prompt format with its strict reader
-(:func:`render_prompt`, :func:`read_prompt`), and the conversion of possible answers into canonical
-gold calls (:func:`gold_calls`). Nothing here imports ``bfcl_eval`` at module import time, so the
-module loads without the optional package.
+(:func:`render_prompt`, :func:`read_prompt`), the conversion of possible answers into canonical
+gold calls (:func:`gold_calls`), and one entry of a category file as (prompt, answer)
+(:func:`entry_pair`). Nothing here imports ``bfcl_eval`` at module import time, so the module loads
+without the optional package.
 
 Why the stub: ``bfcl_eval.constants.model_config`` imports every provider SDK (150 packages with
 ``pip install bfcl-eval``), while the AST checker only reads ``MODEL_CONFIG_MAPPING[model].underscore_to_dot``.
@@ -197,6 +198,41 @@ def _item(category: str, entry: dict[str, Any], truth: list[Any], docs: dict[str
                  if doc["name"] not in excluded]
     extra = {"initial_config": entry.get("initial_config") or {}, "involved_classes": entry["involved_classes"]}
     return Item(category, entry["id"], question, functions, truth, extra)
+
+
+def category_of(item_id: str) -> str:
+    """The category of a BFCL id (``simple_python_0`` -> ``simple_python``, ``live_simple_0-0-0`` ->
+    ``live_simple``).
+
+    >>> category_of("live_parallel_multiple_3-1-0"), category_of("irrelevance_12")
+    ('live_parallel_multiple', 'irrelevance')
+    """
+    return re.sub(r"_\d+(-\d+)*$", "", item_id)
+
+
+def entry_pair(entry: dict[str, Any], truth: list[Any] | None) -> tuple[str, str]:
+    """(prompt, gold answer) of one single-turn BFCL entry with its ``possible_answer`` ground truth, as the
+    environment renders its own items (irrelevance entries need no truth: the gold is no call); ValueError says
+    why an entry does not map (multi-turn, no ground truth, a malformed field)."""
+    from genenv_engine.environments.bfcl.official.calls import render_calls
+
+    category = category_of(entry["id"])
+    if category.startswith("multi_turn") or "involved_classes" in entry:
+        raise ValueError("multi-turn entries do not map: their turns are scored on BFCL's stateful backends from "
+                         "initial_config and their function docs are not in the row (bfcl_official loads them "
+                         "from the wheel itself)")
+    if category in IRRELEVANCE_CATEGORIES:
+        truth = []
+    elif not isinstance(truth, list) or not truth or not all(isinstance(c, dict) and len(c) == 1 for c in truth):
+        raise ValueError("no ground truth: BFCL keeps it in possible_answer/<the same file name> beside the data "
+                         "file (put that folder beside the imported file, or give the row a 'ground_truth' list)")
+    functions = entry.get("function")
+    if not isinstance(functions, list):
+        raise ValueError("'function' must be a list of function docs")
+    item = _item(category, entry, truth, {}, Path(entry["id"]))
+    if len(item.question) != 1:
+        raise ValueError("a single-turn entry has one message list in 'question'")
+    return render_prompt(item.functions, item_messages(item)), render_calls(gold_calls(truth, item.functions))
 
 
 # ---------------------------------------------------------------- prompt rendering and reading

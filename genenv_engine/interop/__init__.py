@@ -8,20 +8,23 @@ that wrote it, and the checker's structured gold as JSON text (``expected``), so
 outside genenv. Parquet is written with ``pyarrow`` and reads back with ``datasets.load_dataset("parquet",
 data_files=...)``; every row has the same scalar-typed columns so that one schema fits all.
 
-`import_tasks` reads such a file (this layout, or plain rows with ``prompt`` and ``answer``), validates every row
-with the benchmark's environment as a hand edit is validated, and adds the accepted ones to the session's
-training pool (origin ``imported``: replayed as generated and edited tasks are), or among the simulator's seeds,
-in one transaction; rejected rows
-are reported with their reasons, and a file with a row that cannot be read at all writes nothing.
+`import_tasks` reads such a file (this layout, plain rows with ``prompt`` and ``answer``, or the benchmark's
+upstream layout, converted by `genenv_engine.interop.upstream`; JSONL, Parquet, CSV or a JSON document), validates
+every task with the benchmark's environment as a hand edit is validated, and adds the accepted ones to the
+session's training pool (origin ``imported``: replayed as generated and edited tasks are), or among the
+simulator's seeds, in one transaction; rejected rows are reported with their reasons, and a file with a row that
+cannot be read at all writes nothing.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.interop.upstream import Candidate, candidates, claims
 from genenv_engine.store import Store, TaskFilter
 
 FORMATS = ("jsonl", "parquet")
@@ -113,11 +116,26 @@ def export_tasks(session_dir: str | Path, out: str | Path | None = None, fmt: st
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a JSONL or Parquet file (by its suffix: ``.parquet`` / ``.pq``, else JSONL). A line that is not
-    a JSON object raises ValueError naming it."""
+    """The rows of a file, by its suffix: ``.parquet`` / ``.pq``; ``.csv`` (a header, then one row a line); ``.json``
+    holding one object or an array of objects (else read as JSONL); anything else JSONL. A row that is not a JSON
+    object, or a bad CSV line, raises ValueError naming it."""
     path = Path(path)
     if path.suffix in (".parquet", ".pq"):
         return _pyarrow().parquet.read_table(path).to_pylist()
+    if path.suffix == ".csv":
+        return _read_csv(path)
+    if path.suffix == ".json":
+        try:
+            whole = json.loads(path.read_text())
+        except (ValueError, RecursionError):
+            whole = None  # BFCL's .json files are JSONL
+        if isinstance(whole, dict):
+            return [whole]
+        if isinstance(whole, list):
+            bad = next((i for i, row in enumerate(whole, 1) if not isinstance(row, dict)), None)
+            if bad:
+                raise ValueError(f"{path}: item {bad} is not a JSON object")
+            return whole
     rows = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
@@ -129,6 +147,18 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(row, dict):
             raise ValueError(f"{path}: line {n} is not a JSON object")
         rows.append(row)
+    return rows
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        try:
+            rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
+        except csv.Error as exc:
+            raise ValueError(f"{path}: line {reader.line_num} is not CSV ({exc})") from None
+    if not reader.fieldnames:
+        raise ValueError(f"{path}: no CSV header")
     return rows
 
 
@@ -157,16 +187,52 @@ def prompt_and_answer(row: dict[str, Any]) -> tuple[str, str]:
 
 @dataclass
 class ImportResult:
-    """What an import did: the ids added and, per rejected row (1-based), why."""
+    """What an import did: the ids added, the rows read and, per rejected row (1-based) or step of one, why."""
 
     added: list[str] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)
+    rows: int = 0
+
+
+REASON_CHARS = 400
+"""A rejection reason is cut to this length (it may quote row text)."""
+
+
+def printable(text: str, limit: int = REASON_CHARS) -> str:
+    r"""``text`` with control characters escaped and cut to ``limit``: row text is quoted in reasons, and a reason
+    is printed to a terminal.
+
+    >>> printable("bad \x1b[2J row\n")
+    'bad \\x1b[2J row\\n'
+    """
+    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
+def row_candidates(benchmark: str, rows: list[dict[str, Any]], path: Path) -> list[Candidate]:
+    """Every row's candidate tasks in file order: genenv's layouts read here, the benchmark's upstream layout by
+    `genenv_engine.interop.upstream`."""
+    own, upstream = [], []
+    for n, row in enumerate(rows, 1):
+        if claims(benchmark, row):
+            upstream.append((n, row))
+            continue
+        try:
+            prompt, answer = prompt_and_answer(row)
+        except ValueError as exc:
+            own.append(Candidate(n, reason=str(exc)))
+            continue
+        info = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
+        task_id = info.get("id")
+        own.append(Candidate(n, prompt, answer, own_id=task_id if isinstance(task_id, str) and task_id else None))
+    return sorted(own + (candidates(benchmark, upstream, path) if upstream else []), key=lambda c: c.row)
 
 
 def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, split: str = "train") -> ImportResult:
-    """Validate every row of ``path`` with ``benchmark``'s environment and add the valid ones to the session in one
-    transaction (a genenv export's own ids where the session has no task of that id, else ``<bench>/import/<n>``): ``split="train"`` puts them in the agent's training pool, ``"seed"``
-    among the simulator's conditioning seeds (from the next epoch on). Nothing is written when no row is valid."""
+    """Validate every task the rows of ``path`` give with ``benchmark``'s environment and add the valid ones to the
+    session in one transaction (a genenv export's own ids where the session has no task of that id, else
+    ``<bench>/import/<n>``): ``split="train"`` puts them in the agent's training pool, ``"seed"`` among the
+    simulator's conditioning seeds (from the next epoch on). Nothing is written when no task is valid."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     from genenv_engine.config import config_from_file
@@ -178,32 +244,27 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
         raise ValueError(f"{benchmark!r} is not one of the session's benchmarks ({', '.join(config.benchmarks)})")
     env = get_environment(benchmark, config.seed, data_dir=config.data_dirs.get(benchmark))
     rows = read_rows(path)
-    result = ImportResult()
+    found = row_candidates(benchmark, rows, Path(path))
+    result = ImportResult(rows=len(rows))
     with Store(session_dir / "genenv.db") as store:
         taken = {r[0] for r in store.db.execute("SELECT prompt FROM tasks WHERE benchmark = ?", [benchmark])}
         ids = {r[0] for r in store.db.execute("SELECT id FROM tasks")}
         start = store.db.execute("SELECT count(*) FROM tasks WHERE id LIKE ?", [f"{benchmark}/import/%"]).fetchone()[0]
         epoch = max(store.last_finished_epoch(), 0)
         tasks = []
-        for n, row in enumerate(rows, 1):
-            try:
-                prompt, answer = prompt_and_answer(row)
-            except ValueError as exc:
-                result.rejected.append((n, str(exc)))
+        for c in found:
+            if c.reason or c.prompt in taken:
+                reason = c.reason or "duplicate: the session already has a task with this prompt"
+                result.rejected.append((c.row, printable(c.label + reason)))
                 continue
-            if prompt in taken:
-                result.rejected.append((n, "duplicate: the session already has a task with this prompt"))
-                continue
-            info = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
-            own = info.get("id")  # a genenv export keeps its ids where the session has no task of that id
-            task_id = own if isinstance(own, str) and own and own not in ids else None
+            task_id = c.own_id if c.own_id and c.own_id not in ids else None
             while task_id is None or task_id in ids:
                 task_id, start = f"{benchmark}/import/{start:05d}", start + 1
-            verdict = env.validate(prompt, answer, task_id=task_id, epoch=epoch, generator="import")
+            verdict = env.validate(c.prompt, c.answer, task_id=task_id, epoch=epoch, generator="import")
             if not verdict.ok:
-                result.rejected.append((n, verdict.reason))
+                result.rejected.append((c.row, printable(c.label + verdict.reason)))
                 continue
-            taken.add(prompt)
+            taken.add(c.prompt)
             ids.add(task_id)
             tasks.append(verdict.task.with_(origin="imported", split=split, generator="import", epoch=epoch))
         store.insert_tasks(tasks)
