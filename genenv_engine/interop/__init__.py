@@ -232,7 +232,8 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
     """Validate every task the rows of ``path`` give with ``benchmark``'s environment and add the valid ones to the
     session in one transaction (a genenv export's own ids where the session has no task of that id, else
     ``<bench>/import/<n>``): ``split="train"`` puts them in the agent's training pool, ``"seed"`` among the
-    simulator's conditioning seeds (from the next epoch on). Nothing is written when no task is valid."""
+    simulator's conditioning seeds (from the next epoch on). A row with a held-out task's prompt is refused, whether
+    or not the session has stored its held-out split yet. Nothing is written when no task is valid."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     from genenv_engine.config import config_from_file
@@ -252,9 +253,11 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
         start = store.db.execute("SELECT count(*) FROM tasks WHERE id LIKE ?", [f"{benchmark}/import/%"]).fetchone()[0]
         epoch = max(store.last_finished_epoch(), 0)
         tasks = []
+        heldout = {t.prompt for t in env.splits()["heldout"]}  # stored or not yet: never trained on
         for c in found:
-            if c.reason or c.prompt in taken:
-                reason = c.reason or "duplicate: the session already has a task with this prompt"
+            if c.reason or c.prompt in taken or c.prompt in heldout:
+                reason = c.reason or ("heldout_copy: the prompt of a held-out task" if c.prompt in heldout
+                                      else "duplicate: the session already has a task with this prompt")
                 result.rejected.append((c.row, printable(c.label + reason)))
                 continue
             task_id = c.own_id if c.own_id and c.own_id not in ids else None

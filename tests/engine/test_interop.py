@@ -143,3 +143,15 @@ def test_round_trip_export_datasets_import_gives_the_same_tasks(session_dir, tmp
             a, b = source.get_task(task_id), store.get_task(task_id)
             assert (b.prompt, b.answer, b.expected, b.level) == (a.prompt, a.answer, a.expected, a.level)
         assert store.count_tasks() == n  # nothing else was written
+
+
+def test_a_held_out_prompt_is_refused_even_before_the_held_out_split_is_stored(tmp_path):
+    folder = tmp_path / "new"
+    Session.create(load_config("micro", overrides={"epochs": 1}), folder).store.close()  # no epoch run yet
+    held = get_environment("bfcl", 0).splits()["heldout"][0]
+    file = tmp_path / "leak.jsonl"
+    file.write_text(json.dumps({"prompt": held.prompt, "answer": held.answer}) + "\n")
+    result = interop.import_tasks(folder, "bfcl", file)
+    assert result.added == [] and result.rejected == [(1, "heldout_copy: the prompt of a held-out task")]
+    with Store(folder / "genenv.db") as store:
+        assert store.count_tasks() == 0
