@@ -42,6 +42,7 @@ from genenv_engine.environments.apibank.dialogue import (
     render_utterance, slots_of)
 from genenv_engine.environments.apibank.syntax import (
     CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
+from genenv_engine.environments.apibank.task_grammar import build_rules
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -364,6 +365,10 @@ class ApiBankMini(LadderEnvironment):
         return self._validate_step(prompt, answer, _read_sized, PromptError, MAX_PROMPT_CHARS,
                                    MAX_GENERATED_ANSWER_CHARS, checker=CHECKER, task_id=task_id, parent=parent,
                                    epoch=epoch, generator=generator, too_long="too_long: prompt or answer")
+
+    def task_grammar(self) -> str:
+        """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
+        return build_rules(MAX_ANSWER_CHARS)
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling targeting the source's API, at the same level w.p. 0.5 else ±1 (within its levels)."""

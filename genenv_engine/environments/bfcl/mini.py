@@ -29,6 +29,7 @@ from typing import Any
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
+from genenv_engine.environments.bfcl.task_grammar import RULES
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "wrong_count", "wrong_name", "missing_arg", "unexpected_arg",
@@ -301,6 +302,10 @@ class BfclMini(LadderEnvironment):
         """Accept a generated pair only if the prompt parses and its answer matches the recomputed gold."""
         return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
                                    checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+
+    def task_grammar(self) -> str:
+        """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
+        return RULES
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling whose first call uses the source's first function, at the same level or ±1."""

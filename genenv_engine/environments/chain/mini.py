@@ -36,6 +36,7 @@ from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_
 from genenv_engine.environments.chain.grammar import (
     LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
     render_prompt, run_chain)
+from genenv_engine.environments.chain.task_grammar import RULES
 from genenv_engine.records import CheckResult, Task, Validation
 
 CHECKER = "chain_exact"
@@ -303,6 +304,10 @@ class ChainEnv(LadderEnvironment):
         from the prompt's rules (``answer_mismatch: <error type>`` otherwise, as BFCL-mini does)."""
         return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
                                    checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+
+    def task_grammar(self) -> str:
+        """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
+        return RULES
 
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling with the source's function table: at the same level a new start (or a new order), one level
