@@ -32,6 +32,18 @@ STYLES = {
 _TOKENIZERS: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
 
 
+_EXECUTOR: list[object] = []
+
+
+def _executor():
+    """llguidance's mask executor, on one thread (decoding already has the cores it is given)."""
+    import llguidance
+
+    if not _EXECUTOR:
+        _EXECUTOR.append(llguidance.LLExecutor(num_threads=1))
+    return _EXECUTOR[0]
+
+
 class GrammarError(ValueError):
     """A grammar llguidance cannot compile, or text outside it."""
 
@@ -93,7 +105,7 @@ class GrammarMask:
 
         self.tok = ll_tokenizer(tokenizer)
         self.eos = tokenizer.eos_token_id
-        first = llguidance.LLMatcher(self.tok, compile_grammar(grammar))
+        first = llguidance.LLMatcher(self.tok, compile_grammar(grammar), log_level=0)
         if first.is_error():
             raise GrammarError(first.get_error())
         self.matchers = [first] + [first.deep_copy() for _ in range(rows - 1)]
@@ -103,17 +115,21 @@ class GrammarMask:
         """Time spent computing masks and advancing matchers (the constraint's whole cost)."""
 
     def bitmask(self, rows: Sequence[int]) -> torch.Tensor:
-        """The (len(rows), words) int32 bitmask of the tokens each row may draw next."""
+        """The (len(rows), words) int32 bitmask of the tokens each row may draw next (the live rows' masks computed
+        in one call into the library)."""
         import llguidance.torch as llt
 
         mask = llt.allocate_token_bitmask(len(rows), self.tok.vocab_size)
+        live = []
         for i, row in enumerate(rows):
             matcher = self.matchers[row]
             if matcher.is_error() or matcher.is_stopped():
                 mask[i] = 0
                 mask[i, self.eos // 32] = 1 << (self.eos % 32)
-                continue
-            llt.fill_next_token_bitmask(matcher, mask, i)
+            else:
+                live.append((matcher, i))
+        if live:
+            llt.fill_next_token_bitmask_par(_executor(), live, mask)
         return mask
 
     def apply_(self, scores: torch.Tensor, rows: Sequence[int]) -> None:
@@ -151,7 +167,7 @@ def matches(tokenizer, grammar: str, text: str) -> bool:
     """
     import llguidance
 
-    matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar))
+    matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0)
     for token in tokenizer.encode(text, add_special_tokens=False):
         if not matcher.consume_token(token):
             return False
@@ -175,7 +191,7 @@ def random_strings(tokenizer, grammar: str, n: int, seed: int = 0, max_tokens: i
     import llguidance
 
     rng = random.Random(seed)
-    base = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar))
+    base = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0)
     mask = GrammarMask.__new__(GrammarMask)
     mask.tok, mask.eos, mask.steps, mask.seconds = ll_tokenizer(tokenizer), tokenizer.eos_token_id, 0, 0.0
     out = []

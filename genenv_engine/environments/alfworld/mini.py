@@ -35,8 +35,8 @@ from genenv_engine.environments.alfworld.tasks import infer_level, make_task
 from genenv_engine.environments.alfworld.text import PromptError, read_state, render_state
 from genenv_engine.environments.alfworld.upstream import load_upstream
 from genenv_engine.environments.alfworld.world import (
-    KIND_OF, LAMPS, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, Command, CommandError, Goal, World, apply, parse_command,
-    rtype, won)
+    KIND_OF, LAMPS, MAX_OBJECTS, MAX_RECEPTACLES, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, Command, CommandError, Goal,
+    World, apply, parse_command, rtype, won)
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -47,8 +47,6 @@ EPISODE_ERROR_TYPES = ("max_steps",)
 """Episode errors: the goal was not reached within the step budget."""
 MAX_PROMPT_CHARS = 180
 MAX_ANSWER_CHARS = 60
-MAX_RECEPTACLES = 7
-MAX_OBJECTS = 9
 MAX_GOAL_OBJECTS = 3
 
 MINI_RECEPTACLES = ("armchair", "bed", "cabinet", "cart", "coffeetable", "countertop", "desk", "diningtable",
@@ -315,6 +313,12 @@ class AlfworldMini(StateLineEnvironment):
     def check(self, task: Task, response: str) -> CheckResult:
         """``step_match`` check of one response (see :func:`check_step`)."""
         return check_step(task, response)
+
+    def task_grammar(self) -> str:
+        """A state line and a command (see :mod:`.task_grammar`)."""
+        from genenv_engine.environments.alfworld.task_grammar import TASK_RULES
+
+        return TASK_RULES
 
 
 def generated_world(env: LadderEnvironment, prompt: str, answer: str, parent: Task | None) -> World | Validation:

@@ -30,6 +30,10 @@ RECEPTACLES = frozenset((
     "desk", "diningtable", "drawer", "dresser", "fridge", "garbagecan", "handtowelholder", "laundryhamper",
     "microwave", "ottoman", "safe", "shelf", "sidetable", "sinkbasin", "sofa", "stoveburner", "toaster",
     "toilet", "toiletpaperhanger", "towelholder", "tvstand"))
+MAX_RECEPTACLES = 7
+"""Most receptacles one mini world (a generated state line) lists."""
+MAX_OBJECTS = 9
+"""Most objects one mini world holds."""
 OPENABLE = frozenset(("cabinet", "drawer", "fridge", "microwave", "safe"))
 LAMPS = frozenset(("desklamp", "floorlamp"))
 """Toggleable, never pickable: the light of a look_at_obj_in_light task."""

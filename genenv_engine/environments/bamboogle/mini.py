@@ -43,6 +43,7 @@ from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.environments.bamboogle.kb import RELATIONS, RELATIONS_FROM, KnowledgeBase, kb_for
 from genenv_engine.environments.bamboogle.prompt import (
     TOOLS, Draft, PromptError, read_prompt, render_compare, render_prompt, render_question)
+from genenv_engine.environments.bamboogle.task_grammar import rules_for
 from genenv_engine.environments.bamboogle.upstream import UpstreamError, load_upstream
 from genenv_engine.records import CheckResult, Task, Validation
 
@@ -259,6 +260,10 @@ class BamboogleMini(LadderEnvironment):
     def check(self, task: Task, response: str) -> CheckResult:
         """``qa_em_f1``: EM/F1 for an answer step, BM25 top-1 retrieval for a search step."""
         return check_action(task.expected, response)
+
+    def task_grammar(self) -> str:
+        """A question over this seed's knowledge base with its passages, and an action (see :mod:`.task_grammar`)."""
+        return rules_for(self.seed)
 
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:

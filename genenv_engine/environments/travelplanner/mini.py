@@ -42,6 +42,7 @@ from genenv_engine.environments.travelplanner.db import (
     CUISINES, HOUSE_RULES, ROOM_WANTS, SANDBOX_SEED, TRANSPORT_BANS, Query, Sandbox, Slot, sandbox, schedule)
 from genenv_engine.environments.travelplanner.solver import (
     Solution, apply, candidates, field_error, replay, solve)
+from genenv_engine.environments.travelplanner.task_grammar import task_grammar_rules
 from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
 from genenv_engine.limits import BudgetExceeded
 from genenv_engine.records import CheckResult, Task, Validation
@@ -326,6 +327,10 @@ class TravelPlannerMini(LadderEnvironment):
             return score_plan(task.expected["query"], _read_plan_response(response))
         step = read_prompt(task.prompt)
         return check_step(step.query, step.prefix, response)
+
+    def task_grammar(self) -> str:
+        """A query head, a plan so far that the sandbox allows, and a code (see :mod:`.task_grammar`)."""
+        return task_grammar_rules()
 
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
