@@ -44,6 +44,27 @@ def _executor():
     return _EXECUTOR[0]
 
 
+_BASES: "weakref.WeakKeyDictionary[object, dict[str, object]]" = weakref.WeakKeyDictionary()
+BASES_KEPT = 16
+"""Compiled grammars kept per tokenizer (a run uses one per benchmark and output style)."""
+
+
+def _base_matcher(tokenizer, grammar: str):
+    """A fresh matcher of ``grammar`` to copy rows from, compiled once per tokenizer (a batch's rows and later
+    batches copy it, and the lexer states it has built go with the copies)."""
+    import llguidance
+
+    kept = _BASES.setdefault(tokenizer, {})
+    if grammar not in kept:
+        matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0)
+        if matcher.is_error():
+            raise GrammarError(matcher.get_error())
+        if len(kept) >= BASES_KEPT:
+            kept.pop(next(iter(kept)))
+        kept[grammar] = matcher
+    return kept[grammar]
+
+
 class GrammarError(ValueError):
     """A grammar llguidance cannot compile, or text outside it."""
 
@@ -101,14 +122,10 @@ class GrammarMask:
     """
 
     def __init__(self, tokenizer, grammar: str, rows: int) -> None:
-        import llguidance
-
         self.tok = ll_tokenizer(tokenizer)
         self.eos = tokenizer.eos_token_id
-        first = llguidance.LLMatcher(self.tok, compile_grammar(grammar), log_level=0)
-        if first.is_error():
-            raise GrammarError(first.get_error())
-        self.matchers = [first] + [first.deep_copy() for _ in range(rows - 1)]
+        first = _base_matcher(tokenizer, grammar)
+        self.matchers = [first.deep_copy() for _ in range(rows)]
         self.steps = 0
         """Decoding steps masked so far (a step masks every live row)."""
         self.seconds = 0.0
@@ -165,9 +182,7 @@ def matches(tokenizer, grammar: str, text: str) -> bool:
     >>> matches(tok, g, "add 12"), matches(tok, g, "add 012"), matches(tok, g, "add ")
     (True, False, False)
     """
-    import llguidance
-
-    matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0)
+    matcher = _base_matcher(tokenizer, grammar).deep_copy()
     for token in tokenizer.encode(text, add_special_tokens=False):
         if not matcher.consume_token(token):
             return False
@@ -188,10 +203,8 @@ def random_strings(tokenizer, grammar: str, n: int, seed: int = 0, max_tokens: i
     """``n`` strings drawn from ``grammar`` by a uniform choice among the allowed tokens at each step (ending, when
     allowed, with probability 1/4): what a model with random weights writes under the constraint. A draw that
     reaches ``max_tokens`` unfinished is returned as far as it got."""
-    import llguidance
-
     rng = random.Random(seed)
-    base = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0)
+    base = _base_matcher(tokenizer, grammar)
     mask = GrammarMask.__new__(GrammarMask)
     mask.tok, mask.eos, mask.steps, mask.seconds = ll_tokenizer(tokenizer), tokenizer.eos_token_id, 0, 0.0
     out = []

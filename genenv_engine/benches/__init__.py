@@ -17,6 +17,7 @@ BENCHES = {
     "grpo": "genenv_engine.benches.grpo",
     "ranking": "genenv_engine.benches.ranking",
     "passk": "genenv_engine.benches.passk",
+    "grammar": "genenv_engine.benches.grammar",
     "records-diff": "genenv_engine.experiments.records_diff",  # study tooling: reads run records
 }
 """Benchmark name -> module implementing it."""

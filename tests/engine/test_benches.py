@@ -77,6 +77,21 @@ def test_epoch_bench_splits_each_epoch_by_phase_with_its_work(tmp_path, monkeypa
     assert set(out["phase_seconds"]) == set(rows[0]["phases"]) and out["peak_rss_mb"] > 100
 
 
+def test_grammar_bench_times_the_masks_and_validates_both_ways(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))  # no warm start: an untrained simulator
+    out = _bench(tmp_path, "grammar", "--preset", "micro", "--seeds", "3", "--variations", "2",
+                 "--set", "simulator.max_new_tokens=24")
+    assert out["simulator"].startswith("random weights")
+    free, constrained = out["rows"]
+    assert (free["way"], constrained["way"]) == ("free", "grammar") and free["benchmark"] == "bfcl"
+    assert free["drafts"] == constrained["drafts"] == 6 and free["grammar_seconds"] == 0.0
+    assert 0 < constrained["grammar_seconds"] < constrained["seconds"]
+    assert constrained["grammar_share"] == round(constrained["grammar_seconds"] / constrained["seconds"], 3)
+    assert sum(constrained["rejected"].values()) == round(6 * (1 - constrained["valid_fraction"]))
+    (share,) = out["goals"]
+    assert share["name"] == "grammar_share" and share["value"] == constrained["grammar_share"]
+
+
 def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
     from genenv_engine.config import ModelConfig
     from genenv_engine.policy import build_tiny_model
