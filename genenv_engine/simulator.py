@@ -326,7 +326,8 @@ def parse_and_validate(env: Environment, text: str, *, task_id: str, seed: Task,
 
 def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, generator: str,
           style: str = "compact") -> tuple[Task, Task | None]:
-    """`parse_and_validate`'s task, and the validator's repair when the prompt was sound and the answer wrong."""
+    """`parse_and_validate`'s task, and its repair: the validator's when the prompt was sound and the answer wrong,
+    or the task of the prompt the environment mends (a name listed twice) when that prompt holds."""
     too_long = generation_too_long(text)
     if too_long:
         return _invalid(env, task_id, text[:1000], "", too_long, seed, epoch, generator), None
@@ -340,7 +341,23 @@ def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, 
         return _invalid(env, task_id, prompt, answer, f"budget: {exc}", seed, epoch, generator), None
     if verdict.ok and verdict.task is not None:
         return verdict.task, None
-    return _invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator), verdict.repair
+    return (_invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator),
+            verdict.repair or _mended(env, prompt, answer, verdict.reason, task_id=task_id, seed=seed, epoch=epoch,
+                                      generator=generator))
+
+
+def _mended(env: Environment, prompt: str, answer: str, reason: str, *, task_id: str, seed: Task, epoch: int,
+            generator: str) -> Task | None:
+    """The repair of a draft whose prompt the environment can mend (`Environment.repair_prompt`): the mended
+    prompt's task with its gold answer, if the mended prompt is valid (with the draft's answer or another)."""
+    mended = env.repair_prompt(prompt, reason)
+    if mended is None or mended == prompt:
+        return None
+    try:
+        verdict = env.validate(mended, answer, task_id=task_id, parent=seed, epoch=epoch, generator=generator)
+    except BudgetExceeded:
+        return None
+    return verdict.task if verdict.ok else verdict.repair
 
 
 def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: str, seed: Task, epoch: int,

@@ -111,6 +111,22 @@ class StepDraft(Protocol):
     def features(self) -> dict[str, Any]: ...
 
 
+def first_listings(prompt: str, head: str, end: str = " | ") -> str | None:
+    """``prompt`` with every item of its space-separated ``head`` list (``<head><items><end>...``) kept at its first
+    listing only; None when the prompt has no such list or no item is listed twice.
+
+    >>> first_listings("F: f(x) g(y) f(x) | Q: f 3", "F: ")
+    'F: f(x) g(y) | Q: f 3'
+    >>> first_listings("F: f(x) g(y) | Q: f 3", "F: ") is None
+    True
+    """
+    if not prompt.startswith(head) or end not in prompt:
+        return None
+    items, rest = prompt[len(head):].split(end, 1)
+    kept = list(dict.fromkeys(items.split(" ")))
+    return None if len(kept) == len(items.split(" ")) else f"{head}{' '.join(kept)}{end}{rest}"
+
+
 def step_task(draft: StepDraft, task_id: str, *, benchmark: str, checker: str, **fields: Any) -> Task:
     """The step task of ``draft``: its prompt, gold answer, expected, tools, level and features, plus ``fields``
     (split, origin, lineage)."""
@@ -231,6 +247,12 @@ class Environment(ABC):
         The simulator's decoding then only writes strings of the grammar; it accepts every seed and train task,
         and leaves what it cannot express (a name listed once, a value the prompt fixes) to :meth:`validate`.
         """
+        return None
+
+    def repair_prompt(self, prompt: str, reason: str) -> str | None:
+        """The prompt of a draft rejected for ``reason``, mended where the mend is unambiguous (a name listed twice:
+        its later listing dropped), or None (the default: no mend). The simulator's validator feedback validates
+        the mended prompt and, if it holds, teaches it with its gold answer (`Validation.repair`)."""
         return None
 
     def bucket(self, task: Task) -> str:

@@ -86,3 +86,27 @@ def test_drafts_are_sampled_under_the_benchmark_grammar_unless_turned_off(tmp_pa
     assert (expected is None) == (env.task_grammar() is None)
     _, _, free = scripted_run(tmp_path, "free", **{"simulator.constrained": False})
     assert set(free) == {None}
+
+
+def test_a_name_listed_twice_is_mended_and_taught_with_the_gold():
+    from genenv_engine.simulator import judge
+
+    bfcl = get_environment("bfcl", 0)
+    seed = bfcl.splits()["seed"][0]
+    task, repair = judge(bfcl, "F: sq(x:int) neg(x:int) sq(x:int) | Q: sq 7 => sq(x=8)", task_id="t", seed=seed,
+                         epoch=1, generator="test")
+    assert task.reason == "duplicate_function: sq" and task.prompt.count("sq(x:int)") == 2  # stored as written
+    assert (repair.prompt, repair.answer, repair.valid) == ("F: sq(x:int) neg(x:int) | Q: sq 7", "sq(x=7)", True)
+    alfworld = get_environment("alfworld", 0)
+    source = alfworld.splits()["train"][5]
+    parts = source.prompt.split(" | ")
+    listed = parts[3].split("; ")
+    twice = " | ".join(parts[:3] + ["; ".join(listed + [listed[0]])])
+    task, repair = judge(alfworld, f"{twice} => {source.answer}", task_id="t", seed=alfworld.splits()["seed"][0],
+                         epoch=1, generator="test")
+    assert task.reason.startswith("duplicate_name") and repair is not None
+    assert (repair.prompt, repair.answer) == (source.prompt, source.answer)
+    # no mend for what is not a repeated name
+    task, repair = judge(bfcl, "F: zz(x:int) | Q: zz 3 => zz(x=3)", task_id="t", seed=seed, epoch=1,
+                         generator="test")
+    assert not task.valid and repair is None

@@ -32,7 +32,7 @@ from typing import Any
 
 from genenv_engine.environments.alfworld.planner import Solution, solve
 from genenv_engine.environments.alfworld.tasks import infer_level, make_task
-from genenv_engine.environments.alfworld.text import PromptError, read_state, render_state
+from genenv_engine.environments.alfworld.text import PromptError, first_names, read_state, render_state
 from genenv_engine.environments.alfworld.upstream import load_upstream
 from genenv_engine.environments.alfworld.world import (
     KIND_OF, LAMPS, MAX_OBJECTS, MAX_RECEPTACLES, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, Command, CommandError, Goal,
@@ -313,6 +313,10 @@ class AlfworldMini(StateLineEnvironment):
     def check(self, task: Task, response: str) -> CheckResult:
         """``step_match`` check of one response (see :func:`check_step`)."""
         return check_step(task, response)
+
+    def repair_prompt(self, prompt: str, reason: str) -> str | None:
+        """A receptacle or object named twice: the line with each at its first listing (`first_names`)."""
+        return first_names(prompt) if reason.startswith("duplicate_name") else None
 
     def task_grammar(self) -> str:
         """A state line and a command (see :mod:`.task_grammar`)."""

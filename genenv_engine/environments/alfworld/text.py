@@ -131,6 +131,36 @@ def read_state(prompt: str) -> World:
     return world
 
 
+def first_names(prompt: str) -> str | None:
+    """``prompt`` with a receptacle listed twice kept at its first listing (a later listing dropped with what it
+    holds) and an object named twice kept at its first mention; None when no name repeats or the line has no
+    receptacle list. Text only: the result is read again by :func:`read_state`.
+
+    >>> first_names("G: put mug in desk | at: - | has: mug 1 | desk 1: mug 1, pen 1; sofa 1; desk 1: cup 1")
+    'G: put mug in desk | at: - | has: mug 1 | desk 1: pen 1; sofa 1'
+    """
+    parts = prompt.split(" | ")
+    if len(parts) != 4:
+        return None
+    seen = set() if parts[2] == "has: -" else {" ".join(parts[2].split(" ")[-2:])}
+    recs, out = set(), []
+    for desc in parts[3].split("; "):
+        name, _, inside = desc.partition(": ")
+        key = " ".join(name.split(" ")[:2])
+        if key in recs:
+            continue
+        recs.add(key)
+        kept = []
+        for item in inside.split(", ") if inside else ():
+            obj = " ".join(item.split(" ")[-2:])
+            if obj not in seen:
+                seen.add(obj)
+                kept.append(item)
+        out.append(name + (": " + ", ".join(kept) if kept else ""))
+    mended = " | ".join(parts[:3] + ["; ".join(out)])
+    return None if mended == prompt else mended
+
+
 def _check_receptacle(name: str, state: str | None, recs: list[str]) -> None:
     kind = rtype(name)
     if kind not in RECEPTACLES:

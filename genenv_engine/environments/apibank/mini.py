@@ -43,7 +43,7 @@ from genenv_engine.environments.apibank.dialogue import (
 from genenv_engine.environments.apibank.syntax import (
     CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
 from genenv_engine.environments.apibank.task_grammar import build_rules
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, first_listings, step_draft
 from genenv_engine.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg", "bad_arg_type",
@@ -365,6 +365,10 @@ class ApiBankMini(LadderEnvironment):
         return self._validate_step(prompt, answer, _read_sized, PromptError, MAX_PROMPT_CHARS,
                                    MAX_GENERATED_ANSWER_CHARS, checker=CHECKER, task_id=task_id, parent=parent,
                                    epoch=epoch, generator=generator, too_long="too_long: prompt or answer")
+
+    def repair_prompt(self, prompt: str, reason: str) -> str | None:
+        """A signature listed twice: the list with each at its first listing."""
+        return first_listings(prompt, "APIs: ") if reason.startswith("duplicate_api") else None
 
     def task_grammar(self) -> str:
         """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""

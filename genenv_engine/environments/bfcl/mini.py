@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes, first_listings, step_draft
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
 from genenv_engine.environments.bfcl.task_grammar import RULES
@@ -302,6 +302,10 @@ class BfclMini(LadderEnvironment):
         """Accept a generated pair only if the prompt parses and its answer matches the recomputed gold."""
         return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
                                    checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+
+    def repair_prompt(self, prompt: str, reason: str) -> str | None:
+        """A signature listed twice: the list with each at its first listing."""
+        return first_listings(prompt, "F: ") if reason.startswith("duplicate_function") else None
 
     def task_grammar(self) -> str:
         """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
