@@ -149,3 +149,34 @@ class SlowCheckerWorker(RolloutWorker):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.envs = {name: SlowChecks(env) for name, env in self.envs.items()}
+
+
+def grammar_verdicts(env, grammar: str, tokenizer, n: int = 100, seed: int = 0) -> list[str]:
+    """The validator's verdict on ``n`` random strings of ``grammar`` (`genenv_engine.backends.grammar.random_strings`,
+    what a model with random weights writes under it), each parsed as a draft and validated against the first seed
+    task as parent: the rejection reason's prefix, or "" when accepted. Raises GenerationParseError for a string
+    whose shape the grammar should have made right."""
+    from genenv_engine.backends.grammar import random_strings
+    from genenv_engine.simulator import parse_output
+
+    parent = env.splits()["seed"][0]
+    out = []
+    for text in random_strings(tokenizer, grammar, n, seed=seed):
+        prompt, answer = parse_output(env, text)
+        verdict = env.validate(prompt, answer, task_id="t", parent=parent)
+        out.append("" if verdict.ok else verdict.reason.split(":")[0])
+    return out
+
+
+def verdict_shares(reasons: list[str]) -> tuple[float, float, dict[str, int]]:
+    """From `grammar_verdicts`: the share accepted, the share whose prompt the validator read (accepted, or rejected
+    only for the answer), and the rejections counted by reason.
+
+    >>> verdict_shares(["", "answer_mismatch", "duplicate_name", "answer_mismatch"])
+    (0.25, 0.75, {'answer_mismatch': 2, 'duplicate_name': 1})
+    """
+    from collections import Counter
+
+    accepted = reasons.count("") / len(reasons)
+    read = sum(r in ("", "answer_mismatch") for r in reasons) / len(reasons)
+    return accepted, read, dict(Counter(r for r in reasons if r))

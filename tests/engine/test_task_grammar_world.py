@@ -10,15 +10,14 @@ prompt's grammar is, and is printed with the rejection reasons.
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import lru_cache
 
 import llguidance
 import pytest
 
-from genenv_engine.backends.grammar import compile_grammar, ll_tokenizer, matches, random_strings, task_grammar
+from genenv_engine.backends.grammar import compile_grammar, ll_tokenizer, matches, task_grammar
 from genenv_engine.environments import get_environment
-from genenv_engine.simulator import parse_output
+from genenv_engine.testing import grammar_verdicts, verdict_shares
 from genenv_engine.tokenizer import build_byte_tokenizer
 
 BENCHES = ("alfworld", "bamboogle", "travelplanner")
@@ -144,25 +143,12 @@ def test_bamboogle_grammar_is_the_seeds_knowledge_base():
 @pytest.fixture(scope="module")
 def verdicts():
     """Per benchmark, the validator's reasons for 100 random strings of its grammar ("" when accepted)."""
-    out = {}
-    for name in BENCHES:
-        env = get_environment(name, 0)
-        parent = env.splits()["seed"][0]
-        reasons = []
-        for text in random_strings(TOK, grammar_of(name), 100, seed=0):
-            prompt, answer = parse_output(env, text)  # raises GenerationParseError if the shape is wrong
-            verdict = env.validate(prompt, answer, task_id="t", parent=parent)
-            reasons.append("" if verdict.ok else verdict.reason.split(":")[0])
-        out[name] = reasons
-    return out
+    return {name: grammar_verdicts(get_environment(name, 0), grammar_of(name), TOK) for name in BENCHES}
 
 
 @pytest.mark.parametrize("name", BENCHES)
 def test_random_strings_fail_only_what_the_grammar_leaves_out(verdicts, name):
-    reasons = verdicts[name]
-    accepted = reasons.count("") / len(reasons)
-    prompt_read = sum(r in ("", "answer_mismatch") for r in reasons) / len(reasons)
-    counts = Counter(r for r in reasons if r)
+    accepted, prompt_read, counts = verdict_shares(verdicts[name])
     print(f"{name}: accepted {accepted:.2f}, prompt read {prompt_read:.2f}, rejections {dict(counts)}")
     assert set(counts) <= LEFT_TO_VALIDATOR[name], counts
     assert accepted >= ACCEPTED_FLOOR[name]
