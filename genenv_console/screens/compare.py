@@ -3,9 +3,11 @@
 Opened from the sessions screen (``m`` marks sessions, ``C`` compares the marked ones) or with
 ``genenv-console --compare DIR DIR …``. A thread worker reads the sessions read-only
 (`genenv_console.compare.read_runs`: no lease, no write) and posts `ComparisonRead`; the screen then sets
-both plots' data (one line per session, labelled by its folder name) and fills the table (held-out at epoch 0 and
-last, and the change). ``x`` writes the Markdown report (`genenv_console.compare.write_report`) in a worker and
-says where it went.
+both plots' data (one line per session, labelled by its folder name) and fills the two tables: held-out at epoch 0
+and last with the change, and each session's funnel over its epochs (`genenv_console.compare_funnel.funnel_screen_rows`:
+drafts, kept/drafts, trained and the top rejection reasons, read by `genenv_engine.store.read_only_funnel` in the
+same worker). Every cell is drawn as literal text; the tables take at most 40% of the height, the plots the rest.
+``x`` writes the Markdown report (`genenv_console.compare.write_report`) in a worker and says where it went.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from textual.widgets import DataTable, Label, Static
 
 from genenv_console.compare import (TABLE_COLUMNS, CompareRun, read_runs, series, summary_rows, table_cells,
                                     write_report)
+from genenv_console.compare_funnel import SCREEN_COLUMNS, funnel_screen_rows
 from genenv_console.messages import ComparisonExported, ComparisonRead
 from genenv_console.safe import clean, safe_text
 from genenv_console.widgets.key_bar import KeyBar
@@ -40,7 +43,7 @@ def heldout_curves(runs: list[CompareRun]) -> CompareCurves:
 
 
 class CompareScreen(Screen):
-    """Several sessions' curves overlaid, a summary table and an export of both."""
+    """Several sessions' curves overlaid, a summary table, a funnel table and an export of all three."""
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -51,7 +54,8 @@ class CompareScreen(Screen):
     CompareScreen #compare-title { height: 1; padding: 0 1; text-style: bold; }
     CompareScreen #compare-plots { height: 1fr; }
     CompareScreen CompareCurvePlot { width: 1fr; border: round $primary-darken-2; }
-    CompareScreen #compare-table { height: auto; max-height: 12; }
+    CompareScreen #compare-table { height: auto; max-height: 20vh; }
+    CompareScreen #compare-funnel { height: auto; max-height: 20vh; }
     CompareScreen #compare-status { height: 1; padding: 0 1; color: $text-muted; }
     """
 
@@ -68,6 +72,7 @@ class CompareScreen(Screen):
             yield CompareCurvePlot(id="compare-calibration")
             yield CompareCurvePlot(id="compare-heldout")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        yield DataTable(id="compare-funnel", cursor_type="row", zebra_stripes=True)
         yield Static("reading the sessions…", id="compare-status")
         yield KeyBar()
 
@@ -76,6 +81,7 @@ class CompareScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#compare-table", DataTable).add_columns(*TABLE_COLUMNS)
+        self.query_one("#compare-funnel", DataTable).add_columns(*SCREEN_COLUMNS)
         self.read_sessions()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare-read")
@@ -102,6 +108,10 @@ class CompareScreen(Screen):
         table.clear()
         for row in summary_rows(self.runs):
             table.add_row(*(safe_text(c, 200, one_line=True) for c in table_cells(row)))
+        funnel = self.query_one("#compare-funnel", DataTable)
+        funnel.clear()
+        for cells in funnel_screen_rows([r.name for r in self.runs], [r.funnel for r in self.runs]):
+            funnel.add_row(*(safe_text(c, 300, one_line=True) for c in cells))
         status.update(safe_text(f"{len(self.runs)} sessions, read-only · x writes the comparison report · "
                                 "escape goes back", 300, one_line=True))
 

@@ -13,7 +13,7 @@ ABOUT = (
     "The dashboard plots calibration (generated p̂ vs α), held-out success, the p̂ histogram with R_env,\n"
     "phase times and throughput. Pause with space (takes effect between batches), inspect and edit tasks\n"
     "on the tasks screen, resume; edits and pins are used by the next epoch. ctrl+p opens the command palette.\n"
-    "On the sessions screen m marks 2-4 sessions and C compares their curves (read-only); x there exports it.\n"
+    "On the sessions screen m marks 2-4 sessions and C compares curves and funnels (read-only); x there exports it.\n"
     "F on the dashboard opens the funnel (drafts → admitted → trained) at the plot cursor's epoch; ←/→ step epochs.\n"
     "enter on a calibration epoch lists its batches, on a batch its seed and variations, on a task its GRPO groups;\n"
     "l on the tasks screen (or a batch's tasks) draws the task's lineage tree, whose enter opens a task here."

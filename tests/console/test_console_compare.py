@@ -1,5 +1,6 @@
 """Comparing runs: marking sessions and opening the compare screen, ``--compare`` (a bench folder expanding into
-its sessions, and the refusals), the read-only reads, the exported report, hostile session names, a snapshot.
+its sessions, and the refusals), the read-only reads, the funnel table, the exported report, hostile session names,
+a snapshot.
 
 Each session is written through the store with its own metrics, so a curve drawn for the wrong session, or in the
 wrong order, shows.
@@ -18,9 +19,10 @@ from textual.widgets import DataTable
 
 from genenv_engine import lease
 from genenv_engine.config import load_config
+from genenv_engine.records import Task
 from genenv_engine.session import Session
 from genenv_engine.session_view import SessionView
-from genenv_engine.store import Store, read_only_rows
+from genenv_engine.store import Store, read_only_funnel, read_only_rows
 
 from genenv_console.__main__ import main, make_app
 from genenv_console.compare import CompareError, expand_compare, read_runs, report_path
@@ -32,8 +34,25 @@ from genenv_console.screens.sessions import SessionsScreen
 SIZE = (150, 44)
 
 
-def write_run(folder: Path, k: int, *, epochs: int = 3, seed: int = 0, mode: str = "trained") -> Path:
-    """A session whose held-out and calibration values depend on ``k`` (epochs 0..epochs-1 finished)."""
+DRAFT_REASONS = (None, "parse_error: no call", None, "duplicate_cap: like gen/0", "parse_error: eof", "bad_args: x")
+"""Validator verdicts of a written session's drafts, in turn (None: admitted)."""
+
+
+def write_drafts(store: Store, epoch: int, n: int) -> None:
+    """``n`` generated tasks of ``epoch`` with `DRAFT_REASONS` in turn; two train rollouts on all but the last
+    admitted one."""
+    tasks = [Task(id=f"gen/e{epoch}/bfcl/{i:04d}", benchmark="bfcl", prompt=f"q{i}", answer="a", origin="generated",
+                  split="generated", epoch=epoch, valid=DRAFT_REASONS[i % len(DRAFT_REASONS)] is None,
+                  reason=DRAFT_REASONS[i % len(DRAFT_REASONS)]) for i in range(n)]
+    store.insert_tasks(tasks)
+    store.insert_rollouts([{"task_id": t.id, "epoch": epoch, "response": "a", "reward": 1.0, "success": True}
+                           for t in [t for t in tasks if t.valid][:-1] for _ in range(2)])
+
+
+def write_run(folder: Path, k: int, *, epochs: int = 3, seed: int = 0, mode: str = "trained",
+              drafts: int = 0) -> Path:
+    """A session whose held-out and calibration values depend on ``k`` (epochs 0..epochs-1 finished); with
+    ``drafts``, each epoch after the first wrote ``drafts + k + epoch`` tasks (`write_drafts`)."""
     config = load_config("micro", overrides={"epochs": epochs, "seed": seed, "simulator.mode": mode})
     session = Session.create(config, folder)
     store = session.store
@@ -45,6 +64,8 @@ def write_run(folder: Path, k: int, *, epochs: int = 3, seed: int = 0, mode: str
             metrics.update(generated_success=p, generated_success_by_benchmark={"bfcl": p})
             store.upsert_batches([{"id": f"e{epoch}/b0", "epoch": epoch, "benchmark": "bfcl", "seed_task_id": "s",
                                    "n_generated": 2, "n_valid": 2, "p_hat": p, "r_env": None, "in_band": True}])
+            if drafts:
+                write_drafts(store, epoch, drafts + k + epoch)
         store.finish_epoch(epoch, metrics)
     store.close()
     return session.path
@@ -273,6 +294,53 @@ def test_a_session_in_a_read_only_folder_compares(tmp_path):
             p.chmod(0o755)
 
 
+# -- the funnel table ----------------------------------------------------------------------------------------------
+
+
+def funnel_figures(path: Path) -> list[list[str]]:
+    """Per benchmark, the session's `read_only_funnel` summed over its epochs: drafts, kept/drafts, trained and the
+    two most frequent rejection reasons (then how many others)."""
+    entries = read_only_funnel(path / "genenv.db")
+    rows = []
+    for bench in sorted({e["benchmark"] for e in entries}):
+        es = [e for e in entries if e["benchmark"] == bench]
+        drafts, kept, trained = (sum(e[k] for e in es) for k in ("drafts", "valid", "trained"))
+        reasons: dict[str, int] = {}
+        for e in es:
+            for reason, n in e["rejected"].items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        ranked = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        top = [f"{r} {n}" for r, n in ranked[:2]] + ([f"+{len(ranked) - 2} more"] if len(ranked) > 2 else [])
+        rows.append([path.name, bench, str(drafts), f"{kept / drafts:.3f}", str(trained), ", ".join(top)])
+    return rows
+
+
+async def test_the_funnel_table_shows_each_sessions_read_only_funnel(tmp_path):
+    root = tmp_path / "sessions"
+    runs = [write_run(root / name, k, seed=k, drafts=4) for k, name in enumerate(("left-run", "right-run"))]
+    expected = [row for p in runs for row in funnel_figures(p)]
+    assert len(expected) == 2 and expected[0][2:] != expected[1][2:]  # a swapped row would show
+    assert [row[5] for row in expected] == ["parse_error 4, duplicate_cap 2, +1 more",  # three reasons: two named
+                                            "parse_error 4, bad_args 2, +1 more"]  # a tie goes by name
+    before = [digest(p) for p in runs]
+    app = make_app(compare=runs, sessions_root=root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(lambda: isinstance(app.screen, CompareScreen) and app.screen.runs, 30, "the comparison")
+        await pilot.pause()
+        screen = app.screen
+        table = screen.query_one("#compare-funnel", DataTable)
+        assert [str(c.label) for c in table.columns.values()] == [
+            "session", "bench", "drafts", "valid (kept/drafts)", "trained", "top rejections"]
+        assert [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)] == expected
+        for size in ((120, 40), (180, 50)):  # the plots keep most of the height; every row of both tables shows
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            assert screen.query_one("#compare-plots").size.height > size[1] / 2, size
+            for name in ("#compare-table", "#compare-funnel"):
+                assert screen.query_one(name).size.height == 3, (name, size)  # header and two rows
+    assert [digest(p) for p in runs] == before  # read, never written
+
+
 # -- the report ----------------------------------------------------------------------------------------------------
 
 
@@ -396,7 +464,7 @@ async def test_hostile_session_names_are_drawn_literally(tmp_path):
 
 def test_compare_snapshot(tmp_path, snap_compare):
     bench = tmp_path / "bench"
-    runs = [write_run(bench / name, k, seed=k, mode=name.split("-")[0])
+    runs = [write_run(bench / name, k, seed=k, mode=name.split("-")[0], drafts=4)
             for k, name in enumerate(("trained-s0", "off-s1", "frozen-s2"))]
     app = make_app(compare=runs, sessions_root=tmp_path)
 

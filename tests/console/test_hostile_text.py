@@ -2,8 +2,8 @@
 
 Generated tasks are untrusted text. Every place the console shows task text (tasks table, detail
 pane, edit modal, lineage, event log, notifications; an epoch's batches, a batch's tasks, a task's GRPO groups and
-its lineage tree) must survive unbalanced markup, ``[@click=…]``
-tags, ANSI/OSC escapes, NUL, bidirectional overrides and 200k-character strings: no crash, the
+its lineage tree; a rejection reason in the compare screen's funnel table) must survive unbalanced markup,
+``[@click=…]`` tags, ANSI/OSC escapes, NUL, bidirectional overrides and 200k-character strings: no crash, the
 text drawn literally (markup not interpreted), no control or bidi character reaching the terminal,
 and long text cut with a marker. The pure sanitiser is checked on thousands of strings; the real
 app (Textual Pilot, a real SQLite session) on the fixed hostile strings plus hypothesis-drawn ones.
@@ -276,6 +276,53 @@ async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
 @given(text=hostile_text)
 def test_drill_views_show_hostile_text_literally(hostile_session, text):
     asyncio.run(drive_drill_views(hostile_session, text))
+
+
+@pytest.fixture(scope="module")
+def hostile_pair(tmp_path_factory):
+    """Two session folders to compare; each example writes its hostile drafts into the first."""
+    root = tmp_path_factory.mktemp("hostile-compare") / "sessions"
+    paths = []
+    for name in ("a-run", "b-run"):
+        session = Session.create(load_config("micro"), root / name)
+        session.store.close()
+        paths.append(session.path)
+    return paths
+
+
+async def drive_compare(paths, text: str) -> None:
+    """Reject a draft with ``text`` as its reason; open the compare screen on both sessions; assert the funnel
+    table's reason cell is that reason (up to its first colon, as the funnel counts it) drawn literally, and that
+    nothing unsafe is drawn."""
+    from genenv_engine.store import Store, read_only_funnel
+
+    from genenv_console.screens.compare import CompareScreen
+
+    with Store(paths[0] / "genenv.db") as store:
+        store.db.execute("DELETE FROM tasks WHERE origin = 'generated'")
+        store.insert_tasks([hostile_task(text).with_(reason=text)])
+    (entry,) = read_only_funnel(paths[0] / "genenv.db")
+    (key,) = entry["rejected"]
+    app = make_app(compare=paths, sessions_root=paths[0].parent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.runs)
+        table = app.screen.query_one("#compare-funnel", DataTable)
+        cell = table.get_row_at(0)[5]
+        assert isinstance(cell, Text) and cell.plain == clean(key or "(no reason)", 40, one_line=True) + " 1"
+        assert [c.plain for c in table.get_row_at(1)] == ["b-run", "-", "-", "-", "-", "-"]
+        assert not {s for s in screen_text(app) if leaked(s)}
+        assert app.is_running and app.return_code is None
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow])
+@example("[/]")
+@example("[bold red]RED[/bold red] [@click=app.quit]click me[/]")
+@example("\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil")
+@example("y" * 200_000)
+@given(text=hostile_text)
+def test_compare_funnel_shows_a_hostile_rejection_reason_literally(hostile_pair, text):
+    asyncio.run(drive_compare(hostile_pair, text))
 
 
 async def test_markup_in_a_task_is_drawn_as_written(hostile_session):
