@@ -134,16 +134,41 @@ def test_grpo_bench_times_our_steps_and_says_when_trl_is_missing(tmp_path, monke
     assert o["median_seconds"] == round(o["seconds"][1], 4)  # the first step is a warm-up
     assert all(0 < n <= 2 * 3 * 7 for n in o["tokens_generated"])  # ≤ 6 tokens + end-of-sequence each
     assert o["tokens_trained"] == o["tokens_generated"]  # every completion token is trained on (no group skipped)
+    assert len(o["generate_seconds"]) == 2 and o["median_generate_seconds"] == round(o["generate_seconds"][1], 4)
+    assert o["median_update_seconds"] == round(o["seconds"][1] - o["generate_seconds"][1], 4)
     assert out["trl"]["missing"] and "bench" in out["trl"]["install"]
-    assert out["ratio"] is None and out["goals"][0]["met"] is None
+    assert out["ratio"] is None and out["update_ratio"] is None and out["goals"][0]["met"] is None
+
+
+def test_grpo_bench_trains_the_token_that_ended_each_completion():
+    from genenv_engine.backends.base import Completion
+    from genenv_engine.benches.grpo import _with_end
+    from genenv_engine.tokenizer import build_byte_tokenizer
+
+    tok = build_byte_tokenizer()
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    assert _with_end(Completion("ab", [97, 98], finished=True), 4, eos, pad) == [97, 98, eos]
+    # our decoder also ends a row on a sampled padding token (and strips it): that row keeps it, never empty
+    assert _with_end(Completion("", [], finished=False), 4, eos, pad) == [pad]
+    assert _with_end(Completion("abcd", [97, 98, 99, 100], finished=False), 4, eos, pad) == [97, 98, 99, 100]
 
 
 def test_grpo_bench_against_trl_when_installed(tmp_path):
+    from genenv_engine.tokenizer import build_byte_tokenizer
+
     pytest.importorskip("trl")
     out = _bench(tmp_path, "grpo", "--prompts", "2", "--group", "2", "--max-new-tokens", "4", "--steps", "2",
                  "--threads", "1")
-    assert len(out["trl"]["seconds"]) == 2 and out["trl"]["version"]
-    assert out["ratio"] == round(out["trl"]["median_seconds"] / out["ours"]["median_seconds"], 2)
+    r = out["trl"]
+    assert len(r["seconds"]) == len(r["generate_seconds"]) == len(r["tokens_generated"]) == 2 and r["version"]
+    assert all(0 < n <= 2 * 2 * 4 for n in r["tokens_generated"])  # ≤ 4 tokens each, the ending one included
+    # the same work as ours: float32, no gradient checkpointing (TRL's defaults: bf16 autocast, checkpointing on),
+    # and a row ends at the end-of-sequence or the padding token, as our decoder ends it
+    assert r["settings"]["bf16"] is False and r["settings"]["gradient_checkpointing"] is False
+    tok = build_byte_tokenizer()
+    assert set(r["settings"]["end_tokens"]) == {tok.eos_token_id, tok.pad_token_id}
+    assert out["ratio"] == round(r["median_seconds"] / out["ours"]["median_seconds"], 2)
+    assert out["update_ratio"] == round(r["median_update_seconds"] / out["ours"]["median_update_seconds"], 2)
 
 
 def test_warmstart_bench_trains_afresh_in_a_temporary_cache(tmp_path, monkeypatch):
