@@ -81,11 +81,15 @@ def rollout(backend: GenerationBackend, policy: Policy, envs: dict[str, Environm
 
 def grpo_groups(policy: Policy, scored: list[TaskAttempts]) -> list[Group]:
     """One GRPO group per task: the prompt's ids and each rollout's completion ids with its reward; a rollout
-    that ended by itself gets the EOS it sampled appended (the decoder strips it), a cut-off one does not."""
+    that ended by itself gets the token that ended it appended (the end-of-sequence, or the padding token it
+    sampled: the decoder strips both), a cut-off one nothing."""
     eos = policy.tokenizer.eos_token_id
-    return [Group(policy.encode(s.prompt),
-                  [a.completion.token_ids + [eos] if a.completion.finished else a.completion.token_ids
-                   for a in s.attempts], [a.reward for a in s.attempts]) for s in scored]
+
+    def ids(c) -> list[int]:
+        end = c.end_token if c.end_token is not None else (eos if c.finished else None)
+        return c.token_ids + ([] if end is None else [end])
+    return [Group(policy.encode(s.prompt), [ids(a.completion) for a in s.attempts], [a.reward for a in s.attempts])
+            for s in scored]
 
 
 def heldout_tasks(envs: dict[str, Environment], n: int) -> list[Task]:

@@ -33,6 +33,10 @@ class Completion:
     """Log-probability of each sampled token under the sampling distribution."""
     finished: bool = True
     """Whether the model stopped by itself (end of sequence) rather than by the token budget."""
+    end_token: int | None = None
+    """The token that ended the completion, which ``token_ids`` leaves out: the end-of-sequence, or the padding token
+    when the model sampled that (the decoder ends a row there too); None when the budget cut it, or unknown (then
+    a finished completion ended with the end-of-sequence)."""
 
 
 class GenerationBackend(Protocol):

@@ -97,7 +97,9 @@ class HFBackend:
         ends = finished.tolist()
         self.tokens_generated += sum(map(len, ids)) + sum(ends)
         texts = tok.batch_decode(ids, skip_special_tokens=True)
-        return [Completion(text, i, lp, end) for text, i, lp, end in zip(texts, ids, lps, ends)]
+        ended = [tok.eos_token_id if end else (tok.pad_token_id if len(i) < sampling.max_new_tokens else None)
+                 for i, end in zip(ids, ends)]
+        return [Completion(text, i, lp, end, stop) for text, i, lp, end, stop in zip(texts, ids, lps, ends, ended)]
 
 
 SMALL_MODEL = 30_000_000

@@ -86,7 +86,8 @@ def test_grammar_bench_times_the_masks_and_validates_both_ways(tmp_path, monkeyp
     assert (free["way"], constrained["way"]) == ("free", "grammar") and free["benchmark"] == "bfcl"
     assert free["drafts"] == constrained["drafts"] == 6 and free["grammar_seconds"] == 0.0
     assert 0 < constrained["grammar_seconds"] < constrained["seconds"]
-    assert constrained["grammar_share"] == round(constrained["grammar_seconds"] / constrained["seconds"], 3)
+    assert constrained["grammar_share"] == pytest.approx(constrained["grammar_seconds"] / constrained["seconds"],
+                                                         abs=0.02)  # both rounded to the ms
     assert sum(constrained["rejected"].values()) == round(6 * (1 - constrained["valid_fraction"]))
     (share,) = out["goals"]
     assert share["name"] == "grammar_share" and share["value"] == constrained["grammar_share"]

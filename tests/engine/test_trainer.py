@@ -247,3 +247,22 @@ def test_trainer_step_counts_and_clips_gradients(policy, task):
     assert norm > 1.0  # the pre-clip norm is reported
     total = torch.sqrt(sum((p.grad.detach() ** 2).sum() for p in policy.model.parameters() if p.grad is not None))
     assert float(total) == pytest.approx(1.0, rel=1e-3)  # clipped to 1
+
+
+def test_grpo_groups_train_on_the_token_that_ended_each_rollout(policy):
+    """End-of-sequence or a sampled padding token is appended (the decoder strips both); a cut-off rollout gets
+    nothing, and a rollout that sampled padding first is not empty (an empty completion cannot be scored)."""
+    from genenv_engine.agent import Attempt, TaskAttempts, grpo_groups
+    from genenv_engine.backends.base import Completion
+    from genenv_engine.records import CheckResult, Task
+
+    tok = policy.tokenizer
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    completions = [Completion("ab", [1, 2], finished=True), Completion("ab", [1, 2], finished=True, end_token=eos),
+                   Completion("", [], finished=False, end_token=pad), Completion("abc", [1, 2, 3], finished=False)]
+    task = Task(id="t", benchmark="bfcl", prompt="p", answer="a")
+    attempts = [Attempt(c, CheckResult(bool(i % 2), float(i % 2)), float(i % 2), bool(i % 2))
+                for i, c in enumerate(completions)]
+    (group,) = grpo_groups(policy, [TaskAttempts(task, "p", attempts)])
+    assert group.completions == [[1, 2, eos], [1, 2, eos], [pad], [1, 2, 3]]
+    assert group.rewards == [0.0, 1.0, 0.0, 1.0]
