@@ -156,18 +156,15 @@ def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str,
 def status_json(session_dir: Path) -> dict[str, Any]:
     """The session's per-epoch metrics in the documented ``genenv status --json`` shape, with each epoch's
     ``validity`` per benchmark that had drafts: drafts, valid (kept by the validator and the duplicate cap), their
-    fraction, and the rejections counted by reason (`genenv_engine.experiments.validity.epoch_validity`)."""
+    fraction, and the rejections counted by reason (`genenv_engine.store.funnel_validity`)."""
     from genenv_engine.session import Session
 
     session = Session.open(session_dir, check=True)
     from genenv_engine.loggers import STATUS_KEYS
 
-    from genenv_engine.experiments.validity import epoch_validity
+    from genenv_engine.store import funnel_validity
 
-    validity = epoch_validity(session.store.funnel())
-    for by_benchmark in validity.values():
-        for entry in by_benchmark.values():
-            entry["valid_fraction"] = round(entry["valid"] / entry["drafts"], 4)
+    validity = funnel_validity(session.store.funnel())
     epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS},
                "validity": validity.get(m["epoch"], {})}
               for m in session.store.epoch_metrics()]

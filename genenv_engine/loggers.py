@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.store import funnel_validity
+
 LOGGERS = ("tensorboard", "wandb", "trackio")
 STATUS_KEYS = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
                "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
@@ -47,9 +49,11 @@ def flatten(metrics: dict[str, Any], prefix: str = "") -> dict[str, float]:
 
 
 def epoch_record(store, epoch: int) -> dict[str, Any]:
-    """What every logger gets for ``epoch``: the status metrics, the batches' p̂ and R_env, and sample rollouts."""
+    """What every logger gets for ``epoch``: the status metrics (with the simulator's validity per benchmark), the
+    batches' p̂ and R_env, and sample rollouts."""
     row = next((m for m in store.epoch_metrics() if m["epoch"] == epoch), {})
     metrics = {k: row.get(k) for k in STATUS_KEYS if row.get(k) is not None}
+    metrics["validity"] = funnel_validity(store.funnel(epoch)).get(epoch, {})
     batches = store.db.execute("SELECT p_hat, r_env FROM batches WHERE epoch = ? AND p_hat IS NOT NULL",
                                [epoch]).fetchall()
     samples = store.db.execute(

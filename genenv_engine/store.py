@@ -309,6 +309,25 @@ LINEAGE_PROMPT_CHARS = 400
 """Characters of each prompt a `Store.lineage_tree` row carries."""
 
 
+def funnel_validity(funnel: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """Per epoch, per benchmark with at least one draft: ``drafts``, ``valid``, ``valid_fraction`` and ``rejected``
+    from `Store.funnel` entries (a benchmark that only trained base tasks that epoch is left out): the validity
+    report of ``genenv status --json``, the loggers and the ablation tables.
+
+    >>> funnel = [{"epoch": 1, "benchmark": "bfcl", "drafts": 5, "valid": 3, "rejected": {"parse_error": 2}},
+    ...           {"epoch": 1, "benchmark": "chain", "drafts": 0, "valid": 0, "rejected": {}}]
+    >>> funnel_validity(funnel)
+    {1: {'bfcl': {'drafts': 5, 'valid': 3, 'valid_fraction': 0.6, 'rejected': {'parse_error': 2}}}}
+    """
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for e in funnel:
+        if e["drafts"]:
+            out.setdefault(e["epoch"], {})[e["benchmark"]] = {
+                "drafts": e["drafts"], "valid": e["valid"], "valid_fraction": round(e["valid"] / e["drafts"], 4),
+                "rejected": dict(e["rejected"])}
+    return out
+
+
 def _add(counts: dict[str, int], key: str, n: int) -> None:
     counts[key] = counts.get(key, 0) + n
 

@@ -47,6 +47,9 @@ def _executor():
 _BASES: "weakref.WeakKeyDictionary[object, dict[str, object]]" = weakref.WeakKeyDictionary()
 BASES_KEPT = 16
 """Compiled grammars kept per tokenizer (a run uses one per benchmark and output style)."""
+STEP_LEXER_FUEL = 5_000_000
+"""llguidance's lexer work allowed per token (its default, 200,000, is spent when a batch's rows explore many
+branches of a large catalog's terminals at once: every row then fails with "too many expressions constructed")."""
 
 
 def _base_matcher(tokenizer, grammar: str):
@@ -56,7 +59,8 @@ def _base_matcher(tokenizer, grammar: str):
 
     kept = _BASES.setdefault(tokenizer, {})
     if grammar not in kept:
-        matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0)
+        limits = llguidance.LLParserLimits(step_lexer_fuel=STEP_LEXER_FUEL)
+        matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer), compile_grammar(grammar), log_level=0, limits=limits)
         if matcher.is_error():
             raise GrammarError(matcher.get_error())
         if len(kept) >= BASES_KEPT:

@@ -5,7 +5,7 @@
 weight fingerprints of each role). Diversity is measured here so that it can fail: besides the engine's within-epoch
 exact-string unique fraction, each epoch's valid generated tasks are compared with every earlier task of the
 session (near-duplicate keys: numbers masked) and scored by distinct word bigrams. Each row also carries the
-simulator's validity per benchmark (`genenv_engine.experiments.validity.epoch_validity`, from the store's funnel).
+simulator's validity per benchmark (`genenv_engine.store.funnel_validity`, from the store's funnel).
 
 `warm_start_mismatches` finds the pairs of arms of one seed whose epoch-0 agents differ (another warm start: other
 weights, other epoch-0 held-out results), which an arm-against-arm difference then silently includes.
@@ -22,7 +22,7 @@ from typing import Any
 from genenv_engine.config import NO_SIMULATOR_MODES
 from genenv_engine.experiments.arms import COMPUTE_FIELDS
 from genenv_engine.experiments.stats import distinct_bigrams, level_rate
-from genenv_engine.experiments.validity import epoch_validity
+from genenv_engine.store import funnel_validity
 from genenv_engine.simulator import near_duplicate_key
 
 
@@ -75,7 +75,7 @@ def read_session(folder: Path) -> dict[str, Any] | None:
         done = view.done_epochs
         metrics = [e.row() for e in done]
         diversity = _diversity(session.store, [e.epoch for e in done if e.epoch > 0])
-        validity = epoch_validity(session.store.funnel())
+        validity = funnel_validity(session.store.funnel())
         rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {}), validity.get(m["epoch"]))
                 for m in metrics]
         correct = {e.epoch: dict(e.heldout_correct) for e in done}

@@ -2,8 +2,8 @@
 the others were rejected.
 
 Each epoch row of a run carries ``validity``: per benchmark with drafts that epoch, its ``drafts``, ``valid`` and
-``rejected`` (count per reason prefix), taken from the store's funnel (`genenv_engine.store.Store.funnel`, which
-counts an epoch's generated tasks and a static augmentation). `arm_validity` sums one arm's rows from epoch 1 on over
+``rejected`` (count per reason prefix), from the store's funnel (`genenv_engine.store.funnel_validity` of
+`genenv_engine.store.Store.funnel`, which counts an epoch's generated tasks and a static augmentation). `arm_validity` sums one arm's rows from epoch 1 on over
 every seed; `markdown` renders the report's "Validity by benchmark" section. Rows without the field (run records
 written before it) count as no data, which is told apart from an arm that wrote no drafts.
 """
@@ -11,23 +11,6 @@ written before it) count as no data, which is told apart from an arm that wrote 
 from __future__ import annotations
 
 from typing import Any
-
-
-def epoch_validity(funnel: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
-    """Per epoch, per benchmark with at least one draft: ``drafts``, ``valid`` and ``rejected`` from
-    `Store.funnel` entries (a benchmark that only trained base tasks that epoch is left out).
-
-    >>> funnel = [{"epoch": 1, "benchmark": "bfcl", "drafts": 5, "valid": 3, "rejected": {"parse_error": 2}},
-    ...           {"epoch": 1, "benchmark": "chain", "drafts": 0, "valid": 0, "rejected": {}}]
-    >>> epoch_validity(funnel)
-    {1: {'bfcl': {'drafts': 5, 'valid': 3, 'rejected': {'parse_error': 2}}}}
-    """
-    out: dict[int, dict[str, dict[str, Any]]] = {}
-    for e in funnel:
-        if e["drafts"]:
-            out.setdefault(e["epoch"], {})[e["benchmark"]] = {
-                "drafts": e["drafts"], "valid": e["valid"], "rejected": dict(e["rejected"])}
-    return out
 
 
 def top_reasons(counts: dict[str, int]) -> dict[str, int]:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import wait_until
+from conftest import wait_until, write_fixed_session
 from textual.widgets import DataTable
 
 from genenv_engine import lease
@@ -377,8 +377,6 @@ async def test_export_writes_the_table_and_every_epochs_values(three_runs):
 
 
 def test_the_report_carries_each_sessions_funnel_from_its_database(tmp_path):
-    from conftest import write_fixed_session
-
     from genenv_console.compare import comparison_markdown
 
     paths = []

@@ -103,3 +103,25 @@ def test_bad_grammar_and_style_are_clear_errors():
     with pytest.raises(GrammarError, match="unknown simulator style"):
         task_grammar(RULES, "json")
     assert task_grammar(RULES, "instruct").startswith('start: "TASK: " prompt "\\nANSWER: " answer')
+
+
+@pytest.mark.parametrize("name", ["bfcl", "apibank", "alfworld", "bamboogle", "travelplanner", "chain"])
+def test_a_batch_exploring_every_branch_at_once_keeps_its_matchers(name):
+    """64 rows drawing uniformly among the allowed tokens, step by step side by side (what a batch of an untrained
+    simulator does): no row's matcher fails (a lexer out of fuel would fail them all, and decoding would end every
+    row at once)."""
+    import random
+
+    from genenv_engine.backends.grammar import allowed_ids
+    from genenv_engine.environments import get_environment
+    from genenv_engine.environments.base import SplitSizes
+
+    tok = build_byte_tokenizer()
+    env = get_environment(name, 0, sizes=SplitSizes(seed=50, train=50, heldout=50))
+    mask, rng = GrammarMask(tok, task_grammar(env.task_grammar()), 64), random.Random(0)
+    for _ in range(120):
+        live = [r for r in range(64) if not mask.matchers[r].is_stopped()]
+        bits = mask.bitmask(live)
+        mask.advance(live, [rng.choice([t for t in allowed_ids(bits[i], mask.tok.vocab_size) if t != tok.eos_token_id]
+                                       or [tok.eos_token_id]) for i in range(len(live))])
+        assert not any(m.is_error() for m in mask.matchers), next(m.get_error() for m in mask.matchers if m.is_error())
