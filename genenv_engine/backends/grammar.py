@@ -18,6 +18,7 @@ import random
 import time
 import weakref
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
 
@@ -33,6 +34,14 @@ _TOKENIZERS: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictio
 
 
 _EXECUTOR: list[object] = []
+_WORKER: list[ThreadPoolExecutor] = []
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The thread that computes masks ahead of the decoding thread."""
+    if not _WORKER:
+        _WORKER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="genenv-grammar"))
+    return _WORKER[0]
 
 
 def _executor():
@@ -125,19 +134,27 @@ class GrammarMask:
     of a library fault) or has stopped may only end: it is allowed the end-of-sequence token alone.
     """
 
-    def __init__(self, tokenizer, grammar: str, rows: int) -> None:
+    def __init__(self, tokenizer, grammar: str, rows: int, ahead: bool = True) -> None:
         self.tok = ll_tokenizer(tokenizer)
         self.eos = tokenizer.eos_token_id
         first = _base_matcher(tokenizer, grammar)
         self.matchers = [first.deep_copy() for _ in range(rows)]
+        self.ahead = ahead
+        """Compute the next step's masks on a worker thread while the model computes the next logits."""
+        self._pending: tuple[tuple[int, ...], Future] | None = None
         self.steps = 0
         """Decoding steps masked so far (a step masks every live row)."""
         self.seconds = 0.0
-        """Time spent computing masks and advancing matchers (the constraint's whole cost)."""
+        """Time the decoding thread spent on the grammar: masks it waited for or computed, matchers advanced (the
+        constraint's cost to decoding; masks computed ahead while the model runs cost it nothing)."""
 
     def bitmask(self, rows: Sequence[int]) -> torch.Tensor:
         """The (len(rows), words) int32 bitmask of the tokens each row may draw next (the live rows' masks computed
         in one call into the library)."""
+        self._settle()
+        return self._compute(rows)
+
+    def _compute(self, rows: Sequence[int]) -> torch.Tensor:
         import llguidance.torch as llt
 
         mask = llt.allocate_token_bitmask(len(rows), self.tok.vocab_size)
@@ -159,20 +176,45 @@ class GrammarMask:
 
         start = time.perf_counter()
         self.steps += 1
-        llt.apply_token_bitmask_inplace(scores, self.bitmask(rows).to(scores.device))
+        llt.apply_token_bitmask_inplace(scores, self._masks(list(rows)).to(scores.device))
         self.seconds += time.perf_counter() - start
 
     def advance(self, rows: Sequence[int], tokens: Sequence[int]) -> None:
-        """Feed row ``rows[i]`` the token ``tokens[i]`` it drew."""
+        """Feed row ``rows[i]`` the token ``tokens[i]`` it drew (and, with ``ahead``, start computing these rows'
+        next masks)."""
         start = time.perf_counter()
+        self._settle()
         for row, token in zip(rows, tokens):
             matcher = self.matchers[row]
             if not (matcher.is_error() or matcher.is_stopped()):
                 matcher.consume_token(int(token))
+        if self.ahead:
+            self._pending = (tuple(rows), _worker().submit(self._compute, list(rows)))
         self.seconds += time.perf_counter() - start
+
+    def _masks(self, rows: list[int]) -> torch.Tensor:
+        """The masks of ``rows``: from the ones computed ahead when they cover these rows (ended rows leave the
+        batch between steps), else computed now."""
+        if self._pending is not None:
+            ahead, future = self._pending
+            self._pending = None
+            mask = future.result()
+            if tuple(rows) == ahead:
+                return mask
+            where = {row: i for i, row in enumerate(ahead)}
+            if all(row in where for row in rows):
+                return mask[[where[row] for row in rows]]
+        return self._compute(rows)
+
+    def _settle(self) -> None:
+        """Wait for masks being computed ahead (the matchers must not move under them) and drop them."""
+        if self._pending is not None:
+            self._pending[1].result()
+            self._pending = None
 
     def accepts(self, row: int) -> bool:
         """Whether row ``row``'s text so far is a whole string of the grammar."""
+        self._settle()
         matcher = self.matchers[row]
         return not matcher.is_error() and (matcher.is_stopped() or matcher.is_accepting())
 
@@ -208,12 +250,9 @@ def random_strings(tokenizer, grammar: str, n: int, seed: int = 0, max_tokens: i
     allowed, with probability 1/4): what a model with random weights writes under the constraint. A draw that
     reaches ``max_tokens`` unfinished is returned as far as it got."""
     rng = random.Random(seed)
-    base = _base_matcher(tokenizer, grammar)
-    mask = GrammarMask.__new__(GrammarMask)
-    mask.tok, mask.eos, mask.steps, mask.seconds = ll_tokenizer(tokenizer), tokenizer.eos_token_id, 0, 0.0
     out = []
     for _ in range(n):
-        mask.matchers = [base.deep_copy()]
+        mask = GrammarMask(tokenizer, grammar, 1, ahead=False)
         ids: list[int] = []
         for _ in range(max_tokens):
             allowed = allowed_ids(mask.bitmask([0])[0], mask.tok.vocab_size)

@@ -82,9 +82,10 @@ def test_grammar_bench_times_the_masks_and_validates_both_ways(tmp_path, monkeyp
     out = _bench(tmp_path, "grammar", "--preset", "micro", "--seeds", "3", "--variations", "2",
                  "--set", "simulator.max_new_tokens=24")
     assert out["simulator"].startswith("random weights")
-    free, constrained = out["rows"]
-    assert (free["way"], constrained["way"]) == ("free", "grammar") and free["benchmark"] == "bfcl"
+    free, first, constrained = out["rows"]
+    assert [r["way"] for r in out["rows"]] == ["free", "grammar, first call", "grammar"] and free["benchmark"] == "bfcl"
     assert free["drafts"] == constrained["drafts"] == 6 and free["grammar_seconds"] == 0.0
+    assert (first["tokens"], first["valid_fraction"]) == (constrained["tokens"], constrained["valid_fraction"])
     assert 0 < constrained["grammar_seconds"] < constrained["seconds"]
     assert constrained["grammar_share"] == pytest.approx(constrained["grammar_seconds"] / constrained["seconds"],
                                                          abs=0.02)  # both rounded to the ms

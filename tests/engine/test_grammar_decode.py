@@ -81,7 +81,7 @@ def test_logprobs_are_those_of_the_masked_distribution(policy):
 
 def test_mask_rows_follow_their_own_matchers():
     tok = build_byte_tokenizer()
-    mask = GrammarMask(tok, 'start: "a" "b" | "c"', rows=2)
+    mask = GrammarMask(tok, 'start: "a" "b" | "c"', rows=2, ahead=False)
     mask.advance([0, 1], tok.encode("ac", add_special_tokens=False))
     assert not mask.accepts(0) and mask.accepts(1)
     scores = torch.zeros(2, len(tok))
@@ -118,10 +118,26 @@ def test_a_batch_exploring_every_branch_at_once_keeps_its_matchers(name):
 
     tok = build_byte_tokenizer()
     env = get_environment(name, 0, sizes=SplitSizes(seed=50, train=50, heldout=50))
-    mask, rng = GrammarMask(tok, task_grammar(env.task_grammar()), 64), random.Random(0)
+    mask, rng = GrammarMask(tok, task_grammar(env.task_grammar()), 64, ahead=False), random.Random(0)
     for _ in range(120):
         live = [r for r in range(64) if not mask.matchers[r].is_stopped()]
         bits = mask.bitmask(live)
         mask.advance(live, [rng.choice([t for t in allowed_ids(bits[i], mask.tok.vocab_size) if t != tok.eos_token_id]
                                        or [tok.eos_token_id]) for i in range(len(live))])
         assert not any(m.is_error() for m in mask.matchers), next(m.get_error() for m in mask.matchers if m.is_error())
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_masks_computed_ahead_give_the_same_completions(policy, monkeypatch, fast):
+    """The next step's masks computed on a worker thread while the model runs draw exactly what masks computed in
+    turn draw, on both decode paths (rows leaving the batch included)."""
+    import functools
+
+    real = hf.decode
+    monkeypatch.setattr(hf, "decode", lambda *a, **k: real(*a, **{**k, "fast": fast}))
+    prompts = [policy.chat([{"role": "user", "content": f"task {i}"}]) for i in range(12)]
+    sampling = Sampling(temperature=1.0, max_new_tokens=90, seed=3, grammar=GRAMMAR)
+    ahead = [(o.token_ids, o.logprobs, o.finished) for o in hf.HFBackend(policy).generate(prompts, sampling)]
+    monkeypatch.setattr(hf, "GrammarMask", functools.partial(GrammarMask, ahead=False))
+    in_turn = [(o.token_ids, o.logprobs, o.finished) for o in hf.HFBackend(policy).generate(prompts, sampling)]
+    assert ahead == in_turn and len({len(ids) for ids, _, _ in ahead}) > 1  # rows of several lengths
