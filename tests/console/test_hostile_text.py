@@ -63,6 +63,22 @@ def leaked(text: str, allow_newlines: bool = False) -> set[str]:
 # -- the sanitiser itself --------------------------------------------------------------------------
 
 
+def hostile_cases(max_examples: int):
+    """A console test run on ``max_examples`` generated hostile strings plus the fixed worst cases (markup, escape
+    and control sequences, a 200k-character string), as ``text``."""
+    def decorate(test):
+        for case in reversed(FIXED_HOSTILE):
+            test = example(case)(test)
+        return settings(max_examples=max_examples, deadline=None, suppress_health_check=[
+            HealthCheck.function_scoped_fixture, HealthCheck.too_slow])(given(text=hostile_text)(test))
+    return decorate
+
+
+FIXED_HOSTILE = ("[/]", "[bold red]RED[/bold red] [@click=app.quit]click me[/]",
+                 "\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil", "y" * 200_000)
+"""The strings every hostile console test is run on."""
+
+
 @settings(max_examples=3000, deadline=None)
 @given(any_text, st.integers(1, 500), st.booleans())
 def test_clean_output_is_visible_bounded_and_literal(text, limit, one_line):
@@ -192,13 +208,7 @@ async def drive(path, text: str) -> None:
         assert app.is_running and app.return_code is None
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
-@example("[/]")
-@example("[bold red]RED[/bold red] [@click=app.quit]click me[/]")
-@example("\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil")
-@example("y" * 200_000)
-@given(text=hostile_text)
+@hostile_cases(12)
 def test_console_shows_hostile_text_literally_everywhere(hostile_session, text):
     asyncio.run(drive(hostile_session, text))
 
@@ -267,13 +277,7 @@ async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
     await pilot.pause()
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                HealthCheck.too_slow])
-@example("[/]")
-@example("[bold red]RED[/bold red] [@click=app.quit]click me[/]")
-@example("\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil")
-@example("y" * 200_000)
-@given(text=hostile_text)
+@hostile_cases(8)
 def test_drill_views_show_hostile_text_literally(hostile_session, text):
     asyncio.run(drive_drill_views(hostile_session, text))
 
@@ -314,13 +318,7 @@ async def drive_compare(paths, text: str) -> None:
         assert app.is_running and app.return_code is None
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                HealthCheck.too_slow])
-@example("[/]")
-@example("[bold red]RED[/bold red] [@click=app.quit]click me[/]")
-@example("\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil")
-@example("y" * 200_000)
-@given(text=hostile_text)
+@hostile_cases(6)
 def test_compare_funnel_shows_a_hostile_rejection_reason_literally(hostile_pair, text):
     asyncio.run(drive_compare(hostile_pair, text))
 
