@@ -132,32 +132,28 @@ def read_state(prompt: str) -> World:
 
 
 def first_names(prompt: str) -> str | None:
-    """``prompt`` with a receptacle listed twice kept at its first listing (a later listing dropped with what it
-    holds) and an object named twice kept at its first mention; None when no name repeats or the line has no
-    receptacle list. Text only: the result is read again by :func:`read_state`.
+    """``prompt`` with every name at its first listing: a receptacle listed twice keeps its first place and state and
+    takes what the later listing held, and an object named twice keeps its first mention. None when no name repeats
+    or the line has no receptacle list. Text only: the result is read again by :func:`read_state`.
 
     >>> first_names("G: put mug in desk | at: - | has: mug 1 | desk 1: mug 1, pen 1; sofa 1; desk 1: cup 1")
-    'G: put mug in desk | at: - | has: mug 1 | desk 1: pen 1; sofa 1'
+    'G: put mug in desk | at: - | has: mug 1 | desk 1: pen 1, cup 1; sofa 1'
     """
     parts = prompt.split(" | ")
     if len(parts) != 4:
         return None
     seen = set() if parts[2] == "has: -" else {" ".join(parts[2].split(" ")[-2:])}
-    recs, out = set(), []
+    listed: dict[str, tuple[str, list[str]]] = {}
     for desc in parts[3].split("; "):
         name, _, inside = desc.partition(": ")
-        key = " ".join(name.split(" ")[:2])
-        if key in recs:
-            continue
-        recs.add(key)
-        kept = []
+        head, items = listed.setdefault(" ".join(name.split(" ")[:2]), (name, []))
         for item in inside.split(", ") if inside else ():
             obj = " ".join(item.split(" ")[-2:])
             if obj not in seen:
                 seen.add(obj)
-                kept.append(item)
-        out.append(name + (": " + ", ".join(kept) if kept else ""))
-    mended = " | ".join(parts[:3] + ["; ".join(out)])
+                items.append(item)
+    recs = [head + (": " + ", ".join(items) if items else "") for head, items in listed.values()]
+    mended = " | ".join(parts[:3] + ["; ".join(recs)])
     return None if mended == prompt else mended
 
 
