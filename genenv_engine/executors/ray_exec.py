@@ -68,6 +68,10 @@ class WorkerTimeout(RuntimeError):
 
 REACH_SECONDS = 5.0
 """How long `check_reachable` waits for a cluster's head to accept a connection."""
+START_SECONDS = 180.0
+"""How long the workers may take to start and answer (loading torch and the roles' weights) before the cluster is
+taken to be unusable from this driver: a head that answers but a node it advertises that cannot be reached leaves
+them pending for ever."""
 
 
 def check_reachable(address: str, seconds: float = REACH_SECONDS) -> None:
@@ -150,11 +154,26 @@ class RayExecutor:
         self._policies = policies  # kept alive: a restarted actor is rebuilt from it
         self._weights: Any = None
         self._simulator_weights: Any = None
-        self.pids = [info["pid"] for info in ray.get([a.info.remote() for a in self.actors])]
+        self.pids = self._started_pids(config.ray.address)
         self.last_stats: list[dict[str, float]] = []
         """The last rollout's work per worker: batches, tasks, tokens, seconds spent generating and scoring."""
         self.restarts = 0
         self.timeouts = 0
+
+    def _started_pids(self, address: str) -> list[int]:
+        """Each worker's process id, once all have started; `ConfigError` (``ray.address``) with one line, after
+        ending them, when they have not within `START_SECONDS`."""
+        import ray
+        from ray.exceptions import GetTimeoutError
+
+        try:
+            return [info["pid"] for info in ray.get([a.info.remote() for a in self.actors], timeout=START_SECONDS)]
+        except GetTimeoutError:
+            self.close()
+            raise ConfigError("ray.address", f"the Ray cluster at {address} took this driver, but its "
+                              f"{self.workers} workers did not start within {START_SECONDS:.0f} s (is every node "
+                              "it advertises reachable from the machine running genenv? `ray status` there shows "
+                              "their addresses); nothing was run") from None
 
     def rollout(self, tasks: list[Task], k: int, sampling: Sampling, threshold: float, *, epoch: int,
                 progress: Progress | None = None) -> list[TaskAttempts]:

@@ -349,3 +349,34 @@ def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_pa
 
     assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [(0, "done"),
                                                                                                   (1, "done")]
+
+
+def test_workers_that_never_start_are_one_line_and_leave_nothing_running(local_ray, reference, monkeypatch):
+    """Three workers of one CPU each on a 2-CPU cluster: the third stays pending, as workers do on a node the driver
+    cannot reach. Past the start limit the executor ends the ones it made and says so in one line."""
+    from genenv_engine import errors
+    from genenv_engine.executors import ray_exec
+
+    monkeypatch.setattr(ray_exec, "START_SECONDS", 3.0)
+    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local", workers=3))
+    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+    free = lambda: ray.available_resources().get("CPU", 0.0)  # noqa: E731
+    before = free()
+    with pytest.raises(errors.ConfigError, match="its 3 workers did not start within 3 s") as caught:
+        RayExecutor(cfg, roles, envs, 0)
+    assert "\n" not in str(caught.value) and "nothing was run" in str(caught.value)
+    assert wait_until_true(lambda: free() >= before)  # the workers it started were ended: their CPUs are free
+    assert ray.is_initialized()  # the module's cluster, not this executor's to stop
+
+
+def wait_until_true(check, seconds: float = 20.0) -> bool:
+    """Whether ``check()`` holds within ``seconds`` (killed actors take a moment to release their CPUs)."""
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.5)
+    return False
