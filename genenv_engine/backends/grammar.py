@@ -4,7 +4,9 @@ An environment declares the grammar of the text its simulator writes (`Environme
 ``prompt`` and ``answer``); `task_grammar` joins them in the simulator's output style, and a backend given
 ``Sampling(grammar=...)`` only emits strings of it. The masks come from llguidance (an Earley parser over the
 tokenizer's vocabulary whose per-step bitmask is computed in Rust, imported lazily): `GrammarMask` holds one
-matcher per row of a decoding batch, masks that step's logits, and advances each row by the token it drew.
+matcher per row of a decoding batch, masks that step's logits, and advances each row by the token it drew; the
+next step's masks are then computed on a worker thread while the model computes the next logits. A grammar is
+compiled once per tokenizer and process, and the lexer states its matchers build are kept with it.
 What a grammar cannot carry (a name listed once, evidence that agrees with a knowledge base) stays with the
 environment's validator.
 
@@ -22,10 +24,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
 
-SEP = " => "
-"""Between task and answer in the compact style (the same as `genenv_engine.environments.base.SEP`)."""
 STYLES = {
-    "compact": 'start: prompt " => " answer',
+    "compact": 'start: prompt " => " answer',  # `genenv_engine.environments.base.SEP` between them
     "instruct": 'start: "TASK: " prompt "\\nANSWER: " answer',
 }
 """The start rule of each simulator output style, over an environment's ``prompt`` and ``answer`` rules."""
