@@ -263,7 +263,7 @@ class SessionView:
 
     @property
     def reward_formula(self) -> str:
-        """R_env's formula under this session's reward kind.
+        """R_env's formula under the configured reward kind.
 
         >>> from genenv_engine.config import load_config
         >>> SessionView(load_config("micro", overrides={"curriculum.reward": "agent0"}), (), ()).reward_formula

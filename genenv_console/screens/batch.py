@@ -99,10 +99,7 @@ class BatchTasksScreen(DrillModal):
     @work(thread=True, exclusive=True, exit_on_error=False, group="batch-read")
     def read_tasks(self) -> None:
         """Read the batch's tasks in a thread; post `BatchTasksRead` (with the error, if the read failed)."""
-        try:
-            self.post_message(BatchTasksRead(self.store.batch_tasks(self.batch_id)))
-        except Exception as exc:  # noqa: BLE001 - a damaged store is shown on the screen, never a crash
-            self.post_message(BatchTasksRead([], f"cannot read the batch: {exc}"))
+        self.post_read(lambda: self.store.batch_tasks(self.batch_id), BatchTasksRead, [], "cannot read the batch")
 
     @on(BatchTasksRead)
     def _read(self, message: BatchTasksRead) -> None:
@@ -179,10 +176,8 @@ class GroupScreen(DrillModal):
     @work(thread=True, exclusive=True, exit_on_error=False, group="groups-read")
     def read_groups(self) -> None:
         """Read the task, its rollouts and GRPO groups in a thread; post `TaskGroupsRead`."""
-        try:
-            self.post_message(TaskGroupsRead(task_detail(self.store, self.task_id, group_size=self.group_size)))
-        except Exception as exc:  # noqa: BLE001 - a damaged store is shown on the screen, never a crash
-            self.post_message(TaskGroupsRead(None, f"cannot read the task: {exc}"))
+        self.post_read(lambda: task_detail(self.store, self.task_id, group_size=self.group_size), TaskGroupsRead, None,
+                       "cannot read the task")
 
     def groups(self) -> list[dict[str, Any]]:
         return (self.detail or {}).get("groups") or []

@@ -11,6 +11,7 @@ read directly; all task and answer text goes through the console's sanitiser and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -18,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
@@ -90,6 +92,14 @@ class DrillModal(ModalScreen[None]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
+
+    def post_read(self, read: Callable[[], Any], message: Callable[..., Message], empty: Any, failed: str) -> None:
+        """From a thread worker: post ``message(read())``, or ``message(empty, "<failed>: <error>")`` when the read
+        fails (a damaged store is shown on the screen, never a crash)."""
+        try:
+            self.post_message(message(read()))
+        except Exception as exc:  # noqa: BLE001 - see above
+            self.post_message(message(empty, f"{failed}: {exc}"))
 
 
 class EpochBatchesScreen(DrillModal):

@@ -75,10 +75,7 @@ class FunnelScreen(DrillModal):
     @work(thread=True, exclusive=True, exit_on_error=False, group="funnel-read")
     def read_funnel(self) -> None:
         """Read every epoch's funnel in a thread; post `FunnelRead` (with the error, if the read failed)."""
-        try:
-            self.post_message(FunnelRead(self.store.funnel()))
-        except Exception as exc:  # noqa: BLE001 - a damaged store is shown on the screen, never a crash
-            self.post_message(FunnelRead([], f"cannot read the funnel: {exc}"))
+        self.post_read(self.store.funnel, FunnelRead, [], "cannot read the funnel")
 
     @on(FunnelRead)
     def _read(self, message: FunnelRead) -> None:

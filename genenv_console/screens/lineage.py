@@ -114,10 +114,7 @@ class LineageScreen(DrillModal):
     @work(thread=True, exclusive=True, exit_on_error=False, group="lineage-read")
     def read_lineage(self) -> None:
         """Read the lineage tree in a thread; post `LineageRead` (with the error, if the read failed)."""
-        try:
-            self.post_message(LineageRead(self.store.lineage_tree(self.task_id)))
-        except Exception as exc:  # noqa: BLE001 - a damaged store is shown on the screen, never a crash
-            self.post_message(LineageRead([], f"cannot read the lineage: {exc}"))
+        self.post_read(lambda: self.store.lineage_tree(self.task_id), LineageRead, [], "cannot read the lineage")
 
     @on(LineageRead)
     def _read(self, message: LineageRead) -> None:

@@ -50,7 +50,7 @@ class HFBackend:
         self.grammar_steps = 0
         """Decoding steps masked by a grammar so far."""
         self.grammar_seconds = 0.0
-        """Time those masks took (computing them and advancing the matchers)."""
+        """Time the decoding thread spent on those masks (`GrammarMask.seconds`)."""
         self.tick: Callable[[], None] | None = None
         """Called between decoding steps (the loop sets its pause/stop check here)."""
 

@@ -38,9 +38,9 @@ def simulator_policy(config) -> tuple[Any, str]:
 
     from genenv_engine.models import warmstart_agent
     from genenv_engine.policy import Policy
-    from genenv_engine.warmstart import cache_key, cache_root, cached_folder
+    from genenv_engine.warmstart import cache_key, cached_agent
 
-    folder = cached_folder(cache_root() / "warmstart" / cache_key(config))
+    folder = cached_agent(config)
     if folder is not None and (folder / "simulator").exists():
         return Policy.load(folder / "simulator", torch.device("cpu"), config.model.max_length), cache_key(config)
     return warmstart_agent(config.model, config.seed), "random weights (no cached warm start)"
