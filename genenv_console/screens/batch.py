@@ -36,7 +36,8 @@ def verdict(row: dict[str, Any]) -> str:
     >>> verdict({"valid": True, "status": "pinned"}), verdict({"valid": False, "reason": "parse_error: x"})
     ('valid, pinned', '✗ parse_error: x')
     """
-    out = "valid" if row.get("valid") else f"✗ {row.get('reason') or ''}".rstrip()
+    reason = row.get("reason")
+    out = "valid" if row.get("valid") else (f"✗ {reason}" if reason else "✗")
     status = row.get("status") or "active"
     return out if status == "active" else f"{out}, {status}"
 

@@ -75,8 +75,8 @@ def hostile_cases(max_examples: int):
 
 
 FIXED_HOSTILE = ("[/]", "[bold red]RED[/bold red] [@click=app.quit]click me[/]",
-                 "\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil", "y" * 200_000)
-"""The strings every hostile console test is run on."""
+                 "\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil", "\r", "y" * 200_000)
+"""The strings every hostile console test is run on (a lone carriage return: whitespace that must still show)."""
 
 
 @settings(max_examples=3000, deadline=None)
