@@ -191,8 +191,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [f"### {ARMS[arm][1]} ({arm})", "",
                   "| epoch | " + " | ".join(f"held-out {b}" for b in benches) +
                   " | mean p̂ | abs(p̂−α) | in band | valid | unique (pool) | distinct bigrams | zero-adv. groups | "
-                  "tasks | steps | difficulty mix | seed levels drawn |",
-                  "|---|" + "---|" * (len(benches) + 11)]
+                  "RWR examples | tasks | steps | difficulty mix | seed levels drawn |",
+                  "|---|" + "---|" * (len(benches) + 12)]
         for e, _, _ in mean_series(runs, lambda r: r["tasks_trained"]):
             rows = [r for run in runs for r in run["epochs"] if r["epoch"] == e]
 
@@ -209,6 +209,7 @@ def markdown(results: dict[str, Any]) -> str:
                          " | ".join(fmt(avg(k)[0]) for k in ("p_hat", "calibration_error", "in_band_fraction",
                                                              "valid_fraction", "pool_unique_fraction",
                                                              "distinct_bigrams", "zero_advantage_share")) +
+                         f" | {fmt(avg('simulator_examples')[0], digits=0)}" +
                          f" | {fmt(avg('tasks_trained')[0], digits=0)} | {fmt(avg('agent_steps')[0], digits=0)} | "
                          + (" ".join(f"{k}:{v}" for k, v in sorted(mix.items())) or "–") + " | "
                          + (" ".join(f"{k}:{v}" for k, v in sorted(drawn.items())) or "–") + " |")
