@@ -20,6 +20,16 @@ it. A later run of the same key that needs the simulator loads that agent, resto
 states and trains the simulator to the same weights as a warm start made in one go (checked bit for
 bit on CPU, full and LoRA roles: `tests/engine/test_warmstart_stages.py`; CUDA kernels are not
 bit-reproducible anyway). A run stopped during the simulator's SFT keeps the trained agent.
+
+The default first run's warm start (the ``tiny`` preset, seed 0) ships inside the package
+(`SHIPPED_ROOT`), so ``make run`` starts at epoch 1 in seconds: a finished entry with a
+``manifest.json`` naming its cache key and the sha256 of every file. A run whose key is exactly that
+key and finds no entry in its cache installs it there (`install_shipped`): the files are copied into a
+temp folder, their checksums verified on the copies, and the folder moved into place like a trained
+entry. A file that fails its checksum refuses the whole entry with a warning, and the run trains its
+warm start as before. ``python -m genenv_engine.warmstart ship`` (``make shipped-warmstart``)
+rebuilds it from a freshly trained entry; `tests/engine/test_shipped_warmstart.py` fails while the
+shipped key is not the preset's, so a change of the recipe forces the rebuild.
 """
 
 from __future__ import annotations
@@ -60,6 +70,20 @@ _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
 ``sft_length_groups`` was 0, off, before it became the default 4). ``sft_length_groups`` joins the key although
 it computes the same gradient up to float rounding: a tiny warm start is sensitive enough to rounding that its
 weights, and so its held-out, differ."""
+
+
+SHIPPED_ROOT = Path(__file__).resolve().parent / "shipped" / "warmstart"
+"""Warm starts shipped inside the package: one finished entry per folder, named by its cache key, with its
+`MANIFEST`."""
+MANIFEST = "manifest.json"
+"""A shipped entry's manifest: ``key``, ``preset``, ``seed``, ``files`` (relative path -> sha256), the epoch-0
+``heldout`` the training path measured on it, and how it was made."""
+SHIPPED_COPY = "shipped.json"
+"""The manifest as copied into the cache with an installed shipped entry (where the entry came from)."""
+SHIPPED_ENV = "GENENV_SHIPPED_WARMSTART"
+"""Set to ``0`` to ignore the shipped warm starts (``genenv bench warmstart`` does: it times the training)."""
+SHIPPED_PARTS = ("agent", "simulator", AGENT_INFO, TORCH_RNG, DONE)
+"""What of a finished entry is shipped: both roles' folders and stage one's and stage two's files."""
 
 
 def cache_root() -> Path:
@@ -136,7 +160,7 @@ def is_cached(config: RunConfig) -> bool:
 def cached_agent(config: RunConfig) -> Path | None:
     """The cached warm start holding ``config``'s trained agent (finished, or the agent alone), if any."""
     folder = cache_root() / "warmstart" / cache_key(config)
-    return cached_folder(folder) or cached_folder(folder, AGENT_INFO)
+    return cached_folder(folder) or install_shipped(config, folder) or cached_folder(folder, AGENT_INFO)
 
 
 def remove_stale_temp(root: Path | None = None) -> list[Path]:
@@ -164,7 +188,7 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     folder = cache_root() / "warmstart" / cache_key(config)
     need_sim = needs_simulator(config)
     if config.warm_start.cache:
-        found = cached_folder(folder)
+        found = cached_folder(folder) or install_shipped(config, folder)
         if found is not None:
             return found, json.loads((found / DONE).read_text())
         half = cached_folder(folder, AGENT_INFO)
@@ -186,6 +210,125 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     if not need_sim:
         return folder, _agent_only_info(folder)
     return folder, _finish(config, envs, folder, agent, rng, info, sink, check)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shipped_folder(config: RunConfig, root: Path | None = None) -> Path | None:
+    """The shipped warm start for ``config``'s cache key, if the package holds one (unverified): its folder is
+    named by the key and its manifest names the same key. Only that exact key is served, never one made under
+    another preset's name or seed, and only while ``$GENENV_SHIPPED_WARMSTART`` is not ``0``.
+
+    >>> from genenv_engine.config import load_config
+    >>> shipped_folder(load_config("tiny", overrides={"seed": 7})) is None
+    True
+    """
+    if os.environ.get(SHIPPED_ENV, "1") == "0":
+        return None
+    key = cache_key(config)
+    folder = (SHIPPED_ROOT if root is None else root) / key
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return folder if manifest.get("key") == key else None
+
+
+def shipped_problems(folder: Path) -> list[str]:
+    """What is wrong with the shipped entry ``folder``: each file its manifest lists that is missing or whose
+    sha256 differs, and the finished marker if the manifest lacks it (empty: it verifies)."""
+    files = json.loads((folder / MANIFEST).read_text()).get("files") or {}
+    problems = [] if DONE in files else [f"{DONE} is not in {MANIFEST}"]
+    for name, digest in sorted(files.items()):
+        path = folder / name
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            problems.append(f"{name}: not a path inside the entry")
+        elif not path.is_file():
+            problems.append(f"{name}: missing")
+        elif _sha256(path) != digest:
+            problems.append(f"{name}: sha256 does not match {MANIFEST}")
+    return problems
+
+
+def install_shipped(config: RunConfig, folder: Path) -> Path | None:
+    """Install the shipped warm start for ``config`` as the cache entry ``folder`` (the key's entry) and return
+    it, or None when none is shipped for this exact key or it fails its checksums (with a warning naming the
+    files: the run then trains its warm start as it would without one).
+
+    The listed files are copied into a temp folder and their checksums verified on the copies, which is then
+    moved into place in one rename (an agent-only entry of the same key is replaced: the shipped one holds the
+    same agent and the simulator too). A finished entry another run made meanwhile is kept."""
+    source = shipped_folder(config)
+    if source is None:
+        return None
+    files = json.loads((source / MANIFEST).read_text()).get("files") or {}
+    problems = shipped_problems(source)
+    tmp = _fresh_temp(folder)
+    try:
+        if not problems:
+            for name, digest in files.items():
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / name, tmp / name)
+                if _sha256(tmp / name) != digest:
+                    problems.append(f"{name}: sha256 of the copy does not match {MANIFEST}")
+        if problems:
+            warnings.warn(f"shipped warm start {source.name} refused, it will be trained instead "
+                          f"({source}): " + "; ".join(problems), stacklevel=2)
+            return None
+        shutil.copyfile(source / MANIFEST, tmp / SHIPPED_COPY)
+        if (folder / DONE).exists():  # another run finished this entry meanwhile
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+        return folder
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ship(entry: Path, heldout: dict[str, float], config: RunConfig, made_with: str,
+         root: Path | None = None) -> Path:
+    """Copy the finished warm start ``entry`` (``config``'s key) into the shipped folder with its manifest,
+    replacing every shipped entry of the same preset and seed (an older recipe's); ``heldout`` is the epoch-0
+    held-out the training path measured on it. Returns the shipped folder."""
+    root = SHIPPED_ROOT if root is None else root
+    key = cache_key(config)
+    if entry.name != key:
+        raise ValueError(f"{entry} is not the entry of {config.preset} seed {config.seed}: its key is {key}")
+    if not (entry / DONE).is_file():
+        raise ValueError(f"{entry} is not a finished warm start (no {DONE})")
+    missing = [part for part in SHIPPED_PARTS if not (entry / part).exists()]
+    if missing:
+        raise ValueError(f"{entry} lacks {', '.join(missing)}")
+    files: dict[str, str] = {}
+    tmp = root / f".{key}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        for part in SHIPPED_PARTS:
+            paths = sorted(p for p in (entry / part).rglob("*") if p.is_file()) if (entry / part).is_dir() \
+                else [entry / part]
+            for path in paths:
+                name = path.relative_to(entry).as_posix()
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, tmp / name)
+                files[name] = _sha256(tmp / name)
+        manifest = {"key": key, "preset": config.preset, "seed": config.seed, "warm_start_version": WARM_START_VERSION,
+                    "heldout": heldout, "heldout_tasks": config.heldout_size, "made_with": made_with,
+                    "torch": torch.__version__, "bytes": sum((tmp / n).stat().st_size for n in files),
+                    "files": files}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        for old in root.glob(f"{config.preset}-s{config.seed}-*"):
+            shutil.rmtree(old)
+        tmp.rename(root / key)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root / key
 
 
 def _fresh_temp(folder: Path) -> Path:
@@ -412,3 +555,39 @@ def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None],
         sampling += time.perf_counter() - began
         sink(WarmStartSample(0, role, step + 1, steps, prompt, text, ok, detail))
     return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m genenv_engine.warmstart ship --bench FILE [--preset P] [--seed N] [--entry DIR]``: ship the
+    finished warm start of the preset and seed (default: its entry in ``$GENENV_CACHE``) with the epoch-0
+    held-out that ``genenv bench warmstart --json`` wrote to FILE when it trained it (``make shipped-warmstart``)."""
+    import argparse
+
+    from genenv_engine.config import load_config
+
+    parser = argparse.ArgumentParser(prog="python -m genenv_engine.warmstart")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("ship", help="copy a finished warm start into the package with its manifest")
+    cmd.add_argument("--preset", default="tiny")
+    cmd.add_argument("--seed", type=int, default=0)
+    cmd.add_argument("--bench", type=Path, required=True,
+                     help="bench-warmstart.json of the `genenv bench warmstart --keep` run that trained the entry")
+    cmd.add_argument("--entry", type=Path, help="the entry to ship (default: its key's folder in $GENENV_CACHE)")
+    args = parser.parse_args(argv)
+    config = load_config(args.preset, None, {"seed": args.seed})
+    bench = json.loads(args.bench.read_text())
+    if (bench.get("preset"), bench.get("seed"), bench.get("overrides") or []) != (args.preset, args.seed, []):
+        raise SystemExit(f"{args.bench} is not a plain warm start of {args.preset} seed {args.seed}")
+    entry = args.entry or cache_root() / "warmstart" / cache_key(config)
+    if bench.get("kept") and Path(bench["kept"]).resolve() != entry.resolve():
+        raise SystemExit(f"{args.bench} kept its warm start in {bench['kept']}, not {entry}")
+    shipped = ship(entry, bench["heldout"], config,
+                   f"genenv bench warmstart --preset {args.preset} --seed {args.seed} --keep "
+                   f"({bench.get('seconds')} s, {bench.get('finished_at')})")
+    manifest = json.loads((shipped / MANIFEST).read_text())
+    print(f"shipped {shipped} ({manifest['bytes'] / 1e6:.1f} MB, {len(manifest['files'])} files, "
+          f"epoch-0 held-out {manifest['heldout']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,8 @@
 """``genenv bench warmstart``: wall time and epoch-0 held-out success of a preset's warm start, trained afresh.
 
 Runs ``genenv run --epochs 0`` on a temporary session with a temporary warm-start cache (so the
-real cache is neither read nor written): SFT of the agent, then of the simulator (not with
-``--set simulator.mode=off``: such a run trains the agent alone), then the greedy held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
+real cache is neither read nor written, and the warm start shipped in the package is not used): SFT of
+the agent, then of the simulator (not with ``--set simulator.mode=off``: such a run trains the agent alone), then the greedy held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
 steps per second, the final losses and held-out success per benchmark. ``--set`` tries another
 recipe (``--set warm_start.agent_steps=400``). ``--keep`` then moves the trained warm start into the real
 cache (unless it already holds as much for the same key), so the next ``genenv run`` with the same settings starts
@@ -42,18 +42,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from genenv_engine.loop import run as run_loop
     from genenv_engine.policy import quiet_transformers
     from genenv_engine.session import Session
-    from genenv_engine.warmstart import cache_key, cache_root, serves
+    from genenv_engine.warmstart import SHIPPED_ENV, cache_key, cache_root, serves
 
     quiet_transformers()
     overrides: dict[str, Any] = {"epochs": 0, "seed": args.seed}
     overrides.update(parse_sets(args.set))
     config = load_config(args.preset, None, overrides)
-    old_cache = os.environ.get("GENENV_CACHE")
+    old_env = {name: os.environ.get(name) for name in ("GENENV_CACHE", SHIPPED_ENV)}
     kept_in = cache_root() / "warmstart" / cache_key(config) if args.keep else None
     kept = False
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GENENV_CACHE"] = str(Path(tmp) / "cache")
+        os.environ[SHIPPED_ENV] = "0"  # trained afresh: the shipped warm start of the same key is not installed
         try:
             session = Session.create(config, Path(tmp) / "bench-warmstart")
             run_loop(session)
@@ -65,10 +66,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 shutil.move(str(Path(tmp) / "cache" / "warmstart" / kept_in.name), str(kept_in))
                 kept = True
         finally:
-            if old_cache is None:
-                os.environ.pop("GENENV_CACHE", None)
-            else:
-                os.environ["GENENV_CACHE"] = old_cache
+            for name, value in old_env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     info = m.get("warm_start") or {}
     seconds = (m.get("phase_seconds") or {}).get("warm_start")
     ws = config.warm_start
