@@ -127,14 +127,30 @@ def check_equal_compute(configs: dict[str, RunConfig]) -> dict[str, Any]:
             "heldout_size": cfg.heldout_size, "benchmarks": list(cfg.benchmarks)}
 
 
+RWR_FIELDS = ("lr", "passes", "batch_size", "rwr_lambda", "kl_coef", "max_kl", "replay", "init_replay", "repairs")
+"""Simulator settings that only its update reads: a run whose simulator is never updated (every mode but
+``trained``) is the same run whatever they are."""
+
+
 def same_run(saved: RunConfig, wanted: RunConfig) -> bool:
     """Whether a session folder was made with the settings this plan asks for (the epoch count and the preset's
     name may differ: a preset is a named set of settings, so `--preset smol-ablation --set …` can equal `smol-l3`;
-    so may the `HOW_FIELDS`)."""
+    so may the `HOW_FIELDS`, and the `RWR_FIELDS` of a run that never updates its simulator).
+
+    >>> frozen = load_config("tiny", overrides={"simulator.mode": "frozen"})
+    >>> same_run(frozen, load_config("tiny", overrides={"simulator.mode": "frozen", "simulator.passes": 1}))
+    True
+    >>> same_run(load_config("tiny"), load_config("tiny", overrides={"simulator.passes": 1}))
+    False
+    """
     a, b = saved.to_dict(), wanted.to_dict()
     for d in (a, b):
         d.pop("epochs", None)
         d.pop("preset", None)
         for name in HOW_FIELDS:
             d.get("model", {}).pop(name, None)
+        simulator = d.get("simulator", {})
+        if simulator.get("mode") != "trained":
+            for name in RWR_FIELDS:
+                simulator.pop(name, None)
     return a == b
