@@ -42,7 +42,8 @@ def _stamp() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -57,7 +58,7 @@ def write_manifest(folder: Path) -> dict:
         size = path.stat().st_size
         entry: dict = {"size": size}
         if size <= HASH_LIMIT:
-            entry["sha256"] = _sha256(path)
+            entry["sha256"] = file_sha256(path)
         files[path.relative_to(folder).as_posix()] = entry
     manifest = {"files": files}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -89,7 +90,7 @@ def verify_checkpoint(folder: Path) -> str | None:
         size = path.stat().st_size
         if size != entry.get("size"):
             return f"{name} has {size} bytes, {entry.get('size')} expected (truncated or changed)"
-        if "sha256" in entry and _sha256(path) != entry["sha256"]:
+        if "sha256" in entry and file_sha256(path) != entry["sha256"]:
             return f"{name} does not match its SHA-256 (corrupt)"
     return None
 

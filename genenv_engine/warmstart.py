@@ -55,6 +55,7 @@ from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, load_warm_agent, 
                                   warmstart_simulator)
 from genenv_engine.policy import Policy
 from genenv_engine.records import Task
+from genenv_engine.session import file_sha256
 from genenv_engine.simulator import (job_grammar, parse_and_validate, sibling_prompt, simulator_prompt,
                                      simulator_target)
 from genenv_engine.trainer import sft
@@ -212,14 +213,6 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     return folder, _finish(config, envs, folder, agent, rng, info, sink, check)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def shipped_folder(config: RunConfig, root: Path | None = None) -> Path | None:
     """The shipped warm start for ``config``'s cache key, if the package holds one (unverified): its folder is
     named by the key and its manifest names the same key. Only that exact key is served, never one made under
@@ -251,7 +244,7 @@ def shipped_problems(folder: Path) -> list[str]:
             problems.append(f"{name}: not a path inside the entry")
         elif not path.is_file():
             problems.append(f"{name}: missing")
-        elif _sha256(path) != digest:
+        elif file_sha256(path) != digest:
             problems.append(f"{name}: sha256 does not match {MANIFEST}")
     return problems
 
@@ -275,7 +268,7 @@ def install_shipped(config: RunConfig, folder: Path) -> Path | None:
             for name, digest in files.items():
                 (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source / name, tmp / name)
-                if _sha256(tmp / name) != digest:
+                if file_sha256(tmp / name) != digest:
                     problems.append(f"{name}: sha256 of the copy does not match {MANIFEST}")
         if problems:
             warnings.warn(f"shipped warm start {source.name} refused, it will be trained instead "
@@ -317,7 +310,7 @@ def ship(entry: Path, heldout: dict[str, float], config: RunConfig, made_with: s
                 name = path.relative_to(entry).as_posix()
                 (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, tmp / name)
-                files[name] = _sha256(tmp / name)
+                files[name] = file_sha256(tmp / name)
         manifest = {"key": key, "preset": config.preset, "seed": config.seed, "warm_start_version": WARM_START_VERSION,
                     "heldout": heldout, "heldout_tasks": config.heldout_size, "made_with": made_with,
                     "torch": torch.__version__, "bytes": sum((tmp / n).stat().st_size for n in files),
