@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="tune these roles as LoRA adapters (model.<role>_tuning = lora); others fully")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override any config value, e.g. --set curriculum.beta=10 (repeatable)")
-    run.add_argument("--ray", metavar="local|ADDRESS",
+    run.add_argument("--ray", metavar="local|ADDRESS", type=_ray_address,
                      help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)")
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
     run.add_argument("--log", action="append", default=[], choices=LOGGERS,
@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", help="continue a session from its last finished epoch")
     resume.add_argument("session", type=Path)
     resume.add_argument("--epochs", type=int, help="new total number of epochs")
+    resume.add_argument("--ray", metavar="local|ADDRESS|none", type=_ray_address,
+                        help="from now on run the rollouts on Ray workers (a new local instance or a cluster address), "
+                             "or in this process (none); default: where the session ran them")
     resume.add_argument("--quiet", action="store_true")
     resume.add_argument("--log", action="append", default=[], choices=LOGGERS,
                         help="as for run: a resumed session continues the same logged run")
@@ -100,6 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
     add_bench_parser(sub)
     return parser
+
+
+def _ray_address(text: str) -> str:
+    """``--ray``'s value as ``ray.address``: ``none`` (or nothing) is ``""``, in this process.
+
+    >>> _ray_address("none"), _ray_address("local"), _ray_address("10.0.0.1:6379")
+    ('', 'local', '10.0.0.1:6379')
+    """
+    return "" if text.strip().lower() in ("", "none") else text.strip()
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -271,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             session.config.check_paths()
             if args.epochs is not None:
                 session.check_epochs(args.epochs)
+            if args.ray is not None:
+                session.set_ray(args.ray)
             fallback = session.prepare_resume()
             if fallback is not None:
                 print(f"genenv: {fallback['reason']} (epochs after it are redone)", file=sys.stderr)

@@ -24,7 +24,7 @@ from genenv_engine.config import ConfigError, RunConfig, replace_config
 from genenv_engine.curriculum import calibration_error, env_reward, seed_level_weights
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.base import Environment
-from genenv_engine.executors import make_executor
+from genenv_engine.executors import make_executor, preflight
 from genenv_engine.executors.base import GenerateJob, RolloutExecutor
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
@@ -78,6 +78,7 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
                      pool=cfg.agent.base_pool, seed=cfg.seed)
         if cfg.simulator.mode == "sampler" and not hasattr(env, "task_at"):
             raise ConfigError("simulator.mode", f"'sampler' needs a generated benchmark; {env.name}'s data is fixed")
+    preflight(cfg)  # a Ray cluster that cannot be joined fails here, before the warm start or any epoch is begun
     store = session.store
     start = store.last_finished_epoch() + 1
     if any(m["epoch"] >= start for m in store.epoch_metrics()):

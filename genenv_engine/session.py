@@ -219,6 +219,15 @@ class Session:
         self.config = replace(self.config, epochs=epochs)
         save_config(self.config, self.path / "config.toml")
 
+    def set_ray(self, address: str) -> None:
+        """Change where the session's rollouts run from here on (resume --ray): ``""`` in this process, ``local`` or
+        a cluster address (checked as ``ray.address`` is), and re-save the config. The results do not depend on it:
+        workers run the same seeded batches as the controller."""
+        from dataclasses import replace
+
+        self.config = replace(self.config, ray=replace(self.config.ray, address=address))
+        save_config(self.config, self.path / "config.toml")
+
     def checkpoint_dir(self, epoch: int) -> Path:
         """Folder of one epoch's checkpoint."""
         return self.path / "checkpoints" / f"epoch_{epoch:03d}"

@@ -31,6 +31,15 @@ def executor_name(ray: str) -> str:
     return "ray" if ray else "local"
 
 
+def preflight(config: Any) -> None:
+    """Check, before anything is computed, that the executor the config names can start: for a Ray cluster
+    address, that its head answers and that a driver started here joins it (`genenv_engine.executors.ray_exec.
+    preflight`), so a bad address fails in one line before a warm start or an epoch, leaving nothing partial.
+    The in-process executor needs nothing."""
+    if executor_name(config.ray.address) == "ray":
+        importlib.import_module("genenv_engine.executors.ray_exec").preflight(config.ray.address)
+
+
 def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None,
                   simulator_version: int = 0) -> "RolloutExecutor":
     """Build the executor the config names, holding agent weights of ``version`` and simulator weights of

@@ -29,7 +29,9 @@ controller's roles only. Ray is imported only in here and in the worker, inside 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -140,7 +142,6 @@ def check_joinable(address: str, seconds: float | None = None) -> None:
     its last error read (`join_failure`)."""
     import signal
     import subprocess
-    import sys
 
     seconds = JOIN_SECONDS if seconds is None else seconds
     answers = ", though its head answers" if _host_port(address) else ""  # checked by `check_reachable` first
@@ -199,6 +200,28 @@ def join_failure(text: str, width: int = 240) -> str:
     return "; ".join(part[:width] for part in (said, python) if part)
 
 
+_JOINED: set[str] = set()
+"""Cluster addresses a trial driver of this process has joined (`preflight`): `connect` does not try them again."""
+
+
+def preflight(address: str) -> None:
+    """Raise `ConfigError` (``ray.address``, one line) when the ``ray`` extra is missing, or when ``address`` is a
+    cluster whose head does not answer (`check_reachable`) or which a driver started here cannot join
+    (`check_joinable`); remember an address that passed, so that the executor's `connect` joins it without a
+    second trial. Nothing is joined in this process. ``local`` needs only the extra."""
+    if "ray" not in sys.modules and importlib.util.find_spec("ray") is None:
+        raise ConfigError("ray.address", f"--ray {address} needs the ray extra (pip install -e '.[ray]'); "
+                          "nothing was run")
+    if address == "local":
+        return
+    check_reachable(address)
+    import ray
+
+    if not ray.is_initialized() and address not in _JOINED:
+        check_joinable(address)
+        _JOINED.add(address)
+
+
 def connect(address: str, workers: int) -> bool:
     """Join Ray unless this process already has; True when this call started it (and close should stop it).
     An unreachable or refusing cluster, or one a driver started here cannot join (`check_joinable`), raises
@@ -209,7 +232,7 @@ def connect(address: str, workers: int) -> bool:
         check_reachable(address)  # also when this process already joined a cluster: the one asked for must answer
     if ray.is_initialized():
         return False
-    if address != "local":
+    if address != "local" and address not in _JOINED:
         check_joinable(address)
     try:
         if address == "local":

@@ -338,17 +338,46 @@ def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_pa
     err = capsys.readouterr().err
     assert f"cannot reach a Ray cluster at 127.0.0.1:{port}" in err and "Traceback" not in err
     assert err.count("\n") == 1 and ray.is_initialized() == joined
-    # the warm start is kept; with a reachable address (here: none, the local executor) the session resumes
-    text = (folder / "config.toml").read_text()
-    assert f'address = "127.0.0.1:{port}"' in text
-    (folder / "config.toml").write_text(text.replace(f'address = "127.0.0.1:{port}"', 'address = ""'))
-    assert main(["resume", str(folder), "--quiet"]) == 0
-    capsys.readouterr()
+    # checked before the warm start: nothing was computed and no epoch is left partial
     assert main(["status", str(folder), "--json"]) == 0
     import json
 
+    assert json.loads(capsys.readouterr().out)["epochs"] == []
+    assert not (folder / "checkpoints" / "epoch_000").exists()
+    # resume --ray none runs it in this process from here on, and says so in the saved config
+    assert main(["resume", str(folder), "--quiet", "--ray", "none"]) == 0
+    assert 'address = ""' in (folder / "config.toml").read_text()
+    capsys.readouterr()
+    assert main(["status", str(folder), "--json"]) == 0
     assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [(0, "done"),
                                                                                                   (1, "done")]
+
+
+def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_nothing(tmp_path, capsys, monkeypatch):
+    """``resume --ray`` moves a session to another cluster; an address Ray cannot take (a space in it) is one line,
+    and the saved config keeps the old address."""
+    import socket
+
+    from genenv_engine.cli import main
+
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "0", "--quiet"]) == 0
+    before = (folder / "config.toml").read_text()
+    assert main(["resume", str(folder), "--quiet", "--ray", "10.0.0.1 :6379"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("genenv: config error in 'ray.address': must be '', 'local' or a Ray address")
+    assert err.count("\n") == 1 and (folder / "config.toml").read_text() == before
+    with socket.socket() as probe:  # a port nothing listens on: the new address is checked before anything runs
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["resume", str(folder), "--quiet", "--epochs", "1", "--ray", f"127.0.0.1:{port}"]) == 2
+    assert f"cannot reach a Ray cluster at 127.0.0.1:{port}" in capsys.readouterr().err
+    assert f'address = "127.0.0.1:{port}"' in (folder / "config.toml").read_text()
+    assert main(["status", str(folder), "--json"]) == 0
+    import json
+
+    assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [(0, "done")]
 
 
 def test_workers_that_never_start_are_one_line_and_leave_nothing_running(local_ray, reference, monkeypatch):
