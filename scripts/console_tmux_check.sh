@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Real-terminal check of genenv-console, driven through tmux (new-session -d, send-keys, capture-pane):
 # the console starts a new session on the micro preset, shows data in its plots within 60 s, and
-# pauses when space is pressed (the status bar says PAUSED). Prints SKIP and exits 0 without tmux.
+# pauses when space is pressed (the status bar says PAUSED). It prints how many seconds after launch the first
+# held-out point and the first calibration point (mean p-hat of epoch 1's generated tasks) were on screen. Prints
+# SKIP and exits 0 without tmux.
 #
 #   scripts/console_tmux_check.sh            # uses .venv/bin/python; PYTHON=... to override
-#   PRESET=tiny scripts/console_tmux_check.sh
+#   PRESET=tiny scripts/console_tmux_check.sh   # what `make run` opens: the shipped warm start, from an empty cache
 set -u
 cd "$(dirname "$0")/.."
 
@@ -16,6 +18,7 @@ fi
 PY=${PYTHON:-.venv/bin/python}
 PRESET=${PRESET:-micro}
 PLOT_TIMEOUT=${PLOT_TIMEOUT:-60}
+CALIBRATION_TIMEOUT=${CALIBRATION_TIMEOUT:-300}
 WORK=$(mktemp -d)
 NAME="genenv-console-check-$$"
 export GENENV_CACHE=${GENENV_CACHE:-$WORK/cache}   # a fresh warm start unless the caller shares a cache
@@ -45,6 +48,8 @@ wait_for() {  # wait_for PATTERN SECONDS -> prints the seconds it took (0.1 s po
     return 1
 }
 
+launched=$(now_ms)
+since_launch() { local took=$(( $(now_ms) - launched )); printf '%d.%02d' $(( took / 1000 )) $(( took % 1000 / 10 )); }
 tmux new-session -d -s "$NAME" -x 140 -y 44 \
     "TERM=xterm-256color $PY -m genenv_console --preset $PRESET --epochs 50 --sessions-root $WORK/sessions; sleep 30"
 echo "launched: genenv-console --preset $PRESET --epochs 50 (tmux session $NAME, 140x44)"
@@ -54,7 +59,13 @@ if ! took=$(wait_for "held-out success: [a-z_]+ [0-9]" "$PLOT_TIMEOUT"); then
     screen
     exit 1
 fi
-echo "plots: held-out data on screen after ${took}s"
+echo "plots: held-out data on screen after ${took}s ($(since_launch)s after launch)"
+if ! wait_for "calibration p̂ vs α±[0-9.]+: [a-z_]+ [0-9]" "$CALIBRATION_TIMEOUT" >/dev/null; then
+    echo "FAIL: no calibration point within ${CALIBRATION_TIMEOUT}s; the screen was:"
+    screen
+    exit 1
+fi
+echo "calibration: the first point (epoch 1's mean p-hat) on screen $(since_launch)s after launch"
 tmux send-keys -t "$NAME" Space
 if ack=$(wait_for "pausing|PAUSED" 5); then
     echo "pause: the status bar acknowledged space after ${ack}s"

@@ -16,6 +16,7 @@ import pytest
 from genenv_engine import lease
 from genenv_engine.cli import main
 from genenv_engine.errors import SessionBusy
+from genenv_engine.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = "import sys, time; from genenv_engine import lease; lease.acquire(sys.argv[1], 'test holder'); " \
@@ -144,3 +145,6 @@ def test_a_read_only_session_folder_is_one_line_and_nothing_runs(tmp_path, monke
     err = capsys.readouterr().err
     assert "its folder is not writable (Read-only file system)" in err and err.count("\n") == 1
     assert "epochs = 1" in (folder / "config.toml").read_text()  # --epochs 2 was not saved
+    monkeypatch.setattr(lease.os, "open", real_open)  # the folder writable again: the session resumes
+    assert main(["resume", str(folder), "--epochs", "2", "--quiet"]) == 0
+    assert Session.open(folder).store.last_finished_epoch() == 2

@@ -363,3 +363,31 @@ def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys
     assert len(texts[0]) == 20 and texts[0] == texts[1]
     assert main(["export-model", str(tmp_path / "s"), "--epoch", "7", "--out", str(tmp_path / "x")]) == 2
     assert "no checkpoint of epoch 7" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_a_model_path_that_stops_being_a_model_is_one_line_and_the_session_resumes_once_it_is_back(
+        base_dir, tmp_path, capsys, monkeypatch):
+    """A session started from ``--base-model PATH`` whose folder later holds no model (a moved or half-copied
+    checkpoint): ``resume`` says so in one line and changes nothing; with the model back it resumes."""
+    import shutil
+
+    from genenv_engine.cli import main
+    from genenv_engine.session import Session
+
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+    base = tmp_path / "base"
+    shutil.copytree(base_dir, base)
+    folder = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--base-model", str(base), "--session", str(folder), "--epochs", "0",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    before = (folder / "config.toml").read_text()
+    (base / "config.json").rename(tmp_path / "config.json.away")
+    assert main(["resume", str(folder), "--epochs", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("genenv: config error in 'model.path'") and "is not a model folder" in err
+    assert (folder / "config.toml").read_text() == before and Session.open(folder).store.last_finished_epoch() == 0
+    (tmp_path / "config.json.away").rename(base / "config.json")
+    assert main(["resume", str(folder), "--epochs", "1", "--quiet"]) == 0
+    assert Session.open(folder).store.last_finished_epoch() == 1
