@@ -32,9 +32,9 @@ OLD_RAY_KEYS = {"ray": "address", "ray_workers": "workers", "validate_batch": "v
                 "ray_call_timeout": "call_timeout"}
 """Top-level keys of the snapshots -> their name in the ``[ray]`` table (the one deliberate move)."""
 
-MAX_KEYS = 22
+MAX_KEYS = 23
 """Most settings an experiment preset holds over the one it extends: ``smol``, another model family over tiny
-(its model, its warm start and the instruct simulator prompt)."""
+(its model, its warm start, the instruct simulator prompt and its agent's update)."""
 
 
 def plain(value):
