@@ -44,6 +44,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -447,7 +448,7 @@ class EncodedPairs(Sequence):
     which for a short warm start over a large split is a small part of it (encoding all 8,000 of the chain
     benchmark's short chains took longer than a micro warm start's training)."""
 
-    def __init__(self, tasks: list[Task], encode: Callable[[Task], tuple[list[int], list[int]]]) -> None:
+    def __init__(self, tasks: list[Any], encode: Callable[[Any], tuple[list[int], list[int]]]) -> None:
         self._tasks, self._encode = tasks, encode
         self._done: dict[int, tuple[list[int], list[int]]] = {}
 
@@ -464,10 +465,18 @@ class EncodedPairs(Sequence):
 
 
 def agent_pairs(agent, envs: dict[str, Environment], levels: tuple[int, ...] = ()) -> EncodedPairs:
-    """The agent's SFT pairs: (prompt ids, gold answer ids) of every benchmark's train split, or of its tasks at
-    ``levels`` (``warm_start.agent_levels``), encoded when first read."""
-    tasks = [t for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")]
-    return EncodedPairs(tasks, lambda t: (agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer)))
+    """The agent's SFT pairs, encoded when first read: (prompt ids, gold answer ids and end of sequence) of every
+    benchmark's train split, or of its tasks at ``levels`` (``warm_start.agent_levels``); then each benchmark's
+    `warm_start_prefixes` (whatever their level), (prompt ids, the prefix's ids) with no end of sequence."""
+    items: list[tuple[Task, str | None]] = [
+        (t, None) for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")]
+    items += [(t, cut) for env in envs.values() for t, cut in env.warm_start_prefixes()]
+
+    def encode(item: tuple[Task, str | None]) -> tuple[list[int], list[int]]:
+        task, cut = item
+        prompt = agent.encode(agent_prompt(agent, task))
+        return prompt, agent.completion_ids(task.answer) if cut is None else agent.encode(cut)
+    return EncodedPairs(items, encode)
 
 
 def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig,

@@ -218,6 +218,13 @@ class Environment(ABC):
     def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
         """Return ``n`` (source, sibling) pairs of similar tasks for the simulator's warm start."""
 
+    def warm_start_prefixes(self) -> list[tuple[Task, str]]:
+        """Extra pairs for the agent's warm start alone: (task, target), the target a proper prefix of the task's
+        answer, trained without an end of answer (so the pair teaches how an answer begins and that it goes on,
+        not where it stops). The tasks are in no split: no rollout, replay or evaluation sees them. None by
+        default; an environment whose warm start needs them (`genenv_engine.environments.chain`) says why."""
+        return []
+
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
         """``n`` new train-like tasks no split has (``agent.base_source = "unseen"``); only generated benchmarks can."""
         raise NotImplementedError(f"{self.name} cannot generate new tasks (its data is fixed)")

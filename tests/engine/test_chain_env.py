@@ -478,3 +478,49 @@ def test_each_function_of_a_generated_chain_is_applied_once(tasks):
         assert task.prompt.startswith("apply "), task.prompt  # the apply section first
         order = task.prompt.split(" | ")[0][len("apply "):].split(" ")
         assert len(set(order)) == len(order) == task.difficulty["features"]["k"], task.prompt
+
+
+def test_warm_start_prefixes_are_hint_free_long_chains_cut_after_one_or_two_calls(monkeypatch):
+    monkeypatch.setattr(ChainEnv, "PREFIX_PAIRS", 60)
+    fresh = ChainEnv(0, SIZES)
+    pairs = fresh.warm_start_prefixes()
+    assert len(pairs) == 60 and Counter(t.level for t, _ in pairs) == Counter({k: 10 for k in range(3, 9)})
+    split_prompts = {t.prompt for tasks in fresh.splits().values() for t in tasks}
+    calls = Counter()
+    for task, cut in pairs:
+        assert task.split == "prefix" and task.id.startswith("chain/prefix/") and task.prompt not in split_prompts
+        assert task.difficulty["features"]["hint"] == 0 and " | hint " not in task.prompt
+        assert task.answer.startswith(cut) and cut.endswith("; ") and len(cut) < len(task.answer)
+        calls[cut.count("; ")] += 1
+        assert fresh.check(task, task.answer).success and not fresh.check(task, cut).success
+    assert set(calls) == {1, 2}
+    assert ChainEnv(0, SIZES).warm_start_prefixes() == pairs  # seeded
+    assert ChainEnv(1, SIZES).warm_start_prefixes() != pairs
+    assert fresh.splits() == ChainEnv(0, SIZES).splits()  # the splits do not change with them
+
+
+def test_agent_pairs_end_whole_answers_and_not_prefixes(monkeypatch):
+    """The warm start trains the prefixes without an end of sequence and every whole train answer with one; a
+    benchmark without prefixes (bfcl) gives exactly its train split."""
+    from genenv_engine.config import ModelConfig
+    import torch
+
+    from genenv_engine.policy import Policy, build_tiny_model
+    from genenv_engine.tokenizer import build_byte_tokenizer
+    from genenv_engine.warmstart import agent_pairs
+
+    monkeypatch.setattr(ChainEnv, "PREFIX_PAIRS", 12)
+    tok = build_byte_tokenizer()
+    cfg = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_length=512)
+    agent = Policy(build_tiny_model(cfg, tok, seed=0), tok, torch.device("cpu"), max_length=512)
+    chain = ChainEnv(0, SIZES)
+    pairs = agent_pairs(agent, {"chain": chain}, (1, 2))
+    train = chain.split_at_levels("train", (1, 2), "warm_start.agent_levels")
+    assert len(pairs) == len(train) + 12
+    eos = tok.eos_token_id
+    for i, task in enumerate(train):
+        assert pairs[i][1] == agent.encode(task.answer) + [eos]
+    for (task, cut), (_, completion) in zip(chain.warm_start_prefixes(), pairs[len(train):]):
+        assert completion == agent.encode(cut) and eos not in completion
+    bfcl = get_environment("bfcl", 0)
+    assert len(agent_pairs(agent, {"bfcl": bfcl})) == len(bfcl.splits()["train"])

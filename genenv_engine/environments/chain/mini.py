@@ -34,7 +34,7 @@ from typing import Any
 
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.environments.chain.grammar import (
-    LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
+    CALL_JOIN, LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
     render_prompt, run_chain)
 from genenv_engine.environments.chain.task_grammar import RULES
 from genenv_engine.records import CheckResult, Task, Validation
@@ -232,7 +232,7 @@ class ChainEnv(LadderEnvironment):
     """
 
     name = "chain"
-    data_version = 11
+    data_version = 12
     """2: one-digit values and steps (the first generator drew values up to 99 with ``x*3`` and ``x%c``);
     3: a train split of 8,000 tasks (2,000 before); 4: each call of the answer followed by the names still to
     apply (a warm start on chains of one or two calls had learned to stop after two); 5: each function of a chain
@@ -242,7 +242,9 @@ class ChainEnv(LadderEnvironment):
     continue a hinted chain (a warm start on hint-free chains of one or two calls stopped every answer after two
     calls, whatever the chain's length); 10: every train and seed task below level 8 continues a hinted chain (with
     half of them hint-free, a warm start on levels 1 and 2 tied the absence of a hint to an answer of two calls); 11: a
-    tenth of them hint-free (with none, a warm start never learned to begin a chain at its start value)."""
+    tenth of them hint-free (with none, a warm start never learned to begin a chain at its start value); 12: the
+    agent's warm start also sees `PREFIX_PAIRS` hint-free chains of 3-8 calls cut after their first one or two calls
+    (any hint-free chain it saw whole, of one or two calls, had tied "no hint" to an answer of two calls)."""
     granularity = "step"
     source = "built-in mini"
     SPLIT_PLAN = (("heldout", LEVELS), ("train", LEVELS), ("seed", LEVELS))
@@ -257,6 +259,13 @@ class ChainEnv(LadderEnvironment):
     KNOBS = {"distractors": DISTRACTORS}
     """The distractor count can be asked for (`task_at`); the hint stays a split setting."""
 
+    PREFIX_PAIRS: int = 2000
+    """Hint-free chains of 3-8 calls that the agent's warm start sees cut after their first one or two calls and
+    the separator after them, with no end of answer (`warm_start_prefixes`): they show how a chain of any length
+    starts and that it goes on, while only whole answers (the hinted chains and the short hint-free ones) show
+    where an answer stops."""
+    PREFIX_LEVELS: tuple[int, ...] = (3, 4, 5, 6, 7, 8)
+
     DEFAULT_SIZES = SplitSizes(seed=200, train=32000, heldout=400)
     """A train split of 4,000 tasks a level, so that a warm start on the short chains alone
     (``warm_start.agent_levels = [1, 2]``) has 8,000 of them: on 500, and still on 2,000, the tiny agent
@@ -268,6 +277,7 @@ class ChainEnv(LadderEnvironment):
 
             raise ConfigError(f"data_dirs.{self.name}", "chain tasks are generated; it has no upstream data")
         self._hint_rate = 0.0
+        self._prefixes: list[tuple[Task, str]] | None = None
         super().__init__(seed, sizes, data_dir)
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
@@ -277,6 +287,24 @@ class ChainEnv(LadderEnvironment):
             return super()._make_split(split, n, levels, rng, seen, tries)
         finally:
             self._hint_rate = 0.0
+
+    def warm_start_prefixes(self) -> list[tuple[Task, str]]:
+        """`PREFIX_PAIRS` hint-free chains in equal shares of `PREFIX_LEVELS`, none of them a split's prompt, each
+        with its answer cut after the first one or two calls (half each) and the separator that follows: ids
+        ``chain/prefix/<index:05d>``, split ``prefix``; the same for the same seed (their own rng).
+
+        >>> pairs = ChainEnv(0, SplitSizes(seed=16, train=16, heldout=16)).warm_start_prefixes()
+        >>> task, target = pairs[0]
+        >>> task.answer.startswith(target) and target.endswith(CALL_JOIN) and target.count(CALL_JOIN) in (1, 2)
+        True
+        """
+        if self._prefixes is None:
+            rng = random.Random(f"{self.name}-prefix-{self.seed}")
+            tasks = self._make_split("prefix", self.PREFIX_PAIRS, self.PREFIX_LEVELS, rng, set(self._split_prompts()))
+            cut = random.Random(f"{self.name}-prefix-cut-{self.seed}")
+            self._prefixes = [(t, CALL_JOIN.join(t.answer.split(CALL_JOIN)[:cut.choice((1, 2))]) + CALL_JOIN)
+                              for t in tasks]
+        return list(self._prefixes)
 
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
         """As :meth:`LadderEnvironment.unseen_tasks`, in equal shares of levels 1-8 by default."""
