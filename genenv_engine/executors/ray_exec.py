@@ -226,14 +226,11 @@ def connect(address: str, workers: int) -> bool:
     """Join Ray unless this process already has; True when this call started it (and close should stop it).
     An unreachable or refusing cluster, or one a driver started here cannot join (`check_joinable`), raises
     `ConfigError` (``ray.address``) with one line."""
+    preflight(address)  # also when this process already joined a cluster: the one asked for must answer
     import ray
 
-    if address != "local":
-        check_reachable(address)  # also when this process already joined a cluster: the one asked for must answer
     if ray.is_initialized():
         return False
-    if address != "local" and address not in _JOINED:
-        check_joinable(address)
     try:
         if address == "local":
             ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,

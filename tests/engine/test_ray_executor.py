@@ -322,15 +322,20 @@ def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(slow_worke
     assert remote.validate(drafts, **options) == local.validate(drafts, **options)
 
 
-def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_path, capsys, monkeypatch):
+def _unused_port() -> int:
+    """A local TCP port nothing listens on."""
     import socket
 
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_path, capsys, monkeypatch):
     from genenv_engine.cli import main
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _unused_port()
     folder = tmp_path / "s"
     argv = ["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]
     joined = ray.is_initialized()  # an earlier test's local cluster must not stand in for the address asked for
@@ -356,8 +361,6 @@ def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_pa
 def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_nothing(tmp_path, capsys, monkeypatch):
     """``resume --ray`` moves a session to another cluster; an address Ray cannot take (a space in it) is one line,
     and the saved config keeps the old address."""
-    import socket
-
     from genenv_engine.cli import main
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
@@ -368,9 +371,7 @@ def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_not
     err = capsys.readouterr().err
     assert err.startswith("genenv: config error in 'ray.address': must be '', 'local' or a Ray address")
     assert err.count("\n") == 1 and (folder / "config.toml").read_text() == before
-    with socket.socket() as probe:  # a port nothing listens on: the new address is checked before anything runs
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _unused_port()  # the new address is checked before anything runs
     assert main(["resume", str(folder), "--quiet", "--epochs", "1", "--ray", f"127.0.0.1:{port}"]) == 2
     assert f"cannot reach a Ray cluster at 127.0.0.1:{port}" in capsys.readouterr().err
     assert f'address = "127.0.0.1:{port}"' in (folder / "config.toml").read_text()
