@@ -30,15 +30,17 @@ from genenv_engine.session_view import SessionView
 from genenv_engine.store import Store
 
 from genenv_console.attach import AttachMixin
+from genenv_console.compare import read_runs
 from genenv_console.data import export_jsonl
+from genenv_console.drill_read import EpochDrill, heldout_splits, read_epoch_drill
 from genenv_console.latency import LatencyProbe
-from genenv_console.messages import (CompareSessions, CreateSession, EngineIdled, EngineMessage, ExportWritten,
-                                     OpenSession, TaskRevised, TaskStatusChanged)
+from genenv_console.messages import (CompareSessions, CreateSession, EngineIdled, EngineMessage, EpochDrillRead,
+                                     ExportWritten, OpenSession, TaskRevised, TaskStatusChanged)
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
 from genenv_console.safe import clean
 from genenv_console.screens.compare import CompareScreen
 from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
-from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, batch_rows
+from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
 from genenv_console.screens.sessions import SessionsScreen
@@ -94,6 +96,7 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         self.latency = LatencyProbe()
         self._engine: Worker | None = None
         self._started_at: float | None = None
+        self._heldout_cache: dict[Path | None, dict[str, list]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -172,6 +175,7 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         dash.show_state(self.state, {"status", "plots"})
         self.get_screen("tasks", TasksScreen).show_session(self.ui_store, config)
         self.switch_mode("dashboard")
+        self.prepare_heldout()
         if self.attach_if_held():  # another engine runs it: follow that one rather than start one
             return
         if autostart:
@@ -183,7 +187,17 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
 
     @on(CompareSessions)
     def _compare_requested(self, message: CompareSessions) -> None:
-        self.push_screen(CompareScreen(message.paths))
+        self._open_comparison(list(message.paths))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="compare-open")
+    def _open_comparison(self, paths: list[Path]) -> None:
+        """Read the sessions in a thread, then open the compare screen drawn once with them (a read that fails
+        opens the screen without them: it reads again and shows the error)."""
+        try:
+            runs = read_runs(paths)
+        except Exception:  # noqa: BLE001 - see the docstring
+            runs = None
+        self.call_from_thread(lambda: self.push_screen(CompareScreen(paths, runs)))
 
     @on(CreateSession)
     def _create_requested(self, message: CreateSession) -> None:
@@ -259,28 +273,52 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
 
     @on(PlotPicked)
     def _plot_picked(self, message: PlotPicked) -> None:
-        """Open what is behind the picked epoch: its batches (calibration) or its held-out answers (held-out)."""
+        """Open what is behind the picked epoch: its batches (calibration) or its held-out answers (held-out), read
+        in a thread worker (`genenv_console.drill_read`)."""
         if self.ui_store is None or self.session_path is None or self.session_config is None:
             return
-        if message.plot == "calibration":
-            view = SessionView.from_store(self.ui_store, self.session_config, self.session_path)
-            ids = [b.id for b in view.batches_of(message.epoch)]
-            self.push_screen(EpochBatchesScreen(message.epoch, batch_rows(view, message.epoch), ids, self.ui_store,
-                                                self.session_config.agent.rollouts))
-        elif message.plot == "heldout":
-            from genenv_engine.agent import heldout_tasks
-            from genenv_engine.environments import environments_of
+        if message.plot in ("calibration", "heldout"):
+            self._read_drill(message.plot, message.epoch)
 
-            rows = {m["epoch"]: m for m in self.ui_store.epoch_metrics()}
-            correct = lambda e: "".join((rows.get(e) or {}).get("heldout_correct", {}).values()) or None  # noqa: E731
-            now = correct(message.epoch)
-            if now is None:
-                self.notify(f"epoch {message.epoch} has no held-out results", severity="warning")
-                return
-            per_benchmark = len(next(iter(rows[message.epoch]["heldout_correct"].values())))
-            tasks = heldout_tasks(environments_of(self.session_config), per_benchmark)  # the strings' order
-            self.push_screen(HeldoutEpochScreen(message.epoch, tasks, now, correct(message.epoch - 1),
-                                                self.ui_store.heldout_answers(message.epoch)))
+    def _heldout_splits(self) -> dict[str, list]:
+        """The open session's held-out splits, built once per session (see `prepare_heldout`)."""
+        key = self.session_path
+        if key not in self._heldout_cache and self.session_config is not None:
+            self._heldout_cache = {key: heldout_splits(self.session_config)}
+        return self._heldout_cache.get(key, {})
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="heldout-splits")
+    def prepare_heldout(self) -> None:
+        """Build the open session's held-out splits ahead of the first held-out drill (a damaged config or
+        environment is reported by that drill, not here)."""
+        try:
+            self._heldout_splits()
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="drill-read")
+    def _read_drill(self, plot: str, epoch: int) -> None:
+        try:
+            drill = read_epoch_drill(self.ui_store, self.session_config, self.session_path, plot, epoch,
+                                     self._heldout_splits)
+        except Exception as exc:  # noqa: BLE001 - a damaged store is reported, never a crash
+            self.post_message(EpochDrillRead(plot, epoch, None, f"cannot read epoch {epoch}: {exc}"))
+            return
+        self.post_message(EpochDrillRead(plot, epoch, drill))
+
+    @on(EpochDrillRead)
+    def _drill_read(self, message: EpochDrillRead) -> None:
+        drill = message.drill
+        if message.error:
+            self.notify(clean(message.error, 500, one_line=True), markup=False, severity="error")
+        elif not isinstance(drill, EpochDrill):
+            self.notify(f"epoch {message.epoch} has no held-out results", severity="warning")
+        elif drill.plot == "calibration":
+            self.push_screen(EpochBatchesScreen(drill.epoch, drill.rows, drill.ids, self.ui_store,
+                                                self.session_config.agent.rollouts if self.session_config else None))
+        else:
+            self.push_screen(HeldoutEpochScreen(drill.epoch, drill.tasks, drill.now or "", drill.before,
+                                                drill.answers))
 
     def open_task(self, task_id: str) -> None:
         """Show one task in the tasks screen: the page that holds it, selected, its detail beside."""

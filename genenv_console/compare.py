@@ -158,7 +158,7 @@ class CompareRun:
 
 def read_run(path: Path) -> CompareRun:
     """One session read read-only (`SessionView.open` with ``read_only``) into its comparison curves."""
-    view = SessionView.open(path, read_only=True)
+    view = SessionView.open(path, read_only=True, batches=False)  # the curves come from the epochs' metrics
     state = RunState.from_view(path.name, view)
     cfg = view.config
     return CompareRun(path=Path(path), preset=cfg.preset,

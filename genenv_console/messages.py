@@ -247,3 +247,12 @@ class TaskLocated(Message):
         self.task_id = task_id
         self.position = position
         self.filters = filters
+
+
+class EpochDrillRead(Message):
+    """What a picked plot epoch opens was read (``drill``: `genenv_console.drill_read.EpochDrill`; None when the
+    epoch has no held-out results), or could not be (``error``)."""
+
+    def __init__(self, plot: str, epoch: int, drill: object | None, error: str = "") -> None:
+        super().__init__()
+        self.plot, self.epoch, self.drill, self.error = plot, epoch, drill, error

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -44,10 +45,17 @@ def _frozen(value: Any) -> Any:
     (2, 'tuple')
     """
     if isinstance(value, dict):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+        return MappingProxyType({k: _frozen(v) if isinstance(v, _NESTED) else v for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
+        if set(map(type, value)).isdisjoint(_NESTED):  # a list of scalars in one step: a metric may hold 1,000 p-hats
+            return tuple(value)
+        return tuple(_frozen(v) if isinstance(v, _NESTED) else v for v in value)
     return value
+
+
+_NESTED = (dict, list, tuple)
+_FROZEN = (MappingProxyType, dict, tuple)
+"""What `_thawed` copies: concrete types, as an abstract ``Mapping`` check costs far more per value."""
 
 
 def _thawed(value: Any) -> Any:
@@ -56,10 +64,12 @@ def _thawed(value: Any) -> Any:
     >>> _thawed(_frozen({"a": [1, {"b": 2}]}))
     {'a': [1, {'b': 2}]}
     """
-    if isinstance(value, Mapping):
-        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, (MappingProxyType, dict)):
+        return {k: _thawed(v) if isinstance(v, _FROZEN) else v for k, v in value.items()}
     if isinstance(value, tuple):
-        return [_thawed(v) for v in value]
+        if set(map(type, value)).isdisjoint(_FROZEN):
+            return list(value)
+        return [_thawed(v) if isinstance(v, _FROZEN) else v for v in value]
     return value
 
 
@@ -209,13 +219,16 @@ class SessionView:
     # -- opening --------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, folder: str | Path, *, strict: bool = False, read_only: bool = False) -> SessionView:
+    def open(cls, folder: str | Path, *, strict: bool = False, read_only: bool = False,
+             batches: bool = True) -> SessionView:
         """Read a session folder (``config.toml`` and ``genenv.db``) and close the store again.
 
         The config is read as a report reads it (`config.saved_config`: paths unchecked, unknown settings set
         aside), or with ``strict`` as a run resumes it (`config.config_from_file`: an unknown setting is an
         error). With ``read_only`` the database is read through a read-only connection (`store.read_only_rows`:
-        never migrated or written, whoever runs the session). FileNotFoundError when the folder holds no session.
+        never migrated or written, whoever runs the session); ``batches=False`` leaves the variation batches
+        unread there (a view for the epoch curves only: a long session holds tens of thousands of batches).
+        FileNotFoundError when the folder holds no session.
         """
         folder = Path(folder)
         if not (folder / "config.toml").exists() or not (folder / "genenv.db").exists():
@@ -226,7 +239,7 @@ class SessionView:
         else:
             config, unknown = saved_config(folder / "config.toml")
         if read_only:
-            epoch_rows, batch_rows = read_only_rows(folder / "genenv.db")
+            epoch_rows, batch_rows = read_only_rows(folder / "genenv.db", batches=batches)
             view = cls.from_rows(config, epoch_rows, batch_rows, folder)
             return cls(view.config, view.epochs, view.batches, folder, MappingProxyType(dict(unknown)))
         store = Store(folder / "genenv.db")
@@ -305,7 +318,15 @@ class SessionView:
 
     def batches_of(self, epoch: int) -> tuple[BatchView, ...]:
         """The variation batches scored in ``epoch``, ordered by id."""
-        return tuple(b for b in self.batches if b.epoch == epoch)
+        return self._by_epoch.get(epoch, ())
+
+    @cached_property
+    def _by_epoch(self) -> dict[int, tuple[BatchView, ...]]:
+        """The batches grouped by epoch, each group in id order (built once per view)."""
+        groups: dict[int, list[BatchView]] = {}
+        for b in self.batches:
+            groups.setdefault(b.epoch, []).append(b)
+        return {epoch: tuple(group) for epoch, group in groups.items()}
 
     def scored_batches(self, epoch: int) -> tuple[BatchView, ...]:
         """The batches of ``epoch`` that have a p-hat."""

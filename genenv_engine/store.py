@@ -136,6 +136,14 @@ def m007_batch_alpha_and_prompt_note(db: Database) -> None:
     db.execute("ALTER TABLE batches ADD COLUMN prompt_note TEXT")
 
 
+@MIGRATIONS()
+def m008_epoch_funnels(db: Database) -> None:
+    """Each finished epoch's funnel (`Store.funnel` entries as JSON), written when the epoch finishes, so reading
+    the funnel of a long session does not group every rollout again. Epochs finished before it existed are
+    computed from the tasks and rollouts, as before."""
+    db.execute("CREATE TABLE IF NOT EXISTS funnels (epoch INTEGER PRIMARY KEY, entries TEXT NOT NULL)")
+
+
 def _now() -> str:
     """Current UTC time as an ISO-8601 string."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -381,6 +389,43 @@ def _fold_funnel(drafts: Iterable[dict[str, Any]], trained: Iterable[dict[str, A
     return [out[k] for k in sorted(out)]
 
 
+_COMPUTED_TABLES = frozenset({"tasks", "rollouts", "batches"})
+"""The tables a funnel is computed from."""
+_FUNNEL_TABLES = _COMPUTED_TABLES | {"funnels", "epochs"}
+"""The tables a migrated store reads its funnel from (snapshots first)."""
+
+
+def _funnel_read(rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tables: set[str],
+                 epoch: int | None = None) -> list[dict[str, Any]]:
+    """`Store.funnel`'s entries through ``rows(sql, params)``, from a database holding ``tables``: a finished
+    epoch's stored snapshot (table ``funnels``), else computed from the tasks and rollouts (an epoch still running,
+    or finished before snapshots were stored). Every epoch (``epoch`` None) of a database without any snapshot is
+    computed in one pass; otherwise the epochs without one are computed one by one along the epoch indexes."""
+    if not {"tasks", "rollouts", "batches"} <= tables:
+        return []
+
+    def compute(e: int | None) -> list[dict[str, Any]]:
+        where, params = ("", []) if e is None else (" AND {}epoch = ?", [e])
+        drafts = rows(_FUNNEL_DRAFTS_SQL.format(where=where.format("")), params)
+        trained = rows(_FUNNEL_TRAIN_SQL.format(where=where.format("r.")), params)
+        return _fold_funnel(list(drafts), list(trained))
+    stored: dict[int, list[dict[str, Any]]] = {}
+    if "funnels" in tables:
+        sql, params = ("SELECT epoch, entries FROM funnels", []) if epoch is None else (
+            "SELECT epoch, entries FROM funnels WHERE epoch = ?", [epoch])
+        stored = {row["epoch"]: json.loads(row["entries"]) for row in rows(sql, params)}
+    if epoch is not None:
+        return stored[epoch] if epoch in stored else compute(epoch)
+    if not stored:
+        return compute(None)
+    known = [row["epoch"] for row in rows("SELECT epoch FROM epochs ORDER BY epoch", [])] if "epochs" in tables else []
+    entries = [e for entries in stored.values() for e in entries]
+    for e in known:
+        if e not in stored:
+            entries += compute(e)
+    return sorted(entries, key=lambda e: (e["epoch"], e["benchmark"]))
+
+
 def _epoch_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """``epochs`` table rows as `Store.epoch_metrics` gives them: the metrics JSON decoded into each row."""
     out = []
@@ -395,14 +440,15 @@ def _batch_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**_bools(row, "in_band"), "prompt_note": _json_or_none(row.get("prompt_note"))} for row in rows]
 
 
-def read_only_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def read_only_rows(path: str | Path, batches: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The epochs (as `Store.epoch_metrics` gives them) and variation batches (as `Store.batches`) of a database
     file, read through a read-only connection (`read_only`): no migration, no meta update, no journal-mode switch,
-    so a session another process runs (or an older database) is read without being written."""
+    so a session another process runs (or an older database) is read without being written. With ``batches``
+    False the batches are not read (an empty list)."""
     def read(conn: sqlite3.Connection, tables: set[str]):
         epochs = [dict(r) for r in conn.execute(_EPOCHS_SQL)] if "epochs" in tables else []
-        batches = [dict(r) for r in conn.execute(_BATCHES_SQL)] if "batches" in tables else []
-        return _epoch_rows(epochs), _batch_rows(batches)
+        rows = [dict(r) for r in conn.execute(_BATCHES_SQL)] if batches and "batches" in tables else []
+        return _epoch_rows(epochs), _batch_rows(rows)
     return read_only(path, read)
 
 
@@ -410,11 +456,7 @@ def read_only_funnel(path: str | Path) -> list[dict[str, Any]]:
     """`Store.funnel` of every epoch of a database file, read through a read-only connection (`read_only`).
     Empty for a database without tasks, rollouts or batches."""
     def read(conn: sqlite3.Connection, tables: set[str]):
-        if not {"tasks", "rollouts", "batches"} <= tables:
-            return []
-        drafts = [dict(r) for r in conn.execute(_FUNNEL_DRAFTS_SQL.format(where=""))]
-        trained = [dict(r) for r in conn.execute(_FUNNEL_TRAIN_SQL.format(where=""))]
-        return _fold_funnel(drafts, trained)
+        return _funnel_read(lambda sql, params: [dict(r) for r in conn.execute(sql, params)], tables)
     return read_only(path, read)
 
 
@@ -861,12 +903,10 @@ class Store:
 
         ``drafts``/``valid``/``rejected`` sum to the epoch metrics' ``generated``/``valid``/``invalid_reasons``;
         ``trained`` to ``tasks_trained`` unless a small base pool repeated a task within the epoch (it counts
-        once here). A task pinned after it was trained shows as pinned in that epoch too.
+        once here). A finished epoch's funnel is the snapshot `finish_epoch` stored: a task pinned after that
+        epoch shows as it stood when the epoch ended.
         """
-        where, params = ("", []) if epoch is None else (" AND {}epoch = ?", [epoch])
-        drafts = self._rows(_FUNNEL_DRAFTS_SQL.format(where=where.format("")), params)
-        trained = self._rows(_FUNNEL_TRAIN_SQL.format(where=where.format("r.")), params)
-        return _fold_funnel(list(drafts), list(trained))
+        return _funnel_read(lambda sql, params: self._rows(sql, params), _FUNNEL_TABLES, epoch)
 
     # -- rollouts and batches ------------------------------------------------------------------
 
@@ -925,12 +965,16 @@ class Store:
         row = {"epoch": epoch, "status": "running", "started_at": _now()}
         with self.write():
             self.db["epochs"].upsert({**row, "finished_at": None, "metrics": None}, pk="epoch")
+            self.db.execute("DELETE FROM funnels WHERE epoch = ?", [epoch])
 
     def finish_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
-        """Record that an epoch completed, with its metrics."""
+        """Record that an epoch completed, with its metrics, and store its funnel's snapshot (`funnel`)."""
         row = {"epoch": epoch, "status": "done", "finished_at": _now(), "metrics": json.dumps(metrics)}
         with self.write():
             self.db["epochs"].upsert(row, pk="epoch")
+            self.db.execute("DELETE FROM funnels WHERE epoch = ?", [epoch])
+            entries = _funnel_read(lambda sql, params: self._rows(sql, params), _COMPUTED_TABLES, epoch)
+            self.db["funnels"].insert({"epoch": epoch, "entries": json.dumps(entries)})
 
     def mark_partial(self, epoch: int) -> None:
         """Record that an epoch stopped before completing."""
@@ -952,7 +996,7 @@ class Store:
         with self.write():
             sql = "DELETE FROM tasks WHERE epoch >= ? AND origin IN ('generated', 'static')"
             self.db.execute(sql, [epoch])
-            for table in ("rollouts", "batches", "epochs"):
+            for table in ("rollouts", "batches", "epochs", "funnels"):
                 self.db.execute(f"DELETE FROM {table} WHERE epoch >= ?", [epoch])
 
     # -- events and meta -----------------------------------------------------------------------

@@ -59,9 +59,12 @@ class CompareScreen(Screen):
     CompareScreen #compare-status { height: 1; padding: 0 1; color: $text-muted; }
     """
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], runs: list[CompareRun] | None = None) -> None:
+        """``runs``: the sessions already read (`genenv_console.compare.read_runs`), so the screen opens drawn
+        once; without them it reads them itself in a thread worker."""
         super().__init__()
         self.paths = [Path(p) for p in paths]
+        self.given = runs
         self.runs: list[CompareRun] = []
         self.error = ""
         self.exported: Path | None = None
@@ -82,7 +85,10 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#compare-table", DataTable).add_columns(*TABLE_COLUMNS)
         self.query_one("#compare-funnel", DataTable).add_columns(*SCREEN_COLUMNS)
-        self.read_sessions()
+        if self.given is not None:
+            self.show_runs(self.given)
+        else:
+            self.read_sessions()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare-read")
     def read_sessions(self) -> None:
@@ -95,13 +101,17 @@ class CompareScreen(Screen):
     @on(ComparisonRead)
     def _read(self, message: ComparisonRead) -> None:
         message.stop()
-        self.error = message.error
+        self.show_runs(message.runs, message.error)
+
+    def show_runs(self, runs: list[CompareRun], error: str = "") -> None:
+        """Draw the sessions read (or the error that stopped the read)."""
+        self.error = error
         status = self.query_one("#compare-status", Static)
-        if message.error:
-            status.update(safe_text(f"✘ {message.error}", 500, one_line=True))
-            self.notify(clean(message.error, 500, one_line=True), markup=False, severity="error")
+        if error:
+            status.update(safe_text(f"✘ {error}", 500, one_line=True))
+            self.notify(clean(error, 500, one_line=True), markup=False, severity="error")
             return
-        self.runs = list(message.runs)
+        self.runs = list(runs)
         self.query_one("#compare-calibration", CompareCurvePlot).data = calibration_curves(self.runs)
         self.query_one("#compare-heldout", CompareCurvePlot).data = heldout_curves(self.runs)
         table = self.query_one("#compare-table", DataTable)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
@@ -249,9 +250,15 @@ class CompareCurves:
 class CompareCurvePlot(MetricPlot):
     """Several sessions' curves overlaid: one line per session, coloured in order and labelled by its name."""
 
+    def render(self) -> Any:
+        """A line of text until the sessions are read: an empty plotext figure costs as much to draw as a full one,
+        and the comparison should open in one drawing."""
+        if self.data is None:
+            return Text("reading the sessions…", style="dim")
+        return super().render()
+
     def replot(self, plt: Any, data: CompareCurves | None) -> None:
         if data is None:
-            plt.title("reading the sessions…")
             return
         epochs = sorted({e for s in data.lines for e, _ in s.points})
         if data.alpha is not None:

@@ -61,6 +61,7 @@ async def test_f_opens_the_funnel_at_the_cursor_epoch_with_the_database_counts(f
 async def test_a_hostile_rejection_reason_is_drawn_literally(fixed_session):
     with Store(fixed_session / "genenv.db") as store:
         store.db.execute("UPDATE tasks SET reason = ? WHERE valid = 0 AND epoch = 1", [HOSTILE_REASON])
+        store.db.execute("DELETE FROM funnels")  # read from the edited tasks, not the snapshots of the run
     app = make_app(fixed_session, sessions_root=fixed_session.parent, autostart=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()

@@ -84,8 +84,9 @@ def test_migrations_idempotent(tmp_path):
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
         assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
                                                 "m004_search_indexes", "m005_rollout_policy_version",
-                                                "m006_task_simulator_version", "m007_batch_alpha_and_prompt_note"]
-        assert second.get_meta("schema_version") == "7"
+                                                "m006_task_simulator_version", "m007_batch_alpha_and_prompt_note",
+                                                    "m008_epoch_funnels"]
+        assert second.get_meta("schema_version") == "8"
         assert second.get_task("t1") == task("t1")
     assert applied == [
         {"migration_set": "genenv.store", "name": "m001_initial"},
@@ -95,6 +96,7 @@ def test_migrations_idempotent(tmp_path):
         {"migration_set": "genenv.store", "name": "m005_rollout_policy_version"},
         {"migration_set": "genenv.store", "name": "m006_task_simulator_version"},
         {"migration_set": "genenv.store", "name": "m007_batch_alpha_and_prompt_note"},
+        {"migration_set": "genenv.store", "name": "m008_epoch_funnels"},
     ]
 
 
@@ -108,8 +110,8 @@ def test_a_database_without_the_batch_note_columns_is_migrated_on_open(tmp_path)
     assert "prompt_note" not in {c.name for c in old["batches"].columns}
     old.close()
     with Store(path) as store:
-        assert store.applied_migrations()[-1] == "m007_batch_alpha_and_prompt_note"
-        assert store.get_meta("schema_version") == "7"
+        assert "m007_batch_alpha_and_prompt_note" in store.applied_migrations()
+        assert store.get_meta("schema_version") == "8"
         assert store.batches() == [{"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s",
                                     "n_generated": 2, "n_valid": 2, "p_hat": 0.25, "r_env": 0.5, "in_band": False,
                                     "alpha": None, "prompt_note": None}]

@@ -119,3 +119,49 @@ def test_read_only_funnel_equals_the_stores_and_writes_nothing(session, tmp_path
     assert read_only_funnel(bare) == []
     with pytest.raises(FileNotFoundError):
         read_only_funnel(tmp_path / "missing.db")
+
+
+def _copy_without_snapshots(session, tmp_path, where: str) -> "Path":
+    import shutil
+    import sqlite3
+
+    session.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    copy = tmp_path / f"copy-{len(list(tmp_path.iterdir()))}.db"
+    shutil.copy(session.path / "genenv.db", copy)
+    conn = sqlite3.connect(copy)
+    with conn:
+        conn.execute(f"DELETE FROM funnels WHERE {where}")
+    conn.close()
+    return copy
+
+
+def test_each_finished_epoch_stores_a_snapshot_equal_to_the_funnel_computed_from_rollouts(session, tmp_path):
+    from genenv_engine.store import read_only_funnel
+
+    stored = {row["epoch"]: row for row in session.store.db.query("SELECT epoch FROM funnels")}
+    assert sorted(stored) == [0, 1, 2]
+    computed = read_only_funnel(_copy_without_snapshots(session, tmp_path, "1"))  # a database from before snapshots
+    assert computed == session.store.funnel() and [e["epoch"] for e in computed] == [1, 2]
+    partly = read_only_funnel(_copy_without_snapshots(session, tmp_path, "epoch = 1"))  # epoch 1 computed alone
+    assert partly == computed
+    assert session.store.funnel(2) == [e for e in computed if e["epoch"] == 2]
+
+
+def test_a_snapshot_keeps_the_epoch_as_it_ended_and_a_dropped_epoch_loses_it(session, tmp_path):
+    import shutil
+
+    from genenv_engine.store import Store
+
+    session.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    folder = tmp_path / "s"
+    folder.mkdir()
+    shutil.copy(session.path / "genenv.db", folder / "genenv.db")
+    with Store(folder / "genenv.db") as store:
+        before = store.funnel(1)
+        fresh = next(t for t in store.query_tasks(origin="generated", valid=True, epoch=1, limit=50)
+                     if t["n_rollouts"])
+        store.set_status(fresh["id"], "pinned")  # after the epoch ended
+        assert store.funnel(1) == before
+        store.drop_epochs_from(2)
+        assert [row["epoch"] for row in store.db.query("SELECT epoch FROM funnels")] == [0, 1]
+        assert store.funnel(2) == [] and store.funnel() == before
