@@ -222,6 +222,11 @@ class Policy:
         # position t predicts token t+1: targets and mask are shifted by one
         return Batch(ids.to(self.device), attn.to(self.device), ids[:, 1:].to(self.device), comp[:, 1:].to(self.device))
 
+    def fitted_length(self, prompt: list[int], completion: list[int]) -> int:
+        """The tokens a pair takes in `make_batch` (after the cut to ``max_length``)."""
+        prompt, completion = self._fit(prompt, completion)
+        return len(prompt) + len(completion)
+
     def _fit(self, prompt: list[int], completion: list[int]) -> tuple[list[int], list[int]]:
         """A pair cut to ``max_length`` as `make_batch` cuts it: prompt tokens from the left first, then completion
         tokens from the right."""

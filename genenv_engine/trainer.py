@@ -25,6 +25,31 @@ def _noop() -> None:
     return None
 
 
+PAD_BUDGET = 2048
+"""Padded tokens per micro-batch of a GRPO or RWR step: the step's rows sorted by length and cut so that no
+micro-batch holds more (measured on the tiny simulator's RWR step on CPU: 32 rows of 140-540 tokens at once
+took 1.7x as long as the same rows in micro-batches of at most 2,048 padded tokens; smaller budgets gained nothing
+more). The gradient is the whole step's, up to float rounding: the losses are means over sequences."""
+
+
+def length_parts(lengths: Sequence[int], budget: int = PAD_BUDGET, most: int = 0) -> list[list[int]]:
+    """The indices of rows of these token lengths, sorted by length and cut into micro-batches of at most
+    ``budget`` padded tokens (rows x the longest) and ``most`` rows when set; a row longer than the budget runs
+    alone.
+
+    >>> length_parts([5, 1, 3, 2], 6), length_parts([5, 1, 3, 2], 100, most=3)
+    ([[1, 3], [2], [0]], [[1, 3, 2], [0]])
+    """
+    parts: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda j: lengths[j]):
+        if current and ((len(current) + 1) * lengths[i] > budget or (most and len(current) >= most)):
+            parts.append(current)
+            current = []
+        current.append(i)
+    return parts + [current] if current else parts
+
+
 @dataclass
 class Group:
     """One task's k rollouts: the shared prompt, each completion's token ids and reward."""
@@ -50,14 +75,20 @@ class _Trainer:
         self.steps = 0
 
     def _accumulate(self, rows: Sequence,
-                    loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]]) -> dict[str, float]:
+                    loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]],
+                    lengths: Sequence[int] | None = None) -> dict[str, float]:
         """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step), the share
-        None for a mean over sequences (then it is the part's fraction of ``rows``)."""
+        None for a mean over sequences (then it is the part's fraction of ``rows``). With the rows' token
+        ``lengths`` the micro-batches are `length_parts` (at most ``micro_batch`` rows each when set); else
+        ``micro_batch`` rows at a time in the given order (0: all at once)."""
         self.optimizer.zero_grad(set_to_none=True)
-        size = self.micro_batch or len(rows)
+        if lengths is not None:
+            parts = [[rows[i] for i in idx] for idx in length_parts(lengths, PAD_BUDGET, self.micro_batch)]
+        else:
+            size = self.micro_batch or len(rows)
+            parts = [list(rows[start:start + size]) for start in range(0, len(rows), size)]
         total: dict[str, float] = {}
-        for start in range(0, len(rows), size):
-            part = list(rows[start:start + size])
+        for part in parts:
             loss, metrics, share = loss_of(part)
             share = len(part) / len(rows) if share is None else share
             (loss * share).backward()
@@ -173,6 +204,7 @@ class GRPOTrainer(_Trainer):
         single_step = self.update_epochs == 1 and parts == 1
         size = self.micro_batch or self.minibatch
         prompts, completions = [r[0] for r in rows], [r[1] for r in rows]
+        length = [self.policy.fitted_length(p, c) for p, c in zip(prompts, completions)]
         old_rows = None if single_step else self.policy.row_logprobs(prompts, completions, size)
         # the reference is frozen: its log-probs are taken once, not again in every step and pass
         ref_rows = self.reference.row_logprobs(prompts, completions, size) if self.kl_coef > 0 else None
@@ -197,7 +229,7 @@ class GRPOTrainer(_Trainer):
             else:
                 chunks = [order[start:start + self.minibatch] for start in range(0, len(order), self.minibatch)]
             for chunk in chunks:
-                metrics.append(self._accumulate(chunk, loss_of))
+                metrics.append(self._accumulate(chunk, loss_of, [length[i] for i in chunk]))
                 tick()
         for key in ("loss", "kl", "clip_fraction", "grad_norm"):
             info[key] = sum(m[key] for m in metrics) / len(metrics)
@@ -226,6 +258,7 @@ class RWRTrainer(_Trainer):
         # the initial simulator is frozen: its log-probs are taken once (a seed's variations share one context)
         ref_rows = self.initial.row_logprobs([e[0] for e in examples], [e[1] for e in examples],
                                              self.micro_batch or self.batch_size)
+        length = [self.policy.fitted_length(e[0], e[1]) for e in examples]
 
         def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
             batch = self.policy.make_batch([examples[i][0] for i in part], [examples[i][1] for i in part])
@@ -241,7 +274,8 @@ class RWRTrainer(_Trainer):
             order = list(range(len(examples)))
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
-                metrics.append(self._accumulate(order[start:start + self.batch_size], loss_of))
+                chunk = order[start:start + self.batch_size]
+                metrics.append(self._accumulate(chunk, loss_of, [length[i] for i in chunk]))
                 tick()
             if metrics[-1]["kl"] > self.max_kl:
                 info["stopped_by_kl"] = 1.0

@@ -266,3 +266,41 @@ def test_grpo_groups_train_on_the_token_that_ended_each_rollout(policy):
     (group,) = grpo_groups(policy, [TaskAttempts(task, "p", attempts)])
     assert group.completions == [[1, 2, eos], [1, 2, eos], [pad], [1, 2, 3]]
     assert group.rewards == [0.0, 1.0, 0.0, 1.0]
+
+
+# --- length-sorted micro-batches -------------------------------------------------------------------
+
+
+def _one_step_grads(tok, monkeypatch, budget: int, kind: str) -> tuple[list[torch.Tensor], list[list[int]]]:
+    """The gradient of one GRPO or RWR step over rows of four different lengths, under a micro-batch budget, and the
+    sizes of the micro-batches the step ran."""
+    import genenv_engine.trainer as trainer_module
+
+    monkeypatch.setattr(trainer_module, "PAD_BUDGET", budget)
+    torch.manual_seed(0)
+    policy = Policy(build_tiny_model(CFG, tok, seed=0), tok, torch.device("cpu"), max_length=64)
+    prompts = [policy.encode("<|user|>" + "x" * n + "<|assistant|>") for n in (3, 30, 9, 20)]
+    completions = [policy.completion_ids(t) for t in ("a", "bbbbbbbb", "cc", "ddddd")]
+    sizes: list[int] = []
+    real = policy.make_batch
+    monkeypatch.setattr(policy, "make_batch", lambda p, c: sizes.append(len(p)) or real(p, c))
+    if kind == "grpo":
+        trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-3, clip=0.2, kl_coef=0.1, minibatch=8)
+        trainer.update([Group(p, [c, c[:1] + c], [1.0, 0.0]) for p, c in zip(prompts, completions)],
+                       random.Random(0))
+    else:
+        trainer = RWRTrainer(policy, policy.frozen_copy(), lr=1e-3, kl_coef=0.1, max_kl=100.0, passes=1,
+                             batch_size=8)
+        trainer.update([(p, c, w) for p, c, w in zip(prompts, completions, (1.0, 2.0, 0.5, 1.5))], random.Random(0))
+    grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in policy.parameters()]
+    return grads, sizes
+
+
+@pytest.mark.parametrize("kind", ["grpo", "rwr"])
+def test_length_sorted_micro_batches_give_the_whole_steps_gradient(tok, monkeypatch, kind):
+    whole, one = _one_step_grads(tok, monkeypatch, 10**6, kind)
+    parts, many = _one_step_grads(tok, monkeypatch, 60, kind)
+    assert len(one) == 1 and len(many) > 1  # the small budget did split the step
+    assert sum(float(g.abs().sum()) for g in whole) > 0
+    for a, b in zip(whole, parts):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
