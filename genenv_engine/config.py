@@ -278,6 +278,11 @@ class SimulatorConfig:
     """Sample the simulator's output under its benchmark's grammar (`Environment.task_grammar`), so that every
     draft has the task format, names and signatures right by construction; ``false``: free text, as in the paper
     (then the validator rejects malformed drafts)."""
+    answer_check: bool = True
+    """Admit a draft only if the answer the simulator wrote passes the checker against the gold the validator
+    recomputes (``true``); ``false``: a draft whose task the validator reads as written is admitted with that
+    recomputed gold as its answer, as Absolute Zero admits a proposed program on its executed output (the
+    simulator need not solve its own task), and the RWR update trains on the task with that gold."""
     repairs: bool = True
     """Teach the simulator from its rejected drafts whose prompt was sound but answer wrong: each joins the RWR
     update with weight 1, as (its prompt -> the task with the gold answer the validator recomputed); ``false``:

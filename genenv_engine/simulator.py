@@ -75,6 +75,9 @@ class Generation:
     repair: Task | None = None
     """For a draft whose prompt is sound and whose answer is wrong: the task with the gold answer recomputed
     (`Validation.repair`), which ``simulator.repairs`` teaches the simulator as the corrected target."""
+    recomputed: bool = False
+    """Admitted on the validator's gold rather than its own answer (`admit_on_gold`): the RWR update trains on the
+    task with that gold, not on the text the simulator wrote."""
 
 
 SEED_WINDOW = 2
@@ -397,6 +400,29 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
         out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids,
                               task.with_(origin=origin, simulator_version=d.policy_version), d.task_id, repair))
     return out
+
+
+def admit_on_gold(g: Generation) -> Generation:
+    """``simulator.answer_check = false``: a draft rejected only for its answer (``answer_mismatch``, with the task
+    of the prompt as written, its gold recomputed, as its repair) admitted as that task; any other generation as it
+    is. The admitted task keeps the draft's id and provenance.
+
+    >>> seed = Task(id="s", benchmark="b", prompt="p", answer="a")
+    >>> bad = Task(id="g1", benchmark="b", prompt="q", answer="9", origin="static", valid=False,
+    ...            reason="answer_mismatch: value_error", epoch=2, simulator_version=1)
+    >>> g = admit_on_gold(Generation(seed, "e2/b", "ctx", "q => 9", [1], bad, "g1", repair=bad.with_(answer="7")))
+    >>> g.task.valid, g.task.answer, g.task.reason, g.task.origin, g.recomputed, g.repair
+    (True, '7', '', 'static', True, None)
+    >>> other = Generation(seed, "e2/b", "ctx", "x", [1], bad.with_(reason="bad_hint: x"), "g1", repair=bad)
+    >>> admit_on_gold(other) is other
+    True
+    """
+    if g.task.valid or g.repair is None or not g.task.reason.startswith("answer_mismatch"):
+        return g
+    t = g.task
+    task = g.repair.with_(id=t.id, split=t.split, origin=t.origin, parent_id=t.parent_id, epoch=t.epoch,
+                          generator=t.generator, simulator_version=t.simulator_version, valid=True, reason="")
+    return replace(g, task=task, repair=None, recomputed=True)
 
 
 def per_benchmark(items: list[Any], envs: dict[str, Environment],

@@ -35,8 +35,11 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     for g in gens:
         b = kept.get(g.batch_id)
         if g.task.valid and b is not None:
-            context = sim.rwr_context(roles.simulator, envs[g.seed.benchmark], g.seed, g.task, cfg, g.context)
-            current.append((roles.simulator.encode(context), g.token_ids + [eos], b.r_env))
+            env = envs[g.seed.benchmark]
+            context = sim.rwr_context(roles.simulator, env, g.seed, g.task, cfg, g.context)
+            target = (roles.simulator.encode(sim.simulator_target(env, g.task, cfg.simulator.prompt))
+                      if g.recomputed else g.token_ids)  # admitted on the recomputed gold: learn that answer
+            current.append((roles.simulator.encode(context), target + [eos], b.r_env))
     repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
     if not current and not repairs:
         return {"skipped": "no batch in the band", "examples": 0}
