@@ -12,6 +12,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,7 @@ from genenv_engine.store import Store
 from genenv_console.attach import AttachMixin
 from genenv_console.compare import read_runs
 from genenv_console.data import export_jsonl
-from genenv_console.drill_read import EpochDrill, heldout_splits, read_epoch_drill
+from genenv_console.drill_read import EpochDrill, read_epoch_drill, session_environments
 from genenv_console.latency import LatencyProbe
 from genenv_console.messages import (CompareSessions, CreateSession, EngineIdled, EngineMessage, EpochDrillRead,
                                      ExportWritten, OpenSession, TaskRevised, TaskStatusChanged)
@@ -40,7 +41,7 @@ from genenv_console.runner import EngineRunner, EngineWorkerMixin
 from genenv_console.safe import clean
 from genenv_console.screens.compare import CompareScreen
 from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
-from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen
+from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, post_read
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
 from genenv_console.screens.sessions import SessionsScreen
@@ -96,7 +97,8 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         self.latency = LatencyProbe()
         self._engine: Worker | None = None
         self._started_at: float | None = None
-        self._heldout_cache: dict[Path | None, dict[str, list]] = {}
+        self._environments: tuple[Path | None, dict] | None = None
+        """The open session's folder and its environments (`session_environments`), built once per session."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -280,31 +282,27 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         if message.plot in ("calibration", "heldout"):
             self._read_drill(message.plot, message.epoch)
 
-    def _heldout_splits(self) -> dict[str, list]:
-        """The open session's held-out splits, built once per session (see `prepare_heldout`)."""
-        key = self.session_path
-        if key not in self._heldout_cache and self.session_config is not None:
-            self._heldout_cache = {key: heldout_splits(self.session_config)}
-        return self._heldout_cache.get(key, {})
+    def _session_environments(self) -> dict:
+        """The open session's environments, built once per session (see `prepare_heldout`)."""
+        path, config = self.session_path, self.session_config
+        if (self._environments is None or self._environments[0] != path) and config is not None:
+            self._environments = (path, session_environments(config))
+        return self._environments[1] if self._environments else {}
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="heldout-splits")
     def prepare_heldout(self) -> None:
-        """Build the open session's held-out splits ahead of the first held-out drill (a damaged config or
+        """Build the open session's environments ahead of the first held-out drill (a damaged config or
         environment is reported by that drill, not here)."""
         try:
-            self._heldout_splits()
+            self._session_environments()
         except Exception:  # noqa: BLE001 - see the docstring
             pass
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drill-read")
     def _read_drill(self, plot: str, epoch: int) -> None:
-        try:
-            drill = read_epoch_drill(self.ui_store, self.session_config, self.session_path, plot, epoch,
-                                     self._heldout_splits)
-        except Exception as exc:  # noqa: BLE001 - a damaged store is reported, never a crash
-            self.post_message(EpochDrillRead(plot, epoch, None, f"cannot read epoch {epoch}: {exc}"))
-            return
-        self.post_message(EpochDrillRead(plot, epoch, drill))
+        post_read(self, lambda: read_epoch_drill(self.ui_store, self.session_config, self.session_path, plot, epoch,
+                                                 self._session_environments),
+                  partial(EpochDrillRead, plot, epoch), None, f"cannot read epoch {epoch}")
 
     @on(EpochDrillRead)
     def _drill_read(self, message: EpochDrillRead) -> None:

@@ -56,6 +56,25 @@ async def _latency(preset: str, epochs: int, key_interval: float, size: tuple[in
         return summary
 
 
+async def _next_repaint(app: Any) -> tuple[float, float]:
+    """Wall and CPU clock (``perf_counter``, ``process_time``) at the app's next screen refresh."""
+    painted = asyncio.Event()
+    marks: list[float] = []
+
+    def done() -> None:
+        marks[:] = [time.perf_counter(), time.process_time()]
+        painted.set()
+    app.call_after_refresh(done)
+    await asyncio.wait_for(painted.wait(), 10)
+    return marks[0], marks[1]
+
+
+def _summary(results: dict[str, list[float]], digits: int) -> dict[str, dict[str, float]]:
+    """Median, p95 and max of each case's milliseconds."""
+    return {k: {"median": round(statistics.median(v), digits), "p95": round(percentile(v, 95) or 0, digits),
+                "max": round(max(v), digits)} for k, v in results.items()}
+
+
 def _fill_store(path: Path, n: int, chunk: int = 5000) -> float:
     """Create a session with ``n`` tasks spread over epochs, origins, statuses and p-hats; return seconds."""
     from genenv_engine.benches.store import fill
@@ -94,26 +113,17 @@ async def _tasks_page(n: int, repeats: int, size: tuple[int, int]) -> dict[str, 
             }
             for name, (filters, page) in cases.items():
                 for _ in range(repeats):
-                    painted = asyncio.Event()
-                    marks: dict[str, float] = {}
                     t0, c0 = time.perf_counter(), time.process_time()
                     screen.filters, screen.page = filters, page
                     screen.load_page()
-                    marks["loaded"] = time.perf_counter()
-
-                    def done() -> None:
-                        marks["painted"], marks["cpu"] = time.perf_counter(), time.process_time()
-                        painted.set()
-                    app.call_after_refresh(done)
-                    await asyncio.wait_for(painted.wait(), 10)
-                    results.setdefault(f"{name}: query+table", []).append((marks["loaded"] - t0) * 1000)
-                    results.setdefault(f"{name}: until painted", []).append((marks["painted"] - t0) * 1000)
-                    results.setdefault(f"{name}: CPU until painted", []).append((marks["cpu"] - c0) * 1000)
+                    loaded = time.perf_counter()
+                    painted, cpu = await _next_repaint(app)
+                    results.setdefault(f"{name}: query+table", []).append((loaded - t0) * 1000)
+                    results.setdefault(f"{name}: until painted", []).append((painted - t0) * 1000)
+                    results.setdefault(f"{name}: CPU until painted", []).append((cpu - c0) * 1000)
                     await asyncio.sleep(0.05)
             rows = screen.query_one("DataTable").row_count
-        return {"tasks": total, "fill_seconds": round(fill_s, 1), "rows_per_page": rows,
-                "ms": {k: {"median": round(statistics.median(v), 2), "p95": round(percentile(v, 95) or 0, 2),
-                           "max": round(max(v), 2)} for k, v in results.items()}}
+        return {"tasks": total, "fill_seconds": round(fill_s, 1), "rows_per_page": rows, "ms": _summary(results, 2)}
 
 
 def _view_cases(app: Any, other: Path, epoch: int) -> dict[str, tuple[Any, Any]]:
@@ -182,27 +192,19 @@ async def _views(epochs: int, repeats: int, size: tuple[int, int]) -> dict[str, 
             for name, (open_view, shown) in cases.items():
                 for _ in range(repeats):
                     base = app.screen
-                    painted = asyncio.Event()
-                    marks: dict[str, float] = {}
                     t0 = time.perf_counter()
                     app.call_later(open_view)  # in the app's own context, as a key's handler runs
                     while not shown():
                         await asyncio.sleep(0.002)
                         if time.perf_counter() - t0 > 30:
                             raise TimeoutError(f"{name}: not shown within 30 s")
-
-                    def done() -> None:
-                        marks["painted"] = time.perf_counter()
-                        painted.set()
-                    app.call_after_refresh(done)
-                    await asyncio.wait_for(painted.wait(), 10)
-                    results.setdefault(name, []).append((marks["painted"] - t0) * 1000)
+                    painted, _ = await _next_repaint(app)
+                    results.setdefault(name, []).append((painted - t0) * 1000)
                     app.pop_screen()
                     while app.screen is not base:
                         await asyncio.sleep(0.002)
                     await pilot.pause()
-        ms = {k: {"median": round(statistics.median(v), 1), "p95": round(percentile(v, 95) or 0, 1),
-                  "max": round(max(v), 1)} for k, v in results.items()}
+        ms = _summary(results, 1)
         return {"filled": filled, "repeats": repeats, "goal_ms": VIEW_GOAL_MS, "ms": ms,
                 "all_met": all(v["median"] <= VIEW_GOAL_MS for v in ms.values()),
                 "load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}

@@ -5,7 +5,7 @@ epoch here, off the UI thread, and opens the drill-down screen when `EpochDrillR
 reads only that epoch's variation batches (not the session's every batch); the held-out plot needs the held-out
 tasks in the order the stored result strings follow, which building the environments gives. That is the slow
 part (most of a second), so the app builds them once per session, in a worker started when the session opens
-(`heldout_splits`), and every held-out drill of the session reuses them.
+(`session_environments`), and every held-out drill of the session reuses them.
 """
 
 from __future__ import annotations
@@ -36,17 +36,20 @@ class EpochDrill:
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def heldout_splits(config: RunConfig) -> dict[str, list[Any]]:
-    """Each benchmark's held-out split, in the session's benchmark order (builds the environments)."""
+def session_environments(config: RunConfig) -> dict[str, Any]:
+    """The session's environments with their splits made (each computes them once), for `read_epoch_drill`."""
     from genenv_engine.environments import environments_of
 
-    return {name: env.splits()["heldout"] for name, env in environments_of(config).items()}
+    envs = environments_of(config)
+    for env in envs.values():
+        env.splits()
+    return envs
 
 
 def read_epoch_drill(store: Any, config: RunConfig, path: Path | None, plot: str, epoch: int,
-                     splits: Callable[[], dict[str, list[Any]]]) -> EpochDrill | None:
+                     environments: Callable[[], dict[str, Any]]) -> EpochDrill | None:
     """Read what ``epoch`` of ``plot`` (``calibration`` or ``heldout``) opens; None when that epoch has no held-out
-    results. ``splits`` gives `heldout_splits` (cached by the caller)."""
+    results. ``environments`` gives `session_environments` (cached by the caller)."""
     if plot == "calibration":
         view = SessionView.from_rows(config, (), store.batches(epoch), path)
         return EpochDrill(plot, epoch, rows=batch_rows(view, epoch), ids=[b.id for b in view.batches_of(epoch)])
@@ -58,6 +61,8 @@ def read_epoch_drill(store: Any, config: RunConfig, path: Path | None, plot: str
     if now is None:
         return None
     per_benchmark = len(next(iter(rows[epoch]["heldout_correct"].values())))
-    tasks = [t for split in splits().values() for t in split[:per_benchmark]]  # the result strings' order
+    from genenv_engine.agent import heldout_tasks
+
+    tasks = heldout_tasks(environments(), per_benchmark)  # the order every result string follows
     return EpochDrill(plot, epoch, tasks=tasks, now=now, before=correct(epoch - 1),
                       answers=store.heldout_answers(epoch))

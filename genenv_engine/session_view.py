@@ -37,6 +37,11 @@ REWARD_KINDS = {"alpha": "exp(-beta (p̂ - alpha)²)", "agent0": "max(0, 1 - 2 |
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+_NESTED = (dict, list, tuple)
+_FROZEN = (MappingProxyType, dict, tuple)
+"""What `_thawed` copies: concrete types, as an abstract ``Mapping`` check costs far more per value."""
+
+
 def _frozen(value: Any) -> Any:
     """A deep, read-only copy of decoded JSON: dicts become mappings, lists tuples.
 
@@ -51,11 +56,6 @@ def _frozen(value: Any) -> Any:
             return tuple(value)
         return tuple(_frozen(v) if isinstance(v, _NESTED) else v for v in value)
     return value
-
-
-_NESTED = (dict, list, tuple)
-_FROZEN = (MappingProxyType, dict, tuple)
-"""What `_thawed` copies: concrete types, as an abstract ``Mapping`` check costs far more per value."""
 
 
 def _thawed(value: Any) -> Any:

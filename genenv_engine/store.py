@@ -401,7 +401,7 @@ def _funnel_read(rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tab
     epoch's stored snapshot (table ``funnels``), else computed from the tasks and rollouts (an epoch still running,
     or finished before snapshots were stored). Every epoch (``epoch`` None) of a database without any snapshot is
     computed in one pass; otherwise the epochs without one are computed one by one along the epoch indexes."""
-    if not {"tasks", "rollouts", "batches"} <= tables:
+    if not _COMPUTED_TABLES <= tables:
         return []
 
     def compute(e: int | None) -> list[dict[str, Any]]:
@@ -972,9 +972,8 @@ class Store:
         row = {"epoch": epoch, "status": "done", "finished_at": _now(), "metrics": json.dumps(metrics)}
         with self.write():
             self.db["epochs"].upsert(row, pk="epoch")
-            self.db.execute("DELETE FROM funnels WHERE epoch = ?", [epoch])
             entries = _funnel_read(lambda sql, params: self._rows(sql, params), _COMPUTED_TABLES, epoch)
-            self.db["funnels"].insert({"epoch": epoch, "entries": json.dumps(entries)})
+            self.db["funnels"].upsert({"epoch": epoch, "entries": json.dumps(entries)}, pk="epoch")
 
     def mark_partial(self, epoch: int) -> None:
         """Record that an epoch stopped before completing."""

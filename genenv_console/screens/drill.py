@@ -33,6 +33,15 @@ def _f(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def post_read(pump: Any, read: Callable[[], Any], message: Callable[..., Message], empty: Any, failed: str) -> None:
+    """From a thread worker: post ``message(read())`` to ``pump`` (a screen or the app), or ``message(empty,
+    "<failed>: <error>")`` when the read fails (a damaged store is shown on the screen, never a crash)."""
+    try:
+        pump.post_message(message(read()))
+    except Exception as exc:  # noqa: BLE001 - see above
+        pump.post_message(message(empty, f"{failed}: {exc}"))
+
+
 def literal(row: tuple[str, ...]) -> tuple[Text, ...]:
     """A table row's cells as rich `Text`, which a `DataTable` draws as written (it parses a plain string as markup)."""
     return tuple(Text(c) for c in row)
@@ -94,12 +103,8 @@ class DrillModal(ModalScreen[None]):
         self.dismiss(None)
 
     def post_read(self, read: Callable[[], Any], message: Callable[..., Message], empty: Any, failed: str) -> None:
-        """From a thread worker: post ``message(read())``, or ``message(empty, "<failed>: <error>")`` when the read
-        fails (a damaged store is shown on the screen, never a crash)."""
-        try:
-            self.post_message(message(read()))
-        except Exception as exc:  # noqa: BLE001 - see above
-            self.post_message(message(empty, f"{failed}: {exc}"))
+        """From a thread worker: `post_read` to this screen."""
+        post_read(self, read, message, empty, failed)
 
 
 class EpochBatchesScreen(DrillModal):
