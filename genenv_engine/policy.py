@@ -5,7 +5,8 @@ the config with the byte tokenizer; other kinds load a local checkpoint. A LoRA 
 adapter on a ``PeftModel`` that other policies may share; every forward pass first activates the
 policy's own adapter. Log-probabilities are gathered only at completion positions, in chunks, so
 full-vocabulary logits never exist for a whole batch (SmolLM2's 49k-token vocabulary would need
-0.8 GB per copy at 32x128). Saving writes standard ``save_pretrained`` folders (full models) or
+0.8 GB per copy at 32x128), and pairs that share a prompt (a task's rollouts) are packed into one row under a tree
+mask, so the trainers run each prompt once. Saving writes standard ``save_pretrained`` folders (full models) or
 standard PEFT adapter folders, so a checkpoint reloads with plain transformers / peft.
 """
 
@@ -235,92 +236,107 @@ class Policy:
             prompt = prompt[-(self.max_length - len(completion)):]
         return prompt, completion
 
+    def pair_logprobs(self, prompts: list[list[int]],
+                      completions: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """`logprobs` of ``make_batch(prompts, completions)`` and that batch's ``mask``, each distinct prompt run once.
+
+        Pairs sharing a prompt (a task's k rollouts, a seed's variations) are packed into one row: the prompt,
+        then each completion, which attends to the prompt and to its own earlier tokens only and sits at the
+        positions it has after the prompt (`_packed_values`). The same operations in other shapes, so equal to
+        the padded forward up to float rounding, and differentiable when gradients are on.
+        """
+        pairs = self._fitted_pairs(prompts, completions)
+        if len({tuple(p) for p, _ in pairs}) == len(pairs):  # nothing to share: the padded forward is as fast
+            batch = self.make_batch(prompts, completions)
+            return self.logprobs(batch), batch.mask
+        values = self._packed_values(pairs)
+        width = max(len(p) + len(c) for p, c in pairs)
+        rows = torch.cat([torch.full((len(c),), i, dtype=torch.long) for i, (_, c) in enumerate(pairs)])
+        cols = torch.cat([torch.arange(len(p) - 1, len(p) - 1 + len(c)) for p, c in pairs])
+        mask = torch.zeros((len(pairs), width - 1), dtype=torch.float32)
+        mask[rows, cols] = 1.0
+        out = torch.zeros((len(pairs), width - 1), dtype=torch.float32, device=values.device)
+        return out.index_put((rows.to(values.device), cols.to(values.device)), values), mask.to(values.device)
+
     @torch.no_grad()
     def row_logprobs(self, prompts: list[list[int]], completions: list[list[int]], rows: int) -> list[torch.Tensor]:
         """`logprobs` of each pair without gradients, each prompt run once for all the completions that share it.
 
         Returns one vector per pair, laid out as its row of `logprobs` on `make_batch` (index ``t`` is the
         log-probability of token ``t + 1`` of prompt + completion; 0 at prompt positions). The pairs are taken
-        prompt by prompt, at most ``rows`` completions per forward (a prompt with more gets a forward of its own):
-        the distinct prompts, left-padded, fill a KV cache; it is copied to each of their completions, which then
-        run right-padded after it. A task's k rollouts (or a seed's n variations) share one prompt, and prompts
-        are most of their tokens, so this costs about what the completions alone cost. Equal to `logprobs` up to
-        float rounding (the same operations in other shapes).
+        prompt by prompt, shortest first, at most ``rows`` completions per forward (a prompt with more gets a forward
+        of its own), each forward packing a prompt with its completions into one row (`_packed_values`). A task's
+        k rollouts (or a seed's n variations) share one prompt, and prompts are most of their tokens, so this costs
+        about what the completions alone cost. Equal to `logprobs` up to float rounding.
+        """
+        pairs = self._fitted_pairs(prompts, completions)
+        by_prompt: dict[tuple[int, ...], list[int]] = {}
+        for i, (p, _) in enumerate(pairs):
+            by_prompt.setdefault(tuple(p), []).append(i)
+        calls: list[list[int]] = [[]]
+        # shortest rows first, so that each forward pads its rows to about their own length
+        for members in sorted(by_prompt.values(), key=lambda m: len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m)):
+            if calls[-1] and len(calls[-1]) + len(members) > rows:
+                calls.append([])
+            calls[-1].extend(members)
+        out: list[torch.Tensor] = [torch.zeros(0)] * len(pairs)
+        for call in filter(None, calls):
+            values = self._packed_values([pairs[i] for i in call])
+            start = 0
+            for i in call:
+                plen, clen = len(pairs[i][0]), len(pairs[i][1])
+                out[i] = torch.cat([values.new_zeros(plen - 1), values[start:start + clen]])
+                start += clen
+        return out
+
+    def _fitted_pairs(self, prompts: list[list[int]],
+                      completions: list[list[int]]) -> list[tuple[list[int], list[int]]]:
+        pairs = [self._fit(p, c) for p, c in zip(prompts, completions)]
+        if any(not p or not c for p, c in pairs):
+            raise ValueError("pair log-probs need a non-empty prompt and completion in every pair")
+        return pairs
+
+    def _packed_values(self, pairs: list[tuple[list[int], list[int]]]) -> torch.Tensor:
+        """The log-probability of every completion token of ``pairs`` (cut to fit), pair after pair, from one
+        forward in which each distinct prompt is one row: the prompt, then each of its completions.
+
+        A tree mask keeps the completions apart (a completion token attends to the prompt and to its own
+        completion's earlier tokens), and position ids restart after the prompt for each completion, so every
+        completion sees exactly what it sees alone after its prompt. Rows are right-padded; a padding position
+        attends only to padding, so no attention row is empty.
         """
         self.activate()
         base = self.model.get_base_model() if self.adapter is not None else self.model
         decoder, head = base.get_decoder(), base.get_output_embeddings()
-        pairs = [self._fit(p, c) for p, c in zip(prompts, completions)]
-        if any(not p or not c for p, c in pairs):
-            raise ValueError("row_logprobs needs a non-empty prompt and completion in every pair")
         by_prompt: dict[tuple[int, ...], list[int]] = {}
         for i, (p, _) in enumerate(pairs):
             by_prompt.setdefault(tuple(p), []).append(i)
-        calls: list[list[list[int]]] = [[]]
-        for members in by_prompt.values():
-            if calls[-1] and sum(map(len, calls[-1])) + len(members) > rows:
-                calls.append([])
-            calls[-1].append(members)
-        out: list[torch.Tensor] = [torch.zeros(0)] * len(pairs)
-        pad = self.tokenizer.pad_token_id
-        # a layer that checkpoints in training mode drops the KV cache; without gradients it saves nothing anyway
-        layers = [m for m in decoder.modules() if getattr(m, "gradient_checkpointing", False)]
-        for m in layers:
-            m.gradient_checkpointing = False
-        try:
-            for call in calls:
-                self._shared_prefix_call(decoder, head, pairs, call, pad, out)
-        finally:
-            for m in layers:
-                m.gradient_checkpointing = True
-        return out
-
-    def _shared_prefix_call(self, decoder, head, pairs: list[tuple[list[int], list[int]]], call: list[list[int]],
-                            pad: int, out: list[torch.Tensor]) -> None:
-        """One forward of `row_logprobs`: the prompts of ``call`` (lists of pairs sharing a prompt) into a KV cache,
-        copied to their completions; each pair's vector is written into ``out``."""
-        from transformers import DynamicCache
-
+        width = max(len(p) + sum(len(pairs[i][1]) for i in members) for p, members in by_prompt.items())
+        ids = torch.full((len(by_prompt), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        positions = torch.zeros((len(by_prompt), width), dtype=torch.long)
+        branch = torch.full((len(by_prompt), width), -2, dtype=torch.long)  # -1 prompt, j completion j, -2 padding
+        row_of, start_of = [0] * len(pairs), [0] * len(pairs)
+        for r, (prompt, members) in enumerate(by_prompt.items()):
+            n = len(prompt)
+            ids[r, :n], positions[r, :n], branch[r, :n] = torch.tensor(prompt), torch.arange(n), -1
+            for j, i in enumerate(members):
+                c = pairs[i][1]
+                ids[r, n:n + len(c)] = torch.tensor(c)
+                positions[r, n:n + len(c)] = torch.arange(len(prompt), len(prompt) + len(c))
+                branch[r, n:n + len(c)] = j
+                row_of[i], start_of[i] = r, n
+                n += len(c)
+        query, key = branch[:, :, None], branch[:, None, :]
+        allowed = torch.ones((width, width), dtype=torch.bool).tril() & (((key == -1) & (query != -2)) | (key == query))
+        # completion token 0 is predicted at the prompt's last position, token t at the completion's position t - 1
+        at_row = torch.cat([torch.full((len(c),), row_of[i], dtype=torch.long) for i, (_, c) in enumerate(pairs)])
+        at_col = torch.cat([torch.tensor([len(p) - 1] + list(range(start_of[i], start_of[i] + len(c) - 1)))
+                            for i, (p, c) in enumerate(pairs)])
+        targets = torch.tensor([t for _, c in pairs for t in c], dtype=torch.long)
         dev = self.device
-        plens = [len(pairs[m[0]][0]) for m in call]
-        pw = max(plens)
-        p_ids = torch.full((len(call), pw), pad, dtype=torch.long)
-        p_mask = torch.zeros((len(call), pw), dtype=torch.long)
-        for g, members in enumerate(call):
-            p_ids[g, pw - plens[g]:] = torch.tensor(pairs[members[0]][0])
-            p_mask[g, pw - plens[g]:] = 1
-        cache = DynamicCache(config=decoder.config)
-        p_hidden = decoder(input_ids=p_ids.to(dev), attention_mask=p_mask.to(dev),
-                           position_ids=(p_mask.cumsum(-1) - 1).clamp(min=0).to(dev), past_key_values=cache,
-                           use_cache=True).last_hidden_state[:, -1]
-        members = [i for m in call for i in m]
-        spread = torch.tensor([g for g, m in enumerate(call) for _ in m])  # each completion's prompt in the call
-        spread_dev = spread.to(dev)
-        shared = DynamicCache(config=decoder.config)
-        for layer, kv in enumerate(cache.layers):
-            shared.update(kv.keys[spread_dev], kv.values[spread_dev], layer)
-        clens = [len(pairs[i][1]) for i in members]
-        cw = max(clens)
-        c_ids = torch.full((len(members), cw), pad, dtype=torch.long)
-        c_mask = torch.zeros((len(members), cw), dtype=torch.long)
-        for r, i in enumerate(members):
-            c_ids[r, :clens[r]] = torch.tensor(pairs[i][1])
-            c_mask[r, :clens[r]] = 1
-        hidden = p_hidden[spread_dev][:, None]
-        if cw > 1:  # completion token j + 1 is predicted at completion position j
-            c_pos = torch.tensor(plens)[spread][:, None] + torch.arange(cw - 1)[None]
-            c_hidden = decoder(input_ids=c_ids[:, :-1].to(dev),
-                               attention_mask=torch.cat([p_mask[spread], c_mask[:, :-1]], 1).to(dev),
-                               position_ids=c_pos.to(dev), past_key_values=shared, use_cache=True).last_hidden_state
-            hidden = torch.cat([hidden, c_hidden], 1)
-        r_idx, c_idx = c_mask.nonzero(as_tuple=True)
-        values = target_logprobs(head, hidden[r_idx.to(dev), c_idx.to(dev)], c_ids[r_idx, c_idx].to(dev),
-                                 self.logprob_chunk)
-        start = 0
-        for r, i in enumerate(members):
-            plen = len(pairs[i][0])
-            out[i] = torch.cat([values.new_zeros(plen - 1), values[start:start + clens[r]]])
-            start += clens[r]
+        hidden = decoder(input_ids=ids.to(dev), attention_mask=allowed[:, None].to(dev),
+                         position_ids=positions.to(dev), use_cache=False).last_hidden_state
+        return target_logprobs(head, hidden[at_row.to(dev), at_col.to(dev)], targets.to(dev), self.logprob_chunk)
 
     def logprobs(self, batch: Batch) -> torch.Tensor:
         """Log-probabilities (B, T-1) of the batch's targets at completion positions (0 elsewhere).

@@ -76,14 +76,16 @@ class _Trainer:
 
     def _accumulate(self, rows: Sequence,
                     loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]],
-                    lengths: Sequence[int] | None = None) -> dict[str, float]:
+                    lengths: Sequence[int] | None = None, most: int | None = None) -> dict[str, float]:
         """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step), the share
         None for a mean over sequences (then it is the part's fraction of ``rows``). With the rows' token
         ``lengths`` the micro-batches are `length_parts` (at most ``micro_batch`` rows each when set); else
-        ``micro_batch`` rows at a time in the given order (0: all at once)."""
+        ``micro_batch`` rows at a time in the given order (0: all at once). ``most`` replaces ``micro_batch`` as the
+        cap on rows per micro-batch when a row is a unit of several sequences."""
         self.optimizer.zero_grad(set_to_none=True)
         if lengths is not None:
-            parts = [[rows[i] for i in idx] for idx in length_parts(lengths, PAD_BUDGET, self.micro_batch)]
+            cap = self.micro_batch if most is None else most
+            parts = [[rows[i] for i in idx] for idx in length_parts(lengths, PAD_BUDGET, cap)]
         else:
             size = self.micro_batch or len(rows)
             parts = [list(rows[start:start + size]) for start in range(0, len(rows), size)]
@@ -98,6 +100,26 @@ class _Trainer:
         self.optimizer.step()
         self.steps += 1
         return total
+
+    def _shared_step(self, chunk: list[int], prompts: Sequence[list[int]], completions: Sequence[list[int]],
+                     loss_of: Callable[[list[int]], tuple[torch.Tensor, dict[str, float]]]) -> dict[str, float]:
+        """One optimizer step over the rows ``chunk`` (a mean over sequences), its rows that share a prompt kept in
+        one micro-batch so that `Policy.pair_logprobs` runs the prompt once for all of them; the micro-batches are
+        `length_parts` of those prompt units by packed length, at most ``micro_batch`` sequences each (a unit
+        larger than that runs alone). Which rows form the step is the caller's: only its cutting is done here."""
+        units: dict[tuple[int, ...], list[int]] = {}
+        for i in chunk:
+            units.setdefault(tuple(prompts[i]), []).append(i)
+        groups = list(units.values())
+        packed = [self.policy.fitted_length(prompts[u[0]], completions[u[0]]) + sum(len(completions[i]) for i in u[1:])
+                  for u in groups]
+        most = max(1, self.micro_batch // max(map(len, groups))) if self.micro_batch else 0
+
+        def part_loss(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+            idx = [i for unit in part for i in unit]
+            loss, metrics = loss_of(idx)
+            return loss, metrics, len(idx) / len(chunk)
+        return self._accumulate(groups, part_loss, packed, most=most)
 
     def save_state(self, path: Path) -> None:
         """Save the optimizer state and step count."""
@@ -204,21 +226,19 @@ class GRPOTrainer(_Trainer):
         single_step = self.update_epochs == 1 and parts == 1
         size = self.micro_batch or self.minibatch
         prompts, completions = [r[0] for r in rows], [r[1] for r in rows]
-        length = [self.policy.fitted_length(p, c) for p, c in zip(prompts, completions)]
         old_rows = None if single_step else self.policy.row_logprobs(prompts, completions, size)
         # the reference is frozen: its log-probs are taken once, not again in every step and pass
         ref_rows = self.reference.row_logprobs(prompts, completions, size) if self.kl_coef > 0 else None
 
-        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
-            batch = self.policy.make_batch([rows[i][0] for i in part], [rows[i][1] for i in part])
-            logp = self.policy.logprobs(batch)
-            ref = None if ref_rows is None else aligned([ref_rows[i] for i in part], logp)
-            old = logp.detach() if old_rows is None else aligned([old_rows[i] for i in part], logp)
-            adv = torch.tensor([rows[i][2] for i in part], device=logp.device)
-            loss, m = grpo_loss(logp, old, adv, batch.mask, self.clip, ref, self.kl_coef)
+        def loss_of(idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
+            logp, mask = self.policy.pair_logprobs([rows[i][0] for i in idx], [rows[i][1] for i in idx])
+            ref = None if ref_rows is None else aligned([ref_rows[i] for i in idx], logp)
+            old = logp.detach() if old_rows is None else aligned([old_rows[i] for i in idx], logp)
+            adv = torch.tensor([rows[i][2] for i in idx], device=logp.device)
+            loss, m = grpo_loss(logp, old, adv, mask, self.clip, ref, self.kl_coef)
             m["loss"] = loss.item()
-            m["tokens"] = float(batch.mask.sum())
-            return loss, m, None
+            m["tokens"] = float(mask.sum())
+            return loss, m
 
         metrics: list[dict[str, float]] = []
         for _ in range(self.update_epochs):
@@ -229,7 +249,7 @@ class GRPOTrainer(_Trainer):
             else:
                 chunks = [order[start:start + self.minibatch] for start in range(0, len(order), self.minibatch)]
             for chunk in chunks:
-                metrics.append(self._accumulate(chunk, loss_of, [length[i] for i in chunk]))
+                metrics.append(self._shared_step(chunk, prompts, completions, loss_of))
                 tick()
         for key in ("loss", "kl", "clip_fraction", "grad_norm"):
             info[key] = sum(m[key] for m in metrics) / len(metrics)
@@ -256,18 +276,16 @@ class RWRTrainer(_Trainer):
             return info
         self.policy.model.train()
         # the initial simulator is frozen: its log-probs are taken once (a seed's variations share one context)
-        ref_rows = self.initial.row_logprobs([e[0] for e in examples], [e[1] for e in examples],
-                                             self.micro_batch or self.batch_size)
-        length = [self.policy.fitted_length(e[0], e[1]) for e in examples]
+        contexts, generated = [e[0] for e in examples], [e[1] for e in examples]
+        ref_rows = self.initial.row_logprobs(contexts, generated, self.micro_batch or self.batch_size)
 
-        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], None]:
-            batch = self.policy.make_batch([examples[i][0] for i in part], [examples[i][1] for i in part])
-            logp = self.policy.logprobs(batch)
-            ref = aligned([ref_rows[i] for i in part], logp)
-            weights = torch.tensor([examples[i][2] for i in part], device=logp.device)
-            loss, m = rwr_loss(logp, batch.mask, weights, ref, self.kl_coef)
-            m["tokens"] = float(batch.mask.sum())
-            return loss, m, None
+        def loss_of(idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
+            logp, mask = self.policy.pair_logprobs([contexts[i] for i in idx], [generated[i] for i in idx])
+            ref = aligned([ref_rows[i] for i in idx], logp)
+            weights = torch.tensor([examples[i][2] for i in idx], device=logp.device)
+            loss, m = rwr_loss(logp, mask, weights, ref, self.kl_coef)
+            m["tokens"] = float(mask.sum())
+            return loss, m
 
         metrics: list[dict[str, float]] = []
         for _ in range(self.passes):
@@ -275,7 +293,7 @@ class RWRTrainer(_Trainer):
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start:start + self.batch_size]
-                metrics.append(self._accumulate(chunk, loss_of, [length[i] for i in chunk]))
+                metrics.append(self._shared_step(chunk, contexts, generated, loss_of))
                 tick()
             if metrics[-1]["kl"] > self.max_kl:
                 info["stopped_by_kl"] = 1.0

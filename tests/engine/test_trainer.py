@@ -101,6 +101,29 @@ def test_grpo_keeps_mixed_groups_beside_dropped_ones(policy, task):
     assert info["steps"] == 2.0  # ceil(3 / 2) minibatches
 
 
+def test_grpo_runs_each_prompt_of_a_step_once(policy, task, monkeypatch):
+    """A step's rows that share a prompt are packed into one row of one forward; the step's gradient is still
+    the mean over its sequences."""
+    prompt, good, bad = task
+    calls: list[list] = []
+    real = policy.pair_logprobs
+    monkeypatch.setattr(policy, "pair_logprobs", lambda p, c: calls.append(p) or real(p, c))
+    seen: list[torch.Size] = []
+    hook = policy.model.model.register_forward_pre_hook(lambda _m, _a, kw: seen.append(kw["input_ids"].shape),
+                                                        with_kwargs=True)
+    prompts = [prompt, prompt[2:], prompt[4:], prompt[6:]]
+    groups = [Group(p, [good, bad, good], [1.0, 0.0, 0.5]) for p in prompts]
+    trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-3, clip=0.2, kl_coef=0.0, minibatch=12)
+    try:
+        info = trainer.update(groups, random.Random(0))
+    finally:
+        hook.remove()
+    assert info["steps"] == 1.0 and len(calls) == 1 and len(calls[0]) == 12  # one step, one micro-batch
+    # the step's forward holds one row per prompt: the prompt once, then its three completions
+    assert seen[-1][0] == 4
+    assert seen[-1][1] == len(prompt) + len(good) + len(bad) + len(good)
+
+
 def test_grpo_without_dropping_trains_on_constant_groups_with_zero_advantage(policy, task):
     prompt, good, bad = task
     trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-2, clip=0.2, kl_coef=0.0, minibatch=4,
@@ -282,8 +305,8 @@ def _one_step_grads(tok, monkeypatch, budget: int, kind: str) -> tuple[list[torc
     prompts = [policy.encode("<|user|>" + "x" * n + "<|assistant|>") for n in (3, 30, 9, 20)]
     completions = [policy.completion_ids(t) for t in ("a", "bbbbbbbb", "cc", "ddddd")]
     sizes: list[int] = []
-    real = policy.make_batch
-    monkeypatch.setattr(policy, "make_batch", lambda p, c: sizes.append(len(p)) or real(p, c))
+    real = policy.pair_logprobs
+    monkeypatch.setattr(policy, "pair_logprobs", lambda p, c: sizes.append(len(p)) or real(p, c))
     if kind == "grpo":
         trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-3, clip=0.2, kl_coef=0.1, minibatch=8)
         trainer.update([Group(p, [c, c[:1] + c], [1.0, 0.0]) for p, c in zip(prompts, completions)],
