@@ -1,4 +1,5 @@
-"""One engine per session: the process that runs a session holds an OS lock on ``<session>/lease.lock``.
+"""One engine per session: the process that runs a session holds an OS lock on ``<session>/lease.lock``; and
+`waiting_lock`, the same kind of lock for work that a second process should wait for rather than redo.
 
 The lock is ``flock`` on a file in the session folder: the operating system drops it when its holder exits,
 however it exits (a crash or ``kill -9`` too), so a lease left by a dead process is simply taken over and every
@@ -21,13 +22,15 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import fcntl
 import json
 import os
 import socket
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,3 +157,48 @@ def holder(folder: str | Path) -> dict[str, Any] | None:
         return None
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def waiting_lock(path: str | Path, check: Callable[[], None] = lambda: None,
+                 on_wait: Callable[[dict[str, Any] | None], None] = lambda holder: None,
+                 poll: float = 1.0, what: str = "genenv") -> Iterator[None]:
+    """Hold an OS lock on the file ``path`` (created if missing) for the ``with`` block, waiting while another
+    process holds it: ``on_wait`` gets the holder's record once, when this process has to wait, and ``check``
+    runs between polls (it may raise to give up waiting). Used where two processes would otherwise do the same
+    long work at once (a warm-start cache entry), so the second waits and then reuses the first's result. The
+    record written while held names this process and ``what`` it does. A filesystem that refuses ``flock`` is
+    not locked: the block runs at once, as it would without the lock.
+
+    >>> import tempfile
+    >>> with waiting_lock(Path(tempfile.mkdtemp()) / "entry.lock"):
+    ...     print("held")
+    held
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        waited, locked = False, True
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not waited:
+                    on_wait(_read(fd))
+                    waited = True
+                check()
+                time.sleep(poll)
+            except OSError:  # no flock on this filesystem: run unguarded, as before the lock existed
+                locked = False
+                break
+        if locked:
+            record = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
+                      "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(record).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -7,7 +7,9 @@ result is cached per preset, model, warm-start settings and seed (``$GENENV_CACH
 ``~/.cache/genenv``), because it costs minutes on CPU and is the same for every run that shares it.
 An entry is made in two stages, each trained into ``<key>.tmp<PID>`` and then moved into place,
 so a killed run leaves a temp folder (removed at the next warm start by `remove_stale_temp`, never
-one of a process still running) and no half-written entry:
+one of a process still running) and no half-written entry. One process trains an entry at a time: it
+holds an OS lock on the entry (`entry_lock`) while it trains, and another run of the same key waits for it
+(saying so), then finds the entry cached instead of training it a second time.
 
 1. the agent: ``agent/``, ``agent.json`` (its figures and the Python random state its SFT left) and
    ``rng.pt`` (the torch random states), published as ``<key>/`` as soon as it is trained;
@@ -52,6 +54,7 @@ from genenv_engine.agent import agent_prompt
 from genenv_engine.config import EXECUTION_FIELDS, NO_SIMULATOR_MODES, ModelConfig, RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import EventSink, WarmStartProgressed, WarmStartSample, null_sink
+from genenv_engine.lease import describe, waiting_lock
 from genenv_engine.models import (AGENT_INFO, DONE, TORCH_RNG, load_warm_agent, warmstart_agent,
                                   warmstart_simulator)
 from genenv_engine.policy import Policy
@@ -123,6 +126,12 @@ def cache_key(config: RunConfig) -> str:
 
 
 
+def entry_lock(folder: Path) -> Path:
+    """The lock file of the cache entry ``folder`` (beside the cache's entries, not among them: lock files are
+    never removed, since a process may be waiting on one)."""
+    return folder.parent.parent / "locks" / f"warmstart-{folder.name}.lock"
+
+
 def needs_simulator(config: RunConfig) -> bool:
     """Whether a run uses the warm-started simulator: every simulator mode but ``off`` and ``sampler`` (whose tasks
     the benchmark's own generator writes).
@@ -188,6 +197,23 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
     """
     remove_stale_temp()
     folder = cache_root() / "warmstart" / cache_key(config)
+    if not config.warm_start.cache:
+        return _warm_start(config, envs, folder, sink, check)
+    if (found := cached_folder(folder)) is not None:
+        return found, json.loads((found / DONE).read_text())
+    if not needs_simulator(config) and (half := cached_folder(folder, AGENT_INFO)) is not None:
+        return half, _agent_only_info(half)
+
+    def waiting(holder: dict | None) -> None:
+        warnings.warn(f"warm start {folder.name} is being trained by {describe(holder)}: waiting to reuse it",
+                      stacklevel=4)
+    # one process trains an entry at a time; another one waits, then finds it cached
+    with waiting_lock(entry_lock(folder), check, waiting, what="a warm start training it"):
+        return _warm_start(config, envs, folder, sink, check)
+
+
+def _warm_start(config: RunConfig, envs: dict[str, Environment], folder: Path, sink: EventSink,
+                check: Callable[[], None]) -> tuple[Path, dict]:
     need_sim = needs_simulator(config)
     if config.warm_start.cache:
         found = cached_folder(folder) or install_shipped(config, folder)

@@ -174,3 +174,67 @@ def test_only_an_agent_only_warm_start_lends_the_agent_to_the_simulator(tmp_path
     assert not is_agent_only_warm_start(done)
     with pytest.raises(OSError):
         load_role_policies(cfg.model, done, done)
+
+
+def test_a_second_process_waits_for_the_entry_another_one_trains_then_reuses_it(monkeypatch, tmp_path):
+    """While another process holds an entry's lock (a test double: a child that only holds the lock and then
+    writes a finished entry), a warm start of the same key waits, says who it waits for, and returns that entry
+    without training anything."""
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    cfg = config("trained")
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path))
+    folder = warmstart.cache_root() / "warmstart" / warmstart.cache_key(cfg)
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import json, pathlib, time
+        from genenv_engine.lease import waiting_lock
+        folder = pathlib.Path({str(folder)!r})
+        with waiting_lock({str(warmstart.entry_lock(folder))!r}, what="a test double"):
+            print("held", flush=True)
+            time.sleep(2)
+            for part in ("agent", "simulator"):
+                (folder / part).mkdir(parents=True)
+            (folder / {warmstart.DONE!r}).write_text(json.dumps({{"trained_by": "the other process"}}))
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        monkeypatch.setattr(warmstart, "_train_agent", lambda *a, **k: pytest.fail("trained a second time"))
+        started = time.monotonic()
+        with pytest.warns(UserWarning, match="being trained by a test double .*waiting to reuse it"):
+            got, info = warm(monkeypatch, tmp_path, cfg)
+        assert time.monotonic() - started > 0.5  # it did wait for the holder
+        assert got == folder and info == {"trained_by": "the other process"}
+    finally:
+        child.wait(timeout=30)
+    assert child.returncode == 0
+
+
+def test_a_stop_while_waiting_for_the_entry_lock_gives_up_waiting(tmp_path):
+    """The run's stop check runs while it waits, so a stopped run does not hang on another process's lock."""
+    import fcntl
+    import os
+
+    from genenv_engine.lease import waiting_lock
+
+    path = tmp_path / "entry.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: flock treats it as another holder
+    calls = []
+
+    def check():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with waiting_lock(path, check, poll=0.01):
+                pytest.fail("entered while another holder had the lock")
+    finally:
+        os.close(fd)
+    assert len(calls) == 3
+    with waiting_lock(path, poll=0.01):  # free again once the holder let go
+        assert json.loads(path.read_text())["pid"] == os.getpid()
