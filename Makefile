@@ -83,11 +83,13 @@ clean-venv:
 # and tests/engine/test_shipped_warmstart.py fails): trains it afresh in a temporary cache (about 18 minutes on 2
 # cores), then copies it into the package with its manifest (key, sha256 of every file, epoch-0 held-out).
 .PHONY: shipped-warmstart
+# `make shipped-warmstart PRESET=five` rebuilds the five preset's shipped warm start (about 30 min on 2 cores).
+PRESET ?= tiny
 shipped-warmstart: setup
 	tmp=$$(mktemp -d) && \
-	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(VENV)/bin/genenv bench warmstart --preset tiny --seed 0 --keep \
+	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(VENV)/bin/genenv bench warmstart --preset $(PRESET) --seed 0 --keep \
 		--out $$tmp && \
-	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(PY) -m genenv_engine.warmstart ship --preset tiny --seed 0 \
+	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(PY) -m genenv_engine.warmstart ship --preset $(PRESET) --seed 0 \
 		--bench $$tmp/bench-warmstart.json && \
 	rm -rf $$tmp
 

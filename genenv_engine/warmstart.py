@@ -23,8 +23,8 @@ states and trains the simulator to the same weights as a warm start made in one 
 bit on CPU, full and LoRA roles: `tests/engine/test_warmstart_stages.py`; CUDA kernels are not
 bit-reproducible anyway). A run stopped during the simulator's SFT keeps the trained agent.
 
-The default first run's warm start (the ``tiny`` preset, seed 0) ships inside the package
-(`SHIPPED_ROOT`), so ``make run`` starts at epoch 1 in seconds: a finished entry with a
+The default first run's warm start (the ``tiny`` preset, seed 0; the ``five`` preset's seed 0 too) ships inside
+the package (`SHIPPED_ROOT`), so ``make run`` starts at epoch 1 in seconds: a finished entry with a
 ``manifest.json`` naming its cache key and the sha256 of every file. A run whose key is exactly that
 key and finds no entry in its cache installs it there (`install_shipped`): the files are copied into a
 temp folder, their checksums verified on the copies, and the folder moved into place like a trained

@@ -1,9 +1,10 @@
-"""The default first run's warm start (tiny preset, seed 0) shipped inside the package: used only for its exact
+"""The default first run's warm start (tiny preset, seed 0; the `five` preset's seed 0 ships too) shipped inside
+the package: used only for its exact
 cache key and only when every file verifies against its manifest's sha256, installed into the warm-start cache
 so that a run finds it cached, and equal to what the training path gives (same info, same epoch-0 held-out).
 
-When the warm-start recipe changes, the tiny preset's key moves and the first test here fails until the shipped
-entry is rebuilt with ``make shipped-warmstart``."""
+When the warm-start recipe changes, a shipped preset's key moves and the first test here fails until its shipped
+entry is rebuilt with ``make shipped-warmstart PRESET=<preset>``."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ from genenv_engine.session import Session
 TINY = load_config("tiny")
 KEY = warmstart.cache_key(TINY)
 SHIPPED = warmstart.SHIPPED_ROOT / KEY
-REBUILD = "the warm-start recipe or the tiny preset changed: rebuild the shipped warm start with `make shipped-warmstart`"
+SHIPPED_PRESETS = ("tiny", "five")
+"""The presets whose seed-0 warm start ships: the default first run's, and the five-benchmark preset's (80 minutes
+to train on a slow 2-core CPU)."""
+REBUILD = ("the warm-start recipe or the {preset} preset changed: rebuild its shipped warm start with "
+           "`make shipped-warmstart PRESET={preset}`")
 
 
 class Trained(Exception):
@@ -55,13 +60,22 @@ def entries(cache: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
-def test_the_shipped_warm_start_has_the_tiny_presets_current_key():
+@pytest.mark.parametrize("preset", SHIPPED_PRESETS)
+def test_each_shipped_warm_start_has_its_presets_current_key(preset):
+    config = load_config(preset)
+    key = warmstart.cache_key(config)
     shipped = sorted(p.name for p in warmstart.SHIPPED_ROOT.iterdir() if p.is_dir())
-    assert shipped == [KEY], REBUILD
-    m = manifest()
-    assert (m["key"], m["preset"], m["seed"], m["warm_start_version"]) == (KEY, "tiny", 0,
-                                                                          warmstart.WARM_START_VERSION), REBUILD
-    assert m["heldout_tasks"] == TINY.heldout_size and set(m["heldout"]) == set(TINY.benchmarks)
+    assert key in shipped, REBUILD.format(preset=preset)
+    m = manifest(warmstart.SHIPPED_ROOT / key)
+    assert (m["key"], m["preset"], m["seed"], m["warm_start_version"]) == (
+        key, preset, 0, warmstart.WARM_START_VERSION), REBUILD.format(preset=preset)
+    assert m["heldout_tasks"] == config.heldout_size and set(m["heldout"]) == set(config.benchmarks)
+    assert warmstart.shipped_problems(warmstart.SHIPPED_ROOT / key) == []
+
+
+def test_nothing_else_is_shipped():
+    shipped = sorted(p.name for p in warmstart.SHIPPED_ROOT.iterdir() if p.is_dir())
+    assert shipped == sorted(warmstart.cache_key(load_config(p)) for p in SHIPPED_PRESETS)
 
 
 def test_every_shipped_file_is_listed_and_matches_its_checksum():
