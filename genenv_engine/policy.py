@@ -92,6 +92,18 @@ def target_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.
     return torch.cat(parts) if parts else hidden.new_zeros(0, dtype=torch.float32)
 
 
+def prompt_groups(prompts: list[list[int]]) -> list[list[int]]:
+    """The indices of ``prompts`` grouped by equal prompt, in order of first appearance.
+
+    >>> prompt_groups([[1, 2], [3], [1, 2]])
+    [[0, 2], [1]]
+    """
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, p in enumerate(prompts):
+        groups.setdefault(tuple(p), []).append(i)
+    return list(groups.values())
+
+
 @dataclass
 class Batch:
     """Right-padded prompt+completion tokens; ``mask`` marks completion tokens among the targets."""
@@ -246,13 +258,15 @@ class Policy:
         the padded forward up to float rounding, and differentiable when gradients are on.
         """
         pairs = self._fitted_pairs(prompts, completions)
-        if len({tuple(p) for p, _ in pairs}) == len(pairs):  # nothing to share: the padded forward is as fast
+        groups = prompt_groups([p for p, _ in pairs])
+        if len(groups) == len(pairs):  # nothing to share: the padded forward is as fast
             batch = self.make_batch(prompts, completions)
             return self.logprobs(batch), batch.mask
-        values = self._packed_values(pairs)
+        values = self._packed_values(pairs, groups)
+        order = [i for members in groups for i in members]  # the order of ``values``
         width = max(len(p) + len(c) for p, c in pairs)
-        rows = torch.cat([torch.full((len(c),), i, dtype=torch.long) for i, (_, c) in enumerate(pairs)])
-        cols = torch.cat([torch.arange(len(p) - 1, len(p) - 1 + len(c)) for p, c in pairs])
+        rows = torch.cat([torch.full((len(pairs[i][1]),), i, dtype=torch.long) for i in order])
+        cols = torch.cat([torch.arange(len(pairs[i][0]) - 1, len(pairs[i][0]) - 1 + len(pairs[i][1])) for i in order])
         mask = torch.zeros((len(pairs), width - 1), dtype=torch.float32)
         mask[rows, cols] = 1.0
         out = torch.zeros((len(pairs), width - 1), dtype=torch.float32, device=values.device)
@@ -270,20 +284,18 @@ class Policy:
         about what the completions alone cost. Equal to `logprobs` up to float rounding.
         """
         pairs = self._fitted_pairs(prompts, completions)
-        by_prompt: dict[tuple[int, ...], list[int]] = {}
-        for i, (p, _) in enumerate(pairs):
-            by_prompt.setdefault(tuple(p), []).append(i)
-        calls: list[list[int]] = [[]]
+        calls: list[list[list[int]]] = [[]]
         # shortest rows first, so that each forward pads its rows to about their own length
-        for members in sorted(by_prompt.values(), key=lambda m: len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m)):
-            if calls[-1] and len(calls[-1]) + len(members) > rows:
+        for members in sorted(prompt_groups([p for p, _ in pairs]),
+                              key=lambda m: len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m)):
+            if calls[-1] and sum(map(len, calls[-1])) + len(members) > rows:
                 calls.append([])
-            calls[-1].extend(members)
+            calls[-1].append(members)
         out: list[torch.Tensor] = [torch.zeros(0)] * len(pairs)
-        for call in filter(None, calls):
-            values = self._packed_values([pairs[i] for i in call])
+        for groups in filter(None, calls):
+            values = self._packed_values(pairs, groups)
             start = 0
-            for i in call:
+            for i in (i for members in groups for i in members):
                 plen, clen = len(pairs[i][0]), len(pairs[i][1])
                 out[i] = torch.cat([values.new_zeros(plen - 1), values[start:start + clen]])
                 start += clen
@@ -296,9 +308,10 @@ class Policy:
             raise ValueError("pair log-probs need a non-empty prompt and completion in every pair")
         return pairs
 
-    def _packed_values(self, pairs: list[tuple[list[int], list[int]]]) -> torch.Tensor:
-        """The log-probability of every completion token of ``pairs`` (cut to fit), pair after pair, from one
-        forward in which each distinct prompt is one row: the prompt, then each of its completions.
+    def _packed_values(self, pairs: list[tuple[list[int], list[int]]], groups: list[list[int]]) -> torch.Tensor:
+        """The log-probability of every completion token of the ``pairs`` (cut to fit) that ``groups`` names (their
+        indices by prompt, `prompt_groups`), group after group and pair after pair, from one forward in which each
+        group is one row: the prompt, then each of its completions.
 
         A tree mask keeps the completions apart (a completion token attends to the prompt and to its own
         completion's earlier tokens), and position ids restart after the prompt for each completion, so every
@@ -308,15 +321,14 @@ class Policy:
         self.activate()
         base = self.model.get_base_model() if self.adapter is not None else self.model
         decoder, head = base.get_decoder(), base.get_output_embeddings()
-        by_prompt: dict[tuple[int, ...], list[int]] = {}
-        for i, (p, _) in enumerate(pairs):
-            by_prompt.setdefault(tuple(p), []).append(i)
-        width = max(len(p) + sum(len(pairs[i][1]) for i in members) for p, members in by_prompt.items())
-        ids = torch.full((len(by_prompt), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        positions = torch.zeros((len(by_prompt), width), dtype=torch.long)
-        branch = torch.full((len(by_prompt), width), -2, dtype=torch.long)  # -1 prompt, j completion j, -2 padding
-        row_of, start_of = [0] * len(pairs), [0] * len(pairs)
-        for r, (prompt, members) in enumerate(by_prompt.items()):
+        width = max(len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m) for m in groups)
+        ids = torch.full((len(groups), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        positions = torch.zeros((len(groups), width), dtype=torch.long)
+        branch = torch.full((len(groups), width), -2, dtype=torch.long)  # -1 prompt, j completion j, -2 padding
+        row_of: dict[int, int] = {}
+        start_of: dict[int, int] = {}
+        for r, members in enumerate(groups):
+            prompt = pairs[members[0]][0]
             n = len(prompt)
             ids[r, :n], positions[r, :n], branch[r, :n] = torch.tensor(prompt), torch.arange(n), -1
             for j, i in enumerate(members):
@@ -329,10 +341,12 @@ class Policy:
         query, key = branch[:, :, None], branch[:, None, :]
         allowed = torch.ones((width, width), dtype=torch.bool).tril() & (((key == -1) & (query != -2)) | (key == query))
         # completion token 0 is predicted at the prompt's last position, token t at the completion's position t - 1
-        at_row = torch.cat([torch.full((len(c),), row_of[i], dtype=torch.long) for i, (_, c) in enumerate(pairs)])
-        at_col = torch.cat([torch.tensor([len(p) - 1] + list(range(start_of[i], start_of[i] + len(c) - 1)))
-                            for i, (p, c) in enumerate(pairs)])
-        targets = torch.tensor([t for _, c in pairs for t in c], dtype=torch.long)
+        order = [i for members in groups for i in members]
+        at_row = torch.cat([torch.full((len(pairs[i][1]),), row_of[i], dtype=torch.long) for i in order])
+        at_col = torch.cat([torch.tensor([len(pairs[i][0]) - 1]
+                                         + list(range(start_of[i], start_of[i] + len(pairs[i][1]) - 1)))
+                            for i in order])
+        targets = torch.tensor([t for i in order for t in pairs[i][1]], dtype=torch.long)
         dev = self.device
         hidden = decoder(input_ids=ids.to(dev), attention_mask=allowed[:, None].to(dev),
                          position_ids=positions.to(dev), use_cache=False).last_hidden_state

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from genenv_engine.algorithms import group_advantages, grpo_loss, rwr_loss
-from genenv_engine.policy import Policy
+from genenv_engine.policy import Policy, prompt_groups
 
 Tick = Callable[[], None]
 
@@ -76,16 +76,14 @@ class _Trainer:
 
     def _accumulate(self, rows: Sequence,
                     loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]],
-                    lengths: Sequence[int] | None = None, most: int | None = None) -> dict[str, float]:
+                    lengths: Sequence[int] | None = None, most: int = 0) -> dict[str, float]:
         """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step), the share
         None for a mean over sequences (then it is the part's fraction of ``rows``). With the rows' token
-        ``lengths`` the micro-batches are `length_parts` (at most ``micro_batch`` rows each when set); else
-        ``micro_batch`` rows at a time in the given order (0: all at once). ``most`` replaces ``micro_batch`` as the
-        cap on rows per micro-batch when a row is a unit of several sequences."""
+        ``lengths`` the micro-batches are `length_parts` (at most ``most`` rows each when set); else
+        ``micro_batch`` rows at a time in the given order (0: all at once)."""
         self.optimizer.zero_grad(set_to_none=True)
         if lengths is not None:
-            cap = self.micro_batch if most is None else most
-            parts = [[rows[i] for i in idx] for idx in length_parts(lengths, PAD_BUDGET, cap)]
+            parts = [[rows[i] for i in idx] for idx in length_parts(lengths, PAD_BUDGET, most)]
         else:
             size = self.micro_batch or len(rows)
             parts = [list(rows[start:start + size]) for start in range(0, len(rows), size)]
@@ -107,10 +105,7 @@ class _Trainer:
         one micro-batch so that `Policy.pair_logprobs` runs the prompt once for all of them; the micro-batches are
         `length_parts` of those prompt units by packed length, at most ``micro_batch`` sequences each (a unit
         larger than that runs alone). Which rows form the step is the caller's: only its cutting is done here."""
-        units: dict[tuple[int, ...], list[int]] = {}
-        for i in chunk:
-            units.setdefault(tuple(prompts[i]), []).append(i)
-        groups = list(units.values())
+        groups = [[chunk[k] for k in unit] for unit in prompt_groups([prompts[i] for i in chunk])]
         packed = [self.policy.fitted_length(prompts[u[0]], completions[u[0]]) + sum(len(completions[i]) for i in u[1:])
                   for u in groups]
         most = max(1, self.micro_batch // max(map(len, groups))) if self.micro_batch else 0
