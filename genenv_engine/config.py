@@ -283,6 +283,11 @@ class SimulatorConfig:
     recomputes (``true``); ``false``: a draft whose task the validator reads as written is admitted with that
     recomputed gold as its answer, as Absolute Zero admits a proposed program on its executed output (the
     simulator need not solve its own task), and the RWR update trains on the task with that gold."""
+    admit_mended: bool = False
+    """With ``answer_check = false``: also admit a draft whose prompt the environment mends
+    (`Environment.repair_prompt`: a name listed twice listed once, a travel plan cut before its first broken rule)
+    as the mended task with its recomputed gold; the RWR update trains on that task. ``false``: a mended draft only
+    teaches (``repairs``), it is not admitted."""
     repairs: bool = True
     """Teach the simulator from its rejected drafts whose prompt was sound but answer wrong: each joins the RWR
     update with weight 1, as (its prompt -> the task with the gold answer the validator recomputed); ``false``:
@@ -324,6 +329,8 @@ class SimulatorConfig:
                "applies to the compact prompt (the instruct prompt carries the success note itself)")
         _check(not (self.steer_hold and not self.steer), "simulator.steer_hold", "needs simulator.steer = true")
         _check(not (self.steer_relabel and not self.steer), "simulator.steer_relabel", "needs simulator.steer = true")
+        _check(not (self.admit_mended and self.answer_check), "simulator.admit_mended",
+               "admits a mended draft on its recomputed gold: it needs simulator.answer_check = false")
         _check_levels(self.seed_levels, "simulator.seed_levels")
         for name in ("lr", "max_kl"):
             _check(getattr(self, name) > 0, f"simulator.{name}", "must be > 0")

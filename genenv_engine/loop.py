@@ -357,7 +357,7 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], executor
         return mine
     checked = executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
     if not cfg.simulator.answer_check:
-        checked = [sim.admit_on_gold(g) for g in checked]
+        checked = [sim.admit_on_gold(g, cfg.simulator.admit_mended) for g in checked]
     gens = sim.per_benchmark(checked, envs, cap)  # in the drafts' order
     by_batch: dict[str, list[Task]] = {}
     for g in gens:
@@ -367,6 +367,12 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], executor
     valid = [g.task for g in gens if g.task.valid]
     out["valid"] = len(valid)
     out["valid_fraction"] = len(valid) / len(drafts)
+    admitted: dict[str, Counter] = {}  # per benchmark: valid as written, on the recomputed gold, mended
+    for g in gens:
+        if g.task.valid:
+            way = "mended" if g.mended else "on_gold" if g.recomputed else "as_written"
+            admitted.setdefault(g.task.benchmark, Counter())[way] += 1
+    out["admitted"] = {name: dict(ways) for name, ways in sorted(admitted.items())}
     out["unique_fraction"] = sum(uniques) / len(uniques) if uniques else None
     out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))
     out["difficulty_mix"] = dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items()))

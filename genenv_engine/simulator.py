@@ -78,6 +78,8 @@ class Generation:
     recomputed: bool = False
     """Admitted on the validator's gold rather than its own answer (`admit_on_gold`): the RWR update trains on the
     task with that gold, not on the text the simulator wrote."""
+    mended: bool = False
+    """Admitted as the task of its mended prompt (`admit_on_gold` with ``mended``), not of the prompt it wrote."""
 
 
 SEED_WINDOW = 2
@@ -402,27 +404,35 @@ def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: st
     return out
 
 
-def admit_on_gold(g: Generation) -> Generation:
+def admit_on_gold(g: Generation, mended: bool = False) -> Generation:
     """``simulator.answer_check = false``: a draft rejected only for its answer (``answer_mismatch``, with the task
-    of the prompt as written, its gold recomputed, as its repair) admitted as that task; any other generation as it
-    is. The admitted task keeps the draft's id and provenance.
+    of the prompt as written, its gold recomputed, as its repair) admitted as that task; with ``mended``
+    (``simulator.admit_mended``) also a draft whose prompt the environment mended into a valid task (its repair for
+    any other reason); any other generation as it is. The admitted task keeps the draft's id and provenance.
 
     >>> seed = Task(id="s", benchmark="b", prompt="p", answer="a")
     >>> bad = Task(id="g1", benchmark="b", prompt="q", answer="9", origin="static", valid=False,
     ...            reason="answer_mismatch: value_error", epoch=2, simulator_version=1)
     >>> g = admit_on_gold(Generation(seed, "e2/b", "ctx", "q => 9", [1], bad, "g1", repair=bad.with_(answer="7")))
-    >>> g.task.valid, g.task.answer, g.task.reason, g.task.origin, g.recomputed, g.repair
-    (True, '7', '', 'static', True, None)
-    >>> other = Generation(seed, "e2/b", "ctx", "x", [1], bad.with_(reason="bad_hint: x"), "g1", repair=bad)
+    >>> g.task.valid, g.task.answer, g.task.reason, g.task.origin, g.recomputed, g.mended, g.repair
+    (True, '7', '', 'static', True, False, None)
+    >>> other = Generation(seed, "e2/b", "ctx", "x", [1], bad.with_(reason="bad_hint: x"), "g1",
+    ...                    repair=bad.with_(prompt="q2", answer="7"))
     >>> admit_on_gold(other) is other
     True
+    >>> g = admit_on_gold(other, mended=True)
+    >>> g.task.valid, g.task.prompt, g.task.answer, g.recomputed, g.mended
+    (True, 'q2', '7', True, True)
     """
-    if g.task.valid or g.repair is None or not g.task.reason.startswith("answer_mismatch"):
+    if g.task.valid or g.repair is None:
+        return g
+    on_gold = g.task.reason.startswith("answer_mismatch")
+    if not (on_gold or mended):
         return g
     t = g.task
     task = g.repair.with_(id=t.id, split=t.split, origin=t.origin, parent_id=t.parent_id, epoch=t.epoch,
                           generator=t.generator, simulator_version=t.simulator_version, valid=True, reason="")
-    return replace(g, task=task, repair=None, recomputed=True)
+    return replace(g, task=task, repair=None, recomputed=True, mended=not on_gold)
 
 
 def per_benchmark(items: list[Any], envs: dict[str, Environment],

@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
+import pytest
 import torch
 
-from genenv_engine.config import ModelConfig, load_config
+from genenv_engine.config import ConfigError, ModelConfig, load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.loop import run
@@ -110,3 +111,47 @@ def test_a_name_listed_twice_is_mended_and_taught_with_the_gold():
     task, repair = judge(bfcl, "F: zz(x:int) | Q: zz 3 => zz(x=3)", task_id="t", seed=seed, epoch=1,
                          generator="test")
     assert not task.valid and repair is None
+
+
+def test_a_travel_plan_that_breaks_a_rule_is_cut_before_it_and_asks_for_that_field():
+    from genenv_engine.simulator import judge
+
+    env = get_environment("travelplanner", 0)
+    seed = env.splits()["seed"][0]
+    # lunch repeats breakfast's restaurant (A2): the plan is cut to breakfast and the task asks for lunch
+    task, repair = judge(env, "A>B 2d 1p $600 | dAB A2 Aa A2 ?dinner => A5", task_id="t", seed=seed, epoch=1,
+                         generator="test")
+    assert task.reason.startswith("bad_prefix: violates_commonsense:diverse_restaurants at day 1 lunch A2")
+    assert repair is not None and repair.prompt == "A>B 2d 1p $600 | dAB A2 Aa ?lunch"
+    assert env.check(repair, repair.answer).success and not env.check(repair, "A2").success
+    # a plan with no broken rule has nothing to cut
+    assert env.repair_prompt("A>B 1d 1p $300 | dAB A2 ?sight", "bad_prefix: x") is None
+    assert env.repair_prompt("A>B 2d 1p $600 | dAB A2 Aa A2 ?dinner", "infeasible_prefix") is None
+
+
+def test_a_mended_draft_is_admitted_only_with_admit_mended(tmp_path):
+    twice = "F: sq(x:int) neg(x:int) sq(x:int) | Q: sq 7"
+    mended = "F: sq(x:int) neg(x:int) | Q: sq 7"
+
+    def one(name, **overrides):
+        cfg = load_config("micro", overrides={"epochs": 1, "curriculum.reward": "uniform",
+                                              "simulator.answer_check": False, **overrides})
+        session = Session.create(cfg, tmp_path / name)
+        run(session, backend_factory=scripted_backends([f"{twice} => sq(x=8)"]))
+        rows = session.store.db.execute("select prompt, answer, valid, reason from tasks where origin = 'generated'"
+                                        ).fetchall()
+        metrics = session.store.epoch_metrics()[1]
+        session.store.close()
+        return rows, metrics
+
+    rows, metrics = one("off")
+    assert rows and all(not valid and reason.startswith("duplicate_function") and prompt == twice
+                        for prompt, _, valid, reason in rows)
+    assert metrics["valid"] == 0 and metrics["admitted"] == {}
+    rows, metrics = one("on", **{"simulator.admit_mended": True})
+    kept = [(prompt, answer) for prompt, answer, valid, _ in rows if valid]
+    # the mended prompt, on its gold (the near-duplicate cap drops the repeats)
+    assert kept and set(kept) == {(mended, "sq(x=7)")}
+    assert metrics["admitted"] == {"bfcl": {"mended": len(kept)}}
+    with pytest.raises(ConfigError, match="answer_check"):
+        load_config("micro", overrides={"simulator.admit_mended": True})

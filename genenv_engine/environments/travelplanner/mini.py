@@ -343,12 +343,10 @@ class TravelPlannerMini(LadderEnvironment):
             step = read_prompt(prompt, db)
         except PromptError as err:
             return Validation(False, str(err))
-        state = replay(step.query, (), db)
-        for slot, code in zip(schedule(step.query.days, step.query.cities), step.prefix):
-            error = field_error(step.query, state, slot, code, db)
-            if error is not None:
-                return Validation(False, f"bad_prefix: {error} at day {slot.day} {slot.kind} {code}")
-            apply(step.query, state, slot, code, db)
+        broken = first_violation(step, db)
+        if broken is not None:
+            _, error, slot = broken
+            return Validation(False, f"bad_prefix: {error} at day {slot.day} {slot.kind} {step.prefix[broken[0]]}")
         try:
             found = solve(step.query, step.prefix, db, budget=step.query.budget)
             if found is None or found.cost > step.query.budget:
@@ -360,6 +358,11 @@ class TravelPlannerMini(LadderEnvironment):
         except BudgetExceeded as err:  # a query whose search would explode is rejected, not searched on
             return Validation(False, f"budget: {err}")
 
+    def repair_prompt(self, prompt: str, reason: str) -> str | None:
+        """A plan so far that breaks a rule (``bad_prefix``): the plan cut before its first offending field, asking
+        for that field (`cut_at_violation`)."""
+        return cut_at_violation(prompt) if reason.startswith("bad_prefix") else None
+
     def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling leaving from the source's origin city, at the same level w.p. 0.5 else ±1."""
         level = self._sibling_level(source, rng)
@@ -369,6 +372,35 @@ class TravelPlannerMini(LadderEnvironment):
             sibling = self._as_sibling(source, step.prompt, gold_field(step.query, step.prefix, sandbox())[0], task_id)
             if sibling is not None:
                 return sibling
+
+
+def first_violation(step: Step, db: Sandbox) -> tuple[int, str, Slot] | None:
+    """The first field of the plan so far that the sandbox refuses: its index, the error and its slot; or None."""
+    state = replay(step.query, (), db)
+    for i, (slot, code) in enumerate(zip(schedule(step.query.days, step.query.cities), step.prefix)):
+        error = field_error(step.query, state, slot, code, db)
+        if error is not None:
+            return i, error, slot
+        apply(step.query, state, slot, code, db)
+    return None
+
+
+def cut_at_violation(prompt: str) -> str | None:
+    """The step prompt with its plan cut before the first field that breaks a rule, so that it asks for that field;
+    None when the prompt does not parse or breaks no rule.
+
+    >>> cut_at_violation("A>B 2d 1p $600 | dAB A2 Aa A2 ?dinner")  # lunch repeats breakfast's restaurant
+    'A>B 2d 1p $600 | dAB A2 Aa ?lunch'
+    >>> cut_at_violation("A>B 1d 1p $300 | dAB A2 ?sight") is None, cut_at_violation("A>B 2d | x ?y") is None
+    (True, True)
+    """
+    db = sandbox()
+    try:
+        step = read_prompt(prompt, db)
+    except PromptError:
+        return None
+    broken = first_violation(step, db)
+    return None if broken is None else render_prompt(step.query, step.prefix[:broken[0]])
 
 
 def _org_of(task: Task) -> str | None:
