@@ -57,8 +57,19 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
         "zero_advantage_share": (1 - seqs / (groups * rollouts)) if groups else None,
         "simulator_examples": (m.get("simulator_update") or {}).get("examples"),
         "seed_levels": dict(sum((Counter(v) for v in (m.get("seed_levels_drawn") or {}).values()), Counter())),
-        **diversity, "validity": validity or {},
+        **diversity, "validity": with_admitted(validity or {}, m.get("admitted") or {}),
     }
+
+
+def with_admitted(validity: dict[str, dict[str, Any]], admitted: dict[str, dict[str, int]]
+                  ) -> dict[str, dict[str, Any]]:
+    """An epoch's validity per benchmark with how its valid tasks were admitted (the epoch metrics' ``admitted``:
+    as written, on the recomputed gold, mended), where the run counted it.
+
+    >>> with_admitted({"b": {"valid": 3}, "c": {"valid": 0}}, {"b": {"mended": 1, "as_written": 2}})
+    {'b': {'valid': 3, 'admitted': {'mended': 1, 'as_written': 2}}, 'c': {'valid': 0}}
+    """
+    return {b: {**v, "admitted": dict(admitted[b])} if b in admitted else v for b, v in validity.items()}
 
 
 def read_session(folder: Path) -> dict[str, Any] | None:

@@ -45,7 +45,15 @@ def arm_validity(runs: list[dict[str, Any]], benchmarks: list[str]) -> dict[str,
                 rejected[reason] = rejected.get(reason, 0) + n
         out[bench] = {"drafts": drafts, "valid": valid, "valid_fraction": valid / drafts if drafts else None,
                       "rejected": top_reasons(rejected), "seeds": len(runs), "seeds_with_data": len(with_data)}
+        if any("admitted" in v for v in entries):  # runs that count how each valid task was admitted
+            out[bench]["admitted"] = {way: sum((v.get("admitted") or {}).get(way, 0) for v in entries)
+                                      for way in ADMISSIONS}
     return out
+
+
+ADMISSIONS = ("as_written", "on_gold", "mended")
+"""How a valid task was admitted: as the simulator wrote it, on the gold the validator recomputed
+(``simulator.answer_check = false``), or as the task of its mended prompt (``simulator.admit_mended``)."""
 
 
 TOP_REASONS = 3
@@ -80,12 +88,18 @@ def markdown(results: dict[str, Any]) -> list[str]:
              "The simulator's drafts from epoch 1 on, summed over seeds: the share the store kept as valid, and the "
              f"{TOP_REASONS} most frequent rejection reasons (reason prefix: count).", ""]
     if rows:
-        lines += ["| arm | benchmark | drafts | valid fraction (valid) | top rejections | seeds |",
-                  "|---|---|---|---|---|---|"]
+        ways = any("admitted" in v for _, _, v in rows)
+        lines += ["| arm | benchmark | drafts | valid fraction (valid) |"
+                  + (" admitted as written / on the gold / mended |" if ways else "") + " top rejections | seeds |",
+                  "|---|---|---|---|" + ("---|" if ways else "") + "---|---|"]
         for arm, bench, v in rows:
             frac = "–" if v["valid_fraction"] is None else f"{v['valid_fraction']:.3f} ({v['valid']})"
             reasons = ", ".join(f"{_cell(r)}: {n}" for r, n in list(v["rejected"].items())[:TOP_REASONS]) or "–"
-            lines.append(f"| {arm} | {bench} | {v['drafts']} | {frac} | {reasons} | "
+            admitted = ""
+            if ways:
+                admitted = " / ".join(str(v["admitted"][w]) for w in ADMISSIONS) if "admitted" in v else "–"
+                admitted = f" {admitted} |"
+            lines.append(f"| {arm} | {bench} | {v['drafts']} | {frac} |{admitted} {reasons} | "
                          f"{v['seeds_with_data']}/{v['seeds']} |")
         lines.append("")
     if no_drafts:

@@ -57,7 +57,14 @@ def test_validity_is_the_sum_of_the_stored_funnel_and_survives_the_run_record(tm
     assert results["summary"]["off"]["validity"]["bfcl"]["drafts"] == 0
     md = (plan.out / "ablation.md").read_text()
     reasons = ", ".join(f"{r}: {n}" for r, n in list(v["rejected"].items())[:3]) or "–"
-    assert f"| trained | bfcl | {v['drafts']} | {v['valid_fraction']:.3f} ({v['valid']}) | {reasons} | 1/1 |" in md
+    # with the answer check on, every valid task was admitted as written (a run with none counts no admission)
+    assert ("admitted" in v) == (v["valid"] > 0)
+    ways = ""
+    if v["valid"]:
+        assert v["admitted"] == {"as_written": v["valid"], "on_gold": 0, "mended": 0}
+        ways = f" {v['valid']} / 0 / 0 |"
+    row = f"| trained | bfcl | {v['drafts']} | {v['valid_fraction']:.3f} ({v['valid']}) |{ways} {reasons} | 1/1 |"
+    assert row in md
     assert "## Validity by benchmark" in md and "No drafts: off." in md and "| off | bfcl |" not in md
     # a run record carries the rows: read back elsewhere, the same validity
     there = collect(tmp_path / "elsewhere", plan.arms, plan.seeds, records=plan.records_folder())
@@ -117,3 +124,22 @@ def test_committed_records_written_before_validity_still_render(tmp_path):
     assert "## Validity by benchmark" in md and "No validity data (run records written before it): trained, off." in md
     assert "| trained | bfcl |" not in md.split("## Validity by benchmark")[1].split("##")[0]
     assert "## bfcl" in md and "## Per epoch (mean over seeds)" in md  # the rest renders as before
+
+
+def test_the_section_splits_valid_tasks_by_how_they_were_admitted_where_runs_counted_it():
+    from genenv_engine.experiments.validity import markdown as section
+
+    counted = _rows((1, {"bfcl": {"drafts": 10, "valid": 6, "rejected": {"x": 4},
+                                  "admitted": {"as_written": 1, "on_gold": 2, "mended": 3}}}),
+                    (2, {"bfcl": {"drafts": 10, "valid": 2, "rejected": {"x": 8}, "admitted": {"mended": 2}}}))
+    older = _rows((1, {"bfcl": {"drafts": 5, "valid": 5, "rejected": {}}}))
+    summary = summarise({"trained": {0: counted}, "frozen": {0: older}}, 0.5, ["bfcl"])
+    assert summary["trained"]["validity"]["bfcl"]["admitted"] == {"as_written": 1, "on_gold": 2, "mended": 5}
+    assert "admitted" not in summary["frozen"]["validity"]["bfcl"]
+    results = {"arms": ["trained", "frozen"], "seeds": [0], "alpha": 0.5, "benchmarks": ["bfcl"],
+               "runs": {"trained": {"0": counted}, "frozen": {"0": older}}, "summary": summary}
+    lines = section(results)
+    assert "| arm | benchmark | drafts | valid fraction (valid) | admitted as written / on the gold / mended | " \
+           "top rejections | seeds |" in lines
+    assert "| trained | bfcl | 20 | 0.400 (8) | 1 / 2 / 5 | x: 12 | 1/1 |" in lines
+    assert "| frozen | bfcl | 5 | 1.000 (5) | – | – | 1/1 |" in lines
