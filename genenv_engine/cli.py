@@ -168,17 +168,18 @@ def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str,
 def status_json(session_dir: Path) -> dict[str, Any]:
     """The session's per-epoch metrics in the documented ``genenv status --json`` shape, with each epoch's
     ``validity`` per benchmark that had drafts: drafts, valid (kept by the validator and the duplicate cap), their
-    fraction, and the rejections counted by reason (`genenv_engine.store.funnel_validity`)."""
+    fraction, the rejections counted by reason (`genenv_engine.store.funnel_validity`) and how the valid ones were
+    admitted (`genenv_engine.store.with_admitted`)."""
     from genenv_engine.session import Session
 
     session = Session.open(session_dir, check=True)
     from genenv_engine.loggers import STATUS_KEYS
 
-    from genenv_engine.store import funnel_validity
+    from genenv_engine.store import funnel_validity, with_admitted
 
     validity = funnel_validity(session.store.funnel())
     epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS},
-               "validity": validity.get(m["epoch"], {})}
+               "validity": with_admitted(validity.get(m["epoch"], {}), m.get("admitted") or {})}
               for m in session.store.epoch_metrics()]
     cfg = session.config
     return {"session": str(session_dir), "preset": cfg.preset, "simulator_mode": cfg.simulator.mode,

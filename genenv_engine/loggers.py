@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.store import funnel_validity
+from genenv_engine.store import funnel_validity, with_admitted
 
 LOGGERS = ("tensorboard", "wandb", "trackio")
 STATUS_KEYS = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
@@ -53,7 +53,8 @@ def epoch_record(store, epoch: int) -> dict[str, Any]:
     batches' p̂ and R_env, and sample rollouts."""
     row = next((m for m in store.epoch_metrics() if m["epoch"] == epoch), {})
     metrics = {k: row.get(k) for k in STATUS_KEYS if row.get(k) is not None}
-    metrics["validity"] = funnel_validity(store.funnel(epoch)).get(epoch, {})
+    validity = funnel_validity(store.funnel(epoch)).get(epoch, {})
+    metrics["validity"] = with_admitted(validity, row.get("admitted") or {})
     batches = store.db.execute("SELECT p_hat, r_env FROM batches WHERE epoch = ? AND p_hat IS NOT NULL",
                                [epoch]).fetchall()
     samples = store.db.execute(

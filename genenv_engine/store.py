@@ -336,6 +336,17 @@ def funnel_validity(funnel: list[dict[str, Any]]) -> dict[int, dict[str, dict[st
     return out
 
 
+def with_admitted(validity: dict[str, dict[str, Any]], admitted: dict[str, dict[str, int]]
+                  ) -> dict[str, dict[str, Any]]:
+    """An epoch's validity per benchmark with how its valid tasks were admitted (the epoch metrics' ``admitted``:
+    as written, on the recomputed gold, mended), where the run counted it.
+
+    >>> with_admitted({"b": {"valid": 3}, "c": {"valid": 0}}, {"b": {"mended": 1, "as_written": 2}})
+    {'b': {'valid': 3, 'admitted': {'mended': 1, 'as_written': 2}}, 'c': {'valid': 0}}
+    """
+    return {b: {**v, "admitted": dict(admitted[b])} if b in admitted else v for b, v in validity.items()}
+
+
 def _add(counts: dict[str, int], key: str, n: int) -> None:
     counts[key] = counts.get(key, 0) + n
 

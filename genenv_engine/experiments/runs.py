@@ -22,7 +22,7 @@ from typing import Any
 from genenv_engine.config import NO_SIMULATOR_MODES
 from genenv_engine.experiments.arms import COMPUTE_FIELDS
 from genenv_engine.experiments.stats import distinct_bigrams, level_rate
-from genenv_engine.store import funnel_validity
+from genenv_engine.store import funnel_validity, with_admitted
 from genenv_engine.simulator import near_duplicate_key
 
 
@@ -60,16 +60,6 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
         **diversity, "validity": with_admitted(validity or {}, m.get("admitted") or {}),
     }
 
-
-def with_admitted(validity: dict[str, dict[str, Any]], admitted: dict[str, dict[str, int]]
-                  ) -> dict[str, dict[str, Any]]:
-    """An epoch's validity per benchmark with how its valid tasks were admitted (the epoch metrics' ``admitted``:
-    as written, on the recomputed gold, mended), where the run counted it.
-
-    >>> with_admitted({"b": {"valid": 3}, "c": {"valid": 0}}, {"b": {"mended": 1, "as_written": 2}})
-    {'b': {'valid': 3, 'admitted': {'mended': 1, 'as_written': 2}}, 'c': {'valid': 0}}
-    """
-    return {b: {**v, "admitted": dict(admitted[b])} if b in admitted else v for b, v in validity.items()}
 
 
 def read_session(folder: Path) -> dict[str, Any] | None:
