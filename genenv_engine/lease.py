@@ -98,6 +98,12 @@ def _read(fd: int) -> dict[str, Any] | None:
         return None
 
 
+def _record(what: str) -> dict[str, Any]:
+    """The holder record this process writes into a lock file it holds."""
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "what": what}
+
+
 def _open(folder: Path) -> int:
     try:
         return os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -128,8 +134,7 @@ def acquire(folder: str | Path, what: str) -> Lease:
         raise SessionUnwritable(f"cannot lock {folder / LOCK_NAME} ({exc.strerror}): this filesystem does not "
                                 "support the lock that keeps two engines off one session") from None
     previous = _read(fd)
-    record = {"pid": os.getpid(), "host": socket.gethostname(),
-              "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "what": what}
+    record = _record(what)
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
@@ -194,11 +199,9 @@ def waiting_lock(path: str | Path, check: Callable[[], None] = lambda: None,
                 locked = False
                 break
         if locked:
-            record = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
-                      "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, json.dumps(record).encode(), 0)
+                os.pwrite(fd, json.dumps(_record(what)).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

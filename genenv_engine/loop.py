@@ -370,8 +370,7 @@ def _validate_and_store(session: Session, envs: dict[str, Environment], executor
     admitted: dict[str, Counter] = {}  # per benchmark: valid as written, on the recomputed gold, mended
     for g in gens:
         if g.task.valid:
-            way = "mended" if g.mended else "on_gold" if g.recomputed else "as_written"
-            admitted.setdefault(g.task.benchmark, Counter())[way] += 1
+            admitted.setdefault(g.task.benchmark, Counter())[g.admission] += 1
     out["admitted"] = {name: dict(ways) for name, ways in sorted(admitted.items())}
     out["unique_fraction"] = sum(uniques) / len(uniques) if uniques else None
     out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))

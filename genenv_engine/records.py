@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+ADMISSIONS = ("as_written", "on_gold", "mended")
+"""How a valid task was admitted: as the simulator wrote it, on the gold the validator recomputed
+(``simulator.answer_check = false``), or as the task of its mended prompt (``simulator.admit_mended``)."""
 ORIGINS = ("seed", "generated", "edited", "official", "static", "imported")
 STATUSES = ("active", "pinned", "banned")
 SPLITS = ("seed", "train", "heldout", "generated")

@@ -81,6 +81,11 @@ class Generation:
     mended: bool = False
     """Admitted as the task of its mended prompt (`admit_on_gold` with ``mended``), not of the prompt it wrote."""
 
+    @property
+    def admission(self) -> str:
+        """How a valid generation was admitted, one of `genenv_engine.records.ADMISSIONS`."""
+        return "mended" if self.mended else "on_gold" if self.recomputed else "as_written"
+
 
 SEED_WINDOW = 2
 """Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""

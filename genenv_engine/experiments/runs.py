@@ -61,7 +61,6 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
     }
 
 
-
 def read_session(folder: Path) -> dict[str, Any] | None:
     """One arm x seed session as rows per finished epoch (None if the folder holds no session)."""
     from genenv_engine.session import Session

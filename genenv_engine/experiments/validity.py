@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from genenv_engine.records import ADMISSIONS
+
 
 def top_reasons(counts: dict[str, int]) -> dict[str, int]:
     """Reasons by count, most frequent first (ties by name).
@@ -49,11 +51,6 @@ def arm_validity(runs: list[dict[str, Any]], benchmarks: list[str]) -> dict[str,
             out[bench]["admitted"] = {way: sum((v.get("admitted") or {}).get(way, 0) for v in entries)
                                       for way in ADMISSIONS}
     return out
-
-
-ADMISSIONS = ("as_written", "on_gold", "mended")
-"""How a valid task was admitted: as the simulator wrote it, on the gold the validator recomputed
-(``simulator.answer_check = false``), or as the task of its mended prompt (``simulator.admit_mended``)."""
 
 
 TOP_REASONS = 3

@@ -345,8 +345,8 @@ class TravelPlannerMini(LadderEnvironment):
             return Validation(False, str(err))
         broken = first_violation(step, db)
         if broken is not None:
-            _, error, slot = broken
-            return Validation(False, f"bad_prefix: {error} at day {slot.day} {slot.kind} {step.prefix[broken[0]]}")
+            i, error, slot = broken
+            return Validation(False, f"bad_prefix: {error} at day {slot.day} {slot.kind} {step.prefix[i]}")
         try:
             found = solve(step.query, step.prefix, db, budget=step.query.budget)
             if found is None or found.cost > step.query.budget:
