@@ -3,7 +3,8 @@
 Prompts are left-padded and decoded in chunks by `decode`: a prefill in prompt-length groups, then
 one forward per step on the rows still decoding, since ended rows leave the batch (``generate``
 decodes every row until the longest ends: completions of 19 tokens on average cost as much as the
-longest, 64). Small models decode on one CPU thread; small float32 Llama models on CPU (the tiny
+longest, 64). Small models decode on one CPU thread unless the other cores are idle
+(`genenv_engine.backends.cpu_load`); small float32 Llama models on CPU (the tiny
 presets) run the hand-written forward of `genenv_engine.backends.static_llama` on a static KV
 cache (prompts sharing a prefix compute it once, ended rows leave at every step); every other
 model runs the transformers forward on a ``DynamicCache`` (`_decode`). The sampled tokens and
@@ -21,6 +22,7 @@ from collections.abc import Callable
 import torch
 
 from genenv_engine.backends.base import Completion, Sampling
+from genenv_engine.backends.cpu_load import decode_threads
 from genenv_engine.backends.grammar import GrammarMask
 
 
@@ -103,8 +105,9 @@ class HFBackend:
 
 
 SMALL_MODEL = 30_000_000
-"""Models with fewer parameters decode on one CPU thread: their per-step operations are too small to split,
-and two threads waiting on each other are slow on a busy machine (measured: 3-4x slower at load 6 on 2 cores)."""
+"""Models with fewer parameters decode on their configured threads only while no other process uses the cores, else on
+one (`genenv_engine.backends.cpu_load.decode_threads`): their per-step operations are so small that two threads
+waiting on each other are 10-20x slower beside one busy process on 2 cores, and 1.5x faster on idle ones."""
 PREFILL_BUCKETS = 8
 """Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
 STATIC_PREFILL_ROWS = 8
@@ -215,8 +218,9 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
 
     threads = torch.get_num_threads()
     small = input_ids.device.type == "cpu" and sum(p.numel() for p in model.parameters()) < SMALL_MODEL
-    if small:
-        torch.set_num_threads(1)
+    fewer = decode_threads(threads) if small else threads
+    if fewer != threads:  # only on a change: each call rebuilds thread pools, and the next phases ran slower after it
+        torch.set_num_threads(fewer)
     try:
         if fast is None:
             fast = small and static_llama.fits(model)
@@ -226,7 +230,8 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
         return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
                        tick, every, DynamicCache(config=model.config), grammar)
     finally:
-        torch.set_num_threads(threads)
+        if fewer != threads:
+            torch.set_num_threads(threads)
 
 
 def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
