@@ -60,10 +60,10 @@ def others_cores() -> float | None:
 def cores_idle(seconds: float = 0.1) -> bool:
     """Whether other processes used under `OTHERS_MAX` cores over the next ``seconds`` (False where /proc cannot be
     read); the reading is kept as `others_cores`'s previous one."""
-    if _ticks() is None:
+    now = _ticks()
+    if now is None:
         return False
-    _previous.clear()
-    _previous.append((time.monotonic(), *_ticks()))
+    _previous[:] = [(time.monotonic(), *now)]
     time.sleep(seconds)
     others = others_cores()
     return others is not None and others < OTHERS_MAX

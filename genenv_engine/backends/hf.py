@@ -107,7 +107,7 @@ class HFBackend:
 SMALL_MODEL = 30_000_000
 """Models with fewer parameters decode on their configured threads only while no other process uses the cores, else on
 one (`genenv_engine.backends.cpu_load.decode_threads`): their per-step operations are so small that two threads
-waiting on each other are 10-20x slower beside one busy process on 2 cores, and 1.5x faster on idle ones."""
+waiting on each other were 10-20x slower than one beside one busy process on 2 cores, and 1.5x faster on idle ones."""
 PREFILL_BUCKETS = 8
 """Prompt-length groups prefilled separately, each padded only to its own longest prompt."""
 STATIC_PREFILL_ROWS = 8
@@ -219,7 +219,7 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
     threads = torch.get_num_threads()
     small = input_ids.device.type == "cpu" and sum(p.numel() for p in model.parameters()) < SMALL_MODEL
     fewer = decode_threads(threads) if small else threads
-    if fewer != threads:  # only on a change: each call rebuilds thread pools, and the next phases ran slower after it
+    if fewer != threads:
         torch.set_num_threads(fewer)
     try:
         if fast is None:
