@@ -38,17 +38,25 @@ def _ticks() -> tuple[int, int] | None:
     return sum(cores[0:3]) + sum(cores[5:8]), int(own[11]) + int(own[12])
 
 
+def _prime(seconds: float) -> bool:
+    """Take a reading now and wait ``seconds``, so that the next `others_cores` covers them; False without /proc."""
+    now = _ticks()
+    if now is None:
+        return False
+    _previous[:] = [(time.monotonic(), *now)]
+    time.sleep(seconds)
+    return True
+
+
 def others_cores() -> float | None:
     """Cores that other processes used, on average, since the previous call (over `FIRST_LOOK_SECONDS` on a
     process's first call); None where /proc cannot be read."""
+    if not _previous and not _prime(FIRST_LOOK_SECONDS):
+        return None
     now = _ticks()
     if now is None:
         return None
     wall = time.monotonic()
-    if not _previous:
-        _previous.append((wall, *now))
-        time.sleep(FIRST_LOOK_SECONDS)
-        return others_cores()
     (then, busy0, own0), (busy1, own1) = _previous[0], now
     _previous[0] = (wall, busy1, own1)
     ticks = (wall - then) * os.sysconf("SC_CLK_TCK")
@@ -57,16 +65,19 @@ def others_cores() -> float | None:
     return max(0.0, (busy1 - busy0) - (own1 - own0)) / ticks
 
 
+def free(others: float | None) -> bool:
+    """Whether cores where other processes took ``others`` cores (None: unknown) count as free.
+
+    >>> free(0.1), free(0.9), free(None)
+    (True, False, False)
+    """
+    return others is not None and others < OTHERS_MAX
+
+
 def cores_idle(seconds: float = 0.1) -> bool:
     """Whether other processes used under `OTHERS_MAX` cores over the next ``seconds`` (False where /proc cannot be
     read); the reading is kept as `others_cores`'s previous one."""
-    now = _ticks()
-    if now is None:
-        return False
-    _previous[:] = [(time.monotonic(), *now)]
-    time.sleep(seconds)
-    others = others_cores()
-    return others is not None and others < OTHERS_MAX
+    return _prime(seconds) and free(others_cores())
 
 
 def threads_for(threads: int, others: float | None) -> int:
@@ -75,7 +86,7 @@ def threads_for(threads: int, others: float | None) -> int:
     >>> threads_for(2, 0.1), threads_for(2, 0.9), threads_for(2, None), threads_for(1, 0.0)
     (2, 1, 1, 1)
     """
-    return threads if others is not None and others < OTHERS_MAX else 1
+    return threads if free(others) else 1
 
 
 def decode_threads(threads: int) -> int:

@@ -218,9 +218,9 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
 
     threads = torch.get_num_threads()
     small = input_ids.device.type == "cpu" and sum(p.numel() for p in model.parameters()) < SMALL_MODEL
-    fewer = decode_threads(threads) if small else threads
-    if fewer != threads:
-        torch.set_num_threads(fewer)
+    decoding = decode_threads(threads) if small else threads
+    if decoding != threads:
+        torch.set_num_threads(decoding)
     try:
         if fast is None:
             fast = small and static_llama.fits(model)
@@ -230,7 +230,7 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
         return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
                        tick, every, DynamicCache(config=model.config), grammar)
     finally:
-        if fewer != threads:
+        if decoding != threads:
             torch.set_num_threads(threads)
 
 
