@@ -517,7 +517,7 @@ def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
 def test_field_docs_describe_settings_not_lab_results(cls):
     import re
 
-    lab = re.compile(r"\bseed \d|\bsession \d|\bissue \d|\b20\d\d-\d\d|held-out \d|this machine|\d\.\d+ vs ",
+    lab = re.compile(r"\bseeds? \d|\bsessions? \d|\bissues? \d|\b20\d\d-\d\d|held-out \d|this machine|\d\.\d+ vs ",
                      re.IGNORECASE)
     for name, doc in field_docs(cls).items():
         assert not lab.search(doc), f"{cls.__name__}.{name}: {lab.search(doc).group()!r}"
@@ -529,7 +529,7 @@ def test_preset_comments_describe_settings_not_lab_results():
 
     from genenv_engine.config import PRESET_DIR
 
-    lab = re.compile(r"\bseed \d|\bsession \d|\bissue \d|\b20\d\d-\d\d|held-out [LD]?\d|this machine|"
+    lab = re.compile(r"\bseeds? \d|\bsessions? \d|\bissues? \d|\b20\d\d-\d\d|held-out [LD]?\d|this machine|"
                      r"measured on|\bSE\b|docs/|\d\.\d+ GB", re.IGNORECASE)
     for path in sorted(PRESET_DIR.glob("*.toml")):
         for line in path.read_text().splitlines():
