@@ -240,7 +240,7 @@ def test_read_only_view_equals_the_stores_and_writes_nothing(fixed_session):
 def test_an_older_database_is_read_without_being_migrated(tmp_path, monkeypatch):
     import sqlite3
 
-    import genenv_engine.store as store_module
+    import genenv_engine.store.readers as store_module
 
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
