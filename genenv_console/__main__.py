@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``genenv-console`` command."""
+    from genenv_engine.backends.openmp import choose_spin
+
+    choose_spin()  # before anything loads torch
     args = _parser().parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     overrides: dict[str, Any] = {}

@@ -212,6 +212,9 @@ async def _views(epochs: int, repeats: int, size: tuple[int, int]) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``python -m genenv_console.bench {latency,tasks-page}``."""
+    from genenv_engine.backends.openmp import choose_spin
+
+    choose_spin()  # before anything loads torch
     parser = argparse.ArgumentParser(prog="python -m genenv_console.bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     lat = sub.add_parser("latency", help="in-app timer lateness and key-to-screen latency while an epoch runs")

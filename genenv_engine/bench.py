@@ -145,7 +145,10 @@ def _run_named(args: argparse.Namespace) -> int:
     return 2 if result.get("error") else 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # a child of `update_memory`: it inherits the parent's spin, else chooses its own
+    from genenv_engine.backends.openmp import choose_spin
+
+    choose_spin()
     if len(sys.argv) == 8 and sys.argv[1] == "_one":
         _, _, model, batch, seq, micro, chunk, checkpointing = sys.argv
         print(json.dumps(_one(model, int(batch), int(seq), int(micro), int(chunk), checkpointing == "1")))

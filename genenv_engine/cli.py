@@ -230,7 +230,10 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``genenv`` command."""
+    """Entry point of the ``genenv`` command (and ``python -m genenv_engine``)."""
+    from genenv_engine.backends.openmp import choose_spin
+
+    choose_spin()  # before anything loads torch
     args = build_parser().parse_args(argv)
     try:
         if args.command == "presets":

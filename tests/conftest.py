@@ -1,4 +1,5 @@
-"""Shared test setup: offline Hugging Face, a per-run warm-start cache, and torch threads that share the cores.
+"""Shared test setup: offline Hugging Face, the OpenMP spin chosen as an entry point chooses it, a per-run warm-start
+cache, and torch threads that share the cores.
 
 Run alone, a test process uses two torch threads. Under pytest-xdist (``make test`` runs ``-n auto``) the
 workers split the machine's cores between them: each gets ``cores // workers`` threads (at least one), and a
@@ -14,6 +15,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
+
+from genenv_engine.backends.openmp import choose_spin
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Choose the OpenMP spin as every entry point does, before a test loads torch: in each test process (under
+    pytest-xdist, each worker by the load it sees; the controller runs no test)."""
+    if getattr(config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    choose_spin()
 
 
 def thread_share() -> int:

@@ -1,12 +1,11 @@
 """Whether the cores are free for a small model's decoding threads: other processes' CPU use, read from Linux's /proc.
 
-A small model's decoding step is a few hundred tiny operations. Split over two threads on two idle cores it runs
-about 1.5x faster than on one, but when another process holds a core every operation waits for the descheduled
-thread: on 2 cores beside one busy process, 400 greedy held-out answers of the tiny agent took 16-37 s on two threads
-against 1.7 s on one (1.1 s on two idle cores). `decode_threads` therefore grants the configured threads only when
-other processes used less than `OTHERS_MAX` cores since it last looked, and one thread otherwise or wherever /proc
-cannot be read. `cores_idle` is the same look, taken once when the package is imported (see `genenv_engine`).
-Nothing here imports torch.
+A small model's decoding step is a few hundred tiny operations: split over two threads on idle cores it runs faster
+than on one, but when another process holds a core every operation waits for the descheduled thread.
+`decode_threads` therefore grants the configured threads only when other processes used less than `OTHERS_MAX` cores
+since it last looked, and one thread otherwise or wherever /proc cannot be read (the measurements:
+``docs/results/performance/openmp-spin.md``). `cores_idle` is the same look over a short wait, which an entry point
+takes once through `genenv_engine.backends.openmp.choose_spin`. Nothing here imports torch.
 """
 
 from __future__ import annotations

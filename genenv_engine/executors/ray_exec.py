@@ -41,6 +41,7 @@ from typing import Any
 from genenv_engine import simulator as sim
 from genenv_engine.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
+from genenv_engine.backends.openmp import SETUP_HOOK
 from genenv_engine.errors import ConfigError
 from genenv_engine.events import WorkerRestarted, WorkerTimedOut
 from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs,
@@ -225,18 +226,20 @@ def preflight(address: str) -> None:
 def connect(address: str, workers: int) -> bool:
     """Join Ray unless this process already has; True when this call started it (and close should stop it).
     An unreachable or refusing cluster, or one a driver started here cannot join (`check_joinable`), raises
-    `ConfigError` (``ray.address``) with one line."""
+    `ConfigError` (``ray.address``) with one line. Each worker process this driver starts chooses its OpenMP spin
+    (`genenv_engine.backends.openmp.choose_spin`) before it loads torch, unless it inherited one."""
     preflight(address)  # also when this process already joined a cluster: the one asked for must answer
     import ray
 
     if ray.is_initialized():
         return False
+    setup = {"worker_process_setup_hook": SETUP_HOOK}
     try:
         if address == "local":
             ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+                     log_to_driver=False, configure_logging=False, runtime_env=setup)
         else:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=setup)
     except (ConnectionError, TimeoutError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError("ray.address", f"the Ray cluster at {address} did not take this driver ({first[:200]}); "

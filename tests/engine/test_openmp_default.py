@@ -1,4 +1,4 @@
-"""Importing the engine before torch sets the OpenMP spin by the cores' load, unless the user chose a wait policy."""
+"""`choose_spin` sets the OpenMP spin by the cores' load, unless the user chose a wait policy."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import time
 
 import pytest
 
-from genenv_engine import OPENMP_SPIN_BUSY, OPENMP_SPIN_IDLE
 from genenv_engine.backends import cpu_load
+from genenv_engine.backends.openmp import OPENMP_SPIN_BUSY, OPENMP_SPIN_IDLE, choose_spin
 
 
 def _spin(env: dict[str, str]) -> str:
-    code = "import genenv_engine, os; print(os.environ.get('GOMP_SPINCOUNT'))"
+    code = ("import os; from genenv_engine.backends.openmp import choose_spin; chosen = choose_spin(); "
+            "print(os.environ.get('GOMP_SPINCOUNT') if chosen is None or chosen == os.environ['GOMP_SPINCOUNT'] "
+            "else 'mismatch')")
     clean = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -24,6 +26,17 @@ def test_user_choices_win_and_the_default_is_one_of_the_two():
     assert _spin({"GOMP_SPINCOUNT": "77"}) == "77"
     assert _spin({"OMP_WAIT_POLICY": "ACTIVE"}) == "None"
     assert _spin({}) in (OPENMP_SPIN_BUSY, OPENMP_SPIN_IDLE)
+
+
+def test_the_choice_writes_only_the_environment_it_is_given(monkeypatch):
+    monkeypatch.setattr(cpu_load, "cores_idle", lambda: True)
+    env: dict[str, str] = {}
+    assert choose_spin(env) == OPENMP_SPIN_IDLE and env == {"GOMP_SPINCOUNT": OPENMP_SPIN_IDLE}
+    monkeypatch.setattr(cpu_load, "cores_idle", lambda: False)
+    env = {"PATH": "/bin"}
+    assert choose_spin(env) == OPENMP_SPIN_BUSY and env == {"PATH": "/bin", "GOMP_SPINCOUNT": OPENMP_SPIN_BUSY}
+    env = {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert choose_spin(env) is None and env == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
