@@ -36,14 +36,18 @@ from genenv_console.data import export_jsonl
 from genenv_console.drill_read import EpochDrill, read_epoch_drill, session_environments
 from genenv_console.latency import LatencyProbe
 from genenv_console.messages import (CompareSessions, CreateSession, EngineIdled, EngineMessage, EpochDrillRead,
-                                     ExportWritten, OpenSession, TaskRevised, TaskStatusChanged)
+                                     ExportWritten, OpenBatch, OpenDrill, OpenLineage, OpenSession, OpenTask,
+                                     TaskRevised, TaskStatusChanged)
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
 from genenv_console.safe import clean
+from genenv_console.screens.base import post_read
+from genenv_console.screens.batch import BatchTasksScreen, GroupScreen
 from genenv_console.screens.compare import CompareScreen
 from genenv_console.screens.dashboard import LOG_LINES, DashboardScreen
-from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, post_read
+from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.help import HelpScreen, binding_rows
+from genenv_console.screens.lineage import LineageScreen
 from genenv_console.screens.sessions import SessionsScreen
 from genenv_console.screens.tasks import TasksScreen
 from genenv_console.state import RunState, describe, history_lines
@@ -317,6 +321,22 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         else:
             self.push_screen(HeldoutEpochScreen(drill.epoch, drill.tasks, drill.now or "", drill.before,
                                                 drill.answers))
+
+    @on(OpenBatch)
+    def _open_batch(self, message: OpenBatch) -> None:
+        self.push_screen(BatchTasksScreen(message.store, message.batch_id, message.group_size))
+
+    @on(OpenDrill)
+    def _open_drill(self, message: OpenDrill) -> None:
+        self.push_screen(GroupScreen(message.store, message.task_id, message.group_size))
+
+    @on(OpenLineage)
+    def _open_lineage(self, message: OpenLineage) -> None:
+        self.push_screen(LineageScreen(message.store, message.task_id))
+
+    @on(OpenTask)
+    def _open_task(self, message: OpenTask) -> None:
+        self.open_task(message.task_id)
 
     def open_task(self, task_id: str) -> None:
         """Show one task in the tasks screen: the page that holds it, selected, its detail beside."""

@@ -3,11 +3,15 @@
 The engine's sink runs in the worker thread; it wraps each `genenv_engine.events.Event` in the
 message class of the same name (``RunPaused`` -> `RunPaused`) and posts it to the app, which is
 thread-safe. Handlers on the UI thread then own every change to widgets and UI state.
+Screens never push each other: one that opens another posts a request (`OpenBatch`, `OpenDrill`,
+`OpenLineage`, `OpenTask`) and the app pushes the screen.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
 from textual.message import Message
 
 from genenv_engine import events as engine_events
@@ -256,3 +260,36 @@ class EpochDrillRead(Message):
     def __init__(self, plot: str, epoch: int, drill: object | None, error: str = "") -> None:
         super().__init__()
         self.plot, self.epoch, self.drill, self.error = plot, epoch, drill, error
+
+
+class OpenBatch(Message):
+    """Request: open a variation batch's seed task and variations (``store``: the session's
+    `genenv_engine.store.Store`; ``group_size``: the agent's rollouts per task, None when unknown)."""
+
+    def __init__(self, store: Any, batch_id: str, group_size: int | None) -> None:
+        super().__init__()
+        self.store, self.batch_id, self.group_size = store, batch_id, group_size
+
+
+class OpenDrill(Message):
+    """Request: open the drill below a batch's task, its GRPO groups (``group_size``: rollouts per group)."""
+
+    def __init__(self, store: Any, task_id: str, group_size: int | None) -> None:
+        super().__init__()
+        self.store, self.task_id, self.group_size = store, task_id, group_size
+
+
+class OpenLineage(Message):
+    """Request: open a task's lineage tree, read from ``store``."""
+
+    def __init__(self, store: Any, task_id: str) -> None:
+        super().__init__()
+        self.store, self.task_id = store, task_id
+
+
+class OpenTask(Message):
+    """Request: show a task in the tasks screen, selected on the page that holds it."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__()
+        self.task_id = task_id

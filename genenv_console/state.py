@@ -335,58 +335,58 @@ class RunState:
 
 
 def describe(event: ev.Event) -> str | None:
-    """One event-log line for an engine event (None for the high-rate progress events)."""
-    kind, e = event.kind, event
-    if kind in ("BatchProgressed", "WarmStartProgressed"):
-        return None
-    if kind == "WarmStartSample":
-        return sample_line(e)  # the line `genenv run` prints
-    if kind == "RunStarted":
-        return f"run started at epoch {e.start_epoch}"  # type: ignore[attr-defined]
-    if kind == "EpochStarted":
-        return f"epoch {e.epoch} started"
-    if kind == "PhaseStarted":
-        return None
-    if kind == "PhaseFinished":
-        return f"e{e.epoch} {e.phase} {e.seconds:.2f}s"  # type: ignore[attr-defined]
-    if kind == "TasksGenerated":
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(e.reasons.items()))  # type: ignore[attr-defined]
-        return (f"e{e.epoch} {e.benchmark}: {e.valid}/{e.generated} valid"  # type: ignore[attr-defined]
-                + (f" ({reasons})" if reasons else ""))
-    if kind == "AttemptsScored":
-        return (f"e{e.epoch} scored {e.tasks} tasks, {e.rollouts} rollouts, "  # type: ignore[attr-defined]
-                f"success {e.success:.2f}, {len(e.p_hats)} batches")  # type: ignore[attr-defined]
-    if kind == "PolicyUpdated":
-        m = e.metrics  # type: ignore[attr-defined]
-        bits = " ".join(f"{k}={v:.3g}" for k, v in m.items() if isinstance(v, (int, float)) and k in
-                        ("steps", "loss", "kl", "examples", "current_examples"))
-        return f"e{e.epoch} {e.role} updated {bits}".rstrip()  # type: ignore[attr-defined]
-    if kind == "HeldoutEvaluated":
-        res = " ".join(f"{k}={v:.2f}" for k, v in e.results.items())  # type: ignore[attr-defined]
-        return f"e{e.epoch} held-out {res}"
-    if kind == "CheckpointSaved":
-        return f"e{e.epoch} checkpoint saved"
-    if kind == "EpochFinished":
-        m = e.metrics  # type: ignore[attr-defined]
-        gen = m.get("generated_success")
-        return f"epoch {e.epoch} finished" + (f": generated p̂ {gen:.2f}" if gen is not None else "")
-    if kind == "RunPaused":
-        return f"paused in epoch {e.epoch}"
-    if kind == "RunResumed":
-        return f"resumed in epoch {e.epoch}"
-    if kind == "RunStopped":
-        return f"stopped in epoch {e.epoch}: {e.reason} (resumable)"  # type: ignore[attr-defined]
-    if kind == "RunFinished":
-        return f"run finished: {e.epochs_done} epochs"  # type: ignore[attr-defined]
-    if kind == "RunFailed":
-        return f"run FAILED in epoch {e.epoch}: {e.error}"  # type: ignore[attr-defined]
-    if kind == "WorkerRestarted":
-        return f"e{e.epoch} Ray worker {e.worker} restarted (pid {e.old_pid} -> {e.new_pid})"  # type: ignore[attr-defined]
-    if kind == "WorkerTimedOut":
-        then = "sent again" if e.retried else "giving up"  # type: ignore[attr-defined]
-        return (f"e{e.epoch} Ray worker {e.worker}: {e.phase} batch {e.batch} ran past {e.seconds:g}s "  # type: ignore[attr-defined]
-                f"(attempt {e.attempt}), worker restarted, {then}")  # type: ignore[attr-defined]
-    return kind
+    """One event-log line for an engine event (None for the high-rate progress events).
+
+    >>> describe(ev.PhaseFinished(2, "rollout", 1.234)), describe(ev.RunFinished(6, 6))
+    ('e2 rollout 1.23s', 'run finished: 6 epochs')
+    """
+    match event:
+        case ev.BatchProgressed() | ev.WarmStartProgressed() | ev.PhaseStarted():
+            return None
+        case ev.WarmStartSample():
+            return sample_line(event)  # the line `genenv run` prints
+        case ev.RunStarted():
+            return f"run started at epoch {event.start_epoch}"
+        case ev.EpochStarted():
+            return f"epoch {event.epoch} started"
+        case ev.PhaseFinished():
+            return f"e{event.epoch} {event.phase} {event.seconds:.2f}s"
+        case ev.TasksGenerated():
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(event.reasons.items()))
+            return (f"e{event.epoch} {event.benchmark}: {event.valid}/{event.generated} valid"
+                    + (f" ({reasons})" if reasons else ""))
+        case ev.AttemptsScored():
+            return (f"e{event.epoch} scored {event.tasks} tasks, {event.rollouts} rollouts, "
+                    f"success {event.success:.2f}, {len(event.p_hats)} batches")
+        case ev.PolicyUpdated():
+            bits = " ".join(f"{k}={v:.3g}" for k, v in event.metrics.items() if isinstance(v, (int, float)) and k in
+                            ("steps", "loss", "kl", "examples", "current_examples"))
+            return f"e{event.epoch} {event.role} updated {bits}".rstrip()
+        case ev.HeldoutEvaluated():
+            res = " ".join(f"{k}={v:.2f}" for k, v in event.results.items())
+            return f"e{event.epoch} held-out {res}"
+        case ev.CheckpointSaved():
+            return f"e{event.epoch} checkpoint saved"
+        case ev.EpochFinished():
+            gen = event.metrics.get("generated_success")
+            return f"epoch {event.epoch} finished" + (f": generated p̂ {gen:.2f}" if gen is not None else "")
+        case ev.RunPaused():
+            return f"paused in epoch {event.epoch}"
+        case ev.RunResumed():
+            return f"resumed in epoch {event.epoch}"
+        case ev.RunStopped():
+            return f"stopped in epoch {event.epoch}: {event.reason} (resumable)"
+        case ev.RunFinished():
+            return f"run finished: {event.epochs_done} epochs"
+        case ev.RunFailed():
+            return f"run FAILED in epoch {event.epoch}: {event.error}"
+        case ev.WorkerRestarted():
+            return f"e{event.epoch} Ray worker {event.worker} restarted (pid {event.old_pid} -> {event.new_pid})"
+        case ev.WorkerTimedOut():
+            then = "sent again" if event.retried else "giving up"
+            return (f"e{event.epoch} Ray worker {event.worker}: {event.phase} batch {event.batch} ran past "
+                    f"{event.seconds:g}s (attempt {event.attempt}), worker restarted, {then}")
+    return event.kind
 
 
 HISTORY_LINES = 200

@@ -22,24 +22,12 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Label, Static
 
 from genenv_console.data import fmt, task_detail
-from genenv_console.messages import BatchTasksRead, TaskGroupsRead
+from genenv_console.messages import BatchTasksRead, OpenDrill, OpenLineage, TaskGroupsRead
 from genenv_console.safe import clean, safe_text
-from genenv_console.screens.drill import DrillModal, literal
+from genenv_console.screens.base import DrillModal, literal, verdict
 
 BATCH_TASK_COLUMNS = ("", "task", "level", "sim v", "verdict", "p̂", "R_env", "trained ✓", "prompt")
 GROUP_COLUMNS = ("group", "epoch", "#", "", "reward", "advantage", "policy v", "error", "response")
-
-
-def verdict(row: dict[str, Any]) -> str:
-    """The validator's verdict on a task row, and its status when not active.
-
-    >>> verdict({"valid": True, "status": "pinned"}), verdict({"valid": False, "reason": "parse_error: x"})
-    ('valid, pinned', '✗ parse_error: x')
-    """
-    reason = row.get("reason")
-    out = "valid" if row.get("valid") else (f"✗ {reason}" if reason else "✗")
-    status = row.get("status") or "active"
-    return out if status == "active" else f"{out}, {status}"
 
 
 def batch_task_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
@@ -133,22 +121,16 @@ class BatchTasksScreen(DrillModal):
         self.action_open_groups()
 
     def action_open_groups(self) -> None:
-        """Open the selected task's GRPO groups."""
+        """Open the selected task's GRPO groups (the app opens them)."""
         task_id = self.selected_id()
         if task_id is not None:
-            self.app.push_screen(GroupScreen(self.store, task_id, self.group_size))
+            self.post_message(OpenDrill(self.store, task_id, self.group_size))
 
     def action_lineage(self) -> None:
-        """Open the selected task's lineage tree; a node picked there opens in the tasks screen."""
-        from genenv_console.screens.lineage import LineageScreen
-
+        """Open the selected task's lineage tree (the app opens it); a node picked there opens in the tasks screen."""
         task_id = self.selected_id()
         if task_id is not None:
-            self.app.push_screen(LineageScreen(self.store, task_id), self._open_task)
-
-    def _open_task(self, task_id: str | None) -> None:
-        if task_id is not None:
-            self.app.open_task(task_id)  # the tasks screen, on the page that holds it
+            self.post_message(OpenLineage(self.store, task_id))
 
 
 class GroupScreen(DrillModal):

@@ -11,19 +11,17 @@ read directly; all task and answer text goes through the console's sanitiser and
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
+from genenv_console.messages import OpenBatch
 from genenv_console.safe import clean
+from genenv_console.screens.base import DrillModal, literal
 
 BATCH_COLUMNS = ("batch", "bench", "seed task", "written", "valid", "p̂", "R_env", "band", "prompt note")
 HELDOUT_COLUMNS = ("task", "level", "before", "now", "", "answer", "prompt")
@@ -31,20 +29,6 @@ HELDOUT_COLUMNS = ("task", "level", "before", "now", "", "answer", "prompt")
 
 def _f(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def post_read(pump: Any, read: Callable[[], Any], message: Callable[..., Message], empty: Any, failed: str) -> None:
-    """From a thread worker: post ``message(read())`` to ``pump`` (a screen or the app), or ``message(empty,
-    "<failed>: <error>")`` when the read fails (a damaged store is shown on the screen, never a crash)."""
-    try:
-        pump.post_message(message(read()))
-    except Exception as exc:  # noqa: BLE001 - see above
-        pump.post_message(message(empty, f"{failed}: {exc}"))
-
-
-def literal(row: tuple[str, ...]) -> tuple[Text, ...]:
-    """A table row's cells as rich `Text`, which a `DataTable` draws as written (it parses a plain string as markup)."""
-    return tuple(Text(c) for c in row)
 
 
 def batch_rows(view: Any, epoch: int) -> list[tuple[str, ...]]:
@@ -88,25 +72,6 @@ def heldout_rows(tasks: list[Any], now: str, before: str | None, answers: dict[s
     return rows
 
 
-class DrillModal(ModalScreen[None]):
-    """A modal table over the dashboard (escape or q closes it, ? lists its keys): the base of the drill-down screens
-    and the funnel."""
-
-    BINDINGS = [Binding("escape,q", "dismiss_screen", "Close"), Binding("question_mark", "app.help", "Help")]
-    DEFAULT_CSS = """
-    DrillModal { align: center middle; }
-    DrillModal > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; }
-    DrillModal DataTable { height: 1fr; }
-    """
-
-    def action_dismiss_screen(self) -> None:
-        self.dismiss(None)
-
-    def post_read(self, read: Callable[[], Any], message: Callable[..., Message], empty: Any, failed: str) -> None:
-        """From a thread worker: `post_read` to this screen."""
-        post_read(self, read, message, empty, failed)
-
-
 class EpochBatchesScreen(DrillModal):
     """The variation batches behind one epoch of the calibration plot; ``enter`` opens a batch's tasks."""
 
@@ -140,12 +105,10 @@ class EpochBatchesScreen(DrillModal):
         self.action_open_batch()
 
     def action_open_batch(self) -> None:
-        """Open the seed task and variations of the batch under the cursor."""
-        from genenv_console.screens.batch import BatchTasksScreen
-
+        """Open the seed task and variations of the batch under the cursor (the app opens it)."""
         row = self.query_one(DataTable).cursor_row
         if self.store is not None and self.ids is not None and 0 <= row < len(self.ids):
-            self.app.push_screen(BatchTasksScreen(self.store, self.ids[row], self.group_size))
+            self.post_message(OpenBatch(self.store, self.ids[row], self.group_size))
 
 
 class HeldoutEpochScreen(DrillModal):

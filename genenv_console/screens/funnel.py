@@ -23,8 +23,8 @@ from textual.widgets import DataTable, Label
 from genenv_engine.reports.funnel import counts_text, levels_text
 
 from genenv_console.messages import FunnelRead
-from genenv_console.screens.drill import DrillModal
 from genenv_console.safe import clean, safe_text
+from genenv_console.screens.base import DrillModal
 
 FUNNEL_COLUMNS = ("bench", "drafts", "passed", "kept", "trained", "rejected by reason", "trained by source",
                   "levels: drafts", "levels: kept", "levels: trained")

@@ -4,9 +4,10 @@
 `genenv_engine.store.Store.lineage_tree` (the task's first stored ancestor and every task descended from it) and
 posts `LineageRead`; the screen draws it as a Textual `Tree`: under each task, its children grouped by who wrote
 them (the simulator version and epoch, or a hand edit), each task labelled with its p̂, the simulator version that
-wrote it, the validator's verdict and its prompt. ``enter`` on a task dismisses the screen with that task's id (the
-tasks screen then shows it); the cursor starts on the task the screen was opened for. The grouping is a plain
-function (`writer_groups`) that tests read directly; every label is a rich `Text` of sanitised text.
+wrote it, the validator's verdict and its prompt. ``enter`` on a task closes the screen and asks the app to show that
+task in the tasks screen (`genenv_console.messages.OpenTask`); the cursor starts on the task the screen was opened
+for. The grouping is a plain function (`writer_groups`) that tests read directly; every label is a rich `Text` of
+sanitised text.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from textual.widgets.tree import TreeNode
 from genenv_engine.store import GENERATED_ORIGINS, LINEAGE_NODES
 
 from genenv_console.data import fmt
-from genenv_console.messages import LineageRead
+from genenv_console.messages import LineageRead, OpenTask
 from genenv_console.safe import clean, safe_text
-from genenv_console.screens.batch import verdict
-from genenv_console.screens.drill import DrillModal
+from genenv_console.screens.base import DrillModal, verdict
 
 
 def writer(node: dict[str, Any]) -> tuple[tuple[int, int, str], str]:
@@ -158,4 +158,5 @@ class LineageScreen(DrillModal):
     def _selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
         if event.node.data is not None:
-            self.dismiss(event.node.data)
+            self.app.post_message(OpenTask(event.node.data))
+            self.dismiss(None)

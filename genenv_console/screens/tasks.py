@@ -27,7 +27,7 @@ from genenv_engine.store import Store
 
 from genenv_console.data import (PAGE_SIZE, TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt,
                                  prompt_width, table_line, table_row, task_detail, task_page, toggle_status)
-from genenv_console.messages import TaskLocated, TaskRevised, TaskStatusChanged
+from genenv_console.messages import OpenLineage, TaskLocated, TaskRevised, TaskStatusChanged
 from genenv_console.safe import clean, safe_text
 from genenv_console.screens.edit import EditScreen
 from genenv_console.widgets.key_bar import KeyBar
@@ -295,15 +295,10 @@ class TasksScreen(Screen):
         self.app.push_screen(EditScreen(task, save), done)
 
     def action_lineage(self) -> None:
-        """Open the selected task's lineage tree: its seed and everything the simulator wrote from it."""
-        from genenv_console.screens.lineage import LineageScreen
-
+        """Open the selected task's lineage tree: its seed and everything the simulator wrote from it (the app opens
+        it; a node picked there comes back through `reveal`)."""
         if self.store is not None and self.selected_id is not None:
-            self.app.push_screen(LineageScreen(self.store, self.selected_id), self._picked)
-
-    def _picked(self, task_id: str | None) -> None:
-        if task_id is not None:
-            self.reveal(task_id)
+            self.post_message(OpenLineage(self.store, self.selected_id))
 
     def reveal(self, task_id: str) -> None:
         """Show ``task_id`` selected on the page that holds it (the filters cleared if they hide it)."""
