@@ -538,14 +538,14 @@ def test_preset_comments_describe_settings_not_lab_results():
 
 
 def test_a_preset_extends_another_and_a_loop_or_unknown_parent_is_a_clear_error(tmp_path, monkeypatch):
-    from genenv_engine import config as config_module
+    from genenv_engine.config import loading
 
     (tmp_path / "base.toml").write_text('preset = "base"\nepochs = 3\n[agent]\nlr = 1e-4\nrollouts = 4\n')
     (tmp_path / "child.toml").write_text('extends = "base"\npreset = "child"\n[agent]\nlr = 2e-4\n')
     (tmp_path / "a.toml").write_text('extends = "b"\n')
     (tmp_path / "b.toml").write_text('extends = "a"\n')
     (tmp_path / "orphan.toml").write_text('extends = "nowhere"\n')
-    monkeypatch.setattr(config_module, "PRESET_DIR", tmp_path)
+    monkeypatch.setattr(loading, "PRESET_DIR", tmp_path)
     child = load_config("child")
     assert (child.preset, child.epochs, child.agent.lr, child.agent.rollouts) == ("child", 3, 2e-4, 4)
     with pytest.raises(ConfigError, match="loop: a -> b -> a"):

@@ -1,0 +1,75 @@
+"""Run configuration: frozen dataclasses with a docstring per field, loaded from and saved to TOML.
+
+A run is described by one `RunConfig` built from a preset (``presets/<name>.toml``), then an
+optional user TOML file, then command-line overrides. The dataclass defaults are the ``tiny``
+preset; every other preset names the preset it ``extends`` and holds only the settings it changes.
+Every value is checked when the dataclass is built; a bad value, or a setting changed from its
+default while the setting it depends on is off, raises `ConfigError` naming the field
+(``curriculum.alpha`` ...).
+
+Settings that exist for calibration studies rather than the paper's method are listed in
+`EXPERIMENTAL_FIELDS`. Top-level keys of earlier versions (`RENAMED_SETTINGS`: the Ray settings,
+now the ``[ray]`` table) are still read from TOML files, saved sessions and overrides, with a
+`RenamedSettingWarning`.
+
+The modules, one job each: `choices` (the allowed values), `sections` (the section dataclasses, `field_docs`),
+`run` (`RunConfig`), `checks` (every value check), `tables` (nested tables merged, renamed keys moved, a dataclass
+built from a table), `loading` (presets, files, saved sessions) and `overrides` (``--set`` values). Every name is
+importable from this package.
+"""
+
+from __future__ import annotations
+
+from genenv_engine.config.choices import (
+    BASE_SOURCES,
+    CURRICULUM_FILTERS,
+    CURRICULUM_REWARDS,
+    DEFAULT_RAY_BATCH,
+    DTYPES,
+    LEVEL_SAMPLERS,
+    LLAMA_LORA_TARGETS,
+    MODEL_KINDS,
+    NO_SIMULATOR_MODES,
+    SEED_SAMPLINGS,
+    SIMULATOR_MODES,
+    SIMULATOR_PROMPTS,
+    TUNINGS,
+)
+from genenv_engine.config.loading import (
+    PRESET_DIR,
+    config_from_dict,
+    config_from_file,
+    load_config,
+    preset_data,
+    preset_names,
+    read_toml,
+    replace_config,
+    save_config,
+    saved_config,
+)
+from genenv_engine.config.overrides import parse_sets, parse_value
+from genenv_engine.config.run import RunConfig
+from genenv_engine.config.sections import (
+    EXECUTION_FIELDS,
+    EXPERIMENTAL_FIELDS,
+    AgentConfig,
+    CurriculumConfig,
+    ModelConfig,
+    RayConfig,
+    SimulatorConfig,
+    VLLMConfig,
+    WarmStartConfig,
+    field_docs,
+)
+from genenv_engine.config.tables import RENAMED_SETTINGS, RenamedSettingWarning
+from genenv_engine.errors import ConfigError
+
+__all__ = [
+    "BASE_SOURCES", "CURRICULUM_FILTERS", "CURRICULUM_REWARDS", "DEFAULT_RAY_BATCH", "DTYPES", "EXECUTION_FIELDS",
+    "EXPERIMENTAL_FIELDS", "LEVEL_SAMPLERS", "LLAMA_LORA_TARGETS", "MODEL_KINDS", "NO_SIMULATOR_MODES", "PRESET_DIR",
+    "RENAMED_SETTINGS", "SEED_SAMPLINGS", "SIMULATOR_MODES", "SIMULATOR_PROMPTS", "TUNINGS",
+    "AgentConfig", "ConfigError", "CurriculumConfig", "ModelConfig", "RayConfig", "RenamedSettingWarning", "RunConfig",
+    "SimulatorConfig", "VLLMConfig", "WarmStartConfig",
+    "config_from_dict", "config_from_file", "field_docs", "load_config", "parse_sets", "parse_value", "preset_data",
+    "preset_names", "read_toml", "replace_config", "save_config", "saved_config",
+]

@@ -1,0 +1,98 @@
+"""`RunConfig`: everything a co-evolution run needs, its top-level settings and one section per TOML table.
+
+Built from nested tables by `genenv_engine.config.loading`; checked when built (`genenv_engine.config.checks`,
+across sections too: a setting of one section that needs another's), its paths only where a run starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from genenv_engine.config.checks import check_data_paths, check_run
+from genenv_engine.config.choices import DEFAULT_RAY_BATCH
+from genenv_engine.config.sections import (
+    AgentConfig,
+    CurriculumConfig,
+    ModelConfig,
+    RayConfig,
+    SimulatorConfig,
+    VLLMConfig,
+    WarmStartConfig,
+)
+from genenv_engine.config.tables import build, drop_none, merge, nest, renamed
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a co-evolution run needs; saved as ``config.toml`` beside each session."""
+
+    preset: str = "tiny"
+    """Name of the preset the run started from."""
+    seed: int = 0
+    """Seed for data splits, warm start and sampling."""
+    epochs: int = 6
+    """Co-evolution epochs after the warm start (epoch 0)."""
+    benchmarks: tuple[str, ...] = ("bfcl",)
+    """Enabled environments."""
+    backend: str = "hf"
+    """Generation backend by name (``hf``; ``vllm`` with the gpu extra)."""
+    heldout_size: int = 400
+    """Held-out tasks evaluated per benchmark per epoch."""
+    data_dirs: dict[str, str] = field(default_factory=dict)
+    """Upstream data per benchmark (``{bamboogle = "~/data/bamboogle.csv"}``): its items become the held-out split."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The language model shared by both roles."""
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    """Epoch-0 supervised warm start."""
+    simulator: SimulatorConfig = field(default_factory=SimulatorConfig)
+    """The environment simulator and its RWR update."""
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    """The agent and its GRPO update."""
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    """The alpha-curriculum reward and band filter."""
+    vllm: VLLMConfig = field(default_factory=VLLMConfig)
+    """Options of the vllm backend."""
+    ray: RayConfig = field(default_factory=RayConfig)
+    """Where the rollouts and the drafts' validation run: in this process or on Ray workers."""
+    rollout_batch: int = 0
+    """Tasks per rollout batch, each sampled with its own seed from (seed, epoch, batch index): the same seed and
+    batch size give the same rollouts in this process and on any number of Ray workers. 0: in-process, one sampling
+    stream over the whole rollout as before batches existed; on Ray, `DEFAULT_RAY_BATCH` tasks."""
+    generate_batch: int = 0
+    """Seeds per simulator generation batch, each batch writing its seeds' variations with its own sampling seed
+    from (seed, epoch, benchmark, batch index): the same value gives the same drafts in this process and on any
+    number of Ray workers, which then write them with their copies of the simulator. 0: each benchmark's drafts
+    from one sampling stream in the controller, as before batches existed (on Ray too)."""
+
+    def __post_init__(self) -> None:
+        if tuple(self.benchmarks) == ("all",):
+            from genenv_engine.environments import PAPER_BENCHMARKS  # deferred: imports records only
+
+            object.__setattr__(self, "benchmarks", PAPER_BENCHMARKS)
+        check_run(self)
+
+    def rollout_batch_tasks(self) -> int:
+        """Tasks per seeded rollout batch, 0 for the in-process single stream.
+
+        >>> on_ray = RunConfig(ray=RayConfig(address="local"))
+        >>> RunConfig().rollout_batch_tasks(), on_ray.rollout_batch_tasks(), RunConfig(rollout_batch=4).rollout_batch_tasks()
+        (0, 16, 4)
+        """
+        return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray.address else 0)
+
+    def check_paths(self) -> "RunConfig":
+        """Raise ConfigError unless the model folders and data paths this config names exist here; returns the
+        config. Called where a run starts (``load_config``, `loop.run`), never at construction, so a saved
+        session's config.toml reads on any machine (reports, the console's session list)."""
+        self.model.check_paths()
+        check_data_paths(self)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the config as nested plain dicts (TOML-ready: no None values)."""
+        return drop_none(asdict(self))
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
+        """Return a copy with dotted-key overrides applied (``{"curriculum.alpha": 0.4}``)."""
+        return build(RunConfig, merge(self.to_dict(), renamed(nest(overrides), "overrides")), "")
