@@ -55,16 +55,10 @@ def epoch_record(store, epoch: int) -> dict[str, Any]:
     metrics = {k: row.get(k) for k in STATUS_KEYS if row.get(k) is not None}
     validity = funnel_validity(store.funnel(epoch)).get(epoch, {})
     metrics["validity"] = with_admitted(validity, row.get("admitted") or {})
-    batches = store.db.execute("SELECT p_hat, r_env FROM batches WHERE epoch = ? AND p_hat IS NOT NULL",
-                               [epoch]).fetchall()
-    samples = store.db.execute(
-        "SELECT t.benchmark, t.level, t.origin, t.prompt, r.response, r.reward, r.success FROM rollouts r "
-        "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND r.purpose != 'heldout' ORDER BY r.id LIMIT ?",
-        [epoch, SAMPLES]).fetchall()
-    return {"epoch": epoch, "metrics": metrics, "p_hat": [b[0] for b in batches],
-            "r_env": [b[1] for b in batches if b[1] is not None],
-            "samples": [dict(zip(("benchmark", "level", "origin", "prompt", "response", "reward", "success"), s))
-                        for s in samples]}
+    batches = store.batch_scores(epoch)
+    return {"epoch": epoch, "metrics": metrics, "p_hat": [b["p_hat"] for b in batches],
+            "r_env": [b["r_env"] for b in batches if b["r_env"] is not None],
+            "samples": store.sample_rollouts(epoch, SAMPLES)}
 
 
 SAMPLE_COLUMNS = ["benchmark", "level", "origin", "prompt", "response", "reward"]

@@ -248,9 +248,9 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
     found = row_candidates(benchmark, rows, Path(path))
     result = ImportResult(rows=len(rows))
     with Store(session_dir / "genenv.db") as store:
-        taken = {r[0] for r in store.db.execute("SELECT prompt FROM tasks WHERE benchmark = ?", [benchmark])}
-        ids = {r[0] for r in store.db.execute("SELECT id FROM tasks")}
-        start = store.db.execute("SELECT count(*) FROM tasks WHERE id LIKE ?", [f"{benchmark}/import/%"]).fetchone()[0]
+        taken = store.task_prompts(benchmark)
+        ids = store.task_ids()
+        start = store.imported_id_count(benchmark)
         epoch = max(store.last_finished_epoch(), 0)
         tasks = []
         heldout = {t.prompt for t in env.splits()["heldout"]}  # stored or not yet: never trained on

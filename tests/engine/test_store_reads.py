@@ -112,3 +112,35 @@ def test_probe_database_reads_without_writing(store, tmp_path):
     junk.write_bytes(b"not a database at all" * 100)
     with pytest.raises(sqlite3.DatabaseError):
         probe_database(junk)
+
+
+def test_the_importers_reads_prompts_ids_and_numbered_imports(store):
+    store.insert_tasks([task("bfcl/import/00000", origin="imported", split="seed"),
+                        task("BFCL/IMPORT/00001", origin="imported", split="seed"),
+                        task("chain/import/00000", benchmark="chain", origin="imported", split="seed")])
+    assert store.task_prompts("chain") == {"prompt of chain/import/00000"}
+    assert "prompt of base/1" in store.task_prompts("bfcl") and len(store.task_prompts("bfcl")) == 14
+    assert len(store.task_ids()) == 15 and "st/4" in store.task_ids()
+    assert store.imported_id_count("bfcl") == 2  # SQL LIKE: letters of any case
+    assert store.imported_id_count("chain") == 1 and store.imported_id_count("apibank") == 0
+
+
+def test_the_loggers_reads_batch_scores_and_sample_rollouts(store):
+    store.upsert_batches([{"id": "e3/b1", "epoch": 3, "p_hat": 0.5, "r_env": 1.0},
+                          {"id": "e3/b0", "epoch": 3, "p_hat": 0.25, "r_env": None},
+                          {"id": "e3/b2", "epoch": 3, "p_hat": None, "r_env": None},
+                          {"id": "e4/b0", "epoch": 4, "p_hat": 1.0, "r_env": 0.1}])
+    assert store.batch_scores(3) == [{"p_hat": 0.5, "r_env": 1.0}, {"p_hat": 0.25, "r_env": None}]
+    store.insert_rollouts([
+        {"task_id": "gen/e1/a", "epoch": 3, "response": "a", "reward": 1.0, "success": True},
+        {"task_id": "base/1", "epoch": 3, "response": "h", "reward": 0.0, "success": False, "purpose": "heldout"},
+        {"task_id": "base/1", "epoch": 3, "response": "b", "reward": 0.0, "success": False},
+        {"task_id": "base/3", "epoch": 3, "response": "c", "reward": 0.5, "success": True},
+        {"task_id": "base/3", "epoch": 4, "response": "d", "reward": 0.5, "success": True},
+    ])  # fmt: skip
+    assert store.sample_rollouts(3, 2) == [
+        {"benchmark": "bfcl", "level": 2, "origin": "generated", "prompt": "prompt of gen/e1/a", "response": "a",
+         "reward": 1.0, "success": 1},
+        {"benchmark": "bfcl", "level": 0, "origin": "seed", "prompt": "prompt of base/1", "response": "b",
+         "reward": 0.0, "success": 0}]
+    assert [r["response"] for r in store.sample_rollouts(3, 8)] == ["a", "b", "c"]
