@@ -19,9 +19,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import torch
+from genenv_engine.backends.openmp import choose_spin
 
-import genenv_engine  # noqa: F401  (sets the OpenMP wait policy before torch runs)
+choose_spin()  # as every entry point does, before torch loads
+
+import torch  # noqa: E402
+
 from genenv_engine.agent import evaluate, heldout_tasks
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.hf import HFBackend
