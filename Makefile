@@ -97,3 +97,9 @@ shipped-warmstart: setup
 .PHONY: reference
 reference: setup
 	$(PY) -m genenv_engine.reference
+
+# Regenerate the README's performance table and the results index's rows from the JSON under docs/results/ (a test
+# fails when they are stale).
+.PHONY: figures
+figures: setup
+	$(PY) -m genenv_engine.figures
