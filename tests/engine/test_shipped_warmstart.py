@@ -44,8 +44,8 @@ def manifest(folder: Path = SHIPPED) -> dict:
 def stub_training(monkeypatch) -> None:
     def train(*args, **kwargs):
         raise Trained
-    monkeypatch.setattr(warmstart, "_train_agent", train)
-    monkeypatch.setattr(warmstart, "_train_simulator", train)
+    monkeypatch.setattr(warmstart.training, "train_agent", train)
+    monkeypatch.setattr(warmstart.training, "train_simulator", train)
 
 
 def shipped_copy(tmp_path: Path) -> Path:
@@ -88,7 +88,7 @@ def test_every_shipped_file_is_listed_and_matches_its_checksum():
 
 def test_the_package_data_globs_take_every_shipped_file():
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    package = Path(warmstart.__file__).parent
+    package = Path(warmstart.__file__).parents[1]
     globs = pyproject["tool"]["setuptools"]["package-data"]["genenv_engine"]
     taken = {p for pattern in globs for p in package.glob(pattern) if p.is_file()}
     assert {p for p in SHIPPED.rglob("*") if p.is_file()} <= taken
@@ -148,7 +148,7 @@ def test_a_shipped_folder_whose_manifest_names_another_key_is_not_used(tmp_path,
     root = tmp_path / "shipped"
     other = replace(TINY, seed=1)
     shutil.copytree(SHIPPED, root / warmstart.cache_key(other))  # renamed: the manifest still names seed 0's key
-    monkeypatch.setattr(warmstart, "SHIPPED_ROOT", root)
+    monkeypatch.setattr(warmstart.shipped, "SHIPPED_ROOT", root)
     assert warmstart.shipped_folder(other) is None
 
 
@@ -179,7 +179,7 @@ def test_a_corrupted_shipped_file_is_refused_with_a_clear_message_and_training_p
                                                                                          damage, reason):
     root = shipped_copy(tmp_path)
     damage(root / KEY)
-    monkeypatch.setattr(warmstart, "SHIPPED_ROOT", root)
+    monkeypatch.setattr(warmstart.shipped, "SHIPPED_ROOT", root)
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     stub_training(monkeypatch)
     with pytest.warns(UserWarning, match=rf"shipped warm start {KEY} refused, it will be trained instead .*{reason}"):
@@ -196,7 +196,7 @@ def test_a_file_corrupted_on_its_way_into_the_cache_is_refused(tmp_path, monkeyp
         copy(src, dst)
         if Path(dst).name == "rng.pt":
             flip_a_byte(Path(dst))
-    monkeypatch.setattr(warmstart.shutil, "copyfile", bad_copy)
+    monkeypatch.setattr(warmstart.shipped.shutil, "copyfile", bad_copy)
     with pytest.warns(UserWarning, match="rng.pt: sha256 of the copy does not match"):
         assert warmstart.install_shipped(TINY, tmp_path / "warmstart" / KEY) is None
     assert entries(tmp_path) == []
@@ -218,7 +218,7 @@ def test_a_refused_entry_trains_the_same_warm_start_as_without_one(tmp_path, mon
         warmstart.ship(trained, {"bfcl": 0.0}, replace(config, seed=1), "test", root=tmp_path / "shipped")
     shipped = warmstart.ship(trained, {"bfcl": 0.0}, config, "test", root=tmp_path / "shipped")
     assert warmstart.shipped_problems(shipped) == [] and manifest(shipped)["key"] == trained.name
-    monkeypatch.setattr(warmstart, "SHIPPED_ROOT", tmp_path / "shipped")
+    monkeypatch.setattr(warmstart.shipped, "SHIPPED_ROOT", tmp_path / "shipped")
 
     events = []
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "intact"))

@@ -43,8 +43,8 @@ def test_each_role_shows_checked_samples_up_to_its_last_step(tmp_path, monkeypat
 
 def test_samples_do_not_change_the_trained_weights(tmp_path, monkeypatch):
     _, _, with_samples, _ = _warm(tmp_path, monkeypatch, "a")
-    monkeypatch.setattr(warmstart, "_agent_sample", lambda *a: ("p", "t", False, ""))
-    monkeypatch.setattr(warmstart, "_simulator_sample", lambda *a: ("p", "t", False, ""))
+    monkeypatch.setattr(warmstart.training, "_agent_sample", lambda *a: ("p", "t", False, ""))
+    monkeypatch.setattr(warmstart.training, "_simulator_sample", lambda *a: ("p", "t", False, ""))
     _, _, without, events = _warm(tmp_path, monkeypatch, "b")
     assert [e.text for e in events if e.kind == "WarmStartSample"][-1] == "t"  # the stand-ins ran
     device = pick_device("cpu")

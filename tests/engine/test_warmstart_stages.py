@@ -96,13 +96,13 @@ def test_without_restored_random_states_the_simulator_would_differ(tmp_path, mon
     """The check above can fail: skipping the restore gives other simulator weights."""
     one_go, _ = warm(monkeypatch, tmp_path / "a", config("trained"))
     half, _ = warm(monkeypatch, tmp_path / "b", config("off"))
-    real = warmstart._restore
+    real = warmstart.training.restore
 
     def fresh_states(folder):
         rng, info = real(folder)
         rng.seed(12345)
         return rng, info
-    monkeypatch.setattr(warmstart, "_restore", fresh_states)
+    monkeypatch.setattr(warmstart.training, "restore", fresh_states)
     done, _ = warm(monkeypatch, tmp_path / "b", config("trained"))
     wa, wb = weights(done / "simulator"), weights(one_go / "simulator")
     assert any(not (wa[k] == wb[k]).all() for k in wa)
@@ -143,14 +143,14 @@ def test_a_stop_during_the_simulators_sft_keeps_the_trained_agent(tmp_path, monk
 def test_a_run_that_finished_the_entry_first_wins(tmp_path, monkeypatch):
     """Two runs finishing one agent-only entry: the later one keeps the earlier one's simulator and figures."""
     half, _ = warm(monkeypatch, tmp_path / "d", config("off"))
-    real = warmstart._train_simulator
+    real = warmstart.training.train_simulator
 
     def and_another_run_finishes(*args):
         info = real(*args)
         (half / "simulator").mkdir()
         (half / "info.json").write_text(json.dumps({"by": "the other run"}))
         return info
-    monkeypatch.setattr(warmstart, "_train_simulator", and_another_run_finishes)
+    monkeypatch.setattr(warmstart.training, "train_simulator", and_another_run_finishes)
     folder, info = warm(monkeypatch, tmp_path / "d", config("trained"))
     assert folder == half and info == {"by": "the other run"}
     assert list((half / "simulator").iterdir()) == []  # theirs, not replaced by this run's
@@ -201,7 +201,7 @@ def test_a_second_process_waits_for_the_entry_another_one_trains_then_reuses_it(
     """)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "held"
-        monkeypatch.setattr(warmstart, "_train_agent", lambda *a, **k: pytest.fail("trained a second time"))
+        monkeypatch.setattr(warmstart.training, "train_agent", lambda *a, **k: pytest.fail("trained a second time"))
         started = time.monotonic()
         with pytest.warns(UserWarning, match="being trained by a test double .*waiting to reuse it"):
             got, info = warm(monkeypatch, tmp_path, cfg)
