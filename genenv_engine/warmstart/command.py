@@ -15,6 +15,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``python -m genenv_engine.warmstart ship --bench FILE [--preset P] [--seed N] [--entry DIR]``: ship the
     finished warm start of the preset and seed (default: its entry in ``$GENENV_CACHE``) with the epoch-0
     held-out that ``genenv bench warmstart --json`` wrote to FILE when it trained it (``make shipped-warmstart``)."""
+    from genenv_engine.backends.openmp import choose_spin
+
+    choose_spin()  # before anything loads torch
     import argparse
 
     from genenv_engine.config import load_config

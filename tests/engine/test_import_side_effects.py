@@ -93,6 +93,7 @@ def test_the_probe_sees_torch_loaded_without_a_choice():
     ("genenv_engine.cli:main", ["--help"]),  # genenv
     ("genenv_console.__main__:main", ["--help"]),  # genenv-console
     ("genenv_engine", ["--help"]),  # python -m genenv_engine
+    ("genenv_engine.warmstart", ["--help"]),  # python -m genenv_engine.warmstart
     ("genenv_engine.bench", []),  # a child of genenv bench update-memory, given no work
     ("genenv_console.bench", ["--help"]),  # python -m genenv_console.bench
 ])
