@@ -37,6 +37,7 @@ from genenv_engine.store.reads import TaskReads
 from genenv_engine.store.rows import _batch_rows, _epoch_rows, _note_json, _now, _task_row
 from genenv_engine.store.search import TaskSearch
 
+
 class Store(TaskReads, TaskSearch, LineageReads):
     """The run database: one SQLite file (WAL), one connection per thread, migrated at open; its reads come from
     `TaskReads`, `TaskSearch` and `LineageReads`."""

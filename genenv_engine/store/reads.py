@@ -171,7 +171,6 @@ class TaskReads:
         sql = "SELECT task_id, reward, response FROM rollouts WHERE epoch = ? AND purpose = 'train' ORDER BY id"
         return list(self._rows(sql, [epoch]))
 
-
     def task_prompts(self, benchmark: str) -> set[str]:
         """The prompts of every stored task of ``benchmark`` (any origin, split or status)."""
         return {row["prompt"] for row in self._rows("SELECT prompt FROM tasks WHERE benchmark = ?", [benchmark])}
