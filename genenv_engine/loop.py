@@ -2,7 +2,9 @@
 
 `run` opens or continues a session: epoch 0 is the warm start and a held-out evaluation; every
 later epoch is `run_epoch`, whose timed phases are generate -> validate -> rollout -> agent update
--> simulator update -> held-out eval -> checkpoint. The loop emits typed events, checks the
+-> simulator update -> held-out eval -> checkpoint. Where the fresh tasks come from, how seeds are drawn, what
+the replay draws from and the note a simulator prompt carries are the strategies the run resolved once from its
+config (`genenv_engine.strategies`), called without branching on settings. The loop emits typed events, checks the
 `RunControl` between phases and batches (pause/stop), and stores everything in the session's
 SQLite store, so a crash or a stop leaves a resumable session.
 """
@@ -20,21 +22,22 @@ import torch
 
 from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks, result_strings
 from genenv_engine.backends.base import Sampling
-from genenv_engine.config import ConfigError, RunConfig, replace_config
-from genenv_engine.curriculum import calibration_error, env_reward, seed_level_weights
+from genenv_engine.config import replace_config
+from genenv_engine.curriculum import calibration_error, env_reward
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor, preflight
-from genenv_engine.executors.base import GenerateJob, RolloutExecutor
+from genenv_engine.executors.base import RolloutExecutor
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
-                                  RunFinished, RunStarted, RunStopped, StopRequested, TasksGenerated, null_sink)
+                                  RunFinished, RunStarted, RunStopped, StopRequested, null_sink)
 from genenv_engine.records import ScoredBatch, Task
 from genenv_engine.remote import RequestWatcher
 from genenv_engine.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.session import Session
 from genenv_engine import simulator as sim
-from genenv_engine.simulator_update import simulator_update, simulator_version, success_by_epoch, success_history
+from genenv_engine.simulator_update import simulator_update, simulator_version
+from genenv_engine.strategies import Epoch, Strategies, replay_budget, resolve
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 """High-rate events that are forwarded but not written to the store."""
@@ -70,14 +73,11 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
     envs = environments_of(cfg)
+    plan = resolve(cfg)  # the run's task source, seed sampler, replay source and prompt note
     for env in envs.values():
         # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
         # the warm start (the unseen pool is built once per environment and reused by every epoch)
-        env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
-        base_choices(env, cfg.agent.base_levels, cfg.agent.base_source, cfg.agent.unseen_tasks,
-                     pool=cfg.agent.base_pool, seed=cfg.seed)
-        if cfg.simulator.mode == "sampler" and not hasattr(env, "task_at"):
-            raise ConfigError("simulator.mode", f"'sampler' needs a generated benchmark; {env.name}'s data is fixed")
+        plan.check(env)
     preflight(cfg)  # a Ray cluster that cannot be joined fails here, before the warm start or any epoch is begun
     store = session.store
     start = store.last_finished_epoch() + 1
@@ -90,7 +90,7 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
     executor = None
     try:
         if start == 0:
-            roles = _epoch_zero(session, envs, emit, control.checker(emit, 0), backend_factory)
+            roles = _epoch_zero(session, envs, emit, control.checker(emit, 0), backend_factory, plan)
             epoch = 1
         else:
             roles = load_roles(session, start - 1, backend_factory=backend_factory)
@@ -100,7 +100,7 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
             for backend in (roles.agent_backend, roles.simulator_backend):
                 backend.tick = check  # pause/stop also between decoding steps
             check()
-            run_epoch(session, roles, envs, epoch, emit, check, executor)
+            run_epoch(session, roles, envs, epoch, emit, check, executor, plan)
             epoch += 1
     except StopRequested:
         store.mark_partial(epoch)
@@ -148,7 +148,7 @@ def _recorder(session: Session, sink: EventSink) -> EventSink:
 
 
 def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, check: Callable[[], None],
-                backend_factory: BackendFactory | None) -> Roles:
+                backend_factory: BackendFactory | None, plan: Strategies) -> Roles:
     """Store the built-in splits, warm-start both roles (cached), evaluate, and checkpoint epoch 0."""
     from genenv_engine.warmstart import warm_start
 
@@ -159,8 +159,7 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
     for env in envs.values():
         for tasks in env.splits().values():
             store.insert_tasks(tasks)
-        if cfg.agent.base_source == "unseen":  # the oracle base pool, stored like a split so rollouts can name it
-            store.insert_tasks(base_choices(env, cfg.agent.base_levels, "unseen", cfg.agent.unseen_tasks))
+        store.insert_tasks(plan.replay.stored(env))  # a base pool no split holds, stored so rollouts can name it
     with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
         folder, info = warm_start(cfg, envs, emit, check)
         phase.info = info
@@ -178,13 +177,15 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
 
 
 def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-              check: Callable[[], None], executor: RolloutExecutor | None = None) -> dict[str, Any]:
+              check: Callable[[], None], executor: RolloutExecutor | None = None,
+              plan: Strategies | None = None) -> dict[str, Any]:
     """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint.
 
     ``check`` is called between phases and batches (it blocks while paused and raises StopRequested);
     ``executor`` writes and validates the drafts and runs the rollout phase's generation and scoring (default: in
-    this process)."""
+    this process); ``plan``: the run's strategies (default: resolved from the session's config)."""
     cfg, store = session.config, session.store
+    plan = plan or resolve(cfg)
     executor = executor or make_executor(replace_config(cfg, ray=replace_config(cfg.ray, address="")), roles, envs, epoch - 1, emit,
                                          simulator_version=simulator_version(store, epoch))
     rng = random.Random(f"{cfg.seed}/{epoch}")
@@ -195,25 +196,15 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     tokens_before = roles.tokens_generated()
     metrics: dict[str, Any] = {}
 
-    # 1-2. the simulator writes n variations per seed; the environment validates each one
-    notes: dict[str, str | None] = {}  # batch id -> the note its simulator prompt carried
-    if cfg.simulator.mode == "sampler":  # no simulator: the benchmark's generator at the sampler's cells
-        with PhaseTimer(emit, epoch, "generate", seconds):
-            fresh, batch_of = _sampled(session, envs, epoch, rng, metrics)
-        gens: list[sim.Generation] = []
-    else:
-        drafts = _generate(session, executor, envs, epoch, rng, emit, check, seconds, metrics, notes)
-        with PhaseTimer(emit, epoch, "validate", seconds):
-            validated, gens = _validate_and_store(session, envs, executor, drafts, epoch, emit)
-            metrics.update(validated)
-        check()
-        fresh, batch_of = _fresh_tasks(session, gens, rng)
+    # 1-2. the task source's fresh tasks: the simulator writes n variations per seed, the environment validates them
+    step = Epoch(session, executor, envs, epoch, rng, emit, check, seconds, metrics, plan)
+    fresh, batch_of, gens = plan.tasks.fresh(step)
 
     # 3. the agent attempts every fresh task and a replay sample of D_train, k times each
-    replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh))
+    replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh), plan)
     with PhaseTimer(emit, epoch, "rollout", seconds):
         scored = _rollout(session, executor, fresh + replay, epoch, emit, check)
-    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit, notes)
+    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit, step.notes)
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
@@ -228,9 +219,9 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     emit(PolicyUpdated(epoch, "agent", phase.info))
     metrics["agent_update"] = phase.info
 
-    # 5. simulator: reward-weighted regression on in-band batches (trained mode only)
+    # 5. simulator: reward-weighted regression on in-band batches (when the task source trains it)
     with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
-        phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, check)
+        phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, check, plan)
         if phase.info.get("steps"):  # the weights moved: this epoch's are the next version
             executor.sync_simulator(epoch)
     if phase.info.get("steps"):
@@ -259,146 +250,16 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     return metrics
 
 
-def _generate(session: Session, executor: RolloutExecutor, envs: dict[str, Environment], epoch: int,
-              rng: random.Random, emit: EventSink, check: Callable[[], None], seconds: dict[str, float],
-              metrics: dict[str, Any], notes: dict[str, str | None] | None = None) -> list[sim.Draft]:
-    """Sample this epoch's generations (trained/frozen), or the one-off static augmentation (by the executor);
-    the seed levels drawn (and the ``alpha`` seed sampler's weights) go into ``metrics``, each draft's batch id
-    and the note its prompt carried into ``notes``."""
-    cfg = session.config
-    mode = cfg.simulator.mode
-    if mode == "off" or (mode == "static" and session.store.count_tasks(origin="static") > 0):
-        return []
-    sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
-                        seed=rng.randrange(2**31))
-    rates = success_by_epoch(session.store)
-
-    def progress(name: str, done: int, total: int) -> None:
-        emit(BatchProgressed(epoch, f"generate:{name}", done, total))
-        check()
-    with PhaseTimer(emit, epoch, "generate", seconds):
-        jobs = []
-        for name, env in envs.items():
-            seed_split = env.split_at_levels("seed", cfg.simulator.seed_levels, "simulator.seed_levels")
-            seed_split = seed_split + session.store.imported_seeds(name, cfg.simulator.seed_levels)
-            if mode == "static":
-                seeds, n, prefix = seed_split, cfg.simulator.static_multiplier, f"static/{name}"
-            else:
-                if cfg.simulator.seed_sampling == "alpha":
-                    weights = _seed_weights(session, name, seed_split, epoch)
-                    metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
-                    seeds = sim.draw_seeds(seed_split, cfg.simulator.seeds_per_epoch, rng, weights)
-                else:
-                    seeds = rng.sample(seed_split, min(cfg.simulator.seeds_per_epoch, len(seed_split)))
-                n, prefix = cfg.simulator.variations, None
-                drawn = Counter(f"L{t.level}" for t in seeds)
-                metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
-            note = sim.epoch_note(cfg, name, success_history(rates, name, epoch))
-            jobs.append(GenerateJob(name, seeds, n, prefix, note, sim.job_grammar(cfg, env)))
-        drafts = executor.generate(jobs, sampling, epoch=epoch, style=cfg.simulator.prompt, progress=progress)
-    if notes is not None:
-        by_benchmark = {job.benchmark: job.note for job in jobs}
-        notes.update((d.batch_id, by_benchmark.get(d.seed.benchmark)) for d in drafts)
-    return drafts
-
-
-def _sampled(session: Session, envs: dict[str, Environment], epoch: int, rng: random.Random,
-             metrics: dict[str, Any]) -> tuple[list[Task], dict[str, str]]:
-    """Sampler mode's fresh tasks (`genenv_engine.samplers.sampler_tasks`), stored in their cell batches; the
-    sampler's weights, the cells drawn and the generation counts go into ``metrics``."""
-    from genenv_engine.samplers import sampler_tasks
-
-    cfg, store = session.config, session.store
-    taken = {t.prompt for t in store.pool(list(cfg.benchmarks))}
-    tasks, batch_of, info = sampler_tasks(cfg, envs, store.batches(), epoch, rng, taken)
-    by_batch: dict[str, list[Task]] = {}
-    for t in tasks:
-        by_batch.setdefault(batch_of[t.id], []).append(t)
-    for batch_id, mine in by_batch.items():
-        store.insert_tasks(mine, batch_id=batch_id)
-    metrics.update(info)
-    metrics.update({"generated": len(tasks), "valid": len(tasks), "valid_fraction": 1.0 if tasks else None,
-                    "unique_fraction": None, "invalid_reasons": {},
-                    "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in tasks).items()))})
-    return tasks, batch_of
-
-
-def _seed_weights(session: Session, benchmark: str, seeds: list[Task], epoch: int) -> dict[int, float]:
-    """The ``alpha`` seed sampler's level weights for one benchmark, from its recent variation batches."""
-    cfg = session.config
-    level_of = {t.id: t.level for t in seeds}
-    stats = sim.seed_level_stats(session.store.batches(), level_of, epoch)
-    return seed_level_weights(stats, cfg.curriculum.alpha_for(benchmark), cfg.simulator.seed_beta)
-
-
-def _validate_and_store(session: Session, envs: dict[str, Environment], executor: RolloutExecutor,
-                        drafts: list[sim.Draft], epoch: int, emit: EventSink
-                        ) -> tuple[dict[str, Any], list[sim.Generation]]:
-    """Validate generations (by the executor), cap near-duplicates against the pool, store every one with its
-    verdict."""
-    cfg, store = session.config, session.store
-    if not drafts:
-        return {"generated": 0, "valid": 0, "valid_fraction": None, "unique_fraction": None, "difficulty_mix": {}}, []
-    origin = "static" if cfg.simulator.mode == "static" else "generated"
-    generator = f"simulator@e{epoch - 1}"
-    pool = store.pool(list(cfg.benchmarks))
-    existing = {t.prompt for t in pool} | {t.prompt for env in envs.values() for t in env.splits()["seed"]}
-    keys = Counter(sim.near_duplicate_key(t.prompt) for t in pool)
-    out: dict[str, Any] = {"generated": len(drafts)}
-    uniques = []
-
-    def cap(name: str, env: Environment, mine: list[sim.Generation]) -> list[sim.Generation]:
-        heldout = frozenset(t.prompt for t in env.splits()["heldout"])
-        mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
-        if capped["unique_fraction"] is not None:
-            uniques.append(capped["unique_fraction"])
-        reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)
-        emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))
-        return mine
-    checked = executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
-    if not cfg.simulator.answer_check:
-        checked = [sim.admit_on_gold(g, cfg.simulator.admit_mended) for g in checked]
-    gens = sim.per_benchmark(checked, envs, cap)  # in the drafts' order
-    by_batch: dict[str, list[Task]] = {}
-    for g in gens:
-        by_batch.setdefault(g.batch_id, []).append(g.task)
-    for batch_id, tasks in by_batch.items():
-        store.insert_tasks(tasks, batch_id=batch_id)
-    valid = [g.task for g in gens if g.task.valid]
-    out["valid"] = len(valid)
-    out["valid_fraction"] = len(valid) / len(drafts)
-    admitted: dict[str, Counter] = {}  # per benchmark: valid as written, on the recomputed gold, mended
-    for g in gens:
-        if g.task.valid:
-            admitted.setdefault(g.task.benchmark, Counter())[g.admission] += 1
-    out["admitted"] = {name: dict(ways) for name, ways in sorted(admitted.items())}
-    out["unique_fraction"] = sum(uniques) / len(uniques) if uniques else None
-    out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))
-    out["difficulty_mix"] = dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items()))
-    return out, gens
-
-
-def _fresh_tasks(session: Session, gens: list[sim.Generation], rng: random.Random) -> tuple[list[Task], dict[str, str]]:
-    """This epoch's valid generated tasks (static mode: a sample of the stored static batches) and each one's batch."""
-    cfg = session.config
-    if cfg.simulator.mode != "static":
-        valid = [g for g in gens if g.task.valid]
-        return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}
-    batch_ids = session.store.static_batch_ids()
-    chosen = rng.sample(batch_ids, min(len(batch_ids), cfg.simulator.seeds_per_epoch * len(cfg.benchmarks)))
-    by_batch = session.store.tasks_in_batches(chosen, origin="static")
-    tasks = [t for b in chosen for t in by_batch[b] if t.status == "active"]
-    return tasks, {t.id: b for b in chosen for t in by_batch[b]}
-
-
 def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[str], rng: random.Random,
-                  n_fresh: int) -> list[Task]:
-    """Sample D_train = base data plus the earlier generated pool; pinned tasks and new edits always ride along."""
+                  n_fresh: int, plan: Strategies | None = None) -> list[Task]:
+    """Sample D_train = base data plus the earlier generated pool (unless the task source replays none); pinned
+    tasks and new edits always ride along."""
     cfg, store = session.config, session.store
+    plan = plan or resolve(cfg)
     n = replay_budget(cfg, n_fresh, len(envs))
-    base = _base_tasks(session, envs)
+    base = _base_tasks(session, envs, plan)
     pool = [t for t in store.pool(list(cfg.benchmarks)) if t.id not in exclude and t.status != "pinned"]
-    n_pool = 0 if cfg.simulator.mode == "off" else min(len(pool), round(n * (1 - cfg.agent.base_fraction)))
+    n_pool = min(len(pool), round(n * (1 - cfg.agent.base_fraction))) if plan.tasks.replays_pool else 0
     chosen = fill_sample(rng, base, n - n_pool) + rng.sample(pool, n_pool)
     must = store.pinned_tasks() + _unused_edits(session)
     seen = {t.id for t in chosen} | exclude
@@ -409,35 +270,11 @@ def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[s
     return [t for t in chosen if t.status != "banned"]
 
 
-def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
-    """How many D_train tasks ride along with ``n_fresh`` fresh ones this epoch.
-
-    With ``agent.tasks_per_epoch`` set, the replay sample fills the budget, so every arm trains on the same
-    number of tasks; otherwise ``replay_tasks``, plus (in ``off`` mode) the generation budget.
-
-    >>> from genenv_engine.config import load_config
-    >>> replay_budget(load_config("tiny"), 40, 1), replay_budget(load_config("tiny", overrides={"simulator.mode": "off"}), 0, 1)
-    (32, 96)
-    >>> replay_budget(load_config("tiny", overrides={"agent.tasks_per_epoch": 96}), 40, 1)
-    56
-    """
-    if cfg.agent.tasks_per_epoch:
-        return max(0, cfg.agent.tasks_per_epoch - n_fresh)
-    n = cfg.agent.replay_tasks
-    if cfg.simulator.mode == "off":
-        n += cfg.simulator.seeds_per_epoch * cfg.simulator.variations * n_benchmarks  # same compute as GenEnv
-    return n
-
-
-def _base_tasks(session: Session, envs: dict[str, Environment]) -> list[Task]:
-    """The base replay's choices (`base_choices`) less the tasks the user banned, pinned (always added) or edited
-    (superseded)."""
+def _base_tasks(session: Session, envs: dict[str, Environment], plan: Strategies | None = None) -> list[Task]:
+    """The replay source's choices less the tasks the user banned, pinned (always added) or edited (superseded)."""
     skip = session.store.inactive_train_ids()
-    a = session.config.agent
-    return [t for env in envs.values()
-            for t in base_choices(env, a.base_levels, a.base_source, a.unseen_tasks, pool=a.base_pool,
-                                  seed=session.config.seed)
-            if t.id not in skip]
+    replay = (plan or resolve(session.config)).replay
+    return [t for env in envs.values() for t in replay.choices(env) if t.id not in skip]
 
 
 def fill_sample(rng: random.Random, tasks: list[Task], n: int) -> list[Task]:
@@ -457,26 +294,6 @@ def fill_sample(rng: random.Random, tasks: list[Task], n: int) -> list[Task]:
         return rng.sample(tasks, min(len(tasks), n))
     whole, rest = divmod(n, len(tasks))
     return list(tasks) * whole + rng.sample(tasks, rest)
-
-
-def base_choices(env: Environment, levels: tuple[int, ...] = (), source: str = "train",
-                 unseen: int = 0, *, pool: int = 0, seed: int = 0) -> list[Task]:
-    """The tasks the agent's base replay draws from: the train split (all of it, or its tasks at ``levels``), or
-    with ``source="unseen"`` ``unseen`` new tasks at ``levels`` that no split has (`Environment.unseen_tasks`).
-    ``pool`` > 0 keeps ``pool`` of the train tasks, drawn once with ``seed`` (the same ones every epoch).
-
-    Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels, and
-    (``agent.base_source``) when the benchmark cannot generate new tasks.
-    """
-    train = env.split_at_levels("train", levels, "agent.base_levels")
-    if source == "train":
-        if pool and pool < len(train):
-            return random.Random(f"base_pool/{env.name}/{seed}").sample(train, pool)
-        return train
-    try:
-        return env.unseen_tasks(unseen, levels)
-    except NotImplementedError as exc:
-        raise ConfigError("agent.base_source", f"'unseen' needs a generated benchmark: {exc}") from None
 
 
 def _unused_edits(session: Session) -> list[Task]:

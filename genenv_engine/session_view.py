@@ -76,7 +76,7 @@ def _thawed(value: Any) -> Any:
 @dataclass(frozen=True)
 class PromptNote:
     """The note a variation batch's simulator prompt carried: the compact style's steer word, or the instruct
-    style's recent-success line (`genenv_engine.simulator.epoch_note`)."""
+    style's recent-success line (`genenv_engine.strategies.epoch_note`)."""
 
     steer: str | None = None
     success_line: str | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -87,55 +87,6 @@ class Generation:
         return "mended" if self.mended else "on_gold" if self.recomputed else "as_written"
 
 
-SEED_WINDOW = 2
-"""Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""
-
-
-def seed_level_stats(batches: list[dict[str, Any]], level_of: dict[str, int], epoch: int,
-                     window: int = SEED_WINDOW) -> dict[int, tuple[int, int, float]]:
-    """Per seed level, ``(generated, valid, p_hat)`` over the variation batches of the ``window`` epochs before
-    ``epoch``: p_hat is the valid tasks' success pooled by their count (0.0 with none); every level in
-    ``level_of`` appears, unmeasured ones as ``(0, 0, 0.0)``.
-
-    >>> rows = [{"epoch": 1, "seed_task_id": "a", "n_generated": 4, "n_valid": 2, "p_hat": 0.5},
-    ...         {"epoch": 2, "seed_task_id": "a", "n_generated": 4, "n_valid": 1, "p_hat": 1.0},
-    ...         {"epoch": 2, "seed_task_id": "b", "n_generated": 4, "n_valid": 0, "p_hat": None}]
-    >>> seed_level_stats(rows, {"a": 3, "b": 4, "c": 2}, epoch=3)
-    {2: (0, 0, 0.0), 3: (8, 3, 0.6666666666666666), 4: (4, 0, 0.0)}
-    >>> seed_level_stats(rows, {"a": 3, "b": 4}, epoch=3, window=1)[3]
-    (4, 1, 1.0)
-    """
-    sums = {level: [0, 0, 0.0] for level in sorted(set(level_of.values()))}
-    for b in batches:
-        level = level_of.get(b["seed_task_id"])
-        if level is None or not epoch - window <= b["epoch"] < epoch:
-            continue
-        acc = sums[level]
-        acc[0] += b["n_generated"]
-        acc[1] += b["n_valid"]
-        if b["n_valid"] and b["p_hat"] is not None:
-            acc[2] += b["p_hat"] * b["n_valid"]
-    return {level: (g, v, total / v if v else 0.0) for level, (g, v, total) in sums.items()}
-
-
-def draw_seeds(seeds: list[Task], n: int, rng, weights: dict[int, float]) -> list[Task]:
-    """``n`` distinct seeds (or all of them), each drawn by first picking a level with probability proportional to
-    ``weights`` among the levels that still have seeds left, then a seed of that level uniformly."""
-    pools: dict[int, list[Task]] = {}
-    for t in seeds:
-        pools.setdefault(t.level, []).append(t)
-    pools = {level: rng.sample(tasks, len(tasks)) for level, tasks in sorted(pools.items())}
-    out: list[Task] = []
-    while len(out) < n:
-        levels = [level for level, tasks in pools.items() if tasks]
-        if not levels:
-            break
-        w = [weights.get(level, 0.0) for level in levels]
-        level = rng.choices(levels, w if sum(w) > 0 else None)[0]
-        out.append(pools[level].pop())
-    return out
-
-
 def success_note(benchmark: str, rate: float | None, alpha: float) -> str:
     """The recent-success line of the instruct prompt.
 
@@ -161,67 +112,9 @@ def direction(source_level: int, sibling_level: int) -> str:
     return STEER_WORDS[(sibling_level > source_level) - (sibling_level < source_level) + 1]
 
 
-def steer_word(rate: float | None, alpha: float, band: float, held: str = "same") -> str:
-    """The direction an epoch asks for: ``harder`` when the agent's measured success is above alpha + band,
-    ``easier`` below alpha - band, and ``held`` (``same`` unless told) inside the band or when nothing is measured.
-
-    >>> steer_word(0.8, 0.5, 0.1), steer_word(0.55, 0.5, 0.1), steer_word(0.2, 0.5, 0.1), steer_word(None, 0.5, 0.1)
-    ('harder', 'same', 'easier', 'same')
-    >>> steer_word(0.55, 0.5, 0.1, held="easier")
-    'easier'
-    """
-    if rate is None or abs(rate - alpha) <= band:
-        return held
-    return "harder" if rate > alpha else "easier"
-
-
-def steer_schedule(rates: Sequence[float | None], alpha: float, band: float, hold: bool) -> str:
-    """The word for the epoch after ``rates`` (the benchmark's measured success at each earlier epoch, oldest
-    first). Without ``hold`` only the last rate counts, and a rate in the band asks for ``same`` (the seed's level,
-    which is where a too-easy or too-hard mix came from); with ``hold`` a rate in the band keeps the word that got
-    it there, so the controller does not swing back each time it reaches alpha.
-
-    >>> steer_schedule([0.2, 0.45], 0.5, 0.1, hold=False), steer_schedule([0.2, 0.45], 0.5, 0.1, hold=True)
-    ('same', 'easier')
-    >>> steer_schedule([], 0.5, 0.1, hold=True), steer_schedule([0.2, 0.45, 0.9, None], 0.5, 0.1, hold=True)
-    ('same', 'harder')
-    """
-    if not hold:
-        return steer_word(rates[-1] if rates else None, alpha, band)
-    word = "same"
-    for rate in rates:
-        word = steer_word(rate, alpha, band, held=word)
-    return word
-
-
-def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None]) -> str | None:
-    """The note an epoch's prompts carry, from ``rates``: the benchmark's measured success at each earlier epoch
-    (oldest first; None where nothing was measured). Instruct: the success line with the last rate, or "not
-    measured yet" (the warm start's line) when ``simulator.success_note`` is off. Compact: the `steer_schedule`
-    word when ``simulator.steer`` is on, else none.
-
-    >>> from genenv_engine.config import load_config
-    >>> cfg = load_config("smol-ablation")
-    >>> epoch_note(cfg, "bfcl", [0.9, 0.25])
-    'Agent success on recent bfcl tasks: 25% (target 50%).'
-    >>> epoch_note(cfg.with_overrides({"simulator.success_note": False}), "bfcl", [0.25])
-    'Agent success on recent bfcl tasks: not measured yet (target 50%).'
-    >>> tiny = load_config("tiny")
-    >>> epoch_note(tiny, "bfcl", [0.8]), epoch_note(tiny.with_overrides({"simulator.steer": True}), "bfcl", [0.8])
-    (None, 'harder')
-    """
-    alpha = config.curriculum.alpha_for(benchmark)
-    if config.simulator.prompt == "compact":
-        if not config.simulator.steer:
-            return None
-        return steer_schedule(rates, alpha, config.curriculum.k_min, config.simulator.steer_hold)
-    shown = rates[-1] if rates and config.simulator.success_note else None
-    return success_note(benchmark, shown, alpha)
-
-
 def note_fields(style: str, note: str | None) -> dict[str, str | None] | None:
-    """An epoch's prompt note (`epoch_note`) as its variation batches store it (``batches.prompt_note``): the
-    compact style's steer word or the instruct style's success line; None when the prompt carries none.
+    """An epoch's prompt note (`genenv_engine.strategies.epoch_note`) as its variation batches store it
+    (``batches.prompt_note``): the compact style's steer word or the instruct style's success line; None when the prompt carries none.
 
     >>> note_fields("compact", "harder"), note_fields("compact", None)
     ({'steer': 'harder', 'success_line': None}, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genenv_engine import simulator as sim
 from genenv_engine.config import RunConfig
@@ -20,15 +20,18 @@ from genenv_engine.records import ScoredBatch
 from genenv_engine.roles import Roles
 from genenv_engine.session import Session
 
+if TYPE_CHECKING:
+    from genenv_engine.strategies import Strategies
+
 
 def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
-                     scored: list[ScoredBatch], epoch: int, rng: random.Random, tick: Callable[[], None]
-                     ) -> dict[str, Any]:
+                     scored: list[ScoredBatch], epoch: int, rng: random.Random, tick: Callable[[], None],
+                     plan: Strategies) -> dict[str, Any]:
     """RWR on valid generations of this epoch's kept batches (``scored``, weights from exp(lambda R_env)), plus
-    replayed older pairs."""
+    replayed older pairs; skipped unless the run's task source (``plan``) trains the simulator."""
     cfg = session.config
-    if cfg.simulator.mode != "trained":
-        return {"skipped": f"simulator mode {cfg.simulator.mode}"}
+    if not plan.tasks.trains_simulator:
+        return {"skipped": f"simulator mode {plan.tasks.name}"}
     kept = {b.id: b for b in scored if b.in_band}
     eos = roles.simulator.tokenizer.eos_token_id
     current = []
@@ -43,7 +46,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
     if not current and not repairs:
         return {"skipped": "no batch in the band", "examples": 0}
-    older = _older_pairs(session, roles, envs, epoch) if current else []
+    older = _older_pairs(session, roles, envs, epoch, plan.note.text) if current else []
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda) if examples else []
@@ -105,7 +108,7 @@ def success_by_epoch(store) -> dict[int, dict[str, float | None]]:
 
 def success_history(rates: dict[int, dict[str, float | None]], benchmark: str, epoch: int) -> list[float | None]:
     """One benchmark's measured success at epochs 1 .. ``epoch`` - 1, oldest first (None where none was
-    measured): what `simulator.epoch_note` reads for ``epoch``'s prompts.
+    measured): what the run's prompt note (`genenv_engine.strategies`) reads for ``epoch``'s prompts.
 
     >>> success_history({0: {}, 1: {"bfcl": 0.2}, 2: {}, 3: {"bfcl": 0.6}}, "bfcl", 3)
     [0.2, None]
@@ -113,7 +116,8 @@ def success_history(rates: dict[int, dict[str, float | None]], benchmark: str, e
     return [rates.get(e, {}).get(benchmark) for e in range(1, epoch)]
 
 
-def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int) -> list[tuple]:
+def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int,
+                 note_of: Callable[[str, list[float | None]], str | None]) -> list[tuple]:
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
     store, cfg = session.store, session.config
     style = cfg.simulator.prompt
@@ -130,7 +134,7 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         if b.get("prompt_note") is not None:  # the note the batch's prompt carried, stored when it was written
             note = sim.note_text(b["prompt_note"])
         else:  # a batch stored before notes were (or whose prompt had none): re-derived from the history
-            note = sim.epoch_note(cfg, env.name, success_history(rates, env.name, b["epoch"]))
+            note = note_of(env.name, success_history(rates, env.name, b["epoch"]))
         asked = sim.simulator_prompt(roles.simulator, env, seed, style, note)
         asked_ids = roles.simulator.encode(asked)  # once per batch; a relabelled task encodes its own
         for task in generated[b["id"]]:

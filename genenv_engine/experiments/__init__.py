@@ -14,6 +14,9 @@ Layered bottom-up, each module importing only those above it in this list:
 - `goals`: the per-seed calibration and diversity goals of a simulator arm.
 - `markdown`, `plots`: the tables as Markdown and the two PNG plots.
 - `bench`: the command: runs every unfinished arm x seed, then writes the outputs.
+- `strategies` (apart from the bench): the study variants of the epoch's strategies (task source, seed sampler,
+  replay, prompt note), registered by name; `genenv_engine.strategies` loads it, by its module name, when a run's
+  config names one.
 
-Nothing in the engine's training path imports this package.
+Nothing else in the engine's training path imports this package.
 """

@@ -401,7 +401,7 @@ def test_base_levels_restrict_the_base_replay_and_not_held_out(tmp_path):
 def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
     from genenv_engine.environments import get_environment
     from genenv_engine.environments.base import Environment
-    from genenv_engine.loop import base_choices
+    from genenv_engine.experiments.strategies import base_choices
 
     session = micro_session(tmp_path, epochs=1, **{"simulator.mode": "off", "agent.base_source": "unseen",
                                                   "agent.base_levels": [3], "agent.unseen_tasks": 300})
@@ -432,7 +432,7 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
 
 def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_path):
     from genenv_engine.environments import get_environment
-    from genenv_engine.loop import base_choices
+    from genenv_engine.experiments.strategies import base_choices
 
     session = micro_session(tmp_path, epochs=2, **{"simulator.mode": "off", "agent.base_levels": [3],
                                                   "agent.base_pool": 5, "agent.tasks_per_epoch": 24})
@@ -460,7 +460,7 @@ def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_p
 def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
     from genenv_engine.curriculum import seed_level_weights
     from genenv_engine.environments import get_environment
-    from genenv_engine.simulator import seed_level_stats
+    from genenv_engine.experiments.strategies import seed_level_stats
 
     session = micro_session(tmp_path, epochs=2, **{"simulator.seed_sampling": "alpha"})
     run(session, backend_factory=scripted())

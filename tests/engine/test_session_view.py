@@ -19,8 +19,9 @@ from genenv_engine.curriculum import agent0_reward, alpha_reward
 from genenv_engine.loop import run
 from genenv_engine.session import Session
 from genenv_engine.session_view import BatchView, PromptNote, SessionView
-from genenv_engine.simulator import STEER_WORDS, epoch_note
+from genenv_engine.simulator import STEER_WORDS
 from genenv_engine.simulator_update import success_by_epoch, success_history
+from genenv_engine.strategies import epoch_note
 from genenv_engine.store import Store
 from genenv_engine.testing import scripted_backends
 

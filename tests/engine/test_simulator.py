@@ -32,7 +32,7 @@ def test_cap_rejects_repeats_templates_over_cap_and_heldout_copies():
 def test_draw_seeds_follows_level_weights_and_never_repeats_a_seed():
     import random
 
-    from genenv_engine.simulator import draw_seeds
+    from genenv_engine.experiments.strategies import draw_seeds
 
     seeds = [Task(id=f"t{i}", benchmark="bfcl", prompt=f"p{i}", answer="a", difficulty={"level": 2 + i % 3}) for i in range(30)]
     only3 = draw_seeds(seeds, 8, random.Random(0), {2: 0.0, 3: 1.0, 4: 0.0})

@@ -9,7 +9,8 @@ import pytest
 
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.simulator import STEER_WORDS, direction, steer_word
+from genenv_engine.experiments.strategies import steer_word
+from genenv_engine.simulator import STEER_WORDS, direction
 from genenv_engine.warmstart import cache_key, simulator_pairs
 
 

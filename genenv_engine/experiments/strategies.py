@@ -1,0 +1,221 @@
+"""The study variants of the epoch's strategies (`genenv_engine.strategies`), registered by name on import.
+
+- task source ``sampler`` (``simulator.mode = "sampler"``): no simulator; the benchmark's own generator writes the
+  fresh tasks at the difficulty cells a sampler picks (`genenv_engine.samplers`);
+- seed sampler ``alpha`` (``simulator.seed_sampling``): seed levels weighted by how close their recent variation
+  batches came to alpha (`seed_level_stats`, `genenv_engine.curriculum.seed_level_weights`, `draw_seeds`);
+- replays ``train_subset`` (train tasks at ``agent.base_levels``, or a fixed pool of ``agent.base_pool``) and
+  ``unseen`` (``agent.unseen_tasks`` new tasks no split has), both by `base_choices`;
+- notes ``steer`` (``simulator.steer``: the compact prompt's direction word, `steer_schedule`) and ``fixed_line``
+  (``simulator.success_note`` off: the instruct prompt's "not measured yet" line every epoch).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from genenv_engine import simulator as sim
+from genenv_engine.config import RunConfig
+from genenv_engine.curriculum import seed_level_weights
+from genenv_engine.environments.base import Environment
+from genenv_engine.errors import ConfigError
+from genenv_engine.events import PhaseTimer
+from genenv_engine.records import Task
+from genenv_engine.strategies import Epoch, NoNote, SimulatorTasks, TrainReplay, UniformSeeds, register
+
+SEED_WINDOW = 2
+"""Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""
+
+
+# --- notes ---------------------------------------------------------------------------------------------------
+
+
+def steer_word(rate: float | None, alpha: float, band: float, held: str = "same") -> str:
+    """The direction an epoch asks for: ``harder`` when the agent's measured success is above alpha + band,
+    ``easier`` below alpha - band, and ``held`` (``same`` unless told) inside the band or when nothing is measured.
+
+    >>> steer_word(0.8, 0.5, 0.1), steer_word(0.55, 0.5, 0.1), steer_word(0.2, 0.5, 0.1), steer_word(None, 0.5, 0.1)
+    ('harder', 'same', 'easier', 'same')
+    >>> steer_word(0.55, 0.5, 0.1, held="easier")
+    'easier'
+    """
+    if rate is None or abs(rate - alpha) <= band:
+        return held
+    return "harder" if rate > alpha else "easier"
+
+
+def steer_schedule(rates: Sequence[float | None], alpha: float, band: float, hold: bool) -> str:
+    """The word for the epoch after ``rates`` (the benchmark's measured success at each earlier epoch, oldest
+    first). Without ``hold`` only the last rate counts, and a rate in the band asks for ``same`` (the seed's level,
+    which is where a too-easy or too-hard mix came from); with ``hold`` a rate in the band keeps the word that got
+    it there, so the controller does not swing back each time it reaches alpha.
+
+    >>> steer_schedule([0.2, 0.45], 0.5, 0.1, hold=False), steer_schedule([0.2, 0.45], 0.5, 0.1, hold=True)
+    ('same', 'easier')
+    >>> steer_schedule([], 0.5, 0.1, hold=True), steer_schedule([0.2, 0.45, 0.9, None], 0.5, 0.1, hold=True)
+    ('same', 'harder')
+    """
+    if not hold:
+        return steer_word(rates[-1] if rates else None, alpha, band)
+    word = "same"
+    for rate in rates:
+        word = steer_word(rate, alpha, band, held=word)
+    return word
+
+
+@register("note", "steer")
+class SteerNote(NoNote):
+    """The compact prompt's direction word (`steer_schedule`, band ``curriculum.k_min``, ``simulator.steer_hold``)."""
+
+    def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
+        cfg = self.config
+        return steer_schedule(rates, cfg.curriculum.alpha_for(benchmark), cfg.curriculum.k_min, cfg.simulator.steer_hold)
+
+
+@register("note", "fixed_line")
+class FixedLine(NoNote):
+    """The instruct prompt's success line as the warm start wrote it ("not measured yet"), every epoch."""
+
+    def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
+        return sim.success_note(benchmark, None, self.config.curriculum.alpha_for(benchmark))
+
+
+# --- seed sampler ---------------------------------------------------------------------------------------------
+
+
+def seed_level_stats(batches: list[dict[str, Any]], level_of: dict[str, int], epoch: int,
+                     window: int = SEED_WINDOW) -> dict[int, tuple[int, int, float]]:
+    """Per seed level, ``(generated, valid, p_hat)`` over the variation batches of the ``window`` epochs before
+    ``epoch``: p_hat is the valid tasks' success pooled by their count (0.0 with none); every level in
+    ``level_of`` appears, unmeasured ones as ``(0, 0, 0.0)``.
+
+    >>> rows = [{"epoch": 1, "seed_task_id": "a", "n_generated": 4, "n_valid": 2, "p_hat": 0.5},
+    ...         {"epoch": 2, "seed_task_id": "a", "n_generated": 4, "n_valid": 1, "p_hat": 1.0},
+    ...         {"epoch": 2, "seed_task_id": "b", "n_generated": 4, "n_valid": 0, "p_hat": None}]
+    >>> seed_level_stats(rows, {"a": 3, "b": 4, "c": 2}, epoch=3)
+    {2: (0, 0, 0.0), 3: (8, 3, 0.6666666666666666), 4: (4, 0, 0.0)}
+    >>> seed_level_stats(rows, {"a": 3, "b": 4}, epoch=3, window=1)[3]
+    (4, 1, 1.0)
+    """
+    sums = {level: [0, 0, 0.0] for level in sorted(set(level_of.values()))}
+    for b in batches:
+        level = level_of.get(b["seed_task_id"])
+        if level is None or not epoch - window <= b["epoch"] < epoch:
+            continue
+        acc = sums[level]
+        acc[0] += b["n_generated"]
+        acc[1] += b["n_valid"]
+        if b["n_valid"] and b["p_hat"] is not None:
+            acc[2] += b["p_hat"] * b["n_valid"]
+    return {level: (g, v, total / v if v else 0.0) for level, (g, v, total) in sums.items()}
+
+
+def draw_seeds(seeds: list[Task], n: int, rng, weights: dict[int, float]) -> list[Task]:
+    """``n`` distinct seeds (or all of them), each drawn by first picking a level with probability proportional to
+    ``weights`` among the levels that still have seeds left, then a seed of that level uniformly."""
+    pools: dict[int, list[Task]] = {}
+    for t in seeds:
+        pools.setdefault(t.level, []).append(t)
+    pools = {level: rng.sample(tasks, len(tasks)) for level, tasks in sorted(pools.items())}
+    out: list[Task] = []
+    while len(out) < n:
+        levels = [level for level, tasks in pools.items() if tasks]
+        if not levels:
+            break
+        w = [weights.get(level, 0.0) for level in levels]
+        level = rng.choices(levels, w if sum(w) > 0 else None)[0]
+        out.append(pools[level].pop())
+    return out
+
+
+@register("seeds", "alpha")
+class AlphaSeeds(UniformSeeds):
+    """Seeds drawn level first, each level weighted by its recent batches' closeness to alpha
+    (``simulator.seed_beta``); the weights go into the epoch's metrics."""
+
+    def draw(self, ep: Epoch, name: str, seeds: list[Task]) -> list[Task]:
+        cfg = self.config
+        level_of = {t.id: t.level for t in seeds}
+        stats = seed_level_stats(ep.session.store.batches(), level_of, ep.epoch)
+        weights = seed_level_weights(stats, cfg.curriculum.alpha_for(name), cfg.simulator.seed_beta)
+        ep.metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
+        return draw_seeds(seeds, cfg.simulator.seeds_per_epoch, ep.rng, weights)
+
+
+# --- replays --------------------------------------------------------------------------------------------------
+
+
+def base_choices(env: Environment, levels: tuple[int, ...] = (), source: str = "train",
+                 unseen: int = 0, *, pool: int = 0, seed: int = 0) -> list[Task]:
+    """The tasks the agent's base replay draws from: the train split (all of it, or its tasks at ``levels``), or
+    with ``source="unseen"`` ``unseen`` new tasks at ``levels`` that no split has (`Environment.unseen_tasks`).
+    ``pool`` > 0 keeps ``pool`` of the train tasks, drawn once with ``seed`` (the same ones every epoch).
+
+    Raises ``ConfigError`` (``agent.base_levels``) when no train task has one of the levels, and
+    (``agent.base_source``) when the benchmark cannot generate new tasks.
+    """
+    train = env.split_at_levels("train", levels, "agent.base_levels")
+    if source == "train":
+        if pool and pool < len(train):
+            return random.Random(f"base_pool/{env.name}/{seed}").sample(train, pool)
+        return train
+    try:
+        return env.unseen_tasks(unseen, levels)
+    except NotImplementedError as exc:
+        raise ConfigError("agent.base_source", f"'unseen' needs a generated benchmark: {exc}") from None
+
+
+@register("replay", "train_subset")
+class SubsetReplay(TrainReplay):
+    """The base replay draws from the train tasks at ``agent.base_levels``, or a fixed pool of ``agent.base_pool``
+    of them (`base_choices`)."""
+
+    def choices(self, env: Environment) -> list[Task]:
+        a = self.config.agent
+        return base_choices(env, a.base_levels, a.base_source, a.unseen_tasks, pool=a.base_pool,
+                            seed=self.config.seed)
+
+
+@register("replay", "unseen")
+class UnseenReplay(SubsetReplay):
+    """The base replay draws from ``agent.unseen_tasks`` new tasks at ``agent.base_levels`` that no split has,
+    stored at epoch 0 like a split."""
+
+    def stored(self, env: Environment) -> list[Task]:
+        a = self.config.agent
+        return base_choices(env, a.base_levels, "unseen", a.unseen_tasks)
+
+
+# --- task source ----------------------------------------------------------------------------------------------
+
+
+@register("tasks", "sampler")
+class SamplerTasks(SimulatorTasks):
+    """No simulator: the benchmark's generator writes the fresh tasks at the cells the configured sampler draws
+    (`genenv_engine.samplers.sampler_tasks`), stored in their cell batches."""
+
+    def check(self, env: Environment) -> None:
+        if not hasattr(env, "task_at"):
+            raise ConfigError("simulator.mode", f"'sampler' needs a generated benchmark; {env.name}'s data is fixed")
+
+    def fresh(self, ep: Epoch) -> tuple[list[Task], dict[str, str], list[sim.Generation]]:
+        from genenv_engine.samplers import sampler_tasks
+
+        with PhaseTimer(ep.emit, ep.epoch, "generate", ep.seconds):
+            cfg, store, envs = self.config, ep.session.store, ep.envs
+            taken = {t.prompt for t in store.pool(list(cfg.benchmarks))}
+            tasks, batch_of, info = sampler_tasks(cfg, envs, store.batches(), ep.epoch, ep.rng, taken)
+            by_batch: dict[str, list[Task]] = {}
+            for t in tasks:
+                by_batch.setdefault(batch_of[t.id], []).append(t)
+            for batch_id, mine in by_batch.items():
+                store.insert_tasks(mine, batch_id=batch_id)
+            ep.metrics.update(info)
+            ep.metrics.update({
+                "generated": len(tasks), "valid": len(tasks), "valid_fraction": 1.0 if tasks else None,
+                "unique_fraction": None, "invalid_reasons": {},
+                "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in tasks).items()))})
+        return tasks, batch_of, []

@@ -1,0 +1,117 @@
+"""The epoch calls the strategies its run resolved (`genenv_engine.strategies`) instead of branching on study
+settings: the modules `run_epoch` and the simulator's update live in read no setting named in
+`EXPERIMENTAL_FIELDS` and compare nothing on ``simulator.mode``; each setting resolves to its strategy by name."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from genenv_engine import loop, simulator_update
+from genenv_engine.config import EXPERIMENTAL_FIELDS, load_config
+from genenv_engine.strategies import REGISTRY, get, note_name, replay_name, resolve
+
+CORE_MODULES = (loop, simulator_update)
+"""The modules the epoch's method lives in."""
+
+
+def _is_mode(node: ast.AST) -> bool:
+    """``<anything>.simulator.mode``, or a name or attribute called ``mode`` (an alias of it)."""
+    if isinstance(node, ast.Attribute) and node.attr == "mode":
+        return True
+    return isinstance(node, ast.Name) and node.id == "mode"
+
+
+def study_branches(source: str) -> list[str]:
+    """Every read of a setting named in `EXPERIMENTAL_FIELDS` (an attribute, or ``getattr`` with its name) and
+    every comparison or ``match`` on ``simulator.mode`` in ``source``, as ``line N: what``."""
+    names = {dotted.rsplit(".", 1)[1] for dotted in EXPERIMENTAL_FIELDS}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.append(f"line {node.lineno}: reads .{node.attr}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value in names):
+            found.append(f"line {node.lineno}: getattr {node.args[1].value}")
+        elif isinstance(node, ast.Attribute) and node.attr == "mode" and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "simulator":
+            found.append(f"line {node.lineno}: reads simulator.mode")
+        elif isinstance(node, ast.Compare) and any(_is_mode(side) for side in (node.left, *node.comparators)):
+            found.append(f"line {node.lineno}: compares mode")
+        elif isinstance(node, ast.Match) and _is_mode(node.subject):
+            found.append(f"line {node.lineno}: matches mode")
+    return found
+
+
+@pytest.mark.parametrize("module", CORE_MODULES, ids=lambda m: m.__name__)
+def test_the_epoch_reads_no_study_setting_and_never_branches_on_the_mode(module):
+    assert study_branches(inspect.getsource(module)) == []
+
+
+def test_run_epoch_lives_in_a_checked_module():
+    assert inspect.getmodule(loop.run_epoch) is loop
+
+
+@pytest.mark.parametrize("snippet, want", [
+    ("n = cfg.agent.base_pool", ["line 1: reads .base_pool"]),
+    ("if cfg.simulator.mode == 'off':\n    pass", ["line 1: reads simulator.mode", "line 1: compares mode"]),
+    ("mode = cfg.simulator.mode\nok = mode in ('off', 'static')", ["line 1: reads simulator.mode",
+                                                                   "line 2: compares mode"]),
+    ("levels = getattr(cfg.agent, 'base_levels')", ["line 1: getattr base_levels"]),
+    ("match mode:\n    case 'off':\n        pass", ["line 1: matches mode"]),
+    ("x = s.simulator.seed_sampling == 'alpha'", ["line 1: reads .seed_sampling"]),
+    ("fresh, batch_of, gens = plan.tasks.fresh(step)\nn = cfg.agent.replay_tasks", []),
+])
+def test_the_rule_catches_a_study_branch(snippet, want):
+    assert sorted(study_branches(snippet)) == sorted(want)
+
+
+def test_every_setting_resolves_to_its_named_strategy():
+    cases = [
+        ({}, ("TrainedSimulatorTasks", "UniformSeeds", "TrainReplay", "NoNote")),
+        ({"simulator.mode": "frozen"}, ("SimulatorTasks", "UniformSeeds", "TrainReplay", "NoNote")),
+        ({"simulator.mode": "static"}, ("StaticTasks", "UniformSeeds", "TrainReplay", "NoNote")),
+        ({"simulator.mode": "off"}, ("NoTasks", "UniformSeeds", "TrainReplay", "NoNote")),
+        ({"simulator.mode": "sampler"}, ("SamplerTasks", "UniformSeeds", "TrainReplay", "NoNote")),
+        ({"simulator.seed_sampling": "alpha"}, ("TrainedSimulatorTasks", "AlphaSeeds", "TrainReplay", "NoNote")),
+        ({"agent.base_levels": [3]}, ("TrainedSimulatorTasks", "UniformSeeds", "SubsetReplay", "NoNote")),
+        ({"agent.base_pool": 5}, ("TrainedSimulatorTasks", "UniformSeeds", "SubsetReplay", "NoNote")),
+        ({"agent.base_source": "unseen"}, ("TrainedSimulatorTasks", "UniformSeeds", "UnseenReplay", "NoNote")),
+        ({"simulator.steer": True}, ("TrainedSimulatorTasks", "UniformSeeds", "TrainReplay", "SteerNote")),
+    ]
+    for overrides, want in cases:
+        plan = resolve(load_config("micro", overrides=overrides))
+        got = tuple(type(s).__name__ for s in (plan.tasks, plan.seeds, plan.replay, plan.note))
+        assert got == want, overrides
+    smol = load_config("smol-ablation")
+    assert type(resolve(smol).note).__name__ == "SuccessLine"
+    assert note_name(smol.with_overrides({"simulator.success_note": False})) == "fixed_line"
+    assert replay_name(load_config("micro")) == "train"
+
+
+def test_trained_is_the_only_task_source_that_trains_the_simulator():
+    trains = {name: get("tasks", name).trains_simulator for name in ("trained", "frozen", "static", "off", "sampler")}
+    assert trains == {"trained": True, "frozen": False, "static": False, "off": False, "sampler": False}
+    assert {"none", "success_line", "steer", "fixed_line"} <= set(REGISTRY["note"])
+
+
+def test_study_variants_live_under_experiments():
+    for kind, names in {"tasks": ["sampler"], "seeds": ["alpha"], "replay": ["train_subset", "unseen"],
+                        "note": ["steer", "fixed_line"]}.items():
+        for name in names:
+            assert get(kind, name).__module__ == "genenv_engine.experiments.strategies", (kind, name)
+    for kind, names in {"tasks": ["trained", "frozen", "static", "off"], "seeds": ["uniform"], "replay": ["train"],
+                        "note": ["none", "success_line"]}.items():
+        for name in names:
+            assert get(kind, name).__module__ == "genenv_engine.strategies", (kind, name)
+
+
+def test_the_core_modules_do_not_import_the_study_code():
+    for module in (*CORE_MODULES, __import__("genenv_engine.strategies", fromlist=["x"])):
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not {m for m in imported if m.startswith("genenv_engine.experiments")}, module.__name__
