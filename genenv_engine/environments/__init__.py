@@ -1,20 +1,50 @@
-"""Registry of environments by name, imported lazily so choosing one never loads the other benchmarks.
+"""The public environment API and the registry that finds a benchmark by the name a run gives it.
 
-`BENCHMARKS` maps a benchmark name to ``module:Class`` (a benchmark subpackage and the class its
-``__init__`` exposes); `get_environment` imports and builds it. Each benchmark is a subpackage
-(``alfworld/``, ``apibank/``, ``bamboogle/``, ``bfcl/``, ``travelplanner/``, and ``chain/``, a generated
-benchmark of chained calls whose level is the chain length 1-8) beside :mod:`.base`;
-``bfcl_official`` and ``alfworld_textworld`` live inside ``bfcl/official/`` and ``alfworld/textworld/``
-and so load their mini's package too.
+The API (version `API_VERSION`): `Environment`, `LadderEnvironment`, `Task`, `CheckResult`, `Validation`,
+`SplitSizes`, `GenerationParseError`; `docs/guide/environments.md` says how to write one.
+
+A benchmark is named in ``benchmarks`` (``--benchmarks``, a config file, a preset) in one of four spellings, read
+in this order:
+
+1. ``rg:<dataset>``: reserved for the reasoning-gym adapter (`ADAPTERS`); refused while none serves it;
+2. ``module:Class``: the class imported from an importable module (a module named ``rg`` is refused);
+3. a built-in name (`BENCHMARKS`);
+4. the name of an entry point in the ``genenv.environments`` group (`ENTRY_POINT_GROUP`) of an installed package,
+   whose value is the ``module:Class`` of the environment.
+
+Inside a run a benchmark is known by its class's ``name`` alone (`NAME_PATTERN`: a bare TOML key), in task ids
+and in the settings keyed by benchmark (``--set data_dirs.countdown=...``, ``curriculum.alpha_by_benchmark``).
+The run's config records how each benchmark that is not built in was found (``[environments]``, name -> `Source`
+text), so a saved session reads without the plugin (status, reports, exports) and only running it imports the
+class (`RunConfig.check_paths` calls `require`). Nothing here imports a benchmark until it is asked for.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import inspect
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
 
-if TYPE_CHECKING:
-    from genenv_engine.environments.base import Environment, SplitSizes
+from genenv_engine.environments.base import (
+    API_VERSION,
+    NAME_PATTERN,
+    Environment,
+    GenerationParseError,
+    LadderEnvironment,
+    SplitSizes,
+)
+from genenv_engine.errors import ConfigError
+from genenv_engine.records import CheckResult, Task, Validation
+
+__all__ = [
+    "ADAPTERS", "API_VERSION", "BENCHMARKS", "ENTRY_POINT_GROUP", "NAME_PATTERN", "PAPER_BENCHMARKS",
+    "CheckResult", "Environment", "GenerationParseError", "LadderEnvironment", "Source", "SplitSizes", "Task",
+    "Validation", "environment_class", "environments_of", "get_environment", "require", "resolve_benchmarks",
+]
 
 BENCHMARKS: dict[str, str] = {
     "bfcl": "genenv_engine.environments.bfcl:BfclMini",
@@ -26,7 +56,8 @@ BENCHMARKS: dict[str, str] = {
     "alfworld_textworld": "genenv_engine.environments.alfworld.textworld:AlfworldTextWorld",
     "chain": "genenv_engine.environments.chain:ChainEnv",
 }
-"""Known benchmark names and the class implementing each."""
+"""The built-in benchmark names and the class implementing each (a benchmark subpackage and the class its
+``__init__`` exposes; ``chain`` is a generated benchmark of chained calls whose level is the chain length 1-8)."""
 
 PAPER_BENCHMARKS: tuple[str, ...] = ("bfcl", "apibank", "alfworld", "bamboogle", "travelplanner")
 """The five benchmarks of the GenEnv paper as built-in minis (what ``--benchmarks all`` enables).
@@ -34,21 +65,187 @@ PAPER_BENCHMARKS: tuple[str, ...] = ("bfcl", "apibank", "alfworld", "bamboogle",
 ``bfcl_official`` (the real BFCL items and official checker, from the pinned ``bfcl-eval`` wheel) is
 selectable by name instead of ``bfcl``; its prompts (median ~2k characters) are for real LLMs."""
 
+ENTRY_POINT_GROUP = "genenv.environments"
+"""The entry-point group an installed package registers its environments in: ``name = "module:Class"``, the name
+equal to the class's ``name``."""
 
-def environment_class(name: str) -> type["Environment"]:
-    """Import and return the environment class registered under ``name``."""
-    if name not in BENCHMARKS:
+ADAPTERS: dict[str, str | None] = {"rg": None}
+"""Reserved name prefixes (``rg:<dataset>``) -> the ``module:function`` of the adapter that serves them, None while
+none does. The function takes the text after the prefix and returns an `Environment` class; an adapter also gives
+its `Source` a distribution and version by defining ``<function>_origin() -> (distribution, version)``."""
+
+_FOUND: dict[str, "Source"] = {}
+"""The benchmarks that are not built in, by name, as this process found them (from a spelling or a saved config)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """How a benchmark that is not built in was found: ``kind`` (``module``, ``entry point`` or ``adapter``),
+    ``target`` (``module:Class``, or the ``rg:<dataset>`` spelling) and the distribution that provided it."""
+
+    kind: str
+    target: str
+    distribution: str = ""
+    version: str = ""
+
+    @property
+    def text(self) -> str:
+        """The text a config records (`parse` reads it back).
+
+        >>> Source("entry point", "countdown_env:Countdown", "countdown-env", "0.1").text
+        'entry point countdown_env:Countdown from countdown-env 0.1'
+        >>> Source.parse("module mypkg.env:Countdown")
+        Source(kind='module', target='mypkg.env:Countdown', distribution='', version='')
+        """
+        origin = f" from {self.distribution} {self.version}" if self.distribution else ""
+        return f"{self.kind} {self.target}{origin}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Source":
+        """The source a config recorded as ``text``; ValueError when it is not one."""
+        match = re.fullmatch(r"(module|entry point|adapter) (\S+:\S+)(?: from (\S+) (\S+))?", text.strip())
+        if match is None:
+            raise ValueError(f"{text!r} is not '<module|entry point|adapter> <module:Class>[ from <dist> <version>]'")
+        return cls(match[1], match[2], match[3] or "", match[4] or "")
+
+    def describe(self) -> str:
+        """The source in words, for an error line."""
+        if self.kind == "entry point":
+            return (f"entry point {self.target} of group {ENTRY_POINT_GROUP}"
+                    + (f" (package {self.distribution} {self.version})" if self.distribution else ""))
+        return f"{self.kind} {self.target}"
+
+    def load(self, name: str | None = None) -> type[Environment]:
+        """The class of benchmark ``name`` (None: whatever its name, for a spelling not yet resolved); a one-line
+        `ConfigError` naming the missing module or entry point."""
+        if self.kind == "adapter":
+            return _adapted(self.target)[0]
+        module, _, attr = self.target.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            what = f"benchmark {name!r} comes from {self.describe()}, which" if name else f"{self.target}"
+            missing = f"install {self.distribution}" if self.distribution else "put its folder on PYTHONPATH"
+            raise ConfigError("benchmarks", f"{what} is not importable here ({exc}); {missing}") from None
+        return _checked(found, self.target, name)
+
+
+def _checked(cls: Any, spelling: str, name: str | None = None) -> type[Environment]:
+    """``cls`` if it is an environment class this genenv can run (under ``name`` when given); else a ConfigError."""
+    if not (isinstance(cls, type) and issubclass(cls, Environment)):
+        raise ConfigError("benchmarks", f"{spelling} is not a genenv_engine.environments.Environment subclass")
+    if inspect.isabstract(cls):
+        raise ConfigError("benchmarks", f"{spelling} does not write {', '.join(sorted(cls.__abstractmethods__))}")
+    if not re.fullmatch(NAME_PATTERN, cls.name or ""):
+        raise ConfigError("benchmarks", f"{spelling} has name {cls.name!r}; a benchmark name is lowercase letters, "
+                                        "digits and '_', starting with a letter")
+    if cls.api_version > API_VERSION:
+        raise ConfigError("benchmarks", f"{spelling} needs environment API {cls.api_version}; this genenv has "
+                                        f"{API_VERSION}: upgrade genenv")
+    if name is not None and cls.name != name:
+        raise ConfigError("benchmarks", f"{spelling} loads a class named {cls.name!r}, not {name!r}")
+    return cls
+
+
+def _adapted(spelling: str) -> tuple[type[Environment], Source]:
+    """The class and source of a name with a reserved prefix (``rg:<dataset>``), from the adapter serving it."""
+    prefix, _, rest = spelling.partition(":")
+    target = ADAPTERS[prefix]
+    if target is None:
+        raise ConfigError("benchmarks", f"{spelling!r}: names starting '{prefix}:' are reserved for the "
+                                        "reasoning-gym adapter, which is not available in this genenv")
+    module, _, attr = target.partition(":")
+    adapter = importlib.import_module(module)
+    origin = getattr(adapter, f"{attr}_origin", lambda: ("", ""))()
+    return _checked(getattr(adapter, attr)(rest), spelling), Source("adapter", spelling, *origin)
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _find(spelling: str) -> tuple[str, Source | None]:
+    """The name and source of a benchmark spelling (None for a built-in), importing its class; a ConfigError."""
+    prefix, sep, _ = spelling.partition(":")
+    if sep and prefix in ADAPTERS:
+        cls, source = _adapted(spelling)
+    elif sep:
+        top = prefix.split(".")[0]
+        if top in ADAPTERS:
+            raise ConfigError("benchmarks", f"{spelling!r}: a module named {top!r} is refused ('{top}:' names are "
+                                            "reserved for the reasoning-gym adapter); rename the package")
+        source = Source("module", spelling)
+        cls = source.load()
+    elif spelling in BENCHMARKS:
+        return spelling, None
+    else:
+        ep = _entry_points().get(spelling)
+        if ep is None:
+            known = [*BENCHMARKS, *sorted(_entry_points())]
+            raise ConfigError("benchmarks", f"unknown benchmark {spelling!r}; known: {', '.join(known)}, or "
+                                            "module:Class")
+        dist = ep.dist
+        source = Source("entry point", ep.value, dist.name if dist else "", dist.version if dist else "")
+        cls = source.load(spelling)  # an entry point's name is its class's
+    if cls.name in BENCHMARKS:
+        if environment_class(cls.name) is cls:
+            return cls.name, None
+        raise ConfigError("benchmarks", f"{spelling} is named {cls.name!r}, a built-in benchmark's name; "
+                                        "give it another name")
+    _FOUND[cls.name] = source
+    return cls.name, source
+
+
+def resolve_benchmarks(spellings: Sequence[str], recorded: Mapping[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The benchmarks' names inside a run and how each one not built in was found (name -> `Source.text`).
+
+    A name ``recorded`` by a saved config keeps its source without importing anything (its class loads only when
+    the run needs it); any other spelling is found as the module docstring says, importing its class. Raises a
+    one-line `ConfigError`."""
+    names: list[str] = []
+    sources: dict[str, str] = {}
+    for spelling in spellings:
+        if spelling in recorded:
+            try:
+                _FOUND[spelling] = Source.parse(recorded[spelling])
+            except ValueError as exc:
+                raise ConfigError(f"environments.{spelling}", str(exc)) from None
+            names.append(spelling)
+            sources[spelling] = _FOUND[spelling].text
+            continue
+        name, source = _find(spelling)
+        names.append(name)
+        if source is not None:
+            sources[name] = source.text
+    return tuple(names), sources
+
+
+def require(names: Sequence[str]) -> None:
+    """Import the class of every benchmark in ``names`` (where a run starts); a one-line `ConfigError` naming the
+    module or entry point of the first that is missing here."""
+    for name in names:
+        environment_class(name)
+
+
+def environment_class(name: str) -> type[Environment]:
+    """The environment class of the benchmark ``name``: built in, found by this process (`resolve_benchmarks`),
+    or an installed entry point. KeyError for a name none of these knows."""
+    if name in BENCHMARKS:
+        module, _, cls = BENCHMARKS[name].partition(":")
+        return getattr(importlib.import_module(module), cls)
+    if name not in _FOUND and name in _entry_points():
+        _find(name)
+    if name not in _FOUND:
         raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
-    module, _, cls = BENCHMARKS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    return _FOUND[name].load(name)
 
 
-def environments_of(config: Any) -> dict[str, "Environment"]:
+def environments_of(config: Any) -> dict[str, Environment]:
     """Every benchmark a run config names, seeded and with its data folder: the environments the loop runs on."""
     return {name: get_environment(name, config.seed, data_dir=config.data_dirs.get(name)) for name in config.benchmarks}
 
 
-def get_environment(name: str, seed: int = 0, sizes: "SplitSizes | None" = None,
-                    data_dir: str | None = None) -> "Environment":
+def get_environment(name: str, seed: int = 0, sizes: SplitSizes | None = None,
+                    data_dir: str | None = None) -> Environment:
     """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given)."""
     return environment_class(name)(seed=seed, sizes=sizes, data_dir=data_dir)

@@ -11,8 +11,8 @@ for a generated task's lineage fields, :meth:`~Environment._accept` for the fina
 pass the checker" verdict, :meth:`~Environment._validate_step` for a step benchmark's whole validator)
 and :class:`LadderEnvironment`, the base of the built-in minis whose tasks are sampled on a 4-level
 difficulty ladder: memoized seeded splits (equal level quarters, prompt-disjoint, built from a
-per-environment ``_draft(level, rng)`` hook, the held-out split optionally replaced by official data)
-and ``sibling_pairs`` built from a per-environment ``_sibling(source, rng, task_id)`` hook.
+per-environment ``draft(level, rng)`` hook, the held-out split optionally replaced by official data)
+and ``sibling_pairs`` built from a per-environment ``sibling(source, rng, task_id)`` hook.
 
 Also the parsing and task records two or more benchmarks share: :func:`read_signatures` (a prompt's strict
 list of function or API signatures) and :func:`step_task` / :func:`step_draft` (a step task from a draft
@@ -137,7 +137,7 @@ def step_task(draft: StepDraft, task_id: str, *, benchmark: str, checker: str, *
 
 
 def step_draft(draft: StepDraft, *, benchmark: str, checker: str) -> tuple[str, Callable[..., Task]]:
-    """What :meth:`LadderEnvironment._draft` returns for ``draft``: its prompt, and ``build(task_id, **fields)``
+    """What :meth:`LadderEnvironment.draft` returns for ``draft``: its prompt, and ``build(task_id, **fields)``
     making its :func:`step_task`.
 
     >>> from types import SimpleNamespace as Draft
@@ -160,15 +160,38 @@ class SplitSizes:
     heldout: int = 400
 
 
+API_VERSION = 1
+"""The version of the environment contract below (the methods, their signatures and what they must do). A class
+may pin the version it was written for (``api_version = 1``); one asking for a later version than this genenv's
+is refused where it is found."""
+
+NAME_PATTERN = r"[a-z][a-z0-9_]*"
+"""What a benchmark's ``name`` looks like: it is a bare TOML key and a dotted-setting part (``data_dirs.<name>``)."""
+
+
 class Environment(ABC):
-    """A benchmark: deterministic splits, a checker, and a validator for generated tasks."""
+    """A benchmark: deterministic splits, a checker, and a validator for generated tasks.
+
+    Required: :attr:`name`, :meth:`splits`, :meth:`check`, :meth:`validate`, :meth:`sibling_pairs` (a
+    `LadderEnvironment` writes ``draft`` and ``sibling`` instead of ``splits`` and ``sibling_pairs``). Optional, each
+    adding one thing to a run: :meth:`task_grammar` (grammar-constrained drafts), :meth:`repair_prompt` (mended
+    drafts), :meth:`warm_start_prefixes` (extra warm-start pairs), :meth:`unseen_tasks` (oracle tasks for
+    ``agent.base_source = "unseen"`` and the procedural samplers). The engine builds one with the keywords
+    ``(seed=, sizes=, data_dir=)``; it never runs the text a model wrote, and neither may an environment.
+    """
 
     name: str = ""
+    """The benchmark's name (`NAME_PATTERN`): task ids (``<name>/<split>/<index>``), settings keyed by benchmark
+    and the warm-start cache use it; a name found in the ``genenv.environments`` entry-point group must equal it."""
+    api_version: int = API_VERSION
+    """The `API_VERSION` this class was written for."""
     data_version: int = 1
     """Bumped when the benchmark's built-in tasks change (its generator or splits): the warm-start cache key holds
     every version above 1, so a warm start trained on the earlier tasks is not reused."""
     granularity: str = "step"
+    """``step`` (one action answers the task) or ``episode``; shown by ``genenv benchmarks`` and the reports."""
     source: str = "built-in mini"
+    """Where the tasks come from, in words (``genenv benchmarks``)."""
     structured: bool = True
     """Structured actions are rewarded by exact success (1/0); unstructured ones by the checker's score."""
 
@@ -189,7 +212,10 @@ class Environment(ABC):
 
     @abstractmethod
     def splits(self) -> dict[str, list[Task]]:
-        """Return disjoint ``seed``, ``train`` and ``heldout`` task lists, the same for the same seed."""
+        """Return disjoint ``seed``, ``train`` and ``heldout`` task lists, the same for the same seed in any process
+        (seed the generator with a string such as ``f"{name}-splits-{seed}"``, never ``hash()``). Task ids are
+        ``<name>/<split>/<index>``; ``seed`` tasks are what the simulator varies, ``train`` the agent's warm start and
+        replay, ``heldout`` the evaluation: no prompt in two of them."""
 
     def split_at_levels(self, split: str, levels: tuple[int, ...], option: str) -> list[Task]:
         """The tasks of ``split`` at ``levels`` (all of them when empty); a ``ConfigError`` naming the config
@@ -207,16 +233,25 @@ class Environment(ABC):
 
     @abstractmethod
     def check(self, task: Task, response: str) -> CheckResult:
-        """Score one agent response against the task's gold."""
+        """Score one agent response against the task's gold: ``success`` (what rewards and p̂ count), a ``score`` in
+        [0, 1], and on failure an ``error_type`` (a short reason the reports group by). The response is model text:
+        parse it, never run it."""
 
     @abstractmethod
     def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
                  epoch: int = 0, generator: str | None = None) -> Validation:
-        """Accept or reject a generated task, recomputing its gold answer from the prompt."""
+        """Accept or reject a generated task, recomputing its gold answer from the prompt.
+
+        ``Validation(True, "", task)`` carries the task built from ``prompt`` with the gold the environment computed
+        itself (id ``task_id``; split ``generated``, origin, ``parent_id``, ``epoch`` and ``generator`` as
+        :meth:`_generated` gives them), accepted only when ``answer`` passes :meth:`check` against it
+        (:meth:`_accept`). A rejection says why in ``reason`` (``<kind>: <detail>``); one whose prompt was sound and
+        only the answer wrong carries the recomputed task as ``repair``. Never evaluate the prompt or answer text."""
 
     @abstractmethod
     def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """Return ``n`` (source, sibling) pairs of similar tasks for the simulator's warm start."""
+        """Return ``n`` (source, sibling) pairs of similar tasks for the simulator's warm start: each sibling a task
+        :meth:`validate` accepts with ``parent=source`` (a `LadderEnvironment` builds them from ``sibling``)."""
 
     def warm_start_prefixes(self) -> list[tuple[Task, str]]:
         """Extra pairs for the agent's warm start alone: (task, target), the target a proper prefix of the task's
@@ -226,7 +261,8 @@ class Environment(ABC):
         return []
 
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
-        """``n`` new train-like tasks no split has (``agent.base_source = "unseen"``); only generated benchmarks can."""
+        """``n`` new train-like tasks no split has: the oracle tasks of ``agent.base_source = "unseen"``; only
+        generated benchmarks can (a `LadderEnvironment` has them from ``draft``), others raise NotImplementedError."""
         raise NotImplementedError(f"{self.name} cannot generate new tasks (its data is fixed)")
 
     def reward(self, result: CheckResult) -> float:
@@ -327,11 +363,12 @@ UNSEEN_TRIES = 50
 
 
 class LadderEnvironment(Environment):
-    """A built-in benchmark sampled on a 4-level difficulty ladder (levels 1-4).
+    """A benchmark whose tasks a seeded generator samples on a 4-level difficulty ladder (levels 1-4).
 
-    Subclasses implement ``check``, ``validate``, :meth:`_draft` (sample one candidate task at a
-    level) and :meth:`_sibling` (one validated sibling of a source task), and may override
-    :meth:`_official_heldout` to replace the built-in held-out split with official data.
+    Subclasses implement ``check``, ``validate``, :meth:`draft` (sample one candidate task at a level) and
+    :meth:`sibling` (one validated sibling of a source task), all required; the splits, ``sibling_pairs`` and
+    ``unseen_tasks`` come from them. A built-in may override :meth:`_official_heldout` to replace the generated
+    held-out split with official data.
     """
 
     SPLIT_PLAN: tuple[tuple[str, tuple[int, ...]], ...] = (
@@ -411,10 +448,10 @@ class LadderEnvironment(Environment):
         return self._prompts
 
     def _draft_at(self, level: int, rng: random.Random, knobs: dict[str, int]) -> tuple[str, Callable[..., Task]]:
-        """:meth:`_draft` with the :attr:`KNOBS` values in ``knobs`` (a benchmark with knobs overrides this)."""
+        """:meth:`draft` with the :attr:`KNOBS` values in ``knobs`` (a benchmark with knobs overrides this)."""
         if knobs:
             raise ValueError(f"{self.name} has no difficulty knobs; got {sorted(knobs)}")
-        return self._draft(level, rng)
+        return self.draft(level, rng)
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
                     seen: set[str], tries: int | None = None) -> list[Task]:
@@ -426,7 +463,7 @@ class LadderEnvironment(Environment):
         for level in mix:
             draws = 0
             while tries is None or draws < tries:
-                prompt, build = self._draft(level, rng)
+                prompt, build = self.draft(level, rng)
                 draws += 1
                 if prompt not in seen:
                     seen.add(prompt)
@@ -435,26 +472,31 @@ class LadderEnvironment(Environment):
         return tasks
 
     @abstractmethod
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
-        """Sample one task at ``level``: its prompt and ``build(task_id, **task_fields) -> Task``."""
+    def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+        """Sample one task at ``level`` (1-4) from ``rng`` alone (so the splits are the same for the same seed): its
+        prompt and ``build(task_id, **task_fields) -> Task``, the task with that prompt, its gold and
+        ``difficulty={"level": level, ...}``, and the fields given (split, origin, ...). The prompt is returned
+        before the task is built so a prompt already drawn costs nothing; a prompt drawn twice is redrawn."""
 
     def _official_heldout(self) -> list[Task] | None:
         """Official tasks that replace the generated held-out split (default: None, keep the built-in one)."""
         return None
 
     def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
-        """``n`` (source, sibling) pairs: random sources, each sibling from :meth:`_sibling`."""
+        """``n`` (source, sibling) pairs: random sources, each sibling from :meth:`sibling`."""
         if n > 0 and not tasks:
             raise ValueError("sibling_pairs needs at least one source task")
         pairs = []
         for i in range(n):
             source = rng.choice(tasks)
-            pairs.append((source, self._sibling(source, rng, f"{self.name}/sib/{i:05d}")))
+            pairs.append((source, self.sibling(source, rng, f"{self.name}/sib/{i:05d}")))
         return pairs
 
     @abstractmethod
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
-        """A validated task like ``source`` (see :meth:`_as_sibling`), usually at a :meth:`_sibling_level`."""
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+        """A task like ``source`` that :meth:`validate` accepts with ``parent=source`` (build it with
+        :meth:`_as_sibling`, redrawing while that gives None), usually at a :meth:`_sibling_level`, id ``task_id``:
+        the simulator's warm start learns to write tasks from these pairs."""
 
     @staticmethod
     def _sibling_level(source: Task, rng: random.Random, lo: int = 1, hi: int = 4) -> int:

@@ -249,12 +249,12 @@ class StateLineEnvironment(LadderEnvironment):
     """What the ALFWorld step benchmarks share: a state line as the prompt, a validator that reads and sizes the
     generated world then plans it (:meth:`_plan`), and siblings drafted with the source's task type.
 
-    Subclasses implement ``check``, ``_draft(level, rng, kind)`` (``kind`` a :data:`~.world.KIND_OF` task kind
+    Subclasses implement ``check``, ``draft(level, rng, kind)`` (``kind`` a :data:`~.world.KIND_OF` task kind
     or None for any) and :meth:`_plan`.
     """
 
     @abstractmethod
-    def _draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
         """Sample one task at ``level`` (of task kind ``kind`` when given): its prompt and ``build``."""
 
     @abstractmethod
@@ -274,12 +274,12 @@ class StateLineEnvironment(LadderEnvironment):
             return Validation(False, build)
         return self._accept(build(task_id, **self._generated(parent, epoch, generator)), answer)
 
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling with the source's task type, at the same level or ±1."""
         kind = KIND_OF[source.expected["task_type"]]
         level = self._sibling_level(source, rng)
         while True:
-            prompt, build = self._draft(level, rng, kind)
+            prompt, build = self.draft(level, rng, kind)
             sibling = self._as_sibling(source, prompt, build(task_id).answer, task_id)
             if sibling is not None:
                 return sibling
@@ -293,7 +293,7 @@ class AlfworldMini(StateLineEnvironment):
     source = "built-in mini"
     reserve_official_prompts = True
 
-    def _draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
         state, solution = generate_state(level, rng, kind)
         return render_state(state), partial(make_task, state, solution)
 

@@ -344,7 +344,7 @@ class ApiBankMini(LadderEnvironment):
     granularity = "step"
     source = "built-in mini"
 
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
         return step_draft(generate_draft(level, rng), benchmark=self.name, checker=CHECKER)
 
     def _official_heldout(self) -> list[Task] | None:
@@ -374,7 +374,7 @@ class ApiBankMini(LadderEnvironment):
         """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
         return build_rules(MAX_ANSWER_CHARS)
 
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling targeting the source's API, at the same level w.p. 0.5 else ±1 (within its levels)."""
         target = source.difficulty.get("features", {}).get("target")
         target = target if target in SEARCHABLE else None

@@ -249,7 +249,7 @@ class BamboogleMini(LadderEnvironment):
         """The local search tool: top-``k`` knowledge-base passages for ``query`` by BM25."""
         return self.kb.search(query, k)
 
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
         draft = generate_draft(level, rng, self.kb)
         return draft.prompt, partial(_task, draft)
 
@@ -278,7 +278,7 @@ class BamboogleMini(LadderEnvironment):
             return Validation(False, str(err))
         return self._accept(_task(draft, task_id, **self._generated(parent, epoch, generator)), answer)
 
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling with the same action and first relation when possible, at the same level or ±1."""
         level = self._sibling_level(source, rng)
         features = source.difficulty.get("features", {})

@@ -290,7 +290,7 @@ class BfclMini(LadderEnvironment):
     granularity = "step"
     source = "built-in mini"
 
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
         return step_draft(generate_draft(level, rng), benchmark=self.name, checker=CHECKER)
 
     def check(self, task: Task, response: str) -> CheckResult:
@@ -311,7 +311,7 @@ class BfclMini(LadderEnvironment):
         """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
         return RULES
 
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling whose first call uses the source's first function, at the same level or ±1."""
         first = source.expected["calls"][0]["name"]
         level = self._sibling_level(source, rng, lo=min_level(first))

@@ -310,7 +310,7 @@ class ChainEnv(LadderEnvironment):
         """As :meth:`LadderEnvironment.unseen_tasks`, in equal shares of levels 1-8 by default."""
         return super().unseen_tasks(n, tuple(levels) or LEVELS)
 
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
         return self._draft_at(level, rng, {})
 
     def _draft_at(self, level: int, rng: random.Random, knobs: dict[str, int]) -> tuple[str, Callable[..., Task]]:
@@ -337,7 +337,7 @@ class ChainEnv(LadderEnvironment):
         """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
         return RULES
 
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling with the source's function table: at the same level a new start (or a new order), one level
         up the chain with one more call, one level down without its last call; the hint kept (under ``k``, so
         a sibling one call shorter than its hint allows is one level lower).

@@ -313,7 +313,7 @@ class TravelPlannerMini(LadderEnvironment):
     granularity = "step"
     source = "built-in mini"
 
-    def _draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
         step, min_cost = generate_step(level, rng)
         return step.prompt, partial(_task, step, min_cost)
 
@@ -363,7 +363,7 @@ class TravelPlannerMini(LadderEnvironment):
         for that field (`cut_at_violation`)."""
         return cut_at_violation(prompt) if reason.startswith("bad_prefix") else None
 
-    def _sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
+    def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A sibling leaving from the source's origin city, at the same level w.p. 0.5 else ±1."""
         level = self._sibling_level(source, rng)
         org = _org_of(source)

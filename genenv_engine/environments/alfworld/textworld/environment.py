@@ -170,7 +170,7 @@ class AlfworldTextWorld(StateLineEnvironment):
                 "source": "upstream folder" if self.data_dir else self.source,
                 "sizes": {"heldout": heldout, "train": self.sizes.train, "seed": self.sizes.seed}}
 
-    def _draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
+    def draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
         """A state on a mini plan at ``level`` that ALFWorld allows and Fast-Downward plans at that level."""
         while True:
             state, _ = generate_state(level, rng, kind)
