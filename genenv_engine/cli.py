@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", type=Path, help="session folder to create (default sessions/<preset>-<mode>-<time>)")
     run.add_argument("--epochs", type=int, help="co-evolution epochs after the warm start")
     run.add_argument("--seed", type=int, help="seed for splits, warm start and sampling")
-    run.add_argument("--benchmarks", help="comma-separated benchmarks to enable, or 'all'")
+    run.add_argument("--benchmarks", help="comma-separated benchmarks to enable, or 'all': built-in names, names of "
+                     "installed genenv.environments entry points, or module:Class (docs/guide/environments.md)")
     run.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH",
                      help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv")
     run.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")

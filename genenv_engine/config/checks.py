@@ -211,10 +211,11 @@ def check_run(config: RunConfig) -> None:
     check(config.heldout_size > 0, "heldout_size", "must be > 0")
     check(len(config.benchmarks) > 0, "benchmarks", "enable at least one benchmark")
     check(len(set(config.benchmarks)) == len(config.benchmarks), "benchmarks", "lists a benchmark twice")
+    known = {*BENCHMARKS, *config.environments}  # built in, or found as the config records
     for name, path in config.data_dirs.items():
-        check(name in BENCHMARKS, f"data_dirs.{name}", f"unknown benchmark {name!r}")
+        check(name in known, f"data_dirs.{name}", f"unknown benchmark {name!r}")
     for name in config.benchmarks:
-        check(name in BENCHMARKS, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+        check(name in known, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
     sim = config.simulator
     most_fresh = (max(sim.seeds_per_epoch * sim.variations, sim.seeds_per_epoch * sim.static_multiplier)
                   * len(config.benchmarks))
@@ -224,7 +225,7 @@ def check_run(config: RunConfig) -> None:
     check(config.curriculum.sampler == default_of(type(config.curriculum), "sampler") or sim.mode == "sampler",
           "curriculum.sampler", "picks the levels of sampler mode: it needs simulator.mode = 'sampler'")
     for name in config.curriculum.alpha_by_benchmark:
-        check(name in BENCHMARKS, f"curriculum.alpha_by_benchmark.{name}", f"unknown benchmark {name!r}")
+        check(name in known, f"curriculum.alpha_by_benchmark.{name}", f"unknown benchmark {name!r}")
     check(config.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")
     check(config.generate_batch >= 0, "generate_batch", "must be >= 0 (0: one sampling stream in the controller)")
     from genenv_engine.backends import BACKENDS

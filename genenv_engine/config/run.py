@@ -41,6 +41,10 @@ class RunConfig:
     """Held-out tasks evaluated per benchmark per epoch."""
     data_dirs: dict[str, str] = field(default_factory=dict)
     """Upstream data per benchmark (``{bamboogle = "~/data/bamboogle.csv"}``): its items become the held-out split."""
+    environments: dict[str, str] = field(default_factory=dict)
+    """How each benchmark that is not built in was found, recorded when the run is configured (name -> ``module
+    <module:Class>``, ``entry point <module:Class> from <package> <version>`` or ``adapter rg:<dataset>``): a saved
+    session reads without the plugin, and runs only where it imports."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The language model shared by both roles."""
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
@@ -70,6 +74,12 @@ class RunConfig:
             from genenv_engine.environments import PAPER_BENCHMARKS  # deferred: imports records only
 
             object.__setattr__(self, "benchmarks", PAPER_BENCHMARKS)
+        from genenv_engine.environments import resolve_benchmarks  # deferred: imports a plugin only when named
+
+        names, found = resolve_benchmarks(self.benchmarks, self.environments)
+        if names != tuple(self.benchmarks):  # a module:Class or rg: spelling becomes the class's name
+            object.__setattr__(self, "benchmarks", names)
+        object.__setattr__(self, "environments", found)
         check_run(self)
 
     def rollout_batch_tasks(self) -> int:
@@ -82,11 +92,14 @@ class RunConfig:
         return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray.address else 0)
 
     def check_paths(self) -> "RunConfig":
-        """Raise ConfigError unless the model folders and data paths this config names exist here; returns the
-        config. Called where a run starts (``load_config``, `loop.run`), never at construction, so a saved
+        """Raise ConfigError unless the model folders, data paths and environment classes this config names exist
+        here; returns the config. Called where a run starts (``load_config``, `loop.run`), never at construction, so a saved
         session's config.toml reads on any machine (reports, the console's session list)."""
         self.model.check_paths()
         check_data_paths(self)
+        from genenv_engine.environments import require
+
+        require(self.benchmarks)
         return self
 
     def to_dict(self) -> dict[str, Any]:
