@@ -75,8 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
     export = tasks_sub.add_parser("export", help="write the session's tasks (filtered as on the tasks screen)")
     export.add_argument("session", type=Path)
-    export.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
-    export.add_argument("--out", type=Path, default=None, help="file to write (default SESSION/export/tasks.FORMAT)")
+    export.add_argument("--format", choices=("jsonl", "parquet", "verifiers"), default="jsonl",
+                        help="a file in the veRL layout with reward.py beside it, or a verifiers taskset package")
+    export.add_argument("--out", type=Path, default=None, help="file to write (default SESSION/export/tasks.FORMAT); "
+                                                               "for verifiers the folder to write the package in")
+    export.add_argument("--name", default=None, help="verifiers: the package name (default genenv_<session folder>)")
     export.add_argument("--benchmark", default=None)
     export.add_argument("--origin", default=None, help="seed, generated, edited, static, imported, ...")
     export.add_argument("--status", default=None, help="active, pinned or banned")
@@ -219,6 +222,15 @@ def _tasks(args: argparse.Namespace) -> int:
         where = TaskFilter(benchmark=args.benchmark, origin=args.origin, status=args.status, epoch=args.epoch,
                            valid=None if args.valid is None else args.valid == "yes", p_min=args.p_min,
                            p_max=args.p_max, text=args.text)
+        if args.format == "verifiers":
+            from genenv_engine.interop.verifiers_export import export_verifiers
+
+            if args.out is None:
+                raise ValueError("--format verifiers needs --out DIR (the folder the package is written in)")
+            path, n = export_verifiers(args.session, args.out, args.name, where)
+            print(f"wrote {n} tasks as the verifiers taskset {path.name} in {path}; load it with {args.out} on "
+                  f"PYTHONPATH: vf.load_taskset(vf.TasksetConfig(id={path.name!r}))")
+            return 0
         path, n = interop.export_tasks(args.session, args.out, args.format, where)
         print(f"wrote {n} tasks to {path}")
         return 0

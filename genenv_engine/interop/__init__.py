@@ -4,8 +4,10 @@ veRL, TRL recipes and the GenEnv paper's own code read RL data as rows of ``data
 messages), ``ability``, ``reward_model: {style, ground_truth}`` and ``extra_info``. `export_tasks` writes a
 session's tasks (filtered as on the console's tasks screen) in that layout, with everything genenv knows about a
 task in ``extra_info``: benchmark, level, origin, split, lineage, the p̂ and R_env it scored, the simulator version
-that wrote it, and the checker's structured gold as JSON text (``expected``), so the rows can be scored again
-outside genenv. Parquet is written with ``pyarrow`` and reads back with ``datasets.load_dataset("parquet",
+that wrote it, and what the checker needs as JSON text (``expected``, ``tools``, ``difficulty``) with the prompt, so
+the rows can be scored again outside genenv: `genenv_engine.interop.rewards` does it for veRL and TRL, and an
+export writes ``reward.py`` beside its file (`genenv_engine.interop.verifiers_export` writes a verifiers taskset).
+``ability`` says what the task asks (`ability`). Parquet is written with ``pyarrow`` and reads back with ``datasets.load_dataset("parquet",
 data_files=...)``; every row has the same scalar-typed columns so that one schema fits all.
 
 `import_tasks` reads such a file (this layout, plain rows with ``prompt`` and ``answer``, or the benchmark's
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.interop.rewards import reward_file, write_reward_file
 from genenv_engine.interop.upstream import Candidate, candidates, claims
 from genenv_engine.store import Store, TaskFilter
 
@@ -32,15 +35,40 @@ SPLITS = ("train", "seed")
 """Where imported tasks go: the agent's training pool, or the simulator's seeds."""
 PAGE = 1000
 """Task rows read per query while exporting."""
-ABILITY = {"step": "tool_call", "episode": "agent"}
-"""veRL's ``ability`` for a task's granularity."""
+TOOL_CALL_CHECKERS = ("bfcl_ast", "bfcl_ast_official", "bfcl_multi_turn_official", "apibank_exec", "chain_exact")
+"""Checkers whose tasks ask for function calls."""
+PLAN_CHECKERS = ("step_match", "tw_step_match", "tp_constraints")
+"""Checkers whose tasks ask for the next step of a plan (an ALFWorld command, a TravelPlanner plan field)."""
+
+
+def ability(granularity: str | None, checker: str | None, expected: dict[str, Any] | None,
+            tools: list[Any] | None) -> str:
+    """veRL's ``ability`` by what a task asks: ``episode`` (a whole episode), ``tool_call`` (function calls, or a
+    search action), ``plan`` (a plan's next step) or ``answer`` (a final answer; also any other checker's task
+    without tools).
+
+    >>> ability("step", "bfcl_ast", {}, []), ability("episode", "tp_constraints", {}, [])
+    ('tool_call', 'episode')
+    >>> ability("step", "qa_em_f1", {"action": "answer"}, []), ability("step", "qa_em_f1", {"action": "search"}, [])
+    ('answer', 'tool_call')
+    >>> ability("step", "tp_constraints", {}, []), ability("step", "countdown", {}, [])
+    ('plan', 'answer')
+    """
+    if granularity == "episode":
+        return "episode"
+    if checker == "qa_em_f1":
+        return "answer" if (expected or {}).get("action") == "answer" else "tool_call"
+    if checker in PLAN_CHECKERS:
+        return "plan"
+    return "tool_call" if checker in TOOL_CALL_CHECKERS or tools else "answer"
 
 
 def verl_row(row: dict[str, Any]) -> dict[str, Any]:
     """One task row of the store in the veRL layout (all ``extra_info`` values scalars or strings).
 
     >>> r = verl_row({"id": "bfcl/train/00001", "benchmark": "bfcl", "prompt": "Q", "answer": "add(a=1)",
-    ...               "expected": {"calls": []}, "granularity": "step", "level": 2, "origin": "seed"})
+    ...               "expected": {"calls": []}, "granularity": "step", "level": 2, "origin": "seed",
+    ...               "checker": "bfcl_ast"})
     >>> r["data_source"], r["prompt"], r["ability"], r["reward_model"]
     ('genenv/bfcl', [{'role': 'user', 'content': 'Q'}], 'tool_call', {'style': 'rule', 'ground_truth': 'add(a=1)'})
     >>> r["extra_info"]["id"], r["extra_info"]["level"], r["extra_info"]["p_hat"], r["extra_info"]["expected"]
@@ -52,7 +80,7 @@ def verl_row(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "data_source": f"genenv/{row['benchmark']}",
         "prompt": [{"role": "user", "content": row["prompt"]}],
-        "ability": ABILITY.get(row.get("granularity") or "step", "tool_call"),
+        "ability": ability(row.get("granularity") or "step", row.get("checker"), row.get("expected"), row.get("tools")),
         "reward_model": {"style": "rule", "ground_truth": row["answer"]},
         "extra_info": {
             "id": row["id"], "benchmark": row["benchmark"], "level": row.get("level"),
@@ -62,6 +90,8 @@ def verl_row(row: dict[str, Any]) -> dict[str, Any]:
             "p_hat": num(row.get("p_hat")), "r_env": num(row.get("r_env")),
             "n_rollouts": row.get("n_rollouts"), "valid": None if row.get("valid") is None else bool(row["valid"]),
             "checker": row.get("checker"), "expected": json.dumps(row.get("expected") or {}, sort_keys=True),
+            "granularity": row.get("granularity") or "step", "tools": json.dumps(row.get("tools") or []),
+            "difficulty": json.dumps(row.get("difficulty") or {}, sort_keys=True), "prompt": row["prompt"],
         },
     }
 
@@ -105,21 +135,27 @@ def write_rows(rows: list[dict[str, Any]], path: Path, fmt: str) -> None:
 
 def export_tasks(session_dir: str | Path, out: str | Path | None = None, fmt: str = "jsonl",
                  where: TaskFilter | None = None) -> tuple[Path, int]:
-    """Write the session's tasks matching ``where`` to ``out`` (default ``SESSION/export/tasks.<fmt>``); return the
-    path and the number of rows."""
+    """Write the session's tasks matching ``where`` to ``out`` (default ``SESSION/export/tasks.<fmt>``), and
+    ``reward.py`` beside it (`genenv_engine.interop.rewards`); return the path and the number of rows."""
     session_dir = Path(session_dir)
     path = Path(out) if out else session_dir / "export" / f"tasks.{fmt}"
+    reward_file(path.parent)  # a foreign reward.py there stops the export before anything is written
     with Store(session_dir / "genenv.db") as store:
         rows = task_rows(store, where)
     write_rows(rows, path, fmt)
+    write_reward_file(path.parent)
     return path, len(rows)
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """The rows of a file, by its suffix: ``.parquet`` / ``.pq``; ``.csv`` (a header, then one row a line); ``.json``
     holding one object or an array of objects (else read as JSONL); anything else JSONL. A row that is not a JSON
-    object, or a bad CSV line, raises ValueError naming it."""
+    object, or a bad CSV line, raises ValueError naming it; a missing file FileNotFoundError ("no such file")."""
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a file of rows")
     if path.suffix in (".parquet", ".pq"):
         return _pyarrow().parquet.read_table(path).to_pylist()
     if path.suffix == ".csv":
