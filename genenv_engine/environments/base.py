@@ -176,7 +176,7 @@ class Environment(ABC):
     `LadderEnvironment` writes ``draft`` and ``sibling`` instead of ``splits`` and ``sibling_pairs``). Optional, each
     adding one thing to a run: :meth:`task_grammar` (grammar-constrained drafts), :meth:`repair_prompt` (mended
     drafts), :meth:`warm_start_prefixes` (extra warm-start pairs), :meth:`unseen_tasks` (oracle tasks for
-    ``agent.base_source = "unseen"`` and the procedural samplers). The engine builds one with the keywords
+    ``agent.base_source = "unseen"``). The engine builds one with the keywords
     ``(seed=, sizes=, data_dir=)``; it never runs the text a model wrote, and neither may an environment.
     """
 
