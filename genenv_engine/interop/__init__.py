@@ -7,8 +7,9 @@ task in ``extra_info``: benchmark, level, origin, split, lineage, the p̂ and R_
 that wrote it, and what the checker needs as JSON text (``expected``, ``tools``, ``difficulty``) with the prompt, so
 the rows can be scored again outside genenv: `genenv_engine.interop.rewards` does it for veRL and TRL, and an
 export writes ``reward.py`` beside its file (`genenv_engine.interop.verifiers_export` writes a verifiers taskset).
-``ability`` says what the task asks (`ability`). Parquet is written with ``pyarrow`` and reads back with ``datasets.load_dataset("parquet",
-data_files=...)``; every row has the same scalar-typed columns so that one schema fits all.
+``ability`` says what the task asks (`ability`). Parquet is written with ``pyarrow`` and reads back with
+``datasets.load_dataset("parquet", data_files=...)``; every row has the same scalar-typed columns so that one schema
+fits all.
 
 `import_tasks` reads such a file (this layout, plain rows with ``prompt`` and ``answer``, or the benchmark's
 upstream layout, converted by `genenv_engine.interop.upstream`; JSONL, Parquet, CSV or a JSON document), validates
