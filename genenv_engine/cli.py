@@ -152,19 +152,21 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 
 def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str, Any]]:
-    """Every registered benchmark with its granularity, source and split sizes."""
-    from genenv_engine.environments import BENCHMARKS, get_environment
+    """Every built-in benchmark, then every one an installed package registers, with its granularity, source and
+    split sizes."""
+    from genenv_engine.environments import BENCHMARKS, entry_point_names, get_environment
 
+    names = [*BENCHMARKS, *entry_point_names()]
     for name, path in data_dirs.items():
-        if name not in BENCHMARKS:
+        if name not in names:
             raise ConfigError(f"data_dirs.{name}", f"unknown benchmark {name!r}")
         if not Path(path).expanduser().exists():
             raise ConfigError(f"data_dirs.{name}", f"no such file or folder: {path}")
     rows = []
-    for name in BENCHMARKS:
+    for name in names:
         try:
             rows.append(get_environment(name, seed, data_dir=data_dirs.get(name)).describe())
-        except (ImportError, RuntimeError) as exc:  # an optional package is missing (bfcl-eval)
+        except (ImportError, RuntimeError, ConfigError) as exc:  # an optional package or a plugin is missing
             rows.append({"name": name, "granularity": "step", "source": f"unavailable: {exc}", "sizes": {}})
     return rows
 

@@ -43,7 +43,8 @@ from genenv_engine.records import CheckResult, Task, Validation
 __all__ = [
     "ADAPTERS", "API_VERSION", "BENCHMARKS", "ENTRY_POINT_GROUP", "NAME_PATTERN", "PAPER_BENCHMARKS",
     "CheckResult", "Environment", "GenerationParseError", "LadderEnvironment", "Source", "SplitSizes", "Task",
-    "Validation", "environment_class", "environments_of", "get_environment", "require", "resolve_benchmarks",
+    "Validation", "entry_point_names", "environment_class", "environments_of", "get_environment", "require",
+    "resolve_benchmarks",
 ]
 
 BENCHMARKS: dict[str, str] = {
@@ -164,6 +165,11 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def entry_point_names() -> list[str]:
+    """The names of the environments installed packages register (`ENTRY_POINT_GROUP`), sorted."""
+    return sorted(_entry_points())
+
+
 def _find(spelling: str) -> tuple[str, Source | None]:
     """The name and source of a benchmark spelling (None for a built-in), importing its class; a ConfigError."""
     prefix, sep, _ = spelling.partition(":")
@@ -181,7 +187,7 @@ def _find(spelling: str) -> tuple[str, Source | None]:
     else:
         ep = _entry_points().get(spelling)
         if ep is None:
-            known = [*BENCHMARKS, *sorted(_entry_points())]
+            known = [*BENCHMARKS, *entry_point_names()]
             raise ConfigError("benchmarks", f"unknown benchmark {spelling!r}; known: {', '.join(known)}, or "
                                             "module:Class")
         dist = ep.dist

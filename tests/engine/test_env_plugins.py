@@ -125,6 +125,17 @@ def test_an_entry_point_is_found_by_name_with_its_package(plugin, tmp_path, monk
                                                       "0.1.0")
 
 
+def test_genenv_benchmarks_lists_an_installed_entry_point(plugin, tmp_path, monkeypatch, capsys):
+    from genenv_engine.cli import main
+
+    monkeypatch.syspath_prepend(str(_dist(tmp_path)))
+    monkeypatch.setattr(environments, "BENCHMARKS", {})  # the built-ins alone take seconds to build
+    assert main(["benchmarks", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows == [{"name": "countdown", "granularity": "step", "source": "countdown example",
+                     "sizes": {"heldout": 400, "train": 2000, "seed": 200}}]
+
+
 def test_an_entry_point_named_otherwise_than_its_class_is_refused(plugin, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(_dist(tmp_path, name="numbers")))
     with pytest.raises(ConfigError, match="loads a class named 'countdown', not 'numbers'"):
