@@ -74,7 +74,8 @@ def replay_name(config: RunConfig) -> str:
     ``agent.base_levels`` or a fixed pool of ``agent.base_pool``), or ``train``.
 
     >>> from genenv_engine.config import load_config
-    >>> [replay_name(load_config("tiny", overrides=o)) for o in ({}, {"agent.base_pool": 5}, {"agent.base_source": "unseen"})]
+    >>> settings = ({}, {"agent.base_pool": 5}, {"agent.base_source": "unseen"})
+    >>> [replay_name(load_config("tiny", overrides=o)) for o in settings]
     ['train', 'train_subset', 'unseen']
     """
     a = config.agent

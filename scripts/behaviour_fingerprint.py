@@ -1,16 +1,17 @@
 """Behaviour fingerprint of the co-evolution loop: one small run per task source, seed sampler, replay source and
 prompt note, and what each stored.
 
-Each run is the micro preset for two epochs (the sampler runs: on the chain benchmark) with scripted generation
-backends (`genenv_engine.testing`), so what it stores depends on the loop's choices only, not on floating-point
-detail of the machine: the tasks (id, prompt, answer, validity, origin, batch), the variation batches, every
-rollout's task, response and reward, and the epoch metrics less timings, losses and weight hashes. The dump is read
-with plain ``sqlite3`` from each session's ``genenv.db``, so any version of the engine can be fingerprinted and two
-versions compared::
+Each run is the micro preset for two epochs (the sampler runs: three, on the chain benchmark) with scripted
+generation backends (`genenv_engine.testing`), so what it stores depends on the loop's choices only, not on
+floating-point detail of the machine: the tasks (id, prompt, answer, validity, origin, batch), the variation
+batches, every rollout's task, response and reward, and the epoch metrics less timings, losses and weight hashes. The
+dump is read with plain ``sqlite3`` from each session's ``genenv.db``, so any version of the engine can be
+fingerprinted and two versions compared::
 
     python scripts/behaviour_fingerprint.py OUT.json [RUN ...]     # every run, or the named ones
 
-``tests/engine/test_behaviour_fingerprint.py`` compares the current code with the committed
+``tests/engine/test_behaviour_fingerprint.py`` (the bfcl runs) and ``tests/engine/test_samplers.py`` (the sampler
+runs, on the sessions its own tests use) compare the current code with the committed
 ``tests/engine/data/behaviour_fingerprint.json``.
 """
 
@@ -23,13 +24,16 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-CHAIN = {"benchmarks": ["chain"], "simulator.mode": "sampler", "simulator.seed_levels": [1, 2, 3, 4, 5, 6],
-         "simulator.variations": 2, "simulator.static_multiplier": 2, "agent.tasks_per_epoch": 8,
-         "agent.steps_per_epoch": 1, "heldout_size": 8}
-"""The sampler runs' settings (the chain benchmark at levels 1-6)."""
+CHAIN = {"benchmarks": ["chain"], "epochs": 3, "simulator.mode": "sampler",
+         "simulator.seed_levels": [1, 2, 3, 4, 5, 6], "simulator.variations": 5, "agent.tasks_per_epoch": 20,
+         "agent.steps_per_epoch": 2, "heldout_size": 16}
+"""The sampler runs' settings: the chain benchmark at levels 1-6, three epochs, exactly the sessions that
+``tests/engine/test_samplers.py`` makes (whose test compares them with this fingerprint)."""
 
 RUNS: dict[str, dict[str, Any]] = {
     "trained": {},
@@ -119,16 +123,54 @@ def dump(folder: Path) -> dict[str, Any]:
     return {"tasks": tasks, "split_tasks": split, "batches": batches, "rollouts": rollouts, "metrics": metrics}
 
 
+@contextmanager
+def shared_environments() -> Iterator[None]:
+    """Runs of one benchmark and seed share its environment while this lasts (its splits are built once, not once
+    per run: the chain benchmark's take seconds); what a run stores does not change."""
+    import genenv_engine.loop as loop_module
+    from genenv_engine.environments import get_environment
+
+    made: dict[tuple, Any] = {}
+
+    def environments_of(config):
+        out = {}
+        for name in config.benchmarks:
+            key = (name, config.seed, config.data_dirs.get(name))
+            if key not in made:
+                made[key] = get_environment(name, config.seed, data_dir=config.data_dirs.get(name))
+            out[name] = made[key]
+        return out
+    original = loop_module.environments_of
+    loop_module.environments_of = environments_of
+    try:
+        yield
+    finally:
+        loop_module.environments_of = original
+
+
 def fingerprint(names: list[str] | None = None, root: Path | None = None) -> dict[str, dict[str, Any]]:
     """Run each of ``names`` (default: every run) and dump what it stored; ``"seconds"`` in each is its wall time."""
     out = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, shared_environments():
         base = root or Path(tmp)
         for name in names or list(RUNS):
             start = time.perf_counter()
             folder = run_one(name, base)
             out[name] = {**dump(folder), "seconds": round(time.perf_counter() - start, 1)}
     return out
+
+
+def first_difference(want, got, where: str = "") -> str:
+    """Where two JSON values first differ, as a path with both values."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key in sorted(set(want) | set(got)):
+            if want.get(key) != got.get(key):
+                return first_difference(want.get(key), got.get(key), f"{where}/{key}")
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        for i, (a, b) in enumerate(zip(want, got)):
+            if a != b:
+                return first_difference(a, b, f"{where}[{i}]")
+    return f"{where}: want {json.dumps(want)[:300]}, got {json.dumps(got)[:300]}"
 
 
 def main(argv: list[str]) -> int:

@@ -72,7 +72,8 @@ class SteerNote(NoNote):
 
     def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
         cfg = self.config
-        return steer_schedule(rates, cfg.curriculum.alpha_for(benchmark), cfg.curriculum.k_min, cfg.simulator.steer_hold)
+        alpha = cfg.curriculum.alpha_for(benchmark)
+        return steer_schedule(rates, alpha, cfg.curriculum.k_min, cfg.simulator.steer_hold)
 
 
 @register("note", "fixed_line")

@@ -137,6 +137,25 @@ def test_controller_learns_the_band_cells_from_its_stored_batches(runs):
     assert weights == {c: round(0.9 * p + 0.1 / 18, 4) for c, p in pi.items()}
 
 
+def test_every_sampler_stores_what_it_stored_before_the_strategies_were_named(runs):
+    """These sessions are the sampler runs of `scripts/behaviour_fingerprint.py`; they store the same tasks, batches,
+    rollouts and metrics as the code before (`test_behaviour_fingerprint.py` checks the other runs)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = root / "scripts" / "behaviour_fingerprint.py"
+    spec = importlib.util.spec_from_file_location("behaviour_fingerprint", script)
+    fingerprint = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fingerprint)
+    before = json.loads((root / "tests" / "engine" / "data" / "behaviour_fingerprint.json").read_text())
+    for sampler, session in runs.items():
+        want, mine = before[f"sampler_{sampler}"], fingerprint.dump(session.path)
+        want.pop("seconds")
+        assert mine == want, f"{sampler} differs at {fingerprint.first_difference(want, mine)}"
+
+
 def test_every_sampler_arm_trains_the_budget_on_generated_tasks_outside_the_splits(runs):
     for session in runs.values():
         for m in session.store.epoch_metrics()[1:]:
