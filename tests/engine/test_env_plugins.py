@@ -5,8 +5,11 @@ it whose session reads, and refuses to resume, where the plugin is not importabl
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -134,6 +137,21 @@ def test_genenv_benchmarks_lists_an_installed_entry_point(plugin, tmp_path, monk
     rows = json.loads(capsys.readouterr().out)
     assert rows == [{"name": "countdown", "granularity": "step", "source": "countdown example",
                      "sizes": {"heldout": 400, "train": 2000, "seed": 200}}]
+
+
+def test_the_example_installs_as_a_package_its_entry_point_names(tmp_path, monkeypatch):
+    source = tmp_path / "countdown"
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target",
+                    str(tmp_path / "site"), str(source)], check=True, env={**os.environ, "PIP_NO_INDEX": "1"})
+    _absent(monkeypatch)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    try:
+        assert resolve_benchmarks(["countdown"], {}) == (
+            ("countdown",), {"countdown": "entry point countdown_env:Countdown from countdown-env 0.1.0"})
+        assert environments.environment_class("countdown").__module__ == "countdown_env"
+    finally:
+        sys.modules.pop("countdown_env", None)
 
 
 def test_an_entry_point_named_otherwise_than_its_class_is_refused(plugin, tmp_path, monkeypatch):
