@@ -227,10 +227,12 @@ def resolve_benchmarks(spellings: Sequence[str], recorded: Mapping[str, str]) ->
 
 
 def require(names: Sequence[str]) -> None:
-    """Import the class of every benchmark in ``names`` (where a run starts); a one-line `ConfigError` naming the
-    module or entry point of the first that is missing here."""
+    """Import the class of every benchmark in ``names`` that is not built in (where a run starts); a one-line
+    `ConfigError` naming the module or entry point of the first that is missing here. (A built-in that needs an
+    optional package says so where it is built, as before.)"""
     for name in names:
-        environment_class(name)
+        if name not in BENCHMARKS:
+            environment_class(name)
 
 
 def environment_class(name: str) -> type[Environment]:

@@ -182,6 +182,12 @@ def test_the_guide_shows_the_example_as_it_is():
     assert "countdown_env:Countdown" in guide and "data_version" in guide and "[environments]" in guide
 
 
+def test_the_example_doctests_pass(plugin):
+    import doctest
+
+    assert doctest.testmod(plugin).failed == 0
+
+
 def test_countdown_keeps_the_contract(plugin, monkeypatch):
     from genenv_engine.environments import base
 

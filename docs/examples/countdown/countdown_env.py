@@ -50,7 +50,7 @@ def solve(numbers: list[int], target: int) -> str | None:
     """An expression reaching ``target`` from ``numbers`` (each at most once, every step a whole number), or None.
 
     >>> solve([3, 5, 8], 64), solve([2, 2], 7)
-    ('(3 + 5) * 8', None)
+    ('8 * (5 + 3)', None)
     """
     reach: dict[int, dict[int, str]] = {}  # a set of positions (a bitmask) -> value -> an expression
     for mask in range(1, 1 << len(numbers)):
