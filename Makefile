@@ -69,8 +69,8 @@ CHECK_TESTS := tests/engine/test_math.py tests/engine/test_config.py tests/engin
 	tests/engine/test_layout.py tests/engine/test_reference.py tests/engine/test_store.py \
 	tests/engine/test_calibration_goals.py tests/engine/test_checker_limits.py tests/engine/test_env_contract.py \
 	tests/engine/test_bfcl_env.py tests/engine/test_apibank_env.py tests/engine/test_bamboogle_env.py \
-	tests/engine/test_alfworld_env.py tests/engine/test_travelplanner_env.py \
-	genenv_engine/curriculum.py genenv_engine/samplers.py genenv_engine/algorithms.py genenv_engine/config genenv_engine/errors.py \
+	tests/engine/test_alfworld_env.py tests/engine/test_travelplanner_env.py tests/engine/test_core_strategies.py \
+	genenv_engine/strategies.py genenv_engine/curriculum.py genenv_engine/samplers.py genenv_engine/algorithms.py genenv_engine/config genenv_engine/errors.py \
 	genenv_engine/experiments
 .PHONY: check
 check: setup

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,12 @@ def test_the_core_modules_do_not_import_the_study_code():
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert not {m for m in imported if m.startswith("genenv_engine.experiments")}, module.__name__
+
+
+def test_the_study_module_is_loaded_only_when_a_config_names_a_study_variant():
+    code = ("import sys; from genenv_engine.config import load_config; from genenv_engine.strategies import resolve; "
+            "resolve(load_config('tiny')); print('genenv_engine.experiments.strategies' in sys.modules); "
+            "resolve(load_config('tiny', overrides={'simulator.seed_sampling': 'alpha'})); "
+            "print('genenv_engine.experiments.strategies' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
