@@ -249,6 +249,13 @@ def test_a_micro_run_on_a_module_class_then_read_and_refused_without_it(plugin, 
     assert [e["epoch"] for e in json.loads(capsys.readouterr().out)["epochs"]] == [0, 1]
     assert main(["tasks", "export", str(session), "--out", str(tmp_path / "tasks.jsonl")]) == 0
     assert "wrote" in capsys.readouterr().out
+    assert main(["report", str(session), "--format", "md", "--out", str(tmp_path / "report")]) == 0
+    assert "countdown" in next((tmp_path / "report").rglob("*.md")).read_text()
+    from genenv_console.compare import read_runs
+    from genenv_console.data import session_info
+
+    assert session_info(session).benchmarks == "countdown"  # the console's session list and reopen
+    assert [run.path for run in read_runs([session])] == [session]  # its compare
     assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "benchmark 'countdown' comes from module countdown_env:Countdown" in err
