@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from genenv_engine.config import ConfigError, ModelConfig
-from genenv_engine.policy import Policy, build_tiny_model, load_model, pick_device, pick_dtype
+from genenv_engine.policy import Policy, build_tiny_model, inference_options, load_model, pick_device, pick_dtype
 
 ROLES = ("agent", "simulator")
 
@@ -51,7 +51,8 @@ class _Loader:
         self.shared: dict[Path, object] = {}
 
     def full(self, folder: Path) -> Policy:
-        pol = Policy.load(folder, self.device, self.cfg.max_length, self.dtype, self.cfg.logprob_chunk)
+        pol = Policy.load(folder, self.device, self.cfg.max_length, self.dtype, self.cfg.logprob_chunk,
+                          **inference_options(self.cfg))
         _prepare(pol.model, self.cfg)
         return pol
 
@@ -72,7 +73,8 @@ class _Loader:
             _prepare(model, self.cfg)
         self.shared[base] = model
         return Policy(model, load_tokenizer(tokenizer_folder), self.device, self.cfg.max_length, adapter=adapter,
-                      source=base, frozen=not trainable, logprob_chunk=self.cfg.logprob_chunk)
+                      source=base, frozen=not trainable, logprob_chunk=self.cfg.logprob_chunk,
+                      **inference_options(self.cfg))
 
 
 def _prepare(model, cfg: ModelConfig) -> None:
@@ -90,7 +92,8 @@ def warmstart_agent(cfg: ModelConfig, seed: int) -> Policy:
         tok = build_byte_tokenizer()
         model = build_tiny_model(cfg, tok, seed).to(loader.dtype)
         _prepare(model, cfg)
-        return Policy(model, tok, loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk)
+        return Policy(model, tok, loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk,
+                      **inference_options(cfg))
     if cfg.agent_tuning == "lora":
         return loader.lora(source, source, "agent", None)
     return loader.full(source)
@@ -132,7 +135,8 @@ def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> 
     merged = load_adapter(load_model(agent.source, loader.device, loader.dtype), agent_folder, "agent",  # type: ignore[arg-type]
                           trainable=False).merge_and_unload()
     _prepare(merged, cfg)
-    return Policy(merged, load_tokenizer(agent_folder), loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk)
+    return Policy(merged, load_tokenizer(agent_folder), loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk,
+                  **inference_options(cfg))
 
 
 AGENT_INFO = "agent.json"

@@ -7,12 +7,14 @@ policy's own adapter. Log-probabilities are gathered only at completion position
 full-vocabulary logits never exist for a whole batch (SmolLM2's 49k-token vocabulary would need
 0.8 GB per copy at 32x128), and pairs that share a prompt (a task's rollouts) are packed into one row under a tree
 mask, so the trainers run each prompt once. Saving writes standard ``save_pretrained`` folders (full models) or
-standard PEFT adapter folders, so a checkpoint reloads with plain transformers / peft.
+standard PEFT adapter folders, so a checkpoint reloads with plain transformers / peft. A policy may run its passes
+without gradients in bfloat16 (``inference_dtype``, `inference_options`) while its updates keep float32 weights.
 """
 
 from __future__ import annotations
 
 import copy
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +49,16 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return getattr(torch, name)
+
+
+def inference_options(cfg: ModelConfig) -> dict:
+    """The `Policy` keywords of ``model.inference_dtype`` and ``model.static_decode``.
+
+    >>> inference_options(ModelConfig(static_decode=True))
+    {'inference_dtype': None, 'static_decode': True}
+    """
+    dtype = None if cfg.inference_dtype == "weights" else getattr(torch, cfg.inference_dtype)
+    return {"inference_dtype": dtype, "static_decode": cfg.static_decode}
 
 
 def build_tiny_model(cfg: ModelConfig, tokenizer, seed: int):
@@ -121,7 +133,8 @@ class Policy:
     """A causal LM (or one adapter of a shared PeftModel) plus tokenizer, with the verbs the trainers need."""
 
     def __init__(self, model, tokenizer, device: torch.device, max_length: int, *, adapter: str | None = None,
-                 source: Path | None = None, frozen: bool = False, logprob_chunk: int = 2048) -> None:
+                 source: Path | None = None, frozen: bool = False, logprob_chunk: int = 2048,
+                 inference_dtype: torch.dtype | None = None, static_decode: bool = False) -> None:
         self.model = model.to(device)
         self.tokenizer = tokenizer
         self.device = device
@@ -132,15 +145,29 @@ class Policy:
         """Local folder the (base) weights came from, if any (an external engine such as vLLM loads it)."""
         self.frozen = frozen
         self.logprob_chunk = logprob_chunk
+        self.inference_dtype = inference_dtype
+        """The dtype of passes without gradients (decoding, log-probs under ``no_grad``); None: the weights'."""
+        self.static_decode = static_decode
+        """Decode on the static-cache forward whenever it serves the model (`genenv_engine.backends.hf.decode`)."""
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device, max_length: int, dtype: torch.dtype | None = None,
-             logprob_chunk: int = 2048) -> "Policy":
-        """Load a full policy saved with `save` (or any local HF checkpoint folder)."""
+             logprob_chunk: int = 2048, **options) -> "Policy":
+        """Load a full policy saved with `save` (or any local HF checkpoint folder); ``options``: `inference_options`."""
         from genenv_engine.tokenizer import load_tokenizer
 
         model = load_model(path, device, dtype)
-        return cls(model, load_tokenizer(path), device, max_length, source=Path(path), logprob_chunk=logprob_chunk)
+        return cls(model, load_tokenizer(path), device, max_length, source=Path(path), logprob_chunk=logprob_chunk,
+                   **options)
+
+    def _options(self) -> dict:
+        return {"inference_dtype": self.inference_dtype, "static_decode": self.static_decode}
+
+    def no_grad_autocast(self):
+        """Autocast to ``inference_dtype`` for a pass without gradients (nothing otherwise, or with gradients on)."""
+        if self.inference_dtype is None or torch.is_grad_enabled():
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.inference_dtype)
 
     # ------------------------------------------------------------------ adapters
 
@@ -165,7 +192,7 @@ class Policy:
     def sibling(self, adapter: str, *, frozen: bool = False) -> "Policy":
         """Another policy on the same shared model, using adapter ``adapter`` (already loaded)."""
         return Policy(self.model, self.tokenizer, self.device, self.max_length, adapter=adapter, source=self.source,
-                      frozen=frozen, logprob_chunk=self.logprob_chunk)
+                      frozen=frozen, logprob_chunk=self.logprob_chunk, **self._options())
 
     def frozen_copy(self, name: str | None = None) -> "Policy":
         """A frozen reference holding the current weights: a copied adapter ``name`` on the shared model
@@ -180,7 +207,7 @@ class Policy:
         for p in model.parameters():
             p.requires_grad_(False)
         return Policy(model, self.tokenizer, self.device, self.max_length, source=self.source, frozen=True,
-                      logprob_chunk=self.logprob_chunk)
+                      logprob_chunk=self.logprob_chunk, **self._options())
 
     # ------------------------------------------------------------------ saving
 
@@ -348,9 +375,10 @@ class Policy:
                             for i in order])
         targets = torch.tensor([t for i in order for t in pairs[i][1]], dtype=torch.long)
         dev = self.device
-        hidden = decoder(input_ids=ids.to(dev), attention_mask=allowed[:, None].to(dev),
-                         position_ids=positions.to(dev), use_cache=False).last_hidden_state
-        return target_logprobs(head, hidden[at_row.to(dev), at_col.to(dev)], targets.to(dev), self.logprob_chunk)
+        with self.no_grad_autocast():
+            hidden = decoder(input_ids=ids.to(dev), attention_mask=allowed[:, None].to(dev),
+                             position_ids=positions.to(dev), use_cache=False).last_hidden_state
+            return target_logprobs(head, hidden[at_row.to(dev), at_col.to(dev)], targets.to(dev), self.logprob_chunk)
 
     def logprobs(self, batch: Batch) -> torch.Tensor:
         """Log-probabilities (B, T-1) of the batch's targets at completion positions (0 elsewhere).
@@ -361,9 +389,10 @@ class Policy:
         self.activate()
         base = self.model.get_base_model() if self.adapter is not None else self.model
         decoder, head = base.get_decoder(), base.get_output_embeddings()
-        hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state[:, :-1]
         rows, cols = batch.mask.nonzero(as_tuple=True)
-        values = target_logprobs(head, hidden[rows, cols], batch.targets[rows, cols], self.logprob_chunk)
+        with self.no_grad_autocast():
+            hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state[:, :-1]
+            values = target_logprobs(head, hidden[rows, cols], batch.targets[rows, cols], self.logprob_chunk)
         out = torch.zeros(batch.targets.shape, dtype=torch.float32, device=hidden.device)
         return out.index_put((rows, cols), values)
 

@@ -5,7 +5,8 @@ than on one, but when another process holds a core every operation waits for the
 `decode_threads` therefore grants the configured threads only when other processes used less than `OTHERS_MAX` cores
 since it last looked, and one thread otherwise or wherever /proc cannot be read (the measurements:
 ``docs/results/performance/openmp-spin.md``). `cores_idle` is the same look over a short wait, which an entry point
-takes once through `genenv_engine.backends.openmp.choose_spin`. Nothing here imports torch.
+takes once through `genenv_engine.backends.openmp.choose_spin`. `cpu_bfloat16` reads whether the CPU has bfloat16
+matrix units (the check of ``model.inference_dtype``). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -91,3 +92,19 @@ def threads_for(threads: int, others: float | None) -> int:
 def decode_threads(threads: int) -> int:
     """`threads_for` now: ``threads`` on otherwise idle cores, else 1 (1 without looking when ``threads`` is 1)."""
     return 1 if threads <= 1 else threads_for(threads, others_cores())
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+"""CPU flags (``/proc/cpuinfo``) of bfloat16 matrix units."""
+
+
+def cpu_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU has bfloat16 matrix instructions (False where /proc cannot be read)."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return any(flag in line.split() for flag in BF16_FLAGS)
+    except OSError:
+        pass
+    return False

@@ -6,7 +6,8 @@ decodes every row until the longest ends: completions of 19 tokens on average co
 longest, 64). Small models decode on one CPU thread unless the other cores are idle
 (`genenv_engine.backends.cpu_load`); small float32 Llama models on CPU (the tiny
 presets) run the hand-written forward of `genenv_engine.backends.static_llama` on a static KV
-cache (prompts sharing a prefix compute it once, ended rows leave at every step); every other
+cache (prompts sharing a prefix compute it once, ended rows leave at every step), as does every Llama model it serves
+(SmolLM2, LoRA roles) when the policy asks (``static_decode``, or a bfloat16 ``inference_dtype``); every other
 model runs the transformers forward on a ``DynamicCache`` (`_decode`). The sampled tokens and
 their log-probabilities (after temperature) are those of ``model.generate(do_sample=True,
 top_k=0)`` for the same seed and chunk, up to float rounding of the logits (see `decode`).
@@ -88,7 +89,8 @@ class HFBackend:
             grammar = None if sampling.grammar is None else GrammarMask(tok, sampling.grammar, len(enc))
             tokens, logprobs, lengths, finished = decode(
                 pol.model, ids.to(pol.device), attn.to(pol.device), sampling.max_new_tokens, tok.eos_token_id,
-                tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick, grammar=grammar)
+                tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick, grammar=grammar,
+                static=getattr(pol, "static_decode", False), dtype=getattr(pol, "inference_dtype", None))
             if grammar is not None:
                 self.grammar_steps += grammar.steps
                 self.grammar_seconds += grammar.seconds
@@ -190,7 +192,8 @@ def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, posit
 @torch.no_grad()
 def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, eos_token_id: int,
            pad_token_id: int | None, temperature: float | None, tick: Callable[[], None] | None = None,
-           every: float = 0.2, fast: bool | None = None, grammar: GrammarMask | None = None):
+           every: float = 0.2, fast: bool | None = None, grammar: GrammarMask | None = None, static: bool = False,
+           dtype: torch.dtype | None = None):
     """Sample (or, with ``temperature=None``, greedily pick) up to ``max_new_tokens`` tokens per left-padded row.
 
     Returns ``(tokens, logprobs, lengths, finished)``: (B, T) sampled ids and their log-probabilities
@@ -211,6 +214,10 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
     chooses the path: `static_llama.StaticLlama` (the default for a small model, see `SMALL_MODEL`,
     that `static_llama.fits`) or the transformers forward with a ``DynamicCache`` (the default
     otherwise); both draw the same tokens and leave the random generator in the same state.
+    ``static`` makes the static path the default for every model it serves (`llama_weights.serves`: SmolLM2, LoRA
+    roles), where the float rounding of its logits can flip a near-tie, so it is asked for, not default. ``dtype``
+    (bfloat16) decodes in that dtype over the model's float32 weights: on the static path (its default then,
+    weights cast once per policy version) or under autocast on the transformers path.
     """
     from transformers import DynamicCache
 
@@ -224,14 +231,26 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
     try:
         if fast is None:
             fast = small and static_llama.fits(model)
+            if not fast and (static or dtype is not None) and input_ids.device.type == "cpu":
+                from genenv_engine.backends.llama_weights import serves
+
+                fast = serves(model)
         if fast:
             return _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id,
-                                  temperature, tick, every, grammar)
-        return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
-                       tick, every, DynamicCache(config=model.config), grammar)
+                                  temperature, tick, every, grammar, dtype)
+        with _autocast(input_ids.device, dtype):
+            return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
+                           tick, every, DynamicCache(config=model.config), grammar)
     finally:
         if decoding != threads:
             torch.set_num_threads(threads)
+
+
+def _autocast(device: torch.device, dtype: torch.dtype | None):
+    """Autocast to ``dtype`` on ``device`` (nothing when None)."""
+    from contextlib import nullcontext
+
+    return nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
 
 
 def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
@@ -307,7 +326,7 @@ def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick,
-                   every, grammar=None):
+                   every, grammar=None, dtype=None):
     """`decode` on `static_llama.StaticLlama`: rows in the prefill's order, ended rows leave at once."""
     from genenv_engine.backends.static_llama import StaticLlama
 
@@ -320,7 +339,7 @@ def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_i
     rows = torch.tensor(plan.order)  # the original row of each row of the decoding batch
     input_ids, attention_mask = input_ids[rows], attention_mask[rows]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
-    net = StaticLlama(model, batch, width + max_new_tokens)
+    net = StaticLlama(model, batch, width + max_new_tokens, dtype)
     try:
         return _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
                               pad_token_id, temperature, tick, every, grammar)

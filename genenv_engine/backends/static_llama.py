@@ -1,7 +1,9 @@
-"""A hand-written forward of small ``LlamaForCausalLM`` models for CPU decoding over a static KV cache.
+"""A hand-written forward of ``LlamaForCausalLM`` models for CPU decoding over a static KV cache.
 
-`fits` says whether a model can use it: a plain float32 ``LlamaForCausalLM`` on CPU (no PEFT adapter
+`fits` says whether a model takes it by default: a plain float32 ``LlamaForCausalLM`` on CPU (no PEFT adapter
 or other wrapped layer, default RoPE, SiLU MLP, no biases, as many key/value heads as query heads).
+`genenv_engine.backends.llama_weights.serves` is the wider set it can run when asked: grouped-query attention
+(SmolLM2), LoRA roles (the adapter merged into the weights) and bfloat16 decoding of float32 weights.
 `plan_prefill` decides how a batch of prompts is prefilled: which prompts copy the keys and values
 of a prefix they share with another instead of computing them, the order of the cache rows and the
 prefill groups. `StaticLlama` runs the model's own weight tensors with the operations of the
@@ -141,73 +143,60 @@ def _huge_empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 class StaticLlama:
-    """The forward of a `fits` model over a static KV cache of ``rows`` x ``columns`` positions.
+    """The forward of a `fits` (or `llama_weights.serves`) model over a static KV cache of ``rows`` x ``columns``.
 
     `prefill` fills columns ``[0, width)`` of every row from left-padded prompts and returns their
     last logits; `step` feeds one token per live row at a given column and returns the next logits;
     `drop` removes ended rows; `release` hands the cache's memory to the next one. The weights are
-    read when this object is built: build one per decode.
+    read when this object is built (laid out once per policy version, `llama_weights.decode_weights`, in
+    ``dtype`` when given): build one per decode. With grouped-query attention each key/value head's queries run
+    as one batched matrix product against its keys.
 
     Two rewrites of the transformers computation, exact but for float rounding: the query and key projections' rows are
     permuted within each head so that the rotary embedding's pairs (i, i + head_dim / 2) are
     adjacent, making it one complex multiplication (attention scores are dot products, unchanged
     when queries and keys permute alike); and the first layer's normed query/key/value projection
-    depends on the token alone, so it is a table of the vocabulary looked up per token.
+    depends on the token alone, so it is a table of the vocabulary looked up per token (small vocabularies).
     """
 
-    def __init__(self, model, rows: int, columns: int) -> None:
-        cfg = model.config
-        inner = model.model
-        self.heads = heads = cfg.num_attention_heads
-        self.head_dim = dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-        self.eps = cfg.rms_norm_eps
-        self.inner_size = cfg.intermediate_size
-        self.embed = inner.embed_tokens.weight
-        self.norm = inner.norm.weight
-        self.head = model.lm_head.weight
+    def __init__(self, model, rows: int, columns: int, dtype: torch.dtype | None = None) -> None:
+        from genenv_engine.backends.llama_weights import decode_weights
+
+        w = decode_weights(model, dtype)
+        self.heads = heads = w.heads
+        self.kv_heads = kv = w.kv_heads
+        self.group = w.heads // w.kv_heads
+        """Query heads per key/value head (1: plain multi-head attention)."""
+        self.head_dim = dim = w.head_dim
+        self.eps = w.eps
+        self.inner_size = w.inner_size
+        self.embed, self.norm, self.head, self.layers = w.embed, w.norm, w.head, w.layers
+        self.first_qkv = w.first_qkv
+        """The first layer's query/key/value projection of every token (vocabulary, heads * 3 * head_dim), or None."""
         half = dim // 2
-        pairs = torch.tensor([j for i in range(half) for j in (i, i + half)])
-
-        def paired(weight: torch.Tensor) -> torch.Tensor:
-            return weight.view(heads, dim, -1)[:, pairs].reshape(heads * dim, -1)
-
-        self.layers = []
-        for layer in inner.layers:
-            att, mlp = layer.self_attn, layer.mlp
-            self.layers.append((
-                layer.input_layernorm.weight,
-                torch.stack([paired(att.q_proj.weight).view(heads, dim, -1),
-                             paired(att.k_proj.weight).view(heads, dim, -1),
-                             att.v_proj.weight.view(heads, dim, -1)], 1).reshape(3 * heads * dim, -1).t(),
-                att.o_proj.weight.t(),
-                layer.post_attention_layernorm.weight,
-                torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
-                mlp.down_proj.weight.t(),
-            ))
-        self.first_qkv = self._norm(self.embed, self.layers[0][0]) @ self.layers[0][1]
-        """The first layer's query/key/value projection of every token (vocabulary, heads * 3 * head_dim)."""
-        rotary = inner.rotary_emb
-        freqs = torch.arange(columns, dtype=torch.float32)[:, None] * rotary.inv_freq.float()[None]
+        freqs = torch.arange(columns, dtype=torch.float32)[:, None] * w.inv_freq[None]
         emb = torch.cat((freqs, freqs), dim=-1)  # the transformers tables, then their first half as cos + i sin
-        cos, sin = emb.cos() * rotary.attention_scaling, emb.sin() * rotary.attention_scaling
+        cos, sin = emb.cos() * w.attention_scaling, emb.sin() * w.attention_scaling
         self.rotation = torch.complex(cos[:, :half].contiguous(), sin[:, :half].contiguous())
-        numel = len(self.layers) * 2 * rows * heads * columns * dim
+        numel = len(self.layers) * 2 * rows * kv * columns * dim
         storage = _SPARE.pop("kv", None)
         if storage is None or storage.numel() < numel or storage.dtype != self.embed.dtype:
             storage = _huge_empty(numel, self.embed.dtype)
         self._storage = storage
-        self.kv = storage[:numel].view(len(self.layers), 2, rows, heads, columns, dim)
+        self.kv = storage[:numel].view(len(self.layers), 2, rows, kv, columns, dim)
         """Keys and values (keys in the paired order): a reused storage holds anything, so every column a prefill or a
         step reads is written (or zeroed) by this decode first."""
-        self.mask = torch.zeros((rows, heads, 1, columns), dtype=self.embed.dtype)
-        """Additive attention mask of the decoding steps, per head so that it views as (rows * heads, 1, columns)."""
+        self.mask = torch.zeros((rows, kv, 1, columns), dtype=self.embed.dtype)
+        """Additive attention mask of the decoding steps, per key/value head so that it views as (rows * kv_heads, 1,
+        columns)."""
         self.groups: list[list[int]] = []
         """``[first cache row, live rows, first column read]`` per group; live rows are the group's first ones."""
         self.live = torch.arange(rows)
         """The cache row of each row of the decoding batch (the groups' live rows in order)."""
-        self._qkv = torch.empty((rows, heads * 3 * dim), dtype=self.embed.dtype)
-        """A step's query/key/value projections, per head (rows, heads, 3, head_dim) once viewed."""
-        self._att = torch.empty((rows * heads, 1, dim), dtype=self.embed.dtype)
+        self._qkv = torch.empty((rows, kv * (self.group + 2) * dim), dtype=self.embed.dtype)
+        """A step's projections per key/value head, (rows, kv_heads, group + 2, head_dim) once viewed: the group's
+        queries, then the key and the value."""
+        self._att = torch.empty((rows * kv, self.group, dim), dtype=self.embed.dtype)
         self._views: list[list[tuple[torch.Tensor, ...]]] = []
         self._cached: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
 
@@ -225,8 +214,14 @@ class StaticLlama:
         return F.rms_norm(x, weight.shape, weight, self.eps)
 
     def _rope_(self, x: torch.Tensor, rotation: torch.Tensor) -> None:
-        """Rotate paired-order ``x`` (..., head_dim) in place by complex ``rotation`` (..., head_dim / 2)."""
-        torch.view_as_complex(x.unflatten(-1, (-1, 2))).mul_(rotation)
+        """Rotate paired-order ``x`` (..., head_dim) in place by complex ``rotation`` (..., head_dim / 2) (a
+        bfloat16 ``x`` through a float32 copy: there is no bfloat16 complex type)."""
+        if x.dtype == torch.float32:
+            torch.view_as_complex(x.unflatten(-1, (-1, 2))).mul_(rotation)
+            return
+        y = x.to(torch.float32, memory_format=torch.contiguous_format)
+        torch.view_as_complex(y.unflatten(-1, (-1, 2))).mul_(rotation)
+        x.copy_(y)
 
     def _mlp(self, x: torch.Tensor, norm: torch.Tensor, gate_up: torch.Tensor, down_t: torch.Tensor) -> torch.Tensor:
         """``x + down(silu(gate(h)) * up(h))`` for h the normed (tokens, hidden) ``x``."""
@@ -240,13 +235,14 @@ class StaticLlama:
         A group's cache views are rebuilt only when its number of live rows changed.
         """
         n = sum(count for _, count, _ in self.groups)
-        queries = self._qkv[:n].view(n, self.heads, 3, self.head_dim)[:, :, 0].reshape(n * self.heads, 1, self.head_dim)
+        kv, g = self.kv_heads, self.group
+        queries = self._qkv[:n].view(n, kv, g + 2, self.head_dim)[:, :, :g].reshape(n * kv, g, self.head_dim)
         self._views = [[] for _ in self.layers]
         offset = 0
         for g, (first, count, lo) in enumerate(self.groups):
             if not count:
                 continue
-            part = slice(offset * self.heads, (offset + count) * self.heads)
+            part = slice(offset * kv, (offset + count) * kv)
             offset += count
             key = (g, count)
             if key not in self._cached:
@@ -296,7 +292,7 @@ class StaticLlama:
                        positions: torch.Tensor, queries: int, keys: int) -> torch.Tensor:
         """Run the last ``queries`` columns of rows ``first:end`` attending to their last ``keys``."""
         n, width = end - first, input_ids.shape[1]
-        heads, dim = self.heads, self.head_dim
+        heads, dim, kv, g = self.heads, self.head_dim, self.kv_heads, self.group
         q_col, k_col = width - queries, width - keys
         real = attention_mask[first:end, k_col:].bool()
         i = torch.arange(queries)[:, None] + (keys - queries)  # each query's column among the keys'
@@ -308,18 +304,19 @@ class StaticLlama:
         x = F.embedding(ids, self.embed).flatten(0, 1)  # (n * queries, hidden)
         last = len(self.layers) - 1
         for layer, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
-            if layer == 0:
-                qkv = F.embedding(ids, self.first_qkv).view(n, queries, heads, 3, dim)
+            if layer == 0 and self.first_qkv is not None:
+                qkv = F.embedding(ids, self.first_qkv).view(n, queries, kv, g + 2, dim)
             else:
-                qkv = (self._norm(x, norm1) @ qkv_w).view(n, queries, heads, 3, dim)
-            self._rope_(qkv[:, :, :, :2], rotation)
-            self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, :, 1:].permute(3, 0, 2, 1, 4)
+                qkv = (self._norm(x, norm1) @ qkv_w).view(n, queries, kv, g + 2, dim)
+            self._rope_(qkv[:, :, :, :g + 1], rotation)
+            self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, :, g:].permute(3, 0, 2, 1, 4)
             keys_i = self.kv[layer, 0, first:end, :, k_col:width]
             values_i = self.kv[layer, 1, first:end, :, k_col:width]
-            q = qkv[:, :, :, 0].transpose(1, 2)
+            q = qkv[:, :, :, 0].transpose(1, 2) if g == 1 else qkv[:, :, :, :g].flatten(2, 3).transpose(1, 2)
             if layer == last:  # only the last position goes on: the next token's logits
                 q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]
-            att = F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
+            att = (F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask) if g == 1 else
+                   F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask, enable_gqa=True))
             x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
             x = self._mlp(x, norm2, gate_up, down_t)
         return F.linear(self._norm(x, self.norm), self.head)
@@ -328,21 +325,21 @@ class StaticLlama:
     def step(self, tokens: torch.Tensor, positions: torch.Tensor, column: int) -> torch.Tensor:
         """Feed ``tokens`` (n,) of the live rows at ``column`` (their positions (n,)); return logits (n, vocab)."""
         n = tokens.shape[0]
-        heads, dim = self.heads, self.head_dim
+        heads, dim, kv, g = self.heads, self.head_dim, self.kv_heads, self.group
         rotation = self.rotation[positions][:, None, None]
         scale = dim ** -0.5
         end = column + 1
         qkv = self._qkv[:n]
-        per_head = qkv.view(n, heads, 3, dim)
-        att = self._att[:n * heads].view(n, heads * dim)
+        per_head = qkv.view(n, kv, g + 2, dim)
+        att = self._att[:n * kv].view(n, heads * dim)
         x = F.embedding(tokens, self.embed)
         for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
-            if i == 0:
+            if i == 0 and self.first_qkv is not None:
                 torch.index_select(self.first_qkv, 0, tokens, out=qkv)
             else:
                 torch.mm(self._norm(x, norm1), qkv_w, out=qkv)
-            self._rope_(per_head[:, :, :2], rotation)
-            self.kv[i, :, self.live, :, column] = per_head[:, :, 1:].permute(2, 0, 1, 3)
+            self._rope_(per_head[:, :, :g + 1], rotation)
+            self.kv[i, :, self.live, :, column] = per_head[:, :, g:].permute(2, 0, 1, 3)
             for keys_t, values, mask, q, out, lo in self._views[i]:
                 weights = torch.baddbmm(mask[:, :, lo:end], q, keys_t[:, :, lo:end], alpha=scale)
                 torch.bmm(weights.softmax(-1), values[:, lo:end], out=out)

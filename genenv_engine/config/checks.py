@@ -82,6 +82,14 @@ def check_model(model: ModelConfig) -> None:
               "LoRA needs a pretrained base (model.kind = 'hf' or 'smollm2', or a role path); "
               "a tiny model is trained from scratch")
     check(model.dtype in DTYPES, "model.dtype", f"must be one of {', '.join(DTYPES)}; got {model.dtype!r}")
+    check(model.inference_dtype in ("weights", "bfloat16"), "model.inference_dtype",
+          f"must be weights or bfloat16; got {model.inference_dtype!r}")
+    if model.inference_dtype == "bfloat16" and model.device != "cuda":
+        from genenv_engine.backends.cpu_load import cpu_bfloat16
+
+        check(cpu_bfloat16() or _cuda_present(model.device), "model.inference_dtype",
+              "bfloat16 needs a CPU with AVX-512 BF16 or AMX (avx512_bf16 / amx_bf16 in /proc/cpuinfo), or CUDA; "
+              "this CPU has neither: use weights")
     for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length", "threads",
                  "lora_r", "lora_alpha", "logprob_chunk"):
         check(getattr(model, name) > 0, f"model.{name}", "must be > 0")
@@ -91,6 +99,15 @@ def check_model(model: ModelConfig) -> None:
     check(len(model.lora_targets) > 0, "model.lora_targets", "name at least one module")
     check(model.hidden_size % model.num_heads == 0, "model.num_heads", "must divide hidden_size")
     check(model.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
+
+
+def _cuda_present(device: str) -> bool:
+    """Whether ``device`` (``auto``) resolves to CUDA (torch is imported only here, for this one question)."""
+    if device != "auto":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def check_model_paths(model: ModelConfig) -> None:

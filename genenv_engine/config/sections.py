@@ -39,6 +39,9 @@ with "Experimental:"). Their defaults are the paper's behaviour."""
 
 EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
 """`ModelConfig` fields that change how, not what, an update computes (left out of the warm-start cache key)."""
+INFERENCE_FIELDS = ("inference_dtype", "static_decode")
+"""`ModelConfig` fields that change how the passes without gradients run (decoding, log-probs), never an update: left
+out of the warm-start cache key (the warm start's SFT has no such pass), kept in what tells two runs apart."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,14 @@ class ModelConfig:
     """Module names that get LoRA adapters (Llama/Qwen2 attention and MLP projections)."""
     dtype: str = "auto"
     """Weights dtype: ``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``."""
+    inference_dtype: str = "weights"
+    """The dtype of the passes without gradients (decoding, reference and old log-probs, held-out scoring):
+    ``weights`` (the weights' own, ``dtype``) or ``bfloat16`` (autocast, or bfloat16 decode weights laid out once per
+    policy version, over the float32 weights the updates keep); bfloat16 on CPU needs AVX-512 BF16 or AMX."""
+    static_decode: bool = False
+    """Decode every Llama-architecture model (SmolLM2, LoRA roles) on the hand-written static-cache forward, not only
+    the tiny ones: faster, the same tokens as the transformers forward except where two candidates tie to float
+    rounding, so not the default for float32 runs (``inference_dtype = "bfloat16"`` decodes on it anyway)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, about a third more compute)."""
     micro_batch: int = 0

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from genenv_engine.config import EXECUTION_FIELDS, NO_SIMULATOR_MODES, ModelConfig, RunConfig
+from genenv_engine.config.sections import INFERENCE_FIELDS
 from genenv_engine.models import AGENT_INFO, DONE
 
 WARM_START_VERSION = 1
@@ -42,10 +43,10 @@ def cache_key(config: RunConfig) -> str:
     Model fields added after the first cache version join the hash only when set away from their
     defaults, so caches made before they existed stay valid; the simulator's prompt style joins it
     the same way. How an update is executed (micro-batches, log-prob chunks, gradient checkpointing)
-    does not change its result, so it is left out.
+    does not change its result, so it is left out, as is how the passes without gradients run (`INFERENCE_FIELDS`).
     """
     model = {k: v for k, v in asdict(config.model).items()
-             if k not in EXECUTION_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
+             if k not in EXECUTION_FIELDS + INFERENCE_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
     warm = asdict(config.warm_start)
     if not warm["agent_levels"]:  # a setting added later joins the key only when set (earlier keys stay valid)
         del warm["agent_levels"]
