@@ -276,7 +276,8 @@ class RayExecutor:
         actor = ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, num_cpus=1)(worker)
         policies = ray.put((roles.agent, roles.simulator if self.generates else None))  # one object: a shared base
         self.actors = [actor.remote(policies, version, config.backend, options, list(config.benchmarks), config.seed,
-                                    dict(config.data_dirs), config.model.threads, simulator_version=simulator_version)
+                                    dict(config.data_dirs), config.model.threads, simulator_version=simulator_version,
+                                    environments=dict(config.environments))
                        for _ in range(self.workers)]
         self._policies = policies  # kept alive: a restarted actor is rebuilt from it
         self._weights: Any = None

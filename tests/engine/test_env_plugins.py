@@ -175,6 +175,15 @@ def test_a_recorded_source_reads_without_the_plugin_and_loading_it_names_what_is
         RunConfig(benchmarks=("countdown",), environments={"countdown": "somewhere"})
 
 
+def test_a_worker_process_finds_a_module_class_benchmark_by_the_recorded_source(plugin):
+    from genenv_engine.executors.worker import worker_environments
+
+    with pytest.raises(ConfigError, match="unknown benchmark 'countdown'"):  # what the config did not record
+        worker_environments(["countdown"], 0, {}, {})
+    envs = worker_environments(["bfcl", "countdown"], 0, {}, {"countdown": "module countdown_env:Countdown"})
+    assert (envs["bfcl"].name, envs["countdown"].name) == ("bfcl", "countdown")
+
+
 def test_the_guide_shows_the_example_as_it_is():
     guide = GUIDE.read_text()
     code = re.search(r"```python\n(.*?)```", guide, re.S)
