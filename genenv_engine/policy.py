@@ -23,6 +23,17 @@ import torch
 from genenv_engine.config import ModelConfig
 
 
+PASS_TOKENS = {"forward": 0, "head": 0, "grad_forward": 0, "grad_head": 0}
+"""Tokens the policies' log-prob passes ran through the decoder (``forward``) and the output head (``head``),
+without gradients and with them (``grad_*``): counted for the benches' FLOP accounting, never read by a run."""
+
+
+def _count(decoder_tokens: int, head_tokens: int) -> None:
+    prefix = "grad_" if torch.is_grad_enabled() else ""
+    PASS_TOKENS[prefix + "forward"] += int(decoder_tokens)
+    PASS_TOKENS[prefix + "head"] += int(head_tokens)
+
+
 def quiet_transformers() -> None:
     """Silence transformers' per-load progress bars and info logs (the engine reports its own progress)."""
     from transformers.utils import logging
@@ -375,6 +386,7 @@ class Policy:
                             for i in order])
         targets = torch.tensor([t for i in order for t in pairs[i][1]], dtype=torch.long)
         dev = self.device
+        _count(sum(len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m) for m in groups), len(targets))
         with self.no_grad_autocast():
             hidden = decoder(input_ids=ids.to(dev), attention_mask=allowed[:, None].to(dev),
                              position_ids=positions.to(dev), use_cache=False).last_hidden_state
@@ -390,6 +402,7 @@ class Policy:
         base = self.model.get_base_model() if self.adapter is not None else self.model
         decoder, head = base.get_decoder(), base.get_output_embeddings()
         rows, cols = batch.mask.nonzero(as_tuple=True)
+        _count(int(batch.attention_mask.sum()), rows.numel())
         with self.no_grad_autocast():
             hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state[:, :-1]
             values = target_logprobs(head, hidden[rows, cols], batch.targets[rows, cols], self.logprob_chunk)

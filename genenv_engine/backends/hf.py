@@ -50,6 +50,8 @@ class HFBackend:
         self.policy = policy
         self.chunk_size = chunk_size
         self.tokens_generated = 0
+        self.tokens_prompted = 0
+        """Prompt tokens prefilled so far (as sent: a prefix shared by several prompts counts for each)."""
         self.grammar_steps = 0
         """Decoding steps masked by a grammar so far."""
         self.grammar_seconds = 0.0
@@ -74,6 +76,7 @@ class HFBackend:
         tok = pol.tokenizer
         budget = max(8, pol.max_length - sampling.max_new_tokens)
         enc = [e[-budget:] for e in tok(prompts, add_special_tokens=False)["input_ids"]]  # pol.encode, batched
+        self.tokens_prompted += sum(map(len, enc))
         width = max(len(e) for e in enc)
         ids = torch.full((len(enc), width), tok.pad_token_id, dtype=torch.long)
         attn = torch.zeros_like(ids)
