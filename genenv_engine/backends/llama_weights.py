@@ -5,9 +5,11 @@ biases, grouped-query attention allowed), alone or under PEFT LoRA adapters on i
 or other variant, no LoRA bias). `decode_weights` lays the weights out for the static forward: the query and key
 rows permuted within each head so the rotary pairs are adjacent, each key/value head's queries, key and value fused
 into one matrix, the gate and up projections fused; the active adapter merged into each linear weight
-(``W + scaling * B @ A``); optionally cast to another dtype (bfloat16 decoding over float32 master weights). The
-result is kept per model and adapter until a weight changes (an optimizer step, a loaded state), so a policy version
-is laid out once however many decode calls it serves.
+(``W + scaling * B @ A``); optionally cast to another dtype (bfloat16 decoding over float32 master weights). For a
+model of `KEEP_MIN_PARAMS` or more the result is kept per model and adapter until a weight changes, so a policy
+version is laid out once however many decode calls it serves. A change is seen through the tensors' version
+counters, which every in-place write through the parameter bumps (an optimizer's foreach or single-tensor step, a
+loaded state dict); a write that bypasses them (``p.data``, a fused optimizer step) must call `forget`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import torch.nn.functional as F
 TABLE_VOCAB = 4096
 """Vocabularies up to this size get the first layer's query/key/value projection as a table of every token (a
 49,152-token vocabulary would make it a 54-GFLOP, 190 MB table per policy version: not worth it)."""
+KEEP_MIN_PARAMS = 30_000_000
+"""Models with fewer parameters are laid out afresh for every decode, as cheap as a lookup for them."""
 CACHE_ENTRIES = 2
 """Laid-out weights kept at once (a LoRA agent and simulator on one base alternate their decodes)."""
 
@@ -128,6 +132,9 @@ def decode_weights(model, dtype: torch.dtype | None = None) -> DecodeWeights:
     """The laid-out weights of ``model`` (`serves`) in ``dtype`` (None: the model's own), kept per policy version."""
     inner, active = unwrap(model)
     dtype = dtype or inner.model.embed_tokens.weight.dtype
+    if sum(p.numel() for p in inner.parameters()) < KEEP_MIN_PARAMS:
+        with torch.no_grad():
+            return _lay_out(inner, dtype)
     key = (id(inner), active, dtype)
     signature = _signature(inner)
     kept = _CACHE.get(key)
