@@ -176,3 +176,28 @@ def test_smollm2_draws_the_transformers_tokens_with_and_without_lora(smol, lora)
         if lora:
             net.unload()
         forget()
+
+
+def test_the_policys_settings_choose_the_path_through_the_backend(gqa, monkeypatch):
+    from genenv_engine.backends import static_llama
+    from genenv_engine.backends.base import Sampling
+    from genenv_engine.backends.hf import HFBackend
+    from genenv_engine.policy import Policy
+
+    model, tok, _, _ = gqa
+    built = []
+    real = static_llama.StaticLlama.__init__
+
+    def spy(self, model, rows, columns, dtype=None):
+        built.append(dtype)
+        real(self, model, rows, columns, dtype)
+
+    monkeypatch.setattr(static_llama.StaticLlama, "__init__", spy)
+    texts = {}
+    for options in ({}, {"static_decode": True}, {"inference_dtype": torch.bfloat16}):
+        backend = HFBackend(Policy(model, tok, torch.device("cpu"), 96, **options))
+        out = backend.generate(TEXTS, Sampling(max_new_tokens=8, temperature=1.0, seed=3))
+        texts[tuple(options)] = [c.text for c in out]
+        assert backend.tokens_prompted == sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in TEXTS)
+    assert built == [None, torch.bfloat16]  # the default stays on the transformers path for this model
+    assert texts[()] == texts[("static_decode",)]
