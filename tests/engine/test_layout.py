@@ -9,11 +9,11 @@ pyproject.toml.
 
 from __future__ import annotations
 
-import ast
 import importlib
 from pathlib import Path
 
 import pytest
+from import_graph import cycles, import_graph, imports_of, module_files
 
 import genenv_engine
 import genenv_engine.environments as environments
@@ -26,83 +26,6 @@ SHARED = {"__init__.py", "base.py"}
 """The only modules directly in ``environments/``: the registry and the shared interface."""
 
 
-def module_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
-    """Every module under ``root`` by dotted name (a package by its own name, from its ``__init__.py``)."""
-    modules = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root).with_suffix("").parts
-        parts = parts[:-1] if parts[-1] == "__init__" else parts
-        modules[".".join((package, *parts))] = path
-    return modules
-
-
-def _run_time_nodes(tree: ast.AST):
-    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks (their ``else`` is kept)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(node.orelse)
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The modules of ``modules`` that ``name`` imports anywhere in its source at run time (``from P import m``
-    names ``P.m``; ``from P.m import f`` names ``P.m``, or the nearest enclosing module listed)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            parts = package.split(".")
-            anchor = parts[:len(parts) - node.level + 1] if node.level else []
-            base = ".".join(anchor + ([node.module] if node.module else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
-        else:
-            continue
-        for target in targets:
-            while target and target not in modules:
-                target = target.rpartition(".")[0]
-            if target and target != name and target != name.split(".")[0]:
-                found.add(target)
-    return found
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
 def test_only_the_registry_and_base_lie_outside_a_benchmark_subpackage():
     loose = {p.name for p in ROOT.glob("*.py")}
     assert loose == SHARED
@@ -113,7 +36,7 @@ def test_only_the_registry_and_base_lie_outside_a_benchmark_subpackage():
 def test_every_benchmark_subpackage_is_registered_and_exposes_its_class():
     registered = {name: spec.partition(":") for name, spec in BENCHMARKS.items()}
     for name, (module, _, cls) in registered.items():
-        path = module_files().get(module)
+        path = module_files(ROOT, PACKAGE).get(module)
         assert path is not None and path.name == "__init__.py", f"{name}: {module} is not a benchmark package"
         package = importlib.import_module(module)
         assert cls in package.__all__ and getattr(package, cls).name == name
@@ -122,16 +45,14 @@ def test_every_benchmark_subpackage_is_registered_and_exposes_its_class():
 
 
 def test_environment_modules_have_no_import_cycle():
-    modules = module_files()
-    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    graph = import_graph(ROOT, PACKAGE)
     assert sum(map(len, graph.values())) > 50  # the reader sees the real imports
     assert cycles(graph) == []
 
 
 def test_engine_modules_have_no_import_cycle():
-    modules = module_files(ENGINE_ROOT, genenv_engine.__name__)
-    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
-    assert len(modules) > 80 and sum(map(len, graph.values())) > 250  # the reader sees the whole engine
+    graph = import_graph(ENGINE_ROOT, genenv_engine.__name__)
+    assert len(graph) > 80 and sum(map(len, graph.values())) > 250  # the reader sees the whole engine
     assert cycles(graph) == []
 
 
