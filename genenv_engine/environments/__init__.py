@@ -6,7 +6,8 @@ The API (version `API_VERSION`): `Environment`, `LadderEnvironment`, `Task`, `Ch
 A benchmark is named in ``benchmarks`` (``--benchmarks``, a config file, a preset) in one of four spellings, read
 in this order:
 
-1. ``rg:<dataset>``: reserved for the reasoning-gym adapter (`ADAPTERS`); refused while none serves it;
+1. ``rg:<dataset>``: a reasoning-gym dataset, served by the adapter `ADAPTERS` names
+   (`genenv_engine.environments.reasoning_gym`);
 2. ``module:Class``: the class imported from an importable module (a module named ``rg`` is refused);
 3. a built-in name (`BENCHMARKS`);
 4. the name of an entry point in the ``genenv.environments`` group (`ENTRY_POINT_GROUP`) of an installed package,
@@ -70,7 +71,7 @@ ENTRY_POINT_GROUP = "genenv.environments"
 """The entry-point group an installed package registers its environments in: ``name = "module:Class"``, the name
 equal to the class's ``name``."""
 
-ADAPTERS: dict[str, str | None] = {"rg": None}
+ADAPTERS: dict[str, str | None] = {"rg": "genenv_engine.environments.reasoning_gym.adapter:rg_environment"}
 """Reserved name prefixes (``rg:<dataset>``) -> the ``module:function`` of the adapter that serves them, None while
 none does. The function takes the text after the prefix and returns an `Environment` class; an adapter also gives
 its `Source` a distribution and version by defining ``<function>_origin() -> (distribution, version)``."""

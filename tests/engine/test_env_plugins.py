@@ -1,4 +1,4 @@
-"""Environments from outside genenv: the public API, the four spellings of a benchmark (rg: reserved, module:Class,
+"""Environments from outside genenv: the public API, the four spellings of a benchmark (rg:, module:Class,
 built-in, entry point), what a config records of them, the countdown example the guide shows, and a micro run on
 it whose session reads, and refuses to resume, where the plugin is not importable."""
 
@@ -88,8 +88,7 @@ def test_a_module_class_spelling_becomes_the_class_name_and_is_recorded(plugin):
 
 
 @pytest.mark.parametrize("spelling, line", [
-    ("rg:chain_sum", "'rg:chain_sum': names starting 'rg:' are reserved for the reasoning-gym adapter, which is not "
-                     "available in this genenv"),
+    ("rg:acre", "rg:acre: the reasoning-gym dataset has no curriculum"),
     ("rg.envs:Countdown", "a module named 'rg' is refused"),
     ("no_such_module:Env", "no_such_module:Env is not importable here (No module named 'no_such_module')"),
     ("genenv_engine.records:Task", "is not a genenv_engine.environments.Environment subclass"),

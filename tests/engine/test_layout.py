@@ -17,7 +17,7 @@ from import_graph import cycles, import_graph, imports_of, module_files
 
 import genenv_engine
 import genenv_engine.environments as environments
-from genenv_engine.environments import BENCHMARKS
+from genenv_engine.environments import ADAPTERS, BENCHMARKS
 
 ROOT = Path(environments.__file__).parent
 PACKAGE = environments.__name__
@@ -41,7 +41,8 @@ def test_every_benchmark_subpackage_is_registered_and_exposes_its_class():
         package = importlib.import_module(module)
         assert cls in package.__all__ and getattr(package, cls).name == name
     tops = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
-    assert tops == {module.split(".")[2] for module, _, _ in registered.values()}
+    adapters = {target.split(".")[2] for target in ADAPTERS.values() if target}  # rg: -> reasoning_gym
+    assert tops == {module.split(".")[2] for module, _, _ in registered.values()} | adapters
 
 
 def test_environment_modules_have_no_import_cycle():
