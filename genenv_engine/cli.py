@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH",
                      help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv")
     run.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")
-    run.add_argument("--curriculum", choices=("alpha", "uniform"), help="simulator reward")
+    run.add_argument("--curriculum", choices=("alpha", "uniform", "grounded"), help="simulator reward")
     run.add_argument("--base-model", metavar="PATH",
                      help="local checkpoint both roles start from (sets model.kind = hf, model.path)")
     run.add_argument("--agent-model", metavar="PATH", help="local checkpoint of the agent alone (model.agent_path)")

@@ -1,7 +1,8 @@
 """The alpha-curriculum: success rates, the simulator's reward R_env, the band filter, RWR weights.
 
-Pure functions of floats, one per equation of the GenEnv paper (Eqs. 2-3 and the RWR weighting),
-so they can be tested against hand-computed values and reused by reports.
+Pure functions of floats, one per equation of the GenEnv paper (Eqs. 2-3 and the RWR weighting), and the grounded
+reward (the agent's measured progress on siblings of a batch's tasks across its update), so they can be tested
+against hand-computed values and reused by reports.
 """
 
 from __future__ import annotations
@@ -60,6 +61,23 @@ def env_reward(p_hat: float, kind: str, alpha: float, beta: float) -> float:
     raise ValueError(f"unknown curriculum reward {kind!r}")
 
 
+def grounded_reward(before: Sequence[bool], after: Sequence[bool]) -> float | None:
+    """The grounded reward of a variation batch: the agent's greedy success on the batch's probe siblings after the
+    epoch's agent update minus its success on the same siblings before it, R_grounded = success_after −
+    success_before, in [-1, 1] (one answer per sibling each time; None without siblings).
+
+    >>> grounded_reward([False, False, True, False], [True, True, True, False])
+    0.5
+    >>> grounded_reward([True, True], [False, True]), grounded_reward([], []) is None
+    (-0.5, True)
+    """
+    if len(before) != len(after):
+        raise ValueError(f"need one answer before and one after per sibling, got {len(before)} and {len(after)}")
+    if not before:
+        return None
+    return (sum(map(bool, after)) - sum(map(bool, before))) / len(before)
+
+
 def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:
     """Whether a batch is kept for the simulator update: |p_hat - alpha| <= k_min (with float slack).
 
@@ -97,6 +115,8 @@ def rwr_weights(rewards: Sequence[float], lam: float = 1.0) -> list[float]:
     [1.4621, 0.5379]
     >>> rwr_weights([0.98, 0.98])
     [1.0, 1.0]
+    >>> [round(w, 4) for w in rwr_weights([0.5, 0.0, 0.0])]   # grounded rewards: one batch's siblings improved
+    [1.3556, 0.8222, 0.8222]
     """
     if not rewards:
         return []

@@ -3,8 +3,9 @@
 `run` opens or continues a session: epoch 0 is the warm start and a held-out evaluation; every
 later epoch is `run_epoch`, whose timed phases are generate -> validate -> rollout -> agent update
 -> simulator update -> held-out eval -> checkpoint. Where the fresh tasks come from, how seeds are drawn, what
-the replay draws from and the note a simulator prompt carries are the strategies the run resolved once from its
-config (`genenv_engine.strategies`), called without branching on settings. The loop emits typed events, checks the
+the replay draws from, the note a simulator prompt carries and the simulator's reward (with its hooks before and
+after the agent's update) are the strategies the run resolved once from its config (`genenv_engine.strategies`),
+called without branching on settings. The loop emits typed events, checks the
 `RunControl` between phases and batches (pause/stop), and stores everything in the session's
 SQLite store, so a crash or a stop leaves a resumable session.
 """
@@ -23,7 +24,7 @@ import torch
 from genenv_engine.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks, result_strings
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import replace_config
-from genenv_engine.curriculum import calibration_error, env_reward
+from genenv_engine.curriculum import calibration_error
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor, preflight
@@ -204,12 +205,13 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh), plan)
     with PhaseTimer(emit, epoch, "rollout", seconds):
         scored = _rollout(session, executor, fresh + replay, epoch, emit, check)
-    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit, step.notes)
+    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit, step.notes, plan)
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
     metrics["rollout_workers"] = executor.last_stats if scored else []
     check()
+    plan.reward.before(step, roles, fresh, batch_of)  # a reward measured across the agent's update: its first half
 
     # 4. agent: GRPO on the rolled-out groups
     with PhaseTimer(emit, epoch, "agent_update", seconds) as phase:
@@ -218,8 +220,9 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
         executor.sync(epoch)
     emit(PolicyUpdated(epoch, "agent", phase.info))
     metrics["agent_update"] = phase.info
+    batches = plan.reward.after(step, roles, batches)  # ... and its second: the batches scored again
 
-    # 5. simulator: reward-weighted regression on in-band batches (when the task source trains it)
+    # 5. simulator: reward-weighted regression on the kept (in-band) batches (when the task source trains it)
     with PhaseTimer(emit, epoch, "simulator_update", seconds) as phase:
         phase.info = simulator_update(session, roles, envs, gens, batches, epoch, rng, check, plan)
         if phase.info.get("steps"):  # the weights moved: this epoch's are the next version
@@ -325,12 +328,13 @@ def _rollout(session: Session, executor: RolloutExecutor, tasks: list[Task], epo
 
 
 def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[str, str], epoch: int,
-                   emit: EventSink, notes: dict[str, str | None] | None = None
+                   emit: EventSink, notes: dict[str, str | None] | None = None, plan: Strategies | None = None
                    ) -> tuple[dict[str, Any], list[ScoredBatch]]:
-    """p-hat per variation batch, R_env, band membership (stored as the epoch's log, with the alpha it was scored
-    against and, for a batch written this epoch, its prompt note from ``notes``, and returned to the simulator
-    update); calibration metrics of the epoch."""
+    """p-hat per variation batch, R_env and whether the simulator's update keeps it, by the run's reward
+    (``plan.reward``; stored as the epoch's log, with the alpha it was scored against and, for a batch written this
+    epoch, its prompt note from ``notes``, and returned to the simulator update); calibration metrics of the epoch."""
     cur = session.config.curriculum
+    reward = (plan or resolve(session.config)).reward
     store = session.store
     by_batch: dict[str, list[TaskAttempts]] = {}
     for s in fresh:
@@ -340,11 +344,10 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
         p_hat = _pooled(items)
         if p_hat is None:  # a batch whose tasks got no rollouts (k = 0) has nothing to score
             continue
+        r_env, kept = reward.score(p_hat, items[0].task.benchmark)
         batches.append(ScoredBatch(
             id=batch_id, epoch=epoch, benchmark=items[0].task.benchmark, seed_task_id=items[0].task.parent_id,
-            n_tasks=len(items), p_hat=p_hat,
-            r_env=env_reward(p_hat, cur.reward, cur.alpha_for(items[0].task.benchmark), cur.beta),
-            in_band=cur.keeps(p_hat, items[0].task.benchmark)))
+            n_tasks=len(items), p_hat=p_hat, r_env=r_env, in_band=kept))
     store.set_r_env((s.task.id, b.r_env) for b in batches for s in by_batch[b.id])
     rows = [{**b.row(), "alpha": cur.alpha_for(b.benchmark)} for b in batches]
     notes = notes or {}

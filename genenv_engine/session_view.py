@@ -31,7 +31,8 @@ from genenv_engine.store import Store, read_only_rows
 if TYPE_CHECKING:
     from genenv_engine.session import Session
 
-REWARD_KINDS = {"alpha": "exp(-beta (p̂ - alpha)²)", "agent0": "max(0, 1 - 2 |p̂ - alpha|)", "uniform": "1"}
+REWARD_KINDS = {"alpha": "exp(-beta (p̂ - alpha)²)", "agent0": "max(0, 1 - 2 |p̂ - alpha|)", "uniform": "1",
+                "grounded": "success after − before the agent's update on siblings of the batch's tasks"}
 """Each ``curriculum.reward`` kind (`curriculum.env_reward`) with its R_env formula."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

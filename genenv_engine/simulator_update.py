@@ -3,16 +3,19 @@
 D_env for an epoch is this epoch's valid generations from kept (in-band) variation batches, weighted by
 exp(lambda * R_env); plus older kept pairs replayed from earlier epochs; plus fresh warm-start sibling
 pairs with weight 1 (a sample estimate of KL(initial simulator || simulator) that anchors the update
-against mode collapse). `simulator_update` builds that set and runs the RWR trainer on it.
+against mode collapse). `simulator_update` builds that set and runs the RWR trainer on it, and reports the spread of
+the weights and how far the simulator has moved from its initial weights on a fixed probe set (`simulator_drift`).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from statistics import pstdev
 from typing import TYPE_CHECKING, Any
 
 from genenv_engine import simulator as sim
+from genenv_engine.algorithms import low_var_kl
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import rwr_weights
 from genenv_engine.environments.base import Environment
@@ -45,7 +48,7 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
             current.append((roles.simulator.encode(context), target + [eos], b.r_env))
     repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
     if not current and not repairs:
-        return {"skipped": "no batch in the band", "examples": 0}
+        return {"skipped": "no batch in the band", "examples": 0, "drift": simulator_drift(roles, envs, cfg)}
     older = _older_pairs(session, roles, envs, epoch, plan.note.text) if current else []
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
@@ -56,8 +59,32 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     roles.simulator_backend.sync()
     info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
                  "repair_examples": len(repairs), "weight_min": min(weights, default=1.0),
-                 "weight_max": max(weights, default=1.0)})
+                 "weight_max": max(weights, default=1.0), "weight_sd": pstdev(weights) if weights else 0.0,
+                 "drift": simulator_drift(roles, envs, cfg)})
     return info
+
+
+DRIFT_PAIRS = 8
+"""The size of the simulator drift's fixed probe set (`simulator_drift`)."""
+
+
+def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig) -> float | None:
+    """How far the simulator has moved from its initial weights: over a fixed probe set (`DRIFT_PAIRS` warm-start
+    (seed -> sibling) pairs drawn with the run's seed, the same every epoch), the mean per target token of the k3
+    estimate of KL(simulator || initial simulator) (`genenv_engine.algorithms.low_var_kl`, the estimate the RWR
+    update's KL term uses). The tokens are fixed texts, not samples of the simulator, so it measures movement (0
+    when their log-probs are unchanged) rather than the exact KL; None without a probe pair."""
+    probe = _anchor_pairs(roles, envs, DRIFT_PAIRS, random.Random(f"drift/{cfg.seed}"), cfg)
+    if not probe:
+        return None
+    contexts, targets = [c for c, _, _ in probe], [t for _, t, _ in probe]
+    initial = roles.simulator_init.row_logprobs(contexts, targets, len(probe))
+    current = roles.simulator.row_logprobs(contexts, targets, len(probe))  # last: the simulator stays active
+    per_pair = []
+    for ref, now, target in zip(initial, current, targets):
+        n = min(len(target), len(now))  # the completion's tokens (the fitted pair may cut it)
+        per_pair.append(float(low_var_kl(now[-n:].float(), ref[-n:].float()).mean()) if n else 0.0)
+    return round(sum(per_pair) / len(per_pair), 8)
 
 
 def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],

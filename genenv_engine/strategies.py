@@ -1,6 +1,6 @@
 """The strategies an epoch calls, by name, resolved from the config once per run (`resolve`).
 
-Four kinds, each a registry of factories by name (``factory(config) -> strategy``):
+Five kinds, each a registry of factories by name (``factory(config) -> strategy``):
 
 - ``tasks``, where an epoch's fresh tasks come from, named by ``simulator.mode``: the simulator writes and the
   environment validates them (``trained``, ``frozen``), a one-off static augmentation resampled every epoch
@@ -8,12 +8,16 @@ Four kinds, each a registry of factories by name (``factory(config) -> strategy`
 - ``seeds``, which seed tasks the simulator is conditioned on (``simulator.seed_sampling``): ``uniform``;
 - ``replay``, what the agent's base replay draws from (`replay_name`): ``train``, the whole train split;
 - ``note``, the note a simulator prompt carries (`note_name`): ``none`` (compact), ``success_line`` (instruct:
-  the agent's measured success against alpha).
+  the agent's measured success against alpha);
+- ``reward``, the simulator's reward per variation batch (``curriculum.reward``): ``alpha``, ``agent0`` and
+  ``uniform`` score a batch by its p-hat when it is scored (`CurriculumReward`); a reward that measures the agent
+  around its update hooks in before and after it (`CurriculumReward.before`, `CurriculumReward.after`).
 
 The paper's method is registered here. The study variants (`genenv_engine.experiments.strategies`: the sampler
-task source, the ``alpha`` seed sampler, the level-, pool- and unseen-restricted replays, the steer word and the
-withheld success line) register themselves when that module is imported, which `get` does, by its module name,
-the first time it is asked for a name not registered here: the method's modules never import the study code.
+task source, the ``alpha`` seed sampler, the level-, pool- and unseen-restricted replays, the steer word, the
+withheld success line and the ``grounded`` reward) register themselves when that module is imported, which `get`
+does, by its module name, the first time it is asked for a name not registered here: the method's modules never
+import the study code.
 """
 
 from __future__ import annotations
@@ -23,22 +27,27 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genenv_engine import simulator as sim
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig
+from genenv_engine.curriculum import env_reward
 from genenv_engine.environments.base import Environment
 from genenv_engine.events import BatchProgressed, EventSink, PhaseTimer, TasksGenerated
 from genenv_engine.executors.base import GenerateJob, RolloutExecutor
-from genenv_engine.records import Task
+from genenv_engine.records import ScoredBatch, Task
 from genenv_engine.session import Session
 from genenv_engine.simulator_update import success_by_epoch, success_history
+
+if TYPE_CHECKING:
+    from genenv_engine.roles import Roles
 
 STUDY_MODULE = "genenv_engine.experiments.strategies"
 """The module whose import registers the study variants (loaded by name, on first need)."""
 
-REGISTRY: dict[str, dict[str, Callable[[RunConfig], Any]]] = {"tasks": {}, "seeds": {}, "replay": {}, "note": {}}
+REGISTRY: dict[str, dict[str, Callable[[RunConfig], Any]]] = {
+    "tasks": {}, "seeds": {}, "replay": {}, "note": {}, "reward": {}}
 """Kind -> name -> factory."""
 
 
@@ -106,10 +115,11 @@ class Strategies:
     seeds: Any
     replay: Any
     note: Any
+    reward: Any
 
     def check(self, env: Environment) -> None:
         """Fail (``ConfigError``) before the warm start when a strategy cannot serve ``env``."""
-        for strategy in (self.seeds, self.replay, self.tasks):
+        for strategy in (self.seeds, self.replay, self.tasks, self.reward):
             strategy.check(env)
 
 
@@ -118,7 +128,8 @@ def resolve(config: RunConfig) -> Strategies:
     return Strategies(tasks=get("tasks", config.simulator.mode)(config),
                       seeds=get("seeds", config.simulator.seed_sampling)(config),
                       replay=get("replay", replay_name(config))(config),
-                      note=get("note", note_name(config))(config))
+                      note=get("note", note_name(config))(config),
+                      reward=get("reward", config.curriculum.reward)(config))
 
 
 def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None]) -> str | None:
@@ -155,6 +166,42 @@ class Epoch:
     plan: Strategies
     notes: dict[str, str | None] = field(default_factory=dict)
     """Batch id -> the note its simulator prompt carried."""
+
+
+# --- simulator rewards ---------------------------------------------------------------------------------------
+
+
+@register("reward", "alpha", "agent0", "uniform")
+class CurriculumReward:
+    """The curriculum's R_env of a batch from its p-hat (`genenv_engine.curriculum.env_reward` under
+    ``curriculum.reward``), the batch kept for the simulator's update by `CurriculumConfig.keeps`; nothing is measured
+    around the agent's update."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.name = config.curriculum.reward
+
+    def check(self, env: Environment) -> None:
+        """Nothing to check: every benchmark's batches have a p-hat."""
+
+    def score(self, p_hat: float, benchmark: str) -> tuple[float, bool]:
+        """A scored batch's R_env and whether the simulator's update keeps it.
+
+        >>> from genenv_engine.config import load_config
+        >>> r, kept = CurriculumReward(load_config("tiny")).score(0.4, "bfcl")
+        >>> round(r, 6), kept
+        (0.980199, True)
+        """
+        cur = self.config.curriculum
+        return env_reward(p_hat, cur.reward, cur.alpha_for(benchmark), cur.beta), cur.keeps(p_hat, benchmark)
+
+    def before(self, ep: Epoch, roles: Roles, fresh: list[Task], batch_of: dict[str, str]) -> None:
+        """Measure the agent on this epoch's fresh tasks (``batch_of``: each one's batch) before its update: nothing
+        to measure here."""
+
+    def after(self, ep: Epoch, roles: Roles, batches: list[ScoredBatch]) -> list[ScoredBatch]:
+        """The scored batches the simulator's update reads, once the agent has been updated: as they were scored."""
+        return batches
 
 
 # --- notes ---------------------------------------------------------------------------------------------------

@@ -315,8 +315,12 @@ class CurriculumConfig:
     """
 
     reward: str = "alpha"
-    """``alpha`` (GenEnv: exp(-beta (p_hat - alpha)^2)), ``agent0`` (Agent0's max(0, 1 - 2 |p_hat - alpha|)) or
-    ``uniform`` (every valid generation weighted 1, no band filter)."""
+    """``alpha`` (GenEnv: exp(-beta (p_hat - alpha)^2)), ``agent0`` (Agent0's max(0, 1 - 2 |p_hat - alpha|)),
+    ``uniform`` (every valid generation weighted 1, no band filter) or ``grounded`` (the agent's measured progress:
+    its greedy success on 4 procedural siblings of each of a batch's valid tasks after the epoch's agent update minus
+    before it, in [-1, 1], no band filter; one update covers all of an epoch's batches, so each batch is credited
+    with the whole epoch's update; the sibling answers are extra generations, never taken from the agent's training
+    budget; see `genenv_engine.experiments.grounded`)."""
     filter: str = "band"
     """Experimental: which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min)
     or ``none`` (every batch, weighted by its R_env: a sharp beta then does the selecting)."""
@@ -349,7 +353,7 @@ class CurriculumConfig:
         >>> CurriculumConfig().keeps(0.8, "bfcl"), CurriculumConfig(filter="none").keeps(0.8, "bfcl")
         (False, True)
         """
-        if self.reward == "uniform" or self.filter == "none":
+        if self.reward in ("uniform", "grounded") or self.filter == "none":
             return True
         return in_band(p_hat, self.alpha_for(benchmark), self.k_min)
 

@@ -12,11 +12,13 @@ Layered bottom-up, each module importing only those above it in this list:
 - `records`: a run as a small committable JSON record that outlives its session folder, checked when read.
 - `tables`: every run of a bench folder collected and summarised over seeds, arm against arm.
 - `goals`: the per-seed calibration and diversity goals of a simulator arm.
+- `signals`: the training-signal table per arm and epoch (share in band, informative groups, fresh tasks, RWR
+  weights, simulator drift, evaluation generations).
 - `markdown`, `plots`: the tables as Markdown and the two PNG plots.
 - `bench`: the command: runs every unfinished arm x seed, then writes the outputs.
 - `strategies` (apart from the bench): the study variants of the epoch's strategies (task source, seed sampler,
-  replay, prompt note), registered by name; `genenv_engine.strategies` loads it, by its module name, when a run's
-  config names one.
+  replay, prompt note, and the simulator reward of `grounded`, which it imports), registered by name;
+  `genenv_engine.strategies` loads it, by its module name, when a run's config names one.
 
 Nothing else in the engine's training path imports this package.
 """

@@ -2,7 +2,8 @@
 
 The arms are the paper's comparison (Table/Fig. 6) plus one: ``trained`` (GenEnv), ``frozen`` (GenEnv-Random:
 the same simulator, never updated), ``static`` (a one-off augmentation before epoch 1), ``off`` (base data only)
-and ``uniform`` (the trained simulator without the alpha reward: every valid generation weighted 1); ``unseen`` is
+and ``uniform`` (the trained simulator without the alpha reward: every valid generation weighted 1); ``grounded``
+trains the simulator on the agent's measured progress instead (`genenv_engine.experiments.grounded`); ``unseen`` is
 an oracle (new tasks from the benchmark's own generator). The difficulty-sampler arms (``target``,
 ``uniform-levels``, ``schedule``, ``learnability``, ``controller``) replace the simulator with the benchmark's own
 generator at the levels a sampler picks (`genenv_engine.samplers`). The arms must get the same agent compute:
@@ -26,6 +27,7 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "static": ({"simulator.mode": "static", "curriculum.reward": "alpha"}, "Static augmentation"),
     "off": ({"simulator.mode": "off", "curriculum.reward": "alpha"}, "Off (base data only)"),
     "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
+    "grounded": ({"simulator.mode": "trained", "curriculum.reward": "grounded"}, "Grounded reward"),
     "unseen": ({"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
                "Off on unseen tasks (oracle)"),
     **{name: ({"simulator.mode": "sampler", "curriculum.reward": "alpha", "curriculum.sampler": sampler}, label)

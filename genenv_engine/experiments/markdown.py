@@ -1,4 +1,5 @@
-"""The ablation bench's tables as Markdown (``ablation.md``, ``rescore-<n>.md``) and their cell formats.
+"""The ablation bench's tables as Markdown (``ablation.md``, ``rescore-<n>.md``) and their cell formats; the
+training-signal table per epoch comes from `genenv_engine.experiments.signals`.
 
 A pairing of two arms on one seed whose epoch-0 agents differ (`genenv_engine.experiments.runs.warm_start_mismatches`)
 is flagged three times: a paragraph at the top naming every such pairing, a ``⚠`` on its cell of the arm-against-arm
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from genenv_engine.experiments import goals, validity
+from genenv_engine.experiments import goals, signals, validity
 from genenv_engine.experiments.arms import ARMS, folder_name
 from genenv_engine.experiments.stats import mean_sd, mean_series
 
@@ -182,6 +183,7 @@ def markdown(results: dict[str, Any]) -> str:
                 lines += ["By level (difference, paired SE, tasks):", "", *per_level, ""]
     lines += goals.markdown(results["runs"], results["alpha"])
     lines += validity.markdown(results)
+    lines += signals.markdown(results)
     lines += ["## Per epoch (mean over seeds)", ""]
     for arm in results["arms"]:
         by_seed = results["runs"].get(arm, {})

@@ -21,7 +21,7 @@ from typing import Any
 
 from genenv_engine.config import NO_SIMULATOR_MODES
 from genenv_engine.experiments.arms import COMPUTE_FIELDS
-from genenv_engine.experiments.stats import distinct_bigrams, level_rate
+from genenv_engine.experiments.stats import band_share, distinct_bigrams, level_rate
 from genenv_engine.store import funnel_validity, with_admitted
 from genenv_engine.simulator import near_duplicate_key
 
@@ -43,8 +43,13 @@ def _diversity(store: Any, epochs: list[int]) -> dict[int, dict[str, float | Non
 
 
 def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | None],
-               validity: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+               validity: dict[str, dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
+               band: tuple[float, float] | None = None) -> dict[str, Any]:
+    """One epoch's row from its stored metrics; ``counts``: its stored rollouts per purpose
+    (`genenv_engine.store.Store.rollout_counts`), ``band``: (alpha, half-width) of the share of fresh tasks and
+    batches whose p-hat lies in the band (None: not computed)."""
     upd = m.get("agent_update") or {}
+    sim_upd = m.get("simulator_update") or {}
     groups, seqs = upd.get("groups") or 0, upd.get("sequences") or 0
     return {
         "epoch": m["epoch"], "status": m.get("status"),
@@ -55,9 +60,36 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
         "tasks_trained": m.get("tasks_trained"), "rollouts": (m.get("tasks_trained") or 0) * rollouts,
         "agent_steps": upd.get("steps"),
         "zero_advantage_share": (1 - seqs / (groups * rollouts)) if groups else None,
-        "simulator_examples": (m.get("simulator_update") or {}).get("examples"),
+        "simulator_examples": sim_upd.get("examples"),
         "seed_levels": dict(sum((Counter(v) for v in (m.get("seed_levels_drawn") or {}).values()), Counter())),
         **diversity, "validity": with_admitted(validity or {}, m.get("admitted") or {}),
+        **_training_signals(m, sim_upd, counts, band),
+    }
+
+
+PROBE_PURPOSES = ("probe_before", "probe_after")
+"""The rollout purposes of the grounded reward's sibling answers (`genenv_engine.experiments.grounded.PURPOSES`)."""
+
+
+def _training_signals(m: dict[str, Any], sim_upd: dict[str, Any], counts: dict[str, int] | None,
+                      band: tuple[float, float] | None) -> dict[str, Any]:
+    """What the epoch trained on and what moved: the fresh tasks (rolled out this epoch) and the share of them, and
+    of the batches, whose p-hat lies in the alpha band; the RWR weights' spread and the simulator's drift from its
+    initial weights; the training rollouts and evaluation generations counted from the store.
+
+    >>> row = _training_signals({"task_p_hats": [0.5, 1.0], "batch_p_hats": [0.75]}, {"weight_sd": 0.25},
+    ...                         {"train": 64, "probe_before": 8, "probe_after": 8}, (0.5, 0.1))
+    >>> row["fresh_tasks"], row["task_band_fraction"], row["band_fraction"], row["eval_generations"]
+    (2, 0.5, 0.0, 16)
+    """
+    tasks, batches = m.get("task_p_hats"), m.get("batch_p_hats")
+    return {
+        "fresh_tasks": len(tasks) if tasks is not None else None,
+        "task_band_fraction": band_share(tasks, *band) if band else None,
+        "band_fraction": band_share(batches, *band) if band else None,
+        **{key: sim_upd.get(key) for key in ("weight_min", "weight_max", "weight_sd", "drift")},
+        "train_rollouts": None if counts is None else counts.get("train", 0),
+        "eval_generations": None if counts is None else sum(counts.get(p, 0) for p in PROBE_PURPOSES),
     }
 
 
@@ -76,8 +108,11 @@ def read_session(folder: Path) -> dict[str, Any] | None:
         metrics = [e.row() for e in done]
         diversity = _diversity(session.store, [e.epoch for e in done if e.epoch > 0])
         validity = funnel_validity(session.store.funnel())
-        rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {}), validity.get(m["epoch"]))
-                for m in metrics]
+        counts = session.store.rollout_counts()
+        band = (cfg.curriculum.alpha_for(cfg.benchmarks[0]) if len(cfg.benchmarks) == 1 else cfg.curriculum.alpha,
+                cfg.curriculum.k_min)
+        rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {}), validity.get(m["epoch"]),
+                           counts.get(m["epoch"], {}), band) for m in metrics]
         correct = {e.epoch: dict(e.heldout_correct) for e in done}
     finally:
         session.store.close()

@@ -7,7 +7,9 @@
 - replays ``train_subset`` (train tasks at ``agent.base_levels``, or a fixed pool of ``agent.base_pool``) and
   ``unseen`` (``agent.unseen_tasks`` new tasks no split has), both by `base_choices`;
 - notes ``steer`` (``simulator.steer``: the compact prompt's direction word, `steer_schedule`) and ``fixed_line``
-  (``simulator.success_note`` off: the instruct prompt's "not measured yet" line every epoch).
+  (``simulator.success_note`` off: the instruct prompt's "not measured yet" line every epoch);
+- reward ``grounded`` (``curriculum.reward``: the agent's measured progress on siblings of a batch's tasks across its
+  update), which lives in `genenv_engine.experiments.grounded`, registered by its import here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from genenv_engine.curriculum import seed_level_weights
 from genenv_engine.environments.base import Environment
 from genenv_engine.errors import ConfigError
 from genenv_engine.events import PhaseTimer
+from genenv_engine.experiments import grounded  # noqa: F401  (its import registers the ``grounded`` reward)
 from genenv_engine.records import Task
 from genenv_engine.strategies import Epoch, NoNote, SimulatorTasks, TrainReplay, UniformSeeds, register
 

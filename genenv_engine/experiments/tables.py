@@ -3,9 +3,10 @@
 `collect` reads every ``<arm>-s<seed>`` session of a bench folder (or its run record) into plain rows; `summarise`
 turns them into the final table (mean and spread over seeds), the paired standard error of each arm's held-out
 change on the same tasks, arm against arm on one seed's held-out tasks (`versus`: every arm against Off, GenEnv
-against every other arm, each pairing flagged when the two runs' epoch-0 agents differ), the first epoch at which
-mean p-hat enters the calibration target, the data-efficiency ratio against Static, and the simulator's validity
-per benchmark (`genenv_engine.experiments.validity.arm_validity`: drafts, valid, rejections by reason).
+against every other arm, a study's challenger arms against their controls, each pairing flagged when the two runs'
+epoch-0 agents differ), the first epoch at which mean p-hat enters the calibration target, the data-efficiency
+ratio against Static, and the simulator's validity per benchmark (`genenv_engine.experiments.validity.arm_validity`:
+drafts, valid, rejections by reason).
 """
 
 from __future__ import annotations
@@ -54,17 +55,31 @@ PAIRS_REFERENCE = "off"
 """The arm every other arm is compared with head to head (the paper's baseline: base data only)."""
 
 
+CHALLENGERS: dict[str, tuple[str, ...] | None] = {"grounded": None, "controller": ("trained", "frozen", "unseen")}
+"""Arms a study compares with others head to head (None: with every other arm), first in their pairs."""
+
+
 def comparison_pairs(arms: list[str]) -> list[tuple[str, str]]:
-    """Which arms the bench compares head to head: every arm against Off, and GenEnv against every other arm.
+    """Which arms the bench compares head to head: every arm against Off, each of the `CHALLENGERS` against its
+    controls, and GenEnv against every other arm (a challenger already paired with it excepted).
 
     >>> comparison_pairs(["trained", "frozen", "off", "unseen"])
     [('trained', 'off'), ('frozen', 'off'), ('unseen', 'off'), ('trained', 'frozen'), ('trained', 'unseen')]
     >>> comparison_pairs(["frozen", "static"])
     []
+    >>> comparison_pairs(["trained", "frozen", "grounded", "controller"])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('grounded', 'trained'), ('grounded', 'frozen'), ('grounded', 'controller'), ('controller', 'trained'),
+     ('controller', 'frozen'), ('trained', 'frozen')]
     """
     pairs = [(a, PAIRS_REFERENCE) for a in arms if a != PAIRS_REFERENCE and PAIRS_REFERENCE in arms]
+    for challenger, controls in CHALLENGERS.items():
+        if challenger in arms:
+            pairs += [(challenger, b) for b in arms if b not in (challenger, PAIRS_REFERENCE)
+                      and (controls is None or b in controls) and (b, challenger) not in pairs]
     if "trained" in arms:
-        pairs += [("trained", b) for b in arms if b not in ("trained", PAIRS_REFERENCE)]
+        pairs += [("trained", b) for b in arms if b not in ("trained", PAIRS_REFERENCE)
+                  and ("trained", b) not in pairs and (b, "trained") not in pairs]
     return pairs
 
 

@@ -250,10 +250,10 @@ class Store(TaskReads, TaskSearch, LineageReads):
         return -1 if value is None else int(value)
 
     def drop_epochs_from(self, epoch: int) -> None:
-        """Forget epochs >= `epoch` (resume after a crash): their generated/static tasks, rollouts,
-        batches and epoch rows go; edited tasks, earlier epochs and events stay."""
+        """Forget epochs >= `epoch` (resume after a crash): their generated/static tasks (and the grounded reward's
+        probe siblings), rollouts, batches and epoch rows go; edited tasks, earlier epochs and events stay."""
         with self.write():
-            sql = "DELETE FROM tasks WHERE epoch >= ? AND origin IN ('generated', 'static')"
+            sql = "DELETE FROM tasks WHERE epoch >= ? AND origin IN ('generated', 'static', 'probe')"
             self.db.execute(sql, [epoch])
             for table in ("rollouts", "batches", "epochs", "funnels"):
                 self.db.execute(f"DELETE FROM {table} WHERE epoch >= ?", [epoch])

@@ -185,6 +185,15 @@ class TaskReads:
         sql = "SELECT count(*) AS n FROM tasks WHERE id LIKE ?"
         return int(list(self._rows(sql, [f"{benchmark}/import/%"]))[0]["n"])
 
+    def rollout_counts(self) -> dict[int, dict[str, int]]:
+        """Stored rollouts per epoch and purpose (``train``, ``heldout``, the grounded reward's ``probe_before`` and
+        ``probe_after``): what each epoch generated, counted."""
+        out: dict[int, dict[str, int]] = {}
+        sql = "SELECT epoch, purpose, count(*) AS n FROM rollouts WHERE epoch IS NOT NULL GROUP BY epoch, purpose"
+        for row in self._rows(sql):
+            out.setdefault(int(row["epoch"]), {})[str(row["purpose"])] = int(row["n"])
+        return out
+
     def batch_scores(self, epoch: int) -> list[dict[str, Any]]:
         """(p_hat, r_env) of each variation batch of ``epoch`` that has a p̂, in storage order."""
         return list(self._rows("SELECT p_hat, r_env FROM batches WHERE epoch = ? AND p_hat IS NOT NULL", [epoch]))
