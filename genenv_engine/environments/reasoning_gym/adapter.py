@@ -18,6 +18,7 @@ split's seeded rng; `RgEnvironment.validate` admits an in-range specification wi
 
 from __future__ import annotations
 
+import decimal
 import functools
 import hashlib
 import json
@@ -124,11 +125,19 @@ def _fields(definition: Any) -> tuple[str, ...]:
 
 def materialize(dataset: str, config: dict[str, Any], seed: int) -> tuple[Any, dict[str, Any]]:
     """The dataset built with ``config``, ``seed`` and size 1, and its one entry (the generator's own errors
-    propagate)."""
+    propagate), made in a fresh default decimal context (a generator that sets the precision sets it there only).
+    """
     from reasoning_gym import create_dataset
 
-    data = create_dataset(dataset, **config, seed=seed, size=1)
-    return data, data[0]
+    with decimal.localcontext(decimal.Context()):
+        data = create_dataset(dataset, **config, seed=seed, size=1)
+        return data, data[0]
+
+
+def score(data: Any, answer: str, entry: dict[str, Any]) -> float:
+    """The dataset's own ``score_answer`` of ``answer`` for ``entry``, in a fresh default decimal context."""
+    with decimal.localcontext(decimal.Context()):
+        return float(data.score_answer(answer, entry))
 
 
 def probe_digest(dataset: str) -> str:
@@ -142,13 +151,13 @@ def probe_digest(dataset: str) -> str:
             try:
                 data, entry = materialize(dataset, config, seed)
                 gold = str(entry["answer"])
-                score = data.score_answer(gold, entry)
+                points = score(data, gold, entry)
             except Exception as exc:  # noqa: BLE001 - the dataset's own generator, reported in one line
                 raise ConfigError("benchmarks", f"rg:{dataset}: its generator fails at level {level} "
                                                 f"({type(exc).__name__}: {_line(exc)})") from None
-            if score != 1.0:
+            if points != 1.0:
                 raise ConfigError("benchmarks", f"rg:{dataset}: its gold answer does not score 1.0 with its own "
-                                                f"score_answer (level {level}, seed {seed}: {score})")
+                                                f"score_answer (level {level}, seed {seed}: {points})")
             digest.update(json.dumps([entry["question"], gold]).encode())
     return digest.hexdigest()
 
@@ -279,12 +288,12 @@ class RgEnvironment(LadderEnvironment):
             return CheckResult(False, 0.0, error_type="too_long")
         data, entry = self._entry(str(task.expected["spec"]))
         try:
-            score = float(data.score_answer(response, entry))
+            points = score(data, response, entry)
         except Exception:  # noqa: BLE001 - the dataset's scorer on model text: a failure is a wrong answer
             return CheckResult(False, 0.0, error_type="score_error")
-        if score == 1.0:
+        if points == 1.0:
             return CheckResult(True, 1.0)
-        return CheckResult(False, min(1.0, max(0.0, score)), error_type="wrong_answer")
+        return CheckResult(False, min(1.0, max(0.0, points)), error_type="wrong_answer")
 
     def simulator_text(self, task: Task) -> str:
         """The task's specification (``<attributes> => seed <n>``): the simulator never sees question or gold."""
@@ -308,7 +317,7 @@ class RgEnvironment(LadderEnvironment):
         try:
             prompt_text, build = self._draft_spec(settings, seed, level)
             data, entry = self._entry(spec)
-            gold_score = data.score_answer(str(entry["answer"]), entry)
+            gold_score = score(data, str(entry["answer"]), entry)
         except Exception as exc:  # noqa: BLE001 - the dataset's own config checks and generator
             return Validation(False, f"bad_config: {type(exc).__name__}: {_line(exc)}")
         if gold_score != 1.0:
