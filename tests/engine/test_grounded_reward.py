@@ -198,3 +198,14 @@ def test_sampler_mode_runs_the_controller_on_bfcl(tmp_path):
     assert m["sampler"] == "controller" and m["valid"] == m["generated"] > 0
     assert set(m["difficulty_mix"]) <= {"L3", "L4"}
     assert m["tasks_trained_by_origin"].get("generated", 0) + m["tasks_trained_by_origin"].get("sampler", 0) > 0
+
+
+def test_a_partial_epoch_forgets_its_siblings(tmp_path):
+    from genenv_engine.records import Task
+
+    session = Session.create(load_config("micro"), tmp_path / "s")
+    sibling = Task(id="bfcl/gen/x/probe-e2-0", benchmark="bfcl", prompt="p", answer="a", origin="probe",
+                   split="probe", epoch=2)
+    session.store.insert_tasks([sibling, sibling.with_(id="bfcl/gen/y/probe-e1-0", epoch=1)])
+    session.store.drop_epochs_from(2)
+    assert session.store.get_task(sibling.id) is None and session.store.get_task("bfcl/gen/y/probe-e1-0")
