@@ -134,6 +134,7 @@ class GroundedReward:
             siblings += mine
             of_batch.update((s.id, batch_of[task.id]) for s in mine)
         if not siblings:
+            ep.metrics["grounded"] = _summary([], {}, {}, {})
             return
         store.insert_tasks(siblings)
         self.pending = (ep.epoch, siblings, of_batch, self._answer(ep, roles, siblings, PURPOSES[0]), dict(batch_of))
