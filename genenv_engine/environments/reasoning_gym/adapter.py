@@ -173,13 +173,16 @@ def _child_digest(dataset: str) -> str:
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     code = ("import sys\nfrom genenv_engine.environments.reasoning_gym.adapter import probe_digest\n"
-            "print(probe_digest(sys.argv[1]))")
+            "print('\\ndigest', probe_digest(sys.argv[1]))")  # after whatever the generator prints
     done = subprocess.run([sys.executable, "-c", code, dataset], env=env, capture_output=True, text=True,
                           timeout=PROBE_TIMEOUT_S, check=False)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise ConfigError("benchmarks", f"rg:{dataset}: the determinism probe failed in a child process ({tail})")
-    return done.stdout.strip()
+    found = re.findall(r"^digest ([0-9a-f]{64})$", done.stdout, flags=re.MULTILINE)
+    if not found:
+        raise ConfigError("benchmarks", f"rg:{dataset}: the determinism probe's child process gave no digest")
+    return found[-1]
 
 
 @functools.cache
