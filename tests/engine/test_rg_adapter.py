@@ -10,6 +10,7 @@ import os
 import random
 import subprocess
 import sys
+from collections import Counter
 from importlib import metadata
 
 import pytest
@@ -133,6 +134,15 @@ def test_a_level_is_the_curriculum_global_level_below_it():
         assert env.level_settings(level) == ((config.min_words, config.max_words),)
     # its attribute has 8 levels, and a range that keeps two distinct ends is at its widest at global level 6
     assert env.LEVELS == tuple(range(1, 8)) and env.level_settings(7) == ((5, 19),)
+
+
+def test_a_level_with_fewer_questions_than_its_share_gives_fewer_tasks():
+    (name,), _ = resolve_benchmarks(["rg:chain_sum"], {})
+    splits = get_environment(name, 0).splits()  # level 1 (two one-digit terms) has 200 distinct questions
+    train = Counter(t.level for t in splits["train"])
+    assert train[1] < 250 and all(train[level] == 250 for level in range(2, 9))
+    prompts = [t.prompt for tasks in splits.values() for t in tasks]
+    assert len(prompts) == len(set(prompts))
 
 
 def test_the_sampler_draws_tasks_at_a_level_outside_the_splits():

@@ -50,6 +50,8 @@ MAX_SPEC_CHARS = 600
 MAX_RESPONSE_CHARS = 8000
 """A response longer than this is not scored (``too_long``)."""
 CHECKER = "rg_score"
+SPLIT_TRIES = 50
+"""Draws a split task makes before its level counts as used up (`RgEnvironment._make_split`)."""
 DRAFT_TRIES = 20
 """Seeds a split draw tries before the generator's error stops it."""
 ENTRY_CACHE = 20_000
@@ -278,6 +280,13 @@ class RgEnvironment(LadderEnvironment):
                 if tries == 1:
                     raise
         raise AssertionError("unreachable")
+
+    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
+                    seen: set[str], tries: int | None = None) -> list[Task]:
+        """As :meth:`LadderEnvironment._make_split`, always with a bound on the draws per task: a low level may
+        have fewer distinct questions than its share of a split (``chain_sum``'s level 1 has 200), and then
+        gives fewer tasks rather than drawing forever."""
+        return super()._make_split(split, n, levels, rng, seen, SPLIT_TRIES if tries is None else tries)
 
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
         """As :meth:`LadderEnvironment.unseen_tasks`, in equal shares of all the dataset's levels by default."""
