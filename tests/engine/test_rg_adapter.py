@@ -21,6 +21,7 @@ from genenv_engine.backends.grammar import matches, task_grammar  # noqa: E402
 from genenv_engine.environments import SplitSizes, get_environment, resolve_benchmarks  # noqa: E402
 from genenv_engine.environments.base import SEP  # noqa: E402
 from genenv_engine.environments.reasoning_gym import adapter  # noqa: E402
+from genenv_engine.environments.reasoning_gym.spec import spec_text  # noqa: E402
 from genenv_engine.tokenizer import build_byte_tokenizer  # noqa: E402
 
 DATASETS = {"basic_arithmetic": 5, "letter_counting": 7, "knights_knaves": 4}
@@ -95,6 +96,14 @@ def test_the_grammar_accepts_every_split_specification_and_nothing_out_of_range(
     outside = spec.replace(f"{first.name}=", f"{first.name}=999999", 1)
     assert not matches(tok, grammar, outside)
     assert not matches(tok, grammar, spec.replace("seed ", "seed 0", 1))  # a leading zero
+    ranges = [i for i, a in enumerate(env.ATTRIBUTES) if a.is_range]
+    if ranges:  # a range's lower value above its upper one
+        settings = list(env.level_settings(1))
+        values = env.ATTRIBUTES[ranges[0]].values
+        settings[ranges[0]] = (values[-1], values[0])
+        assert not matches(tok, grammar, spec_text(env.ATTRIBUTES, settings, 5))
+        settings[ranges[0]] = (values[0], values[-1])
+        assert matches(tok, grammar, spec_text(env.ATTRIBUTES, settings, 5))
 
 
 def test_validate_refuses_a_specification_out_of_range_with_its_reason():

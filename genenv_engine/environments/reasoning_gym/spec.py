@@ -10,8 +10,8 @@ simulator's ``=>`` separator, so the text has the ``<prompt> => <answer>`` shape
 Provides :class:`Attribute` (one attribute: its configuration fields, its setting at each genenv level and the
 values a specification may give it), :func:`render_value`, :func:`spec_text`, :func:`read_spec` (a strict reader
 that says why a specification is refused), :func:`spec_level` (the lowest genenv level whose configuration covers
-a specification), :func:`config_of` and :func:`grammar_rules` (the Lark rules of a specification, llguidance's
-dialect). Nothing here imports reasoning-gym: the adapter reads the curriculum into `Attribute` records.
+a specification), :func:`config_of`, :func:`settings_of` and :func:`grammar_rules` (the Lark rules of a
+specification, llguidance's dialect). Nothing here imports reasoning-gym: the adapter reads the curriculum into `Attribute` records.
 """
 
 from __future__ import annotations
@@ -166,22 +166,33 @@ def config_of(attributes: Sequence[Attribute], settings: Sequence[Any]) -> dict[
     return config
 
 
+def settings_of(attribute: Attribute) -> list[Any]:
+    """Every setting a specification may give ``attribute``: a scalar's values, a range's ordered pairs of values
+    (the lower below the upper when the range must keep two distinct ends).
+
+    >>> terms = Attribute("num_terms", ("min_terms", "max_terms"), ((2, 3), (2, 4)), (2, 3, 4), ensure_interval=True)
+    >>> settings_of(terms)
+    [(2, 3), (2, 4), (3, 4)]
+    """
+    if not attribute.is_range:
+        return list(attribute.values)
+    values = attribute.values
+    return [(lo, hi) for i, lo in enumerate(values) for hi in values[i + attribute.ensure_interval:]]
+
+
 def grammar_rules(attributes: Sequence[Attribute]) -> str:
-    """The Lark rules (``prompt``: the attributes in order, each from its values; ``answer``: the seed) of a
-    specification. The order of a range's two values is left to the validator.
+    """The Lark rules (``prompt``: the attributes in order, each one of its `settings_of`; ``answer``: the seed)
+    of a specification: every string of them is in range.
 
     >>> terms = Attribute("num_terms", ("min_terms", "max_terms"), ((2, 2), (2, 3)), (2, 3))
     >>> print(grammar_rules([terms]))
     prompt: a0
     answer: "seed " SEED
-    a0: "num_terms=" v0 ".." v0
-    v0: "2" | "3"
+    a0: "num_terms=2..2" | "num_terms=2..3" | "num_terms=3..3"
     SEED: /0|[1-9][0-9]{0,5}/
     """
     lines = ["prompt: " + ' " " '.join(f"a{i}" for i in range(len(attributes))), 'answer: "seed " SEED']
     for i, attribute in enumerate(attributes):
-        head = json.dumps(f"{attribute.name}=")
-        lines.append(f"a{i}: {head} v{i}" + (f" {json.dumps(RANGE_JOIN)} v{i}" if attribute.is_range else ""))
-        lines.append(f"v{i}: " + " | ".join(json.dumps(render_value(v)) for v in attribute.values))
+        lines.append(f"a{i}: " + " | ".join(json.dumps(attribute.text(s)) for s in settings_of(attribute)))
     lines.append(f"SEED: /{SEED_PATTERN}/")
     return "\n".join(lines)
