@@ -190,8 +190,8 @@ def _child_digest(dataset: str) -> str:
 @functools.cache
 def rg_environment(dataset: str) -> type[RgEnvironment]:
     """The environment class of reasoning-gym dataset ``dataset`` (named ``rg_<dataset>``), once per process; a
-    one-line `ConfigError` when the dataset is unknown, has no curriculum, has a gold that does not score 1.0
-    or is not deterministic across processes."""
+    one-line `ConfigError` when the dataset is unknown, has no curriculum, its generator fails at a level, a gold
+    does not score 1.0 or its entries are not the same across processes."""
     version = rg_version()
     from reasoning_gym.factory import DATASETS, has_curriculum
 
