@@ -102,10 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     export_model.add_argument("--role", choices=("agent", "simulator"), default="agent")
     export_model.add_argument("--merge", action="store_true", help="fold a LoRA adapter into its base weights")
     from genenv_engine.bench import add_bench_parser
+    from genenv_engine.conformance import add_env_parser
     from genenv_engine.reports import add_report_parser
 
     add_report_parser(sub)
     add_bench_parser(sub)
+    add_env_parser(sub)
     return parser
 
 
@@ -289,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
             from genenv_engine.bench import run_bench
 
             return run_bench(args)
+        if args.command == "env":
+            from genenv_engine.conformance import run_env
+
+            return run_env(args)
         from genenv_engine.session import Session
 
         if args.command == "run":

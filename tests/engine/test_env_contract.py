@@ -158,3 +158,12 @@ def test_sibling_pairs_need_a_source(env):
     assert env.sibling_pairs([], random.Random(0), 0) == []
     with pytest.raises(ValueError):
         env.sibling_pairs([], random.Random(0), 1)
+
+
+# ---------------------------------------------------------------- genenv env check
+
+def test_genenv_env_check_passes(case, env):
+    from genenv_engine.conformance import check_environment
+
+    report = check_environment(env.name, sizes=case.sizes, samples=60)
+    assert [failure.line for failure in report.failures] == [] and "siblings" in report.checked
