@@ -154,6 +154,16 @@ def test_a_level_with_fewer_questions_than_its_share_gives_fewer_tasks():
     assert len(prompts) == len(set(prompts))
 
 
+def test_the_duplicate_cap_counts_each_question_as_its_own_template():
+    (name,), _ = resolve_benchmarks(["rg:count_bits"], {})
+    tasks = get_environment(name, 0, SIZES).splits()["train"]  # questions that differ only in their number
+    env = get_environment(name, 0, SIZES)
+    assert len({env.template_key(t.prompt) for t in tasks}) == len(tasks)
+    from genenv_engine.simulator import near_duplicate_key
+
+    assert len({near_duplicate_key(t.prompt) for t in tasks}) == 1  # numbers masked, all one template
+
+
 def test_the_sampler_draws_tasks_at_a_level_outside_the_splits():
     env = _env("knights_knaves")
     taken: set[str] = set()

@@ -340,6 +340,11 @@ class RgEnvironment(LadderEnvironment):
         """The Lark rules of a specification (`grammar_rules`)."""
         return grammar_rules(self.ATTRIBUTES)
 
+    def template_key(self, prompt: str) -> str:
+        """The question itself: two specifications that materialize different questions are different tasks,
+        though many datasets' questions differ only in their numbers (``count_bits``: one template for all)."""
+        return prompt
+
     def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:
         """A specification near the source's: the configuration of the source's level or one next to it, with
         one range attribute narrowed half the time, and a new seed."""
