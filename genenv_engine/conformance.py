@@ -236,7 +236,8 @@ class _Checker:
                 where[task.prompt] = task.id
                 ids.add(task.id)
         self.splits = splits
-        self.tasks = [t for split in ("seed", "train", "heldout") for t in _sample(splits[split], self.samples // 3 + 1)]
+        share = self.samples // 3 + 1
+        self.tasks = [t for split in ("seed", "train", "heldout") for t in _sample(splits[split], share)]
 
     def gold_passes(self) -> None:
         failed = [(t.id, result.error_type) for t in self.tasks

@@ -1,6 +1,9 @@
 """Limits that keep one pathological task from hanging an epoch: text size caps and search budgets.
 
-Both are deterministic (no threads, signals or clocks), so a verdict never depends on machine load:
+Both are deterministic (no threads, signals or clocks), so a verdict never depends on machine load. A third
+guard is for environments from outside genenv (:func:`third_party`): their ``check`` or ``validate`` raising
+fails that rollout or rejects that task as ``plugin_error: <type>`` and the epoch goes on, and a wrong return type
+stops it with one line (:class:`PluginError`).
 
 - **size**: an agent completion longer than :data:`MAX_RESPONSE_CHARS` is scored as a failure with
   ``error_type = "too_long"`` before the checker parses it (:func:`check_response`, used by every
@@ -40,6 +43,34 @@ LIMIT_ERROR_TYPES = ("too_long", "budget")
 """Error types :func:`check_response` adds to the checkers' own."""
 
 
+class PluginError(ValueError):
+    """An environment that is not built into genenv returned the wrong type from one of its methods: the epoch
+    stops with one line naming the environment, the method and the task (the session resumes once it is fixed)."""
+
+    def __init__(self, env: Environment, method: str, task_id: str, returned: object, expected: str) -> None:
+        super().__init__(f"environment {env.name!r} ({type(env).__module__}.{type(env).__name__}): {method} returned "
+                         f"{type(returned).__name__}, not {expected} (task {task_id}); fix it, then genenv resume")
+
+
+def third_party(env: Environment) -> bool:
+    """Whether ``env``'s class comes from outside genenv (a plugin), whose exceptions are caught at the edges.
+
+    >>> from fractions import Fraction
+    >>> third_party(CheckResult(True, 1.0)), third_party(Fraction(1))
+    (False, True)
+    """
+    return not type(env).__module__.startswith("genenv_engine.")
+
+
+def plugin_error(exc: BaseException) -> str:
+    """The reason or error type a plugin's exception is recorded as.
+
+    >>> plugin_error(KeyError("x"))
+    'plugin_error: KeyError'
+    """
+    return f"plugin_error: {type(exc).__name__}"
+
+
 class BudgetExceeded(RuntimeError):
     """A planner or solver used up its search budget; ``str()`` says which and how large it was."""
 
@@ -70,16 +101,25 @@ class Budget:
 
 def check_response(env: Environment, task: Task, response: str,
                    max_chars: int | None = None) -> CheckResult:
-    """``env.check`` under the limits: over-long text fails as ``too_long``, a spent search as ``budget``.
+    """``env.check`` under the limits: over-long text fails as ``too_long``, a spent search as ``budget``, and a
+    plugin's check that raises as ``plugin_error: <type>``; one that returns another type than `CheckResult` raises
+    `PluginError`.
 
     ``max_chars`` defaults to :data:`MAX_RESPONSE_CHARS` (read at call time).
     """
     if len(response) > (MAX_RESPONSE_CHARS if max_chars is None else max_chars):
         return CheckResult(False, 0.0, {}, "too_long")
     try:
-        return env.check(task, response)
+        result = env.check(task, response)
     except BudgetExceeded:
         return CheckResult(False, 0.0, {}, "budget")
+    except Exception as exc:
+        if not third_party(env):
+            raise
+        return CheckResult(False, 0.0, {}, plugin_error(exc))
+    if not isinstance(result, CheckResult) and third_party(env):
+        raise PluginError(env, "check", task.id, result, "CheckResult")
+    return result
 
 
 def generation_too_long(text: str, max_chars: int | None = None) -> str | None:

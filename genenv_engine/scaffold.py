@@ -103,8 +103,8 @@ def test_validate_recomputes_the_sum():
     assert env.validate("add: 3", "3", task_id="{name}/gen/3").reason == "bad_prompt"
 '''
 
-PYPROJECT = '''# The {name} environment for genenv: `pip install .` registers it, so `genenv run --benchmarks {name}` and
-# `genenv env check {name}` find it by name.
+PYPROJECT = '''# The {name} environment for genenv: `pip install .` registers it, so
+# `genenv run --benchmarks {name}` and `genenv env check {name}` find it by name.
 [build-system]
 requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"

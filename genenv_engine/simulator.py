@@ -14,7 +14,6 @@ repeating a handful of tasks.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -22,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.backends.grammar import task_grammar
-from genenv_engine.environments.base import SEP, Environment, GenerationParseError
-from genenv_engine.limits import BudgetExceeded, generation_too_long
+from genenv_engine.environments.base import SEP, Environment, GenerationParseError, near_duplicate_key
+from genenv_engine.limits import BudgetExceeded, PluginError, generation_too_long, plugin_error, third_party
 from genenv_engine.policy import Policy
-from genenv_engine.records import Task
+from genenv_engine.records import Task, Validation
 
 if TYPE_CHECKING:
     from genenv_engine.config import RunConfig
@@ -212,15 +211,6 @@ def parse_output(env: Environment, text: str, style: str = "compact") -> tuple[s
     return env.parse_generation(f"{prompt}{SEP}{answer}")
 
 
-def near_duplicate_key(prompt: str) -> str:
-    """Prompt with every number masked and whitespace squeezed: tasks differing only in numbers collide.
-
-    >>> near_duplicate_key("F: add(a:int,b:int) | Q: add 3 and  15")
-    'F: add(a:int,b:int) | Q: add # and #'
-    """
-    return re.sub(r"\s+", " ", re.sub(r"\d+", "#", prompt)).strip()
-
-
 def parse_and_validate(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int,
                        generator: str, style: str = "compact") -> Task:
     """Turn raw simulator text into a stored task: the environment's accepted task or an invalid record."""
@@ -242,11 +232,24 @@ def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, 
         verdict = env.validate(prompt, answer, task_id=task_id, parent=seed, epoch=epoch, generator=generator)
     except BudgetExceeded as exc:  # a validator that does not catch its own solver's budget
         return _invalid(env, task_id, prompt, answer, f"budget: {exc}", seed, epoch, generator), None
+    except Exception as exc:
+        if not third_party(env):
+            raise
+        return _invalid(env, task_id, prompt, answer, plugin_error(exc), seed, epoch, generator), None
+    if third_party(env) and not isinstance(verdict, Validation):
+        raise PluginError(env, "validate", task_id, verdict, "Validation")
+    if third_party(env) and verdict.ok and not isinstance(verdict.task, Task):
+        raise PluginError(env, "validate", task_id, verdict.task, "a Task in its accepted Validation")
     if verdict.ok and verdict.task is not None:
         return verdict.task, None
-    return (_invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator),
-            verdict.repair or _mended(env, prompt, answer, verdict.reason, task_id=task_id, seed=seed, epoch=epoch,
-                                      generator=generator))
+    try:
+        repair = verdict.repair or _mended(env, prompt, answer, verdict.reason, task_id=task_id, seed=seed,
+                                           epoch=epoch, generator=generator)
+    except Exception:
+        if not third_party(env):
+            raise
+        repair = None
+    return _invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator), repair
 
 
 def _mended(env: Environment, prompt: str, answer: str, reason: str, *, task_id: str, seed: Task, epoch: int,
@@ -363,10 +366,12 @@ def validate_drafts(envs: dict[str, Environment], drafts: list[Draft], *, epoch:
 
 
 def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,
-                   heldout_prompts: frozenset[str] = frozenset()) -> tuple[list[Generation], dict[str, float | None]]:
+                   heldout_prompts: frozenset[str] = frozenset(), key: Callable[[str], str] = near_duplicate_key,
+                   ) -> tuple[list[Generation], dict[str, float | None]]:
     """Reject held-out copies, exact repeats of known prompts and near-duplicates beyond ``cap`` per key.
 
-    ``key_counts`` holds the near-duplicate keys already in the pool and is updated. Returns the generations
+    ``key`` maps a prompt to its template (the environment's `Environment.template_key`; default numbers masked);
+    ``key_counts`` holds the keys already in the pool and is updated. Returns the generations
     (the rejected ones with their reason) and the unique fraction of the valid ones before capping and how
     many were rejected.
     """
@@ -378,16 +383,16 @@ def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_count
     for g in gens:
         reason = None
         if g.task.valid:
-            key = near_duplicate_key(g.task.prompt)
+            template = key(g.task.prompt)
             if g.task.prompt in heldout_prompts:
                 reason = "heldout_copy: the prompt of a held-out task"
             elif g.task.prompt in seen:
                 reason = "duplicate: same prompt as an earlier task"
-            elif key_counts[key] >= cap:
+            elif key_counts[template] >= cap:
                 reason = f"duplicate_cap: {cap} tasks share this template"
             else:
                 seen.add(g.task.prompt)
-                key_counts[key] += 1
+                key_counts[template] += 1
         if reason is not None:
             rejected += 1
             g = replace(g, task=g.task.with_(valid=False, reason=reason))

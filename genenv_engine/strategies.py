@@ -417,13 +417,14 @@ def validate_and_store(ep: Epoch, drafts: list[sim.Draft], origin: str) -> tuple
     generator = f"simulator@e{epoch - 1}"
     pool = store.pool(list(cfg.benchmarks))
     existing = {t.prompt for t in pool} | {t.prompt for env in envs.values() for t in env.splits()["seed"]}
-    keys = Counter(sim.near_duplicate_key(t.prompt) for t in pool)
+    keys = Counter(envs[t.benchmark].template_key(t.prompt) if t.benchmark in envs else sim.near_duplicate_key(t.prompt)
+                   for t in pool)
     out: dict[str, Any] = {"generated": len(drafts)}
     uniques = []
 
     def cap(name: str, env: Environment, mine: list[sim.Generation]) -> list[sim.Generation]:
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
-        mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout)
+        mine, capped = sim.cap_duplicates(mine, existing, keys, cfg.simulator.duplicate_cap, heldout, env.template_key)
         if capped["unique_fraction"] is not None:
             uniques.append(capped["unique_fraction"])
         reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)

@@ -14,9 +14,10 @@ difficulty ladder: memoized seeded splits (equal level quarters, prompt-disjoint
 per-environment ``draft(level, rng)`` hook, the held-out split optionally replaced by official data)
 and ``sibling_pairs`` built from a per-environment ``sibling(source, rng, task_id)`` hook.
 
-Also the parsing and task records two or more benchmarks share: :func:`read_signatures` (a prompt's strict
-list of function or API signatures) and :func:`step_task` / :func:`step_draft` (a step task from a draft
-read back through a benchmark's grammar, as BFCL-mini and API-Bank-mini build theirs).
+Also :func:`near_duplicate_key` (the default template of the simulator's duplicate cap), and the parsing and task
+records two or more benchmarks share: :func:`read_signatures` (a prompt's strict list of function or API signatures)
+and :func:`step_task` / :func:`step_draft` (a step task from a draft read back through a benchmark's grammar, as
+BFCL-mini and API-Bank-mini build theirs).
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ SEP = " => "
 
 class GenerationParseError(ValueError):
     """The simulator's output does not have the required ``<task> => <answer>`` shape."""
+
+
+def near_duplicate_key(prompt: str) -> str:
+    """Prompt with every number masked and whitespace squeezed: tasks differing only in numbers collide (the
+    default `Environment.template_key`).
+
+    >>> near_duplicate_key("F: add(a:int,b:int) | Q: add 3 and  15")
+    'F: add(a:int,b:int) | Q: add # and #'
+    """
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "#", prompt)).strip()
 
 
 # ---------------------------------------------------------------- shared prompt parsing and task records
@@ -176,8 +187,9 @@ class Environment(ABC):
     `LadderEnvironment` writes ``draft`` and ``sibling`` instead of ``splits`` and ``sibling_pairs``). Optional, each
     adding one thing to a run: :meth:`task_grammar` (grammar-constrained drafts), :meth:`repair_prompt` (mended
     drafts), :meth:`warm_start_prefixes` (extra warm-start pairs), :meth:`unseen_tasks` (oracle tasks for
-    ``agent.base_source = "unseen"``). The engine builds one with the keywords
-    ``(seed=, sizes=, data_dir=)``; it never runs the text a model wrote, and neither may an environment.
+    ``agent.base_source = "unseen"``), :meth:`template_key` (what the duplicate cap counts as one template). The
+    engine builds one with the keywords ``(seed=, sizes=, data_dir=)``; it never runs the text a model wrote, and
+    neither may an environment.
     """
 
     name: str = ""
@@ -301,6 +313,13 @@ class Environment(ABC):
     def bucket(self, task: Task) -> str:
         """Difficulty bucket name used for the difficulty mix (default: ``L<level>``)."""
         return f"L{task.level}"
+
+    def template_key(self, prompt: str) -> str:
+        """What two generated tasks share when they are the same template: the simulator's duplicate cap
+        (``simulator.duplicate_cap``) keeps that many valid generated tasks per key over a run. The default masks
+        every number (`near_duplicate_key`); a family whose tasks differ only in numbers returns a key that keeps
+        its distinct tasks apart (the prompt itself, or its numbers in a canonical order)."""
+        return near_duplicate_key(prompt)
 
     # ------------------------------------------------------------ validator helpers
 

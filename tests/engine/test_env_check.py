@@ -136,7 +136,8 @@ class LongPrefix(Countdown):
 CASES = {
     "NeedsMore": ("construct", "TypeError"),
     "Drifting": ("splits_deterministic", "two builds with seed 0 give different splits"),
-    "Overlapping": ("splits_disjoint", "task overlapping/train/00000 has the prompt or id of overlapping/heldout/99999"),
+    "Overlapping": ("splits_disjoint",
+                    "task overlapping/train/00000 has the prompt or id of overlapping/heldout/99999"),
     "WrongGold": ("gold_passes", "92 of 92 golds fail the checker (wrong_gold/seed/00000: number_not_given)"),
     "AcceptsAll": ("corrupted_fails", "tasks accept both an empty answer and another task's gold"),
     "ChecksBool": ("gold_passes", "check returned bool, not CheckResult (task checks_bool/seed/00000)"),

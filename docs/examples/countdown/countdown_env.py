@@ -140,3 +140,9 @@ class Countdown(LadderEnvironment):
             task = self._as_sibling(source, prompt, build(task_id).answer, task_id)
             if task is not None:
                 return task
+
+    def template_key(self, prompt: str) -> str:
+        """Two tasks are one template only when they give the same numbers, in any order, and the same target
+        (the default masks every number, which would cap all tasks of a level together)."""
+        match = PROMPT.fullmatch(prompt)
+        return f"{sorted(int(n) for n in match[1].split())} -> {match[2]}" if match else prompt

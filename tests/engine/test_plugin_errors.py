@@ -1,0 +1,158 @@
+"""Third-party code at the edges: a plugin's ``check`` or ``validate`` that raises fails that rollout or rejects
+that task as ``plugin_error: <type>`` and the epoch goes on; a wrong return type stops the epoch with one line
+naming the environment, the method and the task, and the session resumes once the plugin is fixed. Built-in
+environments are not guarded (their exceptions are bugs and propagate, as before)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+import genenv_engine.environments as environments
+from genenv_engine.limits import PluginError, check_response
+from genenv_engine.simulator import judge
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
+
+FLAKY = '''
+from countdown_env import Countdown
+
+MODE = {"validate": "raise", "check": "ok"}
+
+
+class Flaky(Countdown):
+    """Countdown whose loop-time validate and check misbehave as MODE says (warm start untouched)."""
+
+    name = "flaky"
+
+    def parse_generation(self, text):  # every draft reaches validate
+        try:
+            return super().parse_generation(text)
+        except ValueError:
+            return text[:40] or "x", "1"
+
+    def validate(self, prompt, answer, *, task_id, parent=None, epoch=0, generator=None):
+        if generator and generator.startswith(("simulator@", "test")):
+            if MODE["validate"] == "raise":
+                raise RuntimeError("boom")
+            if MODE["validate"] == "wrong":
+                return ["not", "a", "validation"]
+            if MODE["validate"] == "no_task":
+                return super().validate("numbers: 3 5 8 | target: 64", "8 * (3 + 5)", task_id=task_id).__class__(
+                    True, "", None)
+        return super().validate(prompt, answer, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+
+    def check(self, task, response):
+        if MODE["check"] == "raise":
+            raise KeyError("boom")
+        if MODE["check"] == "wrong":
+            return 1.0
+        return super().check(task, response)
+'''
+
+
+@pytest.fixture
+def flaky(tmp_path, monkeypatch):
+    monkeypatch.setattr(environments, "_FOUND", {})
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "flaky_envs.py").write_text(FLAKY)
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.syspath_prepend(str(folder))
+    import flaky_envs
+
+    flaky_envs.MODE.update(validate="raise", check="ok")
+    yield flaky_envs
+    for module in ("flaky_envs", "countdown_env"):
+        sys.modules.pop(module, None)
+
+
+def _judge(env, text="numbers: 3 5 8 | target: 64 => 8 * (3 + 5)"):
+    seed = env.splits()["seed"][0]
+    return judge(env, text, task_id="gen/e1/flaky/0000-0", seed=seed, epoch=1, generator="test")
+
+
+def test_a_validate_that_raises_rejects_the_task_as_plugin_error(flaky):
+    task, repair = _judge(flaky.Flaky())
+    assert (task.valid, task.reason, task.id, repair) == (False, "plugin_error: RuntimeError", "gen/e1/flaky/0000-0",
+                                                          None)
+
+
+def test_a_check_that_raises_fails_the_rollout_as_plugin_error(flaky):
+    env = flaky.Flaky()
+    flaky.MODE["check"] = "raise"
+    result = check_response(env, env.splits()["train"][0], "1 + 2")
+    assert (result.success, result.score, result.error_type) == (False, 0.0, "plugin_error: KeyError")
+    flaky.MODE.update(check="raise", validate="ok")  # validate's own checker call raising rejects the task too
+    assert _judge(env)[0].reason == "plugin_error: KeyError"
+
+
+@pytest.mark.parametrize("method, mode, words", [
+    ("validate", "wrong", "validate returned list, not Validation (task gen/e1/flaky/0000-0)"),
+    ("validate", "no_task", "validate returned NoneType, not a Task in its accepted Validation"),
+    ("check", "wrong", "check returned float, not CheckResult (task flaky/train/00000)"),
+])
+def test_a_wrong_return_type_is_one_line_naming_environment_method_and_task(flaky, method, mode, words):
+    env = flaky.Flaky()
+    flaky.MODE.update(validate="ok", check="ok")
+    flaky.MODE[method] = mode
+    with pytest.raises(PluginError) as err:
+        if method == "check":
+            check_response(env, env.splits()["train"][0], "1 + 2")
+        else:
+            _judge(env)
+    line = str(err.value)
+    assert line.startswith("environment 'flaky' (flaky_envs.Flaky): ") and words in line and "\n" not in line
+
+
+def test_a_builtin_is_not_guarded(monkeypatch):
+    env = environments.get_environment("bfcl")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(env, "check", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        check_response(env, env.splits()["train"][0], "x")
+
+
+def test_a_run_goes_on_past_plugin_errors_stops_on_a_wrong_type_and_resumes(flaky, tmp_path, capsys):
+    from genenv_engine.cli import main
+    from genenv_engine.session import Session
+
+    session = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
+                 "--benchmarks", "flaky_envs:Flaky"]) == 0
+    capsys.readouterr()
+    with sqlite3.connect(session / "genenv.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        reasons = dict(db.execute("SELECT reason, COUNT(*) FROM tasks WHERE split = 'generated' GROUP BY reason"))
+    assert main(["status", str(session), "--json"]) == 0
+    epochs = json.loads(capsys.readouterr().out)["epochs"]
+    validity = epochs[1]["validity"]["flaky"]
+    assert validity["drafts"] > 0 and validity["rejected"] == {"plugin_error": validity["drafts"]}
+    assert reasons == {"plugin_error: RuntimeError": validity["drafts"]} and epochs[1]["status"] == "done"
+
+    flaky.MODE["validate"] = "wrong"
+    assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("genenv: environment 'flaky' (flaky_envs.Flaky): validate returned "
+                                               "list, not Validation (task gen/e2/flaky/")
+
+    flaky.MODE["validate"] = "raise"
+    assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 0
+    assert "done: 2 epochs" in capsys.readouterr().out
+    opened = Session.open(session, check=True)
+    try:
+        assert [(m["epoch"], m["status"]) for m in opened.store.epoch_metrics()] == [(0, "done"), (1, "done"),
+                                                                                     (2, "done")]
+        generated = [t for t in opened.store.pool(["flaky"]) if t.split == "generated"]
+        assert generated == []  # every loop-time validate raised: nothing admitted, nothing lost
+        ids = opened.store.task_ids()
+        assert sum(i.startswith("gen/e2/") for i in ids) == sum(i.startswith("gen/e1/") for i in ids) == 8
+    finally:
+        opened.store.close()
