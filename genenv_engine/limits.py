@@ -63,12 +63,13 @@ def third_party(env: Environment) -> bool:
 
 
 def plugin_error(exc: BaseException) -> str:
-    """The reason or error type a plugin's exception is recorded as.
+    """The reason or error type a plugin's exception is recorded as (one from a plugin's worker process,
+    `genenv_engine.plugin_worker`, says its own: ``plugin_timeout``, or the type raised there).
 
     >>> plugin_error(KeyError("x"))
     'plugin_error: KeyError'
     """
-    return f"plugin_error: {type(exc).__name__}"
+    return getattr(exc, "genenv_reason", None) or f"plugin_error: {type(exc).__name__}"
 
 
 class BudgetExceeded(RuntimeError):

@@ -29,6 +29,7 @@ from genenv_engine.environments import environments_of
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors import make_executor, preflight
 from genenv_engine.executors.base import RolloutExecutor
+from genenv_engine.plugin_worker import release_plugins, time_limit_plugins
 from genenv_engine.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted, Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, null_sink)
@@ -74,6 +75,7 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
     envs = environments_of(cfg)
+    time_limit_plugins(envs, cfg.simulator.plugin_timeout)  # 0: a plugin's calls run here, unlimited
     plan = resolve(cfg)  # the run's task source, seed sampler, replay source and prompt note
     for env in envs.values():
         # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
@@ -114,6 +116,7 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
     finally:
         if executor is not None:
             executor.close()
+        release_plugins(envs)
     emit(RunFinished(epoch - 1, epoch - 1))
     return {"epochs_done": epoch - 1}
 

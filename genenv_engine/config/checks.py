@@ -142,6 +142,7 @@ def check_simulator(sim: SimulatorConfig) -> None:
                  "duplicate_cap"):
         check(getattr(sim, name) > 0, f"simulator.{name}", "must be > 0")
     check(sim.temperature > 0, "simulator.temperature", "must be > 0")
+    check(sim.plugin_timeout >= 0, "simulator.plugin_timeout", "must be >= 0 (0: no limit)")
     check(sim.prompt in SIMULATOR_PROMPTS, "simulator.prompt", f"must be one of {', '.join(SIMULATOR_PROMPTS)}")
     check(sim.seed_sampling in SEED_SAMPLINGS, "simulator.seed_sampling",
           f"must be one of {', '.join(SEED_SAMPLINGS)}, got {sim.seed_sampling!r}")

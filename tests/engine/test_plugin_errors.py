@@ -1,7 +1,8 @@
 """Third-party code at the edges: a plugin's ``check`` or ``validate`` that raises fails that rollout or rejects
-that task as ``plugin_error: <type>`` and the epoch goes on; a wrong return type stops the epoch with one line
-naming the environment, the method and the task, and the session resumes once the plugin is fixed. Built-in
-environments are not guarded (their exceptions are bugs and propagate, as before)."""
+that task as ``plugin_error: <type>`` and the epoch goes on; with ``simulator.plugin_timeout`` set, one that runs
+past it (in a worker process) as ``plugin_timeout``; a wrong return type stops the epoch with one line naming the
+environment, the method and the task, and the session resumes once the plugin is fixed. Built-in environments are
+not guarded (their exceptions are bugs and propagate, as before)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from genenv_engine.simulator import judge
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
 
 FLAKY = '''
+import time
+
 from countdown_env import Countdown
 
 MODE = {"validate": "raise", "check": "ok"}
@@ -39,6 +42,8 @@ class Flaky(Countdown):
         if generator and generator.startswith(("simulator@", "test")):
             if MODE["validate"] == "raise":
                 raise RuntimeError("boom")
+            if MODE["validate"] == "sleep":
+                time.sleep(60)
             if MODE["validate"] == "wrong":
                 return ["not", "a", "validation"]
             if MODE["validate"] == "no_task":
@@ -49,6 +54,8 @@ class Flaky(Countdown):
     def check(self, task, response):
         if MODE["check"] == "raise":
             raise KeyError("boom")
+        if MODE["check"] == "sleep":
+            time.sleep(60)
         if MODE["check"] == "wrong":
             return 1.0
         return super().check(task, response)
@@ -156,3 +163,46 @@ def test_a_run_goes_on_past_plugin_errors_stops_on_a_wrong_type_and_resumes(flak
         assert sum(i.startswith("gen/e2/") for i in ids) == sum(i.startswith("gen/e1/") for i in ids) == 8
     finally:
         opened.store.close()
+
+
+def test_a_call_past_the_time_limit_is_plugin_timeout_and_the_next_call_runs(flaky):
+    from genenv_engine.plugin_worker import release_plugins, time_limit_plugins
+
+    env, builtin = flaky.Flaky(), environments.get_environment("bfcl")
+    task = env.splits()["train"][0]
+    flaky.MODE.update(validate="sleep", check="ok")
+    time_limit_plugins({"flaky": env, "bfcl": builtin}, 0.5)
+    try:
+        assert "check" not in vars(builtin)  # a built-in is never wrapped
+        assert _judge(env)[0].reason == "plugin_timeout"
+        assert check_response(env, task, task.answer).success  # a new worker, forked after the timeout
+        flaky.MODE.update(validate="raise", check="sleep")  # the next worker is forked with these
+        env._plugin_worker.stop()
+        assert _judge(env)[0].reason == "plugin_error: RuntimeError"
+        assert check_response(env, task, task.answer).error_type == "plugin_timeout"
+    finally:
+        release_plugins({"flaky": env})
+    assert "check" not in vars(env) and "_plugin_worker" not in vars(env)
+
+
+def test_a_run_with_a_plugin_past_its_time_limit_goes_on(flaky, tmp_path, capsys):
+    from genenv_engine.cli import main
+
+    flaky.MODE["validate"] = "sleep"
+    session = tmp_path / "s"
+    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
+                 "--benchmarks", "flaky_envs:Flaky", "--set", "simulator.plugin_timeout=0.3"]) == 0
+    assert "done: 1 epochs" in capsys.readouterr().out
+    with sqlite3.connect(session / "genenv.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        reasons = dict(db.execute("SELECT reason, COUNT(*) FROM tasks WHERE split = 'generated' GROUP BY reason"))
+    assert reasons == {"plugin_timeout": 8}
+
+
+def test_the_time_limit_is_a_checked_setting():
+    from genenv_engine.config import load_config
+    from genenv_engine.errors import ConfigError
+
+    assert load_config("micro").simulator.plugin_timeout == 0.0
+    with pytest.raises(ConfigError, match="simulator.plugin_timeout"):
+        load_config("micro", overrides={"simulator.plugin_timeout": -1})
