@@ -407,7 +407,8 @@ def run_env(args: argparse.Namespace) -> int:
         from genenv_engine.scaffold import write_package
 
         folder = write_package(args.name, args.out)
-        print(f"wrote the environment {args.name} in {folder}; try it with: pip install {folder} && genenv env "
+        where = str(folder) if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
+        print(f"wrote the environment {args.name} in {where}; try it with: pip install {where} && genenv env "
               f"check {args.name}")
         return 0
     report = check_environment(args.name, args.seed, parse_sizes(args.sizes), args.samples, args.data_dir)
