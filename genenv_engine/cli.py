@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_model.add_argument("--epoch", type=int, default=None, help="which epoch's checkpoint (default: the latest)")
     export_model.add_argument("--role", choices=("agent", "simulator"), default="agent")
     export_model.add_argument("--merge", action="store_true", help="fold a LoRA adapter into its base weights")
-    from genenv_engine.bench import add_bench_parser
+    from genenv_engine.bench_command import add_bench_parser
     from genenv_engine.conformance import add_env_parser
     from genenv_engine.reports import add_report_parser
 
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_report(args)
         if args.command == "bench":
-            from genenv_engine.bench import run_bench
+            from genenv_engine.bench_command import run_bench
 
             return run_bench(args)
         if args.command == "env":

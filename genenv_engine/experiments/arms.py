@@ -73,7 +73,7 @@ class Plan:
     benchmarks: tuple[str, ...] | None = None
     sets: dict[str, Any] = field(default_factory=dict)
     records: Path | None = None
-    """Run records folder (`genenv_engine.experiments.records`); None: ``out/records``."""
+    """Run records folder (`genenv_engine.experiments.run_records`); None: ``out/records``."""
 
     def records_folder(self) -> Path:
         """Where this bench writes and reads its run records."""

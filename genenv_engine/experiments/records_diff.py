@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
     from genenv_engine.agent import heldout_tasks
     from genenv_engine.environments import environments_of
-    from genenv_engine.experiments.records import read_record
+    from genenv_engine.experiments.run_records import read_record
     from genenv_engine.experiments.stats import by_level, paired_change
 
     runs = {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from genenv_engine.curriculum import first_in_band
 from genenv_engine.experiments.arms import ARMS, folder_name
-from genenv_engine.experiments.records import read_record, record_path, write_record
+from genenv_engine.experiments.run_records import read_record, record_path, write_record
 from genenv_engine.experiments.rescore import rescored_runs
 from genenv_engine.experiments.runs import epoch0_difference, read_session, warm_start_mismatches
 from genenv_engine.experiments.stats import binomial_se, by_level, data_efficiency, mean_sd, mean_series, paired_change
@@ -186,7 +186,7 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
     """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds;
     with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks (`genenv_engine.experiments.rescore`).
 
-    With ``records`` (a folder of `genenv_engine.experiments.records`), each session read is recorded there, and an arm x
+    With ``records`` (a folder of `genenv_engine.experiments.run_records`), each session read is recorded there, and an arm x
     seed with no session folder is read from its record if there is one.
 
     ``warm_start_mismatches`` lists the compared pairs of arms (`comparison_pairs`) whose runs of one seed started

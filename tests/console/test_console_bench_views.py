@@ -1,4 +1,4 @@
-"""The console's view benchmark (``python -m genenv_console.bench views``) and the session history it fills.
+"""The console's view benchmark (``python -m genenv_console.measure views``) and the session history it fills.
 
 Timings are not asserted (they belong to the benchmark's own run); these tests check that the filled history has
 the shape the benchmark states, and that every view it times opens on it and shows its rows.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from genenv_console.bench import VIEW_GOAL_MS, _views
+from genenv_console.measure import VIEW_GOAL_MS, _views
 from genenv_engine.benches.session_fill import fill_session
 from genenv_engine.config import load_config
 from genenv_engine.session import Session

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from genenv_engine.experiments.arms import Plan, arm_config, check_equal_compute
-from genenv_engine.experiments.bench import open_or_create, run_plan, write_outputs
+from genenv_engine.experiments.ablation import open_or_create, run_plan, write_outputs
 from genenv_engine.experiments.stats import paired_change
 from genenv_engine.experiments.tables import collect
 from genenv_engine.cli import main

@@ -94,8 +94,8 @@ def test_the_probe_sees_torch_loaded_without_a_choice():
     ("genenv_console.__main__:main", ["--help"]),  # genenv-console
     ("genenv_engine", ["--help"]),  # python -m genenv_engine
     ("genenv_engine.warmstart", ["--help"]),  # python -m genenv_engine.warmstart
-    ("genenv_engine.bench", []),  # a child of genenv bench update-memory, given no work
-    ("genenv_console.bench", ["--help"]),  # python -m genenv_console.bench
+    ("genenv_engine.benches.update_memory", []),  # a child of genenv bench update-memory, given no work
+    ("genenv_console.measure", ["--help"]),  # python -m genenv_console.measure
 ])
 def test_each_entry_point_chooses_the_spin_before_torch_loads(entry, argv):
     assert spin_at_torch_import(entry, *argv) in SPINS

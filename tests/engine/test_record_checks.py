@@ -1,6 +1,6 @@
 """Run records are checked when read, and pairings of runs whose epoch-0 agents differ are flagged.
 
-`genenv_engine.experiments.records.check_results` refuses a record whose per-task held-out strings are cut, hold
+`genenv_engine.experiments.run_records.check_results` refuses a record whose per-task held-out strings are cut, hold
 other characters than ``0``/``1``, or no longer give the held-out rate stored beside them; every committed record
 passes. `genenv_engine.experiments.runs.warm_start_mismatches` flags an arm-against-arm pairing of one seed whose
 epoch-0 agents differ (agent fingerprints, or epoch-0 held-out strings), in the tables' JSON and Markdown. The
@@ -17,7 +17,7 @@ import pytest
 
 from genenv_engine.config import ConfigError
 from genenv_engine.experiments.markdown import markdown
-from genenv_engine.experiments.records import read_record
+from genenv_engine.experiments.run_records import read_record
 from genenv_engine.experiments.runs import epoch0_difference
 from genenv_engine.experiments.tables import collect
 

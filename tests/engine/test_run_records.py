@@ -1,4 +1,4 @@
-"""Run records (`genenv_engine.experiments.records`): a finished ablation bench's runs as small JSON files that stand in for
+"""Run records (`genenv_engine.experiments.run_records`): a finished ablation bench's runs as small JSON files that stand in for
 their session folders on another machine: read back into the same tables, never re-run, compared with new arms
 on the same held-out tasks, re-scored only where they carry it, refused when they are another run's."""
 
@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from genenv_engine.experiments.arms import Plan
-from genenv_engine.experiments.bench import run_plan
+from genenv_engine.experiments.ablation import run_plan
 from genenv_engine.experiments.tables import collect
 from genenv_engine.config import ConfigError
 from genenv_engine.session import Session

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.experiments.arms import Plan
-from genenv_engine.experiments.bench import run_plan
+from genenv_engine.experiments.ablation import run_plan
 from genenv_engine.experiments.markdown import markdown
 from genenv_engine.experiments.tables import collect, summarise
 from genenv_engine.session import Session

@@ -24,7 +24,7 @@ from genenv_engine.errors import ConfigError
 from genenv_engine.experiments.arms import ARMS, DEFAULT_ARMS, Plan, arm_config, check_equal_compute, folder_name, same_run
 from genenv_engine.experiments.markdown import epoch0_text, fmt, markdown, versus_cells
 from genenv_engine.experiments.plots import plots
-from genenv_engine.experiments.records import read_record, record_path
+from genenv_engine.experiments.run_records import read_record, record_path
 from genenv_engine.experiments.tables import collect
 
 

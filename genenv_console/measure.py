@@ -1,4 +1,4 @@
-"""Console measurements: ``python -m genenv_console.bench latency|tasks-page|views``.
+"""Console measurements: ``python -m genenv_console.measure latency|tasks-page|views``.
 
 ``latency`` runs the console headless on the micro preset (real tiny models, a temporary session)
 and, while the engine runs, sends a key every ``--key-interval`` seconds (open the tasks screen,
@@ -211,11 +211,11 @@ async def _views(epochs: int, repeats: int, size: tuple[int, int]) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m genenv_console.bench {latency,tasks-page}``."""
+    """Entry point: ``python -m genenv_console.measure {latency,tasks-page}``."""
     from genenv_engine.backends.openmp import choose_spin
 
     choose_spin()  # before anything loads torch
-    parser = argparse.ArgumentParser(prog="python -m genenv_console.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m genenv_console.measure", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     lat = sub.add_parser("latency", help="in-app timer lateness and key-to-screen latency while an epoch runs")
     lat.add_argument("--preset", default="micro")
