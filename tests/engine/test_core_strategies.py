@@ -126,3 +126,26 @@ def test_the_study_module_is_loaded_only_when_a_config_names_a_study_variant():
             "print('genenv_engine.experiments.strategies' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+EXPERIMENTAL_SETTINGS = (
+    "curriculum.filter", "curriculum.alpha_by_benchmark",
+    "simulator.seed_levels", "simulator.seed_sampling", "simulator.seed_beta", "simulator.success_note",
+    "simulator.steer", "simulator.steer_hold", "simulator.steer_relabel",
+    "agent.base_levels", "agent.base_source", "agent.unseen_tasks", "agent.base_pool",
+    "curriculum.sampler", "warm_start.agent_levels",
+)
+"""The study settings when the strategies took them out of the core: each stays experimental or is renamed."""
+
+
+def dropped(known: tuple[str, ...], experimental: tuple[str, ...], renamed: dict[str, str]) -> list[str]:
+    """The settings of ``known`` that left ``experimental`` without a rename entry."""
+    return [name for name in known if name not in experimental and name not in renamed]
+
+
+def test_an_experimental_setting_leaves_the_list_only_with_a_rename():
+    from genenv_engine.config import RENAMED_SETTINGS
+
+    assert dropped(EXPERIMENTAL_SETTINGS, EXPERIMENTAL_FIELDS, RENAMED_SETTINGS) == []
+    assert dropped(("simulator.steer",), ("agent.base_pool",), {}) == ["simulator.steer"]
+    assert dropped(("simulator.steer",), (), {"simulator.steer": "simulator.note"}) == []
