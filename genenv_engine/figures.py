@@ -199,6 +199,16 @@ def _yes(met: bool) -> str:
     return "yes" if met else "no"
 
 
+def _worst_page_ms(store: dict[str, Any]) -> float:
+    """The slowest of a store benchmark's page, filter and search times."""
+    return max(store["page_ms"], store["filter_ms"], store["search_ms"])
+
+
+def _slowest_view_ms(views: dict[str, Any]) -> float:
+    """The slowest median of the console's drill-down views."""
+    return max(v["median"] for v in views["ms"].values())
+
+
 def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> list[tuple[str, str, str, str]]:
     """The performance table's rows: (what, measured, goal, met), every figure read from its JSON."""
     rows = [("first run (`make run`, tiny, fresh cache): first calibration point",
@@ -216,16 +226,13 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
                  + _older(old1, lambda o: f"{o['ratio']:.2f}× (1 thread, TRL's default bfloat16)"),
                  "≥ 1×", _yes(d1["ratio"] >= 1 and d2["ratio"] >= 1)))
     f, d, old = _perf(root, "bench-store.json")
-
-    def worst(s: dict[str, Any]) -> float:
-        return max(s["page_ms"], s["filter_ms"], s["search_ms"])
     rows.append(("console page over 100k tasks (count + 50 rows, search, filters)",
-                 f"≤ {worst(d):.1f} ms ({f}, {_link(f, 'bench-store.json', prefix)})"
-                 + _older(old, lambda o: f"≤ {worst(o):.1f} ms"), "≤ 50 ms",
+                 f"≤ {_worst_page_ms(d):.1f} ms ({f}, {_link(f, 'bench-store.json', prefix)})"
+                 + _older(old, lambda o: f"≤ {_worst_page_ms(o):.1f} ms"), "≤ 50 ms",
                  _yes(all(g["met"] for g in d["goals"]))))
     f, d, _ = _perf(root, "console-views.json")
     rows.append(("console drill-down views on 100 epochs, 100k tasks (drills, groups, lineage, funnel, compare), median",
-                 f"≤ {max(v['median'] for v in d['ms'].values()):.0f} ms ({f}, "
+                 f"≤ {_slowest_view_ms(d):.0f} ms ({f}, "
                  f"{_link(f, 'console-views.json', prefix)})", f"≤ {d['goal_ms']:.0f} ms", _yes(d["all_met"])))
     f, d, _ = _perf(root, "console-latency.json")
     p95 = d["key_to_screen"]["p95_ms"]
@@ -367,12 +374,12 @@ def _performance(root: Path) -> str:
     _, lat, _ = _perf(root, "console-latency.json")
     _, epoch, _ = _perf(root, "bench-epoch.json")
     _, _, warm, _ = _tiny_warmstart(root)
-    worst = max(store["page_ms"], store["filter_ms"], store["search_ms"])
     met = all(g["met"] for g in epoch["goals"])
     epoch_text = (f"the tiny epoch ({epoch['median_seconds']:.1f} s, {thousands(epoch['peak_rss_mb'])} MB)")
     warm_met = _goal(warm, "seconds")["met"]
-    return (f"rollouts {roll['ratio']:.1f}× over one `generate` per prompt, store pages ≤ {worst:.1f} ms, the "
-            f"console's views on a 100k-task session ≤ {max(v['median'] for v in views['ms'].values()):.0f} ms, "
+    return (f"rollouts {roll['ratio']:.1f}× over one `generate` per prompt, store pages ≤ "
+            f"{_worst_page_ms(store):.1f} ms, the console's views on a 100k-task session ≤ "
+            f"{_slowest_view_ms(views):.0f} ms, "
             f"key-to-screen p95 {lat['key_to_screen']['p95_ms']:.1f} ms"
             + (f" and {epoch_text}" if met else "") + " meet their goals; "
             + ("" if met else f"{epoch_text} and ")

@@ -27,12 +27,12 @@ from genenv_engine.config.choices import (
 from genenv_engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from genenv_engine.config.schemas import (
+    from genenv_engine.config.run import RunConfig
+    from genenv_engine.config.sections import (
         AgentConfig,
         CurriculumConfig,
         ModelConfig,
         RayConfig,
-        RunConfig,
         SimulatorConfig,
         VLLMConfig,
         WarmStartConfig,

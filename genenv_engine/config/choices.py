@@ -1,6 +1,6 @@
 """The allowed values of the settings that take one of a fixed set of names, and the numbers several settings share.
 
-The section dataclasses (`genenv_engine.config.schemas`) take their defaults from here and the checks
+The section dataclasses (`genenv_engine.config.sections`) take their defaults from here and the checks
 (`genenv_engine.config.checks`) refuse any other value, naming the field.
 """
 

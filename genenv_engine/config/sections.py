@@ -415,7 +415,6 @@ class RayConfig:
         check_ray(self)
 
 
-
 @cache
 def field_docs(cls: type) -> dict[str, str]:
     """Return each dataclass field's attribute docstring (the string literal under it).

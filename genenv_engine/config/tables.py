@@ -11,7 +11,7 @@ import warnings
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any
 
-from genenv_engine.config.checks import check
+from genenv_engine.config.checks import check, default_of
 from genenv_engine.errors import ConfigError
 
 RENAMED_SETTINGS = {"ray": "ray.address", "ray_workers": "ray.workers", "validate_batch": "ray.validate_batch",
@@ -95,8 +95,8 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def coerce(cls: type, name: str, value: Any, path: str) -> Any:
     """Check a TOML value against the field's default type; convert lists to tuples."""
-    default = next(f for f in fields(cls) if f.name == name)
-    sample = default.default if default.default is not MISSING else default.default_factory()  # type: ignore[misc]
+    sample = default_of(cls, name)
+    values = cls.__dataclass_fields__[name].metadata.get("values")  # type: ignore[attr-defined]
     if isinstance(sample, bool):
         check(isinstance(value, bool), path, f"must be true or false, got {value!r}")
     elif isinstance(sample, int):
@@ -106,7 +106,7 @@ def coerce(cls: type, name: str, value: Any, path: str) -> Any:
         value = float(value)
     elif isinstance(sample, str):
         check(isinstance(value, str), path, f"must be a string, got {value!r}")
-    elif isinstance(sample, dict) and default.metadata.get("values") is float:
+    elif isinstance(sample, dict) and values is float:
         check(isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                               for v in value.values()), path, f"must be a table of numbers, got {value!r}")
         value = {str(k): float(v) for k, v in value.items()}
