@@ -272,14 +272,13 @@ class RgEnvironment(LadderEnvironment):
     def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
         """A task at ``level``: the level's configuration and a seed drawn from ``rng`` (a seed the generator
         fails on is drawn again, `DRAFT_TRIES` times at most)."""
-        for tries in range(DRAFT_TRIES, 0, -1):
-            seed = rng.randrange(SEED_LIMIT)
+        settings = self.level_settings(level)
+        for _ in range(DRAFT_TRIES - 1):
             try:
-                return self._draft_spec(self.level_settings(level), seed, level)
+                return self._draft_spec(settings, rng.randrange(SEED_LIMIT), level)
             except Exception:  # noqa: BLE001 - the dataset's own generator
-                if tries == 1:
-                    raise
-        raise AssertionError("unreachable")
+                pass
+        return self._draft_spec(settings, rng.randrange(SEED_LIMIT), level)  # the last try's error propagates
 
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
                     seen: set[str], tries: int | None = None) -> list[Task]:
@@ -327,7 +326,7 @@ class RgEnvironment(LadderEnvironment):
         except SpecError as err:
             return Validation(False, str(err))
         try:
-            prompt_text, build = self._draft_spec(settings, seed, level)
+            _, build = self._draft_spec(settings, seed, level)
             data, entry = self._entry(spec)
             gold_score = score(data, str(entry["answer"]), entry)
         except Exception as exc:  # noqa: BLE001 - the dataset's own config checks and generator
