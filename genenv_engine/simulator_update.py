@@ -10,15 +10,19 @@ the weights and how far the simulator has moved from its initial weights on a fi
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable
 from statistics import pstdev
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from genenv_engine import simulator as sim
 from genenv_engine.algorithms import low_var_kl
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import rwr_weights
 from genenv_engine.environments.base import Environment
+from genenv_engine.policy import Policy
 from genenv_engine.records import ScoredBatch
 from genenv_engine.roles import Roles
 from genenv_engine.session import Session
@@ -78,13 +82,27 @@ def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig) 
     if not probe:
         return None
     contexts, targets = [c for c, _, _ in probe], [t for _, t, _ in probe]
-    initial = roles.simulator_init.row_logprobs(contexts, targets, len(probe))
-    current = roles.simulator.row_logprobs(contexts, targets, len(probe))  # last: the simulator stays active
+    initial = _initial_logprobs(roles.simulator_init, contexts, targets)
+    current = roles.simulator.row_logprobs(contexts, targets, len(probe))
     per_pair = []
     for ref, now, target in zip(initial, current, targets):
         n = min(len(target), len(now))  # the completion's tokens (the fitted pair may cut it)
         per_pair.append(float(low_var_kl(now[-n:].float(), ref[-n:].float()).mean()) if n else 0.0)
     return round(sum(per_pair) / len(per_pair), 8)
+
+
+_INITIAL: weakref.WeakKeyDictionary[Policy, tuple[tuple, list[torch.Tensor]]] = weakref.WeakKeyDictionary()
+"""Per initial simulator: the drift's probe tokens and its log-probs on them (fixed weights, fixed texts)."""
+
+
+def _initial_logprobs(init: Policy, contexts: list[list[int]], targets: list[list[int]]) -> list[torch.Tensor]:
+    """``init``'s `Policy.row_logprobs` of the probe pairs, computed once per run rather than every epoch (the
+    initial simulator never moves; a different probe is computed afresh)."""
+    key = (tuple(map(tuple, contexts)), tuple(map(tuple, targets)))
+    cached = _INITIAL.get(init)
+    if cached is None or cached[0] != key:
+        cached = _INITIAL[init] = (key, init.row_logprobs(contexts, targets, len(contexts)))
+    return cached[1]
 
 
 def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
