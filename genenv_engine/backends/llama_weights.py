@@ -89,7 +89,8 @@ def linear_weight(module) -> torch.Tensor:
     return weight
 
 
-def _linears(model) -> list:
+def linears(model) -> list:
+    """The linear layers of a ``LlamaForCausalLM``: the output head, then each layer's seven projections."""
     layers = []
     for layer in model.model.layers:
         att, mlp = layer.self_attn, layer.mlp
@@ -114,7 +115,7 @@ def serves(model) -> bool:
             or heads % kv or len(inner.model.layers) != cfg.num_hidden_layers
             or type(inner.model.embed_tokens) is not torch.nn.Embedding):
         return False
-    for m in _linears(inner):
+    for m in linears(inner):
         if type(m) is torch.nn.Linear:
             if m.bias is not None:
                 return False
@@ -185,7 +186,8 @@ def _lay_out(inner, dtype: torch.dtype) -> DecodeWeights:
             cast(linear_weight(mlp.down_proj)).t(),
         ))
     embed = cast(inner.model.embed_tokens.weight)
-    head = cast(linear_weight(inner.lm_head))
+    head_weight = linear_weight(inner.lm_head)
+    head = embed if head_weight is inner.model.embed_tokens.weight else cast(head_weight)  # tied: cast once
     first = None
     if embed.shape[0] <= TABLE_VOCAB:
         first = F.rms_norm(embed, layers[0][0].shape, layers[0][0], cfg.rms_norm_eps) @ layers[0][1]

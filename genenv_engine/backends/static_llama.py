@@ -37,27 +37,20 @@ SPARE_MAX_BYTES = 512 << 20
 
 
 def fits(model) -> bool:
-    """Whether `StaticLlama` computes what ``model`` computes (else the caller keeps the transformers path)."""
+    """Whether `StaticLlama` takes ``model`` by default (else the caller keeps the transformers path): a model
+    `llama_weights.serves` that is a plain float32 ``LlamaForCausalLM`` (no adapter or other wrapped layer) with as
+    many key/value heads as query heads."""
     from transformers import LlamaForCausalLM
+
+    from genenv_engine.backends.llama_weights import linears, serves
 
     if type(model) is not LlamaForCausalLM:  # a PeftModel or any subclass with its own forward
         return False
-    cfg = model.config
-    if model.training and getattr(cfg, "attention_dropout", 0.0):  # no dropout here
+    if model.config.num_key_value_heads != model.config.num_attention_heads:
         return False
-    rope = getattr(cfg, "rope_parameters", None) or {}
-    if (cfg.hidden_act != "silu" or getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False)
-            or rope.get("rope_type", "default") != "default" or getattr(cfg, "pretraining_tp", 1) != 1
-            or cfg.num_key_value_heads != cfg.num_attention_heads
-            or len(model.model.layers) != cfg.num_hidden_layers):
+    if any(type(m) is not torch.nn.Linear for m in linears(model)):  # LoRA layers, quantised ones
         return False
-    linears = [model.lm_head]
-    for layer in model.model.layers:
-        att, mlp = layer.self_attn, layer.mlp
-        linears += [att.q_proj, att.k_proj, att.v_proj, att.o_proj, mlp.gate_proj, mlp.up_proj, mlp.down_proj]
-    if any(type(m) is not torch.nn.Linear or m.bias is not None for m in linears):  # LoRA layers, quantised ones
-        return False
-    return all(p.device.type == "cpu" and p.dtype == torch.float32 for p in model.parameters())
+    return all(p.dtype == torch.float32 for p in model.parameters()) and serves(model)
 
 
 class Plan(NamedTuple):
