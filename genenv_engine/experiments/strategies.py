@@ -189,8 +189,7 @@ class UnseenReplay(SubsetReplay):
     stored at epoch 0 like a split."""
 
     def stored(self, env: Environment) -> list[Task]:
-        a = self.config.agent
-        return base_choices(env, a.base_levels, "unseen", a.unseen_tasks)
+        return self.choices(env)
 
 
 # --- task source ----------------------------------------------------------------------------------------------
