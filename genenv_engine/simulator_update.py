@@ -15,19 +15,19 @@ from collections.abc import Callable
 from statistics import pstdev
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from genenv_engine import simulator as sim
 from genenv_engine.algorithms import low_var_kl
 from genenv_engine.config import RunConfig
 from genenv_engine.curriculum import rwr_weights
 from genenv_engine.environments.base import Environment
-from genenv_engine.policy import Policy
 from genenv_engine.records import ScoredBatch
 from genenv_engine.roles import Roles
 from genenv_engine.session import Session
 
 if TYPE_CHECKING:
+    import torch
+
+    from genenv_engine.policy import Policy
     from genenv_engine.strategies import Strategies
 
 
@@ -83,7 +83,7 @@ def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig) 
         return None
     contexts, targets = [c for c, _, _ in probe], [t for _, t, _ in probe]
     initial = _initial_logprobs(roles.simulator_init, contexts, targets)
-    current = roles.simulator.row_logprobs(contexts, targets, len(probe))
+    current = roles.simulator.row_logprobs(contexts, targets, len(probe))  # last: the simulator stays active
     per_pair = []
     for ref, now, target in zip(initial, current, targets):
         n = min(len(target), len(now))  # the completion's tokens (the fitted pair may cut it)
