@@ -70,7 +70,7 @@ CHECK_TESTS := tests/engine/test_math.py tests/engine/test_config.py tests/engin
 	tests/engine/test_calibration_goals.py tests/engine/test_checker_limits.py tests/engine/test_env_contract.py \
 	tests/engine/test_bfcl_env.py tests/engine/test_apibank_env.py tests/engine/test_bamboogle_env.py \
 	tests/engine/test_alfworld_env.py tests/engine/test_travelplanner_env.py tests/engine/test_core_strategies.py \
-	genenv_engine/strategies.py genenv_engine/curriculum.py genenv_engine/samplers.py genenv_engine/algorithms.py genenv_engine/config genenv_engine/errors.py \
+	genenv_engine/method/strategies.py genenv_engine/core/curriculum.py genenv_engine/method/samplers.py genenv_engine/core/algorithms.py genenv_engine/config genenv_engine/core/errors.py \
 	genenv_engine/experiments
 .PHONY: check
 check: setup
@@ -98,17 +98,17 @@ shipped-warmstart: setup
 	tmp=$$(mktemp -d) && \
 	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(VENV)/bin/genenv bench warmstart --preset $(PRESET) --seed 0 --keep \
 		--out $$tmp && \
-	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(PY) -m genenv_engine.warmstart ship --preset $(PRESET) --seed 0 \
+	HF_HUB_OFFLINE=1 GENENV_CACHE=$$tmp/cache $(PY) -m genenv_engine.training.warmstart ship --preset $(PRESET) --seed 0 \
 		--bench $$tmp/bench-warmstart.json && \
 	rm -rf $$tmp
 
 # Regenerate docs/reference/configuration.md and docs/reference/cli.md from the code (a test fails when they are stale).
 .PHONY: reference
 reference: setup
-	$(PY) -m genenv_engine.reference
+	$(PY) -m genenv_engine.interfaces.reference
 
 # Regenerate the README's performance table and the results index's rows from the JSON under docs/results/ (a test
 # fails when they are stale).
 .PHONY: figures
 figures: setup
-	$(PY) -m genenv_engine.figures
+	$(PY) -m genenv_engine.interfaces.figures

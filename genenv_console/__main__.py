@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, preset_names
-from genenv_engine.errors import SessionBusy
-from genenv_engine.session import Session, SessionError
+from genenv_engine.core.errors import SessionBusy
+from genenv_engine.storage.session import Session, SessionError
 
 from genenv_console.app import GenEnvConsole
 from genenv_console.compare import CompareError, expand_compare
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
-    from genenv_engine.roles import BackendFactory
+    from genenv_engine.training.roles import BackendFactory
 
 
 def make_app(session_dir: str | Path | None = None, *, preset: str | None = None, config_file: str | Path | None = None,

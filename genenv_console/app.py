@@ -22,13 +22,13 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from genenv_engine import events as ev
+from genenv_engine.core import events as ev
 from genenv_engine.config import ConfigError, RunConfig, config_from_file
-from genenv_engine import lease
-from genenv_engine.errors import SessionBusy
-from genenv_engine.session import Session
-from genenv_engine.session_view import SessionView
-from genenv_engine.store import Store
+from genenv_engine.storage import lease
+from genenv_engine.core.errors import SessionBusy
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store
 
 from genenv_console.attach import AttachMixin
 from genenv_console.compare import read_runs
@@ -54,7 +54,7 @@ from genenv_console.state import RunState, describe, history_lines
 from genenv_console.widgets.plots import PlotPicked
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
-    from genenv_engine.roles import BackendFactory
+    from genenv_engine.training.roles import BackendFactory
 
 
 

@@ -1,11 +1,11 @@
 """Following a session that another process runs: the console attached to a headless ``genenv run``.
 
-When the session the console opens is held by another live engine (its lease, `genenv_engine.lease`), the
+When the session the console opens is held by another live engine (its lease, `genenv_engine.storage.lease`), the
 console does not start one of its own: it follows the holder. Once a second it re-reads the session through the
 store (read-only: the epochs, batches and events the engine has landed), so the plots, the event log and the
 status bar move as the headless run goes on, and it steers that engine through the session folder
-(`genenv_engine.remote`): space asks it to pause or resume, ``s`` to stop, each at its next batch. When the other
-engine ends, the console shows the session at rest and ``r`` resumes it here.
+(`genenv_engine.storage.remote`): space asks it to pause or resume, ``s`` to stop, each at its next batch. When the
+other engine ends, the console shows the session at rest and ``r`` resumes it here.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import os
 import socket
 from typing import Any
 
-from genenv_engine import lease, remote
-from genenv_engine.session_view import SessionView
+from genenv_engine.storage import lease, remote
+from genenv_engine.storage.session_view import SessionView
 
 from genenv_console.safe import clean
 from genenv_console.state import RunState, history_lines_after

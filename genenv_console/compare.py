@@ -3,9 +3,9 @@
 `expand_compare` turns folders the user named (session folders, or a folder of sessions such as the one
 ``genenv bench ablation --out DIR`` writes, one sub-folder per arm and seed) into the sessions to compare, or
 raises `CompareError` with a message fit for the command line. `read_run` reads one session through
-`genenv_engine.session_view.SessionView` on a read-only connection (no lease taken, nothing written) and derives
+`genenv_engine.storage.session_view.SessionView` on a read-only connection (no lease taken, nothing written) and derives
 the curves exactly as the dashboard does (`genenv_console.state.RunState`: mean p̂ of each epoch's generated
-tasks per benchmark, held-out success per benchmark) and its funnel (`genenv_engine.store.read_only_funnel`).
+tasks per benchmark, held-out success per benchmark) and its funnel (`genenv_engine.storage.store.read_only_funnel`).
 `comparison_markdown` and `write_report` give the exported report, its funnel tables built by
 `genenv_console.compare_funnel`. Nothing here imports Textual.
 """
@@ -20,8 +20,8 @@ from typing import Any
 from genenv_engine.experiments.arms import ARMS
 from genenv_engine.reports.document import Block, Bullets, Heading, Para, Table
 from genenv_engine.reports.markdown import render_markdown
-from genenv_engine.session_view import SessionView
-from genenv_engine.store import read_only_funnel
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import read_only_funnel
 
 from genenv_console.compare_funnel import TOTAL_COLUMNS, funnel_epoch_rows, funnel_total_rows
 from genenv_console.safe import clean
@@ -148,7 +148,7 @@ class CompareRun:
     heldout: dict[str, Points]
     """Per benchmark, (epoch, held-out success), epoch 0 the warm start: the dashboard's held-out plot."""
     funnel: list[dict[str, Any]] = field(default_factory=list)
-    """`genenv_engine.store.Store.funnel` entries of every epoch: drafts → admitted → trained per benchmark."""
+    """`genenv_engine.storage.store.Store.funnel` entries of every epoch: drafts → admitted → trained per benchmark."""
 
     @property
     def name(self) -> str:

@@ -1,11 +1,11 @@
 """The funnel section of the comparison report: what each compared session's simulator wrote, what validation and
 the duplicate cap admitted, and what its agent trained on.
 
-Each session's entries are `genenv_engine.store.Store.funnel`'s (read read-only by
-`genenv_engine.store.read_only_funnel`). `funnel_total_rows` sums them per session and benchmark over the epochs;
-`funnel_epoch_rows` gives one row per epoch with one cell per session (and benchmark), ``kept/drafts → trained``;
-`funnel_screen_rows` gives the compare screen's compact table (drafts, kept/drafts, trained, top rejection reasons).
-Plain text cells (session names made safe to draw); the Markdown renderer escapes them. Nothing here imports
+Each session's entries are `genenv_engine.storage.store.Store.funnel`'s (read read-only by
+`genenv_engine.storage.store.read_only_funnel`). `funnel_total_rows` sums them per session and benchmark over the
+epochs; `funnel_epoch_rows` gives one row per epoch with one cell per session (and benchmark), ``kept/drafts →
+trained``; `funnel_screen_rows` gives the compare screen's compact table (drafts, kept/drafts, trained, top rejection
+reasons). Plain text cells (session names made safe to draw); the Markdown renderer escapes them. Nothing here imports
 Textual.
 """
 

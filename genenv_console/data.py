@@ -15,8 +15,8 @@ from typing import Any
 
 from genenv_engine.config import ConfigError, config_from_file
 from genenv_engine.environments import get_environment
-from genenv_engine.records import Task
-from genenv_engine.store import Store, TaskFilter
+from genenv_engine.core.records import Task
+from genenv_engine.storage.store import Store, TaskFilter
 
 from genenv_console.safe import clean
 
@@ -193,7 +193,7 @@ def task_detail(store: Store, task_id: str, max_rollouts: int = 20, group_size: 
 def grpo_groups(rollouts: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """A task's training rollouts as the GRPO groups they were: each epoch's rollouts in consecutive runs of ``k``
     (a task replayed twice in an epoch made two groups), each with its rewards' group-normalised advantages as the
-    trainer computes them (`genenv_engine.algorithms.group_advantages`).
+    trainer computes them (`genenv_engine.core.algorithms.group_advantages`).
 
     >>> gs = grpo_groups([{"epoch": 1, "purpose": "train", "reward": r} for r in (1.0, 0.0)] +
     ...                  [{"epoch": 1, "purpose": "heldout", "reward": 1.0}], 2)
@@ -202,7 +202,7 @@ def grpo_groups(rollouts: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """
     import torch
 
-    from genenv_engine.algorithms import group_advantages
+    from genenv_engine.core.algorithms import group_advantages
 
     by_epoch: dict[int, list[dict[str, Any]]] = {}
     for r in rollouts:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import RunConfig
-from genenv_engine.session_view import SessionView
+from genenv_engine.storage.session_view import SessionView
 
 from genenv_console.screens.drill import batch_rows
 
@@ -61,7 +61,7 @@ def read_epoch_drill(store: Any, config: RunConfig, path: Path | None, plot: str
     if now is None:
         return None
     per_benchmark = len(next(iter(rows[epoch]["heldout_correct"].values())))
-    from genenv_engine.agent import heldout_tasks
+    from genenv_engine.training.agent import heldout_tasks
 
     tasks = heldout_tasks(environments(), per_benchmark)  # the order every result string follows
     return EpochDrill(plot, epoch, tasks=tasks, now=now, before=correct(epoch - 1),

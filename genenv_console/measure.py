@@ -6,8 +6,8 @@ move through the table, back to the dashboard); the app's own `LatencyProbe` rec
 and each key's time from creation to the next screen refresh. ``tasks-page`` fills a temporary
 store with 100,000 tasks and times loading and painting one page of the tasks table. ``views`` fills a session
 with 100 epochs of history (100,000 generated tasks, their batches, training rollouts and held-out answers:
-`genenv_engine.benches.session_fill`) and times each drill-down view from the key (or message) that opens it to
-the first repaint after its rows are shown. Goal: each view open in at most `VIEW_GOAL_MS` (median).
+`genenv_engine.interfaces.benches.session_fill`) and times each drill-down view from the key (or message) that opens it
+to the first repaint after its rows are shown. Goal: each view open in at most `VIEW_GOAL_MS` (median).
 """
 
 from __future__ import annotations
@@ -77,9 +77,9 @@ def _summary(results: dict[str, list[float]], digits: int) -> dict[str, dict[str
 
 def _fill_store(path: Path, n: int, chunk: int = 5000) -> float:
     """Create a session with ``n`` tasks spread over epochs, origins, statuses and p-hats; return seconds."""
-    from genenv_engine.benches.store import fill
+    from genenv_engine.interfaces.benches.store import fill
     from genenv_engine.config import load_config
-    from genenv_engine.session import Session
+    from genenv_engine.storage.session import Session
 
     session = Session.create(load_config("micro"), path)
     seconds = fill(session.store, n, seed=0, chunk=chunk)
@@ -173,9 +173,9 @@ async def _views(epochs: int, repeats: int, size: tuple[int, int]) -> dict[str, 
     import shutil
 
     from genenv_console.__main__ import make_app
-    from genenv_engine.benches.session_fill import fill_session
+    from genenv_engine.interfaces.benches.session_fill import fill_session
     from genenv_engine.config import load_config
-    from genenv_engine.session import Session
+    from genenv_engine.storage.session import Session
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history"

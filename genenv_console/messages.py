@@ -1,6 +1,6 @@
 """Textual messages: one past-tense message per engine event, plus the console's own requests and facts.
 
-The engine's sink runs in the worker thread; it wraps each `genenv_engine.events.Event` in the
+The engine's sink runs in the worker thread; it wraps each `genenv_engine.core.events.Event` in the
 message class of the same name (``RunPaused`` -> `RunPaused`) and posts it to the app, which is
 thread-safe. Handlers on the UI thread then own every change to widgets and UI state.
 Screens never push each other: one that opens another posts a request (`OpenBatch`, `OpenDrill`,
@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.message import Message
 
-from genenv_engine import events as engine_events
+from genenv_engine.core import events as engine_events
 from genenv_engine.config import RunConfig
 
 
@@ -203,7 +203,7 @@ class ComparisonExported(Message):
 
 
 class FunnelRead(Message):
-    """The session's funnel was read (``entries``: `genenv_engine.store.Store.funnel`), or could not be
+    """The session's funnel was read (``entries``: `genenv_engine.storage.store.Store.funnel`), or could not be
     (``error``)."""
 
     def __init__(self, entries: list, error: str = "") -> None:
@@ -213,8 +213,8 @@ class FunnelRead(Message):
 
 
 class BatchTasksRead(Message):
-    """The tasks behind a variation batch were read (``rows``: `genenv_engine.store.Store.batch_tasks`), or could
-    not be (``error``)."""
+    """The tasks behind a variation batch were read (``rows``: `genenv_engine.storage.store.Store.batch_tasks`), or
+    could not be (``error``)."""
 
     def __init__(self, rows: list, error: str = "") -> None:
         super().__init__()
@@ -233,7 +233,8 @@ class TaskGroupsRead(Message):
 
 
 class LineageRead(Message):
-    """A lineage tree was read (``nodes``: `genenv_engine.store.Store.lineage_tree`), or could not be (``error``)."""
+    """A lineage tree was read (``nodes``: `genenv_engine.storage.store.Store.lineage_tree`), or could not be
+    (``error``)."""
 
     def __init__(self, nodes: list, error: str = "") -> None:
         super().__init__()
@@ -243,8 +244,8 @@ class LineageRead(Message):
 
 class TaskLocated(Message):
     """Where a task stands in the tasks table: its ``position`` under ``filters`` (a
-    `genenv_engine.store.TaskFilter`; the filters were cleared when the task did not match the shown ones), or None
-    for a task the store does not hold."""
+    `genenv_engine.storage.store.TaskFilter`; the filters were cleared when the task did not match the shown ones), or
+    None for a task the store does not hold."""
 
     def __init__(self, task_id: str, position: int | None, filters: object) -> None:
         super().__init__()
@@ -264,7 +265,7 @@ class EpochDrillRead(Message):
 
 class OpenBatch(Message):
     """Request: open a variation batch's seed task and variations (``store``: the session's
-    `genenv_engine.store.Store`; ``group_size``: the agent's rollouts per task, None when unknown)."""
+    `genenv_engine.storage.store.Store`; ``group_size``: the agent's rollouts per task, None when unknown)."""
 
     def __init__(self, store: Any, batch_id: str, group_size: int | None) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""The only bridge between the console and the engine: one thread worker running `genenv_engine.loop.run`.
+"""The only bridge between the console and the engine: one thread worker running `genenv_engine.method.loop.run`.
 
 The worker (``@work(thread=True, exclusive=True, exit_on_error=False, group="engine")``) opens the
 session in its own thread (so the engine owns its SQLite connection) and runs the loop with a sink
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Callable
 from textual import work
 from textual.message import Message
 
-from genenv_engine import events as ev
-from genenv_engine.session import Session
+from genenv_engine.core import events as ev
+from genenv_engine.storage.session import Session
 
 from genenv_console.messages import EngineIdled, wrap
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
-    from genenv_engine.roles import BackendFactory
+    from genenv_engine.training.roles import BackendFactory
 
 THROTTLED = ("BatchProgressed", "WarmStartProgressed")
 """Events forwarded at most every `EngineRunner.min_interval` seconds (plus the last of a phase)."""
@@ -64,7 +64,7 @@ class EngineRunner:
 
     def run(self, session_path: Path) -> dict[str, Any]:
         """Open the session in this thread and run the loop to its target epoch (or a stop)."""
-        from genenv_engine.loop import run
+        from genenv_engine.method.loop import run
 
         session = Session.open(session_path, check=True)
         try:

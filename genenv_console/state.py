@@ -1,7 +1,7 @@
 """The dashboard's model of a run: what the engine's events say, as plain data the plots can draw.
 
 `RunState` is folded from engine events on the UI thread (and seeded from the store when a
-session is opened, through `genenv_engine.session_view.SessionView`: each batch's stored R_env and band flag,
+session is opened, through `genenv_engine.storage.session_view.SessionView`: each batch's stored R_env and band flag,
 never a recomputation), so the widgets never read the engine or the database to redraw. The series
 functions turn it into exactly what each plot shows; tests assert on them.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from genenv_engine import events as ev
+from genenv_engine.core import events as ev
 from genenv_engine.config import RunConfig
-from genenv_engine.curriculum import env_reward, in_band
-from genenv_engine.progress import sample_line, worker_summary
-from genenv_engine.session_view import SessionView
+from genenv_engine.core.curriculum import env_reward, in_band
+from genenv_engine.storage.progress import sample_line, worker_summary
+from genenv_engine.storage.session_view import SessionView
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
           "checkpoint")
@@ -321,7 +321,7 @@ class RunState:
 
     def rollout_workers(self) -> str:
         """The latest epoch's rollout workers as ``genenv status`` shows them (count, each one's tasks/s and
-        tokens/s: `genenv_engine.progress.worker_summary`), or "" before an epoch reports them."""
+        tokens/s: `genenv_engine.storage.progress.worker_summary`), or "" before an epoch reports them."""
         for epoch in sorted(self.metrics, reverse=True):
             stats = self.metrics[epoch].get("rollout_workers")
             if stats:
@@ -394,7 +394,8 @@ HISTORY_LINES = 200
 
 
 def history_lines(store: Any, limit: int = HISTORY_LINES) -> list[str]:
-    """Event-log lines for the last ``limit`` stored events of a session (``store``: a `genenv_engine.store.Store`)."""
+    """Event-log lines for the last ``limit`` stored events of a session (``store``: a
+    `genenv_engine.storage.store.Store`)."""
     return history_lines_after(store, max(0, store.last_event_id() - limit), limit)[0]
 
 

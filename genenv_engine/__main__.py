@@ -2,6 +2,6 @@
 
 import sys
 
-from genenv_engine.cli import main
+from genenv_engine.interfaces.cli import main
 
 sys.exit(main())

@@ -157,7 +157,7 @@ def grammar_verdicts(env, grammar: str, tokenizer, n: int = 100, seed: int = 0) 
     task as parent: the rejection reason's prefix, or "" when accepted. Raises GenerationParseError for a string
     whose shape the grammar should have made right."""
     from genenv_engine.backends.grammar import random_strings
-    from genenv_engine.simulator import parse_output
+    from genenv_engine.training.simulator import parse_output
 
     parent = env.splits()["seed"][0]
     out = []

@@ -29,15 +29,15 @@ import time
 import torch
 
 from genenv_engine.experiments.stats import paired_change
-from genenv_engine.agent import agent_prompt, evaluate, grpo_groups, rollout
+from genenv_engine.training.agent import agent_prompt, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
-from genenv_engine.cli import parse_sets
+from genenv_engine.interfaces.cli import parse_sets
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.roles import load_roles
-from genenv_engine.session import Session
-from genenv_engine.trainer import GRPOTrainer
-from genenv_engine.warmstart import warm_start
+from genenv_engine.training.roles import load_roles
+from genenv_engine.storage.session import Session
+from genenv_engine.training.trainer import GRPOTrainer
+from genenv_engine.training.warmstart import warm_start
 
 
 def main(argv: list[str]) -> None:
@@ -100,7 +100,7 @@ def main(argv: list[str]) -> None:
             print(f"iter {it} held-out {heldout()} ({time.perf_counter() - started:.0f} s)", flush=True)
         return
     if opts.get("pos"):
-        import genenv_engine.trainer as trainer_module
+        import genenv_engine.training.trainer as trainer_module
         plain = trainer_module.group_advantages
         trainer_module.group_advantages = lambda r: plain(r).clamp(min=0.0)
     trainer = GRPOTrainer(policy, roles.agent_ref, lr, 0.2, float(opts.get("kl", 0.01)), 64, 1, True,

@@ -86,8 +86,8 @@ def chain_backends():
 def run_one(name: str, root: Path) -> Path:
     """Run ``name`` (`RUNS`) in a new session under ``root``; returns the session's folder."""
     from genenv_engine.config import load_config
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     overrides = {"epochs": 2, **RUNS[name]}
@@ -127,7 +127,7 @@ def dump(folder: Path) -> dict[str, Any]:
 def shared_environments() -> Iterator[None]:
     """Runs of one benchmark and seed share its environment while this lasts (its splits are built once, not once
     per run: the chain benchmark's take seconds); what a run stores does not change."""
-    import genenv_engine.loop as loop_module
+    import genenv_engine.method.loop as loop_module
     from genenv_engine.environments import get_environment
 
     made: dict[tuple, Any] = {}

@@ -54,8 +54,8 @@ import statistics
 import sys
 
 from genenv_engine.config import load_config
-from genenv_engine.loop import run
-from genenv_engine.session import Session
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
 
 session = Session.create(load_config("micro", overrides={"epochs": 2}), sys.argv[1])

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from genenv_engine.session import stale_temp_paths, verify_checkpoint  # noqa: E402
+from genenv_engine.storage.session import stale_temp_paths, verify_checkpoint  # noqa: E402
 
 MODES = ("random", "checkpoint", "commit", "warmstart", "resume")
 VOLATILE = ("p_hat", "r_env", "n_rollouts", "superseded_by")
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         modes = [m for m in modes if m != "warmstart"]
     if opts.require_cached:
         from genenv_engine.config import load_config
-        from genenv_engine.warmstart import cache_key, cache_root
+        from genenv_engine.training.warmstart import cache_key, cache_root
 
         key = cache_key(load_config(opts.preset, overrides={"seed": opts.seed, "epochs": opts.epochs}))
         if not (cache_root() / "warmstart" / key / "info.json").exists():

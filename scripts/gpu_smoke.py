@@ -30,7 +30,7 @@ def build_base(folder: Path, size: str) -> int:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from genenv_engine.tokenizer import build_byte_tokenizer
+    from genenv_engine.training.tokenizer import build_byte_tokenizer
 
     hidden, layers, heads, kv, mlp = SIZES[size]
     tok = build_byte_tokenizer()
@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GENENV_CACHE", str(out / "cache"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from genenv_engine.config import load_config
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
 
     started = time.perf_counter()
     params = build_base(out / "base", args.size)

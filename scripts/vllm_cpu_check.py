@@ -28,7 +28,7 @@ def main() -> None:
 
     from genenv_engine.backends.base import Sampling
     from genenv_engine.backends.vllm import VLLMBackend
-    from genenv_engine.policy import Policy
+    from genenv_engine.training.policy import Policy
 
     policy = Policy.load(args.model, torch.device("cpu"), args.max_length)
     start = time.perf_counter()

@@ -25,16 +25,16 @@ choose_spin()  # as every entry point does, before torch loads
 
 import torch  # noqa: E402
 
-from genenv_engine.agent import evaluate, heldout_tasks
+from genenv_engine.training.agent import evaluate, heldout_tasks
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.hf import HFBackend
 from genenv_engine.config import load_config
 from genenv_engine.environments import environments_of
-from genenv_engine.models import warmstart_agent, warmstart_simulator
-from genenv_engine.policy import Policy
-from genenv_engine.simulator import sample, validate
-from genenv_engine.trainer import sft
-from genenv_engine.warmstart import agent_pairs, simulator_pairs, tail_mean
+from genenv_engine.training.models import warmstart_agent, warmstart_simulator
+from genenv_engine.training.policy import Policy
+from genenv_engine.training.simulator import sample, validate
+from genenv_engine.training.trainer import sft
+from genenv_engine.training.warmstart import agent_pairs, simulator_pairs, tail_mean
 
 
 def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, save: str | None = None) -> dict:

@@ -31,7 +31,7 @@ GROUP_COLUMNS = ("group", "epoch", "#", "", "reward", "advantage", "policy v", "
 
 
 def batch_task_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
-    """One row per task of `genenv_engine.store.Store.batch_tasks` (`BATCH_TASK_COLUMNS`).
+    """One row per task of `genenv_engine.storage.store.Store.batch_tasks` (`BATCH_TASK_COLUMNS`).
 
     >>> batch_task_rows([{"role": "variation", "id": "g/1", "level": 2, "simulator_version": 0, "valid": True,
     ...                   "p_hat": 0.5, "r_env": 1.0, "train_rollouts": 4, "train_successes": 2, "prompt": "Q"}])

@@ -5,8 +5,8 @@ Opened from the sessions screen (``m`` marks sessions, ``C`` compares the marked
 (`genenv_console.compare.read_runs`: no lease, no write) and posts `ComparisonRead`; the screen then sets
 both plots' data (one line per session, labelled by its folder name) and fills the two tables: held-out at epoch 0
 and last with the change, and each session's funnel over its epochs (`genenv_console.compare_funnel.funnel_screen_rows`:
-drafts, kept/drafts, trained and the top rejection reasons, read by `genenv_engine.store.read_only_funnel` in the
-same worker). Every cell is drawn as literal text; the tables take at most 40% of the height, the plots the rest.
+drafts, kept/drafts, trained and the top rejection reasons, read by `genenv_engine.storage.store.read_only_funnel` in
+the same worker). Every cell is drawn as literal text; the tables take at most 40% of the height, the plots the rest.
 ``x`` writes the Markdown report (`genenv_console.compare.write_report`) in a worker and says where it went.
 """
 

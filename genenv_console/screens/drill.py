@@ -32,7 +32,7 @@ def _f(value: float | None, digits: int = 2) -> str:
 
 
 def batch_rows(view: Any, epoch: int) -> list[tuple[str, ...]]:
-    """One row per variation batch of ``epoch`` in a `genenv_engine.session_view.SessionView`."""
+    """One row per variation batch of ``epoch`` in a `genenv_engine.storage.session_view.SessionView`."""
     rows = []
     for b in view.batches_of(epoch):
         note = b.prompt_note

@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 from genenv_console.data import EditResult
 from genenv_console.safe import clean, safe_text

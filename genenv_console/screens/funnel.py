@@ -3,7 +3,7 @@ trained on.
 
 ``F`` on the dashboard opens `FunnelScreen` at the epoch the focused plot's cursor marks (the calibration plot's,
 then the held-out plot's, else the last epoch); ``←``/``→`` step through the epochs. A thread worker reads
-`genenv_engine.store.Store.funnel` and posts `FunnelRead`. One row per benchmark: drafts, passed the validator,
+`genenv_engine.storage.store.Store.funnel` and posts `FunnelRead`. One row per benchmark: drafts, passed the validator,
 kept by the duplicate cap, trained (distinct tasks), the rejection reasons, where the trained tasks came from and
 the level mix at each stage. Rows are built by `funnel_rows` (tests read it directly); every cell is drawn as
 literal text.

@@ -1,7 +1,7 @@
 """The lineage tree of a task: from its seed through what each simulator version wrote from it.
 
 ``l`` on the tasks screen (or on a batch's tasks) opens `LineageScreen` on the selected task. A thread worker reads
-`genenv_engine.store.Store.lineage_tree` (the task's first stored ancestor and every task descended from it) and
+`genenv_engine.storage.store.Store.lineage_tree` (the task's first stored ancestor and every task descended from it) and
 posts `LineageRead`; the screen draws it as a Textual `Tree`: under each task, its children grouped by who wrote
 them (the simulator version and epoch, or a hand edit), each task labelled with its p̂, the simulator version that
 wrote it, the validator's verdict and its prompt. ``enter`` on a task closes the screen and asks the app to show that
@@ -21,7 +21,7 @@ from textual.containers import Vertical
 from textual.widgets import Label, Tree
 from textual.widgets.tree import TreeNode
 
-from genenv_engine.store import GENERATED_ORIGINS, LINEAGE_NODES
+from genenv_engine.storage.store import GENERATED_ORIGINS, LINEAGE_NODES
 
 from genenv_console.data import fmt
 from genenv_console.messages import LineageRead, OpenTask

@@ -22,8 +22,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
 from genenv_engine.config import RunConfig
-from genenv_engine.records import ORIGINS, STATUSES
-from genenv_engine.store import Store
+from genenv_engine.core.records import ORIGINS, STATUSES
+from genenv_engine.storage.store import Store
 
 from genenv_console.data import (PAGE_SIZE, TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt,
                                  prompt_width, table_line, table_row, task_detail, task_page, toggle_status)

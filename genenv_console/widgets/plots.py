@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
 from genenv_console.state import Calibration, Histogram, WarmStart
-from genenv_engine.curriculum import alpha_reward
+from genenv_engine.core.curriculum import alpha_reward
 
 COLORS = ("cyan", "magenta", "green", "orange", "blue", "red")
 """Series colours, one per benchmark or phase (in order)."""

@@ -17,7 +17,7 @@ from genenv_console.state import WarmStart
 def samples_text(data: WarmStart | None, width: int = 300) -> Text:
     """The panel's text: per role, the step, the verdict, the prompt shown and the text written.
 
-    >>> from genenv_engine.events import WarmStartSample
+    >>> from genenv_engine.core.events import WarmStartSample
     >>> s = WarmStartSample(0, "agent", 88, 700, "add 2 and 3", "[add(2, 3)]\\x1b[2J", False, "gold: [add(a=2, b=3)]")
     >>> print(samples_text(WarmStart({}, {}, {"agent": s})).plain)
     agent at step 88/700: wrong

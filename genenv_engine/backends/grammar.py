@@ -222,7 +222,7 @@ class GrammarMask:
 def matches(tokenizer, grammar: str, text: str) -> bool:
     """Whether ``text`` is a whole string of ``grammar`` (tokenized as a model would write it).
 
-    >>> from genenv_engine.tokenizer import build_byte_tokenizer
+    >>> from genenv_engine.training.tokenizer import build_byte_tokenizer
     >>> tok = build_byte_tokenizer()
     >>> g = 'start: "add " NUM\\nNUM: /[1-9][0-9]*/'
     >>> matches(tok, g, "add 12"), matches(tok, g, "add 012"), matches(tok, g, "add ")

@@ -44,7 +44,7 @@ def chunk_for(vocab: int, max_new_tokens: int, limit: int, budget: int = SCORES_
 
 
 class HFBackend:
-    """Batched generation with `decode` (a KV-cache loop on the model) for a `genenv_engine.policy.Policy`."""
+    """Batched generation with `decode` (a KV-cache loop on the model) for a `genenv_engine.training.policy.Policy`."""
 
     def __init__(self, policy, chunk_size: int = 128) -> None:
         self.policy = policy

@@ -114,7 +114,7 @@ def close_engines() -> None:
 
 
 class VLLMBackend:
-    """Generation through ``vllm.LLM.generate`` for a `genenv_engine.policy.Policy` (LoRA or full)."""
+    """Generation through ``vllm.LLM.generate`` for a `genenv_engine.training.policy.Policy` (LoRA or full)."""
 
     def __init__(self, policy, *, gpu_memory_utilization: float = 0.4, enforce_eager: bool = True,
                  max_lora_rank: int | None = None, max_loras: int = 2, dtype: str | None = None,

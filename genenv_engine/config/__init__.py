@@ -62,7 +62,7 @@ from genenv_engine.config.sections import (
     field_docs,
 )
 from genenv_engine.config.tables import RENAMED_SETTINGS, RenamedSettingWarning
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 __all__ = [
     "BASE_SOURCES", "CURRICULUM_FILTERS", "CURRICULUM_REWARDS", "DEFAULT_RAY_BATCH", "DTYPES", "EXECUTION_FIELDS",

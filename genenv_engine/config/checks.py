@@ -24,7 +24,7 @@ from genenv_engine.config.choices import (
     SIMULATOR_PROMPTS,
     TUNINGS,
 )
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from genenv_engine.config.run import RunConfig
@@ -46,7 +46,7 @@ def check(ok: bool, name: str, message: str) -> None:
     >>> check(False, "epochs", "must be >= 0")
     Traceback (most recent call last):
     ...
-    genenv_engine.errors.ConfigError: config error in 'epochs': must be >= 0
+    genenv_engine.core.errors.ConfigError: config error in 'epochs': must be >= 0
     """
     if not ok:
         raise ConfigError(name, message)

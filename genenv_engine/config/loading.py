@@ -15,7 +15,7 @@ from typing import Any
 
 from genenv_engine.config.run import RunConfig
 from genenv_engine.config.tables import build, merge, nest, renamed
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent.parent / "presets"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 
 def parse_value(text: str) -> Any:

@@ -25,7 +25,7 @@ from genenv_engine.config.checks import (
     check_warm_start,
 )
 from genenv_engine.config.choices import LLAMA_LORA_TARGETS
-from genenv_engine.curriculum import in_band
+from genenv_engine.core.curriculum import in_band
 
 EXPERIMENTAL_FIELDS = (
     "curriculum.filter", "curriculum.alpha_by_benchmark",
@@ -203,9 +203,9 @@ class SimulatorConfig:
     across the pool."""
     plugin_timeout: float = 0.0
     """Wall-clock seconds one call of a plugin environment's ``check`` or ``validate`` may take (an environment not
-    built into genenv): above 0 those calls run in a worker process (`genenv_engine.plugin_worker`) and one past the
-    limit fails its rollout or rejects its task as ``plugin_timeout``; 0: they run in this process, unlimited. It
-    applies where the loop's process checks and validates (not on Ray workers)."""
+    built into genenv): above 0 those calls run in a worker process (`genenv_engine.environments.plugin_worker`) and one
+    past the limit fails its rollout or rejects its task as ``plugin_timeout``; 0: they run in this process, unlimited.
+    It applies where the loop's process checks and validates (not on Ray workers)."""
     prompt: str = "compact"
     """``compact``: ``<task> => <answer>`` under a short system turn (models trained from scratch); ``instruct``:
     an instruction with the example task, its answer and the agent's recent success rate, answered as
@@ -343,7 +343,7 @@ class CurriculumConfig:
     ``target`` (the highest level only), ``schedule`` (easy to hard over the epochs), ``learnability`` (levels in
     proportion to p_hat (1 - p_hat), as measured on the agent) or ``controller`` (a softmax over difficulty cells,
     level x the benchmark's knobs, trained by reward-weighted regression on R_env: GenEnv's objective without a
-    language model); see `genenv_engine.samplers`."""
+    language model); see `genenv_engine.method.samplers`."""
 
     def alpha_for(self, benchmark: str) -> float:
         """The target success rate of one benchmark's generated tasks.
@@ -407,7 +407,7 @@ class RayConfig:
     the epoch stops with `genenv_engine.executors.ray_exec.WorkerTimeout`, naming the phase, the batch and its
     tasks (the session stays resumable). A timeout is not scored as a failure: rewards that depend on machine
     load would differ between runs of one seed, and between Ray and in-process runs; checks slow by the task's
-    own fault already fail deterministically (search budgets and size caps, `genenv_engine.limits`); and a
+    own fault already fail deterministically (search budgets and size caps, `genenv_engine.core.limits`); and a
     retried batch has the same seed and weights, so it gives exactly what the first attempt would have. In-process
     calls are not limited; set it well above a batch's normal time."""
 

@@ -12,7 +12,7 @@ from dataclasses import MISSING, fields, is_dataclass
 from typing import Any
 
 from genenv_engine.config.checks import check, default_of
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 RENAMED_SETTINGS = {"ray": "ray.address", "ray_workers": "ray.workers", "validate_batch": "ray.validate_batch",
                     "ray_call_timeout": "ray.call_timeout"}

@@ -38,8 +38,8 @@ from genenv_engine.environments.base import (
     LadderEnvironment,
     SplitSizes,
 )
-from genenv_engine.errors import ConfigError
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 __all__ = [
     "ADAPTERS", "API_VERSION", "BENCHMARKS", "ENTRY_POINT_GROUP", "NAME_PATTERN", "PAPER_BENCHMARKS",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 SEP = " => "
 """Separator between task and answer in simulator text (``<prompt> => <answer>``)."""
@@ -237,7 +237,7 @@ class Environment(ABC):
             return tasks
         chosen = [t for t in tasks if t.level in levels]
         if not chosen:
-            from genenv_engine.errors import ConfigError
+            from genenv_engine.core.errors import ConfigError
 
             raise ConfigError(option, f"{self.name}'s {split} split has no task at levels {list(levels)}; "
                                       f"its levels are {sorted({t.level for t in tasks})}")

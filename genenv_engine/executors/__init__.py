@@ -2,7 +2,7 @@
 the simulator's drafts validated.
 
 ``local`` (in this process, the default) and ``ray`` (worker actors on a Ray instance, the ``ray`` extra). The
-controller (`genenv_engine.loop`) picks one with `make_executor` and calls it where the validate phase checks
+controller (`genenv_engine.method.loop`) picks one with `make_executor` and calls it where the validate phase checks
 drafts and the rollout phase generates; every phase stays the controller's. Ray is imported by ``genenv_engine.executors.ray_exec`` alone, inside its
 functions, so importing the engine never loads it (an import-linter contract and a test check this).
 """

@@ -7,13 +7,13 @@ version: the epoch whose update produced the weights) and stamps each rollout an
 weights that sampled it.
 
 With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into batches of that many tasks in order, and each
-batch is one `genenv_engine.agent.rollout` call sampled with its own seed from (run seed, epoch, batch index).
+batch is one `genenv_engine.training.agent.rollout` call sampled with its own seed from (run seed, epoch, batch index).
 With ``generate_batch`` > 0 each job's seeds are cut into batches of that many, and each batch is one
-`genenv_engine.simulator.sample` call sampled with its own seed from (run seed, epoch, benchmark, batch index),
+`genenv_engine.training.simulator.sample` call sampled with its own seed from (run seed, epoch, benchmark, batch index),
 its task ids those the unbatched call gives. The hf backend's draws depend on the batch (its sampling noise is
 drawn for the whole decoding batch), so a rollout or a draft is reproduced exactly when the same batch meets
 the same seed and weights: which executor, worker or order runs the batches does not matter. Validation is
-deterministic (no sampling, no clocks: `genenv_engine.limits`), so its results do not depend on who runs it or
+deterministic (no sampling, no clocks: `genenv_engine.core.limits`), so its results do not depend on who runs it or
 how the drafts are batched.
 """
 
@@ -24,13 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from genenv_engine import simulator as sim
-from genenv_engine.agent import TaskAttempts
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.agent import TaskAttempts
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.environments.base import Environment
-from genenv_engine.policy import Policy
-from genenv_engine.records import Task
-from genenv_engine.simulator import Draft, Generation
+from genenv_engine.training.policy import Policy
+from genenv_engine.core.records import Task
+from genenv_engine.training.simulator import Draft, Generation
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)`` in prompts, called between batches (the loop's pause/stop check runs there)."""
@@ -46,11 +46,13 @@ class GenerateJob:
     seeds: list[Task]
     n: int
     prefix: str | None = None
-    """Task id prefix (`genenv_engine.simulator.sample`'s ``id_prefix``; None: ``gen/e<epoch>/<benchmark>``)."""
+    """Task id prefix (`genenv_engine.training.simulator.sample`'s ``id_prefix``; None:
+    ``gen/e<epoch>/<benchmark>``)."""
     note: str | None = None
     """The instruct prompt's recent-success line."""
     grammar: str | None = None
-    """The Lark grammar the drafts are sampled under (`genenv_engine.simulator.job_grammar`); None: free text."""
+    """The Lark grammar the drafts are sampled under (`genenv_engine.training.simulator.job_grammar`); None: free
+    text."""
 
 
 class RolloutExecutor(Protocol):
@@ -77,7 +79,7 @@ class RolloutExecutor(Protocol):
         ...
 
     def validate(self, drafts: list[Draft], *, epoch: int, generator: str, origin: str, style: str) -> list[Generation]:
-        """Each draft parsed and validated by its benchmark's environment (`genenv_engine.simulator.validate`),
+        """Each draft parsed and validated by its benchmark's environment (`genenv_engine.training.simulator.validate`),
         in the drafts' order."""
         ...
 
@@ -153,8 +155,8 @@ def sample_batch(backend: GenerationBackend, policy: Policy, env: Environment, j
 def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], jobs: list[GenerateJob],
                 sampling: Sampling, *, epoch: int, style: str, version: int,
                 progress: GenerateProgress | None = None) -> list[Draft]:
-    """Every job's drafts from one `genenv_engine.simulator.sample` call per job, with ``sampling`` as given (the
-    unbatched generation, as before executors existed), stamped with the simulator weights' ``version``."""
+    """Every job's drafts from one `genenv_engine.training.simulator.sample` call per job, with ``sampling`` as given
+    (the unbatched generation, as before executors existed), stamped with the simulator weights' ``version``."""
     out: list[Draft] = []
     for job in jobs:
         def each(done: int, total: int, name: str = job.benchmark) -> None:

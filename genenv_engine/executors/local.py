@@ -2,8 +2,8 @@
 backends, and the validation of the drafts by the controller's own environments (one pass, as before executors).
 
 With ``rollout_batch = 0`` and ``generate_batch = 0`` it is exactly the engine before executors existed: one
-`genenv_engine.simulator.sample` call per benchmark and one `genenv_engine.agent.rollout` call, on the torch
-sampling streams the epoch seeded. With either > 0 it runs the seeded batches of `genenv_engine.executors.base`
+`genenv_engine.training.simulator.sample` call per benchmark and one `genenv_engine.training.agent.rollout` call, on the
+torch sampling streams the epoch seeded. With either > 0 it runs the seeded batches of `genenv_engine.executors.base`
 one after the other, under a forked torch RNG so the controller's stream is left as the Ray executor leaves it:
 the reference the Ray executor is tested against.
 """
@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 
-from genenv_engine import simulator as sim
-from genenv_engine.agent import TaskAttempts, rollout
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.agent import TaskAttempts, rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_batch,
                                           sample_jobs, seed_batches, seeded, stamp, stamp_drafts, task_batches)
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 
 class LocalExecutor:

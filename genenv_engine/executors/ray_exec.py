@@ -22,7 +22,7 @@ new process id on a worker's results is logged as a `WorkerRestarted` event. Tim
 once Ray has restarted it, the batch is sent again, once (`TIMEOUT_ATTEMPTS`); a second timeout raises
 `WorkerTimeout` (the config field's docstring says why a timeout stops the epoch instead of scoring the tasks as
 failures). Each timeout is logged as a `WorkerTimedOut` event. Workers build the configured backend
-(``config.backend``): a ``backend_factory`` given to `genenv_engine.loop.run` (test doubles) applies to the
+(``config.backend``): a ``backend_factory`` given to `genenv_engine.method.loop.run` (test doubles) applies to the
 controller's roles only. Ray is imported only in here and in the worker, inside functions.
 """
 
@@ -38,16 +38,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from genenv_engine import simulator as sim
-from genenv_engine.agent import TaskAttempts
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.openmp import SETUP_HOOK
-from genenv_engine.errors import ConfigError
-from genenv_engine.events import WorkerRestarted, WorkerTimedOut
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.events import WorkerRestarted, WorkerTimedOut
 from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs,
                                           seed_batches, seeded, task_batches)
 from genenv_engine.executors.worker import RolloutWorker, policy_weights
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 MAX_RESTARTS = 4
 """How often Ray may restart one worker actor."""
@@ -107,7 +107,7 @@ def check_reachable(address: str, seconds: float = REACH_SECONDS) -> None:
     >>> check_reachable("127.0.0.1:1")
     Traceback (most recent call last):
     ...
-    genenv_engine.errors.ConfigError: config error in 'ray.address': cannot reach a Ray cluster at 127.0.0.1:1 ...
+    genenv_engine.core.errors.ConfigError: config error in 'ray.address': cannot reach a Ray cluster at 127.0.0.1:1 ...
     """
     import socket
 

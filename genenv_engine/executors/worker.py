@@ -20,11 +20,11 @@ from typing import Any
 
 import torch
 
-from genenv_engine import simulator as sim
-from genenv_engine.agent import rollout
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.agent import rollout
 from genenv_engine.backends.base import Sampling
 from genenv_engine.executors.base import GenerateJob, sample_batch, stamp, stamp_drafts
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 
 def policy_weights(policy: Any) -> dict[str, torch.Tensor]:
@@ -102,7 +102,7 @@ class RolloutWorker:
 
     def validate(self, drafts: list[sim.Draft], epoch: int, generator: str, origin: str,
                  style: str) -> dict[str, Any]:
-        """Validate one batch of drafts (`genenv_engine.simulator.validate_drafts`), in order."""
+        """Validate one batch of drafts (`genenv_engine.training.simulator.validate_drafts`), in order."""
         start = time.monotonic()
         gens = sim.validate_drafts(self.envs, drafts, epoch=epoch, generator=generator, origin=origin, style=style)
         return {"generations": gens, "pid": self.pid, "seconds": time.monotonic() - start}

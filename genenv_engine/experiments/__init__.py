@@ -18,7 +18,7 @@ Layered bottom-up, each module importing only those above it in this list:
 - `bench`: the command: runs every unfinished arm x seed, then writes the outputs.
 - `strategies` (apart from the bench): the study variants of the epoch's strategies (task source, seed sampler,
   replay, prompt note, and the simulator reward of `grounded`, which it imports), registered by name;
-  `genenv_engine.strategies` loads it, by its module name, when a run's config names one.
+  `genenv_engine.method.strategies` loads it, by its module name, when a run's config names one.
 
 Nothing else in the engine's training path imports this package.
 """

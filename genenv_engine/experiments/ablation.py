@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import config_from_file, parse_sets
-from genenv_engine.errors import ConfigError
-from genenv_engine.experiments.arms import ARMS, DEFAULT_ARMS, Plan, arm_config, check_equal_compute, folder_name, same_run
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.experiments.arms import (ARMS, DEFAULT_ARMS, Plan, arm_config, check_equal_compute, folder_name,
+                                            same_run)
 from genenv_engine.experiments.markdown import epoch0_text, fmt, markdown, versus_cells
 from genenv_engine.experiments.plots import plots
 from genenv_engine.experiments.run_records import read_record, record_path
@@ -31,7 +32,7 @@ from genenv_engine.experiments.tables import collect
 def open_or_create(plan: Plan, arm: str, seed: int):
     """The arm x seed session: opened (its target epochs raised if needed) when the folder holds the same run,
     created when it holds none; a folder holding another run is an error (nothing in it is touched)."""
-    from genenv_engine.session import Session
+    from genenv_engine.storage.session import Session
 
     wanted = arm_config(plan, arm, seed)
     folder = plan.out / folder_name(arm, seed)
@@ -87,8 +88,8 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
     write the tables; returns the collected results."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from genenv_engine.events import RunControl
-    from genenv_engine.loop import run
+    from genenv_engine.core.events import RunControl
+    from genenv_engine.method.loop import run
 
     configs = {arm: arm_config(plan, arm, plan.seeds[0]) for arm in plan.arms}
     budget = check_equal_compute(configs)

@@ -6,7 +6,7 @@ and ``uniform`` (the trained simulator without the alpha reward: every valid gen
 trains the simulator on the agent's measured progress instead (`genenv_engine.experiments.grounded`); ``unseen`` is
 an oracle (new tasks from the benchmark's own generator). The difficulty-sampler arms (``target``,
 ``uniform-levels``, ``schedule``, ``learnability``, ``controller``) replace the simulator with the benchmark's own
-generator at the levels a sampler picks (`genenv_engine.samplers`). The arms must get the same agent compute:
+generator at the levels a sampler picks (`genenv_engine.method.samplers`). The arms must get the same agent compute:
 `check_equal_compute` refuses a setup in which they would train a different number of tasks, rollouts or
 optimizer steps per epoch.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import EXECUTION_FIELDS, RunConfig, load_config
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 
 ARMS: dict[str, tuple[dict[str, Any], str]] = {

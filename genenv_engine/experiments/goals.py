@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv_engine.curriculum import HOLD_BAND, TARGET_BAND, first_in_band
+from genenv_engine.core.curriculum import HOLD_BAND, TARGET_BAND, first_in_band
 
 
 ENTER_BAND, ENTER_BY = TARGET_BAND, 2
@@ -20,7 +20,7 @@ ENTER_BAND, ENTER_BY = TARGET_BAND, 2
 
 
 HOLD_FROM = 4
-"""Mean p-hat within alpha +- HOLD_BAND (`genenv_engine.curriculum`) at every epoch from HOLD_FROM on."""
+"""Mean p-hat within alpha +- HOLD_BAND (`genenv_engine.core.curriculum`) at every epoch from HOLD_FROM on."""
 
 
 UNIQUE_MIN = 0.5

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv_engine.curriculum import TARGET_BAND
+from genenv_engine.core.curriculum import TARGET_BAND
 from genenv_engine.experiments.arms import ARMS
 from genenv_engine.experiments.stats import mean_series
 

@@ -36,7 +36,7 @@ def _results(run: dict[str, Any], rescore: int | None, source: Path) -> dict[int
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
-    from genenv_engine.agent import heldout_tasks
+    from genenv_engine.training.agent import heldout_tasks
     from genenv_engine.environments import environments_of
     from genenv_engine.experiments.run_records import read_record
     from genenv_engine.experiments.stats import by_level, paired_change

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 from genenv_engine.experiments.runs import heldout_levels
 from genenv_engine.experiments.stats import level_rates
 
@@ -89,10 +89,10 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
 
     import torch
 
-    from genenv_engine.agent import evaluate, heldout_tasks, result_strings
+    from genenv_engine.training.agent import evaluate, heldout_tasks, result_strings
     from genenv_engine.environments import environments_of
-    from genenv_engine.roles import load_roles
-    from genenv_engine.session import Session
+    from genenv_engine.training.roles import load_roles
+    from genenv_engine.storage.session import Session
 
     session = Session.open(folder)
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.config import config_from_dict
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 from genenv_engine.experiments.arms import folder_name
 from genenv_engine.experiments.rescore import cached_results
 

@@ -1,11 +1,11 @@
 """One arm x seed session of the ablation bench read back from its database as plain rows.
 
-`read_session` gives the per-epoch rows the tables use, read through `genenv_engine.session_view.SessionView`
+`read_session` gives the per-epoch rows the tables use, read through `genenv_engine.storage.session_view.SessionView`
 (the metrics the loop recorded, the held-out ``0``/``1`` strings, the warm start's cache key and the epoch-0
 weight fingerprints of each role). Diversity is measured here so that it can fail: besides the engine's within-epoch
 exact-string unique fraction, each epoch's valid generated tasks are compared with every earlier task of the
 session (near-duplicate keys: numbers masked) and scored by distinct word bigrams. Each row also carries the
-simulator's validity per benchmark (`genenv_engine.store.funnel_validity`, from the store's funnel).
+simulator's validity per benchmark (`genenv_engine.storage.store.funnel_validity`, from the store's funnel).
 
 `warm_start_mismatches` finds the pairs of arms of one seed whose epoch-0 agents differ (another warm start: other
 weights, other epoch-0 held-out results), which an arm-against-arm difference then silently includes.
@@ -22,8 +22,8 @@ from typing import Any
 from genenv_engine.config import NO_SIMULATOR_MODES
 from genenv_engine.experiments.arms import COMPUTE_FIELDS
 from genenv_engine.experiments.stats import band_share, distinct_bigrams, level_rate
-from genenv_engine.store import funnel_validity, with_admitted
-from genenv_engine.simulator import near_duplicate_key
+from genenv_engine.storage.store import funnel_validity, with_admitted
+from genenv_engine.training.simulator import near_duplicate_key
 
 
 def _diversity(store: Any, epochs: list[int]) -> dict[int, dict[str, float | None]]:
@@ -46,7 +46,7 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
                validity: dict[str, dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
                band: tuple[float, float] | None = None) -> dict[str, Any]:
     """One epoch's row from its stored metrics; ``counts``: its stored rollouts per purpose
-    (`genenv_engine.store.Store.rollout_counts`), ``band``: (alpha, half-width) of the share of fresh tasks and
+    (`genenv_engine.storage.store.Store.rollout_counts`), ``band``: (alpha, half-width) of the share of fresh tasks and
     batches whose p-hat lies in the band (None: not computed)."""
     upd = m.get("agent_update") or {}
     sim_upd = m.get("simulator_update") or {}
@@ -95,8 +95,8 @@ def _training_signals(m: dict[str, Any], sim_upd: dict[str, Any], counts: dict[s
 
 def read_session(folder: Path) -> dict[str, Any] | None:
     """One arm x seed session as rows per finished epoch (None if the folder holds no session)."""
-    from genenv_engine.session import Session
-    from genenv_engine.session_view import SessionView
+    from genenv_engine.storage.session import Session
+    from genenv_engine.storage.session_view import SessionView
 
     if not (folder / "config.toml").exists():
         return None
@@ -130,8 +130,8 @@ def read_session(folder: Path) -> dict[str, Any] | None:
 
 
 def warm_start_fingerprints(epoch_zero: dict[str, Any], simulator_mode: str) -> dict[str, float]:
-    """Each role's weight fingerprint (`genenv_engine.policy.Policy.fingerprint`) after the warm start, from the
-    metrics of epoch 0: the agent's, and the simulator's when the run uses one (none the metrics lack).
+    """Each role's weight fingerprint (`genenv_engine.training.policy.Policy.fingerprint`) after the warm start, from
+    the metrics of epoch 0: the agent's, and the simulator's when the run uses one (none the metrics lack).
 
     >>> warm_start_fingerprints({"agent_fingerprint": 2.5, "simulator_fingerprint": 3.0}, "off")
     {'agent': 2.5}
@@ -225,7 +225,7 @@ def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[st
     """Each benchmark's held-out tasks' difficulty buckets, in the order of ``heldout_correct``: rebuilt from the
     session's environments the way the loop picks them, and kept only where they reproduce the per-level rates
     the database stored (a benchmark whose data is missing here, or whose split changed, gets none)."""
-    from genenv_engine.agent import heldout_tasks
+    from genenv_engine.training.agent import heldout_tasks
     from genenv_engine.environments import get_environment
 
     out: dict[str, list[str]] = {}

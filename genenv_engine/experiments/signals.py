@@ -7,7 +7,7 @@ filter kept, ``in_band_fraction``, the same thing under the paper's alpha reward
 groups (1 − the share of GRPO groups whose rollouts all got one reward); the fresh tasks trained on; the training
 rollouts and optimizer steps (counted from the store, and from the agent update's own count); the RWR examples and
 the spread of their weights (min–max, sd); the simulator's drift from its initial weights on a fixed probe set
-(`genenv_engine.simulator_update.simulator_drift`); and the grounded reward's evaluation generations (its sibling
+(`genenv_engine.method.simulator_update.simulator_drift`); and the grounded reward's evaluation generations (its sibling
 answers, counted from the store). A run record written before a column existed shows "—" there; "–" is a value
 recorded as none (no fresh tasks, no update).
 """

@@ -46,13 +46,13 @@ def paired_change(before: str, after: str) -> tuple[float, float] | None:
 
 
 def band_share(p_hats: list[float] | None, alpha: float, half_width: float) -> float | None:
-    """The share of ``p_hats`` inside alpha ± ``half_width`` (`genenv_engine.curriculum.in_band`); None when there
+    """The share of ``p_hats`` inside alpha ± ``half_width`` (`genenv_engine.core.curriculum.in_band`); None when there
     are none.
 
     >>> band_share([0.5, 0.25, 0.625, 1.0], 0.5, 0.125), band_share([], 0.5, 0.1)
     (0.5, None)
     """
-    from genenv_engine.curriculum import in_band
+    from genenv_engine.core.curriculum import in_band
 
     return sum(in_band(p, alpha, half_width) for p in p_hats) / len(p_hats) if p_hats else None
 

@@ -1,9 +1,9 @@
-"""The study variants of the epoch's strategies (`genenv_engine.strategies`), registered by name on import.
+"""The study variants of the epoch's strategies (`genenv_engine.method.strategies`), registered by name on import.
 
 - task source ``sampler`` (``simulator.mode = "sampler"``): no simulator; the benchmark's own generator writes the
-  fresh tasks at the difficulty cells a sampler picks (`genenv_engine.samplers`);
+  fresh tasks at the difficulty cells a sampler picks (`genenv_engine.method.samplers`);
 - seed sampler ``alpha`` (``simulator.seed_sampling``): seed levels weighted by how close their recent variation
-  batches came to alpha (`seed_level_stats`, `genenv_engine.curriculum.seed_level_weights`, `draw_seeds`);
+  batches came to alpha (`seed_level_stats`, `genenv_engine.core.curriculum.seed_level_weights`, `draw_seeds`);
 - replays ``train_subset`` (train tasks at ``agent.base_levels``, or a fixed pool of ``agent.base_pool``) and
   ``unseen`` (``agent.unseen_tasks`` new tasks no split has), both by `base_choices`;
 - notes ``steer`` (``simulator.steer``: the compact prompt's direction word, `steer_schedule`) and ``fixed_line``
@@ -19,15 +19,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from genenv_engine import simulator as sim
+from genenv_engine.training import simulator as sim
 from genenv_engine.config import RunConfig
-from genenv_engine.curriculum import seed_level_weights
+from genenv_engine.core.curriculum import seed_level_weights
 from genenv_engine.environments.base import Environment
-from genenv_engine.errors import ConfigError
-from genenv_engine.events import PhaseTimer
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.events import PhaseTimer
 from genenv_engine.experiments import grounded  # noqa: F401  (its import registers the ``grounded`` reward)
-from genenv_engine.records import Task
-from genenv_engine.strategies import Epoch, NoNote, SimulatorTasks, TrainReplay, UniformSeeds, register
+from genenv_engine.core.records import Task
+from genenv_engine.method.strategies import Epoch, NoNote, SimulatorTasks, TrainReplay, UniformSeeds, register
 
 SEED_WINDOW = 2
 """Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""
@@ -198,14 +198,14 @@ class UnseenReplay(SubsetReplay):
 @register("tasks", "sampler")
 class SamplerTasks(SimulatorTasks):
     """No simulator: the benchmark's generator writes the fresh tasks at the cells the configured sampler draws
-    (`genenv_engine.samplers.sampler_tasks`), stored in their cell batches."""
+    (`genenv_engine.method.samplers.sampler_tasks`), stored in their cell batches."""
 
     def check(self, env: Environment) -> None:
         if not hasattr(env, "task_at"):
             raise ConfigError("simulator.mode", f"'sampler' needs a generated benchmark; {env.name}'s data is fixed")
 
     def fresh(self, ep: Epoch) -> tuple[list[Task], dict[str, str], list[sim.Generation]]:
-        from genenv_engine.samplers import sampler_tasks
+        from genenv_engine.method.samplers import sampler_tasks
 
         with PhaseTimer(ep.emit, ep.epoch, "generate", ep.seconds):
             cfg, store, envs = self.config, ep.session.store, ep.envs

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.curriculum import first_in_band
+from genenv_engine.core.curriculum import first_in_band
 from genenv_engine.experiments.arms import ARMS, folder_name
 from genenv_engine.experiments.run_records import read_record, record_path, write_record
 from genenv_engine.experiments.rescore import rescored_runs

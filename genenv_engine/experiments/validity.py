@@ -2,17 +2,18 @@
 the others were rejected.
 
 Each epoch row of a run carries ``validity``: per benchmark with drafts that epoch, its ``drafts``, ``valid`` and
-``rejected`` (count per reason prefix), from the store's funnel (`genenv_engine.store.funnel_validity` of
-`genenv_engine.store.Store.funnel`, which counts an epoch's generated tasks and a static augmentation). `arm_validity` sums one arm's rows from epoch 1 on over
-every seed; `markdown` renders the report's "Validity by benchmark" section. Rows without the field (run records
-written before it) count as no data, which is told apart from an arm that wrote no drafts.
+``rejected`` (count per reason prefix), from the store's funnel (`genenv_engine.storage.store.funnel_validity` of
+`genenv_engine.storage.store.Store.funnel`, which counts an epoch's generated tasks and a static augmentation).
+`arm_validity` sums one arm's rows from epoch 1 on over every seed; `markdown` renders the report's "Validity by
+benchmark" section. Rows without the field (run records written before it) count as no data, which is told apart from an
+arm that wrote no drafts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from genenv_engine.records import ADMISSIONS
+from genenv_engine.core.records import ADMISSIONS
 
 
 def top_reasons(counts: dict[str, int]) -> dict[str, int]:

@@ -5,7 +5,7 @@ paths, so a session copied from another machine still reports even when its mode
 here, and keeps settings of another genenv version; and ``genenv.db``). Done epochs take their numbers from the
 metrics the loop recorded; an epoch that stopped, crashed or is still running has no metrics, so what it left in
 the database (generated tasks, scored batches, rollouts, phase events) is summarised instead and the epoch is
-marked partial. Epochs and variation batches are read through `genenv_engine.session_view.SessionView`: each
+marked partial. Epochs and variation batches are read through `genenv_engine.storage.session_view.SessionView`: each
 batch's stored R_env and the alpha it was scored against (for an older database, computed from the session's own
 curriculum settings).
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from genenv_engine.machine import local_machine, local_versions
+from genenv_engine.core.machine import local_machine, local_versions
 from genenv_engine.reports.config_table import config_rows, read_config
 from genenv_engine.reports.epochs import epoch_from_database, epoch_from_metrics
 from genenv_engine.reports.session_data import MODE_LABELS, Edit, EpochData, RunSpan, SessionData, TaskView
@@ -27,8 +27,8 @@ from genenv_engine.reports.tasks import (REJECTED_SAMPLES, SAMPLES_PER_BUCKET, T
                                          sample_tasks, tasks_with_status)
 from genenv_engine.reports.timeline import all_events, phase_attempts, recorded, run_spans
 from genenv_engine.reports.volume import training_volume
-from genenv_engine.session_view import SessionView
-from genenv_engine.store import Store
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store
 
 __all__ = ["MODE_LABELS", "REJECTED_SAMPLES", "SAMPLES_PER_BUCKET", "TEXT_LIMIT", "Edit", "EpochData", "RunSpan",
            "SessionData", "TaskView", "load_session", "read_config", "slug"]

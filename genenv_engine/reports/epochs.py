@@ -8,8 +8,8 @@ from collections import Counter
 from typing import Any
 
 from genenv_engine.reports.session_data import EpochData
-from genenv_engine.session_view import BatchView, EpochView, SessionView
-from genenv_engine.store import Store
+from genenv_engine.storage.session_view import BatchView, EpochView, SessionView
+from genenv_engine.storage.store import Store
 
 _METRIC_FIELDS = ("generated", "valid", "valid_fraction", "unique_fraction", "generated_success",
                   "in_band_fraction", "calibration_error", "tokens_generated", "tokens_per_second",

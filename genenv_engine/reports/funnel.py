@@ -1,6 +1,6 @@
 """The report's funnel tables: per benchmark, one row per epoch from drafts to trained tasks.
 
-Rows come from `genenv_engine.store.Store.funnel` (kept on `SessionData.funnel`): how many tasks the simulator
+Rows come from `genenv_engine.storage.store.Store.funnel` (kept on `SessionData.funnel`): how many tasks the simulator
 wrote, how many the validator admitted, how many the duplicate cap kept (the tasks stored as valid), how many
 distinct tasks the agent trained on and where they came from, with the rejection reasons and the difficulty
 level mix at each stage. Plain text cells; the renderers escape them.

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.session_view import REWARD_KINDS
+from genenv_engine.storage.session_view import REWARD_KINDS
 
 MODE_LABELS = {"trained": "GenEnv", "frozen": "GenEnv-Random", "static": "GenEnv-Static", "off": "base data only",
                "sampler": "difficulty sampler (no simulator)"}

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 from genenv_engine.reports.session_data import Edit, TaskView
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 SAMPLES_PER_BUCKET = 3
 """Generated tasks shown per difficulty bucket."""

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from genenv_engine.reports.session_data import RunSpan
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 
 def recorded(store: Store, started: list[dict[str, Any]], key: str) -> dict[str, str] | None:

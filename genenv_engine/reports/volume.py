@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.reports.session_data import EpochData
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 
 def training_volume(session_dir: Path, store: Store, epochs: list[EpochData], update_epochs: int) -> dict[str, Any]:

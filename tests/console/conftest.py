@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import events as ev
+from genenv_engine.core import events as ev
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.session import Session
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import ScriptedSimulator, scripted_backends  # noqa: F401 (re-exported to tests)
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from conftest import wait_until
 
-from genenv_engine import lease
-from genenv_engine.cli import main
-from genenv_engine.store import Store
+from genenv_engine.storage import lease
+from genenv_engine.interfaces.cli import main
+from genenv_engine.storage.store import Store
 
 from genenv_console.__main__ import make_app
 from genenv_console.widgets.status_bar import StatusBar

@@ -10,8 +10,8 @@ import statistics
 from conftest import wait_until
 from textual.widgets import Select, Tree
 
-from genenv_engine.records import Task
-from genenv_engine.store import Store, TaskFilter
+from genenv_engine.core.records import Task
+from genenv_engine.storage.store import Store, TaskFilter
 
 from genenv_console.__main__ import make_app
 from genenv_console.data import fmt

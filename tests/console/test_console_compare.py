@@ -17,12 +17,12 @@ import pytest
 from conftest import wait_until, write_fixed_session
 from textual.widgets import DataTable
 
-from genenv_engine import lease
+from genenv_engine.storage import lease
 from genenv_engine.config import load_config
-from genenv_engine.records import Task
-from genenv_engine.session import Session
-from genenv_engine.session_view import SessionView
-from genenv_engine.store import Store, read_only_funnel, read_only_rows
+from genenv_engine.core.records import Task
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store, read_only_funnel, read_only_rows
 
 from genenv_console.__main__ import main, make_app
 from genenv_console.compare import CompareError, expand_compare, read_runs, report_path
@@ -240,7 +240,7 @@ def test_read_only_view_equals_the_stores_and_writes_nothing(fixed_session):
 def test_an_older_database_is_read_without_being_migrated(tmp_path, monkeypatch):
     import sqlite3
 
-    import genenv_engine.store.readers as store_module
+    import genenv_engine.storage.store.readers as store_module
 
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import first, wait_until
 
-from genenv_engine.session_view import SessionView
-from genenv_engine.store import Store
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store
 
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
@@ -57,10 +57,10 @@ async def test_enter_on_a_plot_opens_the_epoch_behind_its_cursor(tmp_path, scrip
 def test_a_tasks_grpo_groups_carry_the_trainers_advantages(tmp_path):
     import torch
 
-    from genenv_engine.algorithms import group_advantages
+    from genenv_engine.core.algorithms import group_advantages
     from genenv_engine.config import load_config
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     from genenv_console.data import task_detail

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import ScriptedSimulator, first, scripted, wait_until
 
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
@@ -49,7 +49,7 @@ async def test_engine_error_shows_modal_and_r_resumes(tmp_path):
 
 
 async def test_run_key_on_a_session_another_engine_holds_is_refused_with_the_holder_named(tmp_path):
-    from genenv_engine import lease
+    from genenv_engine.storage import lease
 
     app = make_app(preset="micro", overrides={"epochs": 1}, sessions_root=tmp_path, backend_factory=scripted())
     msgs: list = []

@@ -14,8 +14,8 @@ from conftest import first, wait_until
 from textual.widgets import DataTable, Input, Select, TextArea
 
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.session import Session
-from genenv_engine.store import Store
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.store import Store
 
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app

@@ -6,7 +6,7 @@ from __future__ import annotations
 from conftest import wait_until
 from rich.text import Text
 
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 from genenv_console.__main__ import make_app
 from genenv_console.screens.funnel import FunnelScreen, funnel_rows

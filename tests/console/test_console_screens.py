@@ -9,7 +9,7 @@ import json
 from conftest import FIXED_METRICS, first, wait_until
 from textual.widgets import DataTable, Input, Select, TextArea
 
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app

@@ -8,11 +8,11 @@ import random
 import pytest
 from conftest import FIXED_METRICS
 
-from genenv_engine import events as ev
+from genenv_engine.core import events as ev
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 from genenv_console import messages as M
 from genenv_console.__main__ import main, make_app
@@ -80,7 +80,7 @@ def test_state_from_stored_epochs():
 
 
 def test_state_of_a_reopened_session_shows_the_stored_r_env_and_band_flags():
-    from genenv_engine.session_view import SessionView
+    from genenv_engine.storage.session_view import SessionView
 
     cfg = load_config("micro", overrides={"epochs": 3, "curriculum.reward": "agent0"})
     rows = [{"epoch": e, "status": "done", **m} for e, m in FIXED_METRICS.items()]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genenv_engine import events as ev
+from genenv_engine.core import events as ev
 
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app

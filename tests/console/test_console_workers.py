@@ -1,9 +1,9 @@
 """The dashboard's status bar shows the latest epoch's rollout workers: their count and each one's tasks/s and
-tokens/s, as ``genenv status`` shows them (`genenv_engine.progress.worker_summary`)."""
+tokens/s, as ``genenv status`` shows them (`genenv_engine.storage.progress.worker_summary`)."""
 
 from __future__ import annotations
 
-from genenv_engine import events as ev
+from genenv_engine.core import events as ev
 
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app

@@ -23,8 +23,8 @@ from textual.widgets import DataTable, Input, Log, Static, TextArea
 
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.records import Task
-from genenv_engine.session import Session
+from genenv_engine.core.records import Task
+from genenv_engine.storage.session import Session
 
 from genenv_console.__main__ import make_app
 from genenv_console.data import table_line, table_row
@@ -166,7 +166,7 @@ def screen_text(app) -> list[str]:
 
 async def drive(path, text: str) -> None:
     """Show ``text`` in the table, detail, lineage, edit modal and event log; assert literal, safe display."""
-    from genenv_engine.store import Store
+    from genenv_engine.storage.store import Store
 
     with Store(path / "genenv.db") as store:
         store.db.execute("DELETE FROM rollouts")
@@ -216,7 +216,7 @@ def test_console_shows_hostile_text_literally_everywhere(hostile_session, text):
 async def drive_drill_views(path, text: str) -> None:
     """Show ``text`` as a batch's prompt note, a variation's prompt and reason, and a rollout's response and error in
     the epoch batches, batch tasks, GRPO group and lineage views; assert literal, safe display."""
-    from genenv_engine.store import Store
+    from genenv_engine.storage.store import Store
 
     from genenv_console.screens.batch import BatchTasksScreen, GroupScreen
     from genenv_console.screens.drill import EpochBatchesScreen
@@ -298,7 +298,7 @@ async def drive_compare(paths, text: str) -> None:
     """Reject a draft with ``text`` as its reason; open the compare screen on both sessions; assert the funnel
     table's reason cell is that reason (up to its first colon, as the funnel counts it) drawn literally, and that
     nothing unsafe is drawn."""
-    from genenv_engine.store import Store, read_only_funnel
+    from genenv_engine.storage.store import Store, read_only_funnel
 
     from genenv_console.screens.compare import CompareScreen
 
@@ -324,7 +324,7 @@ def test_compare_funnel_shows_a_hostile_rejection_reason_literally(hostile_pair,
 
 
 async def test_markup_in_a_task_is_drawn_as_written(hostile_session):
-    from genenv_engine.store import Store
+    from genenv_engine.storage.store import Store
 
     text = "[bold red]RED[/bold red] [@click=app.quit]Q[/] [/]"
     with Store(hostile_session / "genenv.db") as store:

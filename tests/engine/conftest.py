@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from genenv_engine.environments.base import Environment
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 
 def _golds_revalidate(env: Environment, tasks: Iterable[Task]) -> None:

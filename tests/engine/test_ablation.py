@@ -12,9 +12,9 @@ from genenv_engine.experiments.arms import Plan, arm_config, check_equal_compute
 from genenv_engine.experiments.ablation import open_or_create, run_plan, write_outputs
 from genenv_engine.experiments.stats import paired_change
 from genenv_engine.experiments.tables import collect
-from genenv_engine.cli import main
+from genenv_engine.interfaces.cli import main
 from genenv_engine.config import ConfigError, load_config
-from genenv_engine.session import Session
+from genenv_engine.storage.session import Session
 
 EQUAL = {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3}
 
@@ -64,8 +64,8 @@ def test_bench_runs_equal_compute_resumes_and_reads_back(tmp_path):
     plan = micro_plan(tmp_path)
     # a partial arm left by an earlier, interrupted bench: one epoch of two done
     first = open_or_create(plan, "off", 0)
-    from genenv_engine.events import RunControl
-    from genenv_engine.loop import run
+    from genenv_engine.core.events import RunControl
+    from genenv_engine.method.loop import run
 
     first.set_epochs(1)
     run(first, control=RunControl())
@@ -147,7 +147,7 @@ def test_cli_report_only_and_bad_arm(tmp_path, capsys):
 
 
 def test_presets_with_equal_settings_share_one_warm_start(tmp_path):
-    from genenv_engine.warmstart import cache_key, cached_folder
+    from genenv_engine.training.warmstart import cache_key, cached_folder
 
     tiny, ablation = load_config("tiny", None, {"model.sft_length_groups": 0}), load_config("ablation")
     assert cache_key(tiny).split("-", 1)[1] == cache_key(ablation).split("-", 1)[1]  # same seed and hash
@@ -290,7 +290,7 @@ def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_st
     """docs/results/smol-l34 ran as `--preset smol-l3 --set 'agent.base_levels=[3,4]'`: the preset reopens those
     sessions, and its warm-start key differs from smol-l3's in the readable prefix only."""
     from genenv_engine.experiments.arms import same_run
-    from genenv_engine.warmstart import cache_key
+    from genenv_engine.training.warmstart import cache_key
 
     arm = {"simulator.mode": "off", "agent.base_source": "unseen"}
     made = load_config("smol-l3", overrides={**arm, "agent.base_levels": [3, 4], "model.threads": 1})

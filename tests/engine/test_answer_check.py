@@ -11,10 +11,10 @@ import pytest
 
 from genenv_engine.config import load_config
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.loop import run
-from genenv_engine.session import Session
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
-from genenv_engine.trainer import RWRTrainer
+from genenv_engine.training.trainer import RWRTrainer
 
 
 def _drafts() -> list[tuple[str, str, str]]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from genenv_engine import policy as policy_module
-from genenv_engine.benches import flops as fl
-from genenv_engine.benches.epoch import PhaseTokens, add_bounds
+from genenv_engine.training import policy as policy_module
+from genenv_engine.interfaces.benches import flops as fl
+from genenv_engine.interfaces.benches.epoch import PhaseTokens, add_bounds
 from genenv_engine.config import ModelConfig, RunConfig
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 TINY = ModelConfig(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_length=64)
 

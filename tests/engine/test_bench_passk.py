@@ -8,8 +8,8 @@ import random
 import pytest
 
 from genenv_engine.backends.base import Completion, Sampling
-from genenv_engine.benches import passk
-from genenv_engine.cli import main
+from genenv_engine.interfaces.benches import passk
+from genenv_engine.interfaces.cli import main
 
 
 def test_pass_at_k_known_cases():
@@ -96,9 +96,9 @@ def _bench(tmp_path, *argv: str) -> dict:
 
 def test_micro_chain_levels_greedy_and_reproducibility(tmp_path, monkeypatch):
     from genenv_engine.config import load_config
-    from genenv_engine.loop import run as run_loop
-    from genenv_engine.session import Session
-    from genenv_engine.warmstart import cache_key
+    from genenv_engine.method.loop import run as run_loop
+    from genenv_engine.storage.session import Session
+    from genenv_engine.training.warmstart import cache_key
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     argv = ("--preset", "micro", "--set", 'benchmarks=["chain"]', "--tasks", "10", "--n", "2", "--seed", "0")

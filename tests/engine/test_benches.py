@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from genenv_engine.benches import ranking
-from genenv_engine.cli import main
+from genenv_engine.interfaces.benches import ranking
+from genenv_engine.interfaces.cli import main
 
 
 def _bench(tmp_path, *argv: str) -> dict:
@@ -96,8 +96,8 @@ def test_grammar_bench_times_the_masks_and_validates_both_ways(tmp_path, monkeyp
 
 def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
     from genenv_engine.config import ModelConfig
-    from genenv_engine.policy import build_tiny_model
-    from genenv_engine.tokenizer import build_byte_tokenizer
+    from genenv_engine.training.policy import build_tiny_model
+    from genenv_engine.training.tokenizer import build_byte_tokenizer
 
     tok = build_byte_tokenizer()
     build_tiny_model(ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64), tok, 0).save_pretrained(tmp_path / "m")
@@ -144,8 +144,8 @@ def test_grpo_bench_times_our_steps_and_says_when_trl_is_missing(tmp_path, monke
 
 def test_grpo_bench_trains_the_token_that_ended_each_completion():
     from genenv_engine.backends.base import Completion
-    from genenv_engine.benches.grpo import _with_end
-    from genenv_engine.tokenizer import build_byte_tokenizer
+    from genenv_engine.interfaces.benches.grpo import _with_end
+    from genenv_engine.training.tokenizer import build_byte_tokenizer
 
     tok = build_byte_tokenizer()
     eos, pad = tok.eos_token_id, tok.pad_token_id
@@ -156,7 +156,7 @@ def test_grpo_bench_trains_the_token_that_ended_each_completion():
 
 
 def test_grpo_bench_against_trl_when_installed(tmp_path):
-    from genenv_engine.tokenizer import build_byte_tokenizer
+    from genenv_engine.training.tokenizer import build_byte_tokenizer
 
     pytest.importorskip("trl")
     out = _bench(tmp_path, "grpo", "--prompts", "2", "--group", "2", "--max-new-tokens", "4", "--steps", "2",
@@ -189,7 +189,7 @@ def test_warmstart_bench_trains_afresh_in_a_temporary_cache(tmp_path, monkeypatc
 
 def test_warmstart_bench_keep_fills_the_real_cache_once(tmp_path, monkeypatch):
     from genenv_engine.config import load_config
-    from genenv_engine.warmstart import cache_key
+    from genenv_engine.training.warmstart import cache_key
 
     cache = tmp_path / "real-cache"
     monkeypatch.setenv("GENENV_CACHE", str(cache))

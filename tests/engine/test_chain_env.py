@@ -27,10 +27,10 @@ from genenv_engine.environments.chain import ChainEnv
 from genenv_engine.environments.chain.grammar import MAX_FUNCTIONS, PromptError, Rule, read_prompt, render_prompt
 from genenv_engine.environments.chain.mini import (
     CHECKER, ERROR_TYPES, MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, generate_draft)
-from genenv_engine.errors import ConfigError
-from genenv_engine.limits import MAX_RESPONSE_CHARS as LIMIT_CHARS
-from genenv_engine.limits import check_response
-from genenv_engine.simulator import parse_and_validate
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.limits import MAX_RESPONSE_CHARS as LIMIT_CHARS
+from genenv_engine.core.limits import check_response
+from genenv_engine.training.simulator import parse_and_validate
 
 CONTRACT = (test_describe_and_bucket, test_every_gold_passes_and_revalidates, test_sibling_pairs,
             test_sibling_pairs_need_a_source, test_splits_deterministic_and_seeded, test_splits_disjoint_by_prompt,
@@ -462,7 +462,7 @@ def test_simulator_outputs_never_crash_and_every_rejection_has_a_reason():
 def test_a_new_data_version_gives_a_new_warm_start_key(monkeypatch):
     """A warm start trained on an earlier generator's tasks is not reused: the key holds the data version."""
     from genenv_engine.config import load_config
-    from genenv_engine.warmstart import cache_key
+    from genenv_engine.training.warmstart import cache_key
 
     config = load_config("chain")
     now = cache_key(config)
@@ -505,9 +505,9 @@ def test_agent_pairs_end_whole_answers_and_not_prefixes(monkeypatch):
     from genenv_engine.config import ModelConfig
     import torch
 
-    from genenv_engine.policy import Policy, build_tiny_model
-    from genenv_engine.tokenizer import build_byte_tokenizer
-    from genenv_engine.warmstart import agent_pairs
+    from genenv_engine.training.policy import Policy, build_tiny_model
+    from genenv_engine.training.tokenizer import build_byte_tokenizer
+    from genenv_engine.training.warmstart import agent_pairs
 
     monkeypatch.setattr(ChainEnv, "PREFIX_PAIRS", 12)
     tok = build_byte_tokenizer()

@@ -1,4 +1,4 @@
-"""The size limits and search budgets of :mod:`genenv_engine.limits`: pathological inputs hit them with the
+"""The size limits and search budgets of :mod:`genenv_engine.core.limits`: pathological inputs hit them with the
 stated reason, and normal inputs get exactly the verdict they got without them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from genenv_engine.agent import rollout
+from genenv_engine.training.agent import rollout
 from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.environments import PAPER_BENCHMARKS, get_environment
 from genenv_engine.environments.alfworld import AlfworldMini, planner
@@ -19,8 +19,8 @@ from genenv_engine.environments.base import SplitSizes
 from genenv_engine.environments.travelplanner import solver
 from genenv_engine.environments.travelplanner.db import sandbox
 from genenv_engine.environments.travelplanner.mini import TravelPlannerMini, read_prompt
-from genenv_engine.limits import MAX_GENERATION_CHARS, MAX_RESPONSE_CHARS, Budget, BudgetExceeded, check_response
-from genenv_engine.simulator import parse_and_validate
+from genenv_engine.core.limits import MAX_GENERATION_CHARS, MAX_RESPONSE_CHARS, Budget, BudgetExceeded, check_response
+from genenv_engine.training.simulator import parse_and_validate
 
 SMALL = SplitSizes(seed=2, train=4, heldout=4)
 HARDEST_TRIP = "E>X*3 4d 2p $99999 c:ital,ind | ?go"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from genenv_engine.cli import main
+from genenv_engine.interfaces.cli import main
 
 
 def test_run_status_resume_roundtrip(tmp_path, capsys):
@@ -82,8 +82,8 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
 
     from rich.console import Console
 
-    from genenv_engine.events import WarmStartProgressed
-    from genenv_engine.progress import ConsoleReporter
+    from genenv_engine.core.events import WarmStartProgressed
+    from genenv_engine.storage.progress import ConsoleReporter
 
     quiet = ConsoleReporter(None, quiet=True)
     quiet.console = Console(file=io.StringIO(), width=200)
@@ -93,7 +93,7 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
     assert len(lines) == 10  # one line per tenth of the role's steps
     assert lines[0] == "warm start agent 10/100: loss 1.900  4.0 steps/s, ETA 22s"
     assert lines[-1].startswith("warm start agent 100/100: loss 1.000")
-    from genenv_engine.events import WarmStartSample
+    from genenv_engine.core.events import WarmStartSample
 
     quiet(WarmStartSample(0, "agent", 100, 100, "add 2 and 3", "[add(a=2, b=3)]\x1b[2J", True, "gold: x"))
     assert quiet.console.file.getvalue().splitlines()[-1] == (
@@ -109,7 +109,7 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
 
 def test_run_ray_option_sets_the_config():
     """``genenv run --ray ADDRESS`` is the config's ``ray.address`` (the executor); absent, the run stays in-process."""
-    from genenv_engine.cli import _overrides, build_parser
+    from genenv_engine.interfaces.cli import _overrides, build_parser
 
     assert _overrides(build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"]))["ray.address"] == "local"
     assert "ray.address" not in _overrides(build_parser().parse_args(["run", "--preset", "micro"]))

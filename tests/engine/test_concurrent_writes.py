@@ -14,9 +14,9 @@ import time
 
 from genenv_engine.config import load_config
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.loop import run
-from genenv_engine.session import Session
-from genenv_engine.store import Store
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.store import Store
 from genenv_engine.testing import scripted_backends
 
 

@@ -436,7 +436,7 @@ def test_an_old_saved_session_config_reads_as_the_same_run(tmp_path):
 
 
 def test_cli_ray_flag_sets_the_ray_address():
-    from genenv_engine.cli import _overrides, build_parser
+    from genenv_engine.interfaces.cli import _overrides, build_parser
 
     args = build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"])
     assert load_config("micro", overrides=_overrides(args)).ray == RayConfig(address="local")

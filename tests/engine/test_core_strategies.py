@@ -1,4 +1,4 @@
-"""The epoch calls the strategies its run resolved (`genenv_engine.strategies`) instead of branching on study
+"""The epoch calls the strategies its run resolved (`genenv_engine.method.strategies`) instead of branching on study
 settings: the modules `run_epoch` and the simulator's update live in read no setting named in
 `EXPERIMENTAL_FIELDS` and compare nothing on ``simulator.mode``; each setting resolves to its strategy by name."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import loop, simulator_update
+from genenv_engine.method import loop, simulator_update
 from genenv_engine.config import EXPERIMENTAL_FIELDS, load_config
-from genenv_engine.strategies import REGISTRY, get, note_name, replay_name, resolve
+from genenv_engine.method.strategies import REGISTRY, get, note_name, replay_name, resolve
 
 CORE_MODULES = (loop, simulator_update)
 """The modules the epoch's method lives in."""
@@ -108,11 +108,11 @@ def test_study_variants_live_under_experiments():
     for kind, names in {"tasks": ["trained", "frozen", "static", "off"], "seeds": ["uniform"], "replay": ["train"],
                         "note": ["none", "success_line"]}.items():
         for name in names:
-            assert get(kind, name).__module__ == "genenv_engine.strategies", (kind, name)
+            assert get(kind, name).__module__ == "genenv_engine.method.strategies", (kind, name)
 
 
 def test_the_core_modules_do_not_import_the_study_code():
-    for module in (*CORE_MODULES, __import__("genenv_engine.strategies", fromlist=["x"])):
+    for module in (*CORE_MODULES, __import__("genenv_engine.method.strategies", fromlist=["x"])):
         tree = ast.parse(Path(module.__file__).read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -120,7 +120,7 @@ def test_the_core_modules_do_not_import_the_study_code():
 
 
 def test_the_study_module_is_loaded_only_when_a_config_names_a_study_variant():
-    code = ("import sys; from genenv_engine.config import load_config; from genenv_engine.strategies import resolve; "
+    code = ("import sys; from genenv_engine.config import load_config; from genenv_engine.method.strategies import resolve; "
             "resolve(load_config('tiny')); print('genenv_engine.experiments.strategies' in sys.modules); "
             "resolve(load_config('tiny', overrides={'simulator.seed_sampling': 'alpha'})); "
             "print('genenv_engine.experiments.strategies' in sys.modules)")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import cli
+from genenv_engine.interfaces import cli
 from genenv_engine.config import load_config
-from genenv_engine.loop import run
-from genenv_engine.roles import CheckpointError, load_roles
-from genenv_engine.session import Session, SessionError, verify_checkpoint, write_manifest
+from genenv_engine.method.loop import run
+from genenv_engine.training.roles import CheckpointError, load_roles
+from genenv_engine.storage.session import Session, SessionError, verify_checkpoint, write_manifest
 from genenv_engine.testing import scripted_backends
 
 
@@ -152,7 +152,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(copy, capsys, 
 
 
 def test_full_disk_while_checkpointing(copy, capsys, monkeypatch):
-    import genenv_engine.loop as loop
+    import genenv_engine.method.loop as loop
 
     real = loop.save_roles
 
@@ -174,7 +174,7 @@ def test_full_disk_while_checkpointing(copy, capsys, monkeypatch):
 
 
 def test_stale_temp_folders_are_removed_at_start(copy, tmp_path, monkeypatch):
-    from genenv_engine.warmstart import remove_stale_temp
+    from genenv_engine.training.warmstart import remove_stale_temp
 
     ckpts = copy / "checkpoints"
     dead, alive = ckpts / ".tmp-epoch_003-999999999", ckpts / f".tmp-epoch_003-{os.getppid()}"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import genenv_engine.environments as environments
-from genenv_engine.cli import main
-from genenv_engine.conformance import CONTRACTS, check_environment
-from genenv_engine.errors import ConfigError
+from genenv_engine.interfaces.cli import main
+from genenv_engine.interfaces.conformance import CONTRACTS, check_environment
+from genenv_engine.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "countdown"
@@ -207,7 +207,7 @@ def test_env_new_refuses_a_bad_name_or_an_existing_folder(tmp_path, capsys):
     assert main(["env", "new", "fine", "--out", str(tmp_path)]) == 2
     assert "exists" in capsys.readouterr().err
     with pytest.raises(ConfigError):
-        from genenv_engine.scaffold import names_of
+        from genenv_engine.interfaces.scaffold import names_of
 
         names_of("9lives")
 
@@ -241,7 +241,7 @@ def test_env_new_writes_a_package_that_installs_checks_tests_and_runs(tmp_path, 
 
 
 def test_the_generated_module_reads_as_its_docstring_says(tmp_path):
-    from genenv_engine.scaffold import write_package
+    from genenv_engine.interfaces.scaffold import write_package
 
     folder = write_package("adder", tmp_path / "adder")
     text = textwrap.dedent((folder / "adder_env.py").read_text())

@@ -19,7 +19,7 @@ from genenv_engine.environments.bamboogle import BamboogleMini
 from genenv_engine.environments.base import SEP, LadderEnvironment, SplitSizes
 from genenv_engine.environments.bfcl import BfclMini
 from genenv_engine.environments.travelplanner import TravelPlannerMini
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def test_sibling_pairs_need_a_source(env):
 # ---------------------------------------------------------------- genenv env check
 
 def test_genenv_env_check_passes(case, env):
-    from genenv_engine.conformance import check_environment
+    from genenv_engine.interfaces.conformance import check_environment
 
     report = check_environment(env.name, sizes=case.sizes, samples=60)
     assert [failure.line for failure in report.failures] == [] and "siblings" in report.checked

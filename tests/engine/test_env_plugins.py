@@ -18,7 +18,7 @@ import pytest
 import genenv_engine.environments as environments
 from genenv_engine.config import RunConfig, config_from_file, load_config, saved_config
 from genenv_engine.environments import Source, resolve_benchmarks
-from genenv_engine.errors import ConfigError
+from genenv_engine.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "countdown"
@@ -55,7 +55,7 @@ def _dist(tmp_path: Path, name: str = "countdown", value: str = "countdown_env:C
 def test_the_api_is_importable_from_the_package():
     from genenv_engine import environments as api
     from genenv_engine.environments import base
-    from genenv_engine.records import CheckResult, Task, Validation
+    from genenv_engine.core.records import CheckResult, Task, Validation
 
     assert (api.Environment, api.LadderEnvironment) == (base.Environment, base.LadderEnvironment)
     assert (api.Task, api.CheckResult, api.Validation) == (Task, CheckResult, Validation)
@@ -91,7 +91,7 @@ def test_a_module_class_spelling_becomes_the_class_name_and_is_recorded(plugin):
     ("rg:acre", "rg:acre: the reasoning-gym dataset has no curriculum"),
     ("rg.envs:Countdown", "a module named 'rg' is refused"),
     ("no_such_module:Env", "no_such_module:Env is not importable here (No module named 'no_such_module')"),
-    ("genenv_engine.records:Task", "is not a genenv_engine.environments.Environment subclass"),
+    ("genenv_engine.core.records:Task", "is not a genenv_engine.environments.Environment subclass"),
     ("genenv_engine.environments:LadderEnvironment", "does not write check, draft, sibling, validate"),
     ("nope", "unknown benchmark 'nope'; known: bfcl,"),
 ])
@@ -128,7 +128,7 @@ def test_an_entry_point_is_found_by_name_with_its_package(plugin, tmp_path, monk
 
 
 def test_genenv_benchmarks_lists_an_installed_entry_point(plugin, tmp_path, monkeypatch, capsys):
-    from genenv_engine.cli import main
+    from genenv_engine.interfaces.cli import main
 
     monkeypatch.syspath_prepend(str(_dist(tmp_path)))
     monkeypatch.setattr(environments, "BENCHMARKS", {})  # the built-ins alone take seconds to build
@@ -231,8 +231,8 @@ def test_countdown_validate_recomputes_the_gold_from_the_prompt(plugin):
 
 
 def test_a_micro_run_on_a_module_class_then_read_and_refused_without_it(plugin, tmp_path, monkeypatch, capsys):
-    from genenv_engine.cli import main
-    from genenv_engine.session import Session
+    from genenv_engine.interfaces.cli import main
+    from genenv_engine.storage.session import Session
 
     session = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",

@@ -1,6 +1,6 @@
 """Exported tasks keep their reward: ``ability`` by what a task asks, and the veRL ``compute_score`` and TRL reward of
-`genenv_engine.interop.rewards` (written as ``reward.py`` beside an export) give every exported gold 1.0 and a
-corrupted answer 0.0, scored by each benchmark's own checker; a missing import file says so."""
+`genenv_engine.interfaces.interop.rewards` (written as ``reward.py`` beside an export) give every exported gold 1.0 and
+a corrupted answer 0.0, scored by each benchmark's own checker; a missing import file says so."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import interop
-from genenv_engine.cli import main
+from genenv_engine.interfaces import interop
+from genenv_engine.interfaces.cli import main
 from genenv_engine.config import load_config
 from genenv_engine.environments import SplitSizes, get_environment
-from genenv_engine.interop.rewards import REWARD_MODULE, compute_score, reward
-from genenv_engine.session import Session
+from genenv_engine.interfaces.interop.rewards import REWARD_MODULE, compute_score, reward
+from genenv_engine.storage.session import Session
 
 BENCHMARKS = ("bfcl", "bamboogle", "alfworld", "apibank", "travelplanner")
 SIZES = SplitSizes(seed=6, train=8, heldout=4)

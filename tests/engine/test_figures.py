@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import figures
+from genenv_engine.interfaces import figures
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,6 +99,6 @@ def test_the_readme_is_a_five_minute_page():
 
 
 def test_the_generator_imports_no_torch():
-    code = "import sys, genenv_engine.figures; print('torch' in sys.modules)"
+    code = "import sys, genenv_engine.interfaces.figures; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"

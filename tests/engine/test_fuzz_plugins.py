@@ -1,6 +1,6 @@
 """Property-based fuzzing (hypothesis) of plugin environments as the built-ins are fuzzed: the countdown example and
 the environment ``genenv env new`` writes. Mutated real simulator outputs and random text go through the loop's
-parser and validator (`genenv_engine.simulator.parse_and_validate`): each comes back as a stored task without an
+parser and validator (`genenv_engine.training.simulator.parse_and_validate`): each comes back as a stored task without an
 exception, rejected with a non-empty reason or accepted with a gold that passes its own checker; random agent
 responses get a `CheckResult` with a reward in [0, 1]."""
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genenv_engine.records import CheckResult
-from genenv_engine.scaffold import write_package
-from genenv_engine.simulator import parse_and_validate
+from genenv_engine.core.records import CheckResult
+from genenv_engine.interfaces.scaffold import write_package
+from genenv_engine.training.simulator import parse_and_validate
 
 EXAMPLES = int(os.environ.get("GENENV_FUZZ_EXAMPLES", "150"))
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"

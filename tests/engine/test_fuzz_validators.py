@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genenv_engine.environments import PAPER_BENCHMARKS, get_environment
-from genenv_engine.simulator import parse_and_validate
+from genenv_engine.training.simulator import parse_and_validate
 
 EXAMPLES = int(os.environ.get("GENENV_FUZZ_EXAMPLES", "150"))
 CALL_SECONDS = 5.0

@@ -17,8 +17,8 @@ from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.grammar import (GrammarError, GrammarMask, compile_grammar, ll_tokenizer, matches,
                                             random_strings, task_grammar)
 from genenv_engine.config import ModelConfig
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 CFG = ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=160)
 RULES = r'''

@@ -11,18 +11,18 @@ import pytest
 
 from genenv_engine.backends.base import Completion
 from genenv_engine.config import load_config
-from genenv_engine.curriculum import rwr_weights
+from genenv_engine.core.curriculum import rwr_weights
 from genenv_engine.environments.bfcl.catalog import read_prompt
 from genenv_engine.environments.bfcl.mini import generate_draft
 from genenv_engine.experiments import signals
 from genenv_engine.experiments.grounded import SIBLINGS, probe_siblings
 from genenv_engine.experiments.runs import read_session
-from genenv_engine.loop import run
-from genenv_engine.session import Session
-from genenv_engine.strategies import get, resolve
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
+from genenv_engine.method.strategies import get, resolve
 from genenv_engine.testing import USER_TURN
-from genenv_engine.tokenizer import build_byte_tokenizer
-from genenv_engine.trainer import RWRTrainer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
+from genenv_engine.training.trainer import RWRTrainer
 
 LEARNED, OTHER = "add", "mul"
 """The function family the test-double agent learns from an update, and the one it never does."""
@@ -201,7 +201,7 @@ def test_sampler_mode_runs_the_controller_on_bfcl(tmp_path):
 
 
 def test_a_partial_epoch_forgets_its_siblings(tmp_path):
-    from genenv_engine.records import Task
+    from genenv_engine.core.records import Task
 
     session = Session.create(load_config("micro"), tmp_path / "s")
     sibling = Task(id="bfcl/gen/x/probe-e2-0", benchmark="bfcl", prompt="p", answer="a", origin="probe",

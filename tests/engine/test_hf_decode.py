@@ -17,9 +17,9 @@ import torch
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.hf import HFBackend
 from genenv_engine.config import ModelConfig
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
-from genenv_engine.trainer import sft
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
+from genenv_engine.training.trainer import sft
 
 CFG = ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=64)
 QUESTIONS = ["add 1 and 2", "sq 5", "mul 3 4", "x", "neg 7", "what is 2+2?"]

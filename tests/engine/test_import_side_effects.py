@@ -86,15 +86,15 @@ def test_importing_the_spin_module_chooses_nothing():
 def test_the_probe_sees_torch_loaded_without_a_choice():
     # guards against a vacuous probe: with no entry point run, or a module that imports torch and chooses nothing
     assert spin_at_torch_import("-") is None
-    assert spin_at_torch_import("genenv_engine.trainer") is None
+    assert spin_at_torch_import("genenv_engine.training.trainer") is None
 
 
 @pytest.mark.parametrize(("entry", "argv"), [
-    ("genenv_engine.cli:main", ["--help"]),  # genenv
+    ("genenv_engine.interfaces.cli:main", ["--help"]),  # genenv
     ("genenv_console.__main__:main", ["--help"]),  # genenv-console
     ("genenv_engine", ["--help"]),  # python -m genenv_engine
-    ("genenv_engine.warmstart", ["--help"]),  # python -m genenv_engine.warmstart
-    ("genenv_engine.benches.update_memory", []),  # a child of genenv bench update-memory, given no work
+    ("genenv_engine.training.warmstart", ["--help"]),  # python -m genenv_engine.training.warmstart
+    ("genenv_engine.interfaces.benches.update_memory", []),  # a child of genenv bench update-memory, given no work
     ("genenv_console.measure", ["--help"]),  # python -m genenv_console.measure
 ])
 def test_each_entry_point_chooses_the_spin_before_torch_loads(entry, argv):

@@ -10,8 +10,8 @@ import torch
 
 from genenv_engine.backends import cpu_load
 from genenv_engine.config import ConfigError, ModelConfig, RunConfig
-from genenv_engine.policy import Policy, build_tiny_model, inference_options
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.policy import Policy, build_tiny_model, inference_options
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 
 def test_cpu_flags_decide_bfloat16(tmp_path):
@@ -67,7 +67,7 @@ def test_no_grad_log_probs_run_in_bfloat16_and_gradient_passes_in_float32():
 
 
 def test_inference_settings_leave_the_warm_start_key_alone():
-    from genenv_engine.warmstart.cache import cache_key
+    from genenv_engine.training.warmstart.cache import cache_key
 
     base = RunConfig()
     fast = dataclasses.replace(base, model=dataclasses.replace(base.model, static_decode=True))

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from genenv_engine import interop
-from genenv_engine.cli import main
+from genenv_engine.interfaces import interop
+from genenv_engine.interfaces.cli import main
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.loop import run
-from genenv_engine.session import Session
-from genenv_engine.store import Store, TaskFilter
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.store import Store, TaskFilter
 from genenv_engine.testing import scripted_backends
 
 datasets = pytest.importorskip("datasets")

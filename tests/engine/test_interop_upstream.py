@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import interop
-from genenv_engine.cli import main
+from genenv_engine.interfaces import interop
+from genenv_engine.interfaces.cli import main
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.interop.upstream import UNMAPPABLE, candidates
-from genenv_engine.session import Session
-from genenv_engine.store import Store
+from genenv_engine.interfaces.interop.upstream import UNMAPPABLE, candidates
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.store import Store
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 UPSTREAM = FIXTURES / "interop"

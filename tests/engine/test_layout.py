@@ -22,8 +22,9 @@ from genenv_engine.environments import ADAPTERS, BENCHMARKS
 ROOT = Path(environments.__file__).parent
 PACKAGE = environments.__name__
 ENGINE_ROOT = Path(genenv_engine.__file__).parent
-SHARED = {"__init__.py", "base.py"}
-"""The only modules directly in ``environments/``: the registry and the shared interface."""
+SHARED = {"__init__.py", "base.py", "plugin_worker.py"}
+"""The only modules directly in ``environments/``: the registry, the shared interface and the worker process that
+runs third-party environment code under a time limit."""
 
 
 def test_only_the_registry_and_base_lie_outside_a_benchmark_subpackage():

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import lease
-from genenv_engine.cli import main
-from genenv_engine.errors import SessionBusy
-from genenv_engine.session import Session
+from genenv_engine.storage import lease
+from genenv_engine.interfaces.cli import main
+from genenv_engine.core.errors import SessionBusy
+from genenv_engine.storage.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
-HOLD = "import sys, time; from genenv_engine import lease; lease.acquire(sys.argv[1], 'test holder'); " \
+HOLD = "import sys, time; from genenv_engine.storage import lease; lease.acquire(sys.argv[1], 'test holder'); " \
        "print('held', flush=True); time.sleep(600)"
 
 

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from genenv_engine.cli import main
-from genenv_engine.loggers import TrackioLogger, flatten
-from genenv_engine.store import Store
+from genenv_engine.interfaces.cli import main
+from genenv_engine.interfaces.loggers import TrackioLogger, flatten
+from genenv_engine.storage.store import Store
 
 
 def _scalars(folder):

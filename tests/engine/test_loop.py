@@ -13,13 +13,13 @@ import threading
 
 import pytest
 
-from genenv_engine.cli import status_json
+from genenv_engine.interfaces.cli import status_json
 from genenv_engine.config import ConfigError, config_from_file, load_config
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.events import RunControl
-from genenv_engine.loop import run
-from genenv_engine.roles import load_roles
-from genenv_engine.session import Session
+from genenv_engine.core.events import RunControl
+from genenv_engine.method.loop import run
+from genenv_engine.training.roles import load_roles
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
 
 def scripted(sim_texts: list[str] | None = None, p: float = 0.5):
@@ -67,7 +67,7 @@ def test_micro_run_event_order_rows_and_checkpoints(tmp_path):
         answers = session.store.heldout_answers(m["epoch"])  # one greedy answer per held-out task, as scored
         assert len(answers) == cfg.heldout_size
         correct = m["heldout_correct"]["bfcl"]
-        from genenv_engine.agent import heldout_tasks
+        from genenv_engine.training.agent import heldout_tasks
         from genenv_engine.environments import environments_of
 
         order = [t.id for t in heldout_tasks(environments_of(cfg), cfg.heldout_size)]
@@ -215,7 +215,7 @@ def test_stop_leaves_partial_epoch_that_resume_redoes(tmp_path):
 
 def test_run_control_checker_emits_its_epoch_and_raises_on_stop():
     """The control is only flags; each epoch's check carries the sink and epoch it reports pauses with."""
-    from genenv_engine.events import StopRequested
+    from genenv_engine.core.events import StopRequested
 
     control, got = RunControl(), []
     check = control.checker(got.append, 3)
@@ -300,7 +300,7 @@ def test_generated_copies_of_heldout_tasks_are_rejected(tmp_path):
 
 def test_banned_and_edited_base_tasks_leave_the_replay_sample(tmp_path):
     from genenv_engine.environments import get_environment
-    from genenv_engine.loop import _base_tasks, _replay_tasks
+    from genenv_engine.method.loop import _base_tasks, _replay_tasks
 
     session = micro_session(tmp_path, epochs=0)
     run(session, backend_factory=scripted())
@@ -414,7 +414,7 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
     tasks = [session.store.get_task(t) for t in trained]  # stored, so the console and reports can show them
     assert all(t is not None and t.id.startswith("bfcl/unseen/") and t.split == "unseen" for t in tasks)
     assert {t.level for t in tasks} == {3} and not {t.prompt for t in tasks} & split_prompts
-    from genenv_engine.loop import _base_tasks
+    from genenv_engine.method.loop import _base_tasks
 
     banned = sorted(trained)[0]  # a ban in the console keeps an unseen task out of later epochs, as for train tasks
     session.store.set_status(banned, "banned")
@@ -458,7 +458,7 @@ def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_p
 
 
 def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
-    from genenv_engine.curriculum import seed_level_weights
+    from genenv_engine.core.curriculum import seed_level_weights
     from genenv_engine.environments import get_environment
     from genenv_engine.experiments.strategies import seed_level_stats
 

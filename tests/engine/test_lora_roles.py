@@ -11,12 +11,12 @@ import random
 import pytest
 import torch
 
-from genenv_engine.adapters import adapter_parameters, is_adapter_folder
+from genenv_engine.training.adapters import adapter_parameters, is_adapter_folder
 from genenv_engine.config import ConfigError, ModelConfig, load_config
-from genenv_engine.models import load_role_policies, warmstart_agent, warmstart_simulator
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
-from genenv_engine.trainer import GRPOTrainer, Group, RWRTrainer, sft
+from genenv_engine.training.models import load_role_policies, warmstart_agent, warmstart_simulator
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
+from genenv_engine.training.trainer import GRPOTrainer, Group, RWRTrainer, sft
 
 SMALL = dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128, max_length=96)
 
@@ -174,7 +174,7 @@ def test_lora_on_a_model_trained_from_scratch_is_a_config_error():
 
 
 def test_cli_model_flags_become_config_overrides(base_dir, tmp_path):
-    from genenv_engine.cli import _overrides, build_parser
+    from genenv_engine.interfaces.cli import _overrides, build_parser
 
     args = build_parser().parse_args(["run", "--preset", "micro", "--base-model", str(base_dir), "--lora", "simulator",
                                       "--agent-model", str(base_dir)])
@@ -195,8 +195,8 @@ def instruct_lora(base_dir, **extra) -> dict:
 
 
 def test_success_note_off_keeps_the_warm_start_line_although_success_was_measured(base_dir, tmp_path):
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     cfg = load_config("micro", overrides=instruct_lora(base_dir, epochs=2) | {"simulator.success_note": False})
@@ -210,9 +210,9 @@ def test_success_note_off_keeps_the_warm_start_line_although_success_was_measure
 
 
 def test_micro_run_with_lora_roles_and_instruct_prompt_checkpoints_adapters_and_resumes(base_dir, tmp_path):
-    from genenv_engine.loop import run
-    from genenv_engine.roles import load_roles
-    from genenv_engine.session import Session
+    from genenv_engine.method.loop import run
+    from genenv_engine.training.roles import load_roles
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     session = Session.create(load_config("micro", overrides=instruct_lora(base_dir, epochs=1)), tmp_path / "s")
@@ -303,9 +303,9 @@ def test_export_model_writes_plain_hf_folders_whole_adapter_and_merged(base_dir,
     from transformers import AutoModelForCausalLM
     from peft import PeftModel
 
-    from genenv_engine.cli import main
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.interfaces.cli import main
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     session = Session.create(load_config("micro", overrides=instruct_lora(base_dir, epochs=1)), tmp_path / "s")
@@ -330,9 +330,9 @@ def test_export_model_writes_plain_hf_folders_whole_adapter_and_merged(base_dir,
 def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys):
     from transformers import AutoModelForCausalLM
 
-    from genenv_engine.cli import main
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.interfaces.cli import main
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     session = Session.create(load_config("micro", overrides={"epochs": 1}), tmp_path / "s")
@@ -344,12 +344,12 @@ def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys
     assert all(torch.equal(a, b) for a, b in zip(exported.state_dict().values(), saved.state_dict().values()))
     assert not (tmp_path / "agent" / "agent_optimizer.pt").exists()
     # the exported agent answers 20 held-out tasks greedily exactly as the session's own agent does
-    from genenv_engine.agent import heldout_tasks, rollout
+    from genenv_engine.training.agent import heldout_tasks, rollout
     from genenv_engine.backends import get_backend
     from genenv_engine.backends.base import Sampling
     from genenv_engine.environments import environments_of
-    from genenv_engine.policy import Policy
-    from genenv_engine.roles import load_roles
+    from genenv_engine.training.policy import Policy
+    from genenv_engine.training.roles import load_roles
 
     again = Session.open(tmp_path / "s")
     envs = environments_of(again.config)
@@ -371,8 +371,8 @@ def test_a_model_path_that_stops_being_a_model_is_one_line_and_the_session_resum
     checkpoint): ``resume`` says so in one line and changes nothing; with the model back it resumes."""
     import shutil
 
-    from genenv_engine.cli import main
-    from genenv_engine.session import Session
+    from genenv_engine.interfaces.cli import main
+    from genenv_engine.storage.session import Session
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     base = tmp_path / "base"

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from genenv_engine.algorithms import (
+from genenv_engine.core.algorithms import (
     group_advantages,
     grpo_loss,
     low_var_kl,
@@ -17,7 +17,7 @@ from genenv_engine.algorithms import (
     rwr_loss,
     token_logprobs,
 )
-from genenv_engine.curriculum import (
+from genenv_engine.core.curriculum import (
     alpha_reward,
     calibration_error,
     env_reward,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import genenv_engine.environments as environments
-from genenv_engine.limits import PluginError, check_response
-from genenv_engine.simulator import judge
+from genenv_engine.core.limits import PluginError, check_response
+from genenv_engine.training.simulator import judge
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
 
@@ -128,8 +128,8 @@ def test_a_builtin_is_not_guarded(monkeypatch):
 
 
 def test_a_run_goes_on_past_plugin_errors_stops_on_a_wrong_type_and_resumes(flaky, tmp_path, capsys):
-    from genenv_engine.cli import main
-    from genenv_engine.session import Session
+    from genenv_engine.interfaces.cli import main
+    from genenv_engine.storage.session import Session
 
     session = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
@@ -166,7 +166,7 @@ def test_a_run_goes_on_past_plugin_errors_stops_on_a_wrong_type_and_resumes(flak
 
 
 def test_a_call_past_the_time_limit_is_plugin_timeout_and_the_next_call_runs(flaky):
-    from genenv_engine.plugin_worker import release_plugins, time_limit_plugins
+    from genenv_engine.environments.plugin_worker import release_plugins, time_limit_plugins
 
     env, builtin = flaky.Flaky(), environments.get_environment("bfcl")
     task = env.splits()["train"][0]
@@ -186,7 +186,7 @@ def test_a_call_past_the_time_limit_is_plugin_timeout_and_the_next_call_runs(fla
 
 
 def test_a_run_with_a_plugin_past_its_time_limit_goes_on(flaky, tmp_path, capsys):
-    from genenv_engine.cli import main
+    from genenv_engine.interfaces.cli import main
 
     flaky.MODE["validate"] = "sleep"
     session = tmp_path / "s"
@@ -201,7 +201,7 @@ def test_a_run_with_a_plugin_past_its_time_limit_goes_on(flaky, tmp_path, capsys
 
 def test_the_time_limit_is_a_checked_setting():
     from genenv_engine.config import load_config
-    from genenv_engine.errors import ConfigError
+    from genenv_engine.core.errors import ConfigError
 
     assert load_config("micro").simulator.plugin_timeout == 0.0
     with pytest.raises(ConfigError, match="simulator.plugin_timeout"):

@@ -26,8 +26,8 @@ ray = pytest.importorskip("ray")
 
 import torch  # noqa: E402
 
-from genenv_engine import loop  # noqa: E402
-from genenv_engine import simulator as sim  # noqa: E402
+from genenv_engine.method import loop  # noqa: E402
+from genenv_engine.training import simulator as sim  # noqa: E402
 from genenv_engine.backends import get_backend  # noqa: E402
 from genenv_engine.config import load_config, replace_config  # noqa: E402
 from genenv_engine.environments import get_environment  # noqa: E402
@@ -35,8 +35,8 @@ from genenv_engine.executors.base import GenerateJob  # noqa: E402
 from genenv_engine.executors.local import LocalExecutor  # noqa: E402
 from genenv_engine.executors.ray_exec import RayExecutor, WorkerTimeout  # noqa: E402
 from genenv_engine.backends.base import Sampling  # noqa: E402
-from genenv_engine.roles import load_roles  # noqa: E402
-from genenv_engine.session import Session  # noqa: E402
+from genenv_engine.training.roles import load_roles  # noqa: E402
+from genenv_engine.storage.session import Session  # noqa: E402
 from genenv_engine.testing import ScriptedSimulator, SlowCheckerWorker  # noqa: E402
 
 TIMING = {"phase_seconds", "tokens_per_second", "rollout_workers", "started_at", "finished_at"}
@@ -332,7 +332,7 @@ def _unused_port() -> int:
 
 
 def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_path, capsys, monkeypatch):
-    from genenv_engine.cli import main
+    from genenv_engine.interfaces.cli import main
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     port = _unused_port()
@@ -361,7 +361,7 @@ def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_pa
 def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_nothing(tmp_path, capsys, monkeypatch):
     """``resume --ray`` moves a session to another cluster; an address Ray cannot take (a space in it) is one line,
     and the saved config keeps the old address."""
-    from genenv_engine.cli import main
+    from genenv_engine.interfaces.cli import main
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "s"
@@ -384,7 +384,7 @@ def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_not
 def test_workers_that_never_start_are_one_line_and_leave_nothing_running(local_ray, reference, monkeypatch):
     """Three workers of one CPU each on a 2-CPU cluster: the third stays pending, as workers do on a node the driver
     cannot reach. Past the start limit the executor ends the ones it made and says so in one line."""
-    from genenv_engine import errors
+    from genenv_engine.core import errors
     from genenv_engine.executors import ray_exec
 
     monkeypatch.setattr(ray_exec, "START_SECONDS", 3.0)

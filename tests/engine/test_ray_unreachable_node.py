@@ -236,12 +236,12 @@ def test_a_run_on_a_cluster_whose_node_is_unreachable_ends_in_one_line_and_resum
     line on stderr that names the address, the advertised address Ray tried and what to check; no traceback. The
     check comes before the warm start, so no epoch is left partial, and `resume --ray none` runs the session to
     the end in this process."""
-    from genenv_engine.cli import main
+    from genenv_engine.interfaces.cli import main
 
     folder = tmp_path / "s"
     address = f"{DRIVER_IP}:{cluster.port}"
     began = time.monotonic()
-    done = cluster.run([sys.executable, "-m", "genenv_engine.cli", "run", "--preset", "micro", "--session",
+    done = cluster.run([sys.executable, "-m", "genenv_engine.interfaces.cli", "run", "--preset", "micro", "--session",
                         str(folder), "--epochs", "1", "--quiet", "--ray", address], timeout=400)
     seconds = time.monotonic() - began
     err = done.stderr.strip().splitlines()
@@ -267,7 +267,7 @@ def test_a_head_that_answers_on_loopback_only_is_given_up_after_the_join_limit(c
     `JOIN_SECONDS` (15 s here) with one line naming both addresses, and leaves Ray uninitialised in the process."""
     code = ("import sys, time\n"
             "import ray\n"
-            "from genenv_engine.errors import ConfigError\n"
+            "from genenv_engine.core.errors import ConfigError\n"
             "from genenv_engine.executors import ray_exec\n"
             "ray_exec.JOIN_SECONDS = 15.0\n"
             "began = time.monotonic()\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.cli import main
+from genenv_engine.interfaces.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "docs" / "results" / "smol-l34" / "records"

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 from genenv_engine import config as config_module
-from genenv_engine import reference
-from genenv_engine.cli import build_parser
+from genenv_engine.interfaces import reference
+from genenv_engine.interfaces.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.config import load_config
-from genenv_engine.events import RunControl
-from genenv_engine.loop import run
+from genenv_engine.core.events import RunControl
+from genenv_engine.method.loop import run
 from genenv_engine.reports import add_report_parser, build_report, run_report
-from genenv_engine.session import Session
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
-from genenv_engine.store import Store
+from genenv_engine.storage.store import Store
 
 USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
 HOSTILE = ("<script>alert(1)</script> *star* _under_ `tick` | pipe |\n```\n# hash [x](y) &amp; \\ end\n"

@@ -22,7 +22,7 @@ from genenv_engine.environments import SplitSizes, get_environment, resolve_benc
 from genenv_engine.environments.base import SEP  # noqa: E402
 from genenv_engine.environments.reasoning_gym import adapter  # noqa: E402
 from genenv_engine.environments.reasoning_gym.spec import spec_text  # noqa: E402
-from genenv_engine.tokenizer import build_byte_tokenizer  # noqa: E402
+from genenv_engine.training.tokenizer import build_byte_tokenizer  # noqa: E402
 
 DATASETS = {"basic_arithmetic": 5, "letter_counting": 7, "knights_knaves": 4}
 """Cheap datasets of three families (arithmetic, algorithmic, logic) and their number of genenv levels."""
@@ -159,7 +159,7 @@ def test_the_duplicate_cap_counts_each_question_as_its_own_template():
     tasks = get_environment(name, 0, SIZES).splits()["train"]  # questions that differ only in their number
     env = get_environment(name, 0, SIZES)
     assert len({env.template_key(t.prompt) for t in tasks}) == len(tasks)
-    from genenv_engine.simulator import near_duplicate_key
+    from genenv_engine.training.simulator import near_duplicate_key
 
     assert len({near_duplicate_key(t.prompt) for t in tasks}) == 1  # numbers masked, all one template
 
@@ -183,7 +183,7 @@ def test_the_sampler_draws_tasks_at_a_level_outside_the_splits():
 ])
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # codeio's own generator
 def test_an_ineligible_dataset_stops_the_run_with_one_line(spelling, line, tmp_path, capsys):
-    from genenv_engine.cli import main
+    from genenv_engine.interfaces.cli import main
 
     assert main(["run", "--preset", "micro", "--session", str(tmp_path / "s"), "--epochs", "1", "--quiet",
                  "--benchmarks", spelling]) == 2
@@ -202,8 +202,8 @@ def test_a_generator_that_sets_the_decimal_precision_sets_it_for_itself_only():
 
 
 def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path, capsys):
-    from genenv_engine.cli import main
-    from genenv_engine.session import Session
+    from genenv_engine.interfaces.cli import main
+    from genenv_engine.storage.session import Session
 
     session = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",

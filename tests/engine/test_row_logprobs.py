@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from genenv_engine.config import ModelConfig
-from genenv_engine.models import warmstart_agent
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.models import warmstart_agent
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 
 def gqa_policy(max_length: int) -> Policy:
@@ -148,7 +148,7 @@ def _batched_row_logprobs(self, prompts, completions, rows):
 def test_trainer_steps_are_those_of_per_batch_reference_logprobs(trainer, monkeypatch):
     """A GRPO update (several steps: sampling and reference log-probs both used) and an RWR update give the
     weights they gave when every micro-batch ran its own reference forward."""
-    from genenv_engine.trainer import GRPOTrainer, Group, RWRTrainer
+    from genenv_engine.training.trainer import GRPOTrainer, Group, RWRTrainer
 
     prompts, completions = pairs(48)
 

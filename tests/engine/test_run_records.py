@@ -13,7 +13,7 @@ from genenv_engine.experiments.arms import Plan
 from genenv_engine.experiments.ablation import run_plan
 from genenv_engine.experiments.tables import collect
 from genenv_engine.config import ConfigError
-from genenv_engine.session import Session
+from genenv_engine.storage.session import Session
 
 EQUAL = {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3}
 

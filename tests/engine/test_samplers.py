@@ -19,9 +19,9 @@ from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.chain.grammar import join_calls, read_prompt
 from genenv_engine.experiments.arms import ARMS, arm_config, check_equal_compute, Plan
-from genenv_engine.loop import run
-from genenv_engine.samplers import controller_policy, history_of, parse_cell, schedule_levels
-from genenv_engine.session import Session
+from genenv_engine.method.loop import run
+from genenv_engine.method.samplers import controller_policy, history_of, parse_cell, schedule_levels
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import USER_TURN, ScriptedSimulator
 
 LEVELS = (1, 2, 3, 4, 5, 6)

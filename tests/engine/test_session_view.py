@@ -15,14 +15,14 @@ import sqlite3
 import pytest
 
 from genenv_engine.config import load_config
-from genenv_engine.curriculum import agent0_reward, alpha_reward
-from genenv_engine.loop import run
-from genenv_engine.session import Session
-from genenv_engine.session_view import BatchView, PromptNote, SessionView
-from genenv_engine.simulator import STEER_WORDS
-from genenv_engine.simulator_update import success_by_epoch, success_history
-from genenv_engine.strategies import epoch_note
-from genenv_engine.store import Store
+from genenv_engine.core.curriculum import agent0_reward, alpha_reward
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.session_view import BatchView, PromptNote, SessionView
+from genenv_engine.training.simulator import STEER_WORDS
+from genenv_engine.method.simulator_update import success_by_epoch, success_history
+from genenv_engine.method.strategies import epoch_note
+from genenv_engine.storage.store import Store
 from genenv_engine.testing import scripted_backends
 
 ALPHAS = {"curriculum.reward": "agent0", "curriculum.alpha": 0.5, "curriculum.alpha_by_benchmark": {"bfcl": 0.3}}

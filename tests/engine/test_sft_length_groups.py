@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from genenv_engine.config import ConfigError, ModelConfig, load_config
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
-from genenv_engine.trainer import sft
-from genenv_engine.warmstart import cache_key
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
+from genenv_engine.training.trainer import sft
+from genenv_engine.training.warmstart import cache_key
 
 
 def _policy() -> Policy:

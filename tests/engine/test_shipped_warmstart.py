@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine import warmstart
+from genenv_engine.training import warmstart
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.loop import run
-from genenv_engine.models import DONE
-from genenv_engine.session import Session
+from genenv_engine.method.loop import run
+from genenv_engine.training.models import DONE
+from genenv_engine.storage.session import Session
 
 TINY = load_config("tiny")
 KEY = warmstart.cache_key(TINY)
@@ -88,7 +88,7 @@ def test_every_shipped_file_is_listed_and_matches_its_checksum():
 
 def test_the_package_data_globs_take_every_shipped_file():
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    package = Path(warmstart.__file__).parents[1]
+    package = Path(warmstart.__file__).parents[2]
     globs = pyproject["tool"]["setuptools"]["package-data"]["genenv_engine"]
     taken = {p for pattern in globs for p in package.glob(pattern) if p.is_file()}
     assert {p for p in SHIPPED.rglob("*") if p.is_file()} <= taken

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from genenv_engine.records import Task
-from genenv_engine.simulator import Generation, cap_duplicates, near_duplicate_key
+from genenv_engine.core.records import Task
+from genenv_engine.training.simulator import Generation, cap_duplicates, near_duplicate_key
 
 
 def gen(prompt: str, valid: bool = True) -> Generation:

@@ -8,10 +8,10 @@ import torch
 from genenv_engine.config import ModelConfig
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.base import GenerationParseError
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.simulator import (INSTRUCT_SYSTEM, parse_and_validate, parse_instruct, parse_output,
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.simulator import (INSTRUCT_SYSTEM, parse_and_validate, parse_instruct, parse_output,
                                      simulator_prompt, simulator_target, success_note)
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 CHATML = (  # the template family of SmolLM2 / Qwen2.5 (ChatML), written here: no hub download
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from genenv_engine import smollm2
+from genenv_engine.training import smollm2
 
 
 def test_missing_wheel_names_the_install_command(monkeypatch, tmp_path):

@@ -14,8 +14,8 @@ import torch
 from genenv_engine.backends import hf
 from genenv_engine.backends.static_llama import StaticLlama, fits, plan_prefill
 from genenv_engine.config import ModelConfig
-from genenv_engine.policy import build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.policy import build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 CFG = ModelConfig(hidden_size=32, num_layers=3, num_heads=4, intermediate_size=48, max_length=96)
 TEXTS = ["a", "add 1 and 2", "the quick brown fox jumps", "sq 5", "mul 3 4 then add 7 and 8 and 9", "x y",
@@ -124,7 +124,7 @@ def test_decode_draws_the_same_tokens_on_both_paths(model, temperature, monkeypa
 def test_only_plain_float32_cpu_llamas_fit(model):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from genenv_engine.adapters import new_adapter
+    from genenv_engine.training.adapters import new_adapter
 
     m, tok = model
     assert fits(m)

@@ -18,7 +18,7 @@ from genenv_engine.backends import hf
 from genenv_engine.backends.llama_weights import decode_weights, forget, serves
 from genenv_engine.backends.static_llama import fits
 from genenv_engine.config import ModelConfig
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 TEXTS = ["a", "add 1 and 2", "the quick brown fox jumps", "sq 5", "mul 3 4 then add 7 and 8 and 9", "x y",
          "add 1 and 2", "neg 7"]
@@ -35,7 +35,7 @@ def left_padded(encoded: list[list[int]], pad: int) -> tuple[torch.Tensor, torch
 
 def with_random_lora(model, r: int = 4):
     """``model`` under a LoRA adapter ``agent`` whose B matrices are random (a fresh adapter changes nothing)."""
-    from genenv_engine.adapters import new_adapter
+    from genenv_engine.training.adapters import new_adapter
 
     peft = new_adapter(model, "agent", ModelConfig(kind="smollm2", agent_tuning="lora", lora_r=r))
     gen = torch.Generator().manual_seed(1)
@@ -146,9 +146,9 @@ def test_bfloat16_decoding_stays_close_to_float32(gqa):
 
 @pytest.fixture(scope="module")
 def smol(tmp_path_factory):
-    from genenv_engine import smollm2
-    from genenv_engine.policy import load_model
-    from genenv_engine.tokenizer import load_tokenizer
+    from genenv_engine.training import smollm2
+    from genenv_engine.training.policy import load_model
+    from genenv_engine.training.tokenizer import load_tokenizer
 
     torch.set_num_threads(2)
     folder = smollm2.smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "SmolLM2")
@@ -182,7 +182,7 @@ def test_the_policys_settings_choose_the_path_through_the_backend(gqa, monkeypat
     from genenv_engine.backends import static_llama
     from genenv_engine.backends.base import Sampling
     from genenv_engine.backends.hf import HFBackend
-    from genenv_engine.policy import Policy
+    from genenv_engine.training.policy import Policy
 
     model, tok, _, _ = gqa
     built = []

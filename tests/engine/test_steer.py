@@ -10,8 +10,8 @@ import pytest
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.experiments.strategies import steer_word
-from genenv_engine.simulator import STEER_WORDS, direction
-from genenv_engine.warmstart import cache_key, simulator_pairs
+from genenv_engine.training.simulator import STEER_WORDS, direction
+from genenv_engine.training.warmstart import cache_key, simulator_pairs
 
 
 class _Chat:
@@ -60,8 +60,8 @@ def test_steer_changes_the_warm_start_key_and_needs_the_compact_prompt():
 
 @pytest.mark.parametrize("p", [0.95, 0.05])
 def test_an_epochs_prompts_ask_for_what_the_measured_success_calls_for(tmp_path, p):
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     cfg = load_config("micro", overrides={"simulator.steer": True, "epochs": 2})
@@ -80,9 +80,9 @@ def test_an_epochs_prompts_ask_for_what_the_measured_success_calls_for(tmp_path,
 
 @pytest.mark.parametrize("hold", [True, False])
 def test_steer_hold_keeps_the_word_that_reached_the_band(tmp_path, hold):
-    from genenv_engine.events import EpochFinished
-    from genenv_engine.loop import run
-    from genenv_engine.session import Session
+    from genenv_engine.core.events import EpochFinished
+    from genenv_engine.method.loop import run
+    from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
     cfg = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_hold": hold, "epochs": 3})
@@ -111,7 +111,7 @@ def test_steer_hold_needs_steer():
 
 @pytest.mark.parametrize("relabel", [True, False])
 def test_rwr_relabels_a_generated_task_with_the_level_change_it_shows(relabel):
-    from genenv_engine.simulator import rwr_context, simulator_prompt
+    from genenv_engine.training.simulator import rwr_context, simulator_prompt
 
     cfg = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_relabel": relabel})
     env = get_environment("bfcl", cfg.seed)

@@ -9,8 +9,8 @@ import pytest
 
 from sqlite_utils import Database
 
-from genenv_engine.records import Task
-from genenv_engine.store import MIGRATIONS, Store, TaskFilter
+from genenv_engine.core.records import Task
+from genenv_engine.storage.store import MIGRATIONS, Store, TaskFilter
 
 
 def task(id: str, **changes) -> Task:
@@ -367,7 +367,7 @@ def test_bulk_stats_and_batch_lookup(tmp_path):
 
 
 def test_common_word_pages_walk_the_page_index_and_match_the_plain_search(tmp_path, monkeypatch):
-    import genenv_engine.store.search as store_module
+    import genenv_engine.storage.store.search as store_module
 
     store = Store(tmp_path / "s.db")
     store.insert_tasks([task(f"g{i:02d}", epoch=i % 5, origin="generated" if i % 3 else "edited",

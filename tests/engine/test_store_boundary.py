@@ -1,6 +1,6 @@
-"""SQL stays in the store: outside ``genenv_engine/store/``, no module of the engine or the console runs a statement
-itself, reaches a store's connection or imports sqlite-utils (``sqlite3`` may still be imported for its exception
-types).
+"""SQL stays in the store: outside ``genenv_engine/storage/store/``, no module of the engine or the console runs a
+statement itself, reaches a store's connection or imports sqlite-utils (``sqlite3`` may still be imported for its
+exception types).
 
 Read from the source (the syntax tree of every module). The rules, each checked on a snippet that breaks it:
 - no call of an attribute named ``execute``, ``executemany`` or ``executescript`` (a connection's or a cursor's);
@@ -22,7 +22,7 @@ import genenv_engine
 
 ENGINE = Path(genenv_engine.__file__).parent
 CONSOLE = Path(genenv_console.__file__).parent
-STORE = ENGINE / "store"
+STORE = ENGINE / "storage" / "store"
 STATEMENT_CALLS = {"execute", "executemany", "executescript"}
 
 
@@ -87,14 +87,14 @@ def violations(source: str) -> list[str]:
 
 
 def outside_the_store() -> list[Path]:
-    """Every module of the engine and the console outside ``genenv_engine/store/``."""
+    """Every module of the engine and the console outside ``genenv_engine/storage/store/``."""
     files = [p for root in (ENGINE, CONSOLE) for p in sorted(root.rglob("*.py"))]
     return [p for p in files if STORE not in p.parents]
 
 
 def test_no_module_outside_the_store_runs_sql_or_reaches_its_connection():
     files = outside_the_store()
-    assert len(files) > 50 and ENGINE / "loggers.py" in files and ENGINE / "store" / "core.py" not in files
+    assert len(files) > 50 and ENGINE / "interfaces" / "loggers.py" in files and STORE / "core.py" not in files
     found = {str(p.relative_to(ENGINE.parent)): v for p in files if (v := violations(p.read_text(encoding="utf-8")))}
     assert found == {}
 

@@ -16,9 +16,9 @@ import pytest
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.loop import run
-from genenv_engine.session import Session
-from genenv_engine.store import CAP_REASONS, FUNNEL_STAGES
+from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.store import CAP_REASONS, FUNNEL_STAGES
 from genenv_engine.testing import scripted_backends
 
 
@@ -107,7 +107,7 @@ def test_read_only_funnel_equals_the_stores_and_writes_nothing(session, tmp_path
     import hashlib
     import sqlite3
 
-    from genenv_engine.store import read_only_funnel
+    from genenv_engine.storage.store import read_only_funnel
 
     db = session.path / "genenv.db"
     session.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -136,7 +136,7 @@ def _copy_without_snapshots(session, tmp_path, where: str) -> "Path":
 
 
 def test_each_finished_epoch_stores_a_snapshot_equal_to_the_funnel_computed_from_rollouts(session, tmp_path):
-    from genenv_engine.store import read_only_funnel
+    from genenv_engine.storage.store import read_only_funnel
 
     stored = {row["epoch"]: row for row in session.store.db.query("SELECT epoch FROM funnels")}
     assert sorted(stored) == [0, 1, 2]
@@ -150,7 +150,7 @@ def test_each_finished_epoch_stores_a_snapshot_equal_to_the_funnel_computed_from
 def test_a_snapshot_keeps_the_epoch_as_it_ended_and_a_dropped_epoch_loses_it(session, tmp_path):
     import shutil
 
-    from genenv_engine.store import Store
+    from genenv_engine.storage.store import Store
 
     session.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     folder = tmp_path / "s"

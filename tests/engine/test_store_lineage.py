@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from genenv_engine.records import Task
-from genenv_engine.store import LINEAGE_PROMPT_CHARS, Store, TaskFilter
+from genenv_engine.core.records import Task
+from genenv_engine.storage.store import LINEAGE_PROMPT_CHARS, Store, TaskFilter
 
 
 def task(id: str, **changes) -> Task:

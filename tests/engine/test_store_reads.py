@@ -1,6 +1,6 @@
 """The store's read verbs for the loop, the reports and the console, checked against literal rows.
 
-Every SQL query lives in `genenv_engine.store`; these are the verbs that replaced queries once written
+Every SQL query lives in `genenv_engine.storage.store`; these are the verbs that replaced queries once written
 in `loop.py`, `reports/data.py`, `genenv_console/app.py` and `session.py`.
 """
 
@@ -10,8 +10,8 @@ import sqlite3
 
 import pytest
 
-from genenv_engine.records import Task
-from genenv_engine.store import Store, probe_database
+from genenv_engine.core.records import Task
+from genenv_engine.storage.store import Store, probe_database
 
 
 def task(id: str, **changes) -> Task:

@@ -19,7 +19,7 @@ from genenv_engine.environments import get_environment
 from genenv_engine.environments.apibank.task_grammar import TIME, date_forms
 from genenv_engine.environments.base import SplitSizes
 from genenv_engine.testing import grammar_verdicts, verdict_shares
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 BENCHES = ("bfcl", "apibank", "chain")
 SIZES = {"chain": SplitSizes(seed=200, train=300, heldout=200)}

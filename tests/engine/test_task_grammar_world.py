@@ -18,7 +18,7 @@ import pytest
 from genenv_engine.backends.grammar import compile_grammar, ll_tokenizer, matches, task_grammar
 from genenv_engine.environments import get_environment
 from genenv_engine.testing import grammar_verdicts, verdict_shares
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 BENCHES = ("alfworld", "bamboogle", "travelplanner")
 LEFT_TO_VALIDATOR = {

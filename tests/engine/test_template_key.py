@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.environments import get_environment
-from genenv_engine.records import Task
-from genenv_engine.simulator import Generation, cap_duplicates, near_duplicate_key
+from genenv_engine.core.records import Task
+from genenv_engine.training.simulator import Generation, cap_duplicates, near_duplicate_key
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
 
@@ -57,7 +57,7 @@ def test_the_loop_caps_each_benchmark_by_its_own_key(countdown):
     from types import SimpleNamespace as Fake
 
     from genenv_engine.config import load_config
-    from genenv_engine.strategies import validate_and_store
+    from genenv_engine.method.strategies import validate_and_store
 
     stored: list[Task] = []
     pool = [Task(id="g0", benchmark="countdown", prompt="numbers: 9 9 | target: 18", answer="9 + 9")]

@@ -10,8 +10,8 @@ from genenv_engine.backends import get_backend
 from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.backends.hf import HFBackend
 from genenv_engine.config import ModelConfig
-from genenv_engine.policy import Policy, build_tiny_model, pick_device
-from genenv_engine.tokenizer import SPECIAL_TOKENS, build_byte_tokenizer, load_tokenizer
+from genenv_engine.training.policy import Policy, build_tiny_model, pick_device
+from genenv_engine.training.tokenizer import SPECIAL_TOKENS, build_byte_tokenizer, load_tokenizer
 
 CFG = ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
 
@@ -263,7 +263,7 @@ def taught(tok):
     """A tiny model taught by SFT to answer each prompt differently (a random one repeats its last token)."""
     import random
 
-    from genenv_engine.trainer import sft
+    from genenv_engine.training.trainer import sft
 
     torch.set_num_threads(1)
     pol = Policy(build_tiny_model(CFG, tok, seed=0), tok, torch.device("cpu"), max_length=64)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from genenv_engine.config import ModelConfig
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.tokenizer import build_byte_tokenizer
-from genenv_engine.trainer import GRPOTrainer, Group, RWRTrainer, _Trainer, sft
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.training.tokenizer import build_byte_tokenizer
+from genenv_engine.training.trainer import GRPOTrainer, Group, RWRTrainer, _Trainer, sft
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
 
@@ -275,9 +275,9 @@ def test_trainer_step_counts_and_clips_gradients(policy, task):
 def test_grpo_groups_train_on_the_token_that_ended_each_rollout(policy):
     """End-of-sequence or a sampled padding token is appended (the decoder strips both); a cut-off rollout gets
     nothing, and a rollout that sampled padding first is not empty (an empty completion cannot be scored)."""
-    from genenv_engine.agent import Attempt, TaskAttempts, grpo_groups
+    from genenv_engine.training.agent import Attempt, TaskAttempts, grpo_groups
     from genenv_engine.backends.base import Completion
-    from genenv_engine.records import CheckResult, Task
+    from genenv_engine.core.records import CheckResult, Task
 
     tok = policy.tokenizer
     eos, pad = tok.eos_token_id, tok.pad_token_id
@@ -297,7 +297,7 @@ def test_grpo_groups_train_on_the_token_that_ended_each_rollout(policy):
 def _one_step_grads(tok, monkeypatch, budget: int, kind: str) -> tuple[list[torch.Tensor], list[list[int]]]:
     """The gradient of one GRPO or RWR step over rows of four different lengths, under a micro-batch budget, and the
     sizes of the micro-batches the step ran."""
-    import genenv_engine.trainer as trainer_module
+    import genenv_engine.training.trainer as trainer_module
 
     monkeypatch.setattr(trainer_module, "PAD_BUDGET", budget)
     torch.manual_seed(0)

@@ -17,7 +17,7 @@ from genenv_engine.environments.travelplanner.formats import (
 from genenv_engine.environments.travelplanner.db import CUISINES, Query, sandbox, schedule
 from genenv_engine.environments.travelplanner.solver import candidates, replay, solve
 from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 SMALL = SplitSizes(seed=24, train=80, heldout=40)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "travelplanner"

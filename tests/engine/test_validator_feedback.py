@@ -16,13 +16,13 @@ import torch
 from genenv_engine.config import ConfigError, ModelConfig, load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.loop import run
-from genenv_engine.policy import Policy, build_tiny_model
-from genenv_engine.session import Session
-from genenv_engine.simulator import Draft, job_grammar, validate
-from genenv_engine.simulator_update import repair_pairs
+from genenv_engine.method.loop import run
+from genenv_engine.training.policy import Policy, build_tiny_model
+from genenv_engine.storage.session import Session
+from genenv_engine.training.simulator import Draft, job_grammar, validate
+from genenv_engine.method.simulator_update import repair_pairs
 from genenv_engine.testing import scripted_backends
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 PROMPT, GOLD, *_ = generate_task(2, random.Random(5))  # "F: move(...) ... sq(x:int) | Q: sq 32", "sq(x=32)"
 WRONG = GOLD.replace("32", "33")
@@ -90,7 +90,7 @@ def test_drafts_are_sampled_under_the_benchmark_grammar_unless_turned_off(tmp_pa
 
 
 def test_a_name_listed_twice_is_mended_and_taught_with_the_gold():
-    from genenv_engine.simulator import judge
+    from genenv_engine.training.simulator import judge
 
     bfcl = get_environment("bfcl", 0)
     seed = bfcl.splits()["seed"][0]
@@ -114,7 +114,7 @@ def test_a_name_listed_twice_is_mended_and_taught_with_the_gold():
 
 
 def test_a_travel_plan_that_breaks_a_rule_is_cut_before_it_and_asks_for_that_field():
-    from genenv_engine.simulator import judge
+    from genenv_engine.training.simulator import judge
 
     env = get_environment("travelplanner", 0)
     seed = env.splits()["seed"][0]

@@ -13,7 +13,7 @@ from genenv_engine.experiments.arms import Plan
 from genenv_engine.experiments.ablation import run_plan
 from genenv_engine.experiments.markdown import markdown
 from genenv_engine.experiments.tables import collect, summarise
-from genenv_engine.session import Session
+from genenv_engine.storage.session import Session
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 

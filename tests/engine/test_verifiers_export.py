@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_export_rewards import BENCHMARKS, SIZES, corrupted, export_session  # noqa: F401  (the fixture)
 
-from genenv_engine.cli import main
-from genenv_engine.interop.verifiers_export import default_name, export_verifiers
+from genenv_engine.interfaces.cli import main
+from genenv_engine.interfaces.interop.verifiers_export import default_name, export_verifiers
 
 vf = pytest.importorskip("verifiers.v1")
 

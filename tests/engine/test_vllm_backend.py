@@ -23,7 +23,7 @@ import torch
 
 from genenv_engine.backends import get_backend
 from genenv_engine.backends.base import Sampling
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -127,7 +127,7 @@ def fake_vllm(monkeypatch):
 
 
 class PolicyDouble:
-    """Test double of `genenv_engine.policy.Policy` with the attributes the vllm backend reads.
+    """Test double of `genenv_engine.training.policy.Policy` with the attributes the vllm backend reads.
 
     ``adapter`` set: a LoRA role on a shared ``PeftModel`` whose base lies in ``source``; None: a full model.
     """

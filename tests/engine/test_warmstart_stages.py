@@ -8,14 +8,14 @@ import json
 import pytest
 from safetensors.torch import load_file
 
-from genenv_engine import warmstart
+from genenv_engine.training import warmstart
 from genenv_engine.config import ModelConfig, load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.loop import run
-from genenv_engine.policy import build_tiny_model
-from genenv_engine.roles import load_roles
-from genenv_engine.session import Session
-from genenv_engine.tokenizer import build_byte_tokenizer
+from genenv_engine.method.loop import run
+from genenv_engine.training.policy import build_tiny_model
+from genenv_engine.training.roles import load_roles
+from genenv_engine.storage.session import Session
+from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 SMALL = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=384)
 
@@ -161,8 +161,8 @@ def test_only_an_agent_only_warm_start_lends_the_agent_to_the_simulator(tmp_path
     """A finished warm start (or a checkpoint) missing simulator/ is damaged, not agent-only: loading it fails."""
     import shutil
 
-    from genenv_engine.models import load_role_policies
-    from genenv_engine.models import is_agent_only as is_agent_only_warm_start
+    from genenv_engine.training.models import load_role_policies
+    from genenv_engine.training.models import is_agent_only as is_agent_only_warm_start
 
     half, _ = warm(monkeypatch, tmp_path / "e", config("off"))
     assert is_agent_only_warm_start(half)
@@ -190,7 +190,7 @@ def test_a_second_process_waits_for_the_entry_another_one_trains_then_reuses_it(
     folder = warmstart.cache_root() / "warmstart" / warmstart.cache_key(cfg)
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import json, pathlib, time
-        from genenv_engine.lease import waiting_lock
+        from genenv_engine.storage.lease import waiting_lock
         folder = pathlib.Path({str(folder)!r})
         with waiting_lock({str(warmstart.entry_lock(folder))!r}, what="a test double"):
             print("held", flush=True)
@@ -217,7 +217,7 @@ def test_a_stop_while_waiting_for_the_entry_lock_gives_up_waiting(tmp_path):
     import fcntl
     import os
 
-    from genenv_engine.lease import waiting_lock
+    from genenv_engine.storage.lease import waiting_lock
 
     path = tmp_path / "entry.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT)

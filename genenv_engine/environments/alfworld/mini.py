@@ -38,7 +38,7 @@ from genenv_engine.environments.alfworld.world import (
     KIND_OF, LAMPS, MAX_OBJECTS, MAX_RECEPTACLES, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, Command, CommandError, Goal,
     World, apply, parse_command, rtype, won)
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "invalid_command", "not_admissible", "suboptimal")
 """Step errors: not one short line; not a command of the grammar; not executable in this state;

@@ -5,7 +5,7 @@ state gives the optimal number of remaining steps (the difficulty feature ``plan
 admissible actions that start *some* optimal plan (what the ``step_match`` checker accepts) and one
 optimal plan; an unreachable goal is reported with a short reason, so unsolvable tasks are rejected.
 The search stops after :data:`MAX_STATES` distinct states (a deterministic budget, see
-:mod:`genenv_engine.limits`), so a generated world whose search would explode is reported as ``budget``.
+:mod:`genenv_engine.core.limits`), so a generated world whose search would explode is reported as ``budget``.
 
 The search only expands actions that can start an optimal plan (a safe pruning, cross-checked against
 an unpruned search in the tests): moving, opening, taking an object of the goal's type, putting down
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from genenv_engine.environments.alfworld.world import (
     HELD, LIT, PROCESS, World, rtype, won)
-from genenv_engine.limits import Budget, BudgetExceeded
+from genenv_engine.core.limits import Budget, BudgetExceeded
 
 MAX_PLAN = 16
 """Longest plan searched for; a longer optimum is reported as ``too_long``."""

@@ -11,7 +11,7 @@ from typing import Any
 from genenv_engine.environments.alfworld.planner import Solution
 from genenv_engine.environments.alfworld.text import render_state
 from genenv_engine.environments.alfworld.world import World
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 
 def infer_level(features: dict[str, Any]) -> int:

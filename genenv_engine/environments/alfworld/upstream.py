@@ -32,7 +32,7 @@ from genenv_engine.environments.alfworld.tasks import make_task
 from genenv_engine.environments.alfworld.text import PromptError, read_goal, read_state, render_state
 from genenv_engine.environments.alfworld.world import (
     KIND_OF, NOWHERE, OPENABLE, Goal, World, apply, parse_command, rtype, won)
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 SPLITS = ("valid_seen", "valid_unseen")
 _PROCESS_VERBS = {"HeatObject": "heat", "CoolObject": "cool", "CleanObject": "clean"}

@@ -44,7 +44,7 @@ from genenv_engine.environments.apibank.syntax import (
     CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
 from genenv_engine.environments.apibank.task_grammar import build_rules
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, first_listings, step_draft
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg", "bad_arg_type",
                "exec_error", "wrong_result")

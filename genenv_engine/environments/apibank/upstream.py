@@ -27,7 +27,7 @@ from typing import Any
 
 from genenv_engine.environments.apibank.dialogue import HEAD, TURN_SEP, infer_level
 from genenv_engine.environments.apibank.syntax import render_call
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 ROLES = ("User", "AI", "API")
 

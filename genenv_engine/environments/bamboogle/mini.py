@@ -45,7 +45,7 @@ from genenv_engine.environments.bamboogle.prompt import (
     TOOLS, Draft, PromptError, read_prompt, render_compare, render_prompt, render_question)
 from genenv_engine.environments.bamboogle.task_grammar import rules_for
 from genenv_engine.environments.bamboogle.upstream import UpstreamError, load_upstream
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 __all__ = ["BamboogleMini", "ERROR_TYPES", "REJECT_REASONS", "UpstreamError", "exact_match", "generate_draft",
            "load_upstream", "normalize_answer", "parse_action", "token_f1"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.environments.bamboogle.prompt import TOOLS, infer_level
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 OFFICIAL_FEATURES = {"hops": 2, "kind": "official", "form": "official", "relations": "", "answer_type": "text",

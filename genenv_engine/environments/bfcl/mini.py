@@ -30,7 +30,7 @@ from genenv_engine.environments.base import LadderEnvironment, SplitSizes, first
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
 from genenv_engine.environments.bfcl.task_grammar import RULES
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 ERROR_TYPES = ("parse_error", "wrong_count", "wrong_name", "missing_arg", "unexpected_arg",
                "type_error", "value_error")

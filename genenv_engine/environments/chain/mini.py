@@ -37,21 +37,21 @@ from genenv_engine.environments.chain.grammar import (
     CALL_JOIN, LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
     render_prompt, run_chain)
 from genenv_engine.environments.chain.task_grammar import RULES
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 CHECKER = "chain_exact"
 """The checker name on every task: the whole chain, every name, argument and result, must match."""
 ERROR_TYPES = ("parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value", "wrong_rest", "missing_calls",
                "extra_calls")
 """``too_long``: the response is over :data:`MAX_RESPONSE_CHARS` (the same meaning as in
-:mod:`genenv_engine.limits`); the others name the first fault of a parsed chain, in chain order."""
+:mod:`genenv_engine.core.limits`); the others name the first fault of a parsed chain, in chain order."""
 MAX_PROMPT_CHARS = 240
 """The validator's prompt cap (the grammar's largest prompt, 10 definitions, a 99 start, 8 names and a 7-call
 hint, is 204 characters)."""
 MAX_ANSWER_CHARS = 200
 """The validator's answer cap (8 calls of ``n(99)=99`` with their brackets, joined by ``; ``, are 158 characters)."""
 MAX_RESPONSE_CHARS = 1000
-"""Longest agent response the checker parses (well under :data:`genenv_engine.limits.MAX_RESPONSE_CHARS`)."""
+"""Longest agent response the checker parses (well under :data:`genenv_engine.core.limits.MAX_RESPONSE_CHARS`)."""
 POOL = "fghkmnpqrstuvw"
 """The names the generator draws from (the validator takes any letter but ``x``)."""
 DRAW_CONSTANTS = {"+": (1, 2, 3, 4), "-": (1, 2, 3, 4), "*": (2,)}
@@ -273,7 +273,7 @@ class ChainEnv(LadderEnvironment):
 
     def __init__(self, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None) -> None:
         if data_dir is not None:
-            from genenv_engine.errors import ConfigError
+            from genenv_engine.core.errors import ConfigError
 
             raise ConfigError(f"data_dirs.{self.name}", "chain tasks are generated; it has no upstream data")
         self._hint_rate = 0.0

@@ -35,8 +35,8 @@ from typing import Any
 from genenv_engine.environments.base import SEP, LadderEnvironment, SplitSizes
 from genenv_engine.environments.reasoning_gym.spec import (
     SEED_LIMIT, Attribute, SpecError, config_of, grammar_rules, read_spec, render_value, spec_level, spec_text)
-from genenv_engine.errors import ConfigError
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 DISTRIBUTION = "reasoning-gym"
 """The distribution whose version a session records for its ``rg:`` benchmarks."""

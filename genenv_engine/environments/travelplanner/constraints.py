@@ -42,7 +42,7 @@ from typing import Any
 from genenv_engine.environments.travelplanner.db import ROOM_WANTS, TRANSPORT_BANS, Query, Sandbox, sandbox
 from genenv_engine.environments.travelplanner.formats import (
     DayPlan, PlanError, parse_plan, query_from_upstream)
-from genenv_engine.records import CheckResult
+from genenv_engine.core.records import CheckResult
 
 COMMONSENSE = ("within_sandbox", "complete_information", "within_current_city", "reasonable_city_route",
                "diverse_restaurants", "diverse_attractions", "non_conflicting_transportation", "minimum_nights")
@@ -200,7 +200,7 @@ def aggregate(results: list[CheckResult]) -> dict[str, float]:
 
     ``four_rate_mean`` is GenEnv's TravelPlanner number: the mean of the four micro/macro rates.
 
-    >>> from genenv_engine.records import CheckResult
+    >>> from genenv_engine.core.records import CheckResult
     >>> a = CheckResult(True, 1.0, {"delivered": 1, "cs_passed": 8, "cs_total": 8, "hd_passed": 2, "hd_total": 2,
     ...                             "cs_macro": 1, "hd_macro": 1, "final": 1})
     >>> b = CheckResult(False, 0.0, {"delivered": 1, "cs_passed": 6, "cs_total": 8, "hd_passed": 0, "hd_total": 2,

@@ -44,8 +44,8 @@ from genenv_engine.environments.travelplanner.solver import (
     Solution, apply, candidates, field_error, replay, solve)
 from genenv_engine.environments.travelplanner.task_grammar import task_grammar_rules
 from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
-from genenv_engine.limits import BudgetExceeded
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.limits import BudgetExceeded
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 __all__ = ["ERROR_TYPES", "TravelPlannerMini", "aggregate", "check_step", "generate_step", "gold_field",
            "infer_level", "load_upstream", "read_prompt", "render_prompt", "score_plan"]

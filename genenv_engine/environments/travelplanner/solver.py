@@ -10,8 +10,8 @@ city stint (a run of one stay must reach its minimum nights), and meals as a min
 distinct restaurants per city that covers the required cuisines; attractions only need to be distinct.
 It exists so that every generated query is proved feasible and every step task has a recomputed gold.
 Every route, meal split, restaurant combination and sight assignment tried counts against a search
-budget (:data:`MAX_NODES`, see :mod:`genenv_engine.limits`); past it :func:`solve` raises
-:class:`~genenv_engine.limits.BudgetExceeded` rather than search on.
+budget (:data:`MAX_NODES`, see :mod:`genenv_engine.core.limits`); past it :func:`solve` raises
+:class:`~genenv_engine.core.limits.BudgetExceeded` rather than search on.
 
 >>> from genenv_engine.environments.travelplanner.db import Query, sandbox
 >>> q = Query("A", "B", 1, 1, 1, 500)
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from genenv_engine.environments.travelplanner.db import (
     MEALS, ROOM_WANTS, SLOT_ITEM, TRANSPORT_BANS, Query, Sandbox, Slot, same_segment, schedule)
-from genenv_engine.limits import Budget
+from genenv_engine.core.limits import Budget
 
 INF = 10 ** 9
 MAX_NODES = 50_000
@@ -179,7 +179,7 @@ def solve(query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None
     With ``budget`` it stops at the first completion costing at most ``budget`` (a feasibility proof,
     not necessarily the cheapest); routes are tried cheapest legs-and-stays first. ``max_nodes``
     (default :data:`MAX_NODES`, read at call time) is the search budget; past it
-    :class:`~genenv_engine.limits.BudgetExceeded` is raised.
+    :class:`~genenv_engine.core.limits.BudgetExceeded` is raised.
     """
     work = Budget(MAX_NODES if max_nodes is None else max_nodes, "solver nodes")
     slots = schedule(query.days, query.cities)

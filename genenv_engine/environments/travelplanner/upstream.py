@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.environments.travelplanner.constraints import query_from_upstream
-from genenv_engine.records import Task
+from genenv_engine.core.records import Task
 
 REQUIRED = ("org", "dest", "days", "visiting_city_number", "date", "people_number", "local_constraint",
             "budget", "query", "level")

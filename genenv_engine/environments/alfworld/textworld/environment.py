@@ -42,7 +42,7 @@ from genenv_engine.environments.alfworld.textworld.engine import (
 from genenv_engine.environments.alfworld.textworld.pddl import static_problem, tw_command
 from genenv_engine.environments.alfworld.world import Command, CommandError, World, parse_command
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.records import CheckResult, Task
+from genenv_engine.core.records import CheckResult, Task
 
 NAME = "alfworld_textworld"
 CHECKER = "tw_step_match"

@@ -50,7 +50,7 @@ from genenv_engine.environments.bfcl.official.data import (
     AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, MULTI_TURN_CATEGORIES, BfclUnavailable, Item,
     PromptError, gold_calls, item_messages, load_items, official, read_prompt, render_prompt,
     require_package)
-from genenv_engine.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation
 
 __all__ = ["BfclOfficial", "BfclUnavailable", "ERROR_TYPES", "ast_verdict", "infer_level"]
 

@@ -1,0 +1,139 @@
+"""Headless progress for the CLI: rich progress bars per phase and a summary line per epoch.
+
+A `ConsoleReporter` is an EventSink; the warm start's bars show each role's loss, steps/s and ETA.
+``quiet`` mode prints plain lines instead (for logs and CI): one per epoch, and one per tenth of each
+warm-start role. Either way each warm-start sample (what a role writes greedily now) is printed as one line
+(`sample_line`, which the console's event log shows too). `print_status` renders ``genenv status`` as a table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from genenv_engine.core.events import Event
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_fmt(v, 2)}" for k, v in value.items())
+    return str(value)
+
+
+def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
+    """One line summarising an epoch's metrics."""
+    secs = sum((metrics.get("phase_seconds") or {}).values())
+    return (f"epoch {epoch}: p_hat={_fmt(metrics.get('generated_success'))} "
+            f"|p-a|={_fmt(metrics.get('calibration_error'))} valid={_fmt(metrics.get('valid_fraction'))} "
+            f"unique={_fmt(metrics.get('unique_fraction'))} mix={_fmt(metrics.get('difficulty_mix'))} "
+            f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s")
+
+
+class ConsoleReporter:
+    """Render engine events on the terminal."""
+
+    def __init__(self, session, quiet: bool = False) -> None:
+        self.session = session
+        self.quiet = quiet
+        self.console = Console(stderr=False)
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), console=self.console, transient=True, disable=quiet)
+        self.tasks: dict[str, int] = {}
+        self._warm_printed: dict[str, int] = {}
+
+    def __enter__(self) -> "ConsoleReporter":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def _bar(self, key: str, total: int, done: int, info: str = "") -> None:
+        if key not in self.tasks:
+            self.tasks[key] = self.progress.add_task(key, total=total, info=info)
+        self.progress.update(self.tasks[key], completed=done, total=total, info=info)
+
+    def _sample(self, event) -> None:
+        self.console.print(sample_line(event), soft_wrap=True, markup=False, highlight=False)
+
+    def _warm(self, event) -> None:
+        rate, eta = event.steps_per_second, event.eta
+        info = f"loss {event.loss:.3f}" + (f"  {rate:.1f} steps/s" if rate else "")
+        if not self.quiet:
+            self._bar(f"warm start {event.role}", event.steps, event.step, info)
+            return
+        tenth = event.step * 10 // max(1, event.steps)
+        if tenth > self._warm_printed.get(event.role, 0) or event.step == event.steps:
+            self._warm_printed[event.role] = tenth
+            left = f", ETA {eta:.0f}s" if eta else ""
+            self.console.print(f"warm start {event.role} {event.step}/{event.steps}: {info}{left}",
+                               soft_wrap=True, markup=False, highlight=False)
+
+    def __call__(self, event: Event) -> None:
+        kind = event.kind
+        if kind == "WarmStartProgressed":
+            self._warm(event)
+        elif kind == "WarmStartSample":
+            self._sample(event)
+        elif kind == "BatchProgressed":
+            self._bar(f"epoch {event.epoch} {event.phase}", event.total, event.done)  # type: ignore[attr-defined]
+        elif kind == "PhaseFinished":
+            for key in [k for k in self.tasks if k.startswith(f"epoch {event.epoch} ")]:
+                self.progress.remove_task(self.tasks.pop(key))
+        elif kind == "EpochFinished":
+            for key in list(self.tasks):
+                self.progress.remove_task(self.tasks.pop(key))
+            self.console.print(epoch_line(event.metrics, event.epoch), soft_wrap=True, markup=False)  # type: ignore[attr-defined]
+        elif kind in ("RunPaused", "RunResumed", "RunStopped", "RunFailed"):
+            self.console.print(f"{kind} {event.payload()}")
+
+
+def sample_line(event) -> str:
+    r"""One printable line for a warm-start sample (control characters escaped by ``repr``, long text cut).
+
+    >>> from genenv_engine.core.events import WarmStartSample
+    >>> print(sample_line(WarmStartSample(0, "simulator", 63, 500, "add 2 and 3", "TASK: add 7 and 1\x07", True)))
+    warm start simulator 63/500 valid: 'add 2 and 3' -> 'TASK: add 7 and 1\x07'
+    """
+    return (f"warm start {event.role} {event.step}/{event.steps} {event.verdict}: "
+            f"{event.prompt[:80]!r} -> {event.text[:160]!r}")
+
+
+def print_status(data: dict[str, Any]) -> None:
+    """Print ``genenv status`` as a table."""
+    table = Table(title=f"{data['session']} ({data['preset']}, simulator {data['simulator_mode']})")
+    for col in ("epoch", "status", "p_hat gen", "|p-a|", "valid", "unique", "mix", "held-out", "trained", "seconds",
+                "rollout workers"):
+        table.add_column(col)
+    for e in data["epochs"]:
+        table.add_row(str(e["epoch"]), e["status"], _fmt(e["generated_success"]), _fmt(e["calibration_error"]),
+                      _fmt(e["valid_fraction"]), _fmt(e["unique_fraction"]), _fmt(e["difficulty_mix"]),
+                      _fmt(e["heldout"]), _fmt(e["tasks_trained"]),
+                      f"{sum((e['phase_seconds'] or {}).values()):.1f}", worker_summary(e.get("rollout_workers")))
+    Console().print(table)
+
+
+def worker_summary(stats: list[dict[str, float]] | None) -> str:
+    """Worker count and each worker's rollout throughput (tasks/s, tokens/s) from an epoch's ``rollout_workers``.
+
+    >>> worker_summary([{"tasks": 48, "tokens": 4800, "seconds": 12.0}, {"tasks": 48, "tokens": 5000, "seconds": 10.0}])
+    '2: 4.0+4.8 tasks/s, 400+500 tok/s'
+    >>> worker_summary(None), worker_summary([{"tasks": 0, "tokens": 0, "seconds": 0.0}])
+    ('-', '1: 0.0 tasks/s, 0 tok/s')
+    """
+    if not stats:
+        return "-"
+
+    def rate(value: float, seconds: float) -> float:
+        return value / seconds if seconds else 0.0
+    tasks = "+".join(f"{rate(w.get('tasks', 0), w.get('seconds', 0)):.1f}" for w in stats)
+    tokens = "+".join(f"{rate(w.get('tokens', 0), w.get('seconds', 0)):.0f}" for w in stats)
+    return f"{len(stats)}: {tasks} tasks/s, {tokens} tok/s"
