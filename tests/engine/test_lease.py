@@ -24,7 +24,7 @@ HOLD = "import sys, time; from genenv_engine.storage import lease; lease.acquire
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "GENENV_CACHE": str(tmp_path / "cache")}
+    return {**os.environ, "PYTHONPATH": str(ROOT)}  # the test run's warm-start cache (tests/conftest.py)
 
 
 def _wait_for(predicate, seconds: float = 120.0) -> None:
@@ -66,8 +66,7 @@ def test_a_lease_left_by_a_killed_process_is_taken_over(tmp_path):
     taken.release()
 
 
-def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tmp_path, capsys):
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
     first = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "40",

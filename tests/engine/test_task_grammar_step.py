@@ -23,7 +23,8 @@ from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 BENCHES = ("bfcl", "apibank", "chain")
 SIZES = {"chain": SplitSizes(seed=200, train=300, heldout=200)}
-"""Split sizes the fast test builds (chain's default train split of 32,000 tasks is the slow test's)."""
+"""Split sizes the fast test builds (chain's default train split of 32,000 tasks, env seed 0's, is the slow
+test's)."""
 LEFT_TO_VALIDATOR = {
     "bfcl": {"answer_mismatch", "duplicate_function", "verb_not_listed", "too_long"},
     "apibank": {"answer_mismatch", "duplicate_api", "api_not_listed", "context_mismatch", "too_long",
@@ -103,10 +104,10 @@ def matcher(tok, grammar: str):
     return accepts
 
 
-def split_texts(name: str, sizes: SplitSizes | None) -> list[str]:
-    """The simulator text of every seed and train task of env seeds 0 and 1."""
+def split_texts(name: str, sizes: SplitSizes | None, seeds: tuple[int, ...] = (0, 1)) -> list[str]:
+    """The simulator text of every seed and train task of the environments of ``seeds``."""
     texts = []
-    for seed in (0, 1):
+    for seed in seeds:
         env = get_environment(name, seed, sizes=sizes)
         texts += [env.simulator_text(t) for split in ("seed", "train") for t in env.splits()[split]]
     return texts
@@ -122,7 +123,7 @@ def test_every_builtin_task_is_in_the_grammar(tok, name):
 @pytest.mark.slow
 def test_every_default_chain_task_is_in_the_grammar(tok):
     accepts = matcher(tok, grammar_of("chain"))
-    missed = [text for text in split_texts("chain", None) if not accepts(text)]
+    missed = [text for text in split_texts("chain", None, seeds=(0,)) if not accepts(text)]
     assert not missed, missed[:5]
 
 
