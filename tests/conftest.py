@@ -73,3 +73,20 @@ def smollm2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = run_root(tmp_path_factory)
     with FileLock(str(root / "smollm2.lock")):
         return smollm2.smollm2_checkpoint(root / "SmolLM2")
+
+
+LONGEST_FILES = (
+    "engine/test_ray_executor.py", "engine/test_task_grammar_step.py", "console/test_hostile_text.py",
+    "engine/test_static_llama_wide.py", "engine/test_ray_unreachable_node.py", "engine/test_lease.py",
+    "engine/test_samplers.py", "engine/test_rg_adapter.py", "engine/test_lora_roles.py", "engine/test_bench_passk.py",
+    "engine/test_task_grammar_world.py", "console/test_console_attach.py",
+)
+"""The test files that take longest (``--durations``), longest first. pytest-xdist hands whole files to the workers
+in collection order, so these go first: a long file started last would leave the other worker idle at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the items of `LONGEST_FILES` to the front, in that order; every other item keeps its place."""
+    here = Path(__file__).parent
+    rank = {here / name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))

@@ -392,6 +392,19 @@ def _perf_span(root: Path) -> str:
     return f"{days[0]} to {days[-1]}"
 
 
+def _reasoning_gym(root: Path) -> str:
+    status = load(root, f"{RESULTS}/reasoning-gym/status.json")
+    epochs = [e for e in status["epochs"] if e["validity"]]
+    counts = []
+    for name in sorted(epochs[0]["validity"]):
+        valid = sum(e["validity"][name]["valid"] for e in epochs)
+        drafts = sum(e["validity"][name]["drafts"] for e in epochs)
+        counts.append(f"{valid} of {drafts} on `{name.replace('rg_', 'rg:', 1)}`")
+    return (f"through the `rg:` adapter the tiny simulator writes task specifications that reasoning-gym's own "
+            f"generator turns into valid tasks: over {len(epochs)} epochs the validator admitted "
+            f"{', '.join(counts)}; a check of the adapter and the simulator's side, not of learning")
+
+
 def index_rows(root: Path = ROOT) -> list[tuple[str, str]]:
     """The results index's rows: (study, main finding); the figures come from the records and JSON, and a study
     without a JSON source for its finding links to its page instead."""
@@ -429,6 +442,8 @@ def index_rows(root: Path = ROOT) -> list[tuple[str, str]]:
          "every benchmark gets valid tasks and mean p̂ near α; GenEnv beats neither `off` nor `frozen` beyond the "
          "seed spread: no benchmark's held-out moves apart in 3 epochs (figures on [its page](five/mended/README.md))"),
         ("[first-run](first-run/README.md): the default run's agent settings, seeds 0–2", _first_run(root)),
+        ("[reasoning-gym](reasoning-gym/README.md): three reasoning-gym families as genenv benchmarks",
+         _reasoning_gym(root)),
         (f"[performance](performance/README.md): the speed benchmarks, {_perf_span(root)}", _performance(root)),
     ]
 

@@ -25,11 +25,10 @@ def _kinds(folder: Path, kind: str) -> int:
         return store.db.execute("select count(*) from events where kind = ?", (kind,)).fetchone()[0]
 
 
-async def test_console_follows_a_headless_run_and_steers_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
+async def test_console_follows_a_headless_run_and_steers_it(tmp_path):
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GENENV_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     headless = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "60",
                                  "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -208,7 +208,7 @@ async def drive(path, text: str) -> None:
         assert app.is_running and app.return_code is None
 
 
-@hostile_cases(12)
+@hostile_cases(6)
 def test_console_shows_hostile_text_literally_everywhere(hostile_session, text):
     asyncio.run(drive(hostile_session, text))
 
@@ -277,7 +277,7 @@ async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
     await pilot.pause()
 
 
-@hostile_cases(8)
+@hostile_cases(4)
 def test_drill_views_show_hostile_text_literally(hostile_session, text):
     asyncio.run(drive_drill_views(hostile_session, text))
 
@@ -318,7 +318,7 @@ async def drive_compare(paths, text: str) -> None:
         assert app.is_running and app.return_code is None
 
 
-@hostile_cases(6)
+@hostile_cases(4)
 def test_compare_funnel_shows_a_hostile_rejection_reason_literally(hostile_pair, text):
     asyncio.run(drive_compare(hostile_pair, text))
 

@@ -23,7 +23,7 @@ HOLD = "import sys, time; from genenv_engine.storage import lease; lease.acquire
        "print('held', flush=True); time.sleep(600)"
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}  # the test run's warm-start cache (tests/conftest.py)
 
 
@@ -51,7 +51,7 @@ def test_a_second_holder_is_refused_with_the_first_named_and_release_frees_it(tm
 
 def test_a_lease_left_by_a_killed_process_is_taken_over(tmp_path):
     child = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                             env=_env(tmp_path))
+                             env=_env())
     try:
         assert child.stdout.readline().strip() == "held"
         assert lease.holder(tmp_path)["pid"] == child.pid
@@ -71,7 +71,7 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
     first = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "40",
                               "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=_env(tmp_path))
+                             env=_env())
     try:
         _wait_for(lambda: (lease.holder(folder) or {}).get("pid") == first.pid)
         db = sqlite3.connect(folder / "genenv.db")
@@ -101,7 +101,7 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
     assert main(["run", "--preset", "micro", "--session", str(ref), "--epochs", "1", "--quiet"]) == 0
     single = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(ref), "--epochs", "40",
                                "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=_env(tmp_path))
+                              env=_env())
     ref_db = sqlite3.connect(ref / "genenv.db")
     try:
         _wait_for(lambda: ref_db.execute("select count(*) from epochs where status = 'done' and epoch = ?",
@@ -128,7 +128,6 @@ def _rows(db: sqlite3.Connection, last: int) -> tuple[list, list]:
 def test_a_read_only_session_folder_is_one_line_and_nothing_runs(tmp_path, monkeypatch, capsys):
     import errno
 
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
     capsys.readouterr()

@@ -58,7 +58,6 @@ def _wandb_history(run_folder) -> dict[int, dict[str, float]]:
 def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path, monkeypatch, capsys):
     pytest.importorskip("tensorboard")
     pytest.importorskip("wandb")
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     folder = tmp_path / "s"
@@ -115,7 +114,6 @@ def _trackio_rows(db):
 
 def test_run_and_resume_log_the_status_numbers_to_trackio_locally(tmp_path, monkeypatch, capsys):
     trackio = pytest.importorskip("trackio")
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TRACKIO_SPACE_ID", "someone/somewhere")  # ignored: the logger never leaves the session
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")  # would make trackio ask the Hub who the user is
     import huggingface_hub.constants
@@ -182,7 +180,6 @@ def test_trackio_logs_histograms_and_a_resumed_logger_continues_the_run(tmp_path
 
 def test_log_trackio_without_trackio_says_how_to_install_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "trackio", None)  # `import trackio` raises ImportError
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
                  "--log", "trackio"]) == 2

@@ -331,10 +331,9 @@ def _unused_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_path, capsys, monkeypatch):
+def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_path, capsys):
     from genenv_engine.interfaces.cli import main
 
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     port = _unused_port()
     folder = tmp_path / "s"
     argv = ["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]
@@ -358,12 +357,11 @@ def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_pa
                                                                                                   (1, "done")]
 
 
-def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_nothing(tmp_path, capsys, monkeypatch):
+def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_nothing(tmp_path, capsys):
     """``resume --ray`` moves a session to another cluster; an address Ray cannot take (a space in it) is one line,
     and the saved config keeps the old address."""
     from genenv_engine.interfaces.cli import main
 
-    monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "0", "--quiet"]) == 0
     before = (folder / "config.toml").read_text()
