@@ -58,9 +58,11 @@ run-smol: setup
 # The suite runs on every core (pytest-xdist, whole files to a worker, so that module-scoped runs are made once);
 # `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= auto
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: each of the suite's many child processes (CLI runs,
+# Ray workers, entry-point checks) would otherwise compile the engine again, and pytest its rewritten test modules.
 test: setup-ray setup-environments
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 # The edit loop's quick check: the import contracts, then the unit-level tests (pure functions, config and presets,
 # layout and references, the store, every benchmark's checker and validator, the doctests of the engine's pure

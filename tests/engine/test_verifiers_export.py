@@ -17,13 +17,17 @@ from test_export_rewards import BENCHMARKS, SIZES, corrupted, export_session  # 
 from genenv_engine.interfaces.cli import main
 from genenv_engine.interfaces.interop.verifiers_export import default_name, export_verifiers
 
-vf = pytest.importorskip("verifiers.v1")
-
 NAME = "genenv_export_check"
 
 
 @pytest.fixture(scope="module")
-def package(export_session, tmp_path_factory) -> Path:  # noqa: F811
+def vf():
+    """verifiers' v1 API, imported by the tests that use it (a few seconds: not at collection, in every worker)."""
+    return pytest.importorskip("verifiers.v1")
+
+
+@pytest.fixture(scope="module")
+def package(export_session, tmp_path_factory, vf) -> Path:  # noqa: F811
     """The session exported as a taskset package, its folder on ``sys.path`` while the module's tests run."""
     out = tmp_path_factory.mktemp("vf")
     assert main(["tasks", "export", str(export_session), "--format", "verifiers", "--out", str(out),
@@ -34,7 +38,7 @@ def package(export_session, tmp_path_factory) -> Path:  # noqa: F811
     sys.modules.pop(NAME, None)
 
 
-def scored(task, reply: str) -> float:
+def scored(vf, task, reply: str) -> float:
     """The reward verifiers records for a trace whose reply is ``reply`` (scored as a rollout is, no runtime)."""
     trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
                      agent=vf.AgentInfo(config=vf.AgentConfig(), name="check", trainable=False), root_reply=reply)
@@ -43,7 +47,7 @@ def scored(task, reply: str) -> float:
     return trace.reward
 
 
-def test_the_package_loads_by_id_and_scores_gold_1_and_corrupted_0(package):
+def test_the_package_loads_by_id_and_scores_gold_1_and_corrupted_0(package, vf):
     taskset = vf.load_taskset(vf.TasksetConfig(id=NAME))
     module = sys.modules[NAME]
     assert module.__all__ == ["GenenvTaskset"] and type(taskset) is module.GenenvTaskset
@@ -52,11 +56,11 @@ def test_the_package_loads_by_id_and_scores_gold_1_and_corrupted_0(package):
     assert len(tasks) == len(rows) == len(BENCHMARKS) * (SIZES.seed + SIZES.heldout)
     assert [t.data.id for t in tasks] == [r["extra_info"]["id"] for r in rows]
     assert [t.data.prompt for t in tasks] == [r["prompt"][0]["content"] for r in rows]
-    assert [scored(t, t.data.answer) for t in tasks] == [1.0] * len(tasks)
+    assert [scored(vf, t, t.data.answer) for t in tasks] == [1.0] * len(tasks)
     assert [asyncio.run(t.validate(None)) for t in tasks] == [True] * len(tasks)
     pairs = corrupted(rows)
     by_id = {t.data.id: t for t in tasks}
-    assert [scored(by_id[r["extra_info"]["id"]], answer) for r, answer in pairs] == [0.0] * len(pairs)
+    assert [scored(vf, by_id[r["extra_info"]["id"]], answer) for r, answer in pairs] == [0.0] * len(pairs)
 
 
 def test_vf_validate_finds_every_gold_valid(package, tmp_path):
