@@ -119,7 +119,9 @@ class Source:
 
     def load(self, name: str | None = None) -> type[Environment]:
         """The class of benchmark ``name`` (None: whatever its name, for a spelling not yet resolved); a one-line
-        `ConfigError` naming the missing module or entry point."""
+        `ConfigError` naming the missing module or entry point, or the installed release when it is not the one
+        the source records (its tasks may differ from those a session stored)."""
+        self._check_release(name)
         if self.kind == "adapter":
             return _adapted(self.target)[0]
         module, _, attr = self.target.partition(":")
@@ -130,6 +132,23 @@ class Source:
             missing = f"install {self.distribution}" if self.distribution else "put its folder on PYTHONPATH"
             raise ConfigError("benchmarks", f"{what} is not importable here ({exc}); {missing}") from None
         return _checked(found, self.target, name)
+
+
+    def _check_release(self, name: str | None) -> None:
+        """A `ConfigError` when the distribution the source records is installed at another version."""
+        if not (self.distribution and self.version):
+            return
+        try:
+            installed = metadata.version(self.distribution)
+        except metadata.PackageNotFoundError:
+            return  # loading says what is missing
+        if installed != self.version:
+            what = f"benchmark {name!r}" if name else self.target
+            raise ConfigError(f"environments.{name}" if name else "benchmarks",
+                              f"{what} was recorded from {self.distribution} {self.version}, but {self.distribution} "
+                              f"{installed} is installed here, whose tasks may differ from the ones the session "
+                              f"stored; install {self.distribution}=={self.version} to go on with it, or start a "
+                              "new session")
 
 
 def _checked(cls: Any, spelling: str, name: str | None = None) -> type[Environment]:

@@ -10,12 +10,15 @@ import os
 import random
 import subprocess
 import sys
+import importlib.util
 from collections import Counter
 from importlib import metadata
 
 import pytest
 
-pytest.importorskip("reasoning_gym")
+INSTALLED = importlib.util.find_spec("reasoning_gym") is not None
+"""Checked without importing reasoning-gym (seconds): collection imports every test module in every worker."""
+pytestmark = pytest.mark.skipif(not INSTALLED, reason="reasoning-gym is not installed (the `environments` extra)")
 
 from genenv_engine.backends.grammar import matches, task_grammar  # noqa: E402
 from genenv_engine.environments import SplitSizes, get_environment, resolve_benchmarks  # noqa: E402
@@ -27,7 +30,7 @@ from genenv_engine.training.tokenizer import build_byte_tokenizer  # noqa: E402
 DATASETS = {"basic_arithmetic": 5, "letter_counting": 7, "knights_knaves": 4}
 """Cheap datasets of three families (arithmetic, algorithmic, logic) and their number of genenv levels."""
 SIZES = SplitSizes(seed=16, train=32, heldout=16)
-VERSION = metadata.version("reasoning-gym")
+VERSION = metadata.version("reasoning-gym") if INSTALLED else ""
 
 
 def _env(dataset: str):
@@ -226,3 +229,22 @@ def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path
     for task in generated:
         if not task.valid:
             assert task.reason  # every refusal says why
+    # the session recorded another reasoning-gym release than the one installed: resume refuses in one line and
+    # changes nothing; with the recorded release back it resumes
+    config = session / "config.toml"
+    recorded = config.read_text()
+    config.write_text(recorded.replace(f"from reasoning-gym {VERSION}", "from reasoning-gym 0.0.1"))
+    before = config.read_text()
+    assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0] == (f"genenv: config error in 'environments.rg_basic_arithmetic': benchmark 'rg_basic_arithmetic' "
+                      f"was recorded from reasoning-gym 0.0.1, but reasoning-gym {VERSION} is installed here, whose "
+                      "tasks may differ from the ones the session stored; install reasoning-gym==0.0.1 to go on "
+                      "with it, or start a new session"), err[0]
+    assert config.read_text() == before
+    reopened = Session.open(session)
+    assert [e["epoch"] for e in reopened.store.epoch_metrics()] == [0, 1]
+    reopened.store.close()
+    config.write_text(recorded)
+    assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 0
