@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
+from genenv_engine.interfaces.generated import generated_main
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = "docs/results"
@@ -508,22 +509,10 @@ def write(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m genenv_engine.interfaces.figures", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 naming the stale sections; write nothing")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the repository root")
-    args = parser.parse_args(argv)
-    if args.check:
-        names = stale(args.root)
-        if names:
-            print(f"stale: {', '.join(names)}: run `make figures`", file=sys.stderr)
-            return 1
-        return 0
-    for rel in write(args.root):
-        print(f"wrote {rel}")
-    return 0
-
+    """``python -m genenv_engine.interfaces.figures [--check] [--root DIR]``: regenerate, or check, the sections."""
+    return generated_main(argv, module="genenv_engine.interfaces.figures", description=__doc__.splitlines()[0],
+                          root=ROOT, stale=stale, write=write, make="figures",
+                          current="the README's and the results index's figures are up to date")
 
 if __name__ == "__main__":
     sys.exit(main())

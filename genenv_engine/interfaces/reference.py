@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine import config as config_module
+from genenv_engine.interfaces.generated import generated_main
 
 CONFIGURATION = "docs/reference/configuration.md"
 CLI = "docs/reference/cli.md"
@@ -308,21 +309,8 @@ def stale(root: Path = ROOT) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m genenv_engine.interfaces.reference [--check] [--root DIR]``: regenerate, or check, the references."""
-    parser = argparse.ArgumentParser(prog="python -m genenv_engine.interfaces.reference", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the stale files")
-    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
-    args = parser.parse_args(argv)
-    if args.check:
-        names = stale(args.root)
-        for name in names:
-            print(f"stale: {name} (run `make reference`)", file=sys.stderr)
-        if not names:
-            print("docs/reference is up to date")
-        return 1 if names else 0
-    for path in write(args.root):
-        print(f"wrote {path}")
-    return 0
-
+    return generated_main(argv, module="genenv_engine.interfaces.reference", description=__doc__.splitlines()[0],
+                          root=ROOT, stale=stale, write=write, make="reference", current="docs/reference is up to date")
 
 if __name__ == "__main__":
     sys.exit(main())
