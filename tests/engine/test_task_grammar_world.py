@@ -91,7 +91,10 @@ WRONG = {
 }
 
 
-TOK = build_byte_tokenizer()
+@lru_cache(maxsize=1)
+def tok():
+    """The byte tokenizer, built by the first test that needs it (not at collection, in every worker)."""
+    return build_byte_tokenizer()
 
 
 def grammar_of(name: str, seed: int = 0) -> str:
@@ -102,11 +105,11 @@ def grammar_of(name: str, seed: int = 0) -> str:
 def matcher(name: str, seed: int = 0):
     """``accepts(text)``: whether ``text`` is a string of the benchmark's grammar, as `matches` says (one compiled
     matcher, copied per text, since a large grammar takes a while to compile)."""
-    base = llguidance.LLMatcher(ll_tokenizer(TOK), compile_grammar(grammar_of(name, seed)))
+    base = llguidance.LLMatcher(ll_tokenizer(tok()), compile_grammar(grammar_of(name, seed)))
 
     def accepts(text: str) -> bool:
         m = base.deep_copy()
-        return m.consume_tokens(TOK.encode(text, add_special_tokens=False)) and m.is_accepting()
+        return m.consume_tokens(tok().encode(text, add_special_tokens=False)) and m.is_accepting()
 
     return accepts
 
@@ -126,7 +129,7 @@ def test_faults_are_outside_the_grammar(name):
     env = get_environment(name, 0)
     right = env.simulator_text(env.splits()["seed"][0])
     if name == "alfworld":  # the small grammar: check the cached matcher against `matches` itself
-        assert matches(TOK, grammar_of(name), right) and not matches(TOK, grammar_of(name), WRONG[name][0])
+        assert matches(tok(), grammar_of(name), right) and not matches(tok(), grammar_of(name), WRONG[name][0])
     accepts = matcher(name)
     assert accepts(right)
     assert not [text for text in WRONG[name] if accepts(text)]
@@ -143,7 +146,7 @@ def test_bamboogle_grammar_is_the_seeds_knowledge_base():
 @pytest.fixture(scope="module")
 def verdicts():
     """Per benchmark, the validator's reasons for 100 random strings of its grammar ("" when accepted)."""
-    return {name: grammar_verdicts(get_environment(name, 0), grammar_of(name), TOK) for name in BENCHES}
+    return {name: grammar_verdicts(get_environment(name, 0), grammar_of(name), tok()) for name in BENCHES}
 
 
 @pytest.mark.parametrize("name", BENCHES)
