@@ -3,6 +3,7 @@ validator: wrong rows rejected with reasons, valid ones in the training pool."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -16,7 +17,17 @@ from genenv_engine.storage.session import Session
 from genenv_engine.storage.store import Store, TaskFilter
 from genenv_engine.testing import scripted_backends
 
-datasets = pytest.importorskip("datasets")
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasets") is None,
+                                reason="the interop extra (datasets) is not installed")
+"""Checked without importing datasets (seconds): collection imports every test module in every worker."""
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    """Hugging Face datasets, imported by the tests that read with it."""
+    import datasets
+
+    return datasets
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +39,8 @@ def session_dir(tmp_path_factory):
     return folder
 
 
-def test_export_writes_every_task_in_the_verl_layout_and_parquet_reads_back_with_datasets(session_dir, tmp_path):
+def test_export_writes_every_task_in_the_verl_layout_and_parquet_reads_back_with_datasets(session_dir, tmp_path,
+                                                                                         datasets):
     with Store(session_dir / "genenv.db") as store:
         total = store.count_tasks()
         generated = store.count_tasks(origin="generated")
@@ -124,7 +136,7 @@ def test_imported_seeds_condition_the_simulator_and_stay_out_of_the_agents_pool(
         interop.import_tasks(tmp_path / "s", "bfcl", file, split="heldout")
 
 
-def test_round_trip_export_datasets_import_gives_the_same_tasks(session_dir, tmp_path):
+def test_round_trip_export_datasets_import_gives_the_same_tasks(session_dir, tmp_path, datasets):
     out, n = interop.export_tasks(session_dir, tmp_path / "gen.parquet", "parquet",
                                   TaskFilter(origin="generated", valid=True))
     assert n > 0
