@@ -87,6 +87,9 @@ in collection order, so these go first: a long file started last would leave the
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Move the items of `LONGEST_FILES` to the front, in that order; every other item keeps its place."""
-    here = Path(__file__).parent
+    here = Path(__file__).resolve().parent
+    missing = [name for name in LONGEST_FILES if not (here / name).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py LONGEST_FILES names files that do not exist: {missing}")
     rank = {here / name: i for i, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))
+    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(rank)))

@@ -22,6 +22,7 @@ class (`RunConfig.check_paths` calls `require`). Nothing here imports a benchmar
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import re
@@ -119,9 +120,7 @@ class Source:
 
     def load(self, name: str | None = None) -> type[Environment]:
         """The class of benchmark ``name`` (None: whatever its name, for a spelling not yet resolved); a one-line
-        `ConfigError` naming the missing module or entry point, or the installed release when it is not the one
-        the source records (its tasks may differ from those a session stored)."""
-        self._check_release(name)
+        `ConfigError` naming the missing module or entry point."""
         if self.kind == "adapter":
             return _adapted(self.target)[0]
         module, _, attr = self.target.partition(":")
@@ -133,22 +132,15 @@ class Source:
             raise ConfigError("benchmarks", f"{what} is not importable here ({exc}); {missing}") from None
         return _checked(found, self.target, name)
 
-
-    def _check_release(self, name: str | None) -> None:
-        """A `ConfigError` when the distribution the source records is installed at another version."""
-        if not (self.distribution and self.version):
-            return
+    def installed(self) -> "Source":
+        """This source with the version of its distribution installed here (itself when it names none or that
+        one is not installed)."""
+        if not self.distribution:
+            return self
         try:
-            installed = metadata.version(self.distribution)
+            return dataclasses.replace(self, version=metadata.version(self.distribution))
         except metadata.PackageNotFoundError:
-            return  # loading says what is missing
-        if installed != self.version:
-            what = f"benchmark {name!r}" if name else self.target
-            raise ConfigError(f"environments.{name}" if name else "benchmarks",
-                              f"{what} was recorded from {self.distribution} {self.version}, but {self.distribution} "
-                              f"{installed} is installed here, whose tasks may differ from the ones the session "
-                              f"stored; install {self.distribution}=={self.version} to go on with it, or start a "
-                              "new session")
+            return self
 
 
 def _checked(cls: Any, spelling: str, name: str | None = None) -> type[Environment]:
@@ -244,6 +236,24 @@ def resolve_benchmarks(spellings: Sequence[str], recorded: Mapping[str, str]) ->
         if source is not None:
             sources[name] = source.text
     return tuple(names), sources
+
+
+def current_sources(recorded: Mapping[str, str]) -> dict[str, str]:
+    """``recorded`` sources with each package's installed version: what a new session's tasks come from."""
+    return {name: Source.parse(text).installed().text for name, text in recorded.items()}
+
+
+def release_change(name: str, recorded: str) -> str | None:
+    """Why a session whose benchmark ``name`` was recorded as ``recorded`` cannot go on here: its package is
+    installed at another version, whose tasks may differ from the ones the session stored; None when it can."""
+    source = Source.parse(recorded)
+    now = source.installed()
+    if now.version == source.version:
+        return None
+    dist = source.distribution
+    return (f"benchmark {name!r} was recorded from {dist} {source.version}, but {dist} {now.version} is installed "
+            f"here, whose tasks may differ from the ones the session stored; install {dist}=={source.version} to go "
+            "on with it, or start a new session")
 
 
 def require(names: Sequence[str]) -> None:

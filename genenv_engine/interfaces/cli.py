@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         session = Session.open(args.session, check=True)
         with session.lease("genenv resume"):  # before anything changes: a second engine changes nothing
             session.config.check_paths()
+            session.check_releases()
             if args.epochs is not None:
                 session.check_epochs(args.epochs)
             if args.ray is not None:

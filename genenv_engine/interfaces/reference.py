@@ -111,7 +111,7 @@ def configuration_reference() -> str:
     """Markdown: every section of `RunConfig` as a table of field, type, default and meaning."""
     parts = [
         "# Configuration reference",
-        _GENERATED.format(source="`genenv_engine/config.py`"),
+        _GENERATED.format(source="`genenv_engine/config/`"),
         ("A run is a preset, then an optional TOML file, then command-line values "
          "([configuration guide](../guide/configuration.md)). Each section below but the top level is a TOML table "
          "(`[model]`, ...); on the command line any field is `--set section.field=value` (a top-level field: "

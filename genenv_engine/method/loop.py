@@ -73,6 +73,7 @@ def _run_watched(session: Session, sink: EventSink, control: RunControl,
 def _run_leased(session: Session, sink: EventSink, control: RunControl,
                 backend_factory: BackendFactory | None) -> dict[str, Any]:
     cfg = session.config.check_paths()  # a session resumed on another machine needs its model and data paths here
+    session.check_releases()  # and the package versions its stored tasks came from
     emit = _recorder(session, sink)
     torch.set_num_threads(cfg.model.threads)
     envs = environments_of(cfg)

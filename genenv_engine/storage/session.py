@@ -21,8 +21,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from genenv_engine.core.errors import ConfigError
 from genenv_engine.storage import lease as leases
-from genenv_engine.config import RunConfig, config_from_file, save_config
+from genenv_engine.config import RunConfig, config_from_file, replace_config, save_config
 from genenv_engine.storage.store import MIGRATIONS, Store, probe_database
 
 DEFAULT_ROOT = Path("sessions")
@@ -169,10 +170,24 @@ class Session:
         except OSError as exc:
             raise SessionError(f"cannot create the session folder {folder} ({exc.strerror}): "
                                "pass a folder path you can write to") from None
+        if config.environments:  # a config copied from an older session may record older packages' versions
+            from genenv_engine.environments import current_sources
+
+            config = replace_config(config, environments=current_sources(config.environments))
         save_config(config, folder / "config.toml")
         session = cls(folder, config)
         session.store.set_meta("created_at", dt.datetime.now(dt.timezone.utc).isoformat())
         return session
+
+    def check_releases(self) -> None:
+        """Raise `ConfigError` (``environments.<name>``, one line) when a package one of the session's benchmarks
+        came from is installed here at another version than the session recorded: its tasks may differ from the
+        stored ones. Called before a run continues, before anything changes."""
+        from genenv_engine.environments import release_change
+
+        for name, recorded in self.config.environments.items():
+            if (change := release_change(name, recorded)) is not None:
+                raise ConfigError(f"environments.{name}", change)
 
     @classmethod
     def open(cls, path: str | Path, check: bool = False) -> "Session":

@@ -72,12 +72,14 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
                 continue
             if edited is None:  # the edit first, while the run surely still has epochs to go
                 await pilot.press("enter")
+                await wait_until(lambda: isinstance(app.screen, EditScreen), 30, "the edit modal to open")
                 modal = app.screen
-                assert isinstance(modal, EditScreen)
                 prompt, answer, *_ = generate_task(2, rng)
                 modal.query_one("#edit-prompt", TextArea).load_text(prompt)
                 modal.query_one("#edit-answer", Input).value = answer
                 await pilot.press("ctrl+s")
+                await wait_until(lambda: app.screen is screen or isinstance(app.screen, ErrorScreen), 30,
+                                 "the edit to be saved")
                 assert app.screen is screen, getattr(app.screen, "error", "")
                 edited = (task_id, f"{task_id}/r1", answer)
                 continue

@@ -204,10 +204,13 @@ def test_a_generator_that_sets_the_decimal_precision_sets_it_for_itself_only():
     assert decimal.getcontext().prec == before
 
 
-def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path, capsys):
+def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path, capsys, monkeypatch):
+    from genenv_engine import environments
+    from genenv_engine.config import load_config, replace_config
     from genenv_engine.interfaces.cli import main
     from genenv_engine.storage.session import Session
 
+    monkeypatch.setattr(environments, "_FOUND", {})  # the benchmarks this test finds stay its own
     session = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
                  "--benchmarks", "rg:basic_arithmetic"]) == 0
@@ -248,3 +251,13 @@ def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path
     reopened.store.close()
     config.write_text(recorded)
     assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 0
+    # a new session records the installed release, whatever release the config it came from records
+    copied = load_config(None, config.parent / "config.toml")
+    older = replace_config(copied, environments={"rg_basic_arithmetic": recorded_source("0.0.1")})
+    fresh = Session.create(older, tmp_path / "fresh")
+    fresh.store.close()
+    assert f'rg_basic_arithmetic = "{recorded_source(VERSION)}"' in (tmp_path / "fresh" / "config.toml").read_text()
+
+
+def recorded_source(version: str) -> str:
+    return f"adapter rg:basic_arithmetic from reasoning-gym {version}"
