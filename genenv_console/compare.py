@@ -148,7 +148,8 @@ class CompareRun:
     heldout: dict[str, Points]
     """Per benchmark, (epoch, held-out success), epoch 0 the warm start: the dashboard's held-out plot."""
     funnel: list[dict[str, Any]] = field(default_factory=list)
-    """`genenv_engine.storage.store.Store.funnel` entries of every epoch: drafts → admitted → trained per benchmark."""
+    """`genenv_engine.storage.store.Store.funnel` entries of every epoch: drafts → admitted → trained per
+    benchmark."""
 
     @property
     def name(self) -> str:

@@ -2,18 +2,18 @@
 measured progress on procedural siblings of its tasks across the epoch's agent update.
 
 Before the agent's update, `SIBLINGS` (m = 4) siblings of each valid fresh task of batch b are drawn by the
-environment's own sibling generator (`probe_siblings`: the task's level, prompts that no stored task of the session
-has, so never trained on), and the agent answers each once, greedily; after the update it answers the same siblings
-again. R_grounded(b) = success after − success before on b's siblings (`genenv_engine.core.curriculum.grounded_reward`),
-in [-1, 1]; every batch is kept (no band filter), and the simulator's update weights it by exp(lambda R_grounded)
+environment's own sibling generator (`probe_siblings`: the task's level, prompts that no stored task of the session has,
+so never trained on), and the agent answers each once, greedily; after the update it answers the same siblings again.
+R_grounded(b) = success after − success before on b's siblings (`genenv_engine.core.curriculum.grounded_reward`), in
+[-1, 1]; every batch is kept (no band filter), and the simulator's update weights it by exp(lambda R_grounded)
 normalised to mean 1 over the update's examples (`genenv_engine.core.curriculum.rwr_weights`, the alpha reward's path,
-each valid task of b carrying b's weight). One GRPO update covers all of an epoch's batches, so each batch is
-credited with the whole epoch's update, not with its own tasks' share of it.
+each valid task of b carrying b's weight). One GRPO update covers all of an epoch's batches, so each batch is credited
+with the whole epoch's update, not with its own tasks' share of it.
 
-The siblings are stored as tasks of origin and split ``probe`` (parent: the task probed) with their greedy answers
-as rollouts of purpose ``probe_before`` and ``probe_after``: these evaluation generations, at most 2 × m × the
-epoch's valid fresh tasks, are the simulator's cost, counted from the store (`genenv_engine.storage.store`), never taken
-from the agent's training budget. Until the agent's update a batch's stored R_env is 0 (nothing measured yet).
+The siblings are stored as tasks of origin and split ``probe`` (parent: the task probed) with their greedy answers as
+rollouts of purpose ``probe_before`` and ``probe_after``: these evaluation generations, at most 2 × m × the epoch's
+valid fresh tasks, are the simulator's cost, counted from the store (`genenv_engine.storage.store`), never taken from
+the agent's training budget. Until the agent's update a batch's stored R_env is 0 (nothing measured yet).
 """
 
 from __future__ import annotations

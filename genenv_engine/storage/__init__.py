@@ -1,1 +1,3 @@
-"""Sessions and storage: the SQLite store (the only SQL), a session folder and its lease, read-only views of a session, progress and the remote control file."""
+"""Sessions and storage: the SQLite store (the only SQL), a session folder and its lease, read-only views of a session,
+progress and the remote control file.
+"""

@@ -15,7 +15,8 @@ def test_update_memory_reports_one_step_per_setting(tmp_path):
     tok = build_byte_tokenizer()
     build_tiny_model(ModelConfig(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128), tok, 0).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "genenv_engine.interfaces.cli", "bench", "update-memory", "--model", str(tmp_path),
+    out = subprocess.run([sys.executable, "-m", "genenv_engine.interfaces.cli", "bench", "update-memory", "--model",
+                          str(tmp_path),
                           "--batch", "8", "--seq", "32", "--setting", "0:0", "--setting", "2:16:gc"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr

@@ -120,7 +120,8 @@ def test_the_core_modules_do_not_import_the_study_code():
 
 
 def test_the_study_module_is_loaded_only_when_a_config_names_a_study_variant():
-    code = ("import sys; from genenv_engine.config import load_config; from genenv_engine.method.strategies import resolve; "
+    code = ("import sys; from genenv_engine.config import load_config; "
+            "from genenv_engine.method.strategies import resolve; "
             "resolve(load_config('tiny')); print('genenv_engine.experiments.strategies' in sys.modules); "
             "resolve(load_config('tiny', overrides={'simulator.seed_sampling': 'alpha'})); "
             "print('genenv_engine.experiments.strategies' in sys.modules)")

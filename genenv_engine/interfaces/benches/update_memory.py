@@ -66,7 +66,8 @@ def update_memory(model: str, batch: int, seq: int, settings: list[tuple[int, in
     """Each (micro_batch, logprob_chunk, gradient checkpointing) setting in its own process; returns their figures."""
     rows = []
     for micro, chunk, checkpointing in settings:
-        out = subprocess.run([sys.executable, "-m", "genenv_engine.interfaces.benches.update_memory", "_one", model, str(batch), str(seq),
+        out = subprocess.run([sys.executable, "-m", "genenv_engine.interfaces.benches.update_memory", "_one", model,
+                              str(batch), str(seq),
                               str(micro), str(chunk), str(int(checkpointing))], capture_output=True, text=True)
         if out.returncode != 0:
             rows.append({"micro_batch": micro, "logprob_chunk": chunk, "error": out.stderr.strip().splitlines()[-1]})
