@@ -258,9 +258,15 @@ def apply_edit(store: Store, task_id: str, prompt: str, answer: str, seed: int =
         return EditResult(False, "nothing changed")
     if not prompt or not answer:
         return EditResult(False, "prompt and answer must not be empty")
-    env = get_environment(old.benchmark, seed, data_dir=(data_dirs or {}).get(old.benchmark))
+    try:
+        env = get_environment(old.benchmark, seed, data_dir=(data_dirs or {}).get(old.benchmark))
+    except (ConfigError, KeyError) as exc:  # a plugin benchmark whose package is not installed here
+        return EditResult(False, f"cannot check the edit here: {exc.args[0] if exc.args else exc}")
     new_id = next_revision_id(store, task_id)
-    verdict = env.validate(prompt, answer, task_id=new_id, parent=old, epoch=old.epoch, generator="hand-edit")
+    try:
+        verdict = env.validate(prompt, answer, task_id=new_id, parent=old, epoch=old.epoch, generator="hand-edit")
+    except Exception as exc:  # noqa: BLE001 - an environment's own code (a plugin's) may raise anything
+        return EditResult(False, f"{old.benchmark}'s validate raised {type(exc).__name__}: {exc}")
     if not verdict.ok or verdict.task is None:
         return EditResult(False, f"invalid: {verdict.reason}")
     revised = store.revise_task(task_id, verdict.task.with_(status=old.status if old.status == "pinned" else "active"))

@@ -153,6 +153,24 @@ def test_revision_ids_and_edits(memory_store):
     assert toggle_status(store, seed.id, "banned") == "banned" and toggle_status(store, seed.id, "banned") == "active"
 
 
+def test_an_edit_that_cannot_be_checked_here_is_refused_and_stores_nothing(memory_store, monkeypatch):
+    store = memory_store
+    seed = store.get_task("bfcl/seed/00000")
+    store.insert_tasks([seed.with_(id="elsewhere/seed/0", benchmark="elsewhere")])
+    prompt, answer, *_ = generate_task(2, random.Random(5))
+    missing = apply_edit(store, "elsewhere/seed/0", prompt, answer)
+    assert not missing.ok and missing.error.startswith("cannot check the edit here: unknown benchmark 'elsewhere'")
+    env_class = type(get_environment("bfcl", 0))
+
+    def boom(self, *args, **kwargs):
+        raise RuntimeError("checker crashed")
+
+    monkeypatch.setattr(env_class, "validate", boom)  # test double: an environment whose own code raises
+    raised = apply_edit(store, seed.id, prompt, answer)
+    assert (raised.ok, raised.error) == (False, "bfcl's validate raised RuntimeError: checker crashed")
+    assert store.count_tasks(origin="edited") == 0 and not (store.task_stats(seed.id) or {}).get("superseded_by")
+
+
 def test_task_page_never_reads_more_than_a_page(memory_store):
     store = memory_store
     base = store.get_task("bfcl/seed/00000")
