@@ -15,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fuzz_outputs import mutated_outputs
+
 from genenv_engine.core.records import CheckResult
 from genenv_engine.interfaces.scaffold import write_package
 from genenv_engine.training.simulator import parse_and_validate
@@ -39,28 +41,9 @@ def plugin(request, tmp_path, monkeypatch):
     sys.modules.pop(module, None)
 
 
-@st.composite
-def outputs(draw, env) -> tuple[str, str]:
+def outputs(env):
     """(text, style): a mutated real task in one of the two output styles, or random text."""
-    pool = env.splits()["seed"] + env.splits()["train"][:200]
-    task = pool[draw(st.integers(0, len(pool) - 1))]
-    style = draw(st.sampled_from(["compact", "instruct"]))
-    text = env.simulator_text(task) if style == "compact" else f"TASK: {task.prompt}\nANSWER: {task.answer}"
-    if draw(st.integers(0, 9)) == 0:
-        return draw(st.text(max_size=300)), style
-    for _ in range(draw(st.integers(0, 6))):
-        op = draw(st.sampled_from(["insert", "delete", "splice", "digit"]))
-        i = draw(st.integers(0, len(text)))
-        j = min(len(text), i + draw(st.integers(1, 12)))
-        if op == "insert":
-            text = text[:i] + draw(st.text(min_size=1, max_size=4)) + text[i:]
-        elif op == "delete":
-            text = text[:i] + text[j:]
-        elif op == "splice":
-            text = text[:i] + draw(st.sampled_from(FRAGMENTS)) + text[i:]
-        else:
-            text = text[:i] + str(draw(st.integers(-10**6, 10**6))) + text[j:]
-    return text, style
+    return mutated_outputs(env, FRAGMENTS, ("insert", "delete", "splice", "digit"))
 
 
 def test_plugin_outputs_never_crash_and_every_rejection_has_a_reason(plugin):

@@ -20,6 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fuzz_outputs import mutated_outputs
+
 from genenv_engine.environments import PAPER_BENCHMARKS, get_environment
 from genenv_engine.training.simulator import parse_and_validate
 
@@ -43,33 +45,9 @@ def env_of(name: str):
     return _ENVS[name]
 
 
-@st.composite
-def simulator_outputs(draw, name: str) -> tuple[str, str]:
-    """(text, style): a mutated real task in one of the two output styles, or random text."""
-    env = env_of(name)
-    pool = env.splits()["seed"] + env.splits()["train"][:200]
-    task = pool[draw(st.integers(0, len(pool) - 1))]
-    style = draw(st.sampled_from(["compact", "instruct"]))
-    text = (env.simulator_text(task) if style == "compact" else f"TASK: {task.prompt}\nANSWER: {task.answer}")
-    if draw(st.integers(0, 9)) == 0:
-        return draw(st.text(max_size=300)), style
-    for _ in range(draw(st.integers(0, 6))):
-        op = draw(st.sampled_from(["insert", "delete", "replace", "dup", "splice", "digit"]))
-        i = draw(st.integers(0, len(text)))
-        j = min(len(text), i + draw(st.integers(1, 12)))
-        if op == "insert":
-            text = text[:i] + draw(st.text(min_size=1, max_size=4)) + text[i:]
-        elif op == "delete":
-            text = text[:i] + text[j:]
-        elif op == "replace":
-            text = text[:i] + draw(st.text(min_size=1, max_size=3)) + text[j:]
-        elif op == "dup":
-            text = text[:j] + text[i:j] + text[i:]
-        elif op == "splice":
-            text = text[:i] + draw(st.sampled_from(FRAGMENTS)) + text[i:]
-        else:  # change numbers, the commonest real variation
-            text = text[:i] + str(draw(st.integers(-10**6, 10**6))) + text[j:]
-    return text, style
+def simulator_outputs(name: str):
+    """(text, style): a mutated real task of benchmark ``name`` in one of the two output styles, or random text."""
+    return mutated_outputs(env_of(name), FRAGMENTS)
 
 
 @pytest.mark.parametrize("name", PAPER_BENCHMARKS)
