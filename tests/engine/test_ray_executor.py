@@ -147,33 +147,6 @@ def test_drafts_written_on_the_workers_store_what_the_in_process_run_stores(tmp_
     assert all(m["tokens_generated"] > 0 for m in got[3])
 
 
-def test_workers_generate_with_the_weights_of_the_latest_update(local_ray, reference):
-    """After an agent update and `sync`, the workers sample with the new weights (from the object store) and
-    stamp the new version: their rollouts equal in-process sampling on the updated model and differ from the old.
-    (The micro agent's GRPO update leaves its weights unchanged when every reward is 0, so the test moves them.)"""
-    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local"), rollout_batch=2)
-    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
-    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
-    tasks = envs["bfcl"].splits()["train"][:6]
-    sampling = Sampling(temperature=1.0, max_new_tokens=12)
-    local, remote = LocalExecutor(cfg, roles, envs, 0), RayExecutor(cfg, roles, envs, 0)
-    try:
-        def texts(executor):
-            scored = executor.rollout(tasks, 3, sampling, 0.5, epoch=1)
-            return [(a.completion.text, a.policy_version) for s in scored for a in s.attempts]
-        before = texts(remote)
-        assert before == texts(local) and {v for _, v in before} == {0}
-        perturb(roles.agent, 0)
-        local.sync(1)
-        remote.sync(1)
-        after = texts(remote)
-        assert {v for _, v in after} == {1}
-        assert after == texts(local)
-        assert [t for t, _ in after] != [t for t, _ in before]
-    finally:
-        remote.close()
-
-
 @pytest.mark.slow  # 25 s at load ~3.5, 45 s at load 6
 def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ray, reference, monkeypatch):
     """Killing a worker mid-rollout of epoch 2: Ray restarts it and re-runs its unfinished batches (the restarted
@@ -199,18 +172,68 @@ def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ra
     assert len(restarts) == 1 and restarts[0]["payload"]["worker"] == 1 and restarts[0]["epoch"] == 2
 
 
-def test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update(local_ray, reference):
-    """With generate_batch = 2, five seeds make three seeded batches over 2 workers (their own simulator copies):
-    the drafts equal the in-process batched generation exactly, with the ids the unbatched generation gives them
-    and the version of the simulator weights; after a simulator update and `sync_simulator` the workers write with
-    the new weights (from the object store) and stamp the new version. (The test moves the weights itself.)"""
-    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local"), generate_batch=2)
-    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
-    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
-    jobs = [GenerateJob("bfcl", envs["bfcl"].splits()["seed"][:5], 2, None, None)]
-    sampling = Sampling(temperature=1.0, max_new_tokens=16, seed=7)
-    local, remote = LocalExecutor(cfg, roles, envs, 0), RayExecutor(cfg, roles, envs, 0)
-    try:
+def drafts_of(env, n_seeds=3):
+    """Simulator drafts for ``env`` with every kind of verdict: a train task's own text (valid), a line that does
+    not parse, and (on bfcl) a call whose answer does not match its query."""
+    seeds, train = env.splits()["seed"][:n_seeds], env.splits()["train"]
+    texts = [env.simulator_text(train[i]) for i in range(n_seeds)] + ["no task here", "=> x => y"]
+    if env.name == "bfcl":
+        texts.append("F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)")
+    return [sim.Draft(seeds[i % n_seeds], f"e3/{seeds[i % n_seeds].id}", f"context {i}", text, [i],
+                      f"gen/e3/{env.name}/{i:04d}-0") for i, text in enumerate(texts)]
+
+
+class TestOneExecutorAcrossUpdates:
+    """One Ray executor and its in-process twin, shared by the tests of this class (their workers start once):
+    rollout batches of 2, generation batches of 2, validation batches of 2, on bfcl and apibank. Each test moves
+    the weights of its own role only and checks the other side's versions before it does, so their order does not
+    matter; the workers are ended after the class, freeing their CPUs for the tests after it."""
+
+    @pytest.fixture(scope="class")
+    def executors(self, local_ray, reference):
+        ray_config = replace_config(reference.config.ray, address="local", validate_batch=2)
+        cfg = replace_config(reference.config, ray=ray_config, rollout_batch=2, generate_batch=2,
+                             benchmarks=("bfcl", "apibank"))
+        roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+        envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+        remote = RayExecutor(cfg, roles, envs, 0)
+        try:
+            yield cfg, roles, envs, LocalExecutor(cfg, roles, envs, 0), remote
+        finally:
+            remote.close()
+
+    def test_workers_generate_with_the_weights_of_the_latest_update(self, executors):
+        """After an agent update and `sync`, the workers sample with the new weights (from the object store) and
+        stamp the new version: their rollouts equal in-process sampling on the updated model and differ from the
+        old. (The micro agent's GRPO update leaves its weights unchanged when every reward is 0, so the test moves
+        them.)"""
+        _, roles, envs, local, remote = executors
+        tasks = envs["bfcl"].splits()["train"][:6]
+        sampling = Sampling(temperature=1.0, max_new_tokens=12)
+
+        def texts(executor):
+            scored = executor.rollout(tasks, 3, sampling, 0.5, epoch=1)
+            return [(a.completion.text, a.policy_version) for s in scored for a in s.attempts]
+        before = texts(remote)
+        assert before == texts(local) and {v for _, v in before} == {0}
+        perturb(roles.agent, 0)
+        local.sync(1)
+        remote.sync(1)
+        after = texts(remote)
+        assert {v for _, v in after} == {1}
+        assert after == texts(local)
+        assert [t for t, _ in after] != [t for t, _ in before]
+
+    def test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update(self, executors):
+        """With generate_batch = 2, five seeds make three seeded batches over 2 workers (their own simulator
+        copies): the drafts equal the in-process batched generation exactly, with the ids the unbatched generation
+        gives them and the version of the simulator weights; after a simulator update and `sync_simulator` the
+        workers write with the new weights (from the object store) and stamp the new version. (The test moves the
+        weights itself.)"""
+        cfg, roles, envs, local, remote = executors
+        jobs = [GenerateJob("bfcl", envs["bfcl"].splits()["seed"][:5], 2, None, None)]
+        sampling = Sampling(temperature=1.0, max_new_tokens=16, seed=7)
+
         def drafts(executor):
             return [(d.task_id, d.batch_id, d.context, d.text, d.token_ids, d.policy_version)
                     for d in executor.generate(jobs, sampling, epoch=2, style="compact")]
@@ -226,40 +249,20 @@ def test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update(lo
         assert {d[-1] for d in after} == {1}
         assert after == drafts(local)
         assert [d[3] for d in after] != [d[3] for d in before]
-    finally:
-        remote.close()
 
-
-def drafts_of(env, n_seeds=3):
-    """Simulator drafts for ``env`` with every kind of verdict: a train task's own text (valid), a line that does
-    not parse, and (on bfcl) a call whose answer does not match its query."""
-    seeds, train = env.splits()["seed"][:n_seeds], env.splits()["train"]
-    texts = [env.simulator_text(train[i]) for i in range(n_seeds)] + ["no task here", "=> x => y"]
-    if env.name == "bfcl":
-        texts.append("F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)")
-    return [sim.Draft(seeds[i % n_seeds], f"e3/{seeds[i % n_seeds].id}", f"context {i}", text, [i],
-                      f"gen/e3/{env.name}/{i:04d}-0") for i, text in enumerate(texts)]
-
-
-def test_workers_validate_drafts_as_the_controller_does(local_ray, reference):
-    """Drafts of two benchmarks, in batches of 2 round-robin over 2 workers: the generations come back in the drafts'
-    order and equal the in-process validation exactly (tasks, verdicts, reasons), valid and invalid ones alike."""
-    cfg = replace_config(reference.config, ray=replace_config(reference.config.ray, address="local", validate_batch=2),
-                         benchmarks=("bfcl", "apibank"))
-    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
-    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
-    drafts = [d for pair in zip_longest(drafts_of(envs["bfcl"]), drafts_of(envs["apibank"])) for d in pair if d]
-    local, remote = LocalExecutor(cfg, roles, envs, 0), RayExecutor(cfg, roles, envs, 0)
-    try:
+    def test_workers_validate_drafts_as_the_controller_does(self, executors):
+        """Drafts of two benchmarks, in batches of 2 round-robin over 2 workers: the generations come back in the
+        drafts' order and equal the in-process validation exactly (tasks, verdicts, reasons), valid and invalid
+        ones alike."""
+        _, _, envs, local, remote = executors
+        drafts = [d for pair in zip_longest(drafts_of(envs["bfcl"]), drafts_of(envs["apibank"])) for d in pair if d]
         options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
         got = remote.validate(drafts, **options)
-    finally:
-        remote.close()
-    assert got == local.validate(drafts, **options)
-    assert [g.task_id for g in got] == [d.task_id for d in drafts]
-    verdicts = {(g.task.benchmark, g.task.valid, g.task.reason.split(":")[0]) for g in got}
-    assert {("bfcl", True, ""), ("apibank", True, ""), ("bfcl", False, "answer_mismatch")} <= verdicts
-    assert {b for b, valid, _ in verdicts if not valid} == {"bfcl", "apibank"}
+        assert got == local.validate(drafts, **options)
+        assert [g.task_id for g in got] == [d.task_id for d in drafts]
+        verdicts = {(g.task.benchmark, g.task.valid, g.task.reason.split(":")[0]) for g in got}
+        assert {("bfcl", True, ""), ("apibank", True, ""), ("bfcl", False, "answer_mismatch")} <= verdicts
+        assert {b for b, valid, _ in verdicts if not valid} == {"bfcl", "apibank"}
 
 
 @pytest.fixture(scope="module")
