@@ -212,27 +212,27 @@ def _slowest_view_ms(views: dict[str, Any]) -> float:
 
 def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> list[tuple[str, str, str, str]]:
     """The performance table's rows: (what, measured, goal, met), every figure read from its JSON."""
-    rows = [("first run (`make run`, tiny, fresh cache): first calibration point",
-             "[the first run](docs/guide/first-run.md) (timed by hand, no JSON)", "≤ 3 min", "yes")]
+    rows = [("first run (`make run`): first calibration point",
+             "[timed by hand](docs/guide/first-run.md), no JSON", "≤ 3 min", "yes")]
     f, d, old = _perf(root, "bench-rollouts-tiny-1thread.json")
     g = _goal(d, "ratio (engine / naive tokens/s)")
-    rows.append(("rollouts: 128 prompts, engine vs one `generate` per prompt",
+    rows.append(("rollouts vs one `generate` per prompt",
                  f"{d['ratio']:.1f}× ({f}, {_link(f, 'bench-rollouts-tiny-1thread.json', prefix)})"
                  + _older(old, lambda o: f"{o['ratio']:.1f}×"), f"≥ {g['target']:.0f}×", _yes(g["met"])))
     f1, d1, old1 = _perf(root, "bench-grpo-1thread.json")
     f2, d2, _ = _perf(root, "bench-grpo-2threads.json")
-    rows.append(("one GRPO step vs TRL's `GRPOTrainer` (same work, float32)",
+    rows.append(("GRPO step vs TRL's `GRPOTrainer`, same work",
                  f"TRL {d1['ratio']:.2f}× slower (1 thread), {d2['ratio']:.2f}× (2 threads) ({f1}, "
                  f"{_link(f1, 'bench-grpo-1thread.json', prefix)})"
-                 + _older(old1, lambda o: f"{o['ratio']:.2f}× (1 thread, TRL's default bfloat16)"),
+                 + _older(old1, lambda o: f"{o['ratio']:.2f}× (TRL's bfloat16 default)"),
                  "≥ 1×", _yes(d1["ratio"] >= 1 and d2["ratio"] >= 1)))
     f, d, old = _perf(root, "bench-store.json")
-    rows.append(("console page over 100k tasks (count + 50 rows, search, filters)",
+    rows.append(("console page, search or filter over 100k tasks",
                  f"≤ {_worst_page_ms(d):.1f} ms ({f}, {_link(f, 'bench-store.json', prefix)})"
                  + _older(old, lambda o: f"≤ {_worst_page_ms(o):.1f} ms"), "≤ 50 ms",
                  _yes(all(g["met"] for g in d["goals"]))))
     f, d, _ = _perf(root, "console-views.json")
-    rows.append(("console drill-down views on 100 epochs, 100k tasks (drills, groups, lineage, funnel, compare), median",
+    rows.append(("console views on a 100k-task session, median",
                  f"≤ {_slowest_view_ms(d):.0f} ms ({f}, "
                  f"{_link(f, 'console-views.json', prefix)})", f"≤ {d['goal_ms']:.0f} ms", _yes(d["all_met"])))
     f, d, _ = _perf(root, "console-latency.json")
@@ -249,7 +249,7 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
                  _yes(all(g["met"] for g in d["goals"]))))
     name, f, d, old = _tiny_warmstart(root)
     g = _goal(d, "seconds")
-    rows.append(("tiny warm start trained afresh (other seeds and presets)",
+    rows.append(("tiny warm start trained afresh",
                  f"{minutes(d['seconds'])} ({f}, {_link(f, name, prefix)})"
                  + _older(old, lambda o: minutes(o["seconds"])), f"≤ {g['target'] / 60:.0f} min",
                  f"{_yes(g['met'])} (seed 0 ships)"))
@@ -257,7 +257,45 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
     rows.append(("`five` warm start (quiet cores)",
                  f"{minutes(d['seconds'])} ({f}, {_link(f, 'bench-warmstart-five.json', prefix)}); seed 0 ships",
                  "< 30 min", _yes(d["seconds"] < 1800)))
+    f, d, _ = _perf(root, "bench-warmstart-smol.json")
+    b = d["bounds"]
+    rows.append(("`smol` warm start, float32, over its compute bound",
+                 f"{minutes(d['seconds'])}, {warmstart_multiple(d):.2f}× (SFT: agent {b['agent_sft']['multiple']:.1f}×, "
+                 f"simulator {b['simulator_sft']['multiple']:.1f}×) ({f}, "
+                 f"{_link(f, 'bench-warmstart-smol.json', prefix)})", "≤ 2×", _yes(warmstart_multiple(d) <= 2)))
+    f, smol, _ = _perf(root, "bench-epoch-smol.json")
+    runs = {stem: [load(root, f"{PERFORMANCE}/{f}/bench-epoch-{stem}{v}.json") for v in ("", "-static", "-bf16")]
+            for stem in ("smol", "smol-l34")}
+    cells = [" / ".join(f"{runs[stem][i]['median_seconds']:.0f}" for stem in runs) + " s"
+             + (" (" + " / ".join(f"{epoch_multiple(runs[stem][i]):.2f}×" for stem in runs) + ")" if i < 2 else "")
+             for i in range(3)]
+    best = min(epoch_multiple(r) for stem in runs for r in runs[stem][:2])
+    rows.append(("`smol` / `smol-l34` epoch: float32; static decode; bfloat16",
+                 f"{cells[0]}; {cells[1]}; {cells[2]} ({f}, {_link(f, 'bench-epoch-smol.json', prefix)}, "
+                 f"{_link(f, 'bench-epoch-smol-l34.json', prefix)})", "≤ 2× (float32)", _yes(best <= 2)))
     return rows
+
+
+def warmstart_multiple(data: dict[str, Any]) -> float:
+    """A `bench warmstart` result's SFT and held-out seconds over the float32 compute bound of their model work.
+
+    >>> warmstart_multiple({"agent_seconds": 30, "simulator_seconds": 50, "heldout_seconds": 20,
+    ...                     "bounds": {"a": {"bound_seconds": 10}, "b": {"bound_seconds": 40}}})
+    2.0
+    """
+    seconds = data["agent_seconds"] + data["simulator_seconds"] + data["heldout_seconds"]
+    return seconds / sum(part["bound_seconds"] for part in data["bounds"].values())
+
+
+def epoch_multiple(data: dict[str, Any]) -> float:
+    """A `bench epoch` result's median epoch (every phase, also those without model work) over the float32
+    compute bound of its phases' model work.
+
+    >>> epoch_multiple({"median_seconds": 30.0, "phase_work": {"rollout": {"bound_seconds": 10.0}, "validate": {}}})
+    3.0
+    """
+    return data["median_seconds"] / sum(w.get("bound_seconds") or 0 for w in data["phase_work"].values())
+
 
 
 def _tiny_warmstart(root: Path) -> tuple[str, str, dict[str, Any], list[tuple[str, dict[str, Any]]]]:

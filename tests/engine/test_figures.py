@@ -56,7 +56,7 @@ def test_the_newest_dated_folder_is_the_source_and_older_ones_are_cited_by_date(
     data["search_ms"] = 12.34
     new.write_text(json.dumps(data))
     assert figures.dated(copy_root, "bench-store.json") == ["2026-12-07", "2026-12-04", "2026-12-02"]
-    row = next(r for r in figures.performance_rows(copy_root) if r[0].startswith("console page over 100k"))
+    row = next(r for r in figures.performance_rows(copy_root) if r[0].startswith("console page, search or filter"))
     assert row[1].startswith("≤ 12.3 ms (2026-12-07, [JSON](docs/results/performance/2026-12-07/bench-store.json))")
     assert row[1].endswith("; 2026-12-04: ≤ 28.1 ms; 2026-12-02: ≤ 44.9 ms")
 
@@ -65,10 +65,15 @@ def test_performance_rows_read_their_json():
     rows = {what: (measured, goal, met) for what, measured, goal, met in figures.performance_rows(ROOT)}
     epoch = rows["tiny epoch, median, peak RSS (quiet cores)"]
     assert epoch[0].startswith("13.9 s, 1,033 MB (median of 5: 14.3 s) (2026-12-05c,") and epoch[2] == "yes"
-    warm = rows["tiny warm start trained afresh (other seeds and presets)"]
+    warm = rows["tiny warm start trained afresh"]
     assert warm[0].startswith("8.5 min (2026-12-05c,") and warm[0].endswith("; 2026-12-02: 17.8 min")  # 1,070.9 s
     assert warm[1:] == ("≤ 3 min", "no (seed 0 ships)")
-    assert rows["rollouts: 128 prompts, engine vs one `generate` per prompt"][0].startswith("13.5×")
+    assert rows["rollouts vs one `generate` per prompt"][0].startswith("13.5×")
+    smol = rows["`smol` warm start, float32, over its compute bound"]  # 981.9 s over 476.7 s of bound
+    assert smol[0].startswith("16.4 min, 2.08× (SFT: agent 2.2×, simulator 2.0×) (2026-12-06,") and smol[2] == "no"
+    epochs = rows["`smol` / `smol-l34` epoch: float32; static decode; bfloat16"]
+    assert epochs[0].startswith("252 / 603 s (2.25× / 2.33×); 242 / 520 s (2.22× / 2.10×); 224 / 404 s (2026-12-06,")
+    assert epochs[1:] == ("≤ 2× (float32)", "no")
 
 
 def test_genenv20_figures_come_from_the_run_records():
