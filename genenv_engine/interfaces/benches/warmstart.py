@@ -80,6 +80,36 @@ def bounds(info: dict, counter: SftTokens, end: dict[str, int], heldout_seconds:
     return out
 
 
+def rebase_adapters(entry: Path, old_root: Path, new_root: Path) -> list[Path]:
+    """Point the LoRA adapters of the warm-start ``entry``, trained under the cache ``old_root``, at the base model
+    under ``new_root`` (their ``base_model_name_or_path``), so that a kept entry names no deleted folder; the
+    adapter configs changed, in path order.
+
+    >>> import json, tempfile
+    >>> entry = Path(tempfile.mkdtemp()) / "smol-s0-abc"
+    >>> (entry / "agent").mkdir(parents=True)
+    >>> _ = (entry / "agent" / "adapter_config.json").write_text(json.dumps(
+    ...     {"base_model_name_or_path": "/tmp/x/cache/models/SmolLM2", "r": 8}))
+    >>> [p.parent.name for p in rebase_adapters(entry, Path("/tmp/x/cache"), Path("/home/u/.cache/genenv"))]
+    ['agent']
+    >>> json.loads((entry / "agent" / "adapter_config.json").read_text())
+    {'base_model_name_or_path': '/home/u/.cache/genenv/models/SmolLM2', 'r': 8}
+    >>> rebase_adapters(entry, Path("/tmp/x/cache"), Path("/home/u/.cache/genenv"))  # nothing left to change
+    []
+    """
+    import json
+
+    changed = []
+    for config in sorted(entry.glob("*/adapter_config.json")):
+        data = json.loads(config.read_text())
+        base = Path(str(data.get("base_model_name_or_path") or ""))
+        if base.is_relative_to(old_root):
+            data["base_model_name_or_path"] = str(new_root / base.relative_to(old_root))
+            config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            changed.append(config)
+    return changed
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
     from genenv_engine.config import load_config, parse_sets
@@ -110,6 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 shutil.rmtree(kept_in, ignore_errors=True)  # an agent-only entry, where this run trained both roles
                 kept_in.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(Path(tmp) / "cache" / "warmstart" / kept_in.name), str(kept_in))
+                rebase_adapters(kept_in, Path(tmp) / "cache", kept_in.parents[1])
                 kept = True
         finally:
             for name, value in old_env.items():
