@@ -260,8 +260,8 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
     f, d, _ = _perf(root, "bench-warmstart-smol.json")
     b = d["bounds"]
     rows.append(("`smol` warm start, float32, over its compute bound",
-                 f"{minutes(d['seconds'])}, {warmstart_multiple(d):.2f}× (SFT: agent {b['agent_sft']['multiple']:.1f}×, "
-                 f"simulator {b['simulator_sft']['multiple']:.1f}×) ({f}, "
+                 f"{minutes(d['seconds'])}; its SFT and held-out {warmstart_multiple(d):.2f}× (agent "
+                 f"{b['agent_sft']['multiple']:.1f}×, simulator {b['simulator_sft']['multiple']:.1f}×) ({f}, "
                  f"{_link(f, 'bench-warmstart-smol.json', prefix)})", "≤ 2×", _yes(warmstart_multiple(d) <= 2)))
     f, smol, _ = _perf(root, "bench-epoch-smol.json")
     runs = {stem: [load(root, f"{PERFORMANCE}/{f}/bench-epoch-{stem}{v}.json") for v in ("", "-static", "-bf16")]
@@ -269,15 +269,16 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
     cells = [" / ".join(f"{runs[stem][i]['median_seconds']:.0f}" for stem in runs) + " s"
              + (" (" + " / ".join(f"{epoch_multiple(runs[stem][i]):.2f}×" for stem in runs) + ")" if i < 2 else "")
              for i in range(3)]
-    best = min(epoch_multiple(r) for stem in runs for r in runs[stem][:2])
+    met = all(min(epoch_multiple(r) for r in runs[stem][:2]) <= 2 for stem in runs)  # float32 or static, each preset
     rows.append(("`smol` / `smol-l34` epoch: float32; static decode; bfloat16",
                  f"{cells[0]}; {cells[1]}; {cells[2]} ({f}, {_link(f, 'bench-epoch-smol.json', prefix)}, "
-                 f"{_link(f, 'bench-epoch-smol-l34.json', prefix)})", "≤ 2× (float32)", _yes(best <= 2)))
+                 f"{_link(f, 'bench-epoch-smol-l34.json', prefix)})", "≤ 2× (float32)", _yes(met)))
     return rows
 
 
 def warmstart_multiple(data: dict[str, Any]) -> float:
-    """A `bench warmstart` result's SFT and held-out seconds over the float32 compute bound of their model work.
+    """A `bench warmstart` result's SFT and epoch-0 held-out seconds over the float32 compute bound of their model
+    work (its ``seconds``, the warm start alone, leaves the held-out out and counts its loading and saving).
 
     >>> warmstart_multiple({"agent_seconds": 30, "simulator_seconds": 50, "heldout_seconds": 20,
     ...                     "bounds": {"a": {"bound_seconds": 10}, "b": {"bound_seconds": 40}}})
@@ -295,7 +296,6 @@ def epoch_multiple(data: dict[str, Any]) -> float:
     3.0
     """
     return data["median_seconds"] / sum(w.get("bound_seconds") or 0 for w in data["phase_work"].values())
-
 
 
 def _tiny_warmstart(root: Path) -> tuple[str, str, dict[str, Any], list[tuple[str, dict[str, Any]]]]:

@@ -69,8 +69,9 @@ def test_performance_rows_read_their_json():
     assert warm[0].startswith("8.5 min (2026-12-05c,") and warm[0].endswith("; 2026-12-02: 17.8 min")  # 1,070.9 s
     assert warm[1:] == ("≤ 3 min", "no (seed 0 ships)")
     assert rows["rollouts vs one `generate` per prompt"][0].startswith("13.5×")
-    smol = rows["`smol` warm start, float32, over its compute bound"]  # 981.9 s over 476.7 s of bound
-    assert smol[0].startswith("16.4 min, 2.08× (SFT: agent 2.2×, simulator 2.0×) (2026-12-06,") and smol[2] == "no"
+    smol = rows["`smol` warm start, float32, over its compute bound"]  # 244.8 + 727.1 + 18.4 s over 475.7 s of bound
+    assert smol[0].startswith("16.4 min; its SFT and held-out 2.08× (agent 2.2×, simulator 2.0×) (2026-12-06,")
+    assert smol[2] == "no"
     epochs = rows["`smol` / `smol-l34` epoch: float32; static decode; bfloat16"]
     assert epochs[0].startswith("252 / 603 s (2.25× / 2.33×); 242 / 520 s (2.22× / 2.10×); 224 / 404 s (2026-12-06,")
     assert epochs[1:] == ("≤ 2× (float32)", "no")

@@ -82,11 +82,13 @@ def bounds(info: dict, counter: SftTokens, end: dict[str, int], heldout_seconds:
 
 def rebase_adapters(entry: Path, old_root: Path, new_root: Path) -> list[Path]:
     """Point the LoRA adapters of the warm-start ``entry``, trained under the cache ``old_root``, at the base model
-    under ``new_root`` (their ``base_model_name_or_path``), so that a kept entry names no deleted folder; the
+    under ``new_root`` (their ``base_model_name_or_path``), so that a kept entry names no deleted folder (the base
+    model's folder there is made by the next run that needs it; its weights are not read from this field); the
     adapter configs changed, in path order.
 
     >>> import json, tempfile
-    >>> entry = Path(tempfile.mkdtemp()) / "smol-s0-abc"
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> entry = Path(folder.name) / "smol-s0-abc"
     >>> (entry / "agent").mkdir(parents=True)
     >>> _ = (entry / "agent" / "adapter_config.json").write_text(json.dumps(
     ...     {"base_model_name_or_path": "/tmp/x/cache/models/SmolLM2", "r": 8}))
@@ -96,6 +98,7 @@ def rebase_adapters(entry: Path, old_root: Path, new_root: Path) -> list[Path]:
     {'base_model_name_or_path': '/home/u/.cache/genenv/models/SmolLM2', 'r': 8}
     >>> rebase_adapters(entry, Path("/tmp/x/cache"), Path("/home/u/.cache/genenv"))  # nothing left to change
     []
+    >>> folder.cleanup()
     """
     import json
 
@@ -139,8 +142,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if kept_in is not None and not serves(kept_in, config):
                 shutil.rmtree(kept_in, ignore_errors=True)  # an agent-only entry, where this run trained both roles
                 kept_in.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(Path(tmp) / "cache" / "warmstart" / kept_in.name), str(kept_in))
-                rebase_adapters(kept_in, Path(tmp) / "cache", kept_in.parents[1])
+                trained = Path(tmp) / "cache" / "warmstart" / kept_in.name
+                rebase_adapters(trained, Path(tmp) / "cache", kept_in.parents[1])  # before it is visible there
+                shutil.move(str(trained), str(kept_in))
                 kept = True
         finally:
             for name, value in old_env.items():
