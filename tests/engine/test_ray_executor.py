@@ -265,64 +265,68 @@ class TestOneExecutorAcrossUpdates:
         assert {b for b, valid, _ in verdicts if not valid} == {"bfcl", "apibank"}
 
 
-@pytest.fixture(scope="module")
-def slow_executor(local_ray, reference):
-    """A Ray executor on 2 `SlowCheckerWorker` test doubles (their checks sleep 30 s on tasks marked slow), with a
-    3 s call timeout, the in-process executor beside it, and the list of the events it emits."""
-    cfg = replace_config(reference.config, rollout_batch=1,
-                         ray=replace_config(reference.config.ray, address="local", validate_batch=1, call_timeout=3.0))
-    roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
-    envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
-    events = []
-    remote = RayExecutor(cfg, roles, envs, 0, events.append, worker=SlowCheckerWorker)
-    yield remote, LocalExecutor(cfg, roles, envs, 0), envs, events
-    remote.close()
+class TestCallTimeouts:
+    """Call timeouts on workers whose checks sleep; their executor is ended after the class, freeing both CPUs."""
+
+    @pytest.fixture(scope="class")
+    def slow_executor(self, local_ray, reference):
+        """A Ray executor on 2 `SlowCheckerWorker` test doubles (their checks sleep 30 s on tasks marked slow), with a
+        3 s call timeout, the in-process executor beside it, and the list of the events it emits."""
+        ray_config = replace_config(reference.config.ray, address="local", validate_batch=1, call_timeout=3.0)
+        cfg = replace_config(reference.config, rollout_batch=1, ray=ray_config)
+        roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
+        envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
+        events = []
+        remote = RayExecutor(cfg, roles, envs, 0, events.append, worker=SlowCheckerWorker)
+        yield remote, LocalExecutor(cfg, roles, envs, 0), envs, events
+        remote.close()
 
 
-@pytest.fixture
-def slow_workers(slow_executor):
-    """`slow_executor` with its event list emptied."""
-    slow_executor[-1].clear()
-    return slow_executor
+    @pytest.fixture
+    def slow_workers(self, slow_executor):
+        """`slow_executor` with its event list emptied."""
+        slow_executor[-1].clear()
+        return slow_executor
 
 
-@pytest.mark.slow  # 7 to 24 s measured on the 2-core machine (a worker restart takes most of it)
-def test_a_call_past_the_timeout_runs_again_on_a_restarted_worker(slow_workers):
-    """Rollout batch 2 (worker 0) checks a task that is slow once (the test double sleeps 30 s the first time):
-    past the 3 s limit the worker is killed and restarted and the batch sent again; the rollout then equals the
-    in-process one exactly, and the timeout and the restart are logged (a timeout that did not fire would return
-    the same rollouts after the sleep, without either event)."""
-    remote, local, envs, events = slow_workers
-    tasks = envs["bfcl"].splits()["train"][:4]
-    tasks[2] = tasks[2].with_(id=f"{tasks[2].id}/slow-once-{uuid.uuid4().hex}")
-    sampling = Sampling(temperature=1.0, max_new_tokens=4)
-    got = remote.rollout(tasks, 1, sampling, 0.5, epoch=1)
-    want = local.rollout(tasks, 1, sampling, 0.5, epoch=1)
-    assert [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in got for a in s.attempts] == \
-        [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in want for a in s.attempts]
-    timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
-    assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [(0, "rollout", 2, 1, True)]
-    assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [0]
+    @pytest.mark.slow  # 7 to 24 s measured on the 2-core machine (a worker restart takes most of it)
+    def test_a_call_past_the_timeout_runs_again_on_a_restarted_worker(self, slow_workers):
+        """Rollout batch 2 (worker 0) checks a task that is slow once (the test double sleeps 30 s the first time):
+        past the 3 s limit the worker is killed and restarted and the batch sent again; the rollout then equals the
+        in-process one exactly, and the timeout and the restart are logged (a timeout that did not fire would return
+        the same rollouts after the sleep, without either event)."""
+        remote, local, envs, events = slow_workers
+        tasks = envs["bfcl"].splits()["train"][:4]
+        tasks[2] = tasks[2].with_(id=f"{tasks[2].id}/slow-once-{uuid.uuid4().hex}")
+        sampling = Sampling(temperature=1.0, max_new_tokens=4)
+        got = remote.rollout(tasks, 1, sampling, 0.5, epoch=1)
+        want = local.rollout(tasks, 1, sampling, 0.5, epoch=1)
+        assert [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in got for a in s.attempts] == \
+            [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in want for a in s.attempts]
+        timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
+        assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [(0, "rollout", 2, 1, True)]
+        assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [0]
 
 
-@pytest.mark.slow  # 18 to 51 s measured on the 2-core machine (two worker restarts)
-def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(slow_workers):
-    """A validation batch whose draft is always slow times out twice: `WorkerTimeout` names the phase, batch, epoch
-    and task; both timeouts are logged (the first retried, the second not); the restarted workers then validate
-    the other drafts as the controller does. (A timeout that did not fire would return after the sleep, without
-    raising.)"""
-    remote, local, envs, events = slow_workers
-    drafts = drafts_of(envs["bfcl"])[:3]
-    slow = drafts[:1] + [replace(drafts[1], task_id=drafts[1].task_id + "/slow")] + drafts[2:]
-    options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
-    with pytest.raises(WorkerTimeout, match=r"validate batch 1 of epoch 3 \(1 task gen/e3/bfcl/0001-0/slow\) ran past "
-                                            r"ray\.call_timeout = 3 s on worker 1, 2 times"):
-        remote.validate(slow, **options)
-    timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
-    assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [
-        (1, "validate", 1, 1, True), (1, "validate", 1, 2, False)]
-    assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [1, 1]
-    assert remote.validate(drafts, **options) == local.validate(drafts, **options)
+    @pytest.mark.slow  # 18 to 51 s measured on the 2-core machine (two worker restarts)
+    def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(self, slow_workers):
+        """A validation batch whose draft is always slow times out twice: `WorkerTimeout` names the phase, batch, epoch
+        and task; both timeouts are logged (the first retried, the second not); the restarted workers then validate
+        the other drafts as the controller does. (A timeout that did not fire would return after the sleep, without
+        raising.)"""
+        remote, local, envs, events = slow_workers
+        drafts = drafts_of(envs["bfcl"])[:3]
+        slow = drafts[:1] + [replace(drafts[1], task_id=drafts[1].task_id + "/slow")] + drafts[2:]
+        options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
+        message = (r"validate batch 1 of epoch 3 \(1 task gen/e3/bfcl/0001-0/slow\) ran past ray\.call_timeout = 3 s "
+                   r"on worker 1, 2 times")
+        with pytest.raises(WorkerTimeout, match=message):
+            remote.validate(slow, **options)
+        timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
+        assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [
+            (1, "validate", 1, 1, True), (1, "validate", 1, 2, False)]
+        assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [1, 1]
+        assert remote.validate(drafts, **options) == local.validate(drafts, **options)
 
 
 def _unused_port() -> int:
@@ -393,6 +397,7 @@ def test_workers_that_never_start_are_one_line_and_leave_nothing_running(local_r
     roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
     envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
     free = lambda: ray.available_resources().get("CPU", 0.0)  # noqa: E731
+    assert wait_until_true(lambda: free() == 2.0)  # the executors of the tests before have released their CPUs
     before = free()
     with pytest.raises(errors.ConfigError, match="its 3 workers did not start within 3 s") as caught:
         RayExecutor(cfg, roles, envs, 0)
