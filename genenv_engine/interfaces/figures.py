@@ -263,7 +263,7 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
                  f"{minutes(d['seconds'])}; its SFT and held-out {warmstart_multiple(d):.2f}× (agent "
                  f"{b['agent_sft']['multiple']:.1f}×, simulator {b['simulator_sft']['multiple']:.1f}×) ({f}, "
                  f"{_link(f, 'bench-warmstart-smol.json', prefix)})", "≤ 2×", _yes(warmstart_multiple(d) <= 2)))
-    f, smol, _ = _perf(root, "bench-epoch-smol.json")
+    f = dated(root, "bench-epoch-smol.json")[0]
     runs = {stem: [load(root, f"{PERFORMANCE}/{f}/bench-epoch-{stem}{v}.json") for v in ("", "-static", "-bf16")]
             for stem in ("smol", "smol-l34")}
     cells = [" / ".join(f"{runs[stem][i]['median_seconds']:.0f}" for stem in runs) + " s"

@@ -102,8 +102,10 @@ def rebase_adapters(entry: Path, old_root: Path, new_root: Path) -> list[Path]:
     """
     import json
 
+    from genenv_engine.training.adapters import ADAPTER_FILE
+
     changed = []
-    for config in sorted(entry.glob("*/adapter_config.json")):
+    for config in sorted(entry.glob(f"*/{ADAPTER_FILE}")):
         data = json.loads(config.read_text())
         base = Path(str(data.get("base_model_name_or_path") or ""))
         if base.is_relative_to(old_root):
