@@ -25,7 +25,8 @@ from genenv_engine.experiments.arms import (ARMS, DEFAULT_ARMS, Plan, arm_config
                                             same_run)
 from genenv_engine.experiments.markdown import epoch0_text, fmt, markdown, versus_cells
 from genenv_engine.experiments.plots import plots
-from genenv_engine.experiments.run_records import read_record, record_path
+from genenv_engine.experiments.run_records import read_record, record_path, write_record
+from genenv_engine.experiments.runs import read_session
 from genenv_engine.experiments.tables import collect
 
 
@@ -84,8 +85,9 @@ class _ArmSink:
 
 
 def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
-    """Run every unfinished arm x seed (seed-major, so one seed's warm start is made once and reused), then
-    write the tables; returns the collected results."""
+    """Run every unfinished arm x seed (seed-major, so one seed's warm start is made once and reused), writing each
+    one's run record as soon as it finishes (a bench stopped later keeps it), then write the tables; returns the
+    collected results."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from genenv_engine.core.events import RunControl
@@ -117,6 +119,9 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
                     continue
                 run(session, _ArmSink(progress, task_id, label, quiet), RunControl())
                 session.store.close()
+                finished = read_session(plan.out / label)
+                if finished is not None:
+                    write_record(plan.records_folder(), arm, seed, finished)
     results = collect(plan.out, plan.arms, plan.seeds, records=plan.records_folder())
     results["bench_seconds"] = round(time.perf_counter() - started, 1)
     write_outputs(plan.out, results)

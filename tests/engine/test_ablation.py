@@ -298,3 +298,30 @@ def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_st
     assert preset.agent.base_levels == (3, 4) and same_run(made, preset)
     assert not same_run(load_config("smol-l3", overrides=arm), preset)
     assert cache_key(preset).removeprefix("smol-l34") == cache_key(load_config("smol-l3")).removeprefix("smol-l3")
+
+
+def test_each_finished_arm_is_recorded_before_the_next_one_runs(tmp_path, monkeypatch):
+    """A bench stopped while its second arm runs keeps the first arm's run record, written when that arm finished."""
+    import genenv_engine.method.loop as loop
+    from genenv_engine.experiments.run_records import read_record, record_path
+
+    plan = micro_plan(tmp_path, arms=("off", "trained"), epochs=1)
+    real_run, calls = loop.run, []
+
+    def stopped_on_second_arm(session, *args, **kwargs):  # test double: the bench is stopped as arm 2 starts
+        calls.append(session.path.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run(session, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "run", stopped_on_second_arm)
+    with pytest.raises(KeyboardInterrupt):
+        run_plan(plan, quiet=True)
+    assert calls == ["off-s0", "trained-s0"]
+    first = read_record(record_path(plan.records_folder(), "off", 0))
+    assert first is not None and [row["epoch"] for row in first["epochs"]] == [0, 1]
+    session = Session.open(plan.out / "off-s0")
+    stored = [m["heldout"]["bfcl"] for m in session.store.epoch_metrics() if m["status"] == "done"]
+    session.store.close()
+    assert [row["heldout"]["bfcl"] for row in first["epochs"]] == stored
+    assert read_record(record_path(plan.records_folder(), "trained", 0)) is None
