@@ -281,13 +281,11 @@ class TestCallTimeouts:
         yield remote, LocalExecutor(cfg, roles, envs, 0), envs, events
         remote.close()
 
-
     @pytest.fixture
     def slow_workers(self, slow_executor):
         """`slow_executor` with its event list emptied."""
         slow_executor[-1].clear()
         return slow_executor
-
 
     @pytest.mark.slow  # 7 to 24 s measured on the 2-core machine (a worker restart takes most of it)
     def test_a_call_past_the_timeout_runs_again_on_a_restarted_worker(self, slow_workers):
@@ -306,7 +304,6 @@ class TestCallTimeouts:
         timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
         assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [(0, "rollout", 2, 1, True)]
         assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [0]
-
 
     @pytest.mark.slow  # 18 to 51 s measured on the 2-core machine (two worker restarts)
     def test_a_batch_past_the_timeout_twice_stops_with_an_error_naming_it(self, slow_workers):
