@@ -82,6 +82,8 @@ def check_model(model: ModelConfig) -> None:
               "LoRA needs a pretrained base (model.kind = 'hf' or 'smollm2', or a role path); "
               "a tiny model is trained from scratch")
     check(model.dtype in DTYPES, "model.dtype", f"must be one of {', '.join(DTYPES)}; got {model.dtype!r}")
+    check(model.train_forward in ("transformers", "fused"), "model.train_forward",
+          f"must be transformers or fused; got {model.train_forward!r}")
     check(model.inference_dtype in ("weights", "bfloat16"), "model.inference_dtype",
           f"must be weights or bfloat16; got {model.inference_dtype!r}")
     if model.inference_dtype == "bfloat16" and model.device != "cuda":

@@ -86,6 +86,11 @@ class ModelConfig:
     """Decode every Llama-architecture model (SmolLM2, LoRA roles) on the hand-written static-cache forward, not only
     the tiny ones: faster, the same tokens as the transformers forward except where two candidates tie to float
     rounding, so not the default for float32 runs (``inference_dtype = "bfloat16"`` decodes on it anyway)."""
+    train_forward: str = "transformers"
+    """The decoder forward of the updates and log-prob passes: ``transformers`` (the library's modules) or ``fused``
+    (`genenv_engine.training.fused_llama`: a hand-written forward of LoRA-tuned float32 Llama models such as SmolLM2,
+    with fewer, larger operations; equal up to float rounding, so part of the warm-start cache key; models it does
+    not serve keep the transformers forward)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, about a third more compute)."""
     micro_batch: int = 0

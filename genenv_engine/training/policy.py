@@ -63,13 +63,13 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
 
 
 def inference_options(cfg: ModelConfig) -> dict:
-    """The `Policy` keywords of ``model.inference_dtype`` and ``model.static_decode``.
+    """The `Policy` keywords of ``model.inference_dtype``, ``model.static_decode`` and ``model.train_forward``.
 
     >>> inference_options(ModelConfig(static_decode=True))
-    {'inference_dtype': None, 'static_decode': True}
+    {'inference_dtype': None, 'static_decode': True, 'fused_forward': False}
     """
     dtype = None if cfg.inference_dtype == "weights" else getattr(torch, cfg.inference_dtype)
-    return {"inference_dtype": dtype, "static_decode": cfg.static_decode}
+    return {"inference_dtype": dtype, "static_decode": cfg.static_decode, "fused_forward": cfg.train_forward == "fused"}
 
 
 def build_tiny_model(cfg: ModelConfig, tokenizer, seed: int):
@@ -145,7 +145,8 @@ class Policy:
 
     def __init__(self, model, tokenizer, device: torch.device, max_length: int, *, adapter: str | None = None,
                  source: Path | None = None, frozen: bool = False, logprob_chunk: int = 2048,
-                 inference_dtype: torch.dtype | None = None, static_decode: bool = False) -> None:
+                 inference_dtype: torch.dtype | None = None, static_decode: bool = False,
+                 fused_forward: bool = False) -> None:
         self.model = model.to(device)
         self.tokenizer = tokenizer
         self.device = device
@@ -160,6 +161,8 @@ class Policy:
         """The dtype of passes without gradients (decoding, log-probs under ``no_grad``); None: the weights'."""
         self.static_decode = static_decode
         """Decode on the static-cache forward whenever it serves the model (`genenv_engine.backends.hf.decode`)."""
+        self.fused_forward = fused_forward
+        """Run the decoder of updates and log-prob passes on `genenv_engine.training.fused_llama` where it serves."""
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device, max_length: int, dtype: torch.dtype | None = None,
@@ -172,7 +175,8 @@ class Policy:
                    **options)
 
     def _options(self) -> dict:
-        return {"inference_dtype": self.inference_dtype, "static_decode": self.static_decode}
+        return {"inference_dtype": self.inference_dtype, "static_decode": self.static_decode,
+                "fused_forward": self.fused_forward}
 
     def no_grad_autocast(self):
         """Autocast to ``inference_dtype`` for a pass without gradients (nothing otherwise, or with gradients on)."""
@@ -388,8 +392,7 @@ class Policy:
         dev = self.device
         _count(sum(len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m) for m in groups), len(targets))
         with self.no_grad_autocast():
-            hidden = decoder(input_ids=ids.to(dev), attention_mask=allowed[:, None].to(dev),
-                             position_ids=positions.to(dev), use_cache=False).last_hidden_state
+            hidden = self._hidden(decoder, ids.to(dev), allowed[:, None].to(dev), positions.to(dev))
             return target_logprobs(head, hidden[at_row.to(dev), at_col.to(dev)], targets.to(dev), self.logprob_chunk)
 
     def logprobs(self, batch: Batch) -> torch.Tensor:
@@ -404,10 +407,21 @@ class Policy:
         rows, cols = batch.mask.nonzero(as_tuple=True)
         _count(int(batch.attention_mask.sum()), rows.numel())
         with self.no_grad_autocast():
-            hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state[:, :-1]
+            hidden = self._hidden(decoder, batch.input_ids, batch.attention_mask)[:, :-1]
             values = target_logprobs(head, hidden[rows, cols], batch.targets[rows, cols], self.logprob_chunk)
         out = torch.zeros(batch.targets.shape, dtype=torch.float32, device=hidden.device)
         return out.index_put((rows, cols), values)
+
+    def _hidden(self, decoder, ids: torch.Tensor, mask: torch.Tensor,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
+        """The decoder's last hidden states: on the fused forward when asked and it serves the model (float32 LoRA
+        Llama outside autocast), else through ``decoder``."""
+        if self.fused_forward:
+            from genenv_engine.training import fused_llama
+
+            if fused_llama.serves(self.model):
+                return fused_llama.hidden_states(self.model, ids, mask, positions)
+        return decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False).last_hidden_state
 
     def num_parameters(self) -> int:
         """Number of model parameters (the base plus every adapter on it)."""

@@ -25,7 +25,7 @@ WARM_START_VERSION = 1
 
 _LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
     "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha",
-    "lora_dropout", "lora_targets", "dtype")} | {"sft_length_groups": 0}
+    "lora_dropout", "lora_targets", "dtype", "train_forward")} | {"sft_length_groups": 0}
 """Model fields added after warm-start version 1, with the value each had before it existed (see `cache_key`;
 ``sft_length_groups`` was 0, off, before it became the default 4). ``sft_length_groups`` joins the key although
 it computes the same gradient up to float rounding: a tiny warm start is sensitive enough to rounding that its
