@@ -169,14 +169,14 @@ def _rotary(inner, positions: torch.Tensor) -> torch.Tensor:
 
 def _mask(attention_mask: torch.Tensor | None, batch: int, width: int, device: torch.device) -> torch.Tensor:
     """The boolean (B, 1, T, T) mask of who attends to whom: a 4-d boolean mask as given, else causal and, for a
-    2-d padding mask (1 = token), no padding key (a padding query keeps the causal row, so no row is empty)."""
+    2-d padding mask (1 = token), no padding key except a padding query's own position (so no row is empty)."""
     if attention_mask is not None and attention_mask.dim() == 4:
         return attention_mask.bool()
     causal = torch.ones((width, width), dtype=torch.bool, device=device).tril()
     if attention_mask is None:
         return causal.expand(batch, 1, width, width)
     keys = attention_mask.bool()[:, None, None, :]
-    return causal & (keys | ~keys.any(-1, keepdim=True))
+    return causal & (keys | torch.eye(width, dtype=torch.bool, device=device))
 
 
 def hidden_states(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

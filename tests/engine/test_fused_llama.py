@@ -79,6 +79,12 @@ def test_fused_forward_matches_transformers_on_a_padded_batch(gqa):
     mask[1, 9:], mask[2, 4:] = 0, 0
     fused, reference = fused_llama.hidden_states(model, ids, mask), transformers_hidden(model, ids, mask)
     assert_same_with_gradients(model, fused, reference, mask.bool())
+    left = torch.ones_like(ids)
+    left[0, :5] = 0  # a left-padded row: its padding rows attend to themselves, its tokens never to padding
+    fused = fused_llama.hidden_states(model, ids, left)
+    assert torch.isfinite(fused).all()
+    torch.testing.assert_close(fused[left.bool()], transformers_hidden(model, ids, left)[left.bool()],
+                               atol=2e-5, rtol=1e-4)
 
 
 def test_fused_forward_matches_transformers_on_packed_rows_with_a_tree_mask(gqa):

@@ -35,13 +35,15 @@ def test_bfloat16_on_a_cpu_without_it_is_a_config_error(monkeypatch):
 
 
 def test_settings_reach_the_policy_and_its_siblings():
-    assert inference_options(ModelConfig()) == {"inference_dtype": None, "static_decode": False}
+    assert inference_options(ModelConfig()) == {"inference_dtype": None, "static_decode": False,
+                                                "fused_forward": False}
+    assert inference_options(ModelConfig(train_forward="fused"))["fused_forward"]
     tok = build_byte_tokenizer()
     cfg = ModelConfig(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_length=64)
     pol = Policy(build_tiny_model(cfg, tok, seed=0), tok, torch.device("cpu"), 64, inference_dtype=torch.bfloat16,
-                 static_decode=True)
+                 static_decode=True, fused_forward=True)
     copy = pol.frozen_copy()
-    assert (copy.inference_dtype, copy.static_decode) == (torch.bfloat16, True)
+    assert (copy.inference_dtype, copy.static_decode, copy.fused_forward) == (torch.bfloat16, True, True)
 
 
 def test_no_grad_log_probs_run_in_bfloat16_and_gradient_passes_in_float32():
