@@ -1,4 +1,5 @@
-"""Engine test helpers shared by the environment tests (the per-benchmark files and the contract file)."""
+"""Engine test helpers: the environment checks shared by the per-benchmark files and the contract file, and a small
+grouped-query Llama for the tests of the hand-written Llama forwards."""
 
 from __future__ import annotations
 
@@ -52,3 +53,16 @@ def assert_rejected() -> Callable[[Environment, str, str, str], Validation]:
     """``assert_rejected(env, prompt, answer, reason)`` asserts the validator rejects the generated pair, with no
     task and a reason starting with ``reason``; returns the verdict."""
     return _assert_rejected
+
+
+def grouped_query_llama(tok, seed: int = 3):
+    """A random 2-layer ``LlamaForCausalLM`` over ``tok``'s vocabulary with 6 query heads over 2 key/value heads
+    (SmolLM2's grouping at toy size)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=48, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
+    return LlamaForCausalLM(cfg)

@@ -13,6 +13,7 @@ import importlib.util
 
 import pytest
 import torch
+from conftest import grouped_query_llama
 
 from genenv_engine.config import ConfigError, ModelConfig, load_config
 from genenv_engine.training import fused_llama
@@ -36,15 +37,9 @@ def lora_of(model, r: int = 4):
 @pytest.fixture
 def gqa():
     """A random 2-layer Llama, 6 query heads over 2 key/value heads, under a random LoRA adapter."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     torch.set_num_threads(1)
     tok = build_byte_tokenizer()
-    torch.manual_seed(3)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=48, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
-    yield lora_of(LlamaForCausalLM(cfg)), tok
+    yield lora_of(grouped_query_llama(tok)), tok
     fused_llama.forget()
 
 

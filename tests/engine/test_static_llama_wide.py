@@ -13,6 +13,7 @@ import importlib.util
 
 import pytest
 import torch
+from conftest import grouped_query_llama
 
 from genenv_engine.backends import hf
 from genenv_engine.backends.llama_weights import decode_weights, forget, serves
@@ -68,15 +69,9 @@ def assert_same_draws(static, reference, atol=1e-5):
 @pytest.fixture(scope="module")
 def gqa():
     """A random 2-layer Llama with 6 query heads over 2 key/value heads, weights scaled up (peaked logits)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     torch.set_num_threads(1)
     tok = build_byte_tokenizer()
-    torch.manual_seed(3)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=48, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
-    model = LlamaForCausalLM(cfg)
+    model = grouped_query_llama(tok)
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() == 2:
