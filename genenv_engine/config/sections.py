@@ -90,7 +90,8 @@ class ModelConfig:
     """The decoder forward of the updates and log-prob passes: ``transformers`` (the library's modules) or ``fused``
     (`genenv_engine.training.fused_llama`: a hand-written forward of LoRA-tuned float32 Llama models such as SmolLM2,
     with fewer, larger operations; equal up to float rounding, so part of the warm-start cache key; models it does
-    not serve keep the transformers forward)."""
+    not serve keep the transformers forward). It keeps a stacked copy of the frozen q/k/v and gate/up weights (about
+    280 MB for SmolLM2-135M)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, about a third more compute)."""
     micro_batch: int = 0

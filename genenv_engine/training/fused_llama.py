@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 
 _LAYOUTS: dict[int, tuple[weakref.ref, tuple, "BaseLayout"]] = {}
+LAYOUTS_KEPT = 2
+"""Bases whose layout is kept at once (a LoRA agent and simulator share one; a role with its own base is a second)."""
 
 
 class BaseLayout(NamedTuple):
@@ -70,9 +72,10 @@ def serves(model) -> bool:
         return False
     if getattr(inner, "is_gradient_checkpointing", False) and inner.training:
         return False
-    lora_ids = {id(p) for m in linears(inner) if _lora(m) is not None for p in _lora(m)[:2]}
-    return all(p.dtype == torch.float32 and (id(p) in lora_ids or not p.requires_grad)
-               for p in inner.parameters())
+    # every adapter's matrices may train (only the active one is read); the base weights must not (their stacked
+    # copies are laid out without gradients)
+    return all(p.dtype == torch.float32 and ("lora_" in name or not p.requires_grad)
+               for name, p in inner.named_parameters())
 
 
 def _signature(inner) -> tuple:
@@ -86,7 +89,9 @@ def _signature(inner) -> tuple:
 
 
 def base_layout(inner) -> BaseLayout:
-    """The frozen weights of ``inner`` (a ``LlamaForCausalLM``) laid out once per base: kept until one changes."""
+    """The frozen weights of ``inner`` (a ``LlamaForCausalLM``) laid out once per base: kept until one changes or the
+    model is freed. The stacked q/k/v and gate/up matrices are copies: about two thirds of the decoder's linear
+    weights again in memory (some 280 MB for SmolLM2-135M)."""
     key = id(inner)
     signature = _signature(inner)
     kept = _LAYOUTS.get(key)
@@ -111,9 +116,19 @@ def base_layout(inner) -> BaseLayout:
             layers.append((layer.input_layernorm.weight, qkv, _base(att.o_proj), layer.post_attention_layernorm.weight,
                            gate_up, _base(mlp.down_proj)))
     layout = BaseLayout(heads, kv, dim, cfg.rms_norm_eps, pairs, layers)
-    _LAYOUTS.clear()  # one base at a time: the agent and simulator adapters share it
+    if kept is None or kept[0]() is not inner:
+        weakref.finalize(inner, _drop, key)  # a freed model takes its layout with it
+    _LAYOUTS.pop(key, None)
+    while len(_LAYOUTS) >= LAYOUTS_KEPT:
+        _LAYOUTS.pop(next(iter(_LAYOUTS)))
     _LAYOUTS[key] = (weakref.ref(inner), signature, layout)
     return layout
+
+
+def _drop(key: int) -> None:
+    kept = _LAYOUTS.get(key)
+    if kept is not None and kept[0]() is None:  # not a later model that took the freed one's id
+        del _LAYOUTS[key]
 
 
 def forget() -> None:
@@ -171,7 +186,9 @@ def _mask(attention_mask: torch.Tensor | None, batch: int, width: int, device: t
     """The boolean (B, 1, T, T) mask of who attends to whom: a 4-d boolean mask as given, else causal and, for a
     2-d padding mask (1 = token), no padding key except a padding query's own position (so no row is empty)."""
     if attention_mask is not None and attention_mask.dim() == 4:
-        return attention_mask.bool()
+        if attention_mask.dtype != torch.bool:
+            raise ValueError("the fused forward takes a boolean 4-d mask (True: attends), not an additive one")
+        return attention_mask
     causal = torch.ones((width, width), dtype=torch.bool, device=device).tril()
     if attention_mask is None:
         return causal.expand(batch, 1, width, width)
@@ -181,8 +198,9 @@ def _mask(attention_mask: torch.Tensor | None, batch: int, width: int, device: t
 
 def hidden_states(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                   position_ids: torch.Tensor | None = None) -> torch.Tensor:
-    """The decoder's final normed hidden states (B, T, hidden) of ``model`` (`serves`) for these inputs, as
-    ``model.get_decoder()(input_ids=..., attention_mask=..., position_ids=...).last_hidden_state``."""
+    """The decoder's final normed hidden states (B, T, hidden) of ``model`` for these inputs, as the transformers
+    decoder's ``last_hidden_state`` (``get_base_model().get_decoder()`` under PEFT). Only for a model `serves`
+    accepts: base weights that train would get no gradient through their stacked copies."""
     from genenv_engine.backends.llama_weights import unwrap
 
     inner, _ = unwrap(model)

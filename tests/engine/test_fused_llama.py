@@ -9,6 +9,7 @@ the transformers forward), and the setting's place in the warm-start cache key.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 
 import pytest
@@ -21,30 +22,39 @@ from genenv_engine.training.policy import Policy
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 
-def lora_of(model, r: int = 4):
-    """``model`` under a trainable LoRA adapter ``agent`` with random A and B (a fresh adapter's B is zero)."""
+ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_of(model, r: int = 4, targets: tuple[str, ...] = ALL, name: str = "agent"):
+    """``model`` under a trainable LoRA adapter ``name`` on ``targets`` with random A and B (a fresh adapter's B is
+    zero); an adapter added to a PeftModel stays inactive."""
     from genenv_engine.training.adapters import new_adapter
 
-    peft = new_adapter(model, "agent", ModelConfig(kind="smollm2", agent_tuning="lora", lora_r=r))
+    cfg = ModelConfig(kind="smollm2", agent_tuning="lora", lora_r=r, lora_targets=targets)
+    peft = new_adapter(model, name, cfg)
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        for name, p in peft.named_parameters():
-            if "lora_" in name:
-                p.copy_(torch.randn(p.shape, generator=gen) * (0.05 if "lora_B" in name else 0.2))
+        for key, p in peft.named_parameters():
+            if f".{name}." in key:
+                p.copy_(torch.randn(p.shape, generator=gen) * (0.05 if "lora_B" in key else 0.2))
     return peft.train()
 
 
-@pytest.fixture
-def gqa():
-    """A random 2-layer Llama, 6 query heads over 2 key/value heads, under a random LoRA adapter."""
+@pytest.fixture(params=[ALL, ("q_proj", "v_proj")], ids=["all", "q-v"])
+def gqa(request):
+    """A random 2-layer Llama, 6 query heads over 2 key/value heads, under a random LoRA adapter ``agent`` on every
+    projection or on q and v only, beside an inactive adapter on other projections."""
     torch.set_num_threads(1)
     tok = build_byte_tokenizer()
-    yield lora_of(grouped_query_llama(tok)), tok
+    model = lora_of(lora_of(grouped_query_llama(tok), targets=request.param), targets=("k_proj", "down_proj"),
+                    name="other")
+    assert model.active_adapter == "agent"
+    yield model, tok
     fused_llama.forget()
 
 
 def lora_params(model) -> list[torch.Tensor]:
-    return [p for name, p in model.named_parameters() if "lora_" in name and p.requires_grad]
+    return [p for name, p in model.named_parameters() if ".agent." in name and p.requires_grad]
 
 
 def transformers_hidden(model, ids, mask, positions=None):
@@ -57,7 +67,7 @@ def assert_same_with_gradients(model, fused, reference, where):
     torch.testing.assert_close(fused[where], reference[where], atol=2e-5, rtol=1e-4)
     weights = torch.randn(reference[where].shape, generator=torch.Generator().manual_seed(2))
     params = lora_params(model)
-    assert len(params) == 2 * 7 * 2  # A and B of the seven projections of both layers
+    assert len(params) == 2 * len(model.peft_config["agent"].target_modules) * 2  # A and B, both layers
     got = torch.autograd.grad((fused[where] * weights).sum(), params)
     want = torch.autograd.grad((reference[where] * weights).sum(), params)
     scale = max(float(w.abs().max()) for w in want)
@@ -115,7 +125,8 @@ def test_a_policy_takes_the_fused_forward_only_when_asked_and_served(gqa, monkey
     # an autocast pass and a fully tuned base are left to the transformers forward
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert not fused_llama.serves(model)
-    base_weight = model.get_base_model().model.layers[0].mlp.up_proj.base_layer.weight
+    base_weight = next(p for n, p in model.named_parameters() if n.endswith(("layers.0.mlp.up_proj.weight",
+                                                                           "layers.0.mlp.up_proj.base_layer.weight")))
     base_weight.requires_grad_(True)
     try:
         assert not fused_llama.serves(model)
@@ -136,6 +147,26 @@ def test_the_layout_follows_a_change_of_the_base_weights(gqa):
     mask = torch.ones_like(ids)
     torch.testing.assert_close(fused_llama.hidden_states(model, ids, mask), transformers_hidden(model, ids, mask),
                                atol=2e-5, rtol=1e-4)
+
+
+def test_a_plain_frozen_llama_and_an_additive_mask():
+    tok = build_byte_tokenizer()
+    model = grouped_query_llama(tok).requires_grad_(False)
+    assert fused_llama.serves(model)  # a full model's frozen reference
+    ids = torch.randint(3, len(tok), (2, 9), generator=torch.Generator().manual_seed(7))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    want = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+    torch.testing.assert_close(fused_llama.hidden_states(model, ids, mask)[mask.bool()], want[mask.bool()],
+                               atol=2e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="boolean 4-d mask"):
+        fused_llama.hidden_states(model, ids, torch.zeros((2, 1, 9, 9)))
+    model.model.layers[0].mlp.up_proj.weight.requires_grad_(True)  # full tuning: not served
+    assert not fused_llama.serves(model)
+    assert len(fused_llama._LAYOUTS) == 1
+    del model
+    gc.collect()
+    assert not fused_llama._LAYOUTS  # a freed model takes its stacked weights with it
 
 
 def test_the_setting_is_checked_and_keys_the_warm_start_only_when_set():
