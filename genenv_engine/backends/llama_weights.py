@@ -98,6 +98,18 @@ def linears(model) -> list:
     return [model.lm_head, *layers]
 
 
+def pair_rows(weight: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """``weight`` (heads * head_dim, in) with the rows of each head reordered so that the rotary pairs (i, i + half)
+    sit side by side (rows 2i, 2i + 1), the layout a complex-number rotary embedding reads.
+
+    >>> pair_rows(torch.arange(8.0)[:, None], 4).flatten().tolist()
+    [0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0]
+    """
+    half = head_dim // 2
+    order = torch.tensor([j for i in range(half) for j in (i, i + half)], device=weight.device)
+    return weight.view(-1, head_dim, weight.shape[-1])[:, order].reshape(weight.shape)
+
+
 def serves(model) -> bool:
     """Whether `StaticLlama` computes what ``model`` (a Llama, maybe under LoRA adapters) computes."""
     from transformers import LlamaForCausalLM
@@ -161,20 +173,15 @@ def _lay_out(inner, dtype: torch.dtype) -> DecodeWeights:
     kv = cfg.num_key_value_heads or heads
     group = heads // kv
     dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    half = dim // 2
-    pairs = torch.tensor([j for i in range(half) for j in (i, i + half)])
 
     def cast(t: torch.Tensor) -> torch.Tensor:
         return t if t.dtype == dtype else t.to(dtype)
 
-    def paired(weight: torch.Tensor, n: int) -> torch.Tensor:
-        return weight.view(n, dim, -1)[:, pairs].reshape(n * dim, -1)
-
     layers = []
     for layer in inner.model.layers:
         att, mlp = layer.self_attn, layer.mlp
-        q = paired(linear_weight(att.q_proj), heads).view(kv, group, dim, -1)
-        k = paired(linear_weight(att.k_proj), kv).view(kv, 1, dim, -1)
+        q = pair_rows(linear_weight(att.q_proj), dim).view(kv, group, dim, -1)
+        k = pair_rows(linear_weight(att.k_proj), dim).view(kv, 1, dim, -1)
         v = linear_weight(att.v_proj).view(kv, 1, dim, -1)
         qkv = (torch.stack([q[:, 0], k[:, 0], v[:, 0]], 1) if group == 1 else torch.cat([q, k, v], 1))
         layers.append((

@@ -24,6 +24,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from genenv_engine.backends.llama_weights import pair_rows
+
 _LAYOUTS: dict[int, tuple[weakref.ref, tuple, "BaseLayout"]] = {}
 LAYOUTS_KEPT = 2
 """Bases whose layout is kept at once (a LoRA agent and simulator share one; a role with its own base is a second)."""
@@ -36,11 +38,9 @@ class BaseLayout(NamedTuple):
     kv_heads: int
     head_dim: int
     eps: float
-    pairs: torch.Tensor
-    """The row order within a head that puts rotary pairs side by side (i, i + half → 2i, 2i + 1)."""
     layers: list[tuple[torch.Tensor, ...]]
-    """Per layer: (input norm, qkv rows (q rows paired, then k rows paired, then v), o, post norm, gate/up rows, down),
-    each a base weight (out, in) or norm vector."""
+    """Per layer: (input norm, qkv rows (q rows, then k rows, each paired by `pair_rows`, then v), o, post norm,
+    gate/up rows, down), each a base weight (out, in) or norm vector."""
 
 
 def _lora(module) -> tuple[torch.Tensor, torch.Tensor, float] | None:
@@ -63,7 +63,7 @@ def _base(module) -> torch.Tensor:
 def serves(model) -> bool:
     """Whether `hidden_states` computes ``model``'s decoder (a Llama, maybe under one LoRA adapter) in an update:
     float32 on CPU, base weights frozen, no gradient checkpointing, no autocast."""
-    from genenv_engine.backends.llama_weights import linears, serves as static_serves, unwrap
+    from genenv_engine.backends.llama_weights import serves as static_serves, unwrap
 
     if not static_serves(model):
         return False
@@ -101,21 +101,15 @@ def base_layout(inner) -> BaseLayout:
     heads = cfg.num_attention_heads
     kv = cfg.num_key_value_heads or heads
     dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    half = dim // 2
-    pairs = torch.tensor([j for i in range(half) for j in (i, i + half)])
-
-    def paired(weight: torch.Tensor, n: int) -> torch.Tensor:
-        return weight.view(n, dim, -1)[:, pairs].reshape(n * dim, -1)
-
     layers = []
     with torch.no_grad():
         for layer in inner.model.layers:
             att, mlp = layer.self_attn, layer.mlp
-            qkv = torch.cat([paired(_base(att.q_proj), heads), paired(_base(att.k_proj), kv), _base(att.v_proj)])
+            qkv = torch.cat([pair_rows(_base(att.q_proj), dim), pair_rows(_base(att.k_proj), dim), _base(att.v_proj)])
             gate_up = torch.cat([_base(mlp.gate_proj), _base(mlp.up_proj)])
             layers.append((layer.input_layernorm.weight, qkv, _base(att.o_proj), layer.post_attention_layernorm.weight,
                            gate_up, _base(mlp.down_proj)))
-    layout = BaseLayout(heads, kv, dim, cfg.rms_norm_eps, pairs, layers)
+    layout = BaseLayout(heads, kv, dim, cfg.rms_norm_eps, layers)
     if kept is None or kept[0]() is not inner:
         weakref.finalize(inner, _drop, key)  # a freed model takes its layout with it
     _LAYOUTS.pop(key, None)
@@ -137,10 +131,10 @@ def forget() -> None:
 
 
 def _projections(x: torch.Tensor, base: torch.Tensor, modules: list, sizes: list[int],
-                 pairs: list[tuple[torch.Tensor, int] | None]) -> list[torch.Tensor]:
+                 paired: list[int | None]) -> list[torch.Tensor]:
     """``x`` (N, in) through the stacked base rows ``base`` of ``modules`` (output sizes ``sizes``), each plus its
     adapter's ``scaling * B @ A x``: one base product, one product for the stacked A's, one ``addmm`` per module.
-    ``pairs``: per module, None or (row order within a head, head size) applied to its B rows as to its base rows."""
+    ``paired``: per module, None or the head size by which its B rows are paired (`pair_rows`) as its base rows are."""
     out = x @ base.t()
     loras = [_lora(m) for m in modules]
     present = [i for i, lora in enumerate(loras) if lora is not None]
@@ -156,9 +150,8 @@ def _projections(x: torch.Tensor, base: torch.Tensor, modules: list, sizes: list
             results.append(part)
             continue
         _, b, scaling = loras[i]
-        if pairs[i] is not None:
-            order, dim = pairs[i]
-            b = b.view(-1, dim, b.shape[-1])[:, order].reshape(b.shape)
+        if paired[i] is not None:
+            b = pair_rows(b, paired[i])
         results.append(torch.addmm(part, a_parts[i], b.t(), alpha=scaling))
     return results
 
@@ -211,7 +204,6 @@ def hidden_states(model, input_ids: torch.Tensor, attention_mask: torch.Tensor |
         position_ids = torch.arange(width, device=input_ids.device).expand(batch, width)
     rotation = _rotary(inner, position_ids)
     mask = _mask(attention_mask, batch, width, input_ids.device)
-    pairs = layout.pairs
     x = F.embedding(input_ids, inner.model.embed_tokens.weight).reshape(batch * width, -1)
     size = x.shape[-1]
 
@@ -223,7 +215,7 @@ def hidden_states(model, input_ids: torch.Tensor, attention_mask: torch.Tensor |
         att, mlp = layer.self_attn, layer.mlp
         h = F.rms_norm(x, (size,), norm_in, eps)
         q, k, v = _projections(h, qkv, [att.q_proj, att.k_proj, att.v_proj], [heads * dim, kv * dim, kv * dim],
-                               [(pairs, dim), (pairs, dim), None])
+                               [dim, dim, None])
         q, k = rotate(q, heads), rotate(k, kv)
         v = v.reshape(batch, width, kv, dim).transpose(1, 2)
         attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=att.scaling, enable_gqa=heads != kv)
