@@ -1,8 +1,9 @@
 """Published figures, generated from the JSON and run records under ``docs/results/``.
 
-Two Markdown sections are rendered here and typed nowhere else: the README's performance table
-(`performance_table`, from the speed benchmarks' JSON under ``docs/results/performance/<date>/``) and the rows of
-the results index, ``docs/results/README.md`` (`results_index`, from the studies' run records and JSON). Where a
+Three Markdown sections are rendered here and typed nowhere else: the README's performance table
+(`performance_table`, from the speed benchmarks' JSON under ``docs/results/performance/<date>/``), the rows of
+the results index, ``docs/results/README.md`` (`results_index`, from the studies' run records and JSON), and the
+grounded-reward study's verdict table (`genenv_engine.interfaces.reading.grounded_table`, from its run records). Where a
 benchmark's file exists in several dated folders, the newest folder is the source and the older ones are cited
 with their date (`dated`). A study whose finding has no JSON source gets a cell without figures that links to its
 page. Each section sits in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites
@@ -18,12 +19,13 @@ import re
 import statistics
 import sys
 from collections.abc import Callable
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
+from genenv_engine.interfaces.figure_text import DATED_FOLDER, bare, day, joined, minutes, rounded, seed_spread, signed, thousands
 from genenv_engine.interfaces.generated import generated_main
+from genenv_engine.interfaces.reading import GROUNDED_PAGE, grounded_table
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = "docs/results"
@@ -34,7 +36,6 @@ FAST_EPOCH = "bench-epoch-smol-l34-fused.json"
 """The `smol-l34` epoch with every opt-in float32 setting (fused forward, static decode, whole-step micro-batches)."""
 README = "README.md"
 INDEX = "docs/results/README.md"
-_DATE = re.compile(r"^(\d{4}-\d\d-\d\d)[a-z]?$")
 
 
 def begin_marker(name: str) -> str:
@@ -44,89 +45,6 @@ def begin_marker(name: str) -> str:
 
 def end_marker(name: str) -> str:
     return f"<!-- figures:{name} end -->"
-
-
-# ---- pure formatting -------------------------------------------------------------------------------------------
-
-
-def rounded(value: float, places: int) -> str:
-    """``value`` to ``places`` decimals, halves away from zero, after dropping float noise (a share of 400 tasks
-    such as 43/400 - 0/400 is printed as the fraction it is).
-
-    >>> rounded(0.1075, 3), rounded(0.0375, 3), rounded(-0.0375, 3), rounded(0.43 - 0.3225, 3)
-    ('0.108', '0.038', '-0.038', '0.108')
-    """
-    exact = Decimal(repr(round(value, 10)))
-    return str(exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
-
-
-def signed(value: float, places: int = 3) -> str:
-    """A difference with its sign, a typographic minus and ``places`` decimals.
-
-    >>> signed(0.1075), signed(-0.005), signed(0.0), signed(-0.0075, 4)
-    ('+0.108', '−0.005', '+0.000', '−0.0075')
-    """
-    text = rounded(value, places)
-    return text.replace("-", "−") if text.startswith("-") else "+" + text
-
-
-def bare(value: float, places: int = 3) -> str:
-    """A rate or standard error without its leading zero: ``.017``.
-
-    >>> bare(0.01734), bare(0.0061, 4), bare(1.5, 1)
-    ('.017', '.0061', '1.5')
-    """
-    text = rounded(value, places)
-    return text[1:] if text.startswith("0.") else text
-
-
-def minutes(seconds: float) -> str:
-    """Seconds as minutes with one decimal.
-
-    >>> minutes(507.6), minutes(1700.2), minutes(1071.0)
-    ('8.5 min', '28.3 min', '17.9 min')
-    """
-    return f"{rounded(seconds / 60, 1)} min"
-
-
-def thousands(value: float) -> str:
-    """A whole number with thousands separators.
-
-    >>> thousands(1032.9), thousands(400)
-    ('1,033', '400')
-    """
-    return f"{round(value):,}"
-
-
-def day(folder: str) -> str:
-    """The date of a dated results folder (a letter after the date tells folders of one day apart).
-
-    >>> day("2026-12-05c"), day("2026-12-02")
-    ('2026-12-05', '2026-12-02')
-    """
-    match = _DATE.match(folder)
-    if not match:
-        raise ValueError(f"not a dated folder: {folder!r}")
-    return match.group(1)
-
-
-def seed_spread(diffs: list[float]) -> tuple[float, float, float]:
-    """Mean, sample sd and the mean in units of its standard error over seeds (sd / sqrt(n)).
-
-    >>> [round(x, 4) for x in seed_spread([-0.0075, -0.0075, -0.0125, -0.0125, 0.0025])]
-    [-0.0075, 0.0061, -2.7386]
-    """
-    mean, sd = statistics.mean(diffs), statistics.stdev(diffs)
-    return mean, sd, (mean / (sd / len(diffs) ** 0.5) if sd else 0.0)
-
-
-def joined(values: list[str]) -> str:
-    """Values listed the way the pages list them.
-
-    >>> joined(["+0.1", "−0.2", "+0.3"]), joined(["a", "b"])
-    ('+0.1, −0.2, +0.3', 'a, b')
-    """
-    return ", ".join(values)
 
 
 # ---- reading the JSON ------------------------------------------------------------------------------------------
@@ -140,7 +58,7 @@ def dated(root: Path, name: str) -> list[str]:
     """The dated folders under ``docs/results/performance/`` that hold ``name``, newest first (the first is the
     source of the figure, the others are older measurements of it)."""
     base = root / PERFORMANCE
-    folders = [p.name for p in base.iterdir() if p.is_dir() and _DATE.match(p.name) and (p / name).is_file()]
+    folders = [p.name for p in base.iterdir() if p.is_dir() and DATED_FOLDER.match(p.name) and (p / name).is_file()]
     if not folders:
         raise FileNotFoundError(f"no dated folder under {PERFORMANCE} holds {name}")
     return sorted(folders, reverse=True)
@@ -313,7 +231,7 @@ def _tiny_warmstart(root: Path) -> tuple[str, str, dict[str, Any], list[tuple[st
     source; each older folder's first seed is cited."""
     found: list[tuple[str, str]] = []
     for folder in (root / PERFORMANCE).iterdir():
-        if folder.is_dir() and _DATE.match(folder.name):
+        if folder.is_dir() and DATED_FOLDER.match(folder.name):
             names = sorted(p.name for p in folder.glob("bench-warmstart-s*.json") if re.fullmatch(r"bench-warmstart-s\d+\.json", p.name))
             if names:
                 found.append((folder.name, names[0]))
@@ -437,7 +355,7 @@ def _performance(root: Path) -> str:
 
 
 def _perf_span(root: Path) -> str:
-    days = sorted(day(p.name) for p in (root / PERFORMANCE).iterdir() if p.is_dir() and _DATE.match(p.name))
+    days = sorted(day(p.name) for p in (root / PERFORMANCE).iterdir() if p.is_dir() and DATED_FOLDER.match(p.name))
     return f"{days[0]} to {days[-1]}"
 
 
@@ -508,6 +426,7 @@ def results_index(root: Path = ROOT) -> str:
 SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (README, "performance"): performance_table,
     (INDEX, "index"): results_index,
+    (GROUNDED_PAGE, "reading"): grounded_table,
 }
 """(file, section name) -> the function that renders the section from the JSON under a root."""
 

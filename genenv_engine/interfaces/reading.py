@@ -1,0 +1,151 @@
+"""A study's pre-registered reading rule applied to its run records, rendered as the verdict table of its page.
+
+The rule every smol-l34 plan fixes before its runs: arm A beats control B when A − B at the last epoch, on the same
+re-scored held-out tasks, is at least `MIN_DIFFERENCE` and above 2 paired SE on every seed read; where the seeds
+split, a further seed decides. A pair is refused, not read, when the two runs' epoch-0 agents answered any of those
+tasks differently (their difference would include the epoch-0 agents'), and waits while either record is missing or
+lacks the re-score. `pair` reads one arm × seed pair, `verdict` the seeds of one comparison, `grounded_table` the
+grounded-reward study's table. It reads only JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from genenv_engine.experiments.stats import paired_change
+from genenv_engine.interfaces.figure_text import bare, signed
+
+MIN_DIFFERENCE = 0.03
+"""The smallest difference the rule counts as a win, on top of 2 paired SE."""
+RESCORE = "400"
+"""The re-score every pair is read on: the first 400 held-out tasks."""
+BENCHMARK = "bfcl"
+
+SMOL_L34 = "docs/results/smol-l34"
+GROUNDED_PAGE = f"{SMOL_L34}/grounded/README.md"
+_STUDY = f"{SMOL_L34}/grounded/records"
+_COMMITTED = {"trained": f"{SMOL_L34}/genenv20/records", "static": f"{SMOL_L34}/genenv20/records"}
+"""The committed records the study reads where it has no run of its own: genenv20's `trained` and `static`."""
+LABELS = {"off": "off(20)"}
+"""How the table names an arm whose bench name is not the one the pages use."""
+GROUNDED_COMPARISONS = (
+    ("grounded", "frozen"), ("grounded", "off"), ("grounded", "trained"), ("grounded", "static"),
+    ("grounded", "controller"), ("controller", "trained"), ("controller", "frozen"), ("controller", "unseen"),
+)
+"""The study's comparisons, A − B: the grounded simulator against each control, the controller against its three."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One seed's A − B: the difference and its paired SE at the last epoch, or why it is not read."""
+
+    diff: float | None = None
+    se: float | None = None
+    epoch0_differ: int = 0
+    tasks: int = 0
+    missing: str | None = None
+
+    @property
+    def read(self) -> bool:
+        return self.missing is None and self.epoch0_differ == 0
+
+    @property
+    def passes(self) -> bool:
+        """Whether this seed counts as a win for A.
+
+        >>> Pair(0.03, 0.014, tasks=400).passes, Pair(0.05, 0.03, tasks=400).passes, Pair(0.04, 0.01, 1, 400).passes
+        (True, False, False)
+        """
+        return self.read and self.diff is not None and self.se is not None and \
+            round(self.diff, 4) >= MIN_DIFFERENCE and self.diff > 2 * self.se
+
+    def text(self) -> str:
+        """The table cell: the difference (paired SE), bold when it passes.
+
+        >>> Pair(0.135, 0.0201, tasks=400).text(), Pair(missing="no record yet").text()
+        ('**+0.135 (.020)**', 'no record yet')
+        >>> Pair(0.025, 0.016, 2, 400).text()
+        '+0.025 (.016), refused: epoch-0 answers differ on 2 of 400'
+        """
+        if self.missing is not None:
+            return self.missing
+        assert self.diff is not None and self.se is not None
+        body = f"{signed(self.diff)} ({bare(self.se)})"
+        if self.epoch0_differ:
+            return f"{body}, refused: epoch-0 answers differ on {self.epoch0_differ} of {self.tasks}"
+        return f"**{body}**" if self.passes else body
+
+
+def _answers(path: Path) -> tuple[str, str] | None:
+    """A record's epoch-0 and last-epoch answers on the re-scored tasks, or None without that re-score."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    by_epoch = (record.get("rescored") or {}).get(RESCORE)
+    if not by_epoch:
+        return None
+    last = max(by_epoch, key=int)
+    return by_epoch["0"][BENCHMARK], by_epoch[last][BENCHMARK]
+
+
+def pair(a: Path, b: Path) -> Pair:
+    """A − B on the re-scored tasks from two run records."""
+    answers = {}
+    for name, path in (("a", a), ("b", b)):
+        got = _answers(path)
+        if got is None:
+            return Pair(missing="no record yet" if not path.is_file() else "waiting for the re-score")
+        answers[name] = got
+    (a0, a_last), (b0, b_last) = answers["a"], answers["b"]
+    result = paired_change(b_last, a_last)
+    assert result is not None and len(a0) == len(b0), (a, b)
+    return Pair(result[0], result[1], sum(x != y for x, y in zip(a0, b0, strict=True)), len(a0))
+
+
+def verdict(a: str, b: str, pairs: list[Pair]) -> str:
+    """The rule's answer over the seeds read so far.
+
+    >>> win, flat = Pair(0.05, 0.01, tasks=400), Pair(0.01, 0.01, tasks=400)
+    >>> verdict("grounded", "frozen", [win, win]), verdict("grounded", "frozen", [flat, flat])
+    ('`grounded` beats `frozen`', '`grounded` does not beat `frozen`')
+    >>> verdict("a", "b", [win, flat]), verdict("a", "b", [win, Pair(missing="no record yet")])
+    ('split: a third seed decides', 'not yet read')
+    >>> verdict("a", "b", [Pair(0.05, 0.01, 2, 400), win])
+    'not read: a pair is refused'
+    """
+    if any(p.missing for p in pairs):
+        return "not yet read"
+    if not all(p.read for p in pairs):
+        return "not read: a pair is refused"
+    wins = sum(p.passes for p in pairs)
+    if wins == len(pairs):
+        return f"`{a}` beats `{b}`"
+    if wins == 0:
+        return f"`{a}` does not beat `{b}`"
+    return "split: a third seed decides"
+
+
+def record(root: Path, arm: str, seed: int) -> Path:
+    """Where the grounded study reads ``arm`` × ``seed``: its own run (made on the study's code) where there is one,
+    else the committed record of that arm."""
+    own = root / _STUDY / f"{arm}-s{seed}.json"
+    return own if own.is_file() or arm not in _COMMITTED else root / _COMMITTED[arm] / f"{arm}-s{seed}.json"
+
+
+def grounded_pairs(root: Path, seeds: tuple[int, ...] = (0, 1)) -> list[tuple[str, str, list[Pair]]]:
+    """Every comparison of the grounded study with its seeds' pairs."""
+    return [(a, b, [pair(record(root, a, s), record(root, b, s)) for s in seeds]) for a, b in GROUNDED_COMPARISONS]
+
+
+def grounded_table(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
+    """The grounded study's verdict table (Markdown), read from its run records."""
+    head = "| A − B | " + " | ".join(f"seed {s}" for s in seeds) + " | seeds that pass | reading |"
+    lines = [head, "|" + "---|" * (len(seeds) + 3)]
+    for a, b, pairs in grounded_pairs(root, seeds):
+        cells = " | ".join(p.text() for p in pairs)
+        wins = sum(p.passes for p in pairs)
+        a_name, b_name = LABELS.get(a, a), LABELS.get(b, b)
+        lines.append(f"| `{a_name}` − `{b_name}` | {cells} | {wins} of {len(pairs)} | {verdict(a_name, b_name, pairs)} |")
+    return "\n".join(lines)

@@ -1,0 +1,68 @@
+"""The grounded study's verdict table: each pair read from two run records on the same re-scored tasks, refused when
+the epoch-0 agents answered differently, waiting while a record or its re-score is missing, and the plan's rule
+applied over the seeds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from genenv_engine.interfaces import figures, reading
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _record(path: Path, e0: str, e8: str | None = None, rescored: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"rescored": {"400": {"0": {"bfcl": e0}, "8": {"bfcl": e8 if e8 is not None else e0}}}} if rescored else {}
+    path.write_text(json.dumps(body))
+    return path
+
+
+def test_a_pair_is_the_paired_difference_at_the_last_epoch(tmp_path):
+    a = _record(tmp_path / "a.json", "0000", "1110")
+    b = _record(tmp_path / "b.json", "0000", "1000")
+    got = reading.pair(a, b)
+    assert (got.diff, got.epoch0_differ, got.tasks, got.read) == (0.5, 0, 4, True)
+    assert round(got.se, 4) == 0.2887  # sd of (0, 1, 1, 0) over sqrt(4)
+
+
+def test_epoch0_answers_that_differ_refuse_the_pair_even_when_it_would_pass(tmp_path):
+    a = _record(tmp_path / "a.json", "0" * 100, "1" * 100)
+    b = _record(tmp_path / "b.json", "1" + "0" * 99, "0" * 100)
+    got = reading.pair(a, b)
+    assert got.diff == 1.0 and got.epoch0_differ == 1 and not got.passes
+    assert got.text().endswith("refused: epoch-0 answers differ on 1 of 100")
+    assert reading.verdict("a", "b", [got, got]) == "not read: a pair is refused"
+
+
+def test_a_missing_record_or_rescore_waits(tmp_path):
+    a = _record(tmp_path / "a.json", "01")
+    assert reading.pair(a, tmp_path / "none.json").missing == "no record yet"
+    b = _record(tmp_path / "b.json", "01", rescored=False)
+    assert reading.pair(a, b).missing == "waiting for the re-score"
+
+
+def test_the_rule_needs_the_difference_and_two_se_on_every_seed():
+    small = reading.Pair(0.02, 0.001, tasks=400)  # above 2 SE, under +0.03
+    noisy = reading.Pair(0.06, 0.031, tasks=400)  # above +0.03, under 2 SE
+    win = reading.Pair(0.06, 0.02, tasks=400)
+    assert not small.passes and not noisy.passes and win.passes
+    assert reading.verdict("x", "y", [win, win]) == "`x` beats `y`"
+    assert reading.verdict("x", "y", [small, noisy]) == "`x` does not beat `y`"
+    assert reading.verdict("x", "y", [win, noisy]) == "split: a third seed decides"
+
+
+def test_the_study_reads_its_own_rerun_before_the_committed_record(tmp_path):
+    committed = reading.record(tmp_path, "trained", 0)
+    assert committed == tmp_path / "docs/results/smol-l34/genenv20/records/trained-s0.json"
+    own = _record(tmp_path / "docs/results/smol-l34/grounded/records/trained-s0.json", "0")
+    assert reading.record(tmp_path, "trained", 0) == own
+    assert reading.record(tmp_path, "grounded", 1).parent.name == "records"
+
+
+def test_the_committed_table_reads_the_seed0_records():
+    rows = {line.split(" | ")[0]: line for line in reading.grounded_table(ROOT).splitlines()}
+    assert "**+0.135 (.020)**" in rows["| `grounded` − `off(20)`"]  # 0.715 against 0.580 on the same 400 tasks
+    assert rows["| `grounded` − `frozen`"].split(" | ")[1] == "+0.015 (.012)"
+    assert f"{reading.GROUNDED_PAGE}#reading" not in figures.stale(ROOT)
