@@ -2,10 +2,10 @@
 per test run (shared by the pytest-xdist workers, which take the engine's own cache locks), SmolLM2 converted once a
 run, and torch threads that share the cores.
 
-Run alone, a test process uses two torch threads. Under pytest-xdist (``make test`` runs ``-n auto``) the
-workers split the machine's cores between them: each gets ``cores // workers`` threads (at least one), and a
-run's own ``model.threads`` setting is capped at that share, so two workers on two cores do not each start two
-busy OpenMP threads.
+Run alone, a test process uses two torch threads. Under pytest-xdist (``make test`` runs one worker more than
+the cores) the workers split the machine's cores between them: each gets ``cores // workers`` threads (at least
+one), and a run's own ``model.threads`` setting is capped at that share, so the workers on two cores do not each
+start two busy OpenMP threads.
 """
 
 from __future__ import annotations
