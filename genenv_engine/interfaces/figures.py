@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
-from genenv_engine.interfaces.figure_text import DATED_FOLDER, bare, day, joined, minutes, rounded, seed_spread, signed, thousands
+from genenv_engine.interfaces.figure_text import (DATED_FOLDER, bare, day, joined, minutes, rounded, seed_spread,
+                                                   signed, thousands)
 from genenv_engine.interfaces.generated import generated_main
-from genenv_engine.interfaces.reading import GROUNDED_PAGE, grounded_table
+from genenv_engine.interfaces.reading import GROUNDED_PAGE, grounded_finding, grounded_table
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = "docs/results"
@@ -398,6 +399,8 @@ def index_rows(root: Path = ROOT) -> list[tuple[str, str]]:
         ("[smol-l34](smol-l34/README.md): L4 in the training mix", _smol_l34(root)),
         ("[smol-l34 at N = 20, the GenEnv arms](smol-l34/genenv20/README.md) (seeds 0 and 1: every verdict fixed)",
          _genenv20(root)),
+        ("[smol-l34 at N = 20, a grounded simulator reward](smol-l34/grounded/README.md): the simulator rewarded by "
+         "the agent's measured progress, and the procedural controller", grounded_finding(root)),
         ("[chain](chain/README.md): a benchmark where the target level needs the levels below it, with "
          "difficulty-sampler arms", _chain(root)),
         ("[five](five/README.md): the paper's five benchmarks at once",

@@ -147,5 +147,31 @@ def grounded_table(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
         cells = " | ".join(p.text() for p in pairs)
         wins = sum(p.passes for p in pairs)
         a_name, b_name = LABELS.get(a, a), LABELS.get(b, b)
-        lines.append(f"| `{a_name}` − `{b_name}` | {cells} | {wins} of {len(pairs)} | {verdict(a_name, b_name, pairs)} |")
+        answer = verdict(a_name, b_name, pairs)
+        lines.append(f"| `{a_name}` − `{b_name}` | {cells} | {wins} of {len(pairs)} | {answer} |")
     return "\n".join(lines)
+
+
+def _short(p: Pair) -> str:
+    """A pair as the results index lists it: the difference, ⚠ when refused, … while it waits.
+
+    >>> _short(Pair(0.015, 0.012, tasks=400)), _short(Pair(0.02, 0.01, 2, 400)), _short(Pair(missing="no record yet"))
+    ('+0.015', '+0.020 ⚠', '…')
+    """
+    if p.missing is not None or p.diff is None:
+        return "…"
+    return signed(p.diff) + (" ⚠" if p.epoch0_differ else "")
+
+
+def grounded_finding(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
+    """The results index's cell for the grounded study: each comparison's difference per seed, then the rule's
+    answers once every pair is read (until then, that the runs are under way)."""
+    rows = grounded_pairs(root, seeds)
+    listed = "; ".join(f"{LABELS.get(a, a)} − {LABELS.get(b, b)} {' / '.join(_short(p) for p in pairs)}"
+                       for a, b, pairs in rows)
+    if any(p.missing for _, _, pairs in rows for p in pairs):
+        return (f"seeds {' / '.join(str(s) for s in seeds)} on 400 tasks: {listed} (… runs under way; ⚠ refused: "
+                "epoch-0 agents differ); read when every pair is in")
+    answers = "; ".join(verdict(LABELS.get(a, a), LABELS.get(b, b), pairs) for a, b, pairs in rows)
+    return (f"seeds {' / '.join(str(s) for s in seeds)} on 400 tasks: {listed} (⚠ refused: epoch-0 agents differ). "
+            f"By the plan's rule: {answers}")

@@ -66,3 +66,23 @@ def test_the_committed_table_reads_the_seed0_records():
     assert "**+0.135 (.020)**" in rows["| `grounded` − `off(20)`"]  # 0.715 against 0.580 on the same 400 tasks
     assert rows["| `grounded` − `frozen`"].split(" | ")[1] == "+0.015 (.012)"
     assert f"{reading.GROUNDED_PAGE}#reading" not in figures.stale(ROOT)
+
+
+def test_the_index_cell_waits_for_every_pair_then_gives_the_rule(tmp_path):
+    base = tmp_path / "docs/results/smol-l34"
+    for arm in ("grounded", "controller", "frozen", "off", "unseen", "trained", "static"):
+        for seed in (0, 1):
+            wins = {"grounded": 30, "controller": 10}.get(arm, 0)  # of 100 tasks, all wrong at epoch 0
+            _record(base / "grounded/records" / f"{arm}-s{seed}.json", "0" * 100, "1" * wins + "0" * (100 - wins))
+    cell = reading.grounded_finding(tmp_path)
+    assert "grounded − frozen +0.300 / +0.300" in cell and "By the plan's rule: `grounded` beats `frozen`" in cell
+    assert "`controller` does not beat `unseen`" not in cell and "`controller` beats `unseen`" in cell
+    (base / "grounded/records/off-s1.json").unlink()
+    cell = reading.grounded_finding(tmp_path)
+    assert "grounded − off(20) +0.300 / …" in cell and "runs under way" in cell and "By the plan's rule" not in cell
+
+
+def test_the_committed_index_cell_lists_seed0():
+    cell = dict(figures.index_rows(ROOT))
+    finding = next(v for k, v in cell.items() if k.startswith("[smol-l34 at N = 20, a grounded"))
+    assert finding.startswith("seeds 0 / 1 on 400 tasks: grounded − frozen +0.015 / ")
