@@ -3,7 +3,7 @@
 Three Markdown sections are rendered here and typed nowhere else: the README's performance table
 (`performance_table`, from the speed benchmarks' JSON under ``docs/results/performance/<date>/``), the rows of
 the results index, ``docs/results/README.md`` (`results_index`, from the studies' run records and JSON), and the
-grounded-reward study's verdict table (`genenv_engine.interfaces.reading.grounded_table`, from its run records). Where a
+grounded-reward study's verdict table (`genenv_engine.interfaces.reading.grounded_table`, from its records). Where a
 benchmark's file exists in several dated folders, the newest folder is the source and the older ones are cited
 with their date (`dated`). A study whose finding has no JSON source gets a cell without figures that links to its
 page. Each section sits in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites

@@ -4,8 +4,8 @@ The rule every smol-l34 plan fixes before its runs: arm A beats control B when A
 re-scored held-out tasks, is at least `MIN_DIFFERENCE` and above 2 paired SE on every seed read; where the seeds
 split, a further seed decides. A pair is refused, not read, when the two runs' epoch-0 agents answered any of those
 tasks differently (their difference would include the epoch-0 agents'), and waits while either record is missing or
-lacks the re-score. `pair` reads one arm × seed pair, `verdict` the seeds of one comparison, `grounded_table` the
-grounded-reward study's table. It reads only JSON.
+lacks the re-score. `pair` reads one arm × seed pair, `verdict` the seeds of one comparison, `grounded_table` and
+`grounded_finding` the grounded-reward study's table and results-index cell. It reads only JSON.
 """
 
 from __future__ import annotations
