@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m genenv_engine.interfaces.figures [--check] [--root DIR]``: regenerate, or check, the sections."""
     return generated_main(argv, module="genenv_engine.interfaces.figures", description=__doc__.splitlines()[0],
                           root=ROOT, stale=stale, write=write, make="figures",
-                          current="the README's and the results index's figures are up to date")
+                          current="every generated figure (README, results index, study pages) is up to date")
 
 if __name__ == "__main__":
     sys.exit(main())
