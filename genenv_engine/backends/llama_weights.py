@@ -14,6 +14,7 @@ loaded state dict); a write that bypasses them (``p.data``, a fused optimizer st
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import NamedTuple
 
@@ -105,9 +106,16 @@ def pair_rows(weight: torch.Tensor, head_dim: int) -> torch.Tensor:
     >>> pair_rows(torch.arange(8.0)[:, None], 4).flatten().tolist()
     [0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0]
     """
-    half = head_dim // 2
-    order = torch.tensor([j for i in range(half) for j in (i, i + half)], device=weight.device)
+    order = _pair_order(head_dim, weight.device)
     return weight.view(-1, head_dim, weight.shape[-1])[:, order].reshape(weight.shape)
+
+
+@functools.lru_cache(maxsize=8)
+def _pair_order(head_dim: int, device: torch.device) -> torch.Tensor:
+    """The row order within a head that puts rotary pairs side by side (made once per head size and device: the
+    fused forward pairs LoRA B rows on every call)."""
+    half = head_dim // 2
+    return torch.tensor([j for i in range(half) for j in (i, i + half)], device=device)
 
 
 def serves(model) -> bool:

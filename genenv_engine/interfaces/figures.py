@@ -26,7 +26,7 @@ from genenv_engine.experiments.stats import paired_change
 from genenv_engine.interfaces.figure_text import (DATED_FOLDER, bare, day, joined, minutes, rounded, seed_spread,
                                                    signed, thousands)
 from genenv_engine.interfaces.generated import generated_main
-from genenv_engine.interfaces.reading import GROUNDED_PAGE, grounded_finding, grounded_table
+from genenv_engine.interfaces.reading import GROUNDED_PAGE, answers, grounded_finding, grounded_table
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = "docs/results"
@@ -79,10 +79,9 @@ def _goal(data: dict[str, Any], name: str) -> dict[str, Any]:
 def held_out(root: Path, rel: str, benchmark: str = "bfcl") -> tuple[str, str]:
     """A run record's 0/1 held-out string at epoch 0 and at its last epoch: the largest re-score when the record
     has one, else the run's own held-out sample."""
-    record = load(root, rel)
-    by_epoch = record["rescored"][max(record["rescored"], key=int)] if record.get("rescored") else record["correct"]
-    last = max(by_epoch, key=int)
-    return by_epoch["0"][benchmark], by_epoch[last][benchmark]
+    found = answers(load(root, rel), benchmark=benchmark)
+    assert found is not None
+    return found
 
 
 def change(root: Path, rel: str) -> tuple[float, float]:

@@ -78,27 +78,34 @@ class Pair:
         return f"**{body}**" if self.passes else body
 
 
-def _answers(path: Path) -> tuple[str, str] | None:
-    """A record's epoch-0 and last-epoch answers on the re-scored tasks, or None without that re-score."""
-    if not path.is_file():
-        return None
-    record = json.loads(path.read_text())
-    by_epoch = (record.get("rescored") or {}).get(RESCORE)
-    if not by_epoch:
-        return None
+def answers(record: dict, rescore: str | None = None, benchmark: str = BENCHMARK) -> tuple[str, str] | None:
+    """A run record's 0/1 held-out answers at epoch 0 and at its last epoch: on the re-score of ``rescore`` tasks
+    (None without it), or, with ``rescore`` None, on its largest re-score, else on the run's own held-out sample.
+
+    >>> r = {"correct": {"0": {"bfcl": "01"}, "8": {"bfcl": "11"}}}
+    >>> answers(r), answers(r, "400"), answers({**r, "rescored": {"400": {"0": {"bfcl": "0"}, "8": {"bfcl": "1"}}}})
+    (('01', '11'), None, ('0', '1'))
+    """
+    rescored = record.get("rescored") or {}
+    if rescore is None:
+        by_epoch = rescored[max(rescored, key=int)] if rescored else record["correct"]
+    else:
+        by_epoch = rescored.get(rescore)
+        if not by_epoch:
+            return None
     last = max(by_epoch, key=int)
-    return by_epoch["0"][BENCHMARK], by_epoch[last][BENCHMARK]
+    return by_epoch["0"][benchmark], by_epoch[last][benchmark]
 
 
 def pair(a: Path, b: Path) -> Pair:
     """A − B on the re-scored tasks from two run records."""
-    answers = {}
-    for name, path in (("a", a), ("b", b)):
-        got = _answers(path)
+    found = []
+    for path in (a, b):
+        got = answers(json.loads(path.read_text()), RESCORE) if path.is_file() else None
         if got is None:
             return Pair(missing="no record yet" if not path.is_file() else "waiting for the re-score")
-        answers[name] = got
-    (a0, a_last), (b0, b_last) = answers["a"], answers["b"]
+        found.append(got)
+    (a0, a_last), (b0, b_last) = found
     result = paired_change(b_last, a_last)
     assert result is not None and len(a0) == len(b0), (a, b)
     return Pair(result[0], result[1], sum(x != y for x, y in zip(a0, b0, strict=True)), len(a0))
@@ -135,8 +142,9 @@ def record(root: Path, arm: str, seed: int) -> Path:
 
 
 def grounded_pairs(root: Path, seeds: tuple[int, ...] = (0, 1)) -> list[tuple[str, str, list[Pair]]]:
-    """Every comparison of the grounded study with its seeds' pairs."""
-    return [(a, b, [pair(record(root, a, s), record(root, b, s)) for s in seeds]) for a, b in GROUNDED_COMPARISONS]
+    """Every comparison of the grounded study, by the names the pages use, with its seeds' pairs."""
+    return [(LABELS.get(a, a), LABELS.get(b, b), [pair(record(root, a, s), record(root, b, s)) for s in seeds])
+            for a, b in GROUNDED_COMPARISONS]
 
 
 def grounded_table(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
@@ -146,9 +154,7 @@ def grounded_table(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
     for a, b, pairs in grounded_pairs(root, seeds):
         cells = " | ".join(p.text() for p in pairs)
         wins = sum(p.passes for p in pairs)
-        a_name, b_name = LABELS.get(a, a), LABELS.get(b, b)
-        answer = verdict(a_name, b_name, pairs)
-        lines.append(f"| `{a_name}` − `{b_name}` | {cells} | {wins} of {len(pairs)} | {answer} |")
+        lines.append(f"| `{a}` − `{b}` | {cells} | {wins} of {len(pairs)} | {verdict(a, b, pairs)} |")
     return "\n".join(lines)
 
 
@@ -167,11 +173,10 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
     """The results index's cell for the grounded study: each comparison's difference per seed, then the rule's
     answers once every pair is read (until then, that the runs are under way)."""
     rows = grounded_pairs(root, seeds)
-    listed = "; ".join(f"{LABELS.get(a, a)} − {LABELS.get(b, b)} {' / '.join(_short(p) for p in pairs)}"
-                       for a, b, pairs in rows)
+    listed = "; ".join(f"{a} − {b} {' / '.join(_short(p) for p in pairs)}" for a, b, pairs in rows)
     if any(p.missing for _, _, pairs in rows for p in pairs):
         return (f"seeds {' / '.join(str(s) for s in seeds)} on 400 tasks: {listed} (… runs under way; ⚠ refused: "
                 "epoch-0 agents differ); read when every pair is in")
-    answers = "; ".join(verdict(LABELS.get(a, a), LABELS.get(b, b), pairs) for a, b, pairs in rows)
+    rule = "; ".join(verdict(a, b, pairs) for a, b, pairs in rows)
     return (f"seeds {' / '.join(str(s) for s in seeds)} on 400 tasks: {listed} (⚠ refused: epoch-0 agents differ). "
-            f"By the plan's rule: {answers}")
+            f"By the plan's rule: {rule}")
