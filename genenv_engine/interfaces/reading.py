@@ -111,8 +111,15 @@ def pair(a: Path, b: Path) -> Pair:
     return Pair(result[0], result[1], sum(x != y for x, y in zip(a0, b0, strict=True)), len(a0))
 
 
+def third_needed(pairs: list[Pair]) -> bool:
+    """Whether seeds 0 and 1 were both read and split (one passes, one does not), so a third seed decides."""
+    first = pairs[:2]
+    return len(first) == 2 and all(p.read for p in first) and sum(p.passes for p in first) == 1
+
+
 def verdict(a: str, b: str, pairs: list[Pair]) -> str:
-    """The rule's answer over the seeds read so far.
+    """The rule's answer over the seeds read so far: seeds 0 and 1 decide when they agree; when they split, a third
+    seed (``pairs[2]``) decides, 2 of 3.
 
     >>> win, flat = Pair(0.05, 0.01, tasks=400), Pair(0.01, 0.01, tasks=400)
     >>> verdict("grounded", "frozen", [win, win]), verdict("grounded", "frozen", [flat, flat])
@@ -121,17 +128,27 @@ def verdict(a: str, b: str, pairs: list[Pair]) -> str:
     ('split: a third seed decides', 'not yet read')
     >>> verdict("a", "b", [Pair(0.05, 0.01, 2, 400), win])
     'not read: a pair is refused'
+    >>> verdict("a", "b", [win, flat, win]), verdict("a", "b", [win, flat, flat])
+    ('`a` beats `b` on 2 of 3 seeds', '`a` does not beat `b` (1 of 3 seeds)')
     """
-    if any(p.missing for p in pairs):
+    first = pairs[:2]
+    if any(p.missing for p in first):
         return "not yet read"
-    if not all(p.read for p in pairs):
+    if not all(p.read for p in first):
         return "not read: a pair is refused"
-    wins = sum(p.passes for p in pairs)
-    if wins == len(pairs):
-        return f"`{a}` beats `{b}`"
-    if wins == 0:
-        return f"`{a}` does not beat `{b}`"
-    return "split: a third seed decides"
+    if not third_needed(pairs):
+        return f"`{a}` beats `{b}`" if all(p.passes for p in first) else f"`{a}` does not beat `{b}`"
+    third = pairs[2] if len(pairs) > 2 else None
+    if third is None or third.missing:
+        return "split: a third seed decides"
+    if not third.read:
+        return "not read: a pair is refused"
+    return f"`{a}` beats `{b}` on 2 of 3 seeds" if third.passes else f"`{a}` does not beat `{b}` (1 of 3 seeds)"
+
+
+def counted(pairs: list[Pair]) -> list[Pair]:
+    """The seeds the rule reads: 0 and 1, and the third where they split."""
+    return pairs if third_needed(pairs) else pairs[:2]
 
 
 def record(root: Path, arm: str, seed: int) -> Path:
@@ -141,20 +158,33 @@ def record(root: Path, arm: str, seed: int) -> Path:
     return own if own.is_file() or arm not in _COMMITTED else root / _COMMITTED[arm] / f"{arm}-s{seed}.json"
 
 
-def grounded_pairs(root: Path, seeds: tuple[int, ...] = (0, 1)) -> list[tuple[str, str, list[Pair]]]:
+SEEDS = (0, 1, 2)
+"""The seeds the grounded study reads: 0 and 1 for every comparison, 2 where they split."""
+
+
+def grounded_pairs(root: Path, seeds: tuple[int, ...] = SEEDS) -> list[tuple[str, str, list[Pair]]]:
     """Every comparison of the grounded study, by the names the pages use, with its seeds' pairs."""
     return [(LABELS.get(a, a), LABELS.get(b, b), [pair(record(root, a, s), record(root, b, s)) for s in seeds])
             for a, b in GROUNDED_COMPARISONS]
 
 
-def grounded_table(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
+def _cell(pairs: list[Pair], i: int) -> str:
+    """Seed ``i``'s cell: seeds 0 and 1 always; a third seed only where they split ("not needed" where they
+    agree, "—" while they are not both read)."""
+    if i < 2 or third_needed(pairs):
+        return pairs[i].text()
+    return "not needed" if all(p.read for p in pairs[:2]) else "—"
+
+
+def grounded_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     """The grounded study's verdict table (Markdown), read from its run records."""
     head = "| A − B | " + " | ".join(f"seed {s}" for s in seeds) + " | seeds that pass | reading |"
     lines = [head, "|" + "---|" * (len(seeds) + 3)]
     for a, b, pairs in grounded_pairs(root, seeds):
-        cells = " | ".join(p.text() for p in pairs)
-        wins = sum(p.passes for p in pairs)
-        lines.append(f"| `{a}` − `{b}` | {cells} | {wins} of {len(pairs)} | {verdict(a, b, pairs)} |")
+        cells = " | ".join(_cell(pairs, i) for i in range(len(seeds)))
+        read = [p for p in counted(pairs) if p.missing is None]
+        wins = sum(p.passes for p in read)
+        lines.append(f"| `{a}` − `{b}` | {cells} | {wins} of {len(read)} | {verdict(a, b, pairs)} |")
     return "\n".join(lines)
 
 
@@ -169,14 +199,15 @@ def _short(p: Pair) -> str:
     return signed(p.diff) + (" ⚠" if p.epoch0_differ else "")
 
 
-def grounded_finding(root: Path, seeds: tuple[int, ...] = (0, 1)) -> str:
-    """The results index's cell for the grounded study: each comparison's difference per seed, then the rule's
-    answers once every pair is read (until then, that the runs are under way)."""
+def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
+    """The results index's cell for the grounded study: each comparison's difference on the seeds the rule reads,
+    then the rule's answers once every pair is read (until then, that the runs are under way)."""
     rows = grounded_pairs(root, seeds)
-    listed = "; ".join(f"{a} − {b} {' / '.join(_short(p) for p in pairs)}" for a, b, pairs in rows)
-    if any(p.missing for _, _, pairs in rows for p in pairs):
-        return (f"seeds {' / '.join(str(s) for s in seeds)} on 400 tasks: {listed} (… runs under way; ⚠ refused: "
+    listed = "; ".join(f"{a} − {b} {' / '.join(_short(p) for p in counted(pairs))}" for a, b, pairs in rows)
+    if any(p.missing for _, _, pairs in rows for p in counted(pairs)) or \
+            any(verdict(a, b, pairs).startswith("split") for a, b, pairs in rows):
+        return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (… runs under way; ⚠ refused: "
                 "epoch-0 agents differ); read when every pair is in")
     rule = "; ".join(verdict(a, b, pairs) for a, b, pairs in rows)
-    return (f"seeds {' / '.join(str(s) for s in seeds)} on 400 tasks: {listed} (⚠ refused: epoch-0 agents differ). "
+    return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (⚠ refused: epoch-0 agents differ). "
             f"By the plan's rule: {rule}")

@@ -53,6 +53,34 @@ def test_the_rule_needs_the_difference_and_two_se_on_every_seed():
     assert reading.verdict("x", "y", [win, noisy]) == "split: a third seed decides"
 
 
+def test_a_split_is_decided_by_the_third_seed_two_of_three():
+    win, flat = reading.Pair(0.06, 0.02, tasks=400), reading.Pair(0.0, 0.02, tasks=400)
+    waiting, refused = reading.Pair(missing="no record yet"), reading.Pair(0.06, 0.02, 1, 400)
+    assert reading.verdict("x", "y", [win, flat, win]) == "`x` beats `y` on 2 of 3 seeds"
+    assert reading.verdict("x", "y", [flat, win, flat]) == "`x` does not beat `y` (1 of 3 seeds)"
+    assert reading.verdict("x", "y", [win, flat, waiting]) == "split: a third seed decides"
+    assert reading.verdict("x", "y", [win, flat, refused]) == "not read: a pair is refused"
+    # seeds 0 and 1 that agree are the answer: a third seed neither changes nor is needed for it
+    assert reading.verdict("x", "y", [flat, flat, win]) == "`x` does not beat `y`"
+    assert reading.third_needed([win, flat]) and not reading.third_needed([win, win])
+    assert not reading.third_needed([win, waiting]) and not reading.third_needed([win, refused])
+
+
+def test_the_table_shows_seed2_only_where_seeds_0_and_1_split(tmp_path):
+    base = tmp_path / "docs/results/smol-l34/grounded/records"
+    for arm, wins in (("grounded", (30, 30)), ("frozen", (0, 0)), ("controller", (30, 0, 30))):
+        for seed, n in enumerate(wins):
+            _record(base / f"{arm}-s{seed}.json", "0" * 100, "1" * n + "0" * (100 - n))
+    _record(base / "frozen-s2.json", "0" * 100)
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in reading.grounded_table(tmp_path).splitlines()}
+    assert rows["| `grounded` − `frozen`"][1:] == ["**+0.300 (.046)**"] * 2 + ["not needed", "2 of 2",
+                                                                              "`grounded` beats `frozen` |"]
+    assert rows["| `controller` − `frozen`"][1:] == ["**+0.300 (.046)**", "+0.000 (.000)", "**+0.300 (.046)**",
+                                                    "2 of 3", "`controller` beats `frozen` on 2 of 3 seeds |"]
+    assert rows["| `grounded` − `controller`"][3:] == ["no record yet", "1 of 2", "split: a third seed decides |"]
+    assert rows["| `grounded` − `off(20)`"][3] == "—"  # seeds 0 and 1 not both read yet
+
+
 def test_the_study_reads_its_own_rerun_before_the_committed_record(tmp_path):
     committed = reading.record(tmp_path, "trained", 0)
     assert committed == tmp_path / "docs/results/smol-l34/genenv20/records/trained-s0.json"
@@ -85,4 +113,4 @@ def test_the_index_cell_waits_for_every_pair_then_gives_the_rule(tmp_path):
 def test_the_committed_index_cell_lists_seed0():
     cell = dict(figures.index_rows(ROOT))
     finding = next(v for k, v in cell.items() if k.startswith("[smol-l34 at N = 20, a grounded"))
-    assert finding.startswith("seeds 0 / 1 on 400 tasks: grounded − frozen +0.015 / ")
+    assert finding.startswith("seeds 0 / 1 (and 2 where they split) on 400 tasks: grounded − frozen +0.015 / ")
