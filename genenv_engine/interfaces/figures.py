@@ -1,15 +1,15 @@
 """Published figures, generated from the JSON and run records under ``docs/results/``.
 
-Three Markdown sections are rendered here and typed nowhere else: the README's performance table
-(`performance_table`, from the speed benchmarks' JSON under ``docs/results/performance/<date>/``), the rows of
-the results index, ``docs/results/README.md`` (`results_index`, from the studies' run records and JSON), and the
-grounded-reward study's verdict table (`genenv_engine.interfaces.reading.grounded_table`, from its records). Where a
-benchmark's file exists in several dated folders, the newest folder is the source and the older ones are cited
-with their date (`dated`). A study whose finding has no JSON source gets a cell without figures that links to its
-page. Each section sits in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites
-the sections under a repository root, `stale` names those whose committed text differs from what the JSON gives
-now. ``python -m genenv_engine.interfaces.figures`` (``make figures``) regenerates them and ``--check`` exits 1 naming
-the stale ones. It reads only JSON: no torch, no training code.
+Four Markdown sections are rendered here and typed nowhere else: the README's performance table (`performance_table`,
+from the speed benchmarks' JSON under ``docs/results/performance/<date>/``), the rows of the results index,
+``docs/results/README.md`` (`results_index`, from the studies' run records and JSON), and the grounded-reward study's
+verdict table and the README's line on it (`genenv_engine.interfaces.reading.grounded_table`, `grounded_summary`,
+from its records). Where a benchmark's file exists in several dated folders, the newest folder is the source and the
+older ones are cited with their date (`dated`). A study whose finding has no JSON source gets a cell without figures
+that links to its page. Each section sits in its file between two marker comments (`begin_marker`, `end_marker`);
+`write` rewrites the sections under a repository root, `stale` names those whose committed text differs from what the
+JSON gives now. ``python -m genenv_engine.interfaces.figures`` (``make figures``) regenerates them and ``--check``
+exits 1 naming the stale ones. It reads only JSON: no torch, no training code.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from genenv_engine.experiments.stats import paired_change
 from genenv_engine.interfaces.figure_text import (DATED_FOLDER, bare, day, joined, minutes, rounded, seed_spread,
                                                    signed, thousands)
 from genenv_engine.interfaces.generated import generated_main
-from genenv_engine.interfaces.reading import GROUNDED_PAGE, answers, grounded_finding, grounded_table
+from genenv_engine.interfaces.reading import (GROUNDED_PAGE, answers, grounded_finding, grounded_summary,
+                                              grounded_table)
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = "docs/results"
@@ -427,6 +428,7 @@ def results_index(root: Path = ROOT) -> str:
 
 SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (README, "performance"): performance_table,
+    (README, "grounded"): grounded_summary,
     (INDEX, "index"): results_index,
     (GROUNDED_PAGE, "reading"): grounded_table,
 }

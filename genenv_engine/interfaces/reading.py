@@ -2,15 +2,17 @@
 
 The rule every smol-l34 plan fixes before its runs: arm A beats control B when A − B at the last epoch, on the same
 re-scored held-out tasks, is at least `MIN_DIFFERENCE` and above 2 paired SE on every seed read; where the seeds
-split, a further seed decides. A pair is refused, not read, when the two runs' epoch-0 agents answered any of those
+split, a third seed decides (2 of 3). A pair is refused, not read, when the two runs' epoch-0 agents answered any of those
 tasks differently (their difference would include the epoch-0 agents'), and waits while either record is missing or
-lacks the re-score. `pair` reads one arm × seed pair, `verdict` the seeds of one comparison, `grounded_table` and
-`grounded_finding` the grounded-reward study's table and results-index cell. It reads only JSON.
+lacks the re-score. `pair` reads one arm × seed pair, `verdict` the seeds of one comparison, `grounded_table`,
+`grounded_finding` and `grounded_summary` the grounded-reward study's table, results-index cell and README line. It
+reads only JSON.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,3 +213,36 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     rule = "; ".join(verdict(a, b, pairs) for a, b, pairs in rows)
     return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (⚠ refused: epoch-0 agents differ). "
             f"By the plan's rule: {rule}")
+
+
+def _decided(text: str) -> bool | None:
+    """A verdict as yes (beats), no (does not beat) or None (not read yet, split or refused)."""
+    if " does not beat " in text:
+        return False
+    return True if " beats " in text else None
+
+
+def grounded_summary(root: Path) -> str:
+    """The README's finding for the grounded study, one sentence from the rule's verdicts: whether training the
+    simulator on the grounded reward beats the same simulator frozen, and whether the procedural controller matches
+    the simulator (neither beats the other) or beats it."""
+    said = {(a, b): _decided(verdict(a, b, pairs)) for a, b, pairs in grounded_pairs(root)}
+    pays = said[("grounded", "frozen")]
+    if pays is None:
+        first = "whether the simulator trained on the agent's measured progress beats itself frozen is being measured"
+    else:
+        first = "trained on the agent's measured progress, the simulator " + \
+                ("beats itself frozen" if pays else "does not beat itself frozen")
+    beaten = [b for b in ("frozen", "trained") if said[("controller", b)]]
+    if beaten:
+        second = "a procedural controller beats the " + \
+                 ("frozen and trained simulators" if len(beaten) == 2 else f"{beaten[0]} simulator")
+    elif said[("grounded", "controller")]:
+        second = "it beats a procedural controller"
+    elif all(said[k] is False for k in (("controller", "frozen"), ("controller", "trained"),
+                                          ("grounded", "controller"))):
+        second = "a procedural controller matches it"
+    else:
+        second = "whether a procedural controller matches it is still open"
+    line = f"- **Grounded reward**: {first}; {second} ([grounded]({GROUNDED_PAGE}))."
+    return textwrap.fill(line, 118, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)

@@ -114,3 +114,21 @@ def test_the_committed_index_cell_lists_seed0():
     cell = dict(figures.index_rows(ROOT))
     finding = next(v for k, v in cell.items() if k.startswith("[smol-l34 at N = 20, a grounded"))
     assert finding.startswith("seeds 0 / 1 (and 2 where they split) on 400 tasks: grounded − frozen +0.015 / ")
+
+
+def test_the_readme_finding_follows_the_verdicts(tmp_path):
+    base = tmp_path / "docs/results/smol-l34/grounded/records"
+    for arm in ("grounded", "controller", "frozen", "off", "unseen", "trained", "static"):
+        for seed in (0, 1):
+            _record(base / f"{arm}-s{seed}.json", "0" * 100, ("1" * {"off": 0}.get(arm, 10)).ljust(100, "0"))
+    line = " ".join(reading.grounded_summary(tmp_path).split())  # unwrapped
+    assert "the simulator does not beat itself frozen" in line
+    assert "a procedural controller matches it (" in line
+    _record(base / "controller-s1.json", "0" * 100, "1" * 40 + "0" * 60)  # seed 1 only: a split
+    line = " ".join(reading.grounded_summary(tmp_path).split())
+    assert line.endswith("matches it is still open ([grounded](docs/results/smol-l34/grounded/README.md)).")
+    _record(base / "controller-s0.json", "0" * 100, "1" * 40 + "0" * 60)
+    line = " ".join(reading.grounded_summary(tmp_path).split())
+    assert "a procedural controller beats the frozen and trained simulators" in line
+    (base / "frozen-s1.json").unlink()
+    assert "beats itself frozen is being measured" in " ".join(reading.grounded_summary(tmp_path).split())
