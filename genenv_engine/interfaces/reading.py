@@ -2,11 +2,11 @@
 
 The rule every smol-l34 plan fixes before its runs: arm A beats control B when A − B at the last epoch, on the same
 re-scored held-out tasks, is at least `MIN_DIFFERENCE` and above 2 paired SE on every seed read; where the seeds
-split, a third seed decides (2 of 3). A pair is refused, not read, when the two runs' epoch-0 agents answered any of those
-tasks differently (their difference would include the epoch-0 agents'), and waits while either record is missing or
-lacks the re-score. `pair` reads one arm × seed pair, `verdict` the seeds of one comparison, `grounded_table`,
-`grounded_finding` and `grounded_summary` the grounded-reward study's table, results-index cell and README line. It
-reads only JSON.
+split, a third seed decides (2 of 3). A pair is refused, not read, when the two runs' epoch-0 agents answered any of
+those tasks differently (their difference would include the epoch-0 agents'), and waits while either record is
+missing or lacks the re-score. `pair` reads one arm × seed pair, `verdict` (text) and `outcome` (yes / no / not yet)
+the seeds of one comparison, `grounded_table`, `grounded_finding` and `grounded_summary` the grounded-reward study's
+table, results-index cell and README line. It reads only JSON.
 """
 
 from __future__ import annotations
@@ -119,6 +119,29 @@ def third_needed(pairs: list[Pair]) -> bool:
     return len(first) == 2 and all(p.read for p in first) and sum(p.passes for p in first) == 1
 
 
+def _state(pairs: list[Pair]) -> str:
+    """Where the rule stands on one comparison: waiting, refused, split (the third seed not in yet), or its answer
+    (beats / not, with "-3" when a third seed decided it)."""
+    first = pairs[:2]
+    if any(p.missing for p in first):
+        return "waiting"
+    if not all(p.read for p in first):
+        return "refused"
+    if not third_needed(pairs):
+        return "beats" if all(p.passes for p in first) else "not"
+    third = pairs[2] if len(pairs) > 2 else None
+    if third is None or third.missing:
+        return "split"
+    if not third.read:
+        return "refused"
+    return "beats-3" if third.passes else "not-3"
+
+
+def outcome(pairs: list[Pair]) -> bool | None:
+    """Whether A beats B by the rule: True or False once decided, None while waiting, split or refused."""
+    return {"beats": True, "beats-3": True, "not": False, "not-3": False}.get(_state(pairs))
+
+
 def verdict(a: str, b: str, pairs: list[Pair]) -> str:
     """The rule's answer over the seeds read so far: seeds 0 and 1 decide when they agree; when they split, a third
     seed (``pairs[2]``) decides, 2 of 3.
@@ -133,19 +156,10 @@ def verdict(a: str, b: str, pairs: list[Pair]) -> str:
     >>> verdict("a", "b", [win, flat, win]), verdict("a", "b", [win, flat, flat])
     ('`a` beats `b` on 2 of 3 seeds', '`a` does not beat `b` (1 of 3 seeds)')
     """
-    first = pairs[:2]
-    if any(p.missing for p in first):
-        return "not yet read"
-    if not all(p.read for p in first):
-        return "not read: a pair is refused"
-    if not third_needed(pairs):
-        return f"`{a}` beats `{b}`" if all(p.passes for p in first) else f"`{a}` does not beat `{b}`"
-    third = pairs[2] if len(pairs) > 2 else None
-    if third is None or third.missing:
-        return "split: a third seed decides"
-    if not third.read:
-        return "not read: a pair is refused"
-    return f"`{a}` beats `{b}` on 2 of 3 seeds" if third.passes else f"`{a}` does not beat `{b}` (1 of 3 seeds)"
+    return {"waiting": "not yet read", "refused": "not read: a pair is refused",
+            "split": "split: a third seed decides", "beats": f"`{a}` beats `{b}`",
+            "not": f"`{a}` does not beat `{b}`", "beats-3": f"`{a}` beats `{b}` on 2 of 3 seeds",
+            "not-3": f"`{a}` does not beat `{b}` (1 of 3 seeds)"}[_state(pairs)]
 
 
 def counted(pairs: list[Pair]) -> list[Pair]:
@@ -206,8 +220,7 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     then the rule's answers once every pair is read (until then, that the runs are under way)."""
     rows = grounded_pairs(root, seeds)
     listed = "; ".join(f"{a} − {b} {' / '.join(_short(p) for p in counted(pairs))}" for a, b, pairs in rows)
-    if any(p.missing for _, _, pairs in rows for p in counted(pairs)) or \
-            any(verdict(a, b, pairs).startswith("split") for a, b, pairs in rows):
+    if any(_state(pairs) in ("waiting", "split") for _, _, pairs in rows):
         return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (… runs under way; ⚠ refused: "
                 "epoch-0 agents differ); read when every pair is in")
     rule = "; ".join(verdict(a, b, pairs) for a, b, pairs in rows)
@@ -215,18 +228,11 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
             f"By the plan's rule: {rule}")
 
 
-def _decided(text: str) -> bool | None:
-    """A verdict as yes (beats), no (does not beat) or None (not read yet, split or refused)."""
-    if " does not beat " in text:
-        return False
-    return True if " beats " in text else None
-
-
 def grounded_summary(root: Path) -> str:
     """The README's finding for the grounded study, one sentence from the rule's verdicts: whether training the
     simulator on the grounded reward beats the same simulator frozen, and whether the procedural controller matches
     the simulator (neither beats the other) or beats it."""
-    said = {(a, b): _decided(verdict(a, b, pairs)) for a, b, pairs in grounded_pairs(root)}
+    said = {(a, b): outcome(pairs) for a, b, pairs in grounded_pairs(root)}
     pays = said[("grounded", "frozen")]
     if pays is None:
         first = "whether the simulator trained on the agent's measured progress beats itself frozen is being measured"
