@@ -1,10 +1,10 @@
 """Published figures, generated from the JSON and run records under ``docs/results/``.
 
-Four Markdown sections are rendered here and typed nowhere else: the README's performance table (`performance_table`,
+Five Markdown sections are rendered here and typed nowhere else: the README's performance table (`performance_table`,
 from the speed benchmarks' JSON under ``docs/results/performance/<date>/``), the rows of the results index,
 ``docs/results/README.md`` (`results_index`, from the studies' run records and JSON), and the grounded-reward study's
-verdict table and the README's line on it (`genenv_engine.interfaces.reading.grounded_table`, `grounded_summary`,
-from its records). Where a benchmark's file exists in several dated folders, the newest folder is the source and the
+verdict table, its table of arms and the README's line on it (`genenv_engine.interfaces.reading.grounded_table`,
+`genenv_engine.interfaces.arm_signals.arms_table`, `grounded_summary`, from its records). Where a benchmark's file exists in several dated folders, the newest folder is the source and the
 older ones are cited with their date (`dated`). A study whose finding has no JSON source gets a cell without figures
 that links to its page. Each section sits in its file between two marker comments (`begin_marker`, `end_marker`);
 `write` rewrites the sections under a repository root, `stale` names those whose committed text differs from what the
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
+from genenv_engine.interfaces.arm_signals import arms_table
 from genenv_engine.interfaces.figure_text import (DATED_FOLDER, bare, day, joined, minutes, rounded, seed_spread,
                                                    signed, thousands)
 from genenv_engine.interfaces.generated import generated_main
@@ -431,6 +432,7 @@ SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (README, "grounded"): grounded_summary,
     (INDEX, "index"): results_index,
     (GROUNDED_PAGE, "reading"): grounded_table,
+    (GROUNDED_PAGE, "arms"): arms_table,
 }
 """(file, section name) -> the function that renders the section from the JSON under a root."""
 
