@@ -16,7 +16,7 @@ from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
 from genenv_engine.interfaces.figure_text import bare, rounded, signed
-from genenv_engine.interfaces.reading import BENCHMARK, LABELS, RESCORE, SEEDS, answers, record
+from genenv_engine.interfaces.reading import BENCHMARK, LABELS, RESCORE, SEEDS, STUDY_RECORDS, answers, record
 
 ARMS = ("grounded", "controller", "trained", "frozen", "static", "off", "unseen")
 """The study's arms in the order its table lists them: the two new ones, then the controls."""
@@ -96,13 +96,13 @@ def _change(data: dict[str, Any]) -> tuple[str, str]:
     return f"{rate(first)} → {rate(last)}", f"{signed(change[0])} ({bare(change[1])})"
 
 
-def row(arm: str, seed: int, data: dict[str, Any]) -> str:
-    """One arm × seed's row of the table."""
+def row(arm: str, seed: int, data: dict[str, Any], source: str = "") -> str:
+    """One arm × seed's row of the table; ``source`` names where a record made outside the study comes from."""
     epochs = [e for e in data["epochs"] if e.get("epoch", 0) > 0 and e.get("status", "done") == "done"]
     held, change = _change(data)
     drift = next((e["drift"] for e in reversed(epochs) if e.get("drift") is not None), None)
     cells = [
-        f"`{LABELS.get(arm, arm)}`", str(seed), held, change,
+        f"`{LABELS.get(arm, arm)}`", f"{seed} ({source})" if source else str(seed), held, change,
         f"{_steady(epochs, 'agent_steps')} / {_steady(epochs, 'train_rollouts')}",
         _mean(epochs, "valid_fraction"), _in_band(epochs),
         _mean(epochs, "zero_advantage_share", transform=lambda v: 1 - v),
@@ -119,13 +119,15 @@ HEADER = ("| arm | seed | held-out e0 → e8 | Δ (paired SE) | agent steps / tr
 
 def arms_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     """The grounded study's table of arms (Markdown): every arm × seed with a record, in `ARMS` order (seed 2 only
-    where it was run, to decide a split)."""
+    where it was run, to decide a split); a committed record the study reads in place of a run of its own is named
+    by its study folder beside the seed."""
     lines = [HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
     for arm in ARMS:
         for seed in seeds:
             path = record(root, arm, seed)
             if path.is_file():
-                lines.append(row(arm, seed, json.loads(path.read_text())))
+                own = path.parent == root / STUDY_RECORDS
+                lines.append(row(arm, seed, json.loads(path.read_text()), "" if own else path.parent.parent.name))
             elif seed < 2:
                 lines.append(f"| `{LABELS.get(arm, arm)}` | {seed} | no record yet |" + " |" * 10)
     return "\n".join(lines)

@@ -27,7 +27,8 @@ BENCHMARK = "bfcl"
 
 SMOL_L34 = "docs/results/smol-l34"
 GROUNDED_PAGE = f"{SMOL_L34}/grounded/README.md"
-_STUDY = f"{SMOL_L34}/grounded/records"
+STUDY_RECORDS = f"{SMOL_L34}/grounded/records"
+"""Where the study's own run records are."""
 _COMMITTED = {"trained": f"{SMOL_L34}/genenv20/records", "static": f"{SMOL_L34}/genenv20/records"}
 """The committed records the study reads where it has no run of its own: genenv20's `trained` and `static`."""
 LABELS = {"off": "off(20)"}
@@ -170,7 +171,7 @@ def counted(pairs: list[Pair]) -> list[Pair]:
 def record(root: Path, arm: str, seed: int) -> Path:
     """Where the grounded study reads ``arm`` × ``seed``: its own run (made on the study's code) where there is one,
     else the committed record of that arm."""
-    own = root / _STUDY / f"{arm}-s{seed}.json"
+    own = root / STUDY_RECORDS / f"{arm}-s{seed}.json"
     return own if own.is_file() or arm not in _COMMITTED else root / _COMMITTED[arm] / f"{arm}-s{seed}.json"
 
 

@@ -61,6 +61,7 @@ def test_the_table_lists_every_arm_and_seed_in_order_and_seed2_only_where_run(tm
     base = tmp_path / "docs/results/smol-l34/grounded/records"
     _write(base / "grounded-s0.json", [_epoch(1, agent_steps=4.0)])
     _write(base / "controller-s2.json", [_epoch(1, agent_steps=4.0)])
+    _write(tmp_path / "docs/results/smol-l34/genenv20/records/trained-s1.json", [_epoch(1, agent_steps=4.0)])
     lines = arm_signals.arms_table(tmp_path).splitlines()
     assert lines[0] == arm_signals.HEADER and len(_cells(lines[1])) == len(_cells(lines[0])) == 13
     listed = [tuple(_cells(line)[:2]) for line in lines[2:]]
@@ -68,6 +69,8 @@ def test_the_table_lists_every_arm_and_seed_in_order_and_seed2_only_where_run(tm
     assert listed[4] == ("`controller`", "2") and ("`frozen`", "2") not in listed
     assert len(listed) == 2 * len(arm_signals.ARMS) + 1
     assert _cells(lines[3])[2] == "no record yet" and all(len(_cells(line)) == 13 for line in lines)
+    # a committed record read in place of a run of the study's own is named by its study
+    assert ("`trained`", "1 (genenv20)") in listed and ("`trained`", "0") in listed
 
 
 def test_the_committed_table_reads_the_records():
