@@ -32,8 +32,10 @@ def _values(epochs: list[dict[str, Any]], key: str) -> list[float]:
 def _mean(epochs: list[dict[str, Any]], key: str, places: int = 3, transform: Any = None) -> str:
     """The mean share of ``key`` over the epochs that hold it, "—" where none does.
 
-    >>> _mean([{"x": 0.25}, {"x": 0.5}, {"x": None}], "x"), _mean([{}], "x"), _mean([{"x": 0.2}], "x", 2, lambda v: 1 - v)
-    ('.375', '—', '.80')
+    >>> _mean([{"x": 0.25}, {"x": 0.5}, {"x": None}], "x"), _mean([{}], "x")
+    ('.375', '—')
+    >>> _mean([{"x": 0.2}], "x", 2, lambda v: 1 - v)
+    '.80'
     """
     got = _values(epochs, key)
     if not got:
@@ -92,8 +94,16 @@ def _change(data: dict[str, Any]) -> tuple[str, str]:
     first, last = got
     change = paired_change(first, last)
     assert change is not None, "re-scored answers of one run have one length"
-    rate = lambda s: rounded(s.count("1") / len(s), 3)  # noqa: E731
-    return f"{rate(first)} → {rate(last)}", f"{signed(change[0])} ({bare(change[1])})"
+    return f"{_rate(first)} → {_rate(last)}", f"{signed(change[0])} ({bare(change[1])})"
+
+
+def _rate(answers_0_1: str) -> str:
+    """The share of ``1`` in a held-out answer string.
+
+    >>> _rate("0111")
+    '0.750'
+    """
+    return rounded(answers_0_1.count("1") / len(answers_0_1), 3)
 
 
 def row(arm: str, seed: int, data: dict[str, Any], source: str = "") -> str:

@@ -4,12 +4,13 @@ Five Markdown sections are rendered here and typed nowhere else: the README's pe
 from the speed benchmarks' JSON under ``docs/results/performance/<date>/``), the rows of the results index,
 ``docs/results/README.md`` (`results_index`, from the studies' run records and JSON), and the grounded-reward study's
 verdict table, its table of arms and the README's line on it (`genenv_engine.interfaces.reading.grounded_table`,
-`genenv_engine.interfaces.arm_signals.arms_table`, `grounded_summary`, from its records). Where a benchmark's file exists in several dated folders, the newest folder is the source and the
-older ones are cited with their date (`dated`). A study whose finding has no JSON source gets a cell without figures
-that links to its page. Each section sits in its file between two marker comments (`begin_marker`, `end_marker`);
-`write` rewrites the sections under a repository root, `stale` names those whose committed text differs from what the
-JSON gives now. ``python -m genenv_engine.interfaces.figures`` (``make figures``) regenerates them and ``--check``
-exits 1 naming the stale ones. It reads only JSON: no torch, no training code.
+`genenv_engine.interfaces.arm_signals.arms_table`, `grounded_summary`, from its records). Where a benchmark's file
+exists in several dated folders, the newest folder is the source and the older ones are cited with their date
+(`dated`). A study whose finding has no JSON source gets a cell without figures that links to its page. Each section
+sits in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites the sections under a
+repository root, `stale` names those whose committed text differs from what the JSON gives now.
+``python -m genenv_engine.interfaces.figures`` (``make figures``) regenerates them and ``--check`` exits 1 naming the
+stale ones. It reads only JSON: no torch, no training code.
 """
 
 from __future__ import annotations
