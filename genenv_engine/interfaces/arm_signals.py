@@ -131,7 +131,8 @@ def arms_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     """The grounded study's table of arms (Markdown): every arm × seed with a record, in `ARMS` order (seed 2 only
     where it was run, to decide a split); a committed record the study reads in place of a run of its own is named
     by its study folder beside the seed."""
-    lines = [HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
+    columns = HEADER.count(" | ") + 1
+    lines = [HEADER, "|" + "---|" * columns]
     for arm in ARMS:
         for seed in seeds:
             path = record(root, arm, seed)
@@ -139,5 +140,5 @@ def arms_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
                 own = path.parent == root / STUDY_RECORDS
                 lines.append(row(arm, seed, json.loads(path.read_text()), "" if own else path.parent.parent.name))
             elif seed < 2:
-                lines.append(f"| `{LABELS.get(arm, arm)}` | {seed} | no record yet |" + " |" * 10)
+                lines.append(f"| `{LABELS.get(arm, arm)}` | {seed} | no record yet |" + " |" * (columns - 3))
     return "\n".join(lines)
