@@ -16,7 +16,8 @@ from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
 from genenv_engine.interfaces.figure_text import bare, rounded, signed
-from genenv_engine.interfaces.reading import BENCHMARK, LABELS, RESCORE, SEEDS, STUDY_RECORDS, answers, record
+from genenv_engine.interfaces.reading import (BENCHMARK, LABELS, RESCORE, SAME_START, SEEDS, STUDY_RECORDS, answers,
+                                             record)
 
 ARMS = ("grounded", "controller", "trained", "frozen", "static", "off", "unseen")
 """The study's arms in the order its table lists them: the two new ones, then the controls."""
@@ -130,7 +131,8 @@ HEADER = ("| arm | seed | held-out e0 → e8 | Δ (paired SE) | agent steps / tr
 def arms_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     """The grounded study's table of arms (Markdown): every arm × seed with a record, in `ARMS` order (seed 2 only
     where it was run, to decide a split); a committed record the study reads in place of a run of its own is named
-    by its study folder beside the seed."""
+    by its study folder beside the seed, and a run started from genenv20's warm start (`SAME_START`) follows the
+    arm × seed's row, marked "genenv20 start"."""
     columns = HEADER.count(" | ") + 1
     lines = [HEADER, "|" + "---|" * columns]
     for arm in ARMS:
@@ -141,4 +143,7 @@ def arms_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
                 lines.append(row(arm, seed, json.loads(path.read_text()), "" if own else path.parent.parent.name))
             elif seed < 2:
                 lines.append(f"| `{LABELS.get(arm, arm)}` | {seed} | no record yet |" + " |" * (columns - 3))
+            same_start = root / SAME_START / f"{arm}-s{seed}.json"
+            if same_start.is_file():
+                lines.append(row(arm, seed, json.loads(same_start.read_text()), "genenv20 start"))
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from genenv_engine.experiments.stats import paired_change
@@ -29,6 +29,11 @@ SMOL_L34 = "docs/results/smol-l34"
 GROUNDED_PAGE = f"{SMOL_L34}/grounded/README.md"
 STUDY_RECORDS = f"{SMOL_L34}/grounded/records"
 """Where the study's own run records are."""
+SAME_START = f"{SMOL_L34}/grounded/records-genenv20-start"
+"""The study's runs that started from genenv20's warm starts (a warm start's weights depend on the machine that
+builds it): read for a comparison × seed only where the pair from `STUDY_RECORDS` is refused or missing."""
+SAME_START_MARK = "†"
+"""How the verdict table marks a pair read from `SAME_START`."""
 _COMMITTED = {"trained": f"{SMOL_L34}/genenv20/records", "static": f"{SMOL_L34}/genenv20/records"}
 """The committed records the study reads where it has no run of its own: genenv20's `trained` and `static`."""
 LABELS = {"off": "off(20)"}
@@ -49,6 +54,7 @@ class Pair:
     epoch0_differ: int = 0
     tasks: int = 0
     missing: str | None = None
+    same_start: bool = False
 
     @property
     def read(self) -> bool:
@@ -69,16 +75,17 @@ class Pair:
 
         >>> Pair(0.135, 0.0201, tasks=400).text(), Pair(missing="no record yet").text()
         ('**+0.135 (.020)**', 'no record yet')
-        >>> Pair(0.025, 0.016, 2, 400).text()
-        '+0.025 (.016), refused: epoch-0 answers differ on 2 of 400'
+        >>> Pair(0.025, 0.016, 2, 400).text(), Pair(0.053, 0.016, tasks=400, same_start=True).text()
+        ('+0.025 (.016), refused: epoch-0 answers differ on 2 of 400', '**+0.053 (.016)** †')
         """
+        mark = f" {SAME_START_MARK}" if self.same_start else ""
         if self.missing is not None:
-            return self.missing
+            return self.missing + mark
         assert self.diff is not None and self.se is not None
         body = f"{signed(self.diff)} ({bare(self.se)})"
         if self.epoch0_differ:
-            return f"{body}, refused: epoch-0 answers differ on {self.epoch0_differ} of {self.tasks}"
-        return f"**{body}**" if self.passes else body
+            return f"{body}, refused: epoch-0 answers differ on {self.epoch0_differ} of {self.tasks}{mark}"
+        return (f"**{body}**" if self.passes else body) + mark
 
 
 def answers(record: dict, rescore: str | None = None, benchmark: str = BENCHMARK) -> tuple[str, str] | None:
@@ -179,9 +186,20 @@ SEEDS = (0, 1, 2)
 """The seeds the grounded study reads: 0 and 1 for every comparison, 2 where they split."""
 
 
+def seed_pair(root: Path, a: str, b: str, seed: int) -> Pair:
+    """A − B on one seed: from the study's records (`record`), or, only where that pair is refused or missing and
+    both runs are in `SAME_START`, from those two runs, marked."""
+    own = pair(record(root, a, seed), record(root, b, seed))
+    start = root / SAME_START
+    paths = [start / f"{arm}-s{seed}.json" for arm in (a, b)]
+    if own.read or not all(path.is_file() for path in paths):
+        return own
+    return replace(pair(*paths), same_start=True)
+
+
 def grounded_pairs(root: Path, seeds: tuple[int, ...] = SEEDS) -> list[tuple[str, str, list[Pair]]]:
     """Every comparison of the grounded study, by the names the pages use, with its seeds' pairs."""
-    return [(LABELS.get(a, a), LABELS.get(b, b), [pair(record(root, a, s), record(root, b, s)) for s in seeds])
+    return [(LABELS.get(a, a), LABELS.get(b, b), [seed_pair(root, a, b, s) for s in seeds])
             for a, b in GROUNDED_COMPARISONS]
 
 
@@ -194,14 +212,21 @@ def _cell(pairs: list[Pair], i: int) -> str:
 
 
 def grounded_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
-    """The grounded study's verdict table (Markdown), read from its run records."""
+    """The grounded study's verdict table (Markdown), read from its run records, with a note under it naming where the
+    pairs marked `SAME_START_MARK` come from."""
     head = "| A − B | " + " | ".join(f"seed {s}" for s in seeds) + " | seeds that pass | reading |"
     lines = [head, "|" + "---|" * (len(seeds) + 3)]
+    marked = False
     for a, b, pairs in grounded_pairs(root, seeds):
         cells = " | ".join(_cell(pairs, i) for i in range(len(seeds)))
         read = [p for p in counted(pairs) if p.missing is None]
         wins = sum(p.passes for p in read)
+        marked |= SAME_START_MARK in cells
         lines.append(f"| `{a}` − `{b}` | {cells} | {wins} of {len(read)} | {verdict(a, b, pairs)} |")
+    if marked:
+        lines += ["", f"{SAME_START_MARK} read from two runs that started from genenv20's warm start of that seed "
+                      f"([{Path(SAME_START).name}/]({Path(SAME_START).name}/)), where the study's own pair is "
+                      "refused or missing."]
     return "\n".join(lines)
 
 

@@ -73,6 +73,15 @@ def test_the_table_lists_every_arm_and_seed_in_order_and_seed2_only_where_run(tm
     assert ("`trained`", "1 (genenv20)") in listed and ("`trained`", "0") in listed
 
 
+def test_a_run_from_genenv20s_start_follows_its_arm_and_seed(tmp_path):
+    _write(tmp_path / reading.STUDY_RECORDS / "controller-s1.json", [_epoch(1, fresh_tasks=80)])
+    _write(tmp_path / reading.SAME_START / "controller-s1.json", [_epoch(1, fresh_tasks=79)], e8="1111")
+    lines = arm_signals.arms_table(tmp_path).splitlines()[2:]
+    at = [tuple(_cells(line)[:2]) for line in lines].index(("`controller`", "1"))
+    assert _cells(lines[at + 1])[:4] == ["`controller`", "1 (genenv20 start)", "0.500 → 1.000", "+0.500 (.289)"]
+    assert _cells(lines[at + 1])[8] == "79.0" and _cells(lines[at])[8] == "80.0"
+
+
 def test_the_committed_table_reads_the_records():
     rows = {tuple(_cells(line)[:2]): _cells(line) for line in arm_signals.arms_table(ROOT).splitlines()[2:]}
     assert rows[("`grounded`", "0")][2:4] == ["0.635 → 0.715", "+0.080 (.018)"]  # 254/400 → 286/400

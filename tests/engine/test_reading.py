@@ -132,3 +132,28 @@ def test_the_readme_finding_follows_the_verdicts(tmp_path):
     assert "a procedural controller beats the frozen and trained simulators" in line
     (base / "frozen-s1.json").unlink()
     assert "beats itself frozen is being measured" in " ".join(reading.grounded_summary(tmp_path).split())
+
+
+def test_a_refused_pair_is_read_from_two_runs_of_genenv20s_start_and_marked(tmp_path):
+    own, start = tmp_path / reading.STUDY_RECORDS, tmp_path / reading.SAME_START
+    _record(own / "controller-s1.json", "0" * 100, "1" * 10 + "0" * 90)
+    _record(tmp_path / "docs/results/smol-l34/genenv20/records/trained-s1.json", "1" + "0" * 99)  # another start
+    assert reading.seed_pair(tmp_path, "controller", "trained", 1).epoch0_differ == 1
+    _record(start / "trained-s1.json", "1" + "0" * 99, "1" + "0" * 99)
+    assert reading.seed_pair(tmp_path, "controller", "trained", 1).epoch0_differ == 1  # one run there is not a pair
+    _record(start / "controller-s1.json", "1" + "0" * 99, "1" * 41 + "0" * 59)
+    got = reading.seed_pair(tmp_path, "controller", "trained", 1)
+    assert (got.diff, got.epoch0_differ, got.same_start, got.passes) == (0.4, 0, True, True)
+    table = reading.grounded_table(tmp_path)
+    assert "| `controller` − `trained` | no record yet | **+0.400 (.049)** † |" in table
+    assert table.splitlines()[-1].startswith("† read from two runs that started from genenv20's warm start")
+
+
+def test_the_studys_own_pair_is_read_before_genenv20s_start_whatever_that_gives(tmp_path):
+    own, start = tmp_path / reading.STUDY_RECORDS, tmp_path / reading.SAME_START
+    for arm, n in (("controller", 10), ("trained", 0)):
+        _record(own / f"{arm}-s0.json", "0" * 100, ("1" * n).ljust(100, "0"))
+        _record(start / f"{arm}-s0.json", "0" * 100, ("1" * (4 * n)).ljust(100, "0"))
+    got = reading.seed_pair(tmp_path, "controller", "trained", 0)
+    assert (round(got.diff, 3), got.same_start) == (0.1, False)
+    assert "†" not in reading.grounded_table(tmp_path)
