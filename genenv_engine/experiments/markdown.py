@@ -38,6 +38,10 @@ def epoch0_text(differs: dict[str, Any], a: str, b: str, bench: str | None = Non
     ...              "warm_start_keys": [None, None], "epoch0_heldout": {"bfcl": {"differ": 3, "tasks": 400}}},
     ...             "unseen", "off")
     'agent fingerprints differ (unseen 10.5, off 10.25); epoch-0 held-out scored differently on 3 of 400 bfcl tasks'
+    >>> epoch0_text({"differs": ["epoch-0 held-out"], "agent_fingerprints": [None, None],
+    ...              "warm_start_keys": [None, None], "epoch0_heldout": {"bfcl": {"differ": 2, "tasks": 400}},
+    ...              "built_on": ["CPU A", "CPU B"]}, "x", "y").split("; ", 1)[1]
+    'warm starts built on different machines (x: CPU A; y: CPU B)'
     """
     parts = []
     if "agent fingerprint" in differs["differs"]:
@@ -50,6 +54,9 @@ def epoch0_text(differs: dict[str, Any], a: str, b: str, bench: str | None = Non
     if "warm-start key" in differs["differs"]:
         ka, kb = differs["warm_start_keys"]
         parts.append(f"warm-start keys differ ({a} `{ka}`, {b} `{kb}`)")
+    ma, mb = differs.get("built_on") or (None, None)
+    if ma and mb and ma != mb:
+        parts.append(f"warm starts built on different machines ({a}: {ma}; {b}: {mb})")
     return "; ".join(parts) or ", ".join(differs["differs"])
 
 

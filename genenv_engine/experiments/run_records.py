@@ -47,7 +47,8 @@ def to_record(run: dict[str, Any]) -> dict[str, Any]:
     return {"version": RECORD_VERSION, **{k: run[k] for k in PUBLIC_FIELDS},
             "config": run["_config"].to_dict(), "correct": {str(e): c for e, c in run["_correct"].items()},
             "levels": run["_levels"], "budget": run["_budget"], "rescored": cached_results(run["_folder"]),
-            "warm_start": {"key": run.get("_warm_start"), "fingerprints": run.get("_fingerprints") or {}},
+            "warm_start": {"key": run.get("_warm_start"), "fingerprints": run.get("_fingerprints") or {},
+                           "built_on": run.get("_built_on")},
             "heldout_split": run.get("_heldout_split") or {}}
 
 
@@ -133,11 +134,14 @@ def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:
     prints = warm.get("fingerprints") or {}
     if not isinstance(prints, dict) or not all(isinstance(v, (int, float)) for v in prints.values()):
         raise ConfigError(str(source), f"has warm-start fingerprints that are not numbers ({prints!r})")
+    machine = warm.get("built_on")
+    if machine is not None and not isinstance(machine, str):
+        raise ConfigError(str(source), f"names the warm start's machine with something that is not text ({machine!r})")
     return {**{k: data[k] for k in PUBLIC_FIELDS}, "recorded": str(source),
             "_correct": {int(e): c for e, c in data["correct"].items()}, "_levels": data["levels"],
             "_budget": data["budget"], "_folder": None, "_config": config_from_dict(data["config"]),
             "_rescored": data.get("rescored", {}), "_warm_start": warm.get("key"),
-            "_fingerprints": {role: float(v) for role, v in prints.items()},
+            "_fingerprints": {role: float(v) for role, v in prints.items()}, "_built_on": machine,
             "_heldout_split": data.get("heldout_split") or {}}
 
 

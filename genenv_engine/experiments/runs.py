@@ -125,6 +125,7 @@ def read_session(folder: Path) -> dict[str, Any] | None:
             "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_levels": levels,
             "_budget": budget, "_folder": folder, "_config": cfg,
             "_warm_start": (zero.get("warm_start") or {}).get("key"),
+            "_built_on": (zero.get("warm_start") or {}).get("built_on"),
             "_fingerprints": warm_start_fingerprints(zero, cfg.simulator.mode),
             "_heldout_split": heldout_split_sizes(cfg, correct.get(0, {}))}
 
@@ -171,8 +172,9 @@ def epoch0_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | 
     They differ when both agent fingerprints are known and differ (beyond `FINGERPRINT_RTOL`), when their epoch-0
     held-out results differ on any task (the same tasks: one seed fixes the split), or, where a fingerprint is
     unknown (a record or session older than fingerprints), when both warm-start keys are known and differ. The
-    answer gives the grounds (``differs``), both fingerprints and keys, and per benchmark how many of the epoch-0
-    tasks compared are scored differently.
+    answer gives the grounds (``differs``), both fingerprints and keys, per benchmark how many of the epoch-0
+    tasks compared are scored differently, and the machines that built the two warm starts where they are recorded
+    (``built_on``; None for warm starts made before they were).
 
     >>> same = {"_fingerprints": {"agent": 10.0}, "_correct": {0: {"bfcl": "0110"}}}
     >>> epoch0_difference(same, {**same, "_warm_start": "other threads"}) is None
@@ -183,6 +185,7 @@ def epoch0_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | 
     """
     prints = [(r.get("_fingerprints") or {}).get("agent") for r in (a, b)]
     keys = [r.get("_warm_start") for r in (a, b)]
+    machines = [r.get("_built_on") for r in (a, b)]
     first, second = ((r.get("_correct") or {}).get(0) or {} for r in (a, b))
     heldout = {bench: {"differ": sum(x != y for x, y in zip(first[bench], second[bench])),
                        "tasks": len(first[bench])}
@@ -197,7 +200,8 @@ def epoch0_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | 
         differs.append("warm-start key")
     if not differs:
         return None
-    return {"differs": differs, "agent_fingerprints": prints, "warm_start_keys": keys, "epoch0_heldout": heldout}
+    return {"differs": differs, "agent_fingerprints": prints, "warm_start_keys": keys, "epoch0_heldout": heldout,
+            "built_on": machines}
 
 
 def warm_start_mismatches(runs: dict[str, dict[int, dict[str, Any]]],

@@ -231,3 +231,26 @@ def test_records_carry_the_warm_start_and_read_it_back(tmp_path):
     assert (run["_warm_start"], run["_fingerprints"]) == ("key-1", {"agent": 1.5, "simulator": 2.5})
     with pytest.raises(ConfigError, match="fingerprints that are not numbers"):
         read_record(_copy(tmp_path, "steer", "trained-s0", _with_warm_start("key-1", agent="1.5")))
+
+
+def test_records_carry_the_machine_that_built_the_warm_start_and_a_mismatch_names_both(tmp_path):
+    def built_on(machine, agent):
+        def change(data):
+            data["warm_start"] = {"key": "k", "fingerprints": {"agent": agent}, "built_on": machine}
+        return change
+    _copy(tmp_path, "steer", "trained-s0", built_on("Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512", 7.5))
+    _copy(tmp_path, "steer", "off-s0", built_on("EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2", 7.25))
+    assert read_record(tmp_path / "records" / "off-s0.json")["_built_on"].startswith("EPYC (avx2)")
+    data, md = _results(tmp_path, ("trained", "off"), (0,))
+    (m,) = data["warm_start_mismatches"]
+    assert m["built_on"] == ["Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512",
+                             "EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2"]
+    assert "warm starts built on different machines (trained: Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels " \
+           "AVX512; off: EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2)" in md
+    # the same machine is not named as a cause; an unknown one (older records) is not compared
+    _copy(tmp_path, "steer", "off-s0", built_on("Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512", 7.25))
+    assert "built on different machines" not in _results(tmp_path, ("trained", "off"), (0,))[1]
+    _copy(tmp_path, "steer", "off-s0", built_on(None, 7.25))
+    assert "built on different machines" not in _results(tmp_path, ("trained", "off"), (0,))[1]
+    with pytest.raises(ConfigError, match="machine with something that is not text"):
+        read_record(_copy(tmp_path, "steer", "off-s0", built_on(["Xeon"], 7.25)))

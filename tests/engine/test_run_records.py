@@ -14,6 +14,7 @@ from genenv_engine.experiments.ablation import run_plan
 from genenv_engine.experiments.tables import collect
 from genenv_engine.config import ConfigError
 from genenv_engine.storage.session import Session
+from genenv_engine.training.warmstart.training import built_on
 
 EQUAL = {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3}
 
@@ -43,11 +44,14 @@ def test_records_stand_in_for_their_sessions_elsewhere(tmp_path):
     stored = {str(m["epoch"]): m["heldout_correct"] for m in session.store.epoch_metrics() if m["status"] == "done"}
     session.store.close()
     assert record["correct"] == stored  # every epoch's per-task results, as the database holds them
-    # the warm start each arm started from: its key, and the epoch-0 fingerprint of each role the arm uses
-    assert record["warm_start"] == {"key": zero["off"]["warm_start"]["key"],
+    # the warm start each arm started from: its key, the epoch-0 fingerprint of each role the arm uses, and the
+    # machine that trained it
+    machine = zero["off"]["warm_start"]["built_on"]
+    assert machine == built_on()
+    assert record["warm_start"] == {"key": zero["off"]["warm_start"]["key"], "built_on": machine,
                                     "fingerprints": {"agent": zero["off"]["agent_fingerprint"]}}
     trained = json.loads((here.records_folder() / "trained-s0.json").read_text())
-    assert trained["warm_start"] == {"key": zero["off"]["warm_start"]["key"], "fingerprints": {
+    assert trained["warm_start"] == {"key": zero["off"]["warm_start"]["key"], "built_on": machine, "fingerprints": {
         "agent": zero["trained"]["agent_fingerprint"], "simulator": zero["trained"]["simulator_fingerprint"]}}
     assert record["heldout_split"] == {"bfcl": 400} and record["heldout_size"] == 24
     assert results["warm_start_mismatches"] == []  # one seed, one cached warm start: nothing to flag

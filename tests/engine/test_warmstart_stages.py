@@ -82,6 +82,8 @@ def test_agent_first_then_simulator_gives_the_one_go_weights(tmp_path, monkeypat
     assert_same(done / "simulator", one_go / "simulator")  # the restored random states continue the same SFT
     assert_same(done / "agent", one_go / "agent")
     keys = set(info_one) - {"simulator_seconds", "agent_seconds"}
+    # each stage names the machine that trained it
+    assert info_one["built_on"] == info_done["simulator_built_on"] == warmstart.training.built_on()
     assert {k: info_done[k] for k in keys} == {k: info_one[k] for k in keys}
     assert json.loads((done / "info.json").read_text())["simulator_final_loss"] == info_one["simulator_final_loss"]
     assert not list((tmp_path / "b" / "warmstart").glob("*.tmp*"))

@@ -4,7 +4,8 @@ The agent is fine-tuned on the benchmarks' train splits (prompt -> gold answer, 
 starts from the agent's weights and is fine-tuned on (seed -> sibling seed) pairs (`simulator_pairs`) so it can
 write well-formed, valid variations. `train_agent` leaves the Python random generator as its SFT left it, and
 `save_agent_state` writes it with the torch random states, so `restore` lets a later run train the simulator to
-the same weights as a warm start made in one go. While a role trains, its per-step callback checks
+the same weights as a warm start made in one go. Each stage's figures name the machine that trained it (`built_on`).
+While a role trains, its per-step callback checks
 for a pause or stop, reports progress and shows a few greedy samples (`SAMPLES`).
 """
 
@@ -30,6 +31,16 @@ from genenv_engine.core.records import Task
 from genenv_engine.training.simulator import (job_grammar, parse_and_validate, sibling_prompt, simulator_prompt,
                                      simulator_target)
 from genenv_engine.training.trainer import sft
+
+
+def built_on() -> str:
+    """The machine training here, as `genenv_engine.core.machine.machine_line` writes it (the GPU once this process
+    has used one)."""
+    from genenv_engine.core.machine import cpu_math_flags, local_machine, machine_line
+
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_initialized() else None
+    return machine_line(local_machine()["cpu"], cpu_math_flags(), torch.__version__,
+                        torch.backends.cpu.get_cpu_capability(), gpu)
 
 
 def read_agent_info(folder: Path) -> tuple[dict, list]:
@@ -58,7 +69,7 @@ def train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sink
     return agent, rng, {
         "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(), "agent_steps": ws.agent_steps,
         "agent_final_loss": tail_mean(agent_losses), "agent_seconds": round(time.perf_counter() - started, 1),
-        "agent_pairs": len(pairs),
+        "agent_pairs": len(pairs), "built_on": built_on(),
     }
 
 
@@ -106,7 +117,7 @@ def train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Poli
     return {
         "simulator_trainable": sim.num_trainable(), "simulator_steps": ws.simulator_steps,
         "simulator_final_loss": tail_mean(sim_losses), "simulator_seconds": round(time.perf_counter() - started, 1),
-        "simulator_pairs": len(sim_pairs),
+        "simulator_pairs": len(sim_pairs), "simulator_built_on": built_on(),
     }
 
 
