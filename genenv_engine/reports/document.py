@@ -267,6 +267,7 @@ def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> N
         ["warm start: agent SFT steps / pairs", f"{num(warm.get('agent_steps'))} / {num(warm.get('agent_pairs'))}"],
         ["warm start: simulator SFT steps / pairs",
          f"{num(warm.get('simulator_steps'))} / {num(warm.get('simulator_pairs'))}"],
+        ["warm start: trained on (agent)", warm.get("built_on") or DASH],
     ]
     b.add(Table(["quantity", "value"], rows, f"{pre}volume-table"))
 

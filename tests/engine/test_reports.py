@@ -26,6 +26,7 @@ from genenv_engine.reports import add_report_parser, build_report, run_report
 from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
 from genenv_engine.storage.store import Store
+from genenv_engine.training.warmstart.training import built_on
 
 USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
 HOSTILE = ("<script>alert(1)</script> *star* _under_ `tick` | pipe |\n```\n# hash [x](y) &amp; \\ end\n"
@@ -234,6 +235,7 @@ def test_single_session_report_holds_every_section_with_database_numbers(session
     assert float(time_rows["agent_update"]["seconds (done epochs)"]) == pytest.approx(
         sum(m["phase_seconds"].get("agent_update", 0) for m in metrics), abs=0.06)
     volume = {r["quantity"]: r["value"] for r in table(page, "volume-table")}
+    assert volume["warm start: trained on (agent)"] == metrics[0]["warm_start"]["built_on"] == built_on()
     assert volume["agent GRPO sequences trained"] == f"{sum(int(m['agent_update']['sequences']) for m in metrics[1:]):,}"
     tokens = sum(m["tokens_generated"] for m in metrics[1:])
     assert tokens > 0 and volume["tokens generated (agent and simulator sampling, done epochs)"] == f"{tokens:,}"
