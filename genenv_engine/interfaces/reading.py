@@ -231,14 +231,17 @@ def grounded_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
 
 
 def _short(p: Pair) -> str:
-    """A pair as the results index lists it: the difference, ⚠ when refused, … while it waits.
+    """A pair as the results index lists it: the difference, ⚠ when refused, † when read from genenv20's warm
+    start, … while it waits.
 
     >>> _short(Pair(0.015, 0.012, tasks=400)), _short(Pair(0.02, 0.01, 2, 400)), _short(Pair(missing="no record yet"))
     ('+0.015', '+0.020 ⚠', '…')
+    >>> _short(Pair(0.05, 0.01, tasks=400, same_start=True))
+    '+0.050 †'
     """
     if p.missing is not None or p.diff is None:
         return "…"
-    return signed(p.diff) + (" ⚠" if p.epoch0_differ else "")
+    return signed(p.diff) + (" ⚠" if p.epoch0_differ else "") + (f" {SAME_START_MARK}" if p.same_start else "")
 
 
 def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
@@ -246,12 +249,14 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     then the rule's answers once every pair is read (until then, that the runs are under way)."""
     rows = grounded_pairs(root, seeds)
     listed = "; ".join(f"{a} − {b} {' / '.join(_short(p) for p in counted(pairs))}" for a, b, pairs in rows)
+    legend = "⚠ refused: epoch-0 agents differ"
+    if any(p.same_start for _, _, pairs in rows for p in counted(pairs)):
+        legend += f"; {SAME_START_MARK} two runs from genenv20's warm start"
     if any(_state(pairs) in ("waiting", "split") for _, _, pairs in rows):
-        return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (… runs under way; ⚠ refused: "
-                "epoch-0 agents differ); read when every pair is in")
+        return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (… runs under way; {legend}); read "
+                "when every pair is in")
     rule = "; ".join(verdict(a, b, pairs) for a, b, pairs in rows)
-    return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (⚠ refused: epoch-0 agents differ). "
-            f"By the plan's rule: {rule}")
+    return f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} ({legend}). By the plan's rule: {rule}"
 
 
 def grounded_summary(root: Path) -> str:

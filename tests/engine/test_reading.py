@@ -147,6 +147,8 @@ def test_a_refused_pair_is_read_from_two_runs_of_genenv20s_start_and_marked(tmp_
     table = reading.grounded_table(tmp_path)
     assert "| `controller` − `trained` | no record yet | **+0.400 (.049)** † |" in table
     assert table.splitlines()[-1].startswith("† read from two runs that started from genenv20's warm start")
+    cell = reading.grounded_finding(tmp_path)
+    assert "controller − trained … / +0.400 †;" in cell and "† two runs from genenv20's warm start" in cell
 
 
 def test_the_studys_own_pair_is_read_before_genenv20s_start_whatever_that_gives(tmp_path):
