@@ -57,6 +57,11 @@ class Pair:
     same_start: bool = False
 
     @property
+    def mark(self) -> str:
+        """`SAME_START_MARK` after a space for a pair read from `SAME_START`, else nothing."""
+        return f" {SAME_START_MARK}" if self.same_start else ""
+
+    @property
     def read(self) -> bool:
         return self.missing is None and self.epoch0_differ == 0
 
@@ -78,7 +83,7 @@ class Pair:
         >>> Pair(0.025, 0.016, 2, 400).text(), Pair(0.053, 0.016, tasks=400, same_start=True).text()
         ('+0.025 (.016), refused: epoch-0 answers differ on 2 of 400', '**+0.053 (.016)** †')
         """
-        mark = f" {SAME_START_MARK}" if self.same_start else ""
+        mark = self.mark
         if self.missing is not None:
             return self.missing + mark
         assert self.diff is not None and self.se is not None
@@ -241,7 +246,7 @@ def _short(p: Pair) -> str:
     """
     if p.missing is not None or p.diff is None:
         return "…"
-    return signed(p.diff) + (" ⚠" if p.epoch0_differ else "") + (f" {SAME_START_MARK}" if p.same_start else "")
+    return signed(p.diff) + (" ⚠" if p.epoch0_differ else "") + p.mark
 
 
 def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
