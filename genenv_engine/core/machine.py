@@ -57,16 +57,20 @@ def machine_line(cpu: str, flags: list[str], torch_version: str, kernels: str, g
     return f"{line}; GPU {gpu}" if gpu else line
 
 
-def local_machine() -> dict[str, str]:
-    """CPU model and cores, GPU name(s) when nvidia-smi sees any, OS of the machine running genenv."""
-    cpu = platform.processor() or platform.machine()
+def local_cpu() -> str:
+    """The CPU model of the machine running genenv (``/proc/cpuinfo``'s model name, else what `platform` says)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def local_machine() -> dict[str, str]:
+    """CPU model and cores, GPU name(s) when nvidia-smi sees any, OS of the machine running genenv."""
+    cpu = local_cpu()
     gpu = "none detected"
     smi = shutil.which("nvidia-smi")
     if smi:

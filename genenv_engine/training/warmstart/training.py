@@ -5,8 +5,8 @@ starts from the agent's weights and is fine-tuned on (seed -> sibling seed) pair
 write well-formed, valid variations. `train_agent` leaves the Python random generator as its SFT left it, and
 `save_agent_state` writes it with the torch random states, so `restore` lets a later run train the simulator to
 the same weights as a warm start made in one go. Each stage's figures name the machine that trained it (`built_on`).
-While a role trains, its per-step callback checks
-for a pause or stop, reports progress and shows a few greedy samples (`SAMPLES`).
+While a role trains, its per-step callback checks for a pause or stop, reports progress and shows a few greedy
+samples (`SAMPLES`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from genenv_engine.training.trainer import sft
 def built_on() -> str:
     """The machine training here, as `genenv_engine.core.machine.machine_line` writes it (the GPU once this process
     has used one)."""
-    from genenv_engine.core.machine import cpu_math_flags, local_machine, machine_line
+    from genenv_engine.core.machine import cpu_math_flags, local_cpu, machine_line
 
     gpu = torch.cuda.get_device_name() if torch.cuda.is_initialized() else None
-    return machine_line(local_machine()["cpu"], cpu_math_flags(), torch.__version__,
+    return machine_line(local_cpu(), cpu_math_flags(), torch.__version__,
                         torch.backends.cpu.get_cpu_capability(), gpu)
 
 
