@@ -264,6 +264,10 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     return f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} ({legend}). By the plan's rule: {rule}"
 
 
+_NAMED = {"frozen": "frozen", "trained": "α-trained"}
+"""How the README's finding names the simulator arms the controller is compared with."""
+
+
 def grounded_summary(root: Path) -> str:
     """The README's finding for the grounded study, one sentence from the rule's verdicts: whether training the
     simulator on the grounded reward beats the same simulator frozen, and whether the procedural controller matches
@@ -278,7 +282,7 @@ def grounded_summary(root: Path) -> str:
     beaten = [b for b in ("frozen", "trained") if said[("controller", b)]]
     if beaten:
         second = "a procedural controller beats the " + \
-                 ("frozen and trained simulators" if len(beaten) == 2 else f"{beaten[0]} simulator")
+                 ("frozen and α-trained simulators" if len(beaten) == 2 else f"{_NAMED[beaten[0]]} simulator")
     elif said[("grounded", "controller")]:
         second = "it beats a procedural controller"
     elif all(said[k] is False for k in (("controller", "frozen"), ("controller", "trained"),

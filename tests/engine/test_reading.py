@@ -129,7 +129,13 @@ def test_the_readme_finding_follows_the_verdicts(tmp_path):
     assert line.endswith("matches it is still open ([grounded](docs/results/smol-l34/grounded/README.md)).")
     _record(base / "controller-s0.json", "0" * 100, "1" * 40 + "0" * 60)
     line = " ".join(reading.grounded_summary(tmp_path).split())
-    assert "a procedural controller beats the frozen and trained simulators" in line
+    assert "a procedural controller beats the frozen and α-trained simulators" in line
+    _record(base / "controller-s0.json", "0" * 100, ("1" * 10).ljust(100, "0"))
+    _record(base / "controller-s2.json", "0" * 100, "1" * 40 + "0" * 60)  # seed 2 decides both splits
+    _record(base / "frozen-s2.json", "0" * 100, "1" * 40 + "0" * 60)
+    _record(base / "trained-s2.json", "0" * 100, ("1" * 10).ljust(100, "0"))
+    line = " ".join(reading.grounded_summary(tmp_path).split())
+    assert "a procedural controller beats the α-trained simulator (" in line
     (base / "frozen-s1.json").unlink()
     assert "beats itself frozen is being measured" in " ".join(reading.grounded_summary(tmp_path).split())
 
