@@ -281,8 +281,8 @@ def grounded_summary(root: Path) -> str:
                 ("beats itself frozen" if pays else "does not beat itself frozen")
     beaten = [b for b in ("frozen", "trained") if said[("controller", b)]]
     if beaten:
-        second = "a procedural controller beats the " + \
-                 ("frozen and α-trained simulators" if len(beaten) == 2 else f"{_NAMED[beaten[0]]} simulator")
+        second = f"a procedural controller beats the {' and '.join(_NAMED[b] for b in beaten)} simulator" + \
+                 ("s" if len(beaten) == 2 else "")
     elif said[("grounded", "controller")]:
         second = "it beats a procedural controller"
     elif all(said[k] is False for k in (("controller", "frozen"), ("controller", "trained"),
