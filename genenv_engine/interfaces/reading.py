@@ -270,15 +270,20 @@ _NAMED = {"frozen": "frozen", "trained": "α-trained"}
 
 def grounded_summary(root: Path) -> str:
     """The README's finding for the grounded study, one sentence from the rule's verdicts: whether training the
-    simulator on the grounded reward beats the same simulator frozen, and whether the procedural controller matches
-    the simulator (neither beats the other) or beats it."""
+    simulator on the grounded reward beats the same simulator frozen (and, once decided, the α-trained one), and
+    whether the procedural controller matches the simulator (neither beats the other) or beats it."""
     said = {(a, b): outcome(pairs) for a, b, pairs in grounded_pairs(root)}
-    pays = said[("grounded", "frozen")]
+    pays, alpha = said[("grounded", "frozen")], said[("grounded", "trained")]
     if pays is None:
         first = "whether the simulator trained on the agent's measured progress beats itself frozen is being measured"
     else:
+        verdict = {(True, True): "beats itself frozen and the α-trained one",
+                   (True, False): "beats itself frozen but not the α-trained one",
+                   (False, True): "does not beat itself frozen but beats the α-trained one",
+                   (False, False): "beats neither itself frozen nor the α-trained one"}
         first = "trained on the agent's measured progress, the simulator " + \
-                ("beats itself frozen" if pays else "does not beat itself frozen")
+                (verdict[pays, alpha] if alpha is not None else "beats itself frozen" if pays
+                 else "does not beat itself frozen")
     beaten = [b for b in ("frozen", "trained") if said[("controller", b)]]
     if beaten:
         second = f"a procedural controller beats the {' and '.join(_NAMED[b] for b in beaten)} simulator" + \

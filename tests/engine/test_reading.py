@@ -122,7 +122,7 @@ def test_the_readme_finding_follows_the_verdicts(tmp_path):
         for seed in (0, 1):
             _record(base / f"{arm}-s{seed}.json", "0" * 100, ("1" * {"off": 0}.get(arm, 10)).ljust(100, "0"))
     line = " ".join(reading.grounded_summary(tmp_path).split())  # unwrapped
-    assert "the simulator does not beat itself frozen" in line
+    assert "the simulator beats neither itself frozen nor the α-trained one;" in line
     assert "a procedural controller matches it (" in line
     _record(base / "controller-s1.json", "0" * 100, "1" * 40 + "0" * 60)  # seed 1 only: a split
     line = " ".join(reading.grounded_summary(tmp_path).split())
@@ -136,6 +136,13 @@ def test_the_readme_finding_follows_the_verdicts(tmp_path):
     _record(base / "trained-s2.json", "0" * 100, ("1" * 10).ljust(100, "0"))
     line = " ".join(reading.grounded_summary(tmp_path).split())
     assert "a procedural controller beats the α-trained simulator (" in line
+    _record(base / "grounded-s1.json", "0" * 100, "1" * 40 + "0" * 60)  # seed 1 only: both comparisons split
+    assert "beats itself frozen is being measured" in " ".join(reading.grounded_summary(tmp_path).split())
+    _record(base / "grounded-s2.json", "0" * 100, "1" * 40 + "0" * 60)  # level with frozen-s2, ahead of trained-s2
+    line = " ".join(reading.grounded_summary(tmp_path).split())
+    assert "the simulator does not beat itself frozen but beats the α-trained one;" in line
+    (base / "trained-s2.json").unlink()  # grounded − trained open again: the sentence names frozen only
+    assert "the simulator does not beat itself frozen; " in " ".join(reading.grounded_summary(tmp_path).split())
     (base / "frozen-s1.json").unlink()
     assert "beats itself frozen is being measured" in " ".join(reading.grounded_summary(tmp_path).split())
 
