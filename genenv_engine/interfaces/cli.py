@@ -18,14 +18,42 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import genenv_engine
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, parse_sets, preset_names
 from genenv_engine.core.errors import SessionBusy, SessionUnwritable
 from genenv_engine.interfaces.loggers import LOGGERS
 from genenv_engine.storage.session import SessionError
 
 
+def version_line() -> str:
+    """What ``genenv --version`` prints: the distribution this command comes from (`genenv_engine.DISTRIBUTION`, not
+    the unrelated ``genenv`` on the package index, which installs a ``genenv`` command too), its installed version,
+    and the folder ``genenv_engine`` is imported from."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version(genenv_engine.DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = f"{genenv_engine.__version__} (not installed)"
+    return f"{genenv_engine.DISTRIBUTION} {version} (genenv_engine in {Path(genenv_engine.__file__).parent})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print `version_line` (read only when asked) and exit 0."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="genenv", description="GenEnv co-evolution of an agent and an environment simulator.")
+    parser.add_argument("--version", action=_VersionAction,
+                        help=f"print the distribution ({genenv_engine.DISTRIBUTION}), its version and where it runs "
+                        "from, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start a new session and run it")
     src = run.add_mutually_exclusive_group()

@@ -85,7 +85,7 @@ class TensorBoardLogger:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
-            raise ValueError("--log tensorboard needs tensorboard: pip install 'genenv[log]'") from None
+            raise ValueError("--log tensorboard needs tensorboard: pip install 'genenv-console[log]'") from None
         self.folder = Path(session.path) / "logs" / "tensorboard"
         self.writer = SummaryWriter(log_dir=str(self.folder))
 
@@ -117,7 +117,7 @@ class WandbLogger:
         try:
             import wandb
         except ImportError:
-            raise ValueError("--log wandb needs wandb: pip install 'genenv[log]'") from None
+            raise ValueError("--log wandb needs wandb: pip install 'genenv-console[log]'") from None
         self.wandb = wandb
         run_id = session.store.get_meta("wandb_run_id")
         if not run_id:
@@ -161,7 +161,7 @@ class TrackioLogger:
         try:
             import trackio
         except ImportError:
-            raise ValueError("--log trackio needs trackio: pip install 'genenv[log]'") from None
+            raise ValueError("--log trackio needs trackio: pip install 'genenv-console[log]'") from None
         self.trackio = trackio
         self.folder = Path(session.path) / "logs" / "trackio"
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,10 @@
 '''``genenv env new NAME``: a package holding a new environment, ready to install, check and run.
 
 Provides `write_package`, which writes a folder with a ``pyproject.toml`` registering the environment in the
-``genenv.environments`` entry-point group, the environment module (a small working family, "add the given numbers",
-to replace with one's own) and its tests (the conformance check of `genenv_engine.interfaces.conformance` and the
-checker on a known task); `names_of` gives the module, class and distribution names a benchmark name becomes.
+``genenv.environments`` entry-point group and depending on this project's distribution (`genenv_engine.DISTRIBUTION`,
+not the unrelated ``genenv`` on the package index), the environment module (a small working family, "add the given
+numbers", to replace with one's own) and its tests (the conformance check of `genenv_engine.interfaces.conformance`
+and the checker on a known task); `names_of` gives the module, class and distribution names a benchmark name becomes.
 '''
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from genenv_engine import DISTRIBUTION
 from genenv_engine.environments import BENCHMARKS, ENTRY_POINT_GROUP, NAME_PATTERN
 from genenv_engine.core.errors import ConfigError
 
@@ -114,7 +116,8 @@ name = "{dist}"
 version = "0.1.0"
 description = "{cls}, a genenv environment"
 requires-python = ">=3.11"
-dependencies = ["genenv"]
+# genenv is installed as {genenv}; "genenv" on the package index is an unrelated project
+dependencies = ["{genenv}"]
 
 [project.entry-points."{group}"]
 {name} = "{module}:{cls}"
@@ -151,7 +154,7 @@ def write_package(name: str, folder: Path | None = None) -> Path:
     if folder.exists():
         raise FileExistsError(f"{folder} exists; give env new a new folder with --out")
     (folder / "tests").mkdir(parents=True)
-    (folder / "pyproject.toml").write_text(PYPROJECT.format(group=ENTRY_POINT_GROUP, **names))
+    (folder / "pyproject.toml").write_text(PYPROJECT.format(group=ENTRY_POINT_GROUP, genenv=DISTRIBUTION, **names))
     (folder / f"{names['module']}.py").write_text(MODULE.format(**names))
     (folder / "tests" / f"test_{names['module']}.py").write_text(TESTS.format(**names))
     return folder

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
+
+import genenv_engine
 from genenv_engine.interfaces.cli import main
 
 
@@ -25,6 +32,18 @@ def test_run_status_resume_roundtrip(tmp_path, capsys):
     capsys.readouterr()
     main(["status", str(session), "--json"])
     assert [e["epoch"] for e in json.loads(capsys.readouterr().out)["epochs"]] == [0, 1, 2]
+
+
+def test_version_names_the_distribution_and_python_m_runs_this_command_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    version = importlib.metadata.version(genenv_engine.DISTRIBUTION)  # installed under its name, not "genenv"
+    assert capsys.readouterr().out == (f"genenv-console {version} (genenv_engine in "
+                                       f"{Path(genenv_engine.__file__).parent})\n")
+    out = subprocess.run([sys.executable, "-m", "genenv_engine", "--help"], check=True, capture_output=True,
+                         text=True).stdout  # whatever `genenv` comes first on PATH
+    assert out.startswith("usage: genenv [-h] [--version]") and "{run,resume,status," in out
 
 
 def test_bad_config_values_stop_with_one_message_naming_the_field(tmp_path, capsys):

@@ -1,17 +1,24 @@
 """``genenv env check`` and ``genenv env new``: the countdown example passes every contract; an environment with
 one contract broken fails with that contract's line (the cross-process determinism one included); the package
-``env new`` writes installs, passes ``env check`` and its own tests, and runs a micro session as written."""
+``env new`` writes installs, passes ``env check`` and its own tests, and runs a micro session as written; installed
+into a fresh virtualenv with no package index it pulls in this project's distribution (``genenv-console``), not the
+unrelated ``genenv`` of the package index."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
 
+import genenv_engine
 import genenv_engine.environments as environments
 from genenv_engine.interfaces.cli import main
 from genenv_engine.interfaces.conformance import CONTRACTS, check_environment
@@ -247,3 +254,86 @@ def test_the_generated_module_reads_as_its_docstring_says(tmp_path):
     text = textwrap.dedent((folder / "adder_env.py").read_text())
     assert 'name = "adder"' in text and "class Adder(LadderEnvironment)" in text
     assert 'PROMPT = re.compile(rf"add: ({NUMBER}(?: {NUMBER}){{1,4}})")' in text
+
+
+def test_the_scaffold_and_the_example_depend_on_this_distribution(tmp_path):
+    assert main(["env", "new", "word_sums", "--out", str(tmp_path / "pkg")]) == 0
+    for pyproject in (tmp_path / "pkg" / "pyproject.toml", EXAMPLE / "pyproject.toml"):
+        assert tomllib.loads(pyproject.read_text())["project"]["dependencies"] == [genenv_engine.DISTRIBUTION]
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == genenv_engine.DISTRIBUTION
+    assert genenv_engine.DISTRIBUTION != "genenv"  # the unrelated project on the package index
+
+
+def _offline_pip_env() -> dict[str, str]:
+    """This environment for a pip that reads no configuration file and no PIP_* setting (no index, no find-links
+    but the ones given), and imports nothing from PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return env | {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def _third_party(folder: Path) -> Path:
+    """``folder`` holding links to everything this interpreter's site-packages holds except this project (its
+    modules, its dist-info and its editable-install hooks): the third-party dependencies a fresh venv borrows."""
+    folder.mkdir()
+    ours = {"genenv_engine", "genenv_console", "genenv"}
+    for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        for entry in Path(site).iterdir():
+            metadata = entry.suffix in (".dist-info", ".egg-info")
+            dist = entry.name.split("-")[0].lower().replace(".", "_") if metadata else ""
+            if (entry.name in ours or dist in ours or entry.name.startswith("__editable__") or entry.suffix == ".pth"
+                    or entry.suffix == ".egg-link" or (folder / entry.name).exists()):
+                continue
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def test_the_scaffold_installs_this_distribution_into_a_fresh_venv_with_no_index(tmp_path):
+    env = _offline_pip_env()
+    # a wheel of this project, built from a copy of its sources (an in-tree build would write build/ and egg-info)
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for package in ("genenv_engine", "genenv_console"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(wheels), str(source)], check=True, env=env, capture_output=True)
+    assert [w.name.split("-")[0] for w in wheels.glob("*.whl")] == [genenv_engine.DISTRIBUTION.replace("-", "_")]
+    package = tmp_path / "pkg"
+    assert main(["env", "new", "word_sums", "--out", str(package)]) == 0
+    # a fresh venv that borrows the third-party packages (and pip, setuptools) but holds no genenv of any kind
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, env=env, capture_output=True, text=True).stdout.strip())
+    (site / "_third_party.pth").write_text(f"{_third_party(tmp_path / 'third_party')}\n")
+    install = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--find-links", str(wheels),
+                              "--no-build-isolation", str(package)], env=env, capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    probe = ("import importlib.metadata as md, json\n"
+             "def version(name):\n"
+             "    try:\n"
+             "        return md.version(name)\n"
+             "    except md.PackageNotFoundError:\n"
+             "        return None\n"
+             f"ours = md.distribution({genenv_engine.DISTRIBUTION!r})\n"
+             "print(json.dumps({'name': ours.metadata['Name'], 'version': ours.version,"
+             " 'at': str(ours.locate_file('')), 'genenv': version('genenv'),"
+             " 'plugin': md.distribution('word-sums-env').requires}))")
+    found = json.loads(subprocess.run([str(python), "-c", probe], check=True, env=env, capture_output=True,
+                                      text=True, cwd=tmp_path).stdout)
+    assert found == {"name": genenv_engine.DISTRIBUTION, "version": genenv_engine.__version__, "at": str(site),
+                     "genenv": None, "plugin": [genenv_engine.DISTRIBUTION]}
+    listed = subprocess.run([str(python), "-m", "pip", "list"], check=True, env=env, capture_output=True,
+                            text=True).stdout.splitlines()
+    assert [line.split() for line in listed if line.split()[:1] == ["genenv"]] == []  # no genenv 1.0.2, nor any
+    assert [genenv_engine.DISTRIBUTION, genenv_engine.__version__] in [line.split()[:2] for line in listed]
+    # the venv's `genenv` command is ours: its help lists our subcommands, and --version names the distribution
+    help_text = subprocess.run([str(venv / "bin" / "genenv"), "--help"], check=True, env=env, capture_output=True,
+                               text=True, cwd=tmp_path).stdout
+    assert "usage: genenv" in help_text and all(sub in help_text for sub in ("run", "resume", "env", "bench"))
+    version = subprocess.run([str(venv / "bin" / "genenv"), "--version"], check=True, env=env, capture_output=True,
+                             text=True, cwd=tmp_path).stdout
+    assert version.startswith(f"{genenv_engine.DISTRIBUTION} {genenv_engine.__version__} (genenv_engine in {site}")

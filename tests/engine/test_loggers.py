@@ -183,7 +183,7 @@ def test_log_trackio_without_trackio_says_how_to_install_it(tmp_path, monkeypatc
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
                  "--log", "trackio"]) == 2
-    assert "genenv: --log trackio needs trackio: pip install 'genenv[log]'" in capsys.readouterr().err
+    assert "genenv: --log trackio needs trackio: pip install 'genenv-console[log]'" in capsys.readouterr().err
     assert not (folder / "logs" / "trackio").exists()
     with Store(folder / "genenv.db") as store:
         assert store.get_meta("trackio_run_name") is None and store.epoch_metrics() == []

@@ -225,7 +225,8 @@ def test_single_session_report_holds_every_section_with_database_numbers(session
     assert cfg_rows["simulator.mode"] == "trained" and cfg_rows["curriculum.alpha"] == "0.5"
     assert {r["setting"]: r["value"] for r in md_table(md, ["setting", "value"])}["agent.rollouts"] == "4"
     versions = {r["software"]: r["version"] for r in table(page, "versions-table")}
-    assert versions == {"genenv": importlib.metadata.version("genenv"), "torch": importlib.metadata.version("torch"),
+    assert versions == {"genenv-console": importlib.metadata.version("genenv-console"),
+                        "torch": importlib.metadata.version("torch"),
                         "transformers": importlib.metadata.version("transformers"),
                         "python": platform.python_version()}
     assert {r["machine"] for r in table(page, "machine-table")} >= {"cpu", "cores", "gpu"}

@@ -114,7 +114,8 @@ def _pyarrow():
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise ValueError("Parquet needs pyarrow: pip install 'genenv[interop]' (or use --format jsonl)") from None
+        raise ValueError("Parquet needs pyarrow: pip install 'genenv-console[interop]' "
+                         "(or use --format jsonl)") from None
     return pyarrow
 
 
