@@ -285,5 +285,73 @@ def environments_of(config: Any) -> dict[str, Environment]:
 
 def get_environment(name: str, seed: int = 0, sizes: SplitSizes | None = None,
                     data_dir: str | None = None) -> Environment:
-    """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given)."""
-    return environment_class(name)(seed=seed, sizes=sizes, data_dir=data_dir)
+    """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given); a class
+    that sets ``sandboxed_check`` has its ``check`` run in a contained worker (`sandboxed_check`)."""
+    env = environment_class(name)(seed=seed, sizes=sizes, data_dir=data_dir)
+    if getattr(env, "sandboxed_check", False):
+        sandboxed_check(env)
+    return env
+
+
+SANDBOXED_CHECK_SECONDS = 20.0
+"""How long a sandboxed ``check`` may take before its worker is killed and the reply fails (``score_timeout``)."""
+_SANDBOXED: dict[str, Environment] = {}
+"""The environments whose ``check`` runs in a worker, by name: the forked worker finds its environment here."""
+
+
+def _check_in_worker(name: str, task: Task, response: str) -> dict[str, Any]:
+    """The class's own ``check`` of the environment registered as ``name``, as data (run in the worker)."""
+    env = _SANDBOXED[name]
+    result = type(env).check(env, task, response)
+    return {"success": bool(result.success), "score": float(result.score),
+            "sub_scores": {str(k): float(v) for k, v in result.sub_scores.items()},
+            "error_type": None if result.error_type is None else str(result.error_type)}
+
+
+def _result(data: Any) -> CheckResult:
+    """A `CheckResult` from the worker's data; ValueError for anything else (the worker may have run the reply).
+
+    >>> _result({"success": True, "score": 1.0, "sub_scores": {}, "error_type": None}).success
+    True
+    """
+    if not (isinstance(data, dict) and isinstance(data.get("success"), bool)
+            and isinstance(data.get("score"), (int, float)) and isinstance(data.get("sub_scores"), dict)
+            and isinstance(data.get("error_type"), (str, type(None)))):
+        raise ValueError("not a check result")
+    return CheckResult(data["success"], min(1.0, max(0.0, float(data["score"]))),
+                       {str(k): float(v) for k, v in data["sub_scores"].items()}, data["error_type"])
+
+
+class _SandboxedCheck:
+    """An environment's ``check`` called in its contained worker (pickles with the environment, unstarted)."""
+
+    def __init__(self, env: Environment, seconds: float) -> None:
+        from genenv_engine.environments.sandbox import Sandbox
+
+        self.env = env
+        self.box = Sandbox(_check_in_worker, seconds=seconds, contained=True, name=env.name)
+
+    def __call__(self, task: Task, response: str) -> CheckResult:
+        from genenv_engine.environments.sandbox import SandboxError
+
+        _SANDBOXED[self.env.name] = self.env  # what the worker, forked from here, scores with
+        try:
+            return _result(self.box.call(self.env.name, task, response))
+        except SandboxError as err:
+            return CheckResult(False, 0.0, error_type=getattr(err, "genenv_reason", "score_error"))
+        except ValueError:
+            return CheckResult(False, 0.0, error_type="score_error")
+
+
+def sandboxed_check(env: Environment, seconds: float = SANDBOXED_CHECK_SECONDS) -> None:
+    """Run ``env``'s ``check`` in a forked worker under the sandbox's containment
+    (`genenv_engine.environments.sandbox`): no file written, no process, socket or signal, ``seconds`` a call; a
+    reply whose check fails there, runs past its time or answers something else is a failed rollout with its
+    reason. A `ConfigError` where the containment is not available."""
+    from genenv_engine.environments.sandbox import unavailable_reason
+
+    missing = unavailable_reason()
+    if missing:
+        raise ConfigError("benchmarks", f"{env.name} asks for a sandboxed check, and this machine cannot contain "
+                                        f"one ({missing})")
+    env.check = _SandboxedCheck(env, seconds)  # type: ignore[method-assign]

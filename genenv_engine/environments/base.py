@@ -206,6 +206,9 @@ class Environment(ABC):
     """Where the tasks come from, in words (``genenv benchmarks``)."""
     structured: bool = True
     """Structured actions are rewarded by exact success (1/0); unstructured ones by the checker's score."""
+    sandboxed_check: bool = False
+    """``check`` hands the reply to code that may run it: genenv calls it in a contained worker process
+    (`genenv_engine.environments.sandboxed_check`)."""
 
     DEFAULT_SIZES = SplitSizes()
     """The split sizes when none are given."""

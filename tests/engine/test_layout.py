@@ -22,9 +22,10 @@ from genenv_engine.environments import ADAPTERS, BENCHMARKS
 ROOT = Path(environments.__file__).parent
 PACKAGE = environments.__name__
 ENGINE_ROOT = Path(genenv_engine.__file__).parent
-SHARED = {"__init__.py", "base.py", "plugin_worker.py"}
-"""The only modules directly in ``environments/``: the registry, the shared interface and the worker process that
-runs third-party environment code under a time limit."""
+SHARED = {"__init__.py", "base.py", "plugin_worker.py", "sandbox.py", "seccomp.py"}
+"""The only modules directly in ``environments/``: the registry, the shared interface, the worker process that
+runs third-party environment code under a time limit, and the contained worker (and its seccomp filter) that runs
+untrusted scoring code."""
 
 
 def test_only_the_registry_base_and_plugin_worker_lie_outside_a_benchmark_subpackage():

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not INSTALLED, reason="reasoning-gym is not inst
 from genenv_engine.backends.grammar import matches, task_grammar  # noqa: E402
 from genenv_engine.environments import SplitSizes, get_environment, resolve_benchmarks  # noqa: E402
 from genenv_engine.environments.base import SEP  # noqa: E402
-from genenv_engine.environments.reasoning_gym import adapter  # noqa: E402
+from genenv_engine.environments.reasoning_gym import adapter, calls  # noqa: E402
 from genenv_engine.environments.reasoning_gym.spec import spec_text  # noqa: E402
 from genenv_engine.training.tokenizer import build_byte_tokenizer  # noqa: E402
 
@@ -115,7 +115,7 @@ def test_validate_refuses_a_specification_out_of_range_with_its_reason():
     ok = env.validate("num_terms=3..5 num_digits=2..2", "seed 17", task_id="g")
     assert ok.ok and ok.task.level == 4 and ok.task.difficulty["features"] == {"num_terms": "3..5",
                                                                                 "num_digits": "2..2"}
-    data, entry = adapter.materialize("basic_arithmetic", {"min_terms": 3, "max_terms": 5, "min_digits": 2,
+    data, entry = calls.materialize("basic_arithmetic", {"min_terms": 3, "max_terms": 5, "min_digits": 2,
                                                            "max_digits": 2}, 17)
     assert (ok.task.prompt, ok.task.answer) == (entry["question"], entry["answer"])  # the dataset's own generator
     assert ok.task.expected == {"spec": "num_terms=3..5 num_digits=2..2 => seed 17"}
