@@ -29,6 +29,7 @@ from pathlib import Path
 from genenv_engine.environments import (CheckResult, Environment, SplitSizes, Task, Validation, get_environment,
                                         resolve_benchmarks)
 from genenv_engine.environments import base as _base
+from genenv_engine.interfaces.rg_table import add_rg_table_parser, run_rg_table
 
 CONTRACTS: dict[str, str] = {
     "construct": "the class builds with the keywords (seed=, sizes=, data_dir=)",
@@ -86,10 +87,59 @@ class Conformance:
     skipped: dict[str, str] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    scoring: dict[str, object] = field(default_factory=dict)
+    """How a reply is scored (`scoring_of`)."""
 
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    def as_json(self) -> str:
+        """The report as one JSON object (``genenv env check --json``)."""
+        return json.dumps({"name": self.name, "ok": self.ok,
+                           "failures": [[f.contract, f.detail] for f in self.failures], "checked": self.checked, "skipped": self.skipped, "seconds": self.seconds,
+                           "scoring": self.scoring})
+
+
+def scoring_of(env: Environment) -> dict[str, object]:
+    """How ``env`` scores a reply: ``mode`` (``sandboxed``: in the contained worker because its scorer may run
+    text; ``direct`` otherwise), ``contained`` (the worker's containment), and for a reasoning-gym dataset the
+    eligibility check's scan findings and the shares of probed entries that accepted another entry's gold and the
+    constant reply."""
+    dataset = getattr(env, "dataset", "")
+    if env.name.startswith("rg_") and dataset:
+        from genenv_engine.environments.reasoning_gym.adapter import eligibility
+
+        verdict = eligibility(dataset)
+        return {"mode": verdict.scoring, "contained": verdict.contained, "findings": list(verdict.findings),
+                "other_gold_share": round(verdict.other_gold_share, 4),
+                "constant_share": round(verdict.constant_share, 4), "probed_entries": verdict.entries}
+    sandboxed = bool(getattr(env, "sandboxed_check", False))
+    return {"mode": "sandboxed" if sandboxed else "direct", "contained": sandboxed}
+
+
+def scoring_line(name: str, scoring: dict[str, object]) -> str:
+    """The line ``genenv env check`` prints about how replies are scored.
+
+    >>> line = scoring_line("rg_x", {"mode": "sandboxed", "contained": True, "findings": ["eval@m:3"],
+    ...                               "other_gold_share": 0.0, "constant_share": 0.0, "probed_entries": 15})
+    >>> for part in line.split("; "):
+    ...     print(part)
+    rg_x: replies scored sandboxed (its scorer runs text: eval@m:3), in a contained worker
+    wrong answers accepted on 0% of 15 probed entries (another gold), 0% (a constant)
+    >>> scoring_line("bfcl", {"mode": "direct", "contained": False})
+    'bfcl: replies scored direct, in this process'
+    """
+    findings = scoring.get("findings") or []
+    why = f" (its scorer runs text: {', '.join(map(str, findings[:2]))})" if findings else ""
+    where = "in a contained worker" if scoring.get("contained") else (
+        "in a worker" if "probed_entries" in scoring else "in this process")
+    line = f"{name}: replies scored {scoring['mode']}{why}, {where}"
+    if "probed_entries" in scoring:
+        line += (f"; wrong answers accepted on {float(scoring['other_gold_share']):.0%} of "  # type: ignore[arg-type]
+                 f"{scoring['probed_entries']} probed entries (another gold), "
+                 f"{float(scoring['constant_share']):.0%} (a constant)")  # type: ignore[arg-type]
+    return line
 
 
 class _Broken(Exception):
@@ -358,6 +408,7 @@ def check_environment(spelling: str, seed: int = 0, sizes: SplitSizes = CHECK_SI
     except Exception as exc:  # noqa: BLE001 - the plugin's own error, reported as its contract's
         report.failures.append(Failure("construct", f"{type(exc).__name__}: {exc}"))
         return report
+    report.scoring = scoring_of(env)
     checker = _Checker(env, spelling, seed, sizes, data_dir, samples)
     steps: dict[str, Callable[[], str | None]] = {c: getattr(checker, c) for c in ORDER}
     if not cross_process:
@@ -395,14 +446,18 @@ def add_env_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--sizes", default=_sizes_text(CHECK_SIZES), help="the split sizes: seed,train,heldout")
     check.add_argument("--samples", type=int, default=100, help="how many split tasks each contract checks")
     check.add_argument("--data-dir", default=None, metavar="PATH", help="upstream data for the environment")
+    check.add_argument("--json", action="store_true", help="print the report as one JSON object")
     new = env_sub.add_parser("new", help="write a package holding a new environment (its pyproject with the "
                                          "genenv.environments entry point, the module, its tests)")
     new.add_argument("name", help="the benchmark's name: lowercase letters, digits and '_', starting with a letter")
     new.add_argument("--out", type=Path, default=None, help="the folder to write (default ./NAME)")
+    add_rg_table_parser(env_sub)
 
 
 def run_env(args: argparse.Namespace) -> int:
     """Run ``genenv env check`` or ``genenv env new``: 0 when it passes or is written, 1 when a contract fails."""
+    if args.env_command == "rg-table":
+        return run_rg_table(args)
     if args.env_command == "new":
         from genenv_engine.interfaces.scaffold import write_package
 
@@ -412,6 +467,11 @@ def run_env(args: argparse.Namespace) -> int:
               f"check {args.name}")
         return 0
     report = check_environment(args.name, args.seed, parse_sizes(args.sizes), args.samples, args.data_dir)
+    if args.json:
+        print(report.as_json())
+        return 0 if report.ok else 1
+    if report.scoring:
+        print(scoring_line(report.name, report.scoring))
     for failure in report.failures:
         print(f"FAIL {failure.line}")
     for contract in report.checked:
