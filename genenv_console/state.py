@@ -14,7 +14,7 @@ from typing import Any
 from genenv_engine.core import events as ev
 from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import env_reward, in_band
-from genenv_engine.storage.progress import sample_line, worker_summary
+from genenv_engine.storage.progress import fault_text, sample_line, worker_summary
 from genenv_engine.storage.session_view import SessionView
 
 PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
@@ -328,6 +328,11 @@ class RunState:
                 return worker_summary(stats)
         return ""
 
+    def plugin_faults(self) -> str:
+        """The latest finished epoch's plugin faults per benchmark (`genenv_engine.storage.progress.fault_text`), ""
+        when it had none."""
+        return fault_text(self.metrics[max(self.metrics)].get("plugin_faults")) if self.metrics else ""
+
     def throughput(self) -> list[tuple[int, float]]:
         """(epoch, generated tokens per second of busy time) for epochs that report it."""
         return [(e, float(m["tokens_per_second"])) for e, m in sorted(self.metrics.items())
@@ -369,7 +374,9 @@ def describe(event: ev.Event) -> str | None:
             return f"e{event.epoch} checkpoint saved"
         case ev.EpochFinished():
             gen = event.metrics.get("generated_success")
-            return f"epoch {event.epoch} finished" + (f": generated p̂ {gen:.2f}" if gen is not None else "")
+            faults = fault_text(event.metrics.get("plugin_faults"))
+            return (f"epoch {event.epoch} finished" + (f": generated p̂ {gen:.2f}" if gen is not None else "")
+                    + (f" — PLUGIN FAULTS {faults}" if faults else ""))
         case ev.RunPaused():
             return f"paused in epoch {event.epoch}"
         case ev.RunResumed():

@@ -85,6 +85,7 @@ class DashboardScreen(Screen):
             bar.phase, bar.progress, bar.run = state.phase, state.progress, state.run
             bar.pause_after_epoch = state.pause_after_epoch
             bar.worker_line = state.rollout_workers()
+            bar.fault_line = state.plugin_faults()
         if "plots" in changed:
             self.query_one(CalibrationPlot).data = state.calibration()
             self.query_one(HeldoutPlot).data = state.heldout()

@@ -1,5 +1,5 @@
-"""The status bar: session, epoch, phase, progress, elapsed time, the rollout workers' throughput and whether the
-run is paused."""
+"""The status bar: session, epoch, phase, progress, elapsed time, the rollout workers' throughput, whether the
+run is paused, and the latest epoch's plugin faults when it had any."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ class StatusBar(Widget):
     worker_line: reactive[str] = reactive("")
     """The latest epoch's rollout workers (`genenv_console.state.RunState.rollout_workers`), "" before any (not
     ``workers``: Textual's widgets have their own)."""
+    fault_line: reactive[str] = reactive("")
+    """The latest epoch's plugin faults per benchmark (`genenv_console.state.RunState.plugin_faults`), "" if none."""
 
     def render(self) -> Text:
         """The bar's text."""
@@ -69,6 +71,8 @@ class StatusBar(Widget):
         parts += [sep, f"elapsed {format_elapsed(self.elapsed)}", sep, RUN_LABELS.get(self.run, (self.run, ""))]
         if self.pause_after_epoch:
             parts += [sep, ("pause after epoch", "yellow")]
+        if self.fault_line:
+            parts += [sep, (f"plugin faults: {clean(self.fault_line, 120, one_line=True)}", "bold white on red")]
         if self.worker_line:  # last: a narrow terminal cuts it before the run state
             parts += [sep, (f"rollout workers {self.worker_line}", "dim")]
         return Text.assemble(*parts)

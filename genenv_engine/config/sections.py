@@ -208,10 +208,11 @@ class SimulatorConfig:
     """Most valid tasks kept per template (`Environment.template_key`; by default the prompt with numbers masked),
     across the pool."""
     plugin_timeout: float = 0.0
-    """Wall-clock seconds one call of a plugin environment's ``check`` or ``validate`` may take (an environment not
-    built into genenv): above 0 those calls run in a worker process (`genenv_engine.environments.plugin_worker`) and one
-    past the limit fails its rollout or rejects its task as ``plugin_timeout``; 0: they run in this process, unlimited.
-    It applies where the loop's process checks and validates (not on Ray workers)."""
+    """Wall-clock seconds one call of a plugin environment's ``check``, ``validate``, ``sibling`` or ``task_at`` (the
+    sampler's draw) may take (an environment not built into genenv): above 0 those calls run in a worker process
+    (`genenv_engine.environments.plugin_worker`) and one past the limit fails its rollout, rejects its task or leaves
+    its sibling or draw out as ``plugin_timeout`` (counted in the epoch's ``plugin_faults``); 0: they run in this
+    process, unlimited. It applies where the loop's process calls them (not on Ray workers)."""
     prompt: str = "compact"
     """``compact``: ``<task> => <answer>`` under a short system turn (models trained from scratch); ``instruct``:
     an instruction with the example task, its answer and the agent's recent success rate, answered as

@@ -3,7 +3,9 @@
 Both are deterministic (no threads, signals or clocks), so a verdict never depends on machine load. A third
 guard is for environments from outside genenv (:func:`third_party`): their ``check`` or ``validate`` raising
 fails that rollout or rejects that task as ``plugin_error: <type>`` and the epoch goes on, and a wrong return type
-stops it with one line (:class:`PluginError`).
+stops it with one line (:class:`PluginError`). :func:`fault_kind` tells such a recorded fault from the checker's own
+verdicts; :class:`PluginFailed` is the one line a run stops with where going on would train on nothing or on
+garbage, and :func:`plugin_failure` turns any other exception raised in a plugin's code into that line.
 
 - **size**: an agent completion longer than :data:`MAX_RESPONSE_CHARS` is scored as a failure with
   ``error_type = "too_long"`` before the checker parses it (:func:`check_response`, used by every
@@ -27,8 +29,10 @@ time. Generated text is never eval'd or exec'd, limits or not.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from genenv_engine.core.errors import ConfigError
 from genenv_engine.core.records import CheckResult
 
 if TYPE_CHECKING:
@@ -60,6 +64,74 @@ def third_party(env: Environment) -> bool:
     (False, True)
     """
     return not type(env).__module__.startswith("genenv_engine.")
+
+
+PLUGIN_FAULTS = ("plugin_error", "plugin_timeout")
+"""The kinds of recorded plugin fault: the plugin's code raised, or ran past ``simulator.plugin_timeout``."""
+
+
+def fault_kind(reason: str | None) -> str | None:
+    """``plugin_error`` or ``plugin_timeout`` when ``reason`` (an error type or a rejection reason) records a plugin's
+    fault, else None.
+
+    >>> fault_kind("plugin_error: KeyError"), fault_kind("plugin_timeout"), fault_kind("wrong_value"), fault_kind(None)
+    ('plugin_error', 'plugin_timeout', None, None)
+    """
+    kind = (reason or "").split(":")[0]
+    return kind if kind in PLUGIN_FAULTS else None
+
+
+class PluginFailed(ValueError):
+    """A plugin's code failed where the run cannot go on without it (its warm start drew no sibling, its splits
+    could not be built, ...): the run stops with this one line naming the environment, the method and the
+    exception, and the session resumes once the plugin is fixed."""
+
+    def __init__(self, env: Environment, method: str, error: str, where: str = "") -> None:
+        super().__init__(f"environment {env.name!r} ({type(env).__module__}.{type(env).__name__}): {method} failed "
+                         f"({error}){f' {where}' if where else ''}; fix it, then genenv resume")
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as ``Type: message`` on one line (the message cut to 200 characters); one from a plugin's worker
+    process (`genenv_engine.environments.plugin_worker`) as the plugin's, or as its time limit.
+
+    >>> error_line(KeyError("boom")), error_line(RuntimeError("a\\nb"))
+    ("KeyError: 'boom'", 'RuntimeError: a b')
+    """
+    message = " ".join(str(exc).split())[:200]
+    reason = getattr(exc, "genenv_reason", None)
+    if reason == "plugin_timeout":
+        return f"plugin_timeout: {message}"
+    if reason:  # the worker's message is the plugin's exception, type first
+        return message
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def plugin_failure(exc: BaseException, envs: Iterable[Environment]) -> PluginFailed | None:
+    """The one line to stop with when ``exc`` was raised in the code of one of ``envs`` that is a plugin (a frame of
+    its class's module, or of a module it inherits from outside genenv), or came back from its worker process;
+    None for an exception of genenv's own (a bug, shown in full) and for one already said in one line (a
+    `ConfigError`, `PluginError`, `PluginFailed`)."""
+    plugins = [env for env in envs if third_party(env)]
+    if not plugins or isinstance(exc, PluginError | PluginFailed | ConfigError):
+        return None
+    modules = {cls.__module__: env for env in plugins for cls in type(env).__mro__
+               if not cls.__module__.startswith(("genenv_engine.", "builtins", "abc"))}
+    call = getattr(exc, "genenv_call", None)  # from the worker: its frames are not here, its name and method are
+    if call is not None:
+        env = next((e for e in plugins if e.name == call[0]), None)
+        return None if env is None else PluginFailed(env, call[1], error_line(exc))
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:  # the innermost frame of plugin code
+        name = tb.tb_frame.f_globals.get("__name__")
+        if name in modules:
+            found = (modules[name], tb.tb_frame.f_code.co_name, f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")
+        tb = tb.tb_next
+    if found is None:
+        return None
+    env, method, where = found
+    return PluginFailed(env, method, error_line(exc), f"at {where}")
 
 
 def plugin_error(exc: BaseException) -> str:

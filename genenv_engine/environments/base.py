@@ -11,7 +11,8 @@ for a generated task's lineage fields, :meth:`~Environment._accept` for the fina
 pass the checker" verdict, :meth:`~Environment._validate_step` for a step benchmark's whole validator)
 and :class:`LadderEnvironment`, the base of the built-in minis whose tasks are sampled on a 4-level
 difficulty ladder: memoized seeded splits (equal level quarters, prompt-disjoint, built from a
-per-environment ``draft(level, rng)`` hook, the held-out split optionally replaced by official data)
+per-environment ``draft(level, rng)`` hook, the held-out split optionally replaced by official data; a level whose
+prompts run out stops the build with a one-line `SplitsExhausted`)
 and ``sibling_pairs`` built from a per-environment ``sibling(source, rng, task_id)`` hook.
 
 Also :func:`near_duplicate_key` (the default template of the simulator's duplicate cap), and the parsing and task
@@ -25,11 +26,13 @@ from __future__ import annotations
 import random
 import re
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from genenv_engine.core.errors import SplitsExhausted
 from genenv_engine.core.records import CheckResult, Task, Validation
 
 SEP = " => "
@@ -382,6 +385,19 @@ take seconds, and a run builds its environments more than once)."""
 
 UNSEEN_TRIES = 50
 """Draws per task `LadderEnvironment.unseen_tasks` makes before giving up on a level whose prompts are used up."""
+SPLIT_PATIENCE = 1000
+"""Draws in a row at one level, every prompt already taken, after which `LadderEnvironment._make_split` (without
+``tries``) stops with `SplitsExhausted`: the level has run out of new prompts. A level one new prompt short in 40
+still passes this many draws but once in 10^11; at 200 it would stop once in 160 (and the stop costs only these)."""
+
+
+def level_shares(n: int, levels: tuple[int, ...]) -> Counter[int]:
+    """How many of ``n`` tasks in equal shares of ``levels`` each level has (`LadderEnvironment._make_split`).
+
+    >>> sorted(level_shares(200, (2, 3, 4)).items())
+    [(2, 67), (3, 67), (4, 66)]
+    """
+    return Counter(levels[i * len(levels) // n] for i in range(n))
 
 
 class LadderEnvironment(Environment):
@@ -406,6 +422,10 @@ class LadderEnvironment(Environment):
         self._splits: dict[str, list[Task]] | None = None
         self._unseen: dict[tuple[int, tuple[int, ...]], list[Task]] = {}
         self._prompts: frozenset[str] | None = None
+        self._tally: dict[int, list[int]] = {}
+        """Level -> [distinct prompts taken, draws] while splits are built (for `SplitsExhausted`)."""
+        self._needs: dict[int, dict[str, int]] = {}
+        """Level -> split -> the tasks it asks of that level (for `SplitsExhausted`)."""
 
     def splits(self) -> dict[str, list[Task]]:
         """Seeded, prompt-disjoint splits: train/heldout in equal L1-L4 quarters, seed from L2-L4.
@@ -413,7 +433,9 @@ class LadderEnvironment(Environment):
         Computed once per instance (callers get fresh lists), and once per process for a benchmark without user
         data (`_GENERATED_SPLITS`: the same class, seed and sizes give the same tasks). The rng is seeded with
         ``<name>-splits-<seed>``; task ids are ``<name>/<split>/<index:05d>``. When
-        :meth:`_official_heldout` returns tasks they replace the generated held-out split.
+        :meth:`_official_heldout` returns tasks they replace the generated held-out split. A level that gives no
+        new prompt in `SPLIT_PATIENCE` draws in a row raises `SplitsExhausted` (its prompts found, the tasks the
+        sizes ask of it).
         """
         key = (type(self), self.seed, self.sizes)
         if self._splits is None and self.data_dir is None and key in _GENERATED_SPLITS:
@@ -422,6 +444,11 @@ class LadderEnvironment(Environment):
             official = self._official_heldout()
             rng = random.Random(f"{self.name}-splits-{self.seed}")
             seen = {t.prompt for t in official} if official is not None and self.reserve_official_prompts else set()
+            self._tally, self._needs = {}, {}
+            for split in ("seed", "train", "heldout"):
+                for levels in (levels for name, levels in self.SPLIT_PLAN if name == split):
+                    for level, count in level_shares(getattr(self.sizes, split), levels).items():
+                        self._needs.setdefault(level, {})[split] = count
             self._splits = {split: self._make_split(split, getattr(self.sizes, split), levels, rng, seen)
                             for split, levels in self.SPLIT_PLAN}
             if official is not None:
@@ -478,20 +505,38 @@ class LadderEnvironment(Environment):
     def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
                     seen: set[str], tries: int | None = None) -> list[Task]:
         """``n`` tasks in equal shares of ``levels`` (shuffled), redrawing any prompt already in ``seen``; with
-        ``tries``, a task whose ``tries`` draws are all seen is left out (fewer tasks, never an endless loop)."""
+        ``tries``, a task whose ``tries`` draws are all seen is left out (fewer tasks), without it `SPLIT_PATIENCE`
+        such draws raise `SplitsExhausted` (never an endless loop)."""
         mix = [levels[i * len(levels) // n] for i in range(n)]
         rng.shuffle(mix)
+        for level, count in level_shares(n, levels).items() if tries is None else ():
+            self._needs.setdefault(level, {}).setdefault(split, count)
         tasks = []
         for level in mix:
-            draws = 0
-            while tries is None or draws < tries:
+            tally = self._tally.setdefault(level, [0, 0])
+            for _ in range(SPLIT_PATIENCE if tries is None else tries):
                 prompt, build = self.draft(level, rng)
-                draws += 1
+                tally[1] += 1
                 if prompt not in seen:
                     seen.add(prompt)
+                    tally[0] += 1
                     tasks.append(build(f"{self.name}/{split}/{len(tasks):05d}", split=split, origin="seed"))
                     break
+            else:
+                if tries is None:
+                    raise self._exhausted(level)
         return tasks
+
+    def _exhausted(self, level: int) -> SplitsExhausted:
+        """The one line of a ``level`` out of new prompts: what it gave, what the split sizes ask of it, what to do."""
+        (found, draws), needs = self._tally[level], self._needs[level]
+        asked = " + ".join(f"{split} {count:,}" for split, count in needs.items())
+        sizes = f"seed={self.sizes.seed}, train={self.sizes.train}, heldout={self.sizes.heldout}"
+        lower = (f"{type(self).__name__}.DEFAULT_SIZES (now {sizes}, the sizes a run builds it at)"
+                 if self.sizes == self.DEFAULT_SIZES else f"the split sizes asked for ({sizes})")
+        return SplitsExhausted(self.name, f"level {level} gave {found:,} distinct prompts in {draws:,} draws; the "
+                                          f"splits need {sum(needs.values()):,} ({asked} at level {level}): lower "
+                                          f"{lower} or widen level {level} of its draft")
 
     @abstractmethod
     def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:

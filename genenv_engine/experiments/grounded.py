@@ -29,6 +29,8 @@ from genenv_engine.environments.base import Environment
 from genenv_engine.core.errors import ConfigError
 from genenv_engine.core.events import BatchProgressed, PhaseTimer
 from genenv_engine.core.records import ScoredBatch, Task
+from genenv_engine.environments.plugin_worker import one_sibling
+from genenv_engine.method.faults import add_fault, rollout_faults
 from genenv_engine.method.strategies import Epoch, register
 
 if TYPE_CHECKING:
@@ -44,16 +46,20 @@ PHASE = "probe"
 """The timed phase of both evaluations."""
 
 
-def probe_siblings(env: Environment, task: Task, m: int, rng: random.Random, taken: set[str], epoch: int
-                   ) -> list[Task]:
+def probe_siblings(env: Environment, task: Task, m: int, rng: random.Random, taken: set[str], epoch: int,
+                   faults: dict | None = None) -> list[Task]:
     """Up to ``m`` siblings of ``task`` from ``env.sibling`` at the task's level whose prompts are not in ``taken``
     (the prompts of every stored task of the session, and the siblings drawn before: each joins it); ids
-    ``<task id>/probe-e<epoch>-<j>``, origin and split ``probe``, parent ``task``."""
+    ``<task id>/probe-e<epoch>-<j>``, origin and split ``probe``, parent ``task``. A plugin's sibling that raises or
+    runs past its time limit is left out and counted in ``faults`` (``plugin_faults``: benchmark -> where -> kind)."""
     out: list[Task] = []
     for j in range(m):
         task_id = f"{task.id}/probe-e{epoch}-{j}"
         for _ in range(SIBLING_TRIES):
-            sibling = env.sibling(task, rng, task_id)
+            sibling, fault = one_sibling(env, task, rng, task_id)
+            if sibling is None:
+                add_fault(faults if faults is not None else {}, env.name, "siblings", fault)
+                break
             if sibling.level == task.level and sibling.prompt not in taken:
                 taken.add(sibling.prompt)
                 out.append(replace(sibling, origin="probe", split="probe", parent_id=task.id, epoch=epoch,
@@ -113,6 +119,7 @@ class GroundedReward:
         with PhaseTimer(ep.emit, ep.epoch, PHASE, ep.seconds):
             _, scored = evaluate(roles.agent_backend, roles.agent, ep.envs, tasks, cfg.agent.max_new_tokens,
                                  cfg.agent.success_threshold, progress)
+        rollout_faults(ep.metrics.setdefault("plugin_faults", {}), scored, "probes")
         ep.session.store.insert_rollouts([
             {"task_id": s.task.id, "epoch": ep.epoch, "response": a.completion.text, "reward": a.reward,
              "success": a.success, "error_type": a.result.error_type, "purpose": purpose}
@@ -130,7 +137,8 @@ class GroundedReward:
         for task in fresh:
             if not task.valid or task.id not in batch_of:
                 continue
-            mine = probe_siblings(ep.envs[task.benchmark], task, SIBLINGS, rng, taken[task.benchmark], ep.epoch)
+            mine = probe_siblings(ep.envs[task.benchmark], task, SIBLINGS, rng, taken[task.benchmark], ep.epoch,
+                                  ep.metrics.setdefault("plugin_faults", {}))
             siblings += mine
             of_batch.update((s.id, batch_of[task.id]) for s in mine)
         if not siblings:

@@ -217,8 +217,11 @@ class SamplerTasks(SimulatorTasks):
             for batch_id, mine in by_batch.items():
                 store.insert_tasks(mine, batch_id=batch_id)
             ep.metrics.update(info)
+            places = [p.get("drafts", {}) for p in info.get("plugin_faults", {}).values()]
+            failed = {kind: sum(p.get(kind, 0) for p in places) for kind in ("plugin_error", "plugin_timeout")}
+            drafts = len(tasks) + sum(failed.values())  # a plugin's draw that failed is left out, counted
             ep.metrics.update({
-                "generated": len(tasks), "valid": len(tasks), "valid_fraction": 1.0 if tasks else None,
-                "unique_fraction": None, "invalid_reasons": {},
+                "generated": drafts, "valid": len(tasks), "valid_fraction": len(tasks) / drafts if drafts else None,
+                "unique_fraction": None, "invalid_reasons": {k: n for k, n in failed.items() if n},
                 "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in tasks).items()))})
         return tasks, batch_of, []

@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--ray", metavar="local|ADDRESS|none", type=_ray_address,
                         help="from now on run the rollouts on Ray workers (a new local instance or a cluster address), "
                              "or in this process (none); default: where the session ran them")
+    resume.add_argument("--rescore-heldout", action="store_true",
+                        help="first check every stored held-out answer of the finished epochs again with the "
+                             "environments as they are now (a fixed plugin) and update those whose verdict changed")
     resume.add_argument("--quiet", action="store_true")
     resume.add_argument("--log", action="append", default=[], choices=LOGGERS,
                         help="as for run: a resumed session continues the same logged run")
@@ -116,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--p-min", type=float, default=None, help="lowest p-hat")
     export.add_argument("--p-max", type=float, default=None, help="highest p-hat")
     export.add_argument("--text", default=None, help="a word search, as the tasks screen's /")
+    export.add_argument("--include-rejected", action="store_true",
+                        help="also the simulator's rejected drafts (empty gold; --valid no implies it); by default "
+                             "only admitted tasks: valid ones and the split tasks")
     imp = tasks_sub.add_parser("import", help="validate a file's rows (JSONL/Parquet/CSV/JSON; veRL layout or the "
                                               "benchmark's upstream one) and add the valid ones to the session")
     imp.add_argument("session", type=Path)
@@ -183,7 +189,8 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str, Any]]:
     """Every built-in benchmark, then every one an installed package registers, with its granularity, source and
-    split sizes."""
+    split sizes (built as a run builds them: a level out of new prompts stops it with `SplitsExhausted`'s line)."""
+    from genenv_engine.core.errors import SplitsExhausted
     from genenv_engine.environments import BENCHMARKS, entry_point_names, get_environment
 
     names = [*BENCHMARKS, *entry_point_names()]
@@ -196,6 +203,8 @@ def benchmarks_table(data_dirs: dict[str, str], seed: int = 0) -> list[dict[str,
     for name in names:
         try:
             rows.append(get_environment(name, seed, data_dir=data_dirs.get(name)).describe())
+        except SplitsExhausted:
+            raise
         except (ImportError, RuntimeError, ConfigError) as exc:  # an optional package or a plugin is missing
             rows.append({"name": name, "granularity": "step", "source": f"unavailable: {exc}", "sizes": {}})
     return rows
@@ -205,7 +214,8 @@ def status_json(session_dir: Path) -> dict[str, Any]:
     """The session's per-epoch metrics in the documented ``genenv status --json`` shape, with each epoch's
     ``validity`` per benchmark that had drafts: drafts, valid (kept by the validator and the duplicate cap), their
     fraction, the rejections counted by reason (`genenv_engine.storage.store.funnel_validity`) and how the valid ones
-    were admitted (`genenv_engine.storage.store.with_admitted`)."""
+    were admitted (`genenv_engine.storage.store.with_admitted`), and its ``plugin_faults`` (benchmark -> where ->
+    kind -> items a plugin's fault failed; counted from the stored rows for an epoch whose metrics lack them)."""
     from genenv_engine.storage.session import Session
 
     session = Session.open(session_dir, check=True)
@@ -214,9 +224,12 @@ def status_json(session_dir: Path) -> dict[str, Any]:
     from genenv_engine.storage.store import funnel_validity, with_admitted
 
     validity = funnel_validity(session.store.funnel())
+    rows = session.store.epoch_metrics()
+    stored = session.store.plugin_faults([m["epoch"] for m in rows if m.get("plugin_faults") is None])
     epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS},
+               "plugin_faults": stored.get(m["epoch"], {}) if m.get("plugin_faults") is None else m["plugin_faults"],
                "validity": with_admitted(validity.get(m["epoch"], {}), m.get("admitted") or {})}
-              for m in session.store.epoch_metrics()]
+              for m in rows]
     cfg = session.config
     return {"session": str(session_dir), "preset": cfg.preset, "simulator_mode": cfg.simulator.mode,
             "target_epochs": cfg.epochs, "epochs": epochs}
@@ -259,11 +272,11 @@ def _tasks(args: argparse.Namespace) -> int:
 
             if args.out is None:
                 raise ValueError("--format verifiers needs --out DIR (the folder the package is written in)")
-            path, n = export_verifiers(args.session, args.out, args.name, where)
+            path, n = export_verifiers(args.session, args.out, args.name, where, args.include_rejected)
             print(f"wrote {n} tasks as the verifiers taskset {path.name} in {path}; load it with {args.out} on "
                   f"PYTHONPATH: vf.load_taskset(vf.TasksetConfig(id={path.name!r}))")
             return 0
-        path, n = interop.export_tasks(args.session, args.out, args.format, where)
+        path, n = interop.export_tasks(args.session, args.out, args.format, where, args.include_rejected)
         print(f"wrote {n} tasks to {path}")
         return 0
     result = interop.import_tasks(args.session, args.benchmark, args.file, args.split)
@@ -344,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"genenv: {fallback['reason']} (epochs after it are redone)", file=sys.stderr)
             if args.epochs is not None:
                 session.set_epochs(args.epochs)
+            if args.rescore_heldout:
+                from genenv_engine.method.faults import rescore_heldout, rescore_line
+
+                print(rescore_line(rescore_heldout(session)))
             return _run(session, args.quiet, args.log)
     except SessionBusy as exc:
         print(f"genenv: {exc}", file=sys.stderr)

@@ -6,7 +6,8 @@ any spelling the registry accepts: built-in, ``module:Class``, entry point, ``rg
 (the fingerprint of an environment's splits that a second process, run with another ``PYTHONHASHSEED``, computes
 again), and the ``genenv env`` command (`add_env_parser`, `run_env`: ``check`` here, ``new`` by
 `genenv_engine.interfaces.scaffold`). The checks call the environment's public methods only, as the loop does; one that
-raises fails its contract with the exception's type and message.
+raises fails its contract with the exception's type and message, one that runs out of time with where it was (the
+split being built and its level, the function running). ``--sizes run`` checks at the sizes a run builds.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from types import FrameType
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from genenv_engine.environments import (CheckResult, Environment, SplitSizes, Task, Validation, get_environment,
                                         resolve_benchmarks)
+from genenv_engine.core.errors import SplitsExhausted
 from genenv_engine.environments import base as _base
 from genenv_engine.interfaces.rg_table import add_rg_table_parser, run_rg_table
 
@@ -58,6 +61,9 @@ SIBLINGS = 20
 """How many sibling pairs are asked for."""
 CONTRACT_SECONDS = 120
 """How long one contract's checks may take before it fails as unfinished (an endless loop in the environment)."""
+RUN_SIZES = "run"
+"""``--sizes run``: the sizes a ``genenv run`` builds the environment at (its class's ``DEFAULT_SIZES``: a run
+passes none)."""
 
 
 @dataclass(frozen=True)
@@ -146,15 +152,40 @@ class _Broken(Exception):
     """A contract found broken (its detail is the message)."""
 
 
+def _where(frame: FrameType | None) -> str:
+    """What the code at ``frame`` was doing, for a contract out of time: the split being built (tasks made, the
+    level drawn, its distinct prompts and draws so far) when inside `LadderEnvironment._make_split`, and the
+    innermost function outside the standard library; "" when neither is known."""
+    parts, inner = [], None
+    stdlib = os.path.dirname(os.__file__)
+    while frame is not None:
+        code = frame.f_code
+        if inner is None and not (code.co_filename.startswith(stdlib) and "-packages" not in code.co_filename):
+            inner = f"in {code.co_name} at {os.path.basename(code.co_filename)}:{frame.f_lineno}"
+        if code is _base.LadderEnvironment._make_split.__code__ and not parts:
+            local = frame.f_locals
+            tasks, level, env = local.get("tasks"), local.get("level"), local.get("self")
+            found, draws = getattr(env, "_tally", {}).get(level, (0, 0))
+            parts.append(f"building the {local.get('split')} split ({len(tasks or ()):,} of {local.get('n'):,} "
+                         f"tasks made, drawing at level {level}: {found:,} distinct prompts in {draws:,} draws)")
+        frame = frame.f_back
+    return "; ".join(parts + ([inner] if inner else []))
+
+
 @contextmanager
 def _time_limit(seconds: int):
-    """Raise `_Broken` in the block once ``seconds`` have passed (by SIGALRM; no limit off the main thread)."""
+    """Raise `_Broken` in the block once ``seconds`` have passed, saying where it was (`_where`; by SIGALRM; no
+    limit off the main thread)."""
     if seconds <= 0 or not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def expire(*_):
-        raise _Broken(f"did not finish in {seconds} s")
+    def expire(_signum: int, frame: FrameType | None) -> None:
+        try:
+            where = _where(frame)
+        except Exception:  # noqa: BLE001 - the line without where, rather than no line
+            where = ""
+        raise _Broken(f"did not finish in {seconds} s" + (f": {where}" if where else ""))
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.alarm(seconds)
@@ -190,15 +221,18 @@ def _sizes_text(sizes: SplitSizes) -> str:
     return f"{sizes.seed},{sizes.train},{sizes.heldout}"
 
 
-def parse_sizes(text: str) -> SplitSizes:
-    """``seed,train,heldout`` as split sizes; ValueError otherwise.
+def parse_sizes(text: str) -> SplitSizes | None:
+    """``seed,train,heldout`` as split sizes, or ``run`` as None (the environment's own, which a run builds);
+    ValueError otherwise.
 
-    >>> parse_sizes("24,80,40")
-    SplitSizes(seed=24, train=80, heldout=40)
+    >>> parse_sizes("24,80,40"), parse_sizes("run")
+    (SplitSizes(seed=24, train=80, heldout=40), None)
     """
+    if text.strip() == RUN_SIZES:
+        return None
     parts = text.split(",")
     if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError(f"--sizes takes seed,train,heldout as three whole numbers, not {text!r}")
+        raise ValueError(f"--sizes takes seed,train,heldout as three whole numbers or {RUN_SIZES!r}, not {text!r}")
     return SplitSizes(*(int(p) for p in parts))
 
 
@@ -390,17 +424,21 @@ class _Checker:
 
 
 ORDER: tuple[str, ...] = tuple(c for c in CONTRACTS if c != "construct")
+SPLIT_CONTRACTS = {"splits_deterministic", "splits_cross_process", "splits_disjoint"}
+"""Contracts that build the splits (skipped once a level has run out of prompts: `SplitsExhausted`)."""
 NEEDS_SPLITS = {"gold_passes", "corrupted_fails", "validate_recomputes", "validate_rejects", "siblings", "grammar",
                 "warm_start"}
 """Contracts that read the split tasks `splits_disjoint` found (skipped when the splits are broken)."""
 
 
-def check_environment(spelling: str, seed: int = 0, sizes: SplitSizes = CHECK_SIZES, samples: int = 100,
+def check_environment(spelling: str, seed: int = 0, sizes: SplitSizes | None = CHECK_SIZES, samples: int = 100,
                       data_dir: str | None = None, cross_process: bool = True,
                       limit: int = CONTRACT_SECONDS) -> Conformance:
     """Every contract of `CONTRACTS` checked on the environment ``spelling`` names (a `ConfigError` when no
-    environment has that name): at most ``samples`` split tasks are checked, spread over the three splits, each
-    contract within ``limit`` seconds."""
+    environment has that name) at split ``sizes`` (None: its own, as a run builds it): at most ``samples`` split
+    tasks are checked, spread over the three splits, each contract within ``limit`` seconds. A level out of new
+    prompts fails the first split contract with its one line (`SplitsExhausted`) and skips the contracts after it
+    that need the splits."""
     (name,), _ = resolve_benchmarks([spelling], {})
     report = Conformance(name)
     try:
@@ -409,12 +447,18 @@ def check_environment(spelling: str, seed: int = 0, sizes: SplitSizes = CHECK_SI
         report.failures.append(Failure("construct", f"{type(exc).__name__}: {exc}"))
         return report
     report.scoring = scoring_of(env)
+    if sizes is None:  # the second process builds at these (a class that keeps no sizes ignores them)
+        sizes = getattr(env, "sizes", None) or CHECK_SIZES
     checker = _Checker(env, spelling, seed, sizes, data_dir, samples)
+    exhausted = False
     steps: dict[str, Callable[[], str | None]] = {c: getattr(checker, c) for c in ORDER}
     if not cross_process:
         report.skipped["splits_cross_process"] = "not asked for"
         del steps["splits_cross_process"]
     for contract, step in steps.items():
+        if exhausted and contract in SPLIT_CONTRACTS | NEEDS_SPLITS:
+            report.skipped[contract] = "a level ran out of new prompts"
+            continue
         if contract in NEEDS_SPLITS and not checker.tasks:
             report.skipped[contract] = "no split tasks to check"
             continue
@@ -423,6 +467,9 @@ def check_environment(spelling: str, seed: int = 0, sizes: SplitSizes = CHECK_SI
                 skipped = step()
         except _Broken as exc:
             report.failures.append(Failure(contract, str(exc)))
+        except SplitsExhausted as exc:
+            report.failures.append(Failure(contract, str(exc)))
+            exhausted = True
         except Exception as exc:  # noqa: BLE001 - the plugin's own error, reported as its contract's
             report.failures.append(Failure(contract, f"raised {type(exc).__name__}: {exc}"))
         else:
@@ -443,7 +490,9 @@ def add_env_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("name", help="a benchmark as --benchmarks names it: built-in, entry point, module:Class or "
                                     "rg:<dataset>")
     check.add_argument("--seed", type=int, default=0, help="the splits' seed")
-    check.add_argument("--sizes", default=_sizes_text(CHECK_SIZES), help="the split sizes: seed,train,heldout")
+    check.add_argument("--sizes", default=_sizes_text(CHECK_SIZES),
+                       help=f"the split sizes: seed,train,heldout, or '{RUN_SIZES}' for those a genenv run builds "
+                            "(the class's DEFAULT_SIZES)")
     check.add_argument("--samples", type=int, default=100, help="how many split tasks each contract checks")
     check.add_argument("--data-dir", default=None, metavar="PATH", help="upstream data for the environment")
     check.add_argument("--json", action="store_true", help="print the report as one JSON object")

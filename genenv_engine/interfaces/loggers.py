@@ -26,7 +26,7 @@ from genenv_engine.storage.store import funnel_validity, with_admitted
 LOGGERS = ("tensorboard", "wandb", "trackio")
 STATUS_KEYS = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
                "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
-               "heldout_by_level", "tokens_per_second", "rollout_workers")
+               "heldout_by_level", "tokens_per_second", "rollout_workers", "plugin_faults")
 """The per-epoch keys of ``genenv status --json``, and of every logger."""
 SAMPLES = 8
 """Sample tasks (each with one rollout) logged per epoch."""

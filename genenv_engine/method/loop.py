@@ -7,7 +7,9 @@ the replay draws from, the note a simulator prompt carries and the simulator's r
 after the agent's update) are the strategies the run resolved once from its config (`genenv_engine.method.strategies`),
 called without branching on settings. The loop emits typed events, checks the
 `RunControl` between phases and batches (pause/stop), and stores everything in the session's
-SQLite store, so a crash or a stop leaves a resumable session.
+SQLite store, so a crash or a stop leaves a resumable session. A plugin's fault fails its item and is counted
+(`genenv_engine.method.faults`: ``plugin_faults`` in each epoch's metrics and line); any other exception raised in a
+plugin's code stops the run with one line naming it (`genenv_engine.core.limits.plugin_failure`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Any
 
 import torch
 
-from genenv_engine.training.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks, result_strings
+from genenv_engine.training.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks
 from genenv_engine.backends.base import Sampling
-from genenv_engine.config import replace_config
+from genenv_engine.config import RunConfig, replace_config
 from genenv_engine.core.curriculum import calibration_error
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.base import Environment
@@ -34,11 +36,14 @@ from genenv_engine.core.events import (AttemptsScored, BatchProgressed, Checkpoi
                                        Event,
                                   EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
                                   RunFinished, RunStarted, RunStopped, StopRequested, null_sink)
+from genenv_engine.core.limits import PluginError, PluginFailed, plugin_failure
 from genenv_engine.core.records import ScoredBatch, Task
 from genenv_engine.storage.remote import RequestWatcher
 from genenv_engine.training.roles import BackendFactory, Roles, load_roles, save_roles
 from genenv_engine.storage.session import Session
 from genenv_engine.training import simulator as sim
+from genenv_engine.method.faults import (Faults, draft_faults, heldout_summary, merge_faults, rollout_faults,
+                                         usable)
 from genenv_engine.method.simulator_update import simulator_update, simulator_version
 from genenv_engine.method.strategies import Epoch, Strategies, replay_budget, resolve
 
@@ -78,6 +83,19 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
     torch.set_num_threads(cfg.model.threads)
     envs = environments_of(cfg)
     time_limit_plugins(envs, cfg.simulator.plugin_timeout)  # 0: a plugin's calls run here, unlimited
+    try:
+        return _run_envs(session, cfg, envs, emit, control, backend_factory)
+    except Exception as exc:
+        failure = plugin_failure(exc, envs.values())  # raised in a plugin's code: one line, not a traceback
+        if failure is None:
+            raise
+        raise failure from exc
+    finally:
+        release_plugins(envs)
+
+
+def _run_envs(session: Session, cfg: RunConfig, envs: dict[str, Environment], emit: EventSink, control: RunControl,
+              backend_factory: BackendFactory | None) -> dict[str, Any]:
     plan = resolve(cfg)  # the run's task source, seed sampler, replay source and prompt note
     for env in envs.values():
         # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
@@ -113,12 +131,12 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
         return {"stopped_at": epoch, "epochs_done": epoch - 1}
     except Exception as exc:
         store.mark_partial(epoch)
-        emit(RunFailed(epoch, "".join(traceback.format_exception_only(exc)).strip()))
+        failure = plugin_failure(exc, envs.values()) or (exc if isinstance(exc, PluginError | PluginFailed) else None)
+        emit(RunFailed(epoch, str(failure) if failure else "".join(traceback.format_exception_only(exc)).strip()))
         raise
     finally:
         if executor is not None:
             executor.close()
-        release_plugins(envs)
     emit(RunFinished(epoch - 1, epoch - 1))
     return {"epochs_done": epoch - 1}
 
@@ -170,12 +188,15 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
         folder, info = warm_start(cfg, envs, emit, check)
         phase.info = info
     roles = load_roles(session, 0, warm_start_dir=folder, backend_factory=backend_factory)
-    heldout, by_level, correct = _heldout(session, roles, envs, 0, emit, check, seconds)
+    faults: Faults = {}
+    for name, kinds in (info.get("simulator_pairs_failed") or {}).items():  # the pairs its warm start left out
+        merge_faults(faults, {name: {"siblings": kinds}})
+    heldout, by_level, correct = _heldout(session, roles, envs, 0, emit, check, seconds, faults)
     with PhaseTimer(emit, 0, "checkpoint", seconds):
         path = session.write_checkpoint(0, lambda tmp: save_roles(roles, tmp))
     emit(CheckpointSaved(0, str(path)))
     metrics = {"heldout": heldout, "heldout_by_level": by_level, "heldout_correct": correct,
-               "phase_seconds": seconds, "warm_start": info,
+               **({"plugin_faults": faults} if faults else {}), "phase_seconds": seconds, "warm_start": info,
                "simulator_fingerprint": roles.simulator.fingerprint(), "agent_fingerprint": roles.agent.fingerprint()}
     store.finish_epoch(0, metrics)
     emit(EpochFinished(0, metrics))
@@ -210,7 +231,14 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     replay = _replay_tasks(session, envs, {t.id for t in fresh}, rng, len(fresh), plan)
     with PhaseTimer(emit, epoch, "rollout", seconds):
         scored = _rollout(session, executor, fresh + replay, epoch, emit, check)
-    batch_metrics, batches = _score_batches(session, scored[: len(fresh)], batch_of, epoch, emit, step.notes, plan)
+    # a plugin's faults: counted (the sampler's draws and the grounded reward's probes add theirs), kept out of
+    # the agent's update and the batches' p-hat
+    faults = merge_faults(draft_faults({}, (g.task for g in gens)), metrics.pop("plugin_faults", {}))
+    rollout_faults(faults, scored)
+    fresh_ids = {t.id for t in fresh}
+    trained = usable(scored)
+    batch_metrics, batches = _score_batches(session, [s for s in trained if s.task.id in fresh_ids], batch_of,
+                                            epoch, emit, step.notes, plan)
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
@@ -220,7 +248,7 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 4. agent: GRPO on the rolled-out groups
     with PhaseTimer(emit, epoch, "agent_update", seconds) as phase:
-        phase.info = roles.grpo.update(grpo_groups(roles.agent, scored), rng, check)
+        phase.info = roles.grpo.update(grpo_groups(roles.agent, trained), rng, check)
         roles.agent_backend.sync()
         executor.sync(epoch)
     emit(PolicyUpdated(epoch, "agent", phase.info))
@@ -235,10 +263,14 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     if phase.info.get("steps"):
         emit(PolicyUpdated(epoch, "simulator", phase.info))
     metrics["simulator_update"] = phase.info
+    for name, kinds in (phase.info.get("sibling_faults") or {}).items():
+        merge_faults(faults, {name: {"siblings": kinds}})
 
     # 6. held-out evaluation on every enabled benchmark
     metrics["heldout"], metrics["heldout_by_level"], metrics["heldout_correct"] = _heldout(
-        session, roles, envs, epoch, emit, check, seconds)
+        session, roles, envs, epoch, emit, check, seconds, faults)
+    if merge_faults(faults, metrics.pop("plugin_faults", {})):  # stored when there are any (else the rows say none)
+        metrics["plugin_faults"] = faults
 
     # 7. checkpoint, atomically
     with PhaseTimer(emit, epoch, "checkpoint", seconds):
@@ -381,10 +413,11 @@ def _pooled(items: list[TaskAttempts]) -> float | None:
 
 
 def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-             check: Callable[[], None], seconds: dict[str, float]
+             check: Callable[[], None], seconds: dict[str, float], faults: Faults
              ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
     """Greedy held-out success per benchmark, per difficulty bucket, and per task (a ``0``/``1`` string in
-    held-out order, for paired comparisons of two epochs or two arms on the same tasks)."""
+    held-out order, for paired comparisons of two epochs or two arms on the same tasks); the answers a plugin's
+    fault failed are counted in ``faults``."""
     cfg = session.config
     tasks = heldout_tasks(envs, cfg.heldout_size)
 
@@ -392,18 +425,13 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
         emit(BatchProgressed(epoch, "heldout_eval", done, total))
         check()
     with PhaseTimer(emit, epoch, "heldout_eval", seconds):
-        rates, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
-                                 cfg.agent.success_threshold, progress)
+        _, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
+                             cfg.agent.success_threshold, progress)
     session.store.insert_rollouts([  # the greedy answers, so the console can show what changed between epochs
         {"task_id": s.task.id, "epoch": epoch, "response": a.completion.text, "reward": a.reward,
          "success": a.success, "error_type": a.result.error_type, "purpose": "heldout"}
         for s in scored for a in s.attempts])
-    by_level: dict[str, dict[str, float]] = {}
-    for name, env in envs.items():
-        buckets: dict[str, list[int]] = {}
-        for s in scored:
-            if s.task.benchmark == name:
-                buckets.setdefault(env.bucket(s.task), []).append(s.successes)
-        by_level[name] = {b: sum(v) / len(v) for b, v in sorted(buckets.items())}
+    rollout_faults(faults, scored, "heldout")
+    rates, by_level, correct = heldout_summary(envs, scored)
     emit(HeldoutEvaluated(epoch, rates))
-    return rates, by_level, result_strings(envs, scored)
+    return rates, by_level, correct

@@ -23,7 +23,8 @@ The samplers (``curriculum.sampler``), over the levels ``simulator.seed_levels``
 
 The adaptive samplers mix in `EXPLORE` of uniform mass so that no cell is starved. Everything they use is read
 back from the store's batches, so a resumed run samples as an uninterrupted one does. The weights are pure
-functions of that history (doctested here); `sampler_tasks` is the loop's glue.
+functions of that history (doctested here); `sampler_tasks` is the loop's glue. A plugin's draw that raises or runs
+past its time limit is left out and counted (``plugin_faults``, as the simulator's rejected drafts are).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from genenv_engine.core.curriculum import rwr_weights
+from genenv_engine.environments.plugin_worker import one_task
+from genenv_engine.method.faults import add_fault
 
 if TYPE_CHECKING:
     from genenv_engine.config import RunConfig
@@ -249,9 +252,12 @@ def sampler_tasks(cfg: RunConfig, envs: dict[str, Environment], batches: Sequenc
         metrics["sampler_cells"][name] = counts
         for i, cell in enumerate(drawn):
             level, cell_knobs = parse_cell(cell)
-            task = env.task_at(level, rng, f"{name}/sampler/e{epoch:03d}/{i:05d}", taken, knobs=cell_knobs,
-                               split="generated", origin="generated", epoch=epoch,
-                               generator=f"sampler:{cur.sampler}")
+            task, fault = one_task(env, level, rng, f"{name}/sampler/e{epoch:03d}/{i:05d}", taken, knobs=cell_knobs,
+                                   split="generated", origin="generated", epoch=epoch,
+                                   generator=f"sampler:{cur.sampler}")
+            if task is None:
+                add_fault(metrics.setdefault("plugin_faults", {}), name, "drafts", fault)
+                continue
             tasks.append(task)
             batch_of[task.id] = f"e{epoch:03d}/{name}/{cell}"
     return tasks, batch_of, metrics

@@ -5,6 +5,8 @@ exp(lambda * R_env); plus older kept pairs replayed from earlier epochs; plus fr
 pairs with weight 1 (a sample estimate of KL(initial simulator || simulator) that anchors the update
 against mode collapse). `simulator_update` builds that set and runs the RWR trainer on it, and reports the spread of
 the weights and how far the simulator has moved from its initial weights on a fixed probe set (`simulator_drift`).
+A plugin's sibling that raises or runs past its time limit leaves its anchor or probe pair out; the update reports
+how many per benchmark (``sibling_faults``), and the epoch goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from genenv_engine.core.algorithms import low_var_kl
 from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import rwr_weights
 from genenv_engine.environments.base import Environment
+from genenv_engine.environments.plugin_worker import sibling_pairs
 from genenv_engine.core.records import ScoredBatch
 from genenv_engine.training.roles import Roles
 from genenv_engine.storage.session import Session
@@ -51,20 +54,25 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
                       if g.recomputed else g.token_ids)  # admitted on the recomputed gold: learn that answer
             current.append((roles.simulator.encode(context), target + [eos], b.r_env))
     repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
+    faults: dict[str, dict[str, int]] = {}
     if not current and not repairs:
-        return {"skipped": "no batch in the band", "examples": 0, "drift": simulator_drift(roles, envs, cfg)}
+        info = {"skipped": "no batch in the band", "examples": 0, "drift": simulator_drift(roles, envs, cfg, faults)}
+        return {**info, "sibling_faults": faults} if faults else info
     older = _older_pairs(session, roles, envs, epoch, plan.note.text) if current else []
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda) if examples else []
-    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg)
+    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg,
+                            faults)
     weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + repairs + anchors
     info = roles.rwr.update(weighted, rng, tick)
     roles.simulator_backend.sync()
     info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
                  "repair_examples": len(repairs), "weight_min": min(weights, default=1.0),
                  "weight_max": max(weights, default=1.0), "weight_sd": pstdev(weights) if weights else 0.0,
-                 "drift": simulator_drift(roles, envs, cfg)})
+                 "drift": simulator_drift(roles, envs, cfg, faults)})
+    if faults:
+        info["sibling_faults"] = faults
     return info
 
 
@@ -72,13 +80,15 @@ DRIFT_PAIRS = 8
 """The size of the simulator drift's fixed probe set (`simulator_drift`)."""
 
 
-def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig) -> float | None:
+def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig,
+                    faults: dict[str, dict[str, int]] | None = None) -> float | None:
     """How far the simulator has moved from its initial weights: over a fixed probe set (`DRIFT_PAIRS` warm-start
     (seed -> sibling) pairs drawn with the run's seed, the same every epoch), the mean per target token of the k3
     estimate of KL(simulator || initial simulator) (`genenv_engine.core.algorithms.low_var_kl`, the estimate the RWR
     update's KL term uses). The tokens are fixed texts, not samples of the simulator, so it measures movement (0
-    when their log-probs are unchanged) rather than the exact KL; None without a probe pair."""
-    probe = _anchor_pairs(roles, envs, DRIFT_PAIRS, random.Random(f"drift/{cfg.seed}"), cfg)
+    when their log-probs are unchanged) rather than the exact KL; None without a probe pair. A plugin's probe pair
+    whose sibling fails is left out and counted in ``faults`` (benchmark -> fault kind -> pairs)."""
+    probe = _anchor_pairs(roles, envs, DRIFT_PAIRS, random.Random(f"drift/{cfg.seed}"), cfg, faults)
     if not probe:
         return None
     contexts, targets = [c for c, _, _ in probe], [t for _, t, _ in probe]
@@ -122,8 +132,9 @@ def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Gene
 
 
 def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random,
-                  cfg: RunConfig) -> list[tuple]:
-    """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks."""
+                  cfg: RunConfig, faults: dict[str, dict[str, int]] | None = None) -> list[tuple]:
+    """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks; a plugin's pair
+    whose sibling fails is left out and counted in ``faults``."""
     eos = roles.simulator.tokenizer.eos_token_id
     out = []
     names = sorted(envs)
@@ -132,7 +143,12 @@ def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: rando
         share = n // len(names) + (1 if i < n % len(names) else 0)
         if share:
             pool = env.splits()["train"] + env.splits()["seed"]
-            for src, sib in env.sibling_pairs(pool, rng, share):
+            drawn = sibling_pairs(env, pool, rng, share)
+            if drawn.failed and faults is not None:
+                mine = faults.setdefault(name, {})
+                for kind, k in drawn.failed.items():
+                    mine[kind] = mine.get(kind, 0) + k
+            for src, sib in drawn.pairs:
                 out.append((roles.simulator.encode(sim.sibling_prompt(roles.simulator, env, src, sib, cfg)),
                             roles.simulator.encode(sim.simulator_target(env, sib, cfg.simulator.prompt)) + [eos], 1.0))
     return out

@@ -58,6 +58,10 @@ def load_session(session_dir: str | Path) -> SessionData:
                 epochs.append(epoch_from_metrics(row.row(), view.batches_of(row.epoch)))
             else:
                 epochs.append(epoch_from_database(store, view, row, last_attempt.get(row.epoch, {})))
+        counted = {r.epoch for r in view.epochs if r.done and r.row().get("plugin_faults") is not None}
+        stored = store.plugin_faults([e.epoch for e in epochs if e.epoch not in counted])  # metrics lack them
+        for e in epochs:
+            e.plugin_faults = e.plugin_faults if e.epoch in counted else stored.get(e.epoch, {})
         phase_totals: dict[str, float] = {}
         for e in epochs:
             if e.complete:

@@ -13,6 +13,7 @@ from typing import Any, Union
 
 from genenv_engine.reports.data import MODE_LABELS, EpochData, SessionData, TaskView, slug
 from genenv_engine.reports.funnel import FUNNEL_HEADERS, funnel_rows
+from genenv_engine.storage.progress import fault_text
 
 
 # -- blocks ----------------------------------------------------------------------------------------
@@ -451,8 +452,30 @@ def _funnel_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
         b.add(Table(FUNNEL_HEADERS, rows, f"{pre}funnel-{slug(bench)}-table", marks))
 
 
+def _faults_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
+    """Items a plugin's fault failed, per epoch and benchmark, and each re-scoring of the held-out answers (only
+    when the session has any)."""
+    rows = [[str(e.epoch), status_text(e), bench, fault_text({bench: places}).partition(": ")[2]]
+            for e in s.epochs for bench, places in sorted(e.plugin_faults.items()) if fault_text({bench: places})]
+    rescored = [[str(e.epoch), r.get("at", DASH), num(r.get("changed"), 0), _counter(r.get("heldout_before") or {}),
+                 _counter(e.heldout)] for e in s.epochs for r in e.heldout_rescored]
+    if not rows and not rescored:
+        return
+    b.add(Heading(lvl, "Plugin faults", f"{pre}plugin-faults"))
+    b.add(Para(["Items that a plugin environment's code failed by raising (plugin_error) or by running past "
+                "simulator.plugin_timeout (plugin_timeout): they count as failures in the held-out figures, are left "
+                "out of the agent's update and the batches' p̂, and say nothing about the agent. genenv resume "
+                "SESSION --rescore-heldout checks the stored held-out answers again once the plugin is fixed."]))
+    if rows:
+        b.add(Table(["epoch", "status", "benchmark", "faults"], rows, f"{pre}plugin-faults-table"))
+    if rescored:
+        b.add(Table(["epoch", "held-out re-scored at", "answers changed", "held-out before", "held-out now"],
+                    rescored, f"{pre}rescored-table"))
+
+
 def _session_blocks(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
     _run_section(b, s, lvl, pre, img)
+    _faults_section(b, s, lvl, pre)
     _calibration_section(b, s, lvl, pre, img)
     _progress_section(b, s, lvl, pre, img)
     _funnel_section(b, s, lvl, pre)

@@ -35,6 +35,8 @@ def epoch_from_metrics(row: dict[str, Any], batches: tuple[BatchView, ...]) -> E
     e.agent_update = dict(row.get("agent_update") or {})
     e.simulator_update = dict(row.get("simulator_update") or {})
     e.warm_start = row.get("warm_start")
+    e.plugin_faults = dict(row.get("plugin_faults") or {})
+    e.heldout_rescored = list(row.get("heldout_rescored") or [])
     e.r_envs = [b.r_env for b in batches if b.r_env is not None]
     if not e.batch_p_hats:
         e.batch_p_hats = [b.p_hat for b in batches if b.p_hat is not None]

@@ -72,6 +72,11 @@ class EpochData:
     simulator_update: dict[str, Any] = field(default_factory=dict)
     pool_size: int | None = None
     warm_start: dict[str, Any] | None = None
+    plugin_faults: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """Items a plugin's fault failed: benchmark -> where -> kind -> items (`genenv_engine.method.faults`)."""
+    heldout_rescored: list[dict[str, Any]] = field(default_factory=list)
+    """Each re-scoring of the epoch's held-out answers (``genenv resume --rescore-heldout``): when, how many
+    changed, the held-out success before."""
 
     @property
     def complete(self) -> bool:

@@ -4,10 +4,13 @@ A `ConsoleReporter` is an EventSink; the warm start's bars show each role's loss
 ``quiet`` mode prints plain lines instead (for logs and CI): one per epoch, and one per tenth of each
 warm-start role. Either way each warm-start sample (what a role writes greedily now) is printed as one line
 (`sample_line`, which the console's event log shows too). `print_status` renders ``genenv status`` as a table.
+An epoch whose items a plugin's fault failed says how many, per benchmark (`fault_text`), on its line and in the
+table.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -27,13 +30,28 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def fault_text(faults: dict[str, dict[str, dict[str, int]]] | None) -> str:
+    """An epoch's ``plugin_faults`` (benchmark -> where -> kind -> items) as text, "" when there is none.
+
+    >>> fault_text({"flaky": {"rollouts": {"plugin_error": 80}, "drafts": {"plugin_timeout": 8}}, "other": {}})
+    'flaky: 80 rollouts plugin_error, 8 drafts plugin_timeout'
+    """
+    parts = []
+    for benchmark, places in sorted((faults or {}).items()):
+        items = [f"{n} {where} {kind}" for where, kinds in places.items() for kind, n in sorted(kinds.items()) if n]
+        if items:
+            parts.append(f"{benchmark}: {', '.join(items)}")
+    return "; ".join(parts)
+
+
 def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
-    """One line summarising an epoch's metrics."""
+    """One line summarising an epoch's metrics (ending with its plugin faults, when it has any)."""
     secs = sum((metrics.get("phase_seconds") or {}).values())
+    faults = fault_text(metrics.get("plugin_faults"))
     return (f"epoch {epoch}: p_hat={_fmt(metrics.get('generated_success'))} "
             f"|p-a|={_fmt(metrics.get('calibration_error'))} valid={_fmt(metrics.get('valid_fraction'))} "
             f"unique={_fmt(metrics.get('unique_fraction'))} mix={_fmt(metrics.get('difficulty_mix'))} "
-            f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s")
+            f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s" + (f" PLUGIN FAULTS {faults}" if faults else ""))
 
 
 class ConsoleReporter:
@@ -102,22 +120,28 @@ def sample_line(event) -> str:
     >>> from genenv_engine.core.events import WarmStartSample
     >>> print(sample_line(WarmStartSample(0, "simulator", 63, 500, "add 2 and 3", "TASK: add 7 and 1\x07", True)))
     warm start simulator 63/500 valid: 'add 2 and 3' -> 'TASK: add 7 and 1\x07'
+    >>> print(sample_line(WarmStartSample(0, "agent", 8, 8, "q", "a", False, "gold: b (plugin_error: KeyError)")))
+    warm start agent 8/8 not scored (plugin_error: KeyError): 'q' -> 'a'
     """
-    return (f"warm start {event.role} {event.step}/{event.steps} {event.verdict}: "
+    fault = re.search(r"plugin_error: \w+|plugin_timeout", getattr(event, "detail", "") or "")
+    verdict = f"not scored ({fault[0]})" if fault else event.verdict  # the plugin failed, not the role
+    return (f"warm start {event.role} {event.step}/{event.steps} {verdict}: "
             f"{event.prompt[:80]!r} -> {event.text[:160]!r}")
 
 
 def print_status(data: dict[str, Any]) -> None:
     """Print ``genenv status`` as a table."""
     table = Table(title=f"{data['session']} ({data['preset']}, simulator {data['simulator_mode']})")
+    faults = any(fault_text(e.get("plugin_faults")) for e in data["epochs"])
     for col in ("epoch", "status", "p_hat gen", "|p-a|", "valid", "unique", "mix", "held-out", "trained", "seconds",
-                "rollout workers"):
+                "rollout workers", *(("plugin faults",) if faults else ())):
         table.add_column(col)
     for e in data["epochs"]:
         table.add_row(str(e["epoch"]), e["status"], _fmt(e["generated_success"]), _fmt(e["calibration_error"]),
                       _fmt(e["valid_fraction"]), _fmt(e["unique_fraction"]), _fmt(e["difficulty_mix"]),
                       _fmt(e["heldout"]), _fmt(e["tasks_trained"]),
-                      f"{sum((e['phase_seconds'] or {}).values()):.1f}", worker_summary(e.get("rollout_workers")))
+                      f"{sum((e['phase_seconds'] or {}).values()):.1f}", worker_summary(e.get("rollout_workers")),
+                      *((fault_text(e.get("plugin_faults")) or "-",) if faults else ()))
     Console().print(table)
 
 

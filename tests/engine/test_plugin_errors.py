@@ -24,11 +24,12 @@ import time
 
 from countdown_env import Countdown
 
-MODE = {"validate": "raise", "check": "ok"}
+MODE = {"validate": "raise", "check": "ok", "sibling": "ok", "draft": "ok"}
 
 
 class Flaky(Countdown):
-    """Countdown whose loop-time validate and check misbehave as MODE says (warm start untouched)."""
+    """Countdown whose loop-time validate, check, sibling and draft misbehave as MODE says (the warm start's
+    validate untouched; check and sibling everywhere; draft once the splits are built, "always": there too)."""
 
     name = "flaky"
 
@@ -59,6 +60,20 @@ class Flaky(Countdown):
         if MODE["check"] == "wrong":
             return 1.0
         return super().check(task, response)
+
+    def sibling(self, source, rng, task_id):
+        if MODE["sibling"] == "raise":
+            raise ValueError("no sibling today")
+        if MODE["sibling"] == "sleep":
+            time.sleep(60)
+        return super().sibling(source, rng, task_id)
+
+    def draft(self, level, rng):
+        if MODE["draft"] == "always" or (MODE["draft"] == "raise" and self._splits is not None):
+            raise ZeroDivisionError("draft")
+        if MODE["draft"] == "sleep" and self._splits is not None:
+            time.sleep(60)
+        return super().draft(level, rng)
 '''
 
 
@@ -72,7 +87,7 @@ def flaky(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(folder))
     import flaky_envs
 
-    flaky_envs.MODE.update(validate="raise", check="ok")
+    flaky_envs.MODE.update(validate="raise", check="ok", sibling="ok", draft="ok")
     yield flaky_envs
     for module in ("flaky_envs", "countdown_env"):
         sys.modules.pop(module, None)

@@ -1,6 +1,7 @@
 """``genenv tasks export --format verifiers`` writes a verifiers (v1) taskset package that verifiers loads by id with
-no network, whose reward is the benchmark's checker (1.0 for every gold, 0.0 for a corrupted answer) and whose
-every gold ``vf-validate`` finds valid."""
+no network, whose reward is the benchmark's checker (1.0 for every gold, 0.0 for a corrupted answer; the check's
+score for a family with ``structured = False``, its success recorded as a metric) and whose every gold
+``vf-validate`` finds valid; rejected drafts stay out unless asked for."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_export_rewards import BENCHMARKS, SIZES, corrupted, export_session  # noqa: F401  (the fixture)
+from test_export_rewards import (  # noqa: F401  (the fixtures)
+    BENCHMARKS,
+    DRAFT,
+    PLUGIN_SIZES,
+    SIZES,
+    corrupted,
+    export_session,
+    halved,
+    plugin_session,
+)
 
 from genenv_engine.interfaces.cli import main
 from genenv_engine.interfaces.interop.verifiers_export import default_name, export_verifiers
@@ -38,12 +48,15 @@ def package(export_session, tmp_path_factory, vf) -> Path:  # noqa: F811
     sys.modules.pop(NAME, None)
 
 
-def scored(vf, task, reply: str) -> float:
-    """The reward verifiers records for a trace whose reply is ``reply`` (scored as a rollout is, no runtime)."""
+def scored(vf, task, reply: str, metrics: dict | None = None) -> float:
+    """The reward verifiers records for a trace whose reply is ``reply`` (scored as a rollout is, no runtime); its
+    metrics are put in ``metrics`` when given."""
     trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
                      agent=vf.AgentInfo(config=vf.AgentConfig(), name="check", trainable=False), root_reply=reply)
     asyncio.run(task.score(trace))
-    assert set(trace.rewards) == {"correct"}
+    assert set(trace.rewards) == {"correct"} and set(trace.metrics) == {"success"}
+    if metrics is not None:
+        metrics.update(trace.metrics)
     return trace.reward
 
 
@@ -87,3 +100,26 @@ def test_export_refuses_a_foreign_folder_and_a_bad_name(export_session, tmp_path
     assert export_verifiers(export_session, tmp_path, "again") == (folder, n)  # its own package: rewritten
     assert default_name(export_session) == "genenv_s"
     assert main(["tasks", "export", str(export_session), "--format", "verifiers"]) == 2  # --out is required
+
+
+def test_a_family_not_structured_gets_its_score_and_a_rejected_draft_stays_out(
+        plugin_session, tmp_path, vf):  # noqa: F811
+    session, _ = plugin_session
+    name = "genenv_plugin_check"
+    folder, n = export_verifiers(session, tmp_path, name)
+    assert n == 2 * (PLUGIN_SIZES.seed + PLUGIN_SIZES.heldout)  # the rejected draft left out
+    rows = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines()]
+    assert DRAFT.id not in {r["extra_info"]["id"] for r in rows}
+    sys.path.insert(0, str(tmp_path))
+    try:
+        tasks = {t.data.id: t for t in vf.load_taskset(vf.TasksetConfig(id=name))}
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)
+    assert all(asyncio.run(t.validate(None)) for t in tasks.values())
+    for row in rows:
+        task, metrics = tasks[row["extra_info"]["id"]], {}
+        want = 0.5 if row["extra_info"]["benchmark"] == "near" else 0.0
+        assert (scored(vf, task, halved(row), metrics), metrics) == (want, {"success": 0.0})
+        assert (scored(vf, task, task.data.answer, metrics), metrics) == (1.0, {"success": 1.0})
+    assert export_verifiers(session, tmp_path, name, include_rejected=True)[1] == n + 1

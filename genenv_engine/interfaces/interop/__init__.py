@@ -7,7 +7,10 @@ task in ``extra_info``: benchmark, level, origin, split, lineage, the p̂ and R_
 that wrote it, and what the checker needs as JSON text (``expected``, ``tools``, ``difficulty``) with the prompt, so
 the rows can be scored again outside genenv: `genenv_engine.interfaces.interop.rewards` does it for veRL and TRL, and an
 export writes ``reward.py`` beside its file (`genenv_engine.interfaces.interop.verifiers_export` writes a verifiers
-taskset).
+taskset). A row of a benchmark that is not built in carries how the session found it (``source``: the config's
+``[environments]`` text), and every row whether its family is rewarded by success (``structured``), so the reward
+is scored where the rows go as genenv scored it. An export holds the admitted tasks (valid ones, and the split
+tasks) unless asked for the rejected drafts too (`admitted`).
 ``ability`` says what the task asks (`ability`). Parquet is written with ``pyarrow`` and reads back with
 ``datasets.load_dataset("parquet", data_files=...)``; every row has the same scalar-typed columns so that one schema
 fits all.
@@ -65,8 +68,10 @@ def ability(granularity: str | None, checker: str | None, expected: dict[str, An
     return "tool_call" if checker in TOOL_CALL_CHECKERS or tools else "answer"
 
 
-def verl_row(row: dict[str, Any]) -> dict[str, Any]:
-    """One task row of the store in the veRL layout (all ``extra_info`` values scalars or strings).
+def verl_row(row: dict[str, Any], source: str = "", structured: bool | None = None) -> dict[str, Any]:
+    """One task row of the store in the veRL layout (all ``extra_info`` values scalars or strings), with how its
+    benchmark is found when it is not built in (``source``, `genenv_engine.environments.Source` text) and whether its
+    family is rewarded by success (``structured``; None when the exporting process could not import the class).
 
     >>> r = verl_row({"id": "bfcl/train/00001", "benchmark": "bfcl", "prompt": "Q", "answer": "add(a=1)",
     ...               "expected": {"calls": []}, "granularity": "step", "level": 2, "origin": "seed",
@@ -94,16 +99,57 @@ def verl_row(row: dict[str, Any]) -> dict[str, Any]:
             "checker": row.get("checker"), "expected": json.dumps(row.get("expected") or {}, sort_keys=True),
             "granularity": row.get("granularity") or "step", "tools": json.dumps(row.get("tools") or []),
             "difficulty": json.dumps(row.get("difficulty") or {}, sort_keys=True), "prompt": row["prompt"],
+            "source": source, "structured": structured,
         },
     }
 
 
-def task_rows(store: Store, where: TaskFilter | None = None) -> list[dict[str, Any]]:
-    """Every task matching ``where`` in the veRL layout, in id order (read a page at a time)."""
+def admitted(row: dict[str, Any]) -> bool:
+    """Whether a stored task was admitted: valid, or one of the environment's split tasks (a rejected draft is
+    neither).
+
+    >>> admitted({"valid": False, "split": "generated"}), admitted({"valid": True, "split": "generated"})
+    (False, True)
+    """
+    return bool(row.get("valid")) or row.get("split") in ("seed", "train", "heldout")
+
+
+def session_sources(session_dir: Path) -> dict[str, str]:
+    """How the session found each benchmark that is not built in (its config's ``[environments]``, name ->
+    `genenv_engine.environments.Source` text); read without importing a plugin."""
+    from genenv_engine.config import config_from_file
+
+    path = session_dir / "config.toml"
+    return dict(config_from_file(path).environments) if path.exists() else {}
+
+
+def is_structured(benchmark: str) -> bool | None:
+    """The ``structured`` flag of ``benchmark``'s class; None when its class cannot be imported here."""
+    from genenv_engine.environments import environment_class
+
+    try:
+        return bool(environment_class(benchmark).structured)
+    except Exception:  # a plugin missing here, or one whose import fails: the rows still export
+        return None
+
+
+def task_rows(store: Store, where: TaskFilter | None = None, sources: dict[str, str] | None = None,
+              include_rejected: bool = False) -> list[dict[str, Any]]:
+    """Every task matching ``where`` in the veRL layout, in id order (read a page at a time): the admitted ones
+    (`admitted`), and the rejected drafts too with ``include_rejected`` or a filter asking for invalid tasks
+    (``valid=False``); ``sources`` is `session_sources`."""
+    sources = sources or {}
+    include_rejected = include_rejected or (where is not None and where.valid is False)
+    flags: dict[str, bool | None] = {}
     out, offset = [], 0
     while True:
         rows = store.query_tasks(where, limit=PAGE, offset=offset, order="id")
-        out += [verl_row(r) for r in rows]
+        for r in rows:
+            if include_rejected or admitted(r):
+                name = r["benchmark"]
+                if name not in flags:
+                    flags[name] = is_structured(name)
+                out.append(verl_row(r, sources.get(name, ""), flags[name]))
         if len(rows) < PAGE:
             return out
         offset += PAGE
@@ -137,14 +183,16 @@ def write_rows(rows: list[dict[str, Any]], path: Path, fmt: str) -> None:
 
 
 def export_tasks(session_dir: str | Path, out: str | Path | None = None, fmt: str = "jsonl",
-                 where: TaskFilter | None = None) -> tuple[Path, int]:
-    """Write the session's tasks matching ``where`` to ``out`` (default ``SESSION/export/tasks.<fmt>``), and
-    ``reward.py`` beside it (`genenv_engine.interfaces.interop.rewards`); return the path and the number of rows."""
+                 where: TaskFilter | None = None, include_rejected: bool = False) -> tuple[Path, int]:
+    """Write the session's admitted tasks matching ``where`` (the rejected drafts too with ``include_rejected``)
+    to ``out`` (default ``SESSION/export/tasks.<fmt>``), and ``reward.py`` beside it
+    (`genenv_engine.interfaces.interop.rewards`); return the path and the number of rows."""
     session_dir = Path(session_dir)
     path = Path(out) if out else session_dir / "export" / f"tasks.{fmt}"
     reward_file(path.parent)  # a foreign reward.py there stops the export before anything is written
+    sources = session_sources(session_dir)
     with Store(session_dir / "genenv.db") as store:
-        rows = task_rows(store, where)
+        rows = task_rows(store, where, sources, include_rejected)
     write_rows(rows, path, fmt)
     write_reward_file(path.parent)
     return path, len(rows)

@@ -201,6 +201,13 @@ class Store(TaskReads, TaskSearch, LineageReads):
             self.db.conn.executemany("UPDATE tasks SET p_hat = ?, r_env = ?, n_rollouts = ? WHERE id = ?",
                                      [(p, r, n, i) for i, p, r, n in rows])
 
+    def rescore_rollouts(self, rows: Iterable[tuple[int, float, bool, str | None]]) -> None:
+        """Set the reward, success and error type of stored rollouts by id (``(id, reward, success, error_type)``
+        rows), in one transaction: a re-scored answer keeps its row, response and epoch."""
+        with self.write():
+            self.db.conn.executemany("UPDATE rollouts SET reward = ?, success = ?, error_type = ? WHERE id = ?",
+                                     [(r, int(ok), e, i) for i, r, ok, e in rows])
+
     def upsert_batches(self, rows: list[dict[str, Any]]) -> None:
         """Insert or update variation-batch rows by id. A column that no row of the call names keeps its stored
         values (one that only some rows name is set to NULL in the others); ``prompt_note`` is given as a dict (or
@@ -235,6 +242,15 @@ class Store(TaskReads, TaskSearch, LineageReads):
             self.db["epochs"].upsert(row, pk="epoch")
             entries = _funnel_read(lambda sql, params: self._rows(sql, params), _COMPUTED_TABLES, epoch)
             self.db["funnels"].upsert({"epoch": epoch, "entries": json.dumps(entries)}, pk="epoch")
+
+    def set_epoch_metrics(self, epoch: int, values: dict[str, Any]) -> None:
+        """Set some metrics of a finished epoch (the others, its status and times kept); KeyError when it has none."""
+        with self.write():
+            row = self.db.execute("SELECT metrics FROM epochs WHERE epoch = ? AND status = 'done'", [epoch]).fetchone()
+            if row is None:
+                raise KeyError(f"epoch {epoch} is not finished")
+            metrics = {**json.loads(row[0] or "{}"), **values}
+            self.db.execute("UPDATE epochs SET metrics = ? WHERE epoch = ?", [json.dumps(metrics), epoch])
 
     def mark_partial(self, epoch: int) -> None:
         """Record that an epoch stopped before completing."""

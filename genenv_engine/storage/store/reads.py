@@ -166,6 +166,37 @@ class TaskReads:
                "ORDER BY id")
         return {row["task_id"]: _bools(row, "success") for row in self._rows(sql, [epoch])}
 
+    def heldout_rollouts(self, epoch: int) -> list[dict[str, Any]]:
+        """The stored held-out answers of ``epoch`` in the order they were evaluated: id, task_id, response,
+        reward, success (0/1 as stored) and error_type."""
+        sql = ("SELECT id, task_id, response, reward, success, error_type FROM rollouts "
+               "WHERE epoch = ? AND purpose = 'heldout' ORDER BY id")
+        return list(self._rows(sql, [epoch]))
+
+    def plugin_faults(self, epochs: Sequence[int]) -> dict[int, dict[str, dict[str, dict[str, int]]]]:
+        """Per epoch of ``epochs``: benchmark -> where -> fault kind -> items that a plugin's fault failed, from the
+        stored rows (an epoch's metrics count them since they exist): training rollouts (``rollouts``), held-out
+        answers (``heldout``), the grounded reward's probe answers (``probes``) and drafts (``drafts``)."""
+        out: dict[int, dict[str, dict[str, dict[str, int]]]] = {}
+        if not epochs:
+            return out
+        marks = ", ".join("?" * len(epochs))
+        kind = "CASE WHEN {0} = 'plugin_timeout' THEN 'plugin_timeout' ELSE 'plugin_error' END"
+        fault = "({0} = 'plugin_timeout' OR {0} LIKE 'plugin\\_error%' ESCAPE '\\')"
+        where = "CASE r.purpose WHEN 'train' THEN 'rollouts' WHEN 'heldout' THEN 'heldout' ELSE 'probes' END"
+        sqls = (f"SELECT r.epoch AS epoch, t.benchmark AS benchmark, {where} AS place, "
+                f"{kind.format('r.error_type')} AS kind, count(*) AS n "
+                f"FROM rollouts r JOIN tasks t ON t.id = r.task_id "
+                f"WHERE r.epoch IN ({marks}) AND {fault.format('r.error_type')} GROUP BY 1, 2, 3, 4",
+                f"SELECT epoch, benchmark, 'drafts' AS place, {kind.format('reason')} AS kind, count(*) AS n "
+                f"FROM tasks WHERE origin IN ({', '.join(repr(o) for o in GENERATED_ORIGINS)}) AND epoch IN ({marks}) "
+                f"AND {fault.format('reason')} GROUP BY 1, 2, 3, 4")
+        for sql in sqls:
+            for row in self._rows(sql, list(epochs)):
+                places = out.setdefault(int(row["epoch"]), {}).setdefault(row["benchmark"], {})
+                places.setdefault(row["place"], {})[row["kind"]] = int(row["n"])
+        return out
+
     def train_rollouts(self, epoch: int) -> list[dict[str, Any]]:
         """(task_id, reward, response) of the agent's training rollouts of ``epoch``, in insertion order."""
         sql = "SELECT task_id, reward, response FROM rollouts WHERE epoch = ? AND purpose = 'train' ORDER BY id"

@@ -6,7 +6,10 @@ write well-formed, valid variations. `train_agent` leaves the Python random gene
 `save_agent_state` writes it with the torch random states, so `restore` lets a later run train the simulator to
 the same weights as a warm start made in one go. Each stage's figures name the machine that trained it (`built_on`).
 While a role trains, its per-step callback checks for a pause or stop, reports progress and shows a few greedy
-samples (`SAMPLES`).
+samples (`SAMPLES`). A plugin's fault is contained here as in an epoch: a sample whose check or validate raises (or
+runs past its time limit) shows as failed with its reason, and a sibling pair whose sibling fails is left out of
+the simulator's pairs and counted (``simulator_pairs_failed``); when no pair of a benchmark could be drawn, the warm
+start stops with one line naming the environment, the method and the exception (`PluginFailed`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from genenv_engine.training.agent import agent_prompt
 from genenv_engine.config import RunConfig
 from genenv_engine.environments.base import Environment
 from genenv_engine.core.events import EventSink, WarmStartProgressed, WarmStartSample
+from genenv_engine.core.limits import PluginFailed, check_response, fault_kind
+from genenv_engine.environments.plugin_worker import sibling_pairs
 from genenv_engine.training.models import AGENT_INFO, TORCH_RNG, warmstart_agent, warmstart_simulator
 from genenv_engine.training.policy import Policy
 from genenv_engine.core.records import Task
@@ -105,7 +110,8 @@ def train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Poli
     started = time.perf_counter()
     # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
     sim = warmstart_simulator(config.model, agent, agent_folder)
-    sim_pairs = simulator_pairs(sim, envs, config, rng)
+    failed: dict[str, dict[str, int]] = {}
+    sim_pairs = simulator_pairs(sim, envs, config, rng, failed)
     env0 = next(iter(envs.values()))
     seed = env0.splits()["seed"][0]
     report = _reporter(sink, "simulator", ws.simulator_steps, check,
@@ -118,6 +124,7 @@ def train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Poli
         "simulator_trainable": sim.num_trainable(), "simulator_steps": ws.simulator_steps,
         "simulator_final_loss": tail_mean(sim_losses), "simulator_seconds": round(time.perf_counter() - started, 1),
         "simulator_pairs": len(sim_pairs), "simulator_built_on": built_on(),
+        **({"simulator_pairs_failed": failed} if failed else {}),
     }
 
 
@@ -157,16 +164,24 @@ def agent_pairs(agent, envs: dict[str, Environment], levels: tuple[int, ...] = (
     return EncodedPairs(items, encode)
 
 
-def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig,
-                    rng: random.Random) -> list[tuple[list[int], list[int]]]:
+def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig, rng: random.Random,
+                    failed: dict[str, dict[str, int]] | None = None) -> list[tuple[list[int], list[int]]]:
     """The simulator's SFT pairs: (prompt on a seed, a sibling task as the target), drawn from each benchmark's
-    train and seed splits, about a quarter of the steps' sequences per benchmark plus 256."""
+    train and seed splits, about a quarter of the steps' sequences per benchmark plus 256. A plugin's pair whose
+    sibling fails is left out and counted in ``failed`` (benchmark -> fault kind -> pairs); `PluginFailed` when
+    none of a benchmark's could be drawn (the simulator would learn nothing of it)."""
     ws, style = config.warm_start, config.simulator.prompt
     per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
     out = []
     for env in envs.values():
         pool = env.splits()["train"] + env.splits()["seed"]
-        for src, sib in env.sibling_pairs(pool, rng, per_env):
+        drawn = sibling_pairs(env, pool, rng, per_env)
+        if drawn.failed and not drawn.pairs:
+            raise PluginFailed(env, "sibling", drawn.error, f"for every warm-start pair of the simulator "
+                               f"({sum(drawn.failed.values())} of {per_env})")
+        if drawn.failed and failed is not None:
+            failed[env.name] = dict(drawn.failed)
+        for src, sib in drawn.pairs:
             out.append((sim.encode(sibling_prompt(sim, env, src, sib, config)),
                         sim.completion_ids(simulator_target(env, sib, style))))
     return out
@@ -195,7 +210,9 @@ def _agent_sample(agent, env: Environment, task: Task, config: RunConfig) -> Sam
 
     out = HFBackend(agent).generate([agent_prompt(agent, task)],
                                     Sampling(max_new_tokens=config.agent.max_new_tokens, greedy=True))[0].text
-    return task.prompt, out, env.check(task, out).success, f"gold: {task.answer}"
+    result = check_response(env, task, out)  # a plugin's fault fails the sample, named, as it fails a rollout
+    fault = f" ({result.error_type})" if fault_kind(result.error_type) else ""
+    return task.prompt, out, result.success, f"gold: {task.answer}{fault}"
 
 
 def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig) -> Sample:
