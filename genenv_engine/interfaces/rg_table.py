@@ -75,8 +75,8 @@ def _check(dataset: str, seconds: float) -> dict[str, Any]:
 def survey(out: Path, datasets: list[str] | None = None, seconds: float = DATASET_SECONDS,
            again: bool = False) -> dict[str, Any]:
     """Every dataset of the installed reasoning-gym (or ``datasets``) checked, its row saved in
-    ``out/datasets.json`` as it comes; rows already there for this reasoning-gym version are kept unless
-    ``again``."""
+    ``out/datasets.json`` as it comes; rows already there for this reasoning-gym version are kept, and checked
+    again only when ``again`` (the other rows stay)."""
     from importlib import metadata
 
     from reasoning_gym.factory import DATASETS
@@ -84,13 +84,13 @@ def survey(out: Path, datasets: list[str] | None = None, seconds: float = DATASE
     version = metadata.version("reasoning-gym")
     path = out / "datasets.json"
     table: dict[str, Any] = {"reasoning_gym": version, "seconds_per_dataset": seconds, "rows": {}}
-    if path.is_file() and not again:
+    if path.is_file():
         saved = json.loads(path.read_text())
         if saved.get("reasoning_gym") == version:
             table["rows"] = saved.get("rows", {})
     out.mkdir(parents=True, exist_ok=True)
     for dataset in datasets or sorted(DATASETS):
-        if dataset in table["rows"]:
+        if dataset in table["rows"] and not again:
             continue
         row = _check(dataset, seconds)
         table["rows"][dataset] = row
@@ -135,7 +135,8 @@ def add_rg_table_parser(env_sub: argparse._SubParsersAction) -> None:
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the folder of datasets.json and datasets.md")
     table.add_argument("--datasets", default="", help="comma-separated datasets (default: all)")
     table.add_argument("--seconds", type=float, default=DATASET_SECONDS, help="the limit per dataset")
-    table.add_argument("--again", action="store_true", help="check the datasets already in the JSON again")
+    table.add_argument("--again", action="store_true",
+                       help="check the chosen datasets again even if the JSON has them (the other rows stay)")
     table.add_argument("--render", action="store_true", help="only write datasets.md from the JSON")
 
 

@@ -261,3 +261,14 @@ def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path
 
 def recorded_source(version: str) -> str:
     return f"adapter rg:basic_arithmetic from reasoning-gym {version}"
+
+
+def test_a_dataset_with_long_golds_scores_them_its_reply_bound_following_its_longest_gold():
+    env = _env("binary_matrix")  # a 10 x 10 .. matrix as text: golds past the default reply bound at high levels
+    golds = [t.answer for tasks in env.splits().values() for t in tasks]
+    assert env.max_response >= adapter.GOLD_ROOM * 100 and env.max_response >= adapter.MAX_RESPONSE_CHARS
+    longest = max(golds, key=len)
+    assert len(longest) > adapter.MAX_RESPONSE_CHARS  # past the bound every dataset had before
+    task = next(t for tasks in env.splits().values() for t in tasks if t.answer == longest)
+    assert env.check(task, task.answer).success
+    assert env.check(task, "0" * (env.max_response + 1)).error_type == "too_long"

@@ -39,7 +39,9 @@ DISTRIBUTION = "reasoning-gym"
 """The distribution whose version a session records for its ``rg:`` benchmarks."""
 MAX_SPEC_CHARS = 600
 MAX_RESPONSE_CHARS = 8000
-"""A response longer than this is not scored (``too_long``)."""
+"""A response longer than this is not scored (``too_long``), unless the dataset's golds are long (`reply_bound`)."""
+GOLD_ROOM = 4
+"""A dataset's reply bound is at least this many times its longest probed gold."""
 CHECKER = "rg_score"
 SPLIT_TRIES = 50
 """Draws a split task makes before its level counts as used up (`RgEnvironment._make_split`)."""
@@ -97,6 +99,16 @@ def eligibility(dataset: str) -> Eligibility:
     return check_eligibility(dataset, tuple(scan_scorer(dataset_class(dataset))), unavailable_reason())
 
 
+def reply_bound(longest_gold: int) -> int:
+    """The most characters of a reply a dataset's checker scores: `MAX_RESPONSE_CHARS`, or `GOLD_ROOM` times its
+    longest probed gold where that is more (a 100 x 100 matrix's gold is 20,000 characters).
+
+    >>> reply_bound(12), reply_bound(20_000)
+    (8000, 80000)
+    """
+    return max(MAX_RESPONSE_CHARS, GOLD_ROOM * longest_gold)
+
+
 @functools.cache
 def rg_environment(dataset: str) -> type[RgEnvironment]:
     """The environment class of reasoning-gym dataset ``dataset`` (named ``rg_<dataset>``), once per process; a
@@ -111,6 +123,7 @@ def rg_environment(dataset: str) -> type[RgEnvironment]:
         "data_version": version_number(version), "ATTRIBUTES": attributes, "LEVELS": levels,
         "SPLIT_PLAN": tuple((split, levels) for split in ("heldout", "train", "seed")),
         "scoring": verdict.scoring, "contained": verdict.contained,
+        "max_response": reply_bound(verdict.longest_gold),
         "source": f"reasoning-gym {version} dataset {dataset}"})
 
 
@@ -132,6 +145,8 @@ class RgEnvironment(LadderEnvironment):
     worker) or ``direct`` (nothing it runs evaluates text; it still runs in the worker, under the time limit)."""
     contained: bool = True
     """The worker runs under the sandbox's containment (always for a ``sandboxed`` scorer)."""
+    max_response: int = MAX_RESPONSE_CHARS
+    """A longer reply is not scored (``too_long``): `reply_bound` of the dataset's longest probed gold."""
     granularity = "step"
     structured = True
 
@@ -209,7 +224,7 @@ class RgEnvironment(LadderEnvironment):
 
     def check(self, task: Task, response: str) -> CheckResult:
         """The dataset's own ``score_answer`` on the task's entry; success is a score of 1.0."""
-        if len(response) > MAX_RESPONSE_CHARS:
+        if len(response) > self.max_response:
             return CheckResult(False, 0.0, error_type="too_long")
         try:
             points = self.calls.score(*self._where(str(task.expected["spec"])), response)

@@ -56,6 +56,8 @@ class Eligibility:
     constant_share: float = 0.0
     contained: bool = False
     entries: int = 0
+    longest_gold: int = 0
+    """The most characters a probed entry's gold has (the environment's reply bound follows it)."""
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
 
@@ -105,7 +107,8 @@ def probe(dataset: str, contained: bool) -> dict[str, Any]:
             else:
                 asked_constant += 1
                 constant += accepted
-    return {"digest": digest.hexdigest(), "entries": len(made), "other": [other, asked_other],
+    return {"digest": digest.hexdigest(), "entries": len(made), "longest_gold": max(len(g) for _, _, g in made),
+            "other": [other, asked_other],
             "constant": [constant, asked_constant]}
 
 
@@ -188,4 +191,5 @@ def check_eligibility(dataset: str, findings: tuple[str, ...], sandbox_missing: 
                                         f"{first['other'][0]} of {first['other'][1]} probed entries")
     notes = (WRONG_SHARE_EXCEPTIONS[dataset],) if other > MAX_WRONG_SHARE else ()
     return Eligibility(dataset, "sandboxed" if findings else "direct", tuple(findings), other, constant,
-                       sandbox_missing is None, int(first["entries"]), round(time.monotonic() - started, 2), notes)
+                       sandbox_missing is None, int(first["entries"]), int(first["longest_gold"]),
+                       round(time.monotonic() - started, 2), notes)
