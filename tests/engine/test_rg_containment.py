@@ -187,3 +187,37 @@ def test_a_generation_past_its_time_fails_that_call_and_the_next_one_goes_on():
         assert question and calls.score(config, 1, gold) == 1.0
     finally:
         calls.stop()
+
+
+def test_a_slow_entry_and_a_generation_past_its_time_are_kept_and_not_made_again(tmp_path, monkeypatch):
+    """The entries kept on disk: a second environment reads them instead of calling the generator."""
+    from genenv_engine.environments import get_environment, resolve_benchmarks
+    from genenv_engine.environments.base import SplitSizes
+    from genenv_engine.environments.reasoning_gym import entry_cache
+    from genenv_engine.environments.reasoning_gym.calls import CallFailed
+
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path))
+    monkeypatch.setattr(entry_cache, "SLOW_SECONDS", 0.0)  # keep every entry
+    (name,), _ = resolve_benchmarks(["rg:basic_arithmetic"], {})
+    first = get_environment(name, 0, SplitSizes(seed=4, train=4, heldout=4))
+    splits = {k: [(t.prompt, t.answer) for t in v] for k, v in first.splits().items()}
+    config, seed = first._where(first.splits()["train"][0].expected["spec"])
+    first.kept.put_failed(config, seed + 1, "timeout: no result within 20 s")
+    kept = first.kept.path.read_text().splitlines()
+    assert len(kept) == 13 and first.kept.path.parent.name == first.rg_version
+
+    second = get_environment(name, 0, SplitSizes(seed=4, train=4, heldout=4))
+
+    def no_generation(*_):
+        raise AssertionError("a kept entry was generated again")
+
+    monkeypatch.setattr(second.calls, "entry", no_generation)
+    assert {k: [(t.prompt, t.answer) for t in v] for k, v in second.splits().items()} == splits
+    spec = first.splits()["train"][0].expected["spec"].replace(f"seed {seed}", f"seed {seed + 1}")
+    with pytest.raises(CallFailed) as failed:
+        second._entry(spec)
+    assert failed.value.reason == "timeout: no result within 20 s"
+    with open(first.kept.path, "a", encoding="utf-8") as file:
+        file.write('{"key": "cut sho')  # a line a killed process left unfinished
+    assert entry_cache.EntryCache("basic_arithmetic", first.rg_version).get(config, seed) == \
+        (first.splits()["train"][0].prompt, first.splits()["train"][0].answer)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import random
 import re
+import time
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
@@ -32,6 +33,7 @@ from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.base import SEP, LadderEnvironment, SplitSizes
 from genenv_engine.environments.reasoning_gym.calls import MAX_LEVELS, CallFailed, RgCalls, read_curriculum
 from genenv_engine.environments.reasoning_gym.eligibility import Eligibility
+from genenv_engine.environments.reasoning_gym.entry_cache import EntryCache
 from genenv_engine.environments.reasoning_gym.spec import (
     SEED_LIMIT, Attribute, SpecError, config_of, grammar_rules, read_spec, spec_level, spec_text)
 
@@ -157,6 +159,7 @@ class RgEnvironment(LadderEnvironment):
         super().__init__(seed, sizes, data_dir)
         self._entries: dict[str, tuple[str, str]] = {}
         self.calls = RgCalls(self.dataset, self.contained)
+        self.kept = EntryCache(self.dataset, self.rg_version)
 
     def __reduce__(self) -> tuple[Callable[..., RgEnvironment], tuple[Any, ...]]:
         return _rebuild, (self.dataset, self.seed, self.sizes, self.data_dir)
@@ -171,12 +174,25 @@ class RgEnvironment(LadderEnvironment):
 
     def _entry(self, spec: str) -> tuple[str, str]:
         """The question and gold of specification text ``spec`` (materialized in the worker once per
-        environment; a `CallFailed` when the generator fails or runs past its time)."""
+        environment, or read from the entries kept on disk when their generation was slow; a `CallFailed` when
+        the generator fails or runs past its time, at once when it ran past its time before)."""
         if spec not in self._entries:
-            question, gold = self.calls.entry(*self._where(spec))
+            config, seed = self._where(spec)
+            kept = self.kept.get(config, seed)
+            if isinstance(kept, str):
+                raise CallFailed(kept, "score_timeout")
+            if kept is None:
+                started = time.monotonic()
+                try:
+                    kept = self.calls.entry(config, seed)
+                except CallFailed as failed:
+                    if failed.genenv_reason == "score_timeout":
+                        self.kept.put_failed(config, seed, failed.reason)
+                    raise
+                self.kept.put(config, seed, *kept, seconds=time.monotonic() - started)
             if len(self._entries) >= ENTRY_CACHE:
                 self._entries.clear()
-            self._entries[spec] = (question, gold)
+            self._entries[spec] = kept
         return self._entries[spec]
 
     def _draft_spec(self, settings: tuple[Any, ...], seed: int, level: int) -> tuple[str, Callable[..., Task]]:
