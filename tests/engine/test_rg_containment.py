@@ -221,3 +221,18 @@ def test_a_slow_entry_and_a_generation_past_its_time_are_kept_and_not_made_again
         file.write('{"key": "cut sho')  # a line a killed process left unfinished
     assert entry_cache.EntryCache("basic_arithmetic", first.rg_version).get(config, seed) == \
         (first.splits()["train"][0].prompt, first.splits()["train"][0].answer)
+
+
+def test_the_worker_forgets_its_kept_entries_once_they_have_grown_it_past_its_bound(monkeypatch):
+    """arc_agi's dataset objects each hold the whole ARC corpus: kept by the thousand they exhaust the worker."""
+    from genenv_engine.environments.reasoning_gym import calls
+
+    monkeypatch.setattr(calls, "_WORKER_CACHE", {})
+    monkeypatch.setattr(calls, "_WORKER_START", [])
+    sizes = iter([100, 100, 100, 100 + calls.WORKER_GROWTH, 101 + calls.WORKER_GROWTH])  # the first: the start
+    monkeypatch.setattr(calls, "resident_bytes", lambda: next(sizes))
+    for key in "abc":
+        calls._keep(key, (None, {}))
+    assert sorted(calls._WORKER_CACHE) == ["a", "b", "c"]  # grown by exactly the bound: kept
+    calls._keep("d", (None, {}))
+    assert sorted(calls._WORKER_CACHE) == ["d"]

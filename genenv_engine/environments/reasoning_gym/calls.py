@@ -14,7 +14,9 @@ configurations (no generator runs). ``reasoning_gym`` is imported only inside th
 from __future__ import annotations
 
 import decimal
+import gc
 import json
+import os
 import threading
 from typing import Any
 
@@ -27,6 +29,9 @@ CALL_SECONDS = 20.0
 """How long one generation or score may take in the worker before it is killed and the call fails."""
 WORKER_ENTRIES = 20_000
 """Materialized entries the worker keeps (it scores replies against them)."""
+WORKER_GROWTH = 1 << 30
+"""How many bytes the worker's kept entries may add to its resident size before it forgets them (a dataset object
+can hold a whole corpus: each of ``arc_agi``'s holds every ARC task)."""
 
 
 class CallFailed(RuntimeError):
@@ -106,6 +111,28 @@ def score(data: Any, answer: str, entry: dict[str, Any]) -> float:
 
 _WORKER_CACHE: dict[str, tuple[Any, dict[str, Any]]] = {}
 """The worker's materialized entries by (dataset, configuration, seed)."""
+_WORKER_START: list[int] = []
+"""The worker's resident size when it first materialized an entry."""
+
+
+def resident_bytes() -> int:
+    """This process's resident size in bytes (0 where ``/proc`` does not tell)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as file:
+            return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _keep(key: str, made: tuple[Any, dict[str, Any]]) -> None:
+    """Keep a materialized entry, forgetting the others first when there are `WORKER_ENTRIES` or they have grown
+    the worker by `WORKER_GROWTH` bytes."""
+    if not _WORKER_START:
+        _WORKER_START.append(resident_bytes())
+    if len(_WORKER_CACHE) >= WORKER_ENTRIES or resident_bytes() - _WORKER_START[0] > WORKER_GROWTH:
+        _WORKER_CACHE.clear()
+        gc.collect()
+    _WORKER_CACHE[key] = made
 
 
 def serve(op: str, dataset: str, config: dict[str, Any], seed: int, reply: str | None = None) -> Any:
@@ -114,9 +141,13 @@ def serve(op: str, dataset: str, config: dict[str, Any], seed: int, reply: str |
     Entries are materialized once per worker."""
     key = json.dumps([dataset, config, seed], sort_keys=True)
     if key not in _WORKER_CACHE:
-        if len(_WORKER_CACHE) >= WORKER_ENTRIES:
+        try:
+            made = materialize(dataset, config, seed)
+        except MemoryError:  # the kept entries took the room: forget them and try once more
             _WORKER_CACHE.clear()
-        _WORKER_CACHE[key] = materialize(dataset, config, seed)
+            gc.collect()
+            made = materialize(dataset, config, seed)
+        _keep(key, made)
     data, entry = _WORKER_CACHE[key]
     if op == "score":
         return score(data, str(reply), entry)
