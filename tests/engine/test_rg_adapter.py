@@ -271,4 +271,15 @@ def test_a_dataset_with_long_golds_scores_them_its_reply_bound_following_its_lon
     assert len(longest) > adapter.MAX_RESPONSE_CHARS  # past the bound every dataset had before
     task = next(t for tasks in env.splits().values() for t in tasks if t.answer == longest)
     assert env.check(task, task.answer).success
-    assert env.check(task, "0" * (env.max_response + 1)).error_type == "too_long"
+    bound = max(env.max_response, adapter.GOLD_ROOM * len(task.answer))
+    assert env.check(task, "0" * bound).error_type == "wrong_answer"
+    assert env.check(task, "0" * (bound + 1)).error_type == "too_long"
+
+
+def test_a_gold_longer_than_any_probed_one_still_scores_its_bound_following_the_task():
+    env = _env("tower_of_hanoi")  # its moves double with each disk: split golds outgrow the probed ones
+    tasks = [t for tasks in env.splits().values() for t in tasks]
+    task = max(tasks, key=lambda t: len(t.answer))
+    assert len(task.answer) > env.max_response  # past the dataset's bound from its probe
+    assert env.check(task, task.answer).success
+    assert env.check(task, "x" * (adapter.GOLD_ROOM * len(task.answer) + 1)).error_type == "too_long"

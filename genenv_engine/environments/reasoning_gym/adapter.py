@@ -148,7 +148,8 @@ class RgEnvironment(LadderEnvironment):
     contained: bool = True
     """The worker runs under the sandbox's containment (always for a ``sandboxed`` scorer)."""
     max_response: int = MAX_RESPONSE_CHARS
-    """A longer reply is not scored (``too_long``): `reply_bound` of the dataset's longest probed gold."""
+    """A longer reply is not scored (``too_long``) unless the task's own gold is long: `reply_bound` of the
+    dataset's longest probed gold."""
     granularity = "step"
     structured = True
 
@@ -239,8 +240,9 @@ class RgEnvironment(LadderEnvironment):
     # ------------------------------------------------------------ the contract
 
     def check(self, task: Task, response: str) -> CheckResult:
-        """The dataset's own ``score_answer`` on the task's entry; success is a score of 1.0."""
-        if len(response) > self.max_response:
+        """The dataset's own ``score_answer`` on the task's entry; success is a score of 1.0. A reply longer than
+        `max_response` and `GOLD_ROOM` times the task's own gold is not scored (``too_long``)."""
+        if len(response) > max(self.max_response, GOLD_ROOM * len(task.answer)):
             return CheckResult(False, 0.0, error_type="too_long")
         try:
             points = self.calls.score(*self._where(str(task.expected["spec"])), response)
