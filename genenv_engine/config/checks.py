@@ -234,6 +234,11 @@ def check_run(config: RunConfig) -> None:
     known = {*BENCHMARKS, *config.environments}  # built in, or found as the config records
     for name, path in config.data_dirs.items():
         check(name in known, f"data_dirs.{name}", f"unknown benchmark {name!r}")
+    for name in config.environments_options:
+        check(name not in BENCHMARKS, f"environments_options.{name}",
+              f"{name!r} is a built-in benchmark, which takes no options; options are for plugin environments")
+        check(name in config.benchmarks, f"environments_options.{name}",
+              f"unknown benchmark {name!r}; options go to a plugin benchmark the run enables")
     for name in config.benchmarks:
         check(name in known, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
     sim = config.simulator

@@ -45,6 +45,10 @@ class RunConfig:
     """How each benchmark that is not built in was found, recorded when the run is configured (name -> ``module
     <module:Class>``, ``entry point <module:Class> from <package> <version>`` or ``adapter rg:<dataset>``): a saved
     session reads without the plugin, and runs only where it imports."""
+    environments_options: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"values": dict})
+    """Keyword options per plugin benchmark, passed to its class (``--set environments_options.lineq.max_coef=9``:
+    ``Class(seed=..., sizes=..., data_dir=..., max_coef=9)``); recorded with the session, so resuming builds the
+    same environment. Built-in benchmarks take none."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The language model shared by both roles."""
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
@@ -99,7 +103,7 @@ class RunConfig:
         check_data_paths(self)
         from genenv_engine.environments import require
 
-        require(self.benchmarks)
+        require(self.benchmarks, self.environments_options)
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -110,6 +110,10 @@ def coerce(cls: type, name: str, value: Any, path: str) -> Any:
         check(isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                               for v in value.values()), path, f"must be a table of numbers, got {value!r}")
         value = {str(k): float(v) for k, v in value.items()}
+    elif isinstance(sample, dict) and values is dict:
+        check(isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()), path,
+              f"must be a table of tables (benchmark -> options), got {value!r}")
+        value = {str(k): dict(v) for k, v in value.items()}
     elif isinstance(sample, dict):
         check(isinstance(value, dict) and all(isinstance(v, str) for v in value.values()), path,
               f"must be a table of strings, got {value!r}")

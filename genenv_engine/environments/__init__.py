@@ -17,7 +17,9 @@ Inside a run a benchmark is known by its class's ``name`` alone (`NAME_PATTERN`:
 and in the settings keyed by benchmark (``--set data_dirs.countdown=...``, ``curriculum.alpha_by_benchmark``).
 The run's config records how each benchmark that is not built in was found (``[environments]``, name -> `Source`
 text), so a saved session reads without the plugin (status, reports, exports) and only running it imports the
-class (`RunConfig.check_paths` calls `require`). Nothing here imports a benchmark until it is asked for.
+class (`RunConfig.check_paths` calls `require`). A plugin's class is built with the keyword options the config gives
+it (``[environments_options.<name>]``, checked against its ``__init__`` by `check_options`). Nothing here imports a
+benchmark until it is asked for.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from genenv_engine.core.records import CheckResult, Task, Validation
 __all__ = [
     "ADAPTERS", "API_VERSION", "BENCHMARKS", "ENTRY_POINT_GROUP", "NAME_PATTERN", "PAPER_BENCHMARKS",
     "CheckResult", "Environment", "GenerationParseError", "LadderEnvironment", "Source", "SplitSizes", "Task",
-    "Validation", "entry_point_names", "environment_class", "environments_of", "get_environment", "require",
+    "Validation", "check_options", "entry_point_names", "environment_class", "environments_of", "get_environment", "require",
     "resolve_benchmarks",
 ]
 
@@ -256,13 +258,39 @@ def release_change(name: str, recorded: str) -> str | None:
             "on with it, or start a new session")
 
 
-def require(names: Sequence[str]) -> None:
-    """Import the class of every benchmark in ``names`` that is not built in (where a run starts); a one-line
-    `ConfigError` naming the module or entry point of the first that is missing here. (A built-in that needs an
-    optional package says so where it is built, as before.)"""
+def require(names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """Import the class of every benchmark in ``names`` that is not built in (where a run starts) and check the
+    keyword ``options`` given to it (`check_options`); a one-line `ConfigError` naming the module or entry point of
+    the first that is missing here. (A built-in that needs an optional package says so where it is built.)"""
     for name in names:
         if name not in BENCHMARKS:
-            environment_class(name)
+            check_options(name, environment_class(name), (options or {}).get(name))
+
+
+RESERVED_OPTIONS = ("seed", "sizes", "data_dir")
+"""The constructor arguments genenv itself passes; ``environments_options`` may not set them."""
+
+
+def check_options(name: str, cls: type[Environment], options: Mapping[str, Any] | None) -> None:
+    """Raise a one-line `ConfigError` unless ``cls.__init__`` accepts every keyword of ``options`` (the
+    ``environments_options`` of benchmark ``name``); a built-in benchmark accepts none."""
+    if not options:
+        return
+    if name in BENCHMARKS:
+        raise ConfigError(f"environments_options.{name}", f"{name!r} is a built-in benchmark, which takes no "
+                                                          "options; options are for plugin environments")
+    params = inspect.signature(cls.__init__).parameters.values()
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    accepted = [p.name for p in params if p.name != "self" and p.name not in RESERVED_OPTIONS
+                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for key in options:
+        if key in RESERVED_OPTIONS:
+            raise ConfigError(f"environments_options.{name}.{key}", f"{key!r} is set by genenv; options are the "
+                                                                     "class's other keyword arguments")
+        if not takes_any and key not in accepted:
+            raise ConfigError(f"environments_options.{name}.{key}",
+                              f"benchmark {name!r} ({cls.__module__}.{cls.__qualname__}) takes no option {key!r}; "
+                              f"it accepts: {', '.join(accepted) or 'no options'}")
 
 
 def environment_class(name: str) -> type[Environment]:
@@ -280,14 +308,20 @@ def environment_class(name: str) -> type[Environment]:
 
 def environments_of(config: Any) -> dict[str, Environment]:
     """Every benchmark a run config names, seeded and with its data folder: the environments the loop runs on."""
-    return {name: get_environment(name, config.seed, data_dir=config.data_dirs.get(name)) for name in config.benchmarks}
+    options = getattr(config, "environments_options", {})
+    return {name: get_environment(name, config.seed, data_dir=config.data_dirs.get(name), options=options.get(name))
+            for name in config.benchmarks}
 
 
-def get_environment(name: str, seed: int = 0, sizes: SplitSizes | None = None,
-                    data_dir: str | None = None) -> Environment:
-    """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given); a class
-    that sets ``sandboxed_check`` has its ``check`` run in a contained worker (`sandboxed_check`)."""
-    env = environment_class(name)(seed=seed, sizes=sizes, data_dir=data_dir)
+def get_environment(name: str, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None,
+                    options: Mapping[str, Any] | None = None) -> Environment:
+    """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given), its class
+    given the keyword ``options`` of a plugin (`check_options`, from ``environments_options``); a class that sets
+    ``sandboxed_check`` has its ``check`` run in a contained worker (`sandboxed_check`)."""
+    cls = environment_class(name)
+    check_options(name, cls, options)
+    env = cls(seed=seed, sizes=sizes, data_dir=data_dir, **dict(options or {}))
+    env.constructor_options = dict(options or {})  # keys its cached splits (`LadderEnvironment.splits`)
     if getattr(env, "sandboxed_check", False):
         sandboxed_check(env)
     return env

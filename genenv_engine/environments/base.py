@@ -23,6 +23,7 @@ BFCL-mini and API-Bank-mini build theirs).
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from abc import ABC, abstractmethod
@@ -221,6 +222,8 @@ class Environment(ABC):
         self.sizes = sizes or self.DEFAULT_SIZES
         self.data_dir = data_dir
         """A user folder holding the upstream benchmark data; None uses the built-in mini only."""
+        self.constructor_options: dict[str, Any] = {}
+        """The keyword options genenv built it with (``environments_options``; set after ``__init__``)."""
 
     def describe(self) -> dict[str, object]:
         """Name, granularity, source and split sizes, for ``genenv benchmarks``."""
@@ -379,8 +382,8 @@ class Environment(ABC):
                                       **self._generated(parent, epoch, generator)), answer)
 
 
-_GENERATED_SPLITS: dict[tuple[type, int, SplitSizes], dict[str, list[Task]]] = {}
-"""Generated splits already made in this process, by class, seed and sizes (a `chain` environment's 32,600 tasks
+_GENERATED_SPLITS: dict[tuple[type, int, SplitSizes, str], dict[str, list[Task]]] = {}
+"""Generated splits already made in this process, by class, seed, sizes and constructor options (a `chain` environment's 32,600 tasks
 take seconds, and a run builds its environments more than once)."""
 
 UNSEEN_TRIES = 50
@@ -437,7 +440,7 @@ class LadderEnvironment(Environment):
         new prompt in `SPLIT_PATIENCE` draws in a row raises `SplitsExhausted` (its prompts found, the tasks the
         sizes ask of it).
         """
-        key = (type(self), self.seed, self.sizes)
+        key = (type(self), self.seed, self.sizes, json.dumps(self.constructor_options, sort_keys=True, default=repr))
         if self._splits is None and self.data_dir is None and key in _GENERATED_SPLITS:
             self._splits = _GENERATED_SPLITS[key]
         if self._splits is None:

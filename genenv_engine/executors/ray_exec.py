@@ -277,7 +277,8 @@ class RayExecutor:
         policies = ray.put((roles.agent, roles.simulator if self.generates else None))  # one object: a shared base
         self.actors = [actor.remote(policies, version, config.backend, options, list(config.benchmarks), config.seed,
                                     dict(config.data_dirs), config.model.threads, simulator_version=simulator_version,
-                                    environments=dict(config.environments))
+                                    environments=dict(config.environments),
+                                    environments_options=dict(config.environments_options))
                        for _ in range(self.workers)]
         self._policies = policies  # kept alive: a restarted actor is rebuilt from it
         self._weights: Any = None

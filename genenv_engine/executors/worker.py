@@ -58,14 +58,16 @@ def _load(policy: Any, backend: Any, weights: list[Any]) -> None:
 
 
 def worker_environments(benchmarks: list[str], seed: int, data_dirs: dict[str, str],
-                        environments: dict[str, str]) -> dict[str, Any]:
+                        environments: dict[str, str],
+                        options: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The run's environments in a worker process, each benchmark that is not built in found as the run's config
     recorded it (``environments``, `RunConfig.environments`: a ``module:Class`` one is otherwise unknown to a
-    process that did not read that config)."""
+    process that did not read that config) and built with its ``options`` (`RunConfig.environments_options`)."""
     from genenv_engine.environments import get_environment, resolve_benchmarks
 
     resolve_benchmarks(benchmarks, environments)
-    return {name: get_environment(name, seed, data_dir=data_dirs.get(name)) for name in benchmarks}
+    return {name: get_environment(name, seed, data_dir=data_dirs.get(name), options=(options or {}).get(name))
+            for name in benchmarks}
 
 
 class RolloutWorker:
@@ -76,7 +78,8 @@ class RolloutWorker:
 
     def __init__(self, policies: tuple[Any, Any], version: int, backend: str, backend_options: dict[str, Any],
                  benchmarks: list[str], seed: int, data_dirs: dict[str, str], threads: int,
-                 simulator_version: int = 0, environments: dict[str, str] | None = None) -> None:
+                 simulator_version: int = 0, environments: dict[str, str] | None = None,
+                 environments_options: dict[str, dict[str, Any]] | None = None) -> None:
         from genenv_engine.backends import get_backend
 
         torch.set_num_threads(threads)
@@ -85,7 +88,7 @@ class RolloutWorker:
         self.backend = get_backend(backend, policy=self.policy, **backend_options)
         self.simulator_backend = (None if self.simulator is None
                                   else get_backend(backend, policy=self.simulator, **backend_options))
-        self.envs = worker_environments(benchmarks, seed, data_dirs, environments or {})
+        self.envs = worker_environments(benchmarks, seed, data_dirs, environments or {}, environments_options)
         self.pid = os.getpid()
 
     def run(self, weights: list[Any], version: int, tasks: list[Task], k: int, sampling: Sampling,

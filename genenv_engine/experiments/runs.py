@@ -153,7 +153,9 @@ def heldout_split_sizes(cfg: Any, epoch_zero: dict[str, str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in cfg.benchmarks:
         try:
-            out[name] = len(get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name)).splits()["heldout"])
+            env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name),
+                                  options=cfg.environments_options.get(name))
+            out[name] = len(env.splits()["heldout"])
         except Exception:  # noqa: BLE001 - the benchmark's data is missing: only the stored results tell
             if name in epoch_zero and len(epoch_zero[name]) < cfg.heldout_size:
                 out[name] = len(epoch_zero[name])
@@ -235,7 +237,8 @@ def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[st
     out: dict[str, list[str]] = {}
     for name in cfg.benchmarks:
         try:
-            env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name))
+            env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name),
+                                  options=cfg.environments_options.get(name))
             buckets = [env.bucket(t) for t in heldout_tasks({name: env}, cfg.heldout_size)]
         except Exception:  # noqa: BLE001 - the benchmark's data cannot be read here: the table goes without levels
             continue

@@ -330,7 +330,8 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
     config = config_from_file(session_dir / "config.toml")
     if benchmark not in config.benchmarks:
         raise ValueError(f"{benchmark!r} is not one of the session's benchmarks ({', '.join(config.benchmarks)})")
-    env = get_environment(benchmark, config.seed, data_dir=config.data_dirs.get(benchmark))
+    env = get_environment(benchmark, config.seed, data_dir=config.data_dirs.get(benchmark),
+                          options=config.environments_options.get(benchmark))
     rows = read_rows(path)
     found = row_candidates(benchmark, rows, Path(path))
     result = ImportResult(rows=len(rows))

@@ -57,6 +57,8 @@ def cache_key(config: RunConfig) -> str:
     versions = {name: environment_class(name).data_version for name in config.benchmarks}
     if any(v != 1 for v in versions.values()):  # joins the key only when a benchmark's tasks have changed
         parts["data_versions"] = {name: v for name, v in versions.items() if v != 1}
+    if config.environments_options:  # a plugin's constructor options may change its tasks
+        parts["environments_options"] = config.environments_options
     if config.simulator.prompt != "compact":
         parts["simulator_prompt"] = config.simulator.prompt
     if config.simulator.steer:
