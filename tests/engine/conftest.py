@@ -1,9 +1,14 @@
-"""Engine test helpers: the environment checks shared by the per-benchmark files and the contract file, and a small
-grouped-query Llama for the tests of the hand-written Llama forwards."""
+"""Engine test helpers: the environment checks shared by the per-benchmark files and the contract file, a plugin
+module written beside the countdown example, and a small grouped-query Llama for the tests of the hand-written
+Llama forwards."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -66,3 +71,31 @@ def grouped_query_llama(tok, seed: int = 3):
                       num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
     return LlamaForCausalLM(cfg)
+
+
+COUNTDOWN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
+"""The example plugin the test plugins subclass."""
+
+
+@pytest.fixture
+def plugin_module(tmp_path, monkeypatch) -> Callable[[str, str], ModuleType]:
+    """``plugin_module(name, source)`` writes module ``name`` with ``source`` in a folder put on ``sys.path`` beside
+    the countdown example and imports it; the registry's found benchmarks are this test's own, and the modules are
+    forgotten afterwards."""
+    from genenv_engine import environments
+
+    monkeypatch.setattr(environments, "_FOUND", {})
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(COUNTDOWN))
+    monkeypatch.syspath_prepend(str(folder))
+    written: list[str] = []
+
+    def write(name: str, source: str) -> ModuleType:
+        (folder / f"{name}.py").write_text(source)
+        written.append(name)
+        return importlib.import_module(name)
+
+    yield write
+    for module in (*written, "countdown_env"):
+        sys.modules.pop(module, None)

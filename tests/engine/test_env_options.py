@@ -4,8 +4,6 @@ class does not accept, or any option on a built-in, fails with one line."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +11,6 @@ import genenv_engine.environments as environments
 from genenv_engine.config import load_config
 from genenv_engine.core.errors import ConfigError
 from genenv_engine.storage.session import config_from_file
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
 
 CAPPED = '''
 from countdown_env import Countdown
@@ -41,19 +37,10 @@ class Capped(Countdown):
 
 
 @pytest.fixture
-def capped(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "_FOUND", {})
-    folder = tmp_path / "plugin"
-    folder.mkdir()
-    (folder / "capped_envs.py").write_text(CAPPED)
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    monkeypatch.syspath_prepend(str(folder))
-    import capped_envs
-
+def capped(plugin_module):
+    capped_envs = plugin_module("capped_envs", CAPPED)
     capped_envs.BUILT.clear()
-    yield capped_envs
-    for module in ("capped_envs", "countdown_env"):
-        sys.modules.pop(module, None)
+    return capped_envs
 
 
 def test_options_reach_the_instance_and_change_its_tasks(capped):

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
-from pathlib import Path
 
 import pytest
 
 import genenv_engine.environments as environments
 from genenv_engine.core.limits import PluginError, check_response
 from genenv_engine.training.simulator import judge
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
 
 FLAKY = '''
 import time
@@ -78,19 +74,10 @@ class Flaky(Countdown):
 
 
 @pytest.fixture
-def flaky(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "_FOUND", {})
-    folder = tmp_path / "plugin"
-    folder.mkdir()
-    (folder / "flaky_envs.py").write_text(FLAKY)
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    monkeypatch.syspath_prepend(str(folder))
-    import flaky_envs
-
+def flaky(plugin_module):
+    flaky_envs = plugin_module("flaky_envs", FLAKY)
     flaky_envs.MODE.update(validate="raise", check="ok", sibling="ok", draft="ok")
-    yield flaky_envs
-    for module in ("flaky_envs", "countdown_env"):
-        sys.modules.pop(module, None)
+    return flaky_envs
 
 
 def _judge(env, text="numbers: 3 5 8 | target: 64 => 8 * (3 + 5)"):

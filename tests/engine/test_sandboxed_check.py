@@ -5,8 +5,6 @@ both), a check that does not end fails as ``score_timeout``, and a gold still sc
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +12,6 @@ from genenv_engine import environments
 from genenv_engine.environments.sandbox import unavailable_reason
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no containment: {unavailable_reason()}")
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
 
 EVALUATING = '''
 from countdown_env import Countdown
@@ -38,17 +34,10 @@ class Evaluating(Countdown):
 
 
 @pytest.fixture
-def evaluating(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "_FOUND", {})
-    folder = tmp_path / "plugin"
-    folder.mkdir()
-    (folder / "evaluating_env.py").write_text(EVALUATING)
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    monkeypatch.syspath_prepend(str(folder))
+def evaluating(plugin_module):
+    plugin_module("evaluating_env", EVALUATING)
     (name,), _ = environments.resolve_benchmarks(["evaluating_env:Evaluating"], {})
-    yield environments.get_environment(name, 0, environments.SplitSizes(seed=4, train=4, heldout=4))
-    for module in ("evaluating_env", "countdown_env"):
-        sys.modules.pop(module, None)
+    return environments.get_environment(name, 0, environments.SplitSizes(seed=4, train=4, heldout=4))
 
 
 def test_the_reply_acts_only_when_the_check_is_called_outside_the_worker(evaluating, tmp_path):
