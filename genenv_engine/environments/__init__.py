@@ -386,6 +386,6 @@ def sandboxed_check(env: Environment, seconds: float = SANDBOXED_CHECK_SECONDS) 
 
     missing = unavailable_reason()
     if missing:
-        raise ConfigError("benchmarks", f"{env.name} asks for a sandboxed check, and this machine cannot contain "
+        raise ConfigError("benchmarks", f"{env.name} asks for a sandboxed check, and the sandbox cannot contain "
                                         f"one ({missing})")
     env.check = _SandboxedCheck(env, seconds)  # type: ignore[method-assign]

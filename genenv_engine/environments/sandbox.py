@@ -2,7 +2,7 @@
 wall-clock limit.
 
 Provides `Sandbox` (``Sandbox(function, seconds=...).call(*args)`` runs ``function(*args)`` in a forked worker and
-returns its result, JSON-decoded), `unavailable_reason` (why containment cannot work on this machine, or None),
+returns its result, JSON-decoded), `unavailable_reason` (why containment cannot work where it runs, or None),
 `contain` (the worker's containment, applied to the calling process for good: for a child process of one's own) and
 the errors a call raises, each with the ``genenv_reason`` a rollout records: `SandboxTimeout` (``score_timeout``: past
 the limit, the worker killed), `SandboxRaised` (``score_error``: the function raised there, named by its type),
@@ -106,7 +106,7 @@ _reason: list[str | None] = []
 
 
 def unavailable_reason() -> str | None:
-    """None when a contained worker works on this machine (64-bit little-endian Linux on x86_64 or aarch64, whose
+    """None when a contained worker works where it runs (64-bit little-endian Linux on x86_64 or aarch64, whose
     kernel installs the seccomp filter: tried once, in a throwaway forked child, and remembered); else one line
     saying why not."""
     with _reason_lock:
@@ -507,7 +507,7 @@ class Sandbox:
 
     def call(self, *args: Any) -> Any:
         """``function(*args)`` run in the worker (forked now if there is none); its result, JSON-decoded. Raises
-        `SandboxTimeout`, `SandboxRaised`, `SandboxFailed`, or `SandboxError` when ``contained`` and this machine
+        `SandboxTimeout`, `SandboxRaised`, `SandboxFailed`, or `SandboxError` when ``contained`` and the host
         cannot contain it."""
         if self.contained and (reason := unavailable_reason()) is not None:
             raise SandboxError(f"{self.name}: the call cannot be contained here: {reason}")

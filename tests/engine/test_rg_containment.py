@@ -158,8 +158,8 @@ def test_a_scorer_that_runs_text_is_refused_in_one_line_where_nothing_contains_i
         elig.check_eligibility("string_insertion", ("eval@reasoning_gym.algorithmic.string_insertion:88",),
                                "seccomp is not available on this platform")
     assert str(refused.value).endswith("rg:string_insertion: its score_answer runs the reply as code "
-                                       "(eval@reasoning_gym.algorithmic.string_insertion:88) and this machine "
-                                       "cannot contain it (seccomp is not available on this platform)")
+                                       "(eval@reasoning_gym.algorithmic.string_insertion:88) and the sandbox "
+                                       "cannot contain it here (seccomp is not available on this platform)")
 
 
 def test_a_probe_that_does_not_finish_is_refused_in_one_line_naming_where_it_was(monkeypatch):

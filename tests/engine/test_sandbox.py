@@ -4,7 +4,7 @@ or garble its reply) fails inside the worker and leaves the disk, the other proc
 
 The hostile functions live at module level and run in the forked worker; `attempt` dispatches to them by name so
 that one worker serves a whole parametrised test. The filter itself is also checked without a worker, through
-`seccomp.evaluate`, on both machines' tables, and the tables against this machine's kernel headers.
+`seccomp.evaluate`, on both machines' tables, and the tables against the installed kernel headers.
 """
 
 from __future__ import annotations

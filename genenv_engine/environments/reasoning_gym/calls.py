@@ -17,7 +17,6 @@ import decimal
 import gc
 import json
 import os
-import threading
 from typing import Any
 
 from genenv_engine.environments.reasoning_gym.spec import Attribute, render_value
@@ -158,31 +157,21 @@ def serve(op: str, dataset: str, config: dict[str, Any], seed: int, reply: str |
 class RgCalls:
     """An environment's calls into reasoning-gym, made in its worker: ``contained`` says the worker runs under
     the sandbox's containment (the caller decides; a dataset whose scorer evaluates text is never served
-    uncontained)."""
+    uncontained). The `Sandbox` forks the worker on the first call, takes calls from several threads in turn and
+    pickles unstarted."""
 
     def __init__(self, dataset: str, contained: bool, seconds: float = CALL_SECONDS) -> None:
         self.dataset, self.contained, self.seconds = dataset, contained, seconds
-        self._sandbox: Sandbox | None = None
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "contained": self.contained, "seconds": self.seconds}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["dataset"], state["contained"], state["seconds"])  # type: ignore[misc]
+        self._sandbox = Sandbox(serve, seconds=seconds, contained=contained, name=f"rg:{dataset}")
 
     def _call(self, op: str, config: dict[str, Any], seed: int, reply: str | None = None) -> Any:
-        with self._lock:
-            if self._sandbox is None:
-                self._sandbox = Sandbox(serve, seconds=self.seconds, contained=self.contained,
-                                        name=f"rg:{self.dataset}")
-            try:
-                return self._sandbox.call(op, self.dataset, config, seed, reply)
-            except SandboxTimeout:
-                raise CallFailed(f"timeout: no result within {self.seconds:g} s", "score_timeout") from None
-            except SandboxError as err:
-                raise CallFailed(" ".join(str(err).split())[:200], getattr(err, "genenv_reason", "score_error")
-                                 ) from None
+        try:
+            return self._sandbox.call(op, self.dataset, config, seed, reply)
+        except SandboxTimeout:
+            raise CallFailed(f"timeout: no result within {self.seconds:g} s", "score_timeout") from None
+        except SandboxError as err:
+            raise CallFailed(" ".join(str(err).split())[:200], getattr(err, "genenv_reason", "score_error")
+                             ) from None
 
     def entry(self, config: dict[str, Any], seed: int) -> tuple[str, str]:
         """The question and gold of the entry ``(config, seed)``."""
@@ -203,7 +192,4 @@ class RgCalls:
 
     def stop(self) -> None:
         """Stop the worker (the next call starts another)."""
-        with self._lock:
-            if self._sandbox is not None:
-                self._sandbox.stop()
-                self._sandbox = None
+        self._sandbox.stop()

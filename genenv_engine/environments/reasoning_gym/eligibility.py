@@ -172,7 +172,7 @@ def check_eligibility(dataset: str, findings: tuple[str, ...], sandbox_missing: 
     when it works); a one-line `ConfigError` naming the first condition that refuses it."""
     if findings and sandbox_missing:
         raise ConfigError("benchmarks", f"rg:{dataset}: its score_answer runs the reply as code ({findings[0]}) "
-                                        f"and this machine cannot contain it ({sandbox_missing})")
+                                        f"and the sandbox cannot contain it here ({sandbox_missing})")
     started = time.monotonic()
     first, second = _results(dataset, sandbox_missing is None, seconds)
     for result in (first, second):

@@ -99,10 +99,10 @@ def scan_function(function: Callable[..., Any], owner: type | None = None, depth
     """The findings (``<what>@<module>:<line>``) of ``function`` and of the functions it calls that the scan can
     resolve, ``depth`` calls deep; ``owner`` is the class ``self`` stands for.
 
-    >>> def parse(text): return eval(text)
+    >>> def parse(text): return sympify(text)  # a name the scan cannot resolve, flagged by itself
     >>> def score(answer): return 1.0 if parse(answer.strip()) == 3 else 0.0
     >>> [f.split("@")[0] for f in scan_function(score)]
-    ['eval']
+    ['sympify']
     >>> import re
     >>> def plain(answer): return float(re.compile(r"\\d+").fullmatch(answer) is not None)
     >>> scan_function(plain)
