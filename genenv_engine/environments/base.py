@@ -28,7 +28,7 @@ import random
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -383,8 +383,8 @@ class Environment(ABC):
 
 
 _GENERATED_SPLITS: dict[tuple[type, int, SplitSizes, str], dict[str, list[Task]]] = {}
-"""Generated splits already made in this process, by class, seed, sizes and constructor options (a `chain` environment's 32,600 tasks
-take seconds, and a run builds its environments more than once)."""
+"""Generated splits already made in this process, by class, seed, sizes and constructor options (a `chain`
+environment's 32,600 tasks take seconds, and a run builds its environments more than once)."""
 
 UNSEEN_TRIES = 50
 """Draws per task `LadderEnvironment.unseen_tasks` makes before giving up on a level whose prompts are used up."""
@@ -554,13 +554,16 @@ class LadderEnvironment(Environment):
 
     def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
         """``n`` (source, sibling) pairs: random sources, each sibling from :meth:`sibling`."""
+        return [(source, self.sibling(source, rng, task_id))
+                for source, task_id in self.sibling_sources(tasks, rng, n)]
+
+    def sibling_sources(self, tasks: list[Task], rng: random.Random, n: int) -> Iterator[tuple[Task, str]]:
+        """The ``n`` sources of :meth:`sibling_pairs` and their siblings' ids, each source drawn from ``rng`` when
+        asked for (after the previous sibling's draws)."""
         if n > 0 and not tasks:
             raise ValueError("sibling_pairs needs at least one source task")
-        pairs = []
         for i in range(n):
-            source = rng.choice(tasks)
-            pairs.append((source, self.sibling(source, rng, f"{self.name}/sib/{i:05d}")))
-        return pairs
+            yield rng.choice(tasks), f"{self.name}/sib/{i:05d}"
 
     @abstractmethod
     def sibling(self, source: Task, rng: random.Random, task_id: str) -> Task:

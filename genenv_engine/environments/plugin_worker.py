@@ -162,8 +162,9 @@ class Draws:
 def sibling_pairs(env: Any, tasks: list[Task], rng: random.Random, n: int) -> Draws:
     """``n`` (source, sibling) pairs of ``env`` as its ``sibling_pairs`` draws them; for a plugin, a pair whose
     sibling raises (or runs past the time limit) is left out and counted, and after `GIVE_UP` failures in a row with
-    no pair drawn the rest are counted as failed too. A ladder plugin's pairs are drawn one at a time as
-    `LadderEnvironment.sibling_pairs` draws them (the same random draws, ids and pairs when nothing fails); one that
+    no pair drawn the rest are counted as failed too. A ladder plugin's pairs are drawn one at a time from
+    `LadderEnvironment.sibling_sources` (the same random draws, ids and pairs as its ``sibling_pairs`` when nothing
+    fails); one that
     writes its own ``sibling_pairs`` is called once, all ``n`` failing together."""
     from genenv_engine.environments.base import LadderEnvironment
 
@@ -177,15 +178,14 @@ def sibling_pairs(env: Any, tasks: list[Task], rng: random.Random, n: int) -> Dr
         except Exception as exc:  # noqa: BLE001 - the plugin's fault, counted
             out.fail(exc, n)
         return out
-    if n > 0 and not tasks:
-        raise ValueError("sibling_pairs needs at least one source task")
+    sources = env.sibling_sources(tasks, rng, n)
     for i in range(n):
         if not out.pairs and sum(out.failed.values()) >= GIVE_UP:
             out.failed[max(out.failed, key=out.failed.get)] += n - i
             break
-        source = rng.choice(tasks)
+        source, task_id = next(sources)
         try:
-            out.pairs.append((source, env.sibling(source, rng, f"{env.name}/sib/{i:05d}")))
+            out.pairs.append((source, env.sibling(source, rng, task_id)))
         except Exception as exc:  # noqa: BLE001 - the plugin's fault, counted
             out.fail(exc)
     return out
