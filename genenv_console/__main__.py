@@ -15,21 +15,28 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from genenv_console.app import GenEnvConsole
+from genenv_console.compare import CompareError, expand_compare
 from genenv_engine.config import SIMULATOR_MODES, ConfigError, load_config, preset_names
 from genenv_engine.core.errors import SessionBusy
 from genenv_engine.storage.session import Session, SessionError
-
-from genenv_console.app import GenEnvConsole
-from genenv_console.compare import CompareError, expand_compare
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
     from genenv_engine.training.roles import BackendFactory
 
 
-def make_app(session_dir: str | Path | None = None, *, preset: str | None = None, config_file: str | Path | None = None,
-             overrides: dict[str, Any] | None = None, sessions_root: str | Path | None = "sessions",
-             backend_factory: BackendFactory | None = None, autostart: bool = True,
-             browse: bool = False, compare: list[str | Path] | None = None) -> GenEnvConsole:
+def make_app(
+    session_dir: str | Path | None = None,
+    *,
+    preset: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    sessions_root: str | Path | None = "sessions",
+    backend_factory: BackendFactory | None = None,
+    autostart: bool = True,
+    browse: bool = False,
+    compare: list[str | Path] | None = None,
+) -> GenEnvConsole:
     """Build the console: resume ``session_dir``, or create a new session from the preset/config (or just browse,
     or compare the sessions ``compare`` names: `genenv_console.compare.expand_compare`).
 
@@ -57,21 +64,29 @@ def make_app(session_dir: str | Path | None = None, *, preset: str | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="genenv-console",
-                                     description="Watch, pause, inspect and hand-edit a GenEnv co-evolution run.")
+    parser = argparse.ArgumentParser(
+        prog="genenv-console", description="Watch, pause, inspect and hand-edit a GenEnv co-evolution run."
+    )
     parser.add_argument("session", nargs="?", type=Path, help="session folder to resume (default: create a new one)")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--preset", help=f"preset for a new session ({', '.join(preset_names())}); default tiny")
     src.add_argument("--config", type=Path, help="TOML config file for a new session")
     parser.add_argument("--epochs", type=int, help="target epochs (new session, or raise a resumed one's)")
     parser.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")
-    parser.add_argument("--sessions-root", type=Path, help="where sessions live (default: sessions/, or with "
-                        "--compare the first compared session's folder)")
+    parser.add_argument(
+        "--sessions-root",
+        type=Path,
+        help="where sessions live (default: sessions/, or with --compare the first compared session's folder)",
+    )
     parser.add_argument("--browse", action="store_true", help="open the sessions screen without starting a run")
     parser.add_argument("--no-start", action="store_true", help="open the session without starting the engine")
-    parser.add_argument("--compare", nargs="+", type=Path, metavar="DIR",
-                        help="compare 2-4 sessions read-only (a folder of sessions, e.g. an ablation bench's, "
-                             "stands for all of them)")
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="compare 2-4 sessions read-only (a folder of sessions, e.g. an ablation bench's, stands for all of them)",
+    )
     return parser
 
 
@@ -90,17 +105,25 @@ def main(argv: list[str] | None = None) -> int:
             print("genenv-console: --simulator-mode only applies to a new session", file=sys.stderr)
             return 2
         overrides["simulator.mode"] = args.simulator_mode
-    if args.compare and (args.session is not None or args.preset or args.config or overrides or args.browse
-                         or args.no_start):
+    if args.compare and (
+        args.session is not None or args.preset or args.config or overrides or args.browse or args.no_start
+    ):
         print("genenv-console: --compare takes only session folders (and --sessions-root)", file=sys.stderr)
         return 2
     if args.session is not None and (args.preset or args.config):
         print("genenv-console: --preset/--config only apply to a new session", file=sys.stderr)
         return 2
     try:
-        app = make_app(args.session, preset=args.preset, config_file=args.config, overrides=overrides or None,
-                       sessions_root=args.sessions_root, autostart=not args.no_start, browse=args.browse,
-                       compare=args.compare)
+        app = make_app(
+            args.session,
+            preset=args.preset,
+            config_file=args.config,
+            overrides=overrides or None,
+            sessions_root=args.sessions_root,
+            autostart=not args.no_start,
+            browse=args.browse,
+            compare=args.compare,
+        )
     except (ConfigError, FileNotFoundError, FileExistsError, SessionError, CompareError) as exc:
         print(f"genenv-console: {exc}", file=sys.stderr)
         return 2

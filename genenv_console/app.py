@@ -22,22 +22,26 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from genenv_engine.core import events as ev
-from genenv_engine.config import ConfigError, RunConfig, config_from_file
-from genenv_engine.storage import lease
-from genenv_engine.core.errors import SessionBusy
-from genenv_engine.storage.session import Session
-from genenv_engine.storage.session_view import SessionView
-from genenv_engine.storage.store import Store
-
 from genenv_console.attach import AttachMixin
 from genenv_console.compare import read_runs
 from genenv_console.data import export_jsonl
 from genenv_console.drill_read import EpochDrill, read_epoch_drill, session_environments
 from genenv_console.latency import LatencyProbe
-from genenv_console.messages import (CompareSessions, CreateSession, EngineIdled, EngineMessage, EpochDrillRead,
-                                     ExportWritten, OpenBatch, OpenDrill, OpenLineage, OpenSession, OpenTask,
-                                     TaskRevised, TaskStatusChanged)
+from genenv_console.messages import (
+    CompareSessions,
+    CreateSession,
+    EngineIdled,
+    EngineMessage,
+    EpochDrillRead,
+    ExportWritten,
+    OpenBatch,
+    OpenDrill,
+    OpenLineage,
+    OpenSession,
+    OpenTask,
+    TaskRevised,
+    TaskStatusChanged,
+)
 from genenv_console.runner import EngineRunner, EngineWorkerMixin
 from genenv_console.safe import clean
 from genenv_console.screens.base import post_read
@@ -52,11 +56,15 @@ from genenv_console.screens.sessions import SessionsScreen
 from genenv_console.screens.tasks import TasksScreen
 from genenv_console.state import RunState, describe, history_lines
 from genenv_console.widgets.plots import PlotPicked
+from genenv_engine.config import ConfigError, RunConfig, config_from_file
+from genenv_engine.core.errors import SessionBusy
+from genenv_engine.storage import lease
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
     from genenv_engine.training.roles import BackendFactory
-
-
 
 
 class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
@@ -81,9 +89,14 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, session_path: Path | None = None, sessions_root: Path = Path("sessions"),
-                 backend_factory: BackendFactory | None = None, autostart: bool = True,
-                 compare: list[Path] | None = None) -> None:
+    def __init__(
+        self,
+        session_path: Path | None = None,
+        sessions_root: Path = Path("sessions"),
+        backend_factory: BackendFactory | None = None,
+        autostart: bool = True,
+        compare: list[Path] | None = None,
+    ) -> None:
         super().__init__()
         self.initial_compare = [Path(p) for p in compare] if compare else None
         """Sessions to open the compare screen on at start (``--compare``), instead of a session."""
@@ -155,8 +168,9 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
                 return
             self.pending = (path, autostart)
             self.action_stop()
-            self.notify(clean(f"stopping {self.state.session} before opening {path.name}", 500, one_line=True),
-                        markup=False)
+            self.notify(
+                clean(f"stopping {self.state.session} before opening {path.name}", 500, one_line=True), markup=False
+            )
             return
         try:
             config = config_from_file(path / "config.toml")
@@ -210,8 +224,7 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         try:
             session = Session.create(message.config, root=self.sessions_root)
         except OSError as exc:  # e.g. a session of that name was created this very second
-            self.notify(clean(f"cannot create the session: {exc}", 500, one_line=True), markup=False,
-                        severity="error")
+            self.notify(clean(f"cannot create the session: {exc}", 500, one_line=True), markup=False, severity="error")
             return
         session.store.close()
         self.notify(clean(f"created {session.path}", 500, one_line=True), markup=False)
@@ -304,9 +317,15 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drill-read")
     def _read_drill(self, plot: str, epoch: int) -> None:
-        post_read(self, lambda: read_epoch_drill(self.ui_store, self.session_config, self.session_path, plot, epoch,
-                                                 self._session_environments),
-                  partial(EpochDrillRead, plot, epoch), None, f"cannot read epoch {epoch}")
+        post_read(
+            self,
+            lambda: read_epoch_drill(
+                self.ui_store, self.session_config, self.session_path, plot, epoch, self._session_environments
+            ),
+            partial(EpochDrillRead, plot, epoch),
+            None,
+            f"cannot read epoch {epoch}",
+        )
 
     @on(EpochDrillRead)
     def _drill_read(self, message: EpochDrillRead) -> None:
@@ -316,11 +335,17 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         elif not isinstance(drill, EpochDrill):
             self.notify(f"epoch {message.epoch} has no held-out results", severity="warning")
         elif drill.plot == "calibration":
-            self.push_screen(EpochBatchesScreen(drill.epoch, drill.rows, drill.ids, self.ui_store,
-                                                self.session_config.agent.rollouts if self.session_config else None))
+            self.push_screen(
+                EpochBatchesScreen(
+                    drill.epoch,
+                    drill.rows,
+                    drill.ids,
+                    self.ui_store,
+                    self.session_config.agent.rollouts if self.session_config else None,
+                )
+            )
         else:
-            self.push_screen(HeldoutEpochScreen(drill.epoch, drill.tasks, drill.now or "", drill.before,
-                                                drill.answers))
+            self.push_screen(HeldoutEpochScreen(drill.epoch, drill.tasks, drill.now or "", drill.before, drill.answers))
 
     @on(OpenBatch)
     def _open_batch(self, message: OpenBatch) -> None:
@@ -385,8 +410,15 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
     def action_run(self) -> None:
         """Resume the open session from its last finished epoch."""
         if self.attached is not None:
-            self.notify(clean(f"{lease.describe(self.attached)} runs the open session: space pauses it, s stops it",
-                              300, one_line=True), markup=False, severity="warning")
+            self.notify(
+                clean(
+                    f"{lease.describe(self.attached)} runs the open session: space pauses it, s stops it",
+                    300,
+                    one_line=True,
+                ),
+                markup=False,
+                severity="warning",
+            )
         elif self.state.active:
             self.notify("already running", severity="warning")
         elif self.session_path is None:
@@ -454,10 +486,20 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         if getattr(screen, "BINDINGS", None) and not isinstance(screen, HelpScreen):
             sections.append((type(screen).__name__.replace("Screen", "").lower(), binding_rows(screen.BINDINGS)))
         if screen is self.dashboard:
-            sections.append(("a focused plot (tab or click): calibration, held-out",
-                             [("←/→", "Pick an epoch"), ("enter", "Open what is behind it: the epoch's batches, or "
-                                                                   "its held-out answers (f flipped only, l level)"),
-                              ("enter", "On a batch: its seed and variations; on one of those: its GRPO groups")]))
+            sections.append(
+                (
+                    "a focused plot (tab or click): calibration, held-out",
+                    [
+                        ("←/→", "Pick an epoch"),
+                        (
+                            "enter",
+                            "Open what is behind it: the epoch's batches, or "
+                            "its held-out answers (f flipped only, l level)",
+                        ),
+                        ("enter", "On a batch: its seed and variations; on one of those: its GRPO groups"),
+                    ],
+                )
+            )
         self.push_screen(HelpScreen(sections))
 
     async def action_quit(self) -> None:
@@ -470,16 +512,18 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
         """The command palette: the main actions next to Textual's own."""
         yield from super().get_system_commands(screen)
         yield SystemCommand("Pause / resume", "Pause the run at the next batch, or resume it", self.action_toggle_pause)
-        yield SystemCommand("Pause after this epoch", "Pause as soon as the current epoch finishes",
-                            self.action_pause_after_epoch)
+        yield SystemCommand(
+            "Pause after this epoch", "Pause as soon as the current epoch finishes", self.action_pause_after_epoch
+        )
         yield SystemCommand("Stop the run", "Stop at the next batch; the session stays resumable", self.action_stop)
         yield SystemCommand("Run / resume the session", "Continue from the last finished epoch", self.action_run)
-        yield SystemCommand("Add an epoch", "Raise the session's target epochs by one (when idle)",
-                            self.action_more_epochs)
-        yield SystemCommand("Export metrics and tasks", "Write export/metrics.jsonl and export/tasks.jsonl",
-                            self.action_export)
+        yield SystemCommand(
+            "Add an epoch", "Raise the session's target epochs by one (when idle)", self.action_more_epochs
+        )
+        yield SystemCommand(
+            "Export metrics and tasks", "Write export/metrics.jsonl and export/tasks.jsonl", self.action_export
+        )
         yield SystemCommand("Dashboard", "Live plots and the event log", lambda: self.action_show("dashboard"))
         yield SystemCommand("Tasks", "Browse, search, edit, pin and ban tasks", lambda: self.action_show("tasks"))
         yield SystemCommand("Sessions", "Resume or create a session", lambda: self.action_show("sessions"))
         yield SystemCommand("Key bindings", "Show the help screen", self.action_help)
-

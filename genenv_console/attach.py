@@ -14,11 +14,10 @@ import os
 import socket
 from typing import Any
 
-from genenv_engine.storage import lease, remote
-from genenv_engine.storage.session_view import SessionView
-
 from genenv_console.safe import clean
 from genenv_console.state import RunState, history_lines_after
+from genenv_engine.storage import lease, remote
+from genenv_engine.storage.session_view import SessionView
 
 FOLLOW_SECONDS = 1.0
 """How often an attached console re-reads the session."""
@@ -43,8 +42,7 @@ class AttachMixin:
         self._follow_after = self.ui_store.last_event_id()
         self.state.run = "attached"
         who = lease.describe(holder)
-        self.dashboard.log_line(clean(f"following {who}: space pauses or resumes it, s stops it", 300,
-                                      one_line=True))
+        self.dashboard.log_line(clean(f"following {who}: space pauses or resumes it, s stops it", 300, one_line=True))
         self.dashboard.show_state(self.state, {"status"})
         if self._follow_timer is None:
             self._follow_timer = self.set_interval(FOLLOW_SECONDS, self.follow)
@@ -57,8 +55,9 @@ class AttachMixin:
             return
         ended = lease.holder(self.session_path) is None
         pause_after = self.state.pause_after_epoch
-        self.state = RunState.from_view(self.session_path.name,
-                                        SessionView.from_store(self.ui_store, self.session_config, self.session_path))
+        self.state = RunState.from_view(
+            self.session_path.name, SessionView.from_store(self.ui_store, self.session_config, self.session_path)
+        )
         self.state.pause_after_epoch = pause_after
         lines, self._follow_after = history_lines_after(self.ui_store, self._follow_after)
         for line in lines:
@@ -84,5 +83,7 @@ class AttachMixin:
             self._asked_pause = action == "pause"
             self.state.run = "attached-paused" if self._asked_pause else "attached"
             self.dashboard.show_state(self.state, {"status"})
-        self.notify(clean(f"asked {lease.describe(self.attached)} to {action} at its next batch", 300,
-                          one_line=True), markup=False)
+        self.notify(
+            clean(f"asked {lease.describe(self.attached)} to {action} at its next batch", 300, one_line=True),
+            markup=False,
+        )

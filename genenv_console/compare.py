@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genenv_console.compare_funnel import TOTAL_COLUMNS, funnel_epoch_rows, funnel_total_rows
+from genenv_console.safe import clean
+from genenv_console.state import RunState
 from genenv_engine.experiments.arms import ARMS
 from genenv_engine.reports.document import Block, Bullets, Heading, Para, Table
 from genenv_engine.reports.markdown import render_markdown
 from genenv_engine.storage.session_view import SessionView
 from genenv_engine.storage.store import read_only_funnel
-
-from genenv_console.compare_funnel import TOTAL_COLUMNS, funnel_epoch_rows, funnel_total_rows
-from genenv_console.safe import clean
-from genenv_console.state import RunState
 
 MIN_RUNS = 2
 """The fewest sessions a comparison takes."""
@@ -73,17 +72,23 @@ def expand_compare(folders: list[str | Path]) -> list[Path]:
         else:
             found = sessions_in(folder)
             if not found:
-                raise CompareError(f"{clean(folder, 300, one_line=True)} is neither a genenv session (config.toml "
-                                   "and genenv.db) nor a folder of sessions")
+                raise CompareError(
+                    f"{clean(folder, 300, one_line=True)} is neither a genenv session (config.toml "
+                    "and genenv.db) nor a folder of sessions"
+                )
         for path in found:
             if path.resolve() not in {p.resolve() for p in out}:
                 out.append(path)
     if len(out) > MAX_RUNS:
-        raise CompareError(f"{len(out)} sessions to compare ({_names(out)}); at most {MAX_RUNS} fit: name up to "
-                           f"{MAX_RUNS} of them, e.g. --compare {' '.join(clean(p, 200, one_line=True) for p in out[:2])}")
+        raise CompareError(
+            f"{len(out)} sessions to compare ({_names(out)}); at most {MAX_RUNS} fit: name up to "
+            f"{MAX_RUNS} of them, e.g. --compare {' '.join(clean(p, 200, one_line=True) for p in out[:2])}"
+        )
     if len(out) < MIN_RUNS:
-        raise CompareError(f"a comparison needs {MIN_RUNS} to {MAX_RUNS} sessions; got {len(out)}"
-                           + (f" ({_names(out)})" if out else ""))
+        raise CompareError(
+            f"a comparison needs {MIN_RUNS} to {MAX_RUNS} sessions; got {len(out)}"
+            + (f" ({_names(out)})" if out else "")
+        )
     return out
 
 
@@ -114,6 +119,7 @@ def arm_of(name: str, settings: dict[str, Any]) -> str:
     >>> arm_of("run", {"simulator": {"mode": "x"}, "curriculum": {"reward": "y"}})
     'x/y'
     """
+
     def fits(arm: str) -> bool:
         overrides = ARMS[arm][0]
         if "agent.base_source" not in overrides and _setting(settings, "agent.base_source") == "unseen":
@@ -162,11 +168,19 @@ def read_run(path: Path) -> CompareRun:
     view = SessionView.open(path, read_only=True, batches=False)  # the curves come from the epochs' metrics
     state = RunState.from_view(path.name, view)
     cfg = view.config
-    return CompareRun(path=Path(path), preset=cfg.preset,
-                      arm=arm_of(path.name, cfg.to_dict()),
-                      seed=cfg.seed, epochs_done=state.epochs_done(), target=cfg.epochs, alpha=cfg.curriculum.alpha,
-                      k_min=cfg.curriculum.k_min, calibration=state.calibration().points, heldout=state.heldout(),
-                      funnel=read_only_funnel(Path(path) / "genenv.db"))
+    return CompareRun(
+        path=Path(path),
+        preset=cfg.preset,
+        arm=arm_of(path.name, cfg.to_dict()),
+        seed=cfg.seed,
+        epochs_done=state.epochs_done(),
+        target=cfg.epochs,
+        alpha=cfg.curriculum.alpha,
+        k_min=cfg.curriculum.k_min,
+        calibration=state.calibration().points,
+        heldout=state.heldout(),
+        funnel=read_only_funnel(Path(path) / "genenv.db"),
+    )
 
 
 def read_runs(paths: list[Path]) -> list[CompareRun]:
@@ -226,9 +240,18 @@ def summary_rows(runs: list[CompareRun]) -> list[SummaryRow]:
         for bench in sorted(run.heldout) or [""]:
             points = run.heldout.get(bench, [])
             last_epoch, last = points[-1] if points else (None, None)
-            rows.append(SummaryRow(run.name, f"{run.preset}/{run.arm}", run.seed,
-                                   f"{max(run.epochs_done, 0)}/{run.target}", bench, _value_at(points, 0),
-                                   last_epoch, last))
+            rows.append(
+                SummaryRow(
+                    run.name,
+                    f"{run.preset}/{run.arm}",
+                    run.seed,
+                    f"{max(run.epochs_done, 0)}/{run.target}",
+                    bench,
+                    _value_at(points, 0),
+                    last_epoch,
+                    last,
+                )
+            )
     return rows
 
 
@@ -250,8 +273,16 @@ TABLE_COLUMNS = ("session", "preset/arm", "seed", "epochs", "bench", "held-out e
 def table_cells(row: SummaryRow) -> tuple[str, ...]:
     """The cells of one comparison-table row (the session name made safe to draw)."""
     last = "-" if row.last is None else f"{row.last:.3f} (e{row.last_epoch})"
-    return (clean(row.session, 60, one_line=True), clean(row.preset_arm, 40, one_line=True), str(row.seed),
-            row.epochs, clean(row.benchmark, 20, one_line=True), _num(row.start), last, _num(row.change, True))
+    return (
+        clean(row.session, 60, one_line=True),
+        clean(row.preset_arm, 40, one_line=True),
+        str(row.seed),
+        row.epochs,
+        clean(row.benchmark, 20, one_line=True),
+        _num(row.start),
+        last,
+        _num(row.change, True),
+    )
 
 
 def _curve_table(runs: list[CompareRun], curve: str) -> Table | Para:
@@ -270,9 +301,13 @@ def _funnel_blocks(runs: list[CompareRun]) -> list[Block]:
     headers, rows = funnel_epoch_rows(names, funnels)
     return [
         Heading(2, "Funnel: drafts → admitted → trained", "funnel"),
-        Para(["Per session and benchmark over its epochs: the drafts its simulator wrote, those the validator "
-              "passed, those the duplicate cap kept, and the tasks its agent trained on (distinct tasks each epoch, "
-              "added up), with the rejection reasons and where the trained tasks came from."]),
+        Para(
+            [
+                "Per session and benchmark over its epochs: the drafts its simulator wrote, those the validator "
+                "passed, those the duplicate cap kept, and the tasks its agent trained on (distinct tasks each epoch, "
+                "added up), with the rejection reasons and where the trained tasks came from."
+            ]
+        ),
         Table(list(TOTAL_COLUMNS), funnel_total_rows(names, funnels)),
         Para(["Per epoch: kept/drafts → trained."]),
         Table(headers, rows) if rows else Para(["(no epoch wrote or trained on a task yet)"]),
@@ -285,7 +320,8 @@ def comparison_markdown(runs: list[CompareRun]) -> str:
     cells)."""
     alphas = sorted({(r.alpha, r.k_min) for r in runs})
     blocks: list[Block] = [
-        Para(["Sessions, in order:"]), Bullets([str(r.path) for r in runs]),
+        Para(["Sessions, in order:"]),
+        Bullets([str(r.path) for r in runs]),
         Heading(2, "Summary", "summary"),
         Table(list(TABLE_COLUMNS), [list(table_cells(row)) for row in summary_rows(runs)]),
         Heading(2, "Calibration: mean p̂ of each epoch's generated tasks", "calibration"),

@@ -13,12 +13,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from genenv_console.safe import clean
 from genenv_engine.reports.funnel import counts_text
 
-from genenv_console.safe import clean
-
-TOTAL_COLUMNS = ("session", "bench", "epochs", "drafts", "passed validator", "kept by duplicate cap", "kept / drafts",
-                 "trained", "rejected by reason", "trained by source")
+TOTAL_COLUMNS = (
+    "session",
+    "bench",
+    "epochs",
+    "drafts",
+    "passed validator",
+    "kept by duplicate cap",
+    "kept / drafts",
+    "trained",
+    "rejected by reason",
+    "trained by source",
+)
 """Column labels of the funnel totals table."""
 
 SCREEN_COLUMNS = ("session", "bench", "drafts", "valid (kept/drafts)", "trained", "top rejections")
@@ -51,7 +60,7 @@ def funnel_total_rows(names: list[str], funnels: list[list[dict[str, Any]]]) -> 
     [['run', 'b', '2', '8', '6', '4', '0.500', '10', 'duplicate 2, parse_error 2', 'base 6, fresh 4']]
     """
     rows = []
-    for name, entries in zip(names, funnels):
+    for name, entries in zip(names, funnels, strict=False):
         shown = clean(name, 60, one_line=True)
         benches = sorted({e["benchmark"] for e in entries})
         if not benches:
@@ -60,10 +69,20 @@ def funnel_total_rows(names: list[str], funnels: list[list[dict[str, Any]]]) -> 
             es = [e for e in entries if e["benchmark"] == bench]
             drafts, passed, kept, trained = (sum(e[k] for e in es) for k in ("drafts", "passed", "valid", "trained"))
             share = f"{kept / drafts:.3f}" if drafts else "-"
-            rows.append([shown, clean(bench, 20, one_line=True), str(len(es)), str(drafts), str(passed), str(kept),
-                         share, str(trained), clean(counts_text(_sum_counts([e["rejected"] for e in es])), 300,
-                                                    one_line=True),
-                         counts_text(_sum_counts([e["trained_by_source"] for e in es]))])
+            rows.append(
+                [
+                    shown,
+                    clean(bench, 20, one_line=True),
+                    str(len(es)),
+                    str(drafts),
+                    str(passed),
+                    str(kept),
+                    share,
+                    str(trained),
+                    clean(counts_text(_sum_counts([e["rejected"] for e in es])), 300, one_line=True),
+                    counts_text(_sum_counts([e["trained_by_source"] for e in es])),
+                ]
+            )
     return rows
 
 
@@ -91,7 +110,7 @@ def funnel_screen_rows(names: list[str], funnels: list[list[dict[str, Any]]]) ->
     [['run', 'b', '8', '0.500', '10', 'parse_error 4'], ['new', '-', '-', '-', '-', '-']]
     """
     rows = []
-    for name, entries in zip(names, funnels):
+    for name, entries in zip(names, funnels, strict=False):
         shown = clean(name, 60, one_line=True)
         benches = sorted({e["benchmark"] for e in entries})
         if not benches:
@@ -99,9 +118,16 @@ def funnel_screen_rows(names: list[str], funnels: list[list[dict[str, Any]]]) ->
         for bench in benches:
             es = [e for e in entries if e["benchmark"] == bench]
             drafts, kept, trained = (sum(e[k] for e in es) for k in ("drafts", "valid", "trained"))
-            rows.append([shown, clean(bench, 20, one_line=True), str(drafts),
-                         f"{kept / drafts:.3f}" if drafts else "-", str(trained),
-                         top_reasons(_sum_counts([e["rejected"] for e in es]))])
+            rows.append(
+                [
+                    shown,
+                    clean(bench, 20, one_line=True),
+                    str(drafts),
+                    f"{kept / drafts:.3f}" if drafts else "-",
+                    str(trained),
+                    top_reasons(_sum_counts([e["rejected"] for e in es])),
+                ]
+            )
     return rows
 
 
@@ -115,10 +141,12 @@ def funnel_epoch_rows(names: list[str], funnels: list[list[dict[str, Any]]]) -> 
     (['epoch', 'x', 'y'], [['1', '6/8 → 14', '-'], ['2', '-', '7/8 → 14']])
     """
     benches = sorted({e["benchmark"] for entries in funnels for e in entries})
-    columns = [(i, bench) for i in range(len(names)) for bench in benches
-               if any(e["benchmark"] == bench for e in funnels[i])]
-    headers = ["epoch"] + [clean(names[i], 40, one_line=True) + (f" {bench}" if len(benches) > 1 else "")
-                           for i, bench in columns]
+    columns = [
+        (i, bench) for i in range(len(names)) for bench in benches if any(e["benchmark"] == bench for e in funnels[i])
+    ]
+    headers = ["epoch"] + [
+        clean(names[i], 40, one_line=True) + (f" {bench}" if len(benches) > 1 else "") for i, bench in columns
+    ]
     by_key = {(i, e["epoch"], e["benchmark"]): e for i, entries in enumerate(funnels) for e in entries}
     epochs = sorted({e["epoch"] for entries in funnels for e in entries})
     rows = []

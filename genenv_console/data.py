@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.config import ConfigError, config_from_file
-from genenv_engine.environments import get_environment
-from genenv_engine.core.records import Task
-from genenv_engine.storage.store import Store, TaskFilter
-
 from genenv_console.safe import clean
+from genenv_engine.config import ConfigError, config_from_file
+from genenv_engine.core.records import Task
+from genenv_engine.environments import get_environment
+from genenv_engine.storage.store import Store, TaskFilter
 
 PAGE_SIZE = 50
 """Task rows per page in the tasks table."""
@@ -60,8 +59,9 @@ def session_info(folder: Path) -> SessionInfo | None:
             status = "done"
         elif rows:
             status = "resumable"
-    return SessionInfo(folder, config.preset, config.simulator.mode, ",".join(config.benchmarks),
-                       max(done, 0), config.epochs, status)
+    return SessionInfo(
+        folder, config.preset, config.simulator.mode, ",".join(config.benchmarks), max(done, 0), config.epochs, status
+    )
 
 
 def list_sessions(root: Path) -> list[SessionInfo]:
@@ -143,7 +143,7 @@ def short_id(task_id: str, width: int = COLUMN_WIDTHS[0]) -> str:
     if len(task_id) <= width:
         return task_id
     head = (width - 1) // 2
-    return task_id[:head] + "…" + task_id[len(task_id) - (width - 1 - head):]
+    return task_id[:head] + "…" + task_id[len(task_id) - (width - 1 - head) :]
 
 
 def table_line(cells: tuple[str, ...], prompt: int | None = None) -> str:
@@ -155,7 +155,7 @@ def table_line(cells: tuple[str, ...], prompt: int | None = None) -> str:
     """
     widths = COLUMN_WIDTHS[:-1] + ((prompt or COLUMN_WIDTHS[-1]),)
     out = []
-    for i, (cell, width) in enumerate(zip(cells, widths)):
+    for i, (cell, width) in enumerate(zip(cells, widths, strict=False)):
         if i == 0:
             text = short_id(cell, width)
         else:
@@ -170,14 +170,23 @@ def table_row(row: dict[str, Any], prompt_chars: int = 400) -> tuple[str, ...]:
     if row.get("superseded_by"):
         status = "superseded"
     prompt = clean(row.get("prompt") or "", prompt_chars * 2, one_line=True)
-    return (clean(row["id"], 200, one_line=True), clean(row.get("benchmark") or "", 40, one_line=True),
-            clean(row.get("origin") or "", 40, one_line=True), clean(status, 40, one_line=True),
-            fmt(row.get("epoch")), fmt(row.get("valid")), fmt(row.get("p_hat")), fmt(row.get("r_env"), 3),
-            fmt(row.get("n_rollouts")), prompt[:prompt_chars])
+    return (
+        clean(row["id"], 200, one_line=True),
+        clean(row.get("benchmark") or "", 40, one_line=True),
+        clean(row.get("origin") or "", 40, one_line=True),
+        clean(status, 40, one_line=True),
+        fmt(row.get("epoch")),
+        fmt(row.get("valid")),
+        fmt(row.get("p_hat")),
+        fmt(row.get("r_env"), 3),
+        fmt(row.get("n_rollouts")),
+        prompt[:prompt_chars],
+    )
 
 
-def task_detail(store: Store, task_id: str, max_rollouts: int = 20, group_size: int | None = None
-                ) -> dict[str, Any] | None:
+def task_detail(
+    store: Store, task_id: str, max_rollouts: int = 20, group_size: int | None = None
+) -> dict[str, Any] | None:
     """Everything the detail pane shows: the task row, its rollouts, its GRPO groups (with ``group_size``, the
     run's rollouts per task) and its lineage to the seed."""
     task = store.get_task(task_id)
@@ -186,8 +195,14 @@ def task_detail(store: Store, task_id: str, max_rollouts: int = 20, group_size: 
     stats = store.task_stats(task_id) or {}
     rollouts = store.rollouts_for(task_id)
     groups = grpo_groups(rollouts, group_size) if group_size else []
-    return {"task": task, "stats": stats, "rollouts": rollouts[-max_rollouts:], "n_rollouts": len(rollouts),
-            "groups": groups, "lineage": store.lineage(task_id)}
+    return {
+        "task": task,
+        "stats": stats,
+        "rollouts": rollouts[-max_rollouts:],
+        "n_rollouts": len(rollouts),
+        "groups": groups,
+        "lineage": store.lineage(task_id),
+    }
 
 
 def grpo_groups(rollouts: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
@@ -211,10 +226,16 @@ def grpo_groups(rollouts: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     groups = []
     for epoch, rows in by_epoch.items():
         for i in range(0, len(rows) - k + 1, k):
-            part = rows[i:i + k]
+            part = rows[i : i + k]
             rewards = torch.tensor([[float(r.get("reward") or 0.0) for r in part]])
-            groups.append({"epoch": epoch, "rollouts": part, "advantages": group_advantages(rewards)[0].tolist(),
-                           "mean_reward": float(rewards.mean())})
+            groups.append(
+                {
+                    "epoch": epoch,
+                    "rollouts": part,
+                    "advantages": group_advantages(rewards)[0].tolist(),
+                    "mean_reward": float(rewards.mean()),
+                }
+            )
     return groups
 
 
@@ -244,8 +265,9 @@ class EditResult:
     task: Task | None = None
 
 
-def apply_edit(store: Store, task_id: str, prompt: str, answer: str, seed: int = 0,
-               data_dirs: dict[str, str] | None = None) -> EditResult:
+def apply_edit(
+    store: Store, task_id: str, prompt: str, answer: str, seed: int = 0, data_dirs: dict[str, str] | None = None
+) -> EditResult:
     """Validate an edited prompt/answer with the task's environment; store it as a revision when valid."""
     old = store.get_task(task_id)
     if old is None:

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genenv_console.screens.drill import batch_rows
 from genenv_engine.config import RunConfig
 from genenv_engine.storage.session_view import SessionView
-
-from genenv_console.screens.drill import batch_rows
 
 
 @dataclass(frozen=True)
@@ -46,8 +45,9 @@ def session_environments(config: RunConfig) -> dict[str, Any]:
     return envs
 
 
-def read_epoch_drill(store: Any, config: RunConfig, path: Path | None, plot: str, epoch: int,
-                     environments: Callable[[], dict[str, Any]]) -> EpochDrill | None:
+def read_epoch_drill(
+    store: Any, config: RunConfig, path: Path | None, plot: str, epoch: int, environments: Callable[[], dict[str, Any]]
+) -> EpochDrill | None:
     """Read what ``epoch`` of ``plot`` (``calibration`` or ``heldout``) opens; None when that epoch has no held-out
     results. ``environments`` gives `session_environments` (cached by the caller)."""
     if plot == "calibration":
@@ -57,6 +57,7 @@ def read_epoch_drill(store: Any, config: RunConfig, path: Path | None, plot: str
 
     def correct(e: int) -> str | None:
         return "".join((rows.get(e) or {}).get("heldout_correct", {}).values()) or None
+
     now = correct(epoch)
     if now is None:
         return None
@@ -64,5 +65,6 @@ def read_epoch_drill(store: Any, config: RunConfig, path: Path | None, plot: str
     from genenv_engine.training.agent import heldout_tasks
 
     tasks = heldout_tasks(environments(), per_benchmark)  # the order every result string follows
-    return EpochDrill(plot, epoch, tasks=tasks, now=now, before=correct(epoch - 1),
-                      answers=store.heldout_answers(epoch))
+    return EpochDrill(
+        plot, epoch, tasks=tasks, now=now, before=correct(epoch - 1), answers=store.heldout_answers(epoch)
+    )

@@ -81,8 +81,12 @@ class LatencyProbe:
         out: dict[str, dict[str, float | int | None]] = {}
         for name, values in series.items():
             ms = [v * 1000 for v in values]
-            out[name] = {"n": len(ms), "p50_ms": _round(percentile(ms, 50)), "p95_ms": _round(percentile(ms, 95)),
-                         "max_ms": _round(max(ms) if ms else None)}
+            out[name] = {
+                "n": len(ms),
+                "p50_ms": _round(percentile(ms, 50)),
+                "p95_ms": _round(percentile(ms, 95)),
+                "max_ms": _round(max(ms) if ms else None),
+            }
         return out
 
 

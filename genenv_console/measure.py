@@ -25,7 +25,6 @@ from typing import Any
 
 from genenv_console.latency import percentile
 
-
 KEY_CYCLE = ("t", "down", "down", "down", "down", "down", "down", "up", "up", "up", "d")
 """What the latency run types, over and over: open the tasks screen, browse the table, back to the dashboard."""
 
@@ -50,9 +49,18 @@ async def _latency(preset: str, epochs: int, key_interval: float, size: tuple[in
                 await asyncio.sleep(key_interval)
             await pilot.pause()
         summary: dict[str, Any] = app.latency.summary(KEY_GROUPS)
-        summary.update({"preset": preset, "epochs": epochs, "run": app.state.run, "keys_sent": keys,
-                        "key_interval_s": key_interval, "wall_s": round(time.monotonic() - started, 1),
-                        "load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()})
+        summary.update(
+            {
+                "preset": preset,
+                "epochs": epochs,
+                "run": app.state.run,
+                "keys_sent": keys,
+                "key_interval_s": key_interval,
+                "wall_s": round(time.monotonic() - started, 1),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+                "cpus": os.cpu_count(),
+            }
+        )
         return summary
 
 
@@ -64,6 +72,7 @@ async def _next_repaint(app: Any) -> tuple[float, float]:
     def done() -> None:
         marks[:] = [time.perf_counter(), time.process_time()]
         painted.set()
+
     app.call_after_refresh(done)
     await asyncio.wait_for(painted.wait(), 10)
     return marks[0], marks[1]
@@ -71,14 +80,20 @@ async def _next_repaint(app: Any) -> tuple[float, float]:
 
 def _summary(results: dict[str, list[float]], digits: int) -> dict[str, dict[str, float]]:
     """Median, p95 and max of each case's milliseconds."""
-    return {k: {"median": round(statistics.median(v), digits), "p95": round(percentile(v, 95) or 0, digits),
-                "max": round(max(v), digits)} for k, v in results.items()}
+    return {
+        k: {
+            "median": round(statistics.median(v), digits),
+            "p95": round(percentile(v, 95) or 0, digits),
+            "max": round(max(v), digits),
+        }
+        for k, v in results.items()
+    }
 
 
 def _fill_store(path: Path, n: int, chunk: int = 5000) -> float:
     """Create a session with ``n`` tasks spread over epochs, origins, statuses and p-hats; return seconds."""
-    from genenv_engine.interfaces.benches.store import fill
     from genenv_engine.config import load_config
+    from genenv_engine.interfaces.benches.store import fill
     from genenv_engine.storage.session import Session
 
     session = Session.create(load_config("micro"), path)
@@ -128,6 +143,8 @@ async def _tasks_page(n: int, repeats: int, size: tuple[int, int]) -> dict[str, 
 
 def _view_cases(app: Any, other: Path, epoch: int) -> dict[str, tuple[Any, Any]]:
     """View name -> (open it, is it showing its rows?), each opened the way the console does."""
+    from textual.widgets import DataTable
+
     from genenv_console.messages import CompareSessions
     from genenv_console.screens.batch import BatchTasksScreen, GroupScreen
     from genenv_console.screens.compare import CompareScreen
@@ -135,7 +152,6 @@ def _view_cases(app: Any, other: Path, epoch: int) -> dict[str, tuple[Any, Any]]
     from genenv_console.screens.funnel import FunnelScreen
     from genenv_console.screens.lineage import LineageScreen
     from genenv_console.widgets.plots import PlotPicked
-    from textual.widgets import DataTable
 
     store = app.ui_store
     batch = store.batches(epoch)[0]["id"]
@@ -149,23 +165,32 @@ def _view_cases(app: Any, other: Path, epoch: int) -> dict[str, tuple[Any, Any]]
                 return False
             tables = screen.query(table).results(DataTable)
             return any(t.row_count >= least for t in tables)
+
         return shown
 
     return {
         f"calibration drill (epoch {epoch}: its batches)": (
-            lambda: app.post_message(PlotPicked("calibration", epoch)), rows(EpochBatchesScreen)),
+            lambda: app.post_message(PlotPicked("calibration", epoch)),
+            rows(EpochBatchesScreen),
+        ),
         f"held-out drill (epoch {epoch}: answers and verdicts)": (
-            lambda: app.post_message(PlotPicked("heldout", epoch)), rows(HeldoutEpochScreen)),
+            lambda: app.post_message(PlotPicked("heldout", epoch)),
+            rows(HeldoutEpochScreen),
+        ),
         "batch: seed and variations": (
-            lambda: app.push_screen(BatchTasksScreen(store, batch, 8)), rows(BatchTasksScreen, 2)),
+            lambda: app.push_screen(BatchTasksScreen(store, batch, 8)),
+            rows(BatchTasksScreen, 2),
+        ),
         "GRPO groups of a task": (lambda: app.push_screen(GroupScreen(store, task, 8)), rows(GroupScreen)),
         "lineage tree of a seed": (
             lambda: app.push_screen(LineageScreen(store, seed)),
-            lambda: isinstance(app.screen, LineageScreen) and bool(app.screen.nodes)),
+            lambda: isinstance(app.screen, LineageScreen) and bool(app.screen.nodes),
+        ),
         "funnel (every epoch)": (lambda: app.push_screen(FunnelScreen(store, epoch)), rows(FunnelScreen)),
         "compare two sessions": (
             lambda: app.post_message(CompareSessions([app.session_path, other])),
-            rows(CompareScreen, 2, "#compare-table")),
+            rows(CompareScreen, 2, "#compare-table"),
+        ),
     }
 
 
@@ -173,8 +198,8 @@ async def _views(epochs: int, repeats: int, size: tuple[int, int]) -> dict[str, 
     import shutil
 
     from genenv_console.__main__ import make_app
-    from genenv_engine.interfaces.benches.session_fill import fill_session
     from genenv_engine.config import load_config
+    from genenv_engine.interfaces.benches.session_fill import fill_session
     from genenv_engine.storage.session import Session
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -205,9 +230,15 @@ async def _views(epochs: int, repeats: int, size: tuple[int, int]) -> dict[str, 
                         await asyncio.sleep(0.002)
                     await pilot.pause()
         ms = _summary(results, 1)
-        return {"filled": filled, "repeats": repeats, "goal_ms": VIEW_GOAL_MS, "ms": ms,
-                "all_met": all(v["median"] <= VIEW_GOAL_MS for v in ms.values()),
-                "load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+        return {
+            "filled": filled,
+            "repeats": repeats,
+            "goal_ms": VIEW_GOAL_MS,
+            "ms": ms,
+            "all_met": all(v["median"] <= VIEW_GOAL_MS for v in ms.values()),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "cpus": os.cpu_count(),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,9 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "latency":
         out = asyncio.run(_latency(args.preset, args.epochs, args.key_interval, size))
         if not args.json:
-            print(f"preset {out['preset']}, {out['epochs']} epochs, {out['wall_s']}s, run {out['run']}, "
-                  f"{out['keys_sent']} keys every {out['key_interval_s']}s, {out['cpus']} CPUs, "
-                  f"load average {out['load_average']}")
+            print(
+                f"preset {out['preset']}, {out['epochs']} epochs, {out['wall_s']}s, run {out['run']}, "
+                f"{out['keys_sent']} keys every {out['key_interval_s']}s, {out['cpus']} CPUs, "
+                f"load average {out['load_average']}"
+            )
             for name, v in out.items():
                 if isinstance(v, dict) and "p50_ms" in v:
                     print(f"  {name}: p50 {v['p50_ms']} ms, p95 {v['p95_ms']} ms, max {v['max_ms']} ms (n={v['n']})")
@@ -244,8 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         out = asyncio.run(_views(args.epochs, args.repeats, size))
         if not args.json:
             f = out["filled"]
-            print(f"{f['epochs']} epochs: {f['generated']:,} generated tasks, {f['rollouts']:,} rollouts, "
-                  f"{f['batches']:,} batches (filled in {f['seconds']}s); load average {out['load_average']}")
+            print(
+                f"{f['epochs']} epochs: {f['generated']:,} generated tasks, {f['rollouts']:,} rollouts, "
+                f"{f['batches']:,} batches (filled in {f['seconds']}s); load average {out['load_average']}"
+            )
             for name, ms in out["ms"].items():
                 mark = "met" if ms["median"] <= VIEW_GOAL_MS else "MISSED"
                 print(f"  {name}: median {ms['median']} ms, p95 {ms['p95']} ms, max {ms['max']} ms ({mark})")

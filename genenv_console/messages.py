@@ -14,8 +14,8 @@ from typing import Any
 
 from textual.message import Message
 
-from genenv_engine.core import events as engine_events
 from genenv_engine.config import RunConfig
+from genenv_engine.core import events as engine_events
 
 
 class EngineMessage(Message):
@@ -113,9 +113,7 @@ class WorkerTimedOut(EngineMessage):
     """A Ray worker call ran past ``ray.call_timeout``: its worker was restarted (Ray runs only)."""
 
 
-ENGINE_MESSAGES: dict[str, type[EngineMessage]] = {
-    cls.__name__: cls for cls in EngineMessage.__subclasses__()
-}
+ENGINE_MESSAGES: dict[str, type[EngineMessage]] = {cls.__name__: cls for cls in EngineMessage.__subclasses__()}
 """Message class per engine event class name."""
 
 

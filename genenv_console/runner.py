@@ -10,16 +10,16 @@ resume and stop go through the engine's `RunControl`, which the loop checks betw
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.message import Message
 
+from genenv_console.messages import EngineIdled, wrap
 from genenv_engine.core import events as ev
 from genenv_engine.storage.session import Session
-
-from genenv_console.messages import EngineIdled, wrap
 
 if TYPE_CHECKING:  # roles imports torch; the console starts without it
     from genenv_engine.training.roles import BackendFactory
@@ -31,8 +31,9 @@ THROTTLED = ("BatchProgressed", "WarmStartProgressed")
 class EngineRunner:
     """One run of the engine: its control flags and the sink that turns events into messages."""
 
-    def __init__(self, post: Callable[[Message], Any], backend_factory: BackendFactory | None = None,
-                 min_interval: float = 0.1) -> None:
+    def __init__(
+        self, post: Callable[[Message], Any], backend_factory: BackendFactory | None = None, min_interval: float = 0.1
+    ) -> None:
         self.post = post
         self.backend_factory = backend_factory
         self.control = ev.RunControl()

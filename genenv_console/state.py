@@ -11,14 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from genenv_engine.core import events as ev
 from genenv_engine.config import RunConfig
+from genenv_engine.core import events as ev
 from genenv_engine.core.curriculum import env_reward, in_band
 from genenv_engine.storage.progress import fault_text, sample_line, worker_summary
 from genenv_engine.storage.session_view import SessionView
 
-PHASES = ("warm_start", "generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval",
-          "checkpoint")
+PHASES = (
+    "warm_start",
+    "generate",
+    "validate",
+    "rollout",
+    "agent_update",
+    "simulator_update",
+    "heldout_eval",
+    "checkpoint",
+)
 """Phases in loop order (the phase plot's stacking order)."""
 
 ACTIVE = ("running", "pausing", "paused", "stopping")
@@ -140,11 +148,17 @@ class RunState:
     """Per role: its latest warm-start sample."""
 
     @classmethod
-    def from_session(cls, name: str, config: RunConfig, epoch_rows: list[dict[str, Any]]) -> "RunState":
+    def from_session(cls, name: str, config: RunConfig, epoch_rows: list[dict[str, Any]]) -> RunState:
         """State of a session at rest: its config and the metrics of its finished epochs."""
-        state = cls(session=name, target_epochs=config.epochs, benchmarks=tuple(config.benchmarks),
-                    alpha=config.curriculum.alpha, beta=config.curriculum.beta, k_min=config.curriculum.k_min,
-                    reward=config.curriculum.reward)
+        state = cls(
+            session=name,
+            target_epochs=config.epochs,
+            benchmarks=tuple(config.benchmarks),
+            alpha=config.curriculum.alpha,
+            beta=config.curriculum.beta,
+            k_min=config.curriculum.k_min,
+            reward=config.curriculum.reward,
+        )
         for row in epoch_rows:
             if row.get("status") == "done":
                 state.metrics[row["epoch"]] = row
@@ -158,15 +172,18 @@ class RunState:
         return state
 
     @classmethod
-    def from_view(cls, name: str, view: SessionView) -> "RunState":
+    def from_view(cls, name: str, view: SessionView) -> RunState:
         """State of a session at rest read through a `SessionView`: `from_session` plus every epoch's scored
         batches with the R_env and band flag the engine stored (the histogram of a reopened session)."""
         state = cls.from_session(name, view.config, [e.row() for e in view.epochs])
         for epoch in sorted({b.epoch for b in view.batches}):
             scored = [b for b in view.scored_batches(epoch) if b.p_hat is not None and b.r_env is not None]
             if scored:
-                state.stored[epoch] = ([float(b.p_hat) for b in scored], [float(b.r_env) for b in scored],
-                                       [bool(b.in_band) for b in scored])
+                state.stored[epoch] = (
+                    [float(b.p_hat) for b in scored],
+                    [float(b.r_env) for b in scored],
+                    [bool(b.in_band) for b in scored],
+                )
         return state
 
     @property
@@ -269,7 +286,7 @@ class RunState:
 
     # -- what the plots show -------------------------------------------------------------------
 
-    def warm_start(self) -> "WarmStart":
+    def warm_start(self) -> WarmStart:
         """The warm start's loss curves and rates (empty when none was seen in this run)."""
         return WarmStart({r: list(p) for r, p in self.warm.items()}, dict(self.warm_rate), dict(self.warm_samples))
 
@@ -295,8 +312,9 @@ class RunState:
         """Batch p-hats and R_env of the latest epoch that scored any: live events first (the engine's R_env), then
         the batches stored when the session was opened (their stored R_env and band flags), then the metrics'
         p-hats (R_env under the session's ``curriculum.reward`` with the global alpha: no batch row says more)."""
-        epochs = sorted(set(self.scored) | set(self.stored)
-                        | {e for e, m in self.metrics.items() if m.get("batch_p_hats")})
+        epochs = sorted(
+            set(self.scored) | set(self.stored) | {e for e, m in self.metrics.items() if m.get("batch_p_hats")}
+        )
         for epoch in reversed(epochs):
             flags = None
             if epoch in self.scored and self.scored[epoch][0]:
@@ -307,8 +325,15 @@ class RunState:
                 p_hats = list(self.metrics.get(epoch, {}).get("batch_p_hats") or [])
                 r_envs = [env_reward(p, self.reward, self.alpha, self.beta) for p in p_hats]
             if p_hats:
-                return Histogram(epoch, list(p_hats), list(r_envs), self.alpha, self.beta, self.k_min,
-                                 None if flags is None else list(flags))
+                return Histogram(
+                    epoch,
+                    list(p_hats),
+                    list(r_envs),
+                    self.alpha,
+                    self.beta,
+                    self.k_min,
+                    None if flags is None else list(flags),
+                )
         return Histogram(None, [], [], self.alpha, self.beta, self.k_min)
 
     def phase_seconds(self) -> tuple[list[int], dict[str, list[float]]]:
@@ -335,8 +360,11 @@ class RunState:
 
     def throughput(self) -> list[tuple[int, float]]:
         """(epoch, generated tokens per second of busy time) for epochs that report it."""
-        return [(e, float(m["tokens_per_second"])) for e, m in sorted(self.metrics.items())
-                if m.get("tokens_per_second") is not None]
+        return [
+            (e, float(m["tokens_per_second"]))
+            for e, m in sorted(self.metrics.items())
+            if m.get("tokens_per_second") is not None
+        ]
 
 
 def describe(event: ev.Event) -> str | None:
@@ -358,14 +386,20 @@ def describe(event: ev.Event) -> str | None:
             return f"e{event.epoch} {event.phase} {event.seconds:.2f}s"
         case ev.TasksGenerated():
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(event.reasons.items()))
-            return (f"e{event.epoch} {event.benchmark}: {event.valid}/{event.generated} valid"
-                    + (f" ({reasons})" if reasons else ""))
+            return f"e{event.epoch} {event.benchmark}: {event.valid}/{event.generated} valid" + (
+                f" ({reasons})" if reasons else ""
+            )
         case ev.AttemptsScored():
-            return (f"e{event.epoch} scored {event.tasks} tasks, {event.rollouts} rollouts, "
-                    f"success {event.success:.2f}, {len(event.p_hats)} batches")
+            return (
+                f"e{event.epoch} scored {event.tasks} tasks, {event.rollouts} rollouts, "
+                f"success {event.success:.2f}, {len(event.p_hats)} batches"
+            )
         case ev.PolicyUpdated():
-            bits = " ".join(f"{k}={v:.3g}" for k, v in event.metrics.items() if isinstance(v, (int, float)) and k in
-                            ("steps", "loss", "kl", "examples", "current_examples"))
+            bits = " ".join(
+                f"{k}={v:.3g}"
+                for k, v in event.metrics.items()
+                if isinstance(v, (int, float)) and k in ("steps", "loss", "kl", "examples", "current_examples")
+            )
             return f"e{event.epoch} {event.role} updated {bits}".rstrip()
         case ev.HeldoutEvaluated():
             res = " ".join(f"{k}={v:.2f}" for k, v in event.results.items())
@@ -375,8 +409,11 @@ def describe(event: ev.Event) -> str | None:
         case ev.EpochFinished():
             gen = event.metrics.get("generated_success")
             faults = fault_text(event.metrics.get("plugin_faults"))
-            return (f"epoch {event.epoch} finished" + (f": generated p̂ {gen:.2f}" if gen is not None else "")
-                    + (f" — PLUGIN FAULTS {faults}" if faults else ""))
+            return (
+                f"epoch {event.epoch} finished"
+                + (f": generated p̂ {gen:.2f}" if gen is not None else "")
+                + (f" — PLUGIN FAULTS {faults}" if faults else "")
+            )
         case ev.RunPaused():
             return f"paused in epoch {event.epoch}"
         case ev.RunResumed():
@@ -391,8 +428,10 @@ def describe(event: ev.Event) -> str | None:
             return f"e{event.epoch} Ray worker {event.worker} restarted (pid {event.old_pid} -> {event.new_pid})"
         case ev.WorkerTimedOut():
             then = "sent again" if event.retried else "giving up"
-            return (f"e{event.epoch} Ray worker {event.worker}: {event.phase} batch {event.batch} ran past "
-                    f"{event.seconds:g}s (attempt {event.attempt}), worker restarted, {then}")
+            return (
+                f"e{event.epoch} Ray worker {event.worker}: {event.phase} batch {event.batch} ran past "
+                f"{event.seconds:g}s (attempt {event.attempt}), worker restarted, {then}"
+            )
     return event.kind
 
 

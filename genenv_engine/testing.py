@@ -86,15 +86,18 @@ class ScriptedAgent:
         return out
 
 
-def scripted_backends(sim_texts: list[str] | None = None, p: float = 0.5, crash: bool = False,
-                      style: str = "compact"):
+def scripted_backends(sim_texts: list[str] | None = None, p: float = 0.5, crash: bool = False, style: str = "compact"):
     """A ``backend_factory`` giving each role its scripted double; the built doubles are kept in ``.made``."""
     made: dict[str, object] = {}
 
     def factory(role: str, policy):
-        made[role] = (ScriptedAgent(policy, p, crash=crash) if role == "agent"
-                      else ScriptedSimulator(policy, sim_texts, style=style))
+        made[role] = (
+            ScriptedAgent(policy, p, crash=crash)
+            if role == "agent"
+            else ScriptedSimulator(policy, sim_texts, style=style)
+        )
         return made[role]
+
     factory.made = made  # type: ignore[attr-defined]
     return factory
 

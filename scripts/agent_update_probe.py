@@ -11,7 +11,8 @@ Options (``key=value``): ``pos=1`` keep only positive advantages; ``kl=`` KL coe
 temperature; ``tasks=`` tasks per iteration (96); ``levels=3,4`` train only on those levels; ``fresh=N`` train on
 the train splits of N other bfcl generator seeds (1000..1000+N-1) instead of the base tasks, held-out prompts
 excluded; ``preset=smol-ablation`` another preset's warm start (``ablation``); ``k=`` rollouts per task (8);
-``tokens=`` longest answer (64); ``heldout=`` held-out tasks (400); ``cfg.KEY=VALUE`` overrides a config field (e.g. ``cfg.model.hidden_size=192``: another warm start,
+``tokens=`` longest answer (64); ``heldout=`` held-out tasks (400); ``cfg.KEY=VALUE`` overrides a config field (e.g.
+``cfg.model.hidden_size=192``: another warm start,
 trained into the cache first). Never writes outside a temporary session folder and the warm-start cache.
 
     python scripts/agent_update_probe.py grpo 1 5e-5 12 4
@@ -28,14 +29,14 @@ import time
 
 import torch
 
-from genenv_engine.experiments.stats import paired_change
-from genenv_engine.training.agent import agent_prompt, evaluate, grpo_groups, rollout
 from genenv_engine.backends.base import Sampling
-from genenv_engine.interfaces.cli import parse_sets
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.training.roles import load_roles
+from genenv_engine.experiments.stats import paired_change
+from genenv_engine.interfaces.cli import parse_sets
 from genenv_engine.storage.session import Session
+from genenv_engine.training.agent import agent_prompt, evaluate, grpo_groups, rollout
+from genenv_engine.training.roles import load_roles
 from genenv_engine.training.trainer import GRPOTrainer
 from genenv_engine.training.warmstart import warm_start
 
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> None:
         session.store.insert_tasks(tasks)
     folder, _ = warm_start(cfg, envs)
     roles = load_roles(session, 0, warm_start_dir=folder)
-    held = env.splits()["heldout"][:int(opts.get("heldout", 400))]
+    held = env.splits()["heldout"][: int(opts.get("heldout", 400))]
 
     first: dict[int | None, str] = {}
 
@@ -74,8 +75,12 @@ def main(argv: list[str]) -> None:
     train = env.splits()["train"]
     if "fresh" in opts:
         seen = {t.prompt for t in held}
-        train = [t for i in range(int(opts["fresh"])) for t in get_environment("bfcl", 1000 + i).splits()["train"]
-                 if t.prompt not in seen]
+        train = [
+            t
+            for i in range(int(opts["fresh"]))
+            for t in get_environment("bfcl", 1000 + i).splits()["train"]
+            if t.prompt not in seen
+        ]
     levels = {int(x) for x in opts.get("levels", "1,2,3,4").split(",")}
     train = [t for t in train if t.level in levels]
     print(f"{mode} seed {seed} lr {lr} steps {steps} {opts} pool {len(train)}; before {heldout()}", flush=True)
@@ -101,10 +106,21 @@ def main(argv: list[str]) -> None:
         return
     if opts.get("pos"):
         import genenv_engine.training.trainer as trainer_module
+
         plain = trainer_module.group_advantages
         trainer_module.group_advantages = lambda r: plain(r).clamp(min=0.0)
-    trainer = GRPOTrainer(policy, roles.agent_ref, lr, 0.2, float(opts.get("kl", 0.01)), 64, 1, True,
-                          micro_batch=cfg.model.micro_batch, steps=steps)
+    trainer = GRPOTrainer(
+        policy,
+        roles.agent_ref,
+        lr,
+        0.2,
+        float(opts.get("kl", 0.01)),
+        64,
+        1,
+        True,
+        micro_batch=cfg.model.micro_batch,
+        steps=steps,
+    )
     n_tasks, k = int(opts.get("tasks", 96)), int(opts.get("k", 8))
     sampling = Sampling(temperature=float(opts.get("T", 1.0)), max_new_tokens=int(opts.get("tokens", 64)))
     for it in range(iters):
@@ -112,8 +128,11 @@ def main(argv: list[str]) -> None:
         info = trainer.update(grpo_groups(policy, scored), rng)
         roles.agent_backend.sync()
         success = sum(s.successes for s in scored) / (k * n_tasks)
-        print(f"iter {it} T-sample success {success:.3f} kl {info['kl']:.4f} held-out {heldout()} "
-              f"({time.perf_counter() - started:.0f} s)", flush=True)
+        print(
+            f"iter {it} T-sample success {success:.3f} kl {info['kl']:.4f} held-out {heldout()} "
+            f"({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -29,9 +29,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-CHAIN = {"benchmarks": ["chain"], "epochs": 3, "simulator.mode": "sampler",
-         "simulator.seed_levels": [1, 2, 3, 4, 5, 6], "simulator.variations": 5, "agent.tasks_per_epoch": 20,
-         "agent.steps_per_epoch": 2, "heldout_size": 16}
+CHAIN = {
+    "benchmarks": ["chain"],
+    "epochs": 3,
+    "simulator.mode": "sampler",
+    "simulator.seed_levels": [1, 2, 3, 4, 5, 6],
+    "simulator.variations": 5,
+    "agent.tasks_per_epoch": 20,
+    "agent.steps_per_epoch": 2,
+    "heldout_size": 16,
+}
 """The sampler runs' settings: the chain benchmark at levels 1-6, three epochs, exactly the sessions that
 ``tests/engine/test_samplers.py`` makes (whose test compares them with this fingerprint)."""
 
@@ -40,18 +47,33 @@ RUNS: dict[str, dict[str, Any]] = {
     "frozen": {"simulator.mode": "frozen"},
     "static": {"simulator.mode": "static", "simulator.static_multiplier": 2},
     "off": {"simulator.mode": "off"},
-    "unseen": {"simulator.mode": "off", "agent.base_source": "unseen", "agent.base_levels": [3],
-               "agent.unseen_tasks": 40},
+    "unseen": {
+        "simulator.mode": "off",
+        "agent.base_source": "unseen",
+        "agent.base_levels": [3],
+        "agent.unseen_tasks": 40,
+    },
     "base_pool": {"agent.base_levels": [3], "agent.base_pool": 5, "agent.tasks_per_epoch": 24},
     "alpha_seeds": {"simulator.seed_sampling": "alpha", "simulator.seed_levels": [2, 3]},
     "steer": {"simulator.steer": True, "simulator.steer_hold": True, "simulator.steer_relabel": True},
-    **{f"sampler_{name}": {**CHAIN, "curriculum.sampler": name}
-       for name in ("uniform", "target", "schedule", "learnability", "controller")},
+    **{
+        f"sampler_{name}": {**CHAIN, "curriculum.sampler": name}
+        for name in ("uniform", "target", "schedule", "learnability", "controller")
+    },
 }
 """Name -> overrides of the micro preset (two epochs each)."""
 
-DROPPED_METRICS = {"phase_seconds", "tokens_generated", "tokens_per_second", "agent_fingerprint",
-                   "simulator_fingerprint", "rollout_workers", "warm_start", "agent_update", "simulator_update"}
+DROPPED_METRICS = {
+    "phase_seconds",
+    "tokens_generated",
+    "tokens_per_second",
+    "agent_fingerprint",
+    "simulator_fingerprint",
+    "rollout_workers",
+    "warm_start",
+    "agent_update",
+    "simulator_update",
+}
 """Epoch metrics that hold timings, losses or weight hashes (machine-dependent), left out of the fingerprint."""
 
 
@@ -105,14 +127,24 @@ def dump(folder: Path) -> dict[str, Any]:
     """What one session stored, read with plain sqlite3 from its ``genenv.db``."""
     db = sqlite3.connect(folder / "genenv.db")
     try:
-        tasks = _rows(db, "select id, benchmark, prompt, answer, valid, reason, origin, split, parent_id, epoch, "
-                          "batch_id, status from tasks where split not in ('train', 'seed', 'heldout') order by id")
-        split_ids = [r[0] for r in db.execute("select id from tasks where split in ('train', 'seed', 'heldout') "
-                                              "order by id")]
-        batches = _rows(db, "select id, epoch, benchmark, seed_task_id, n_generated, n_valid, p_hat, r_env, "
-                            "in_band, alpha, prompt_note from batches order by epoch, id")
-        rollouts = _rows(db, "select epoch, purpose, task_id, response, reward, success, error_type from rollouts "
-                             "order by epoch, purpose, task_id, id")
+        tasks = _rows(
+            db,
+            "select id, benchmark, prompt, answer, valid, reason, origin, split, parent_id, epoch, "
+            "batch_id, status from tasks where split not in ('train', 'seed', 'heldout') order by id",
+        )
+        split_ids = [
+            r[0] for r in db.execute("select id from tasks where split in ('train', 'seed', 'heldout') order by id")
+        ]
+        batches = _rows(
+            db,
+            "select id, epoch, benchmark, seed_task_id, n_generated, n_valid, p_hat, r_env, "
+            "in_band, alpha, prompt_note from batches order by epoch, id",
+        )
+        rollouts = _rows(
+            db,
+            "select epoch, purpose, task_id, response, reward, success, error_type from rollouts "
+            "order by epoch, purpose, task_id, id",
+        )
         metrics = {}
         for epoch, text in db.execute("select epoch, metrics from epochs order by epoch"):
             kept = {k: v for k, v in json.loads(text or "{}").items() if k not in DROPPED_METRICS}
@@ -140,6 +172,7 @@ def shared_environments() -> Iterator[None]:
                 made[key] = get_environment(name, config.seed, data_dir=config.data_dirs.get(name))
             out[name] = made[key]
         return out
+
     original = loop_module.environments_of
     loop_module.environments_of = environments_of
     try:
@@ -167,7 +200,7 @@ def first_difference(want, got, where: str = "") -> str:
             if want.get(key) != got.get(key):
                 return first_difference(want.get(key), got.get(key), f"{where}/{key}")
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
-        for i, (a, b) in enumerate(zip(want, got)):
+        for i, (a, b) in enumerate(zip(want, got, strict=False)):
             if a != b:
                 return first_difference(a, b, f"{where}[{i}]")
     return f"{where}: want {json.dumps(want)[:300]}, got {json.dumps(got)[:300]}"
@@ -182,8 +215,10 @@ def main(argv: list[str]) -> int:
         os.environ["GENENV_CACHE"] = tempfile.mkdtemp(prefix="genenv-fingerprint-cache-")
     result = fingerprint(argv[1:] or None)
     for name, got in result.items():
-        print(f"{name}: {got['seconds']} s, {len(got['tasks'])} tasks, {len(got['batches'])} batches, "
-              f"{len(got['rollouts'])} rollouts")
+        print(
+            f"{name}: {got['seconds']} s, {len(got['tasks'])} tasks, {len(got['batches'])} batches, "
+            f"{len(got['rollouts'])} rollouts"
+        )
     Path(argv[0]).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0
 

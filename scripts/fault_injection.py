@@ -87,16 +87,19 @@ def committed(db: Path) -> dict:
         done_row = conn.execute("SELECT max(epoch) FROM epochs WHERE status = 'done'").fetchone()[0]
         done = -1 if done_row is None else int(done_row)
         keep = lambda row: {k: row[k] for k in row.keys() if k not in VOLATILE}  # noqa: E731
-        tasks = {r["id"]: keep(r) for r in conn.execute(
-            "SELECT * FROM tasks WHERE origin NOT IN ('generated', 'static') OR epoch <= ?", [done])}
+        tasks = {
+            r["id"]: keep(r)
+            for r in conn.execute(
+                "SELECT * FROM tasks WHERE origin NOT IN ('generated', 'static') OR epoch <= ?", [done]
+            )
+        }
         rollouts = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM rollouts WHERE epoch <= ?", [done])}
         batches = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM batches WHERE epoch <= ?", [done])}
         epochs = {r["epoch"]: dict(r) for r in conn.execute("SELECT * FROM epochs WHERE epoch <= ?", [done])}
         events = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM events")}
     finally:
         conn.close()
-    return {"done": done, "tasks": tasks, "rollouts": rollouts, "batches": batches, "epochs": epochs,
-            "events": events}
+    return {"done": done, "tasks": tasks, "rollouts": rollouts, "batches": batches, "epochs": epochs, "events": events}
 
 
 def check(session: Path, epochs: int, before: list[dict], cache: Path) -> list[str]:
@@ -134,8 +137,9 @@ def check(session: Path, epochs: int, before: list[dict], cache: Path) -> list[s
             if table == "epochs" and snap["done"] < 0:
                 continue
             if lost or changed:
-                problems.append(f"{table}: {len(lost)} committed rows lost, {len(changed)} changed "
-                                f"(e.g. {(lost or changed)[:2]})")
+                problems.append(
+                    f"{table}: {len(lost)} committed rows lost, {len(changed)} changed (e.g. {(lost or changed)[:2]})"
+                )
     return problems
 
 
@@ -146,8 +150,19 @@ def trial(n: int, mode: str, opts, workdir: Path, est: float) -> dict:
         cache = workdir / f"cache-cold-{n}"  # a cold cache, so there is a warm start to interrupt
     env = {**os.environ, "GENENV_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     log = workdir / f"trial{n:03d}.log"
-    run_args = genenv("run", "--preset", opts.preset, "--session", str(session), "--epochs", str(opts.epochs),
-                      "--seed", str(opts.seed), "--quiet", env=env)
+    run_args = genenv(
+        "run",
+        "--preset",
+        opts.preset,
+        "--session",
+        str(session),
+        "--epochs",
+        str(opts.epochs),
+        "--seed",
+        str(opts.seed),
+        "--quiet",
+        env=env,
+    )
     rng = random.Random(opts.seed * 1000 + n)
     t0 = time.monotonic()
     proc = start(run_args, env, log)
@@ -162,6 +177,7 @@ def trial(n: int, mode: str, opts, workdir: Path, est: float) -> dict:
             fresh = names - seen
             seen.update(names)
             return bool(fresh) and len(seen) > skip
+
         hit = wait_for(proc, in_checkpoint, opts.timeout)
         moment = f"checkpoint write #{len(seen)}" if hit else "checkpoint (none seen)"
     elif mode == "commit":
@@ -178,11 +194,14 @@ def trial(n: int, mode: str, opts, workdir: Path, est: float) -> dict:
             changed = now is not None and state["seen"] is not None and now != state["seen"]
             state["seen"] = now
             return changed and time.monotonic() - t0 >= target
+
         hit = wait_for(proc, written, opts.timeout)
         moment = f"WAL written at {time.monotonic() - t0:.1f}s" if hit else "commit (not seen)"
     elif mode == "warmstart":
+
         def training() -> bool:
             return (cache / "warmstart").is_dir() and any((cache / "warmstart").glob("*.tmp*"))
+
         hit = wait_for(proc, training, opts.timeout)
         if hit:
             time.sleep(rng.uniform(0.0, 1.0))
@@ -213,11 +232,19 @@ def trial(n: int, mode: str, opts, workdir: Path, est: float) -> dict:
     if final.returncode == 0:
         problems += check(session, opts.epochs, before, cache)
     snap = before[-1]
-    result = {"trial": n, "mode": mode, "kills": kills, "done_at_kill": [b["done"] for b in before],
-              "rows_checked": sum(len(b["tasks"]) + len(b["rollouts"]) + len(b["events"]) for b in before),
-              "tasks_at_kill": len(snap["tasks"]), "rollouts_at_kill": len(snap["rollouts"]),
-              "seconds": round(time.monotonic() - t0, 1), "passed": not problems, "problems": problems,
-              "unkilled_run_seconds": None if killed else round(first_run, 1)}
+    result = {
+        "trial": n,
+        "mode": mode,
+        "kills": kills,
+        "done_at_kill": [b["done"] for b in before],
+        "rows_checked": sum(len(b["tasks"]) + len(b["rollouts"]) + len(b["events"]) for b in before),
+        "tasks_at_kill": len(snap["tasks"]),
+        "rollouts_at_kill": len(snap["rollouts"]),
+        "seconds": round(time.monotonic() - t0, 1),
+        "passed": not problems,
+        "problems": problems,
+        "unkilled_run_seconds": None if killed else round(first_run, 1),
+    }
     if not opts.keep and not problems:
         shutil.rmtree(session, ignore_errors=True)
     return result
@@ -234,10 +261,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="where sessions go (default: a temp folder)")
     parser.add_argument("--out", type=Path, help="also write the JSON lines here")
     parser.add_argument("--keep", action="store_true", help="keep passed trials' sessions")
-    parser.add_argument("--shared-cache", action="store_true",
-                        help="use $GENENV_CACHE as is (e.g. tiny's cached warm start); no warm-start kills")
-    parser.add_argument("--require-cached", action="store_true",
-                        help="exit 3 unless the preset's warm start is already cached in $GENENV_CACHE")
+    parser.add_argument(
+        "--shared-cache",
+        action="store_true",
+        help="use $GENENV_CACHE as is (e.g. tiny's cached warm start); no warm-start kills",
+    )
+    parser.add_argument(
+        "--require-cached",
+        action="store_true",
+        help="exit 3 unless the preset's warm start is already cached in $GENENV_CACHE",
+    )
     opts = parser.parse_args(argv)
     modes = [m for m in opts.modes.split(",") if m]
     if opts.shared_cache:
@@ -253,14 +286,35 @@ def main(argv: list[str] | None = None) -> int:
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="genenv-faults-"))
     workdir.mkdir(parents=True, exist_ok=True)
     # two uninterrupted runs first: the first warms the cache, the second measures how long a run takes
-    env = {**os.environ, "GENENV_CACHE": str(os.environ["GENENV_CACHE"] if opts.shared_cache else workdir / "cache"),
-           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "GENENV_CACHE": str(os.environ["GENENV_CACHE"] if opts.shared_cache else workdir / "cache"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     for name in ("reference-cold", "reference"):
         shutil.rmtree(workdir / name, ignore_errors=True)
         t0 = time.monotonic()
-        ref = subprocess.run(genenv("run", "--preset", opts.preset, "--session", str(workdir / name), "--epochs",
-                                    str(opts.epochs), "--seed", str(opts.seed), "--quiet", env=env),
-                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=opts.timeout)
+        ref = subprocess.run(
+            genenv(
+                "run",
+                "--preset",
+                opts.preset,
+                "--session",
+                str(workdir / name),
+                "--epochs",
+                str(opts.epochs),
+                "--seed",
+                str(opts.seed),
+                "--quiet",
+                env=env,
+            ),
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=opts.timeout,
+        )
         est = time.monotonic() - t0
         if ref.returncode != 0:
             print(ref.stdout + ref.stderr, file=sys.stderr)
@@ -280,11 +334,18 @@ def main(argv: list[str] | None = None) -> int:
             out.flush()
     passed = sum(r["passed"] for r in results)
     killed = sum(bool(r["kills"]) for r in results)
-    summary = {"preset": opts.preset, "trials": len(results), "passed": passed, "killed": killed,
-               "kills": sum(len(r["kills"]) for r in results),
-               "rows_checked": sum(r["rows_checked"] for r in results), "by_mode": {
-                   m: [sum(r["passed"] for r in results if r["mode"] == m),
-                       sum(1 for r in results if r["mode"] == m)] for m in modes}}
+    summary = {
+        "preset": opts.preset,
+        "trials": len(results),
+        "passed": passed,
+        "killed": killed,
+        "kills": sum(len(r["kills"]) for r in results),
+        "rows_checked": sum(r["rows_checked"] for r in results),
+        "by_mode": {
+            m: [sum(r["passed"] for r in results if r["mode"] == m), sum(1 for r in results if r["mode"] == m)]
+            for m in modes
+        },
+    }
     print(json.dumps({"summary": summary}), flush=True)
     if out:
         out.write(json.dumps({"summary": summary}) + "\n")

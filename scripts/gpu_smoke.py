@@ -35,10 +35,21 @@ def build_base(folder: Path, size: str) -> int:
     hidden, layers, heads, kv, mlp = SIZES[size]
     tok = build_byte_tokenizer()
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(
-        vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=kv, intermediate_size=mlp, max_position_embeddings=1024, tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None))
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=len(tok),
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=kv,
+            intermediate_size=mlp,
+            max_position_embeddings=1024,
+            tie_word_embeddings=True,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=None,
+        )
+    )
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return sum(p.numel() for p in model.parameters())
@@ -67,30 +78,56 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     params = build_base(out / "base", args.size)
-    config = load_config("tiny", overrides={
-        "model.kind": "hf", "model.path": str(out / "base"), "model.device": args.device, "model.dtype": "auto",
-        "model.max_length": 384, "model.threads": max(1, min(16, os.cpu_count() or 1)), "epochs": args.epochs,
-        "warm_start.agent_steps": args.warm_steps, "warm_start.simulator_steps": args.warm_steps,
-        "warm_start.agent_lr": 3e-4, "warm_start.simulator_lr": 3e-4, "agent.lr": 1e-5, "simulator.lr": 1e-5})
+    config = load_config(
+        "tiny",
+        overrides={
+            "model.kind": "hf",
+            "model.path": str(out / "base"),
+            "model.device": args.device,
+            "model.dtype": "auto",
+            "model.max_length": 384,
+            "model.threads": max(1, min(16, os.cpu_count() or 1)),
+            "epochs": args.epochs,
+            "warm_start.agent_steps": args.warm_steps,
+            "warm_start.simulator_steps": args.warm_steps,
+            "warm_start.agent_lr": 3e-4,
+            "warm_start.simulator_lr": 3e-4,
+            "agent.lr": 1e-5,
+            "simulator.lr": 1e-5,
+        },
+    )
     session = Session.create(config, out / "session")
-    print(f"model: Qwen2-style, {params / 1e6:.1f}M parameters, device {args.device}, "
-          f"dtype {'bfloat16' if args.device == 'cuda' else 'float32'}; session {session.path}", flush=True)
+    print(
+        f"model: Qwen2-style, {params / 1e6:.1f}M parameters, device {args.device}, "
+        f"dtype {'bfloat16' if args.device == 'cuda' else 'float32'}; session {session.path}",
+        flush=True,
+    )
     if args.device == "cuda":
         print(f"gpu: {torch.cuda.get_device_name(0)}", flush=True)
     run(session)
     rows = []
     for m in session.store.epoch_metrics():
-        row = {"epoch": m["epoch"], "phase_seconds": m.get("phase_seconds"),
-               "tokens_generated": m.get("tokens_generated"), "tokens_per_second": m.get("tokens_per_second"),
-               "heldout": m.get("heldout"), "valid_fraction": m.get("valid_fraction")}
+        row = {
+            "epoch": m["epoch"],
+            "phase_seconds": m.get("phase_seconds"),
+            "tokens_generated": m.get("tokens_generated"),
+            "tokens_per_second": m.get("tokens_per_second"),
+            "heldout": m.get("heldout"),
+            "valid_fraction": m.get("valid_fraction"),
+        }
         if m["epoch"] == 0:
-            row["warm_start"] = {k: m["warm_start"].get(k) for k in ("agent_seconds", "simulator_seconds",
-                                                                   "agent_final_loss", "simulator_final_loss")}
+            row["warm_start"] = {
+                k: m["warm_start"].get(k)
+                for k in ("agent_seconds", "simulator_seconds", "agent_final_loss", "simulator_final_loss")
+            }
         rows.append(row)
         print(json.dumps(row), flush=True)
     peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else None
-    summary = {"parameters": params, "total_seconds": round(time.perf_counter() - started, 1),
-               "peak_gpu_memory_gib": round(peak, 2) if peak is not None else None}
+    summary = {
+        "parameters": params,
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "peak_gpu_memory_gib": round(peak, 2) if peak is not None else None,
+    }
     print(json.dumps(summary), flush=True)
     (out / "smoke.json").write_text(json.dumps({"epochs": rows, **summary}, indent=2))
     return 0

@@ -36,16 +36,20 @@ def main() -> None:
     print(f"engine start: {time.perf_counter() - start:.1f} s", flush=True)
     sampling = Sampling(temperature=1.0, max_new_tokens=args.new, seed=0)
     for batch in (1, 32):
-        prompts = [policy.chat([{"role": "user", "content": f"Tell me a story about the number {i}."}])
-                   for i in range(batch)]
+        prompts = [
+            policy.chat([{"role": "user", "content": f"Tell me a story about the number {i}."}]) for i in range(batch)
+        ]
         backend.generate(prompts, sampling)  # warm-up
         rates = []
         for _ in range(args.repeats):
             before, t0 = backend.tokens_generated, time.perf_counter()
             backend.generate(prompts, sampling)
             rates.append((backend.tokens_generated - before) / (time.perf_counter() - t0))
-        print(f"batch {batch}: {max(rates):.0f} tok/s (best of {args.repeats}; runs: "
-              f"{', '.join(f'{r:.0f}' for r in rates)})", flush=True)
+        print(
+            f"batch {batch}: {max(rates):.0f} tok/s (best of {args.repeats}; runs: "
+            f"{', '.join(f'{r:.0f}' for r in rates)})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Probe: how short can the tiny warm start be? (docs/results/performance/README.md, "Why the warm start is not 3 minutes here").
+"""Probe: how short can the tiny warm start be? (docs/results/performance/README.md, "Why the warm start is not 3
+minutes here").
 
     python scripts/warmstart_probe.py agent SEED STEPS LR [GROUPS=4] [BATCH=32] [SAVE_DIR]
     python scripts/warmstart_probe.py simulator SEED AGENT_DIR STEPS LR [GROUPS=4]
@@ -25,11 +26,11 @@ choose_spin()  # as every entry point does, before torch loads
 
 import torch  # noqa: E402
 
-from genenv_engine.training.agent import evaluate, heldout_tasks
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.hf import HFBackend
 from genenv_engine.config import load_config
 from genenv_engine.environments import environments_of
+from genenv_engine.training.agent import evaluate, heldout_tasks
 from genenv_engine.training.models import warmstart_agent, warmstart_simulator
 from genenv_engine.training.policy import Policy
 from genenv_engine.training.simulator import sample, validate
@@ -50,14 +51,23 @@ def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, sa
     seconds = time.perf_counter() - started
     if save:
         pol.save(Path(save))
-    rates, scored = evaluate(HFBackend(pol), pol, envs, heldout_tasks(envs, 400), cfg.agent.max_new_tokens,
-                             cfg.agent.success_threshold)
+    rates, scored = evaluate(
+        HFBackend(pol), pol, envs, heldout_tasks(envs, 400), cfg.agent.max_new_tokens, cfg.agent.success_threshold
+    )
     levels: dict[str, list[int]] = {}
     for s in scored:
         levels.setdefault(envs["bfcl"].bucket(s.task), []).append(s.successes)
-    return {"seed": seed, "steps": steps, "lr": lr, "groups": groups, "batch": batch, "sft_seconds": round(seconds, 1),
-            "loss": tail_mean(losses), "heldout": rates,
-            "levels": {k: round(sum(v) / len(v), 3) for k, v in sorted(levels.items())}}
+    return {
+        "seed": seed,
+        "steps": steps,
+        "lr": lr,
+        "groups": groups,
+        "batch": batch,
+        "sft_seconds": round(seconds, 1),
+        "loss": tail_mean(losses),
+        "heldout": rates,
+        "levels": {k: round(sum(v) / len(v), 3) for k, v in sorted(levels.items())},
+    }
 
 
 def simulator(seed: int, folder: str, steps: int, lr: float, groups: int = 4) -> dict:
@@ -75,22 +85,42 @@ def simulator(seed: int, folder: str, steps: int, lr: float, groups: int = 4) ->
     seeds = env.splits()["seed"]
     draw = random.Random(7)
     torch.manual_seed(0)
-    drafts = sample(HFBackend(sim), sim, env, [seeds[draw.randrange(len(seeds))] for _ in range(64)], 4,
-                    Sampling(max_new_tokens=cfg.simulator.max_new_tokens, temperature=cfg.simulator.temperature),
-                    epoch=1)
+    drafts = sample(
+        HFBackend(sim),
+        sim,
+        env,
+        [seeds[draw.randrange(len(seeds))] for _ in range(64)],
+        4,
+        Sampling(max_new_tokens=cfg.simulator.max_new_tokens, temperature=cfg.simulator.temperature),
+        epoch=1,
+    )
     gens = validate(env, drafts, epoch=1, generator="probe")
     valid = [g for g in gens if g.task.valid]
-    return {"seed": seed, "agent": folder, "steps": steps, "lr": lr, "groups": groups, "sft_seconds": round(seconds, 1),
-            "loss": tail_mean(losses), "valid": round(len(valid) / len(gens), 3),
-            "levels": dict(sorted(Counter(env.bucket(g.task) for g in valid).items())),
-            "rejections": Counter(g.task.reason for g in gens if not g.task.valid).most_common(4)}
+    return {
+        "seed": seed,
+        "agent": folder,
+        "steps": steps,
+        "lr": lr,
+        "groups": groups,
+        "sft_seconds": round(seconds, 1),
+        "loss": tail_mean(losses),
+        "valid": round(len(valid) / len(gens), 3),
+        "levels": dict(sorted(Counter(env.bucket(g.task) for g in valid).items())),
+        "rejections": Counter(g.task.reason for g in gens if not g.task.valid).most_common(4),
+    }
 
 
 if __name__ == "__main__":
     what, rest = sys.argv[1], sys.argv[2:]
     if what == "agent":
-        out = agent(int(rest[0]), int(rest[1]), float(rest[2]), int(rest[3]) if len(rest) > 3 else 4,
-                    int(rest[4]) if len(rest) > 4 else 32, rest[5] if len(rest) > 5 else None)
+        out = agent(
+            int(rest[0]),
+            int(rest[1]),
+            float(rest[2]),
+            int(rest[3]) if len(rest) > 3 else 4,
+            int(rest[4]) if len(rest) > 4 else 32,
+            rest[5] if len(rest) > 5 else None,
+        )
     elif what == "simulator":
         out = simulator(int(rest[0]), rest[1], int(rest[2]), float(rest[3]), int(rest[4]) if len(rest) > 4 else 4)
     else:

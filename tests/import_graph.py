@@ -42,7 +42,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             parts = package.split(".")
-            anchor = parts[:len(parts) - node.level + 1] if node.level else []
+            anchor = parts[: len(parts) - node.level + 1] if node.level else []
             base = ".".join(anchor + ([node.module] if node.module else []))
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
         else:

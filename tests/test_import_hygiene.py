@@ -10,10 +10,19 @@ import sys
 import pytest
 
 FORBIDDEN = ("textual", "textual_plotext", "vllm", "genenv_console", "ray")
-ENGINE_MODULES = ["genenv_engine", "genenv_engine.method.loop", "genenv_engine.interfaces.cli", "genenv_engine.config",
-                  "genenv_engine.storage.store", "genenv_engine.environments.bfcl", "genenv_engine.backends.hf",
-                  "genenv_engine.executors", "genenv_engine.executors.local", "genenv_engine.executors.worker",
-                  "genenv_engine.executors.ray_exec"]
+ENGINE_MODULES = [
+    "genenv_engine",
+    "genenv_engine.method.loop",
+    "genenv_engine.interfaces.cli",
+    "genenv_engine.config",
+    "genenv_engine.storage.store",
+    "genenv_engine.environments.bfcl",
+    "genenv_engine.backends.hf",
+    "genenv_engine.executors",
+    "genenv_engine.executors.local",
+    "genenv_engine.executors.worker",
+    "genenv_engine.executors.ray_exec",
+]
 
 
 def loaded_after_import(module: str) -> set[str]:

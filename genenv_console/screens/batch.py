@@ -40,9 +40,19 @@ def batch_task_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     out = []
     for r in rows:
         trained = f"{r.get('train_successes') or 0}/{r['train_rollouts']}" if r.get("train_rollouts") else "-"
-        out.append(("seed" if r.get("role") == "seed" else "var", clean(r["id"], 40, one_line=True),
-                    fmt(r.get("level")), fmt(r.get("simulator_version")), clean(verdict(r), 40, one_line=True),
-                    fmt(r.get("p_hat")), fmt(r.get("r_env"), 3), trained, clean(r.get("prompt"), 120, one_line=True)))
+        out.append(
+            (
+                "seed" if r.get("role") == "seed" else "var",
+                clean(r["id"], 40, one_line=True),
+                fmt(r.get("level")),
+                fmt(r.get("simulator_version")),
+                clean(verdict(r), 40, one_line=True),
+                fmt(r.get("p_hat")),
+                fmt(r.get("r_env"), 3),
+                trained,
+                clean(r.get("prompt"), 120, one_line=True),
+            )
+        )
     return out
 
 
@@ -56,19 +66,31 @@ def group_rows(groups: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """
     out = []
     for g_index, g in enumerate(groups, 1):
-        for i, (r, adv) in enumerate(zip(g["rollouts"], g["advantages"])):
+        for i, (r, adv) in enumerate(zip(g["rollouts"], g["advantages"], strict=False)):
             head = (f"{g_index} (mean {g['mean_reward']:.2f})", f"e{g['epoch']}") if i == 0 else ("", "")
-            out.append((*head, str(i + 1), "✔" if r.get("success") else "✘", fmt(r.get("reward")), f"{adv:+.2f}",
-                        fmt(r.get("policy_version")), clean(r.get("error_type") or "-", 30, one_line=True),
-                        clean(r.get("response") or "", 100, one_line=True)))
+            out.append(
+                (
+                    *head,
+                    str(i + 1),
+                    "✔" if r.get("success") else "✘",
+                    fmt(r.get("reward")),
+                    f"{adv:+.2f}",
+                    fmt(r.get("policy_version")),
+                    clean(r.get("error_type") or "-", 30, one_line=True),
+                    clean(r.get("response") or "", 100, one_line=True),
+                )
+            )
     return out
 
 
 class BatchTasksScreen(DrillModal):
     """A variation batch's seed task and variations."""
 
-    BINDINGS = [*DrillModal.BINDINGS, Binding("enter", "open_groups", "The task's GRPO groups", key_display="⏎"),
-                Binding("l", "lineage", "The task's lineage tree")]
+    BINDINGS = [
+        *DrillModal.BINDINGS,
+        Binding("enter", "open_groups", "The task's GRPO groups", key_display="⏎"),
+        Binding("l", "lineage", "The task's lineage tree"),
+    ]
 
     def __init__(self, store: Any, batch_id: str, group_size: int | None = None) -> None:
         super().__init__()
@@ -100,12 +122,18 @@ class BatchTasksScreen(DrillModal):
         self.tasks = message.rows
         table = self.query_one(DataTable)
         table.clear()
-        for task, row in zip(self.tasks, self.rows()):
+        for task, row in zip(self.tasks, self.rows(), strict=False):
             table.add_row(*literal(row), key=task["id"])
         variations = [t for t in self.tasks if t["role"] == "variation"]
         valid = sum(bool(t["valid"]) for t in variations)
-        title.update(safe_text(f"batch {self.batch_id}: its seed and {len(variations)} variations ({valid} valid) · "
-                               "⏎ GRPO groups · l lineage · escape closes", 300, one_line=True))
+        title.update(
+            safe_text(
+                f"batch {self.batch_id}: its seed and {len(variations)} variations ({valid} valid) · "
+                "⏎ GRPO groups · l lineage · escape closes",
+                300,
+                one_line=True,
+            )
+        )
 
     def rows(self) -> list[tuple[str, ...]]:
         return batch_task_rows(self.tasks)
@@ -159,8 +187,12 @@ class GroupScreen(DrillModal):
     @work(thread=True, exclusive=True, exit_on_error=False, group="groups-read")
     def read_groups(self) -> None:
         """Read the task, its rollouts and GRPO groups in a thread; post `TaskGroupsRead`."""
-        self.post_read(lambda: task_detail(self.store, self.task_id, group_size=self.group_size), TaskGroupsRead, None,
-                       "cannot read the task")
+        self.post_read(
+            lambda: task_detail(self.store, self.task_id, group_size=self.group_size),
+            TaskGroupsRead,
+            None,
+            "cannot read the task",
+        )
 
     def groups(self) -> list[dict[str, Any]]:
         return (self.detail or {}).get("groups") or []
@@ -182,13 +214,22 @@ class GroupScreen(DrillModal):
         table.add_rows([literal(r) for r in self.rows()])
         groups = self.groups()
         if groups:
-            what = (f"{len(groups)} GRPO group{'s' * (len(groups) != 1)} of {self.group_size} (trained on in the "
-                    "epoch named; advantage = group-normalised reward)")
+            what = (
+                f"{len(groups)} GRPO group{'s' * (len(groups) != 1)} of {self.group_size} (trained on in the "
+                "epoch named; advantage = group-normalised reward)"
+            )
         elif self.group_size is None:
             what = "no GRPO groups: the session's rollouts per task are unknown"
         else:
             what = f"no GRPO groups: none of its {self.detail['n_rollouts']} rollouts trained the agent"
-        title.update(safe_text(f"{task.id} · p̂ {fmt(stats.get('p_hat'))} · {verdict({**stats, **task.to_row()})}: "
-                               f"{what} · escape closes", 400, one_line=True))
+        title.update(
+            safe_text(
+                f"{task.id} · p̂ {fmt(stats.get('p_hat'))} · {verdict({**stats, **task.to_row()})}: "
+                f"{what} · escape closes",
+                400,
+                one_line=True,
+            )
+        )
         self.query_one("#group-prompt", Static).update(
-            Text.assemble(("prompt: ", "bold"), clean(task.prompt, 300, one_line=True)))
+            Text.assemble(("prompt: ", "bold"), clean(task.prompt, 300, one_line=True))
+        )

@@ -21,8 +21,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 
-from genenv_console.compare import (TABLE_COLUMNS, CompareRun, read_runs, series, summary_rows, table_cells,
-                                    write_report)
+from genenv_console.compare import TABLE_COLUMNS, CompareRun, read_runs, series, summary_rows, table_cells, write_report
 from genenv_console.compare_funnel import SCREEN_COLUMNS, funnel_screen_rows
 from genenv_console.messages import ComparisonExported, ComparisonRead
 from genenv_console.safe import clean, safe_text
@@ -122,8 +121,13 @@ class CompareScreen(Screen):
         funnel.clear()
         for cells in funnel_screen_rows([r.name for r in self.runs], [r.funnel for r in self.runs]):
             funnel.add_row(*(safe_text(c, 300, one_line=True) for c in cells))
-        status.update(safe_text(f"{len(self.runs)} sessions, read-only · x writes the comparison report · "
-                                "escape goes back", 300, one_line=True))
+        status.update(
+            safe_text(
+                f"{len(self.runs)} sessions, read-only · x writes the comparison report · escape goes back",
+                300,
+                one_line=True,
+            )
+        )
 
     def action_back(self) -> None:
         """Back to the screen the comparison was opened from (the sessions screen when it was opened directly)."""
@@ -160,5 +164,4 @@ class CompareScreen(Screen):
             return
         self.exported = message.path
         self.notify(clean(f"comparison report: {message.path}", 500, one_line=True), markup=False, timeout=15)
-        self.query_one("#compare-status", Static).update(
-            safe_text(f"wrote {message.path}", 500, one_line=True))
+        self.query_one("#compare-status", Static).update(safe_text(f"wrote {message.path}", 500, one_line=True))

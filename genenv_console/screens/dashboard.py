@@ -20,8 +20,14 @@ from textual.widgets import Log
 from genenv_console.safe import clean
 from genenv_console.state import RunState
 from genenv_console.widgets.key_bar import KeyBar
-from genenv_console.widgets.plots import (CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot, ThroughputPlot,
-                                          WarmStartPlot)
+from genenv_console.widgets.plots import (
+    CalibrationPlot,
+    HeldoutPlot,
+    PhasePlot,
+    PHatHistogram,
+    ThroughputPlot,
+    WarmStartPlot,
+)
 from genenv_console.widgets.samples import WarmStartSamples
 from genenv_console.widgets.status_bar import StatusBar
 

@@ -5,7 +5,8 @@ batch with its seed task, how many variations were written and valid, p̂, R_env
 prompt note the simulator was given; ``enter`` on a batch opens its seed and variations
 (`genenv_console.screens.batch.BatchTasksScreen`). On the held-out plot it opens `HeldoutEpochScreen`: every
 held-out task with the agent's greedy answer and verdict that epoch and the epoch before, ``f`` keeping only the
-tasks that flipped and ``l`` stepping through the levels. Rows are built by plain functions (`batch_rows`, `heldout_rows`) that tests
+tasks that flipped and ``l`` stepping through the levels. Rows are built by plain functions (`batch_rows`,
+`heldout_rows`) that tests
 read directly; all task and answer text goes through the console's sanitiser and is drawn as literal text.
 """
 
@@ -38,15 +39,30 @@ def batch_rows(view: Any, epoch: int) -> list[tuple[str, ...]]:
         note = b.prompt_note
         note_text = "" if note is None else (note.text or "")
         band = "-" if b.in_band is None else ("in" if b.in_band else "out")
-        rows.append((clean(b.id, 40, one_line=True), b.benchmark, clean(b.seed_task_id or "-", 30, one_line=True),
-                     "-" if b.n_generated is None else str(b.n_generated),
-                     "-" if b.n_valid is None else str(b.n_valid), _f(b.p_hat), _f(b.r_env, 3), band,
-                     clean(note_text, 60, one_line=True)))
+        rows.append(
+            (
+                clean(b.id, 40, one_line=True),
+                b.benchmark,
+                clean(b.seed_task_id or "-", 30, one_line=True),
+                "-" if b.n_generated is None else str(b.n_generated),
+                "-" if b.n_valid is None else str(b.n_valid),
+                _f(b.p_hat),
+                _f(b.r_env, 3),
+                band,
+                clean(note_text, 60, one_line=True),
+            )
+        )
     return rows
 
 
-def heldout_rows(tasks: list[Any], now: str, before: str | None, answers: dict[str, dict[str, Any]],
-                 flipped_only: bool = False, level: int | None = None) -> list[tuple[str, ...]]:
+def heldout_rows(
+    tasks: list[Any],
+    now: str,
+    before: str | None,
+    answers: dict[str, dict[str, Any]],
+    flipped_only: bool = False,
+    level: int | None = None,
+) -> list[tuple[str, ...]]:
     """One row per held-out task: verdicts before and now (from the epochs' stored result strings, in held-out
     order), a flip mark, the agent's answer now and the prompt.
 
@@ -66,20 +82,36 @@ def heldout_rows(tasks: list[Any], now: str, before: str | None, answers: dict[s
         if flipped_only and not flip:
             continue
         answer = answers.get(task.id, {}).get("response", "")
-        rows.append((task.id, str(task.level), "-" if b is None else ("✓" if b else "✗"),
-                     "-" if a is None else ("✓" if a else "✗"), flip, clean(answer, 60, one_line=True),
-                     clean(task.prompt, 120, one_line=True)))
+        rows.append(
+            (
+                task.id,
+                str(task.level),
+                "-" if b is None else ("✓" if b else "✗"),
+                "-" if a is None else ("✓" if a else "✗"),
+                flip,
+                clean(answer, 60, one_line=True),
+                clean(task.prompt, 120, one_line=True),
+            )
+        )
     return rows
 
 
 class EpochBatchesScreen(DrillModal):
     """The variation batches behind one epoch of the calibration plot; ``enter`` opens a batch's tasks."""
 
-    BINDINGS = [*DrillModal.BINDINGS, Binding("enter", "open_batch", "The batch's seed and variations",
-                                              key_display="⏎")]
+    BINDINGS = [
+        *DrillModal.BINDINGS,
+        Binding("enter", "open_batch", "The batch's seed and variations", key_display="⏎"),
+    ]
 
-    def __init__(self, epoch: int, rows: list[tuple[str, ...]], ids: list[str] | None = None, store: Any = None,
-                 group_size: int | None = None) -> None:
+    def __init__(
+        self,
+        epoch: int,
+        rows: list[tuple[str, ...]],
+        ids: list[str] | None = None,
+        store: Any = None,
+        group_size: int | None = None,
+    ) -> None:
         super().__init__()
         self.epoch, self.rows = epoch, rows
         self.ids = ids
@@ -89,8 +121,10 @@ class EpochBatchesScreen(DrillModal):
     def compose(self) -> ComposeResult:
         with Vertical():
             kept = sum(r[7] == "in" for r in self.rows)
-            yield Label(f"epoch {self.epoch}: {len(self.rows)} variation batches, {kept} kept by the band "
-                        "(escape closes)", id="drill-title")
+            yield Label(
+                f"epoch {self.epoch}: {len(self.rows)} variation batches, {kept} kept by the band (escape closes)",
+                id="drill-title",
+            )
             yield DataTable(id="drill-table", cursor_type="row")
 
     def on_mount(self) -> None:
@@ -114,11 +148,15 @@ class EpochBatchesScreen(DrillModal):
 class HeldoutEpochScreen(DrillModal):
     """The held-out tasks behind one epoch of the held-out plot, with what flipped since the epoch before."""
 
-    BINDINGS = [*DrillModal.BINDINGS, Binding("f", "toggle_flipped", "flipped only"),
-                Binding("l", "next_level", "level")]
+    BINDINGS = [
+        *DrillModal.BINDINGS,
+        Binding("f", "toggle_flipped", "flipped only"),
+        Binding("l", "next_level", "level"),
+    ]
 
-    def __init__(self, epoch: int, tasks: list[Any], now: str, before: str | None,
-                 answers: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self, epoch: int, tasks: list[Any], now: str, before: str | None, answers: dict[str, dict[str, Any]]
+    ) -> None:
         super().__init__()
         self.epoch, self.tasks, self.now, self.before, self.answers = epoch, tasks, now, before, answers
         self.flipped_only = False
@@ -148,7 +186,8 @@ class HeldoutEpochScreen(DrillModal):
         level = f"L{self.level}" if self.level is not None else "every level"
         self.query_one("#drill-title", Label).update(
             f"held-out, epoch {self.epoch}: {solved}/{len(self.now)} right; showing {what}, {level} ({len(rows)} "
-            "rows) · f flipped only · l level · escape closes")
+            "rows) · f flipped only · l level · escape closes"
+        )
 
     def action_toggle_flipped(self) -> None:
         self.flipped_only = not self.flipped_only

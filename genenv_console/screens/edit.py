@@ -11,7 +11,7 @@ a silently truncated prompt.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from textual import on
 from textual.app import ComposeResult
@@ -20,10 +20,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from genenv_engine.core.records import Task
-
 from genenv_console.data import EditResult
 from genenv_console.safe import clean, safe_text
+from genenv_engine.core.records import Task
 
 EDIT_MAX_CHARS = 20_000
 """Longest prompt or answer the modal edits; longer ones are shown cut and read-only."""
@@ -33,10 +32,7 @@ class EditScreen(ModalScreen[EditResult | None]):
     """Edit one task; dismisses with the stored revision, or None when cancelled."""
 
     CSS_PATH = "../styles/edit.tcss"
-    BINDINGS = [
-        Binding("ctrl+s", "save", "Validate & save", priority=True),
-        Binding("escape", "cancel", "Cancel"),
-    ]
+    BINDINGS = [Binding("ctrl+s", "save", "Validate & save", priority=True), Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, task: Task, save: Callable[[str, str], EditResult]) -> None:
         super().__init__()
@@ -50,18 +46,23 @@ class EditScreen(ModalScreen[EditResult | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-dialog"):
             task = self.edited
-            yield Label(safe_text(f"Edit {task.id}  ({task.benchmark}, origin {task.origin})", 300, one_line=True),
-                        id="edit-title")
+            yield Label(
+                safe_text(f"Edit {task.id}  ({task.benchmark}, origin {task.origin})", 300, one_line=True),
+                id="edit-title",
+            )
             yield Label("prompt", classes="field-label")
-            yield TextArea(self.prompt_shown, id="edit-prompt", soft_wrap=True, show_line_numbers=False,
-                           read_only=self.too_long)
+            yield TextArea(
+                self.prompt_shown, id="edit-prompt", soft_wrap=True, show_line_numbers=False, read_only=self.too_long
+            )
             yield Label("gold answer", classes="field-label")
             yield Input(self.answer_shown, id="edit-answer", disabled=self.too_long)
             notice = ""
             if self.too_long:
                 notice = f"too long to edit here (over {EDIT_MAX_CHARS:,} characters): shown cut, read-only"
             elif self.altered:
-                notice = "invisible or control characters are shown as symbols (␛, <U+…>); saving stores the text as shown"
+                notice = (
+                    "invisible or control characters are shown as symbols (␛, <U+…>); saving stores the text as shown"
+                )
             yield Static(notice, id="edit-notice", markup=False)
             yield Static("", id="edit-error")
             yield Static("ctrl+s validate & save as a new revision · esc cancel", id="edit-help")

@@ -20,14 +20,23 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
-from genenv_engine.reports.funnel import counts_text, levels_text
-
 from genenv_console.messages import FunnelRead
 from genenv_console.safe import clean, safe_text
 from genenv_console.screens.base import DrillModal
+from genenv_engine.reports.funnel import counts_text, levels_text
 
-FUNNEL_COLUMNS = ("bench", "drafts", "passed", "kept", "trained", "rejected by reason", "trained by source",
-                  "levels: drafts", "levels: kept", "levels: trained")
+FUNNEL_COLUMNS = (
+    "bench",
+    "drafts",
+    "passed",
+    "kept",
+    "trained",
+    "rejected by reason",
+    "trained by source",
+    "levels: drafts",
+    "levels: kept",
+    "levels: trained",
+)
 
 
 def funnel_rows(entries: list[dict[str, Any]], epoch: int) -> list[tuple[str, ...]]:
@@ -42,18 +51,31 @@ def funnel_rows(entries: list[dict[str, Any]], epoch: int) -> list[tuple[str, ..
     rows = []
     for e in sorted((e for e in entries if e["epoch"] == epoch), key=lambda e: e["benchmark"]):
         lv = e["levels"]
-        rows.append((clean(e["benchmark"], 30, one_line=True), str(e["drafts"]), str(e["passed"]), str(e["valid"]),
-                     str(e["trained"]), clean(counts_text(e["rejected"]), 200, one_line=True),
-                     counts_text(e["trained_by_source"]), levels_text(lv["drafts"]), levels_text(lv["valid"]),
-                     levels_text(lv["trained"])))
+        rows.append(
+            (
+                clean(e["benchmark"], 30, one_line=True),
+                str(e["drafts"]),
+                str(e["passed"]),
+                str(e["valid"]),
+                str(e["trained"]),
+                clean(counts_text(e["rejected"]), 200, one_line=True),
+                counts_text(e["trained_by_source"]),
+                levels_text(lv["drafts"]),
+                levels_text(lv["valid"]),
+                levels_text(lv["trained"]),
+            )
+        )
     return rows
 
 
 class FunnelScreen(DrillModal):
     """Drafts → admitted → trained of one epoch, per benchmark."""
 
-    BINDINGS = [*DrillModal.BINDINGS, Binding("left", "step(-1)", "Previous epoch", priority=True),
-                Binding("right", "step(1)", "Next epoch", priority=True)]
+    BINDINGS = [
+        *DrillModal.BINDINGS,
+        Binding("left", "step(-1)", "Previous epoch", priority=True),
+        Binding("right", "step(1)", "Next epoch", priority=True),
+    ]
 
     def __init__(self, store: Any, epoch: int | None = None) -> None:
         super().__init__()
@@ -100,8 +122,10 @@ class FunnelScreen(DrillModal):
         if self.epoch is None:
             title = "funnel: no epoch wrote or trained on a task yet · escape closes"
         else:
-            title = (f"funnel, epoch {self.epoch} ({self.epochs.index(self.epoch) + 1}/{len(self.epochs)}): drafts → "
-                     "passed validator → kept by duplicate cap → trained · ←/→ epoch · escape closes")
+            title = (
+                f"funnel, epoch {self.epoch} ({self.epochs.index(self.epoch) + 1}/{len(self.epochs)}): drafts → "
+                "passed validator → kept by duplicate cap → trained · ←/→ epoch · escape closes"
+            )
         self.query_one("#funnel-title", Label).update(title)
 
     def action_step(self, step: int) -> None:

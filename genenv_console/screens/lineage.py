@@ -21,12 +21,11 @@ from textual.containers import Vertical
 from textual.widgets import Label, Tree
 from textual.widgets.tree import TreeNode
 
-from genenv_engine.storage.store import GENERATED_ORIGINS, LINEAGE_NODES
-
 from genenv_console.data import fmt
 from genenv_console.messages import LineageRead, OpenTask
 from genenv_console.safe import clean, safe_text
 from genenv_console.screens.base import DrillModal, verdict
+from genenv_engine.storage.store import GENERATED_ORIGINS, LINEAGE_NODES
 
 
 def writer(node: dict[str, Any]) -> tuple[tuple[int, int, str], str]:
@@ -63,8 +62,10 @@ def writer_groups(nodes: list[dict[str, Any]]) -> dict[str, list[tuple[str, list
         if parent in ids and parent != n["id"]:
             key, label = writer(n)
             grouped.setdefault(parent, {}).setdefault(key, (label, []))[1].append(n)
-    return {parent: [(label, sorted(kids, key=lambda k: k["id"])) for _, (label, kids) in sorted(groups.items())]
-            for parent, groups in grouped.items()}
+    return {
+        parent: [(label, sorted(kids, key=lambda k: k["id"])) for _, (label, kids) in sorted(groups.items())]
+        for parent, groups in grouped.items()
+    }
 
 
 def node_label(node: dict[str, Any]) -> Text:
@@ -133,10 +134,14 @@ class LineageScreen(DrillModal):
         tree.root.expand()
         versions = {n["simulator_version"] for n in self.nodes if n.get("simulator_version") is not None}
         more = f" (the first {LINEAGE_NODES})" if len(self.nodes) >= LINEAGE_NODES else ""
-        title.update(safe_text(
-            f"lineage of {root['id']}: {len(self.nodes) - 1} descendants{more}, {len(versions)} simulator version"
-            f"{'s' * (len(versions) != 1)} · ⏎ open in the tasks screen · space fold · escape closes", 400,
-            one_line=True))
+        title.update(
+            safe_text(
+                f"lineage of {root['id']}: {len(self.nodes) - 1} descendants{more}, {len(versions)} simulator version"
+                f"{'s' * (len(versions) != 1)} · ⏎ open in the tasks screen · space fold · escape closes",
+                400,
+                one_line=True,
+            )
+        )
         target = self.tree_nodes.get(self.task_id)
         if target is not None:
             self.call_after_refresh(tree.move_cursor, target)

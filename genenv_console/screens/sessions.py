@@ -18,13 +18,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
-from genenv_engine.config import SIMULATOR_MODES, ConfigError, RunConfig, load_config, preset_names
-
 from genenv_console.compare import MAX_RUNS, MIN_RUNS
 from genenv_console.data import SessionInfo, list_sessions
 from genenv_console.messages import CompareSessions, CreateSession, OpenSession
 from genenv_console.safe import safe_text
 from genenv_console.widgets.key_bar import KeyBar
+from genenv_engine.config import SIMULATOR_MODES, ConfigError, RunConfig, load_config, preset_names
 
 FORM_FIELDS = (
     ("benchmarks", "benchmarks (comma-separated)", "benchmarks"),
@@ -39,9 +38,14 @@ FORM_FIELDS = (
 
 def form_defaults(config: RunConfig) -> dict[str, str]:
     """The create form's text values for a config."""
-    return {"benchmarks": ",".join(config.benchmarks), "alpha": str(config.curriculum.alpha),
-            "beta": str(config.curriculum.beta), "k_min": str(config.curriculum.k_min),
-            "lambda": str(config.simulator.rwr_lambda), "epochs": str(config.epochs)}
+    return {
+        "benchmarks": ",".join(config.benchmarks),
+        "alpha": str(config.curriculum.alpha),
+        "beta": str(config.curriculum.beta),
+        "k_min": str(config.curriculum.k_min),
+        "lambda": str(config.simulator.rwr_lambda),
+        "epochs": str(config.epochs),
+    }
 
 
 def form_config(preset: str, values: dict[str, str], mode: str) -> RunConfig:
@@ -86,8 +90,12 @@ class SessionsScreen(Screen):
             with VerticalScroll(id="create-form"):
                 yield Label("New session", classes="title")
                 yield Label("preset", classes="field-label")
-                yield Select([(p, p) for p in preset_names()], value="tiny" if "tiny" in preset_names() else
-                             preset_names()[0], allow_blank=False, id="preset")
+                yield Select(
+                    [(p, p) for p in preset_names()],
+                    value="tiny" if "tiny" in preset_names() else preset_names()[0],
+                    allow_blank=False,
+                    id="preset",
+                )
                 for wid, label, _ in FORM_FIELDS:
                     yield Label(label, classes="field-label")
                     yield Input(id=wid)
@@ -99,7 +107,8 @@ class SessionsScreen(Screen):
 
     def on_mount(self) -> None:
         self._mark_column, *_ = self.query_one("#sessions-table", DataTable).add_columns(
-            "cmp", "session", "preset", "mode", "benchmarks", "epochs", "status")
+            "cmp", "session", "preset", "mode", "benchmarks", "epochs", "status"
+        )
         self._fill_form(str(self.query_one("#preset", Select).value))
         self.load()
 
@@ -123,14 +132,16 @@ class SessionsScreen(Screen):
         for s in self.sessions:
             name = s.path.name + (" ◀" if current is not None and Path(current) == s.path else "")
             cells = (name, s.preset, s.mode, s.benchmarks, f"{s.epochs_done}/{s.target}", s.status)
-            table.add_row(safe_text(self._mark_cell(s.path)), *(safe_text(c, 200, one_line=True) for c in cells),
-                          key=str(s.path))
+            table.add_row(
+                safe_text(self._mark_cell(s.path)), *(safe_text(c, 200, one_line=True) for c in cells), key=str(s.path)
+            )
         self._show_root()
 
     def _show_root(self) -> None:
         marks = f" · {len(self.marked)} marked, C compares" if self.marked else " · m marks to compare"
         self.query_one("#sessions-root", Static).update(
-            safe_text(f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create{marks}", 500))
+            safe_text(f"{len(self.sessions)} sessions in {self.root}/ · ⏎ resume · c create{marks}", 500)
+        )
 
     def _mark_cell(self, path: Path) -> str:
         """The first column of a session's row: its place among the marked sessions, or nothing."""
@@ -156,8 +167,10 @@ class SessionsScreen(Screen):
     def action_compare(self) -> None:
         """Compare the marked sessions (2 to `MAX_RUNS`), in the order they were marked."""
         if not MIN_RUNS <= len(self.marked) <= MAX_RUNS:
-            self.notify(f"mark {MIN_RUNS} to {MAX_RUNS} sessions with m, then press C "
-                        f"({len(self.marked)} marked)", severity="warning")
+            self.notify(
+                f"mark {MIN_RUNS} to {MAX_RUNS} sessions with m, then press C ({len(self.marked)} marked)",
+                severity="warning",
+            )
             return
         self.post_message(CompareSessions(list(self.marked)))
 
@@ -195,8 +208,9 @@ class SessionsScreen(Screen):
         """Validate the form and ask the app to create and run the session."""
         values = {wid: self.query_one(f"#{wid}", Input).value for wid, _, _ in FORM_FIELDS}
         try:
-            config = form_config(str(self.query_one("#preset", Select).value), values,
-                                 str(self.query_one("#mode", Select).value))
+            config = form_config(
+                str(self.query_one("#preset", Select).value), values, str(self.query_one("#mode", Select).value)
+            )
         except ConfigError as exc:
             self.query_one("#form-error", Static).update(safe_text(f"✘ {exc}", 500))
             return

@@ -21,16 +21,28 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
-from genenv_engine.config import RunConfig
-from genenv_engine.core.records import ORIGINS, STATUSES
-from genenv_engine.storage.store import Store
-
-from genenv_console.data import (PAGE_SIZE, TABLE_COLUMNS, EditResult, TaskFilter, TaskPage, apply_edit, fmt,
-                                 prompt_width, table_line, table_row, task_detail, task_page, toggle_status)
+from genenv_console.data import (
+    PAGE_SIZE,
+    TABLE_COLUMNS,
+    EditResult,
+    TaskFilter,
+    TaskPage,
+    apply_edit,
+    fmt,
+    prompt_width,
+    table_line,
+    table_row,
+    task_detail,
+    task_page,
+    toggle_status,
+)
 from genenv_console.messages import OpenLineage, TaskLocated, TaskRevised, TaskStatusChanged
 from genenv_console.safe import clean, safe_text
 from genenv_console.screens.edit import EditScreen
 from genenv_console.widgets.key_bar import KeyBar
+from genenv_engine.config import RunConfig
+from genenv_engine.core.records import ORIGINS, STATUSES
+from genenv_engine.storage.store import Store
 
 
 def _number(text: str, cast: type) -> Any:
@@ -58,8 +70,11 @@ def detail_text(detail: dict[str, Any] | None) -> Text:
     field("status", status, "bold red" if task.status == "banned" else "bold yellow" if task.status == "pinned" else "")
     field("checker", task.checker)
     if task.simulator_version is not None or task.generator:
-        field("written by", f"{task.generator or 'simulator'}, weights version {fmt(task.simulator_version)} "
-                            "(the epoch of the simulator update that made them; 0: the warm start)")
+        field(
+            "written by",
+            f"{task.generator or 'simulator'}, weights version {fmt(task.simulator_version)} "
+            "(the epoch of the simulator update that made them; 0: the warm start)",
+        )
     field("valid", "yes" if task.valid else f"no: {task.reason}", "green" if task.valid else "bold red")
     field("p̂", f"{fmt(stats.get('p_hat'))}   R_env {fmt(stats.get('r_env'), 3)}   rollouts {detail['n_rollouts']}")
     out.append("\nprompt\n", style="bold underline")
@@ -71,24 +86,30 @@ def detail_text(detail: dict[str, Any] | None) -> Text:
         mark = ("✔", "green") if r.get("success") else ("✘", "red")
         out.append(f"{mark[0]} ", style=mark[1])
         version = f" v{r['policy_version']}" if r.get("policy_version") is not None else ""
-        out.append(f"e{r.get('epoch')}{version} reward {fmt(r.get('reward'))}  "
-                   f"{clean(r.get('response') or '', 80, one_line=True)}\n")
+        out.append(
+            f"e{r.get('epoch')}{version} reward {fmt(r.get('reward'))}  "
+            f"{clean(r.get('response') or '', 80, one_line=True)}\n"
+        )
     if not detail["rollouts"]:
         out.append("none yet\n", style="dim")
     groups = detail.get("groups") or []
     if groups:
-        out.append(f"\nGRPO groups ({len(groups)}: trained on in the epoch named; advantage = group-normalised "
-                   "reward)\n", style="bold underline")
+        out.append(
+            f"\nGRPO groups ({len(groups)}: trained on in the epoch named; advantage = group-normalised reward)\n",
+            style="bold underline",
+        )
         for g in groups[-6:]:
             flat = " (all rewards equal: no gradient)" if all(abs(a) < 1e-9 for a in g["advantages"]) else ""
             out.append(f"epoch {g['epoch']}: mean reward {fmt(g['mean_reward'])}{flat}\n", style="bold")
-            for r, adv in zip(g["rollouts"], g["advantages"]):
+            for r, adv in zip(g["rollouts"], g["advantages"], strict=False):
                 mark = ("✔", "green") if r.get("success") else ("✘", "red")
                 out.append(f"  {mark[0]} ", style=mark[1])
                 version = f"v{r['policy_version']}" if r.get("policy_version") is not None else "v-"
                 error = r.get("error_type") or "-"
-                out.append(f"adv {adv:+.2f}  reward {fmt(r.get('reward'))}  {version}  {clean(error, 20)}  "
-                           f"{clean(r.get('response') or '', 60, one_line=True)}\n")
+                out.append(
+                    f"adv {adv:+.2f}  reward {fmt(r.get('reward'))}  {version}  {clean(error, 20)}  "
+                    f"{clean(r.get('response') or '', 60, one_line=True)}\n"
+                )
     out.append("\nlineage\n", style="bold underline")
     for depth, t in enumerate(detail["lineage"]):
         out.append(("  " * depth) + ("└ " if depth else ""))
@@ -227,12 +248,16 @@ class TasksScreen(Screen):
 
     def read_filters(self) -> TaskFilter:
         """The filter widgets' values as `TaskFilter`."""
+
         def pick(selector: str) -> Any:
             value = self.query_one(selector, Select).value
             return None if value is Select.NULL else value
 
         return TaskFilter(
-            benchmark=pick("#benchmark"), origin=pick("#origin"), status=pick("#status-filter"), valid=pick("#valid"),
+            benchmark=pick("#benchmark"),
+            origin=pick("#origin"),
+            status=pick("#status-filter"),
+            valid=pick("#valid"),
             epoch=_number(self.query_one("#epoch", Input).value, int),
             p_min=_number(self.query_one("#p_min", Input).value, float),
             p_max=_number(self.query_one("#p_max", Input).value, float),

@@ -76,9 +76,11 @@ class EpochCursor(MetricPlot):
     line, and enter posts `PlotPicked` for the marked epoch."""
 
     can_focus = True
-    BINDINGS = [Binding("left", "move(-1)", "earlier epoch", show=False),
-                Binding("right", "move(1)", "later epoch", show=False),
-                Binding("enter", "pick", "open epoch")]
+    BINDINGS = [
+        Binding("left", "move(-1)", "earlier epoch", show=False),
+        Binding("right", "move(1)", "later epoch", show=False),
+        Binding("enter", "pick", "open epoch"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
@@ -133,8 +135,9 @@ class CalibrationPlot(EpochCursor):
             plt.plot(span, [edge] * 2, color="gray", marker="dot")
         for i, (bench, pts) in enumerate(sorted(data.points.items())):
             if pts:
-                plt.plot([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)],
-                         marker="hd", label=bench)
+                plt.plot(
+                    [e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="hd", label=bench
+                )
                 plt.scatter([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="o")
         last = {b: pts[-1][1] for b, pts in data.points.items() if pts}
         status = " ".join(f"{b} {p:.2f}" for b, p in sorted(last.items())) or "waiting for epoch 1"
@@ -155,8 +158,9 @@ class HeldoutPlot(EpochCursor):
         epochs = sorted({e for pts in data.values() for e, _ in pts})
         for i, (bench, pts) in enumerate(sorted(data.items())):
             if pts:
-                plt.plot([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="hd",
-                         label=bench)
+                plt.plot(
+                    [e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="hd", label=bench
+                )
                 plt.scatter([e for e, _ in pts], [p for _, p in pts], color=COLORS[i % len(COLORS)], marker="o")
         last = {b: pts[-1][1] for b, pts in data.items() if pts}
         status = " ".join(f"{b} {p:.2f}" for b, p in sorted(last.items())) or "waiting for epoch 0"
@@ -180,8 +184,14 @@ class PHatHistogram(MetricPlot):
         plt.bar(centers, data.counts(self.bins), width=width * 0.9, color="cyan", label="batches", reset_ticks=False)
         plt.xticks([0, 0.25, 0.5, 0.75, 1])
         xs = [i / 40 for i in range(41)]
-        plt.plot(xs, [alpha_reward(x, data.alpha, data.beta) for x in xs], yside="right", color="orange",
-                 marker="braille", label="R_env")
+        plt.plot(
+            xs,
+            [alpha_reward(x, data.alpha, data.beta) for x in xs],
+            yside="right",
+            color="orange",
+            marker="braille",
+            label="R_env",
+        )
         plt.ylim(0, 1.05, yside="right")
         plt.xlim(0, 1)
         mean = data.r_env_mean()
@@ -201,8 +211,12 @@ class PhasePlot(MetricPlot):
             plt.title("phase seconds: waiting for an epoch")
             return
         phases = list(table)
-        plt.stacked_bar([str(e) for e in epochs], [table[p] for p in phases], labels=phases,
-                        color=[COLORS[i % len(COLORS)] if i < len(COLORS) else "white" for i in range(len(phases))])
+        plt.stacked_bar(
+            [str(e) for e in epochs],
+            [table[p] for p in phases],
+            labels=phases,
+            color=[COLORS[i % len(COLORS)] if i < len(COLORS) else "white" for i in range(len(phases))],
+        )
         total = sum(table[p][-1] for p in phases)
         plt.title(f"phase seconds per epoch (last {total:.1f}s)")
 
@@ -231,8 +245,13 @@ class WarmStartPlot(MetricPlot):
             return
         for i, (role, pts) in enumerate(data.points.items()):
             if pts:
-                plt.plot([s for s, _ in pts], [loss for _, loss in pts], color=COLORS[i % len(COLORS)],
-                         marker="hd", label=role)
+                plt.plot(
+                    [s for s, _ in pts],
+                    [loss for _, loss in pts],
+                    color=COLORS[i % len(COLORS)],
+                    marker="hd",
+                    label=role,
+                )
         plt.title(f"warm start loss: {data.summary()}")
 
 

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from genenv_console.safe import clean
 from genenv_console.state import WarmStart
 
+
 def samples_text(data: WarmStart | None, width: int = 300) -> Text:
     """The panel's text: per role, the step, the verdict, the prompt shown and the text written.
 

@@ -61,8 +61,13 @@ class StatusBar(Widget):
         # a finished run's epoch counter is one past its target: never show "epoch 5/4"
         epoch = "-" if self.epoch is None else str(min(self.epoch, self.target) if self.target else self.epoch)
         session = clean(self.session, 80, one_line=True) if self.session else "no session"
-        parts: list[tuple[str, str] | str] = [("genenv ", "bold"), (session, "bold cyan"), sep,
-                                              f"epoch {epoch}/{self.target}", sep]
+        parts: list[tuple[str, str] | str] = [
+            ("genenv ", "bold"),
+            (session, "bold cyan"),
+            sep,
+            f"epoch {epoch}/{self.target}",
+            sep,
+        ]
         if self.progress is not None:
             name, done, total = self.progress
             parts.append(f"{name} {done}/{total}")

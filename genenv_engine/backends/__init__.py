@@ -19,7 +19,7 @@ BACKENDS: dict[str, str] = {
 """Backend names and the dotted path of the class implementing each."""
 
 
-def get_backend(name: str, **kwargs: Any) -> "GenerationBackend":
+def get_backend(name: str, **kwargs: Any) -> GenerationBackend:
     """Import the backend registered under ``name`` and build it with ``kwargs``."""
     if name not in BACKENDS:
         raise KeyError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")

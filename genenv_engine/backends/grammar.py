@@ -30,7 +30,7 @@ STYLES = {
 }
 """The start rule of each simulator output style, over an environment's ``prompt`` and ``answer`` rules."""
 
-_TOKENIZERS: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
+_TOKENIZERS: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
 
 
 _EXECUTOR: list[object] = []
@@ -53,7 +53,7 @@ def _executor():
     return _EXECUTOR[0]
 
 
-_BASES: "weakref.WeakKeyDictionary[object, dict[str, object]]" = weakref.WeakKeyDictionary()
+_BASES: weakref.WeakKeyDictionary[object, dict[str, object]] = weakref.WeakKeyDictionary()
 BASES_KEPT = 16
 """Compiled grammars kept per tokenizer (a run uses one per benchmark and output style)."""
 STEP_LEXER_FUEL = 5_000_000
@@ -184,7 +184,7 @@ class GrammarMask:
         next masks)."""
         start = time.perf_counter()
         self._settle()
-        for row, token in zip(rows, tokens):
+        for row, token in zip(rows, tokens, strict=False):
             matcher = self.matchers[row]
             if not (matcher.is_error() or matcher.is_stopped()):
                 matcher.consume_token(int(token))

@@ -26,7 +26,6 @@ from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.backends.cpu_load import decode_threads
 from genenv_engine.backends.grammar import GrammarMask
 
-
 SCORES_BUDGET = 1 << 30
 """Bytes of per-step scores one ``generate`` call held (prompts x new tokens x vocabulary x 4): it still sets the
 chunk size, so that sampling with a given seed draws what it drew under ``generate``."""
@@ -68,7 +67,7 @@ class HFBackend:
         out: list[Completion] = []
         size = chunk_for(len(self.policy.tokenizer), sampling.max_new_tokens, self.chunk_size)
         for start in range(0, len(prompts), size):
-            out.extend(self._generate_chunk(prompts[start:start + size], sampling))
+            out.extend(self._generate_chunk(prompts[start : start + size], sampling))
         return out
 
     def _generate_chunk(self, prompts: list[str], sampling: Sampling) -> list[Completion]:
@@ -81,8 +80,8 @@ class HFBackend:
         ids = torch.full((len(enc), width), tok.pad_token_id, dtype=torch.long)
         attn = torch.zeros_like(ids)
         for i, e in enumerate(enc):
-            ids[i, width - len(e):] = torch.tensor(e)
-            attn[i, width - len(e):] = 1
+            ids[i, width - len(e) :] = torch.tensor(e)
+            attn[i, width - len(e) :] = 1
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
         was_training = pol.model.training
@@ -91,22 +90,36 @@ class HFBackend:
         try:
             grammar = None if sampling.grammar is None else GrammarMask(tok, sampling.grammar, len(enc))
             tokens, logprobs, lengths, finished = decode(
-                pol.model, ids.to(pol.device), attn.to(pol.device), sampling.max_new_tokens, tok.eos_token_id,
-                tok.pad_token_id, None if sampling.greedy else sampling.temperature, self.tick, grammar=grammar,
-                static=getattr(pol, "static_decode", False), dtype=getattr(pol, "inference_dtype", None))
+                pol.model,
+                ids.to(pol.device),
+                attn.to(pol.device),
+                sampling.max_new_tokens,
+                tok.eos_token_id,
+                tok.pad_token_id,
+                None if sampling.greedy else sampling.temperature,
+                self.tick,
+                grammar=grammar,
+                static=getattr(pol, "static_decode", False),
+                dtype=getattr(pol, "inference_dtype", None),
+            )
             if grammar is not None:
                 self.grammar_steps += grammar.steps
                 self.grammar_seconds += grammar.seconds
         finally:
             pol.model.train(was_training)
-        ids = [row[:n] for row, n in zip(tokens.tolist(), lengths.tolist())]
-        lps = [row[:n] for row, n in zip(logprobs.tolist(), lengths.tolist())]
+        ids = [row[:n] for row, n in zip(tokens.tolist(), lengths.tolist(), strict=False)]
+        lps = [row[:n] for row, n in zip(logprobs.tolist(), lengths.tolist(), strict=False)]
         ends = finished.tolist()
         self.tokens_generated += sum(map(len, ids)) + sum(ends)
         texts = tok.batch_decode(ids, skip_special_tokens=True)
-        ended = [tok.eos_token_id if end else (tok.pad_token_id if len(i) < sampling.max_new_tokens else None)
-                 for i, end in zip(ids, ends)]
-        return [Completion(text, i, lp, end, stop) for text, i, lp, end, stop in zip(texts, ids, lps, ends, ended)]
+        ended = [
+            tok.eos_token_id if end else (tok.pad_token_id if len(i) < sampling.max_new_tokens else None)
+            for i, end in zip(ids, ends, strict=False)
+        ]
+        return [
+            Completion(text, i, lp, end, stop)
+            for text, i, lp, end, stop in zip(texts, ids, lps, ends, ended, strict=False)
+        ]
 
 
 SMALL_MODEL = 30_000_000
@@ -139,7 +152,7 @@ def distinct_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tupl
     first: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
     unique: list[int] = []
     inverse: list[int] = []
-    for i, key in enumerate(zip(map(tuple, input_ids.tolist()), map(tuple, attention_mask.tolist()))):
+    for i, key in enumerate(zip(map(tuple, input_ids.tolist()), map(tuple, attention_mask.tolist()), strict=False)):
         if key not in first:
             first[key] = len(unique)
             unique.append(i)
@@ -147,7 +160,9 @@ def distinct_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tupl
     return unique, inverse
 
 
-def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, cache) -> torch.Tensor:
+def _prefill(
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, cache
+) -> torch.Tensor:
     """Run the prompts through the model into ``cache`` and return each row's last logits (B, V).
 
     Rows that repeat another row (`distinct_rows`) are computed once and copied. The distinct rows are
@@ -175,8 +190,14 @@ def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, posit
     for g in groups:
         w = max(1, int(lengths[g].max()))
         part = DynamicCache(config=model.config)
-        out = model(input_ids=input_ids[g, width - w:], attention_mask=attention_mask[g, width - w:],
-                    position_ids=positions[g, width - w:], past_key_values=part, use_cache=True, logits_to_keep=1)
+        out = model(
+            input_ids=input_ids[g, width - w :],
+            attention_mask=attention_mask[g, width - w :],
+            position_ids=positions[g, width - w :],
+            past_key_values=part,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         if logits is None:
             logits = out.logits.new_empty((batch, out.logits.shape[-1]))
         logits[g] = out.logits[:, -1]
@@ -184,8 +205,8 @@ def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, posit
             if len(layers) <= i:
                 shape = (batch, *layer.keys.shape[1:2], width, layer.keys.shape[-1])
                 layers.append((layer.keys.new_zeros(shape), layer.values.new_zeros(shape)))
-            layers[i][0][g, :, width - w:] = layer.keys
-            layers[i][1][g, :, width - w:] = layer.values
+            layers[i][0][g, :, width - w :] = layer.keys
+            layers[i][1][g, :, width - w :] = layer.values
     for i, (k, v) in enumerate(layers):
         cache.update(k, v, i)
     assert logits is not None
@@ -193,10 +214,21 @@ def _prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, posit
 
 
 @torch.no_grad()
-def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, eos_token_id: int,
-           pad_token_id: int | None, temperature: float | None, tick: Callable[[], None] | None = None,
-           every: float = 0.2, fast: bool | None = None, grammar: GrammarMask | None = None, static: bool = False,
-           dtype: torch.dtype | None = None):
+def decode(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    max_new_tokens: int,
+    eos_token_id: int,
+    pad_token_id: int | None,
+    temperature: float | None,
+    tick: Callable[[], None] | None = None,
+    every: float = 0.2,
+    fast: bool | None = None,
+    grammar: GrammarMask | None = None,
+    static: bool = False,
+    dtype: torch.dtype | None = None,
+):
     """Sample (or, with ``temperature=None``, greedily pick) up to ``max_new_tokens`` tokens per left-padded row.
 
     Returns ``(tokens, logprobs, lengths, finished)``: (B, T) sampled ids and their log-probabilities
@@ -239,11 +271,33 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new
 
                 fast = serves(model)
         if fast:
-            return _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id,
-                                  temperature, tick, every, grammar, dtype)
+            return _decode_static(
+                model,
+                input_ids,
+                attention_mask,
+                max_new_tokens,
+                eos_token_id,
+                pad_token_id,
+                temperature,
+                tick,
+                every,
+                grammar,
+                dtype,
+            )
         with _autocast(input_ids.device, dtype):
-            return _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature,
-                           tick, every, DynamicCache(config=model.config), grammar)
+            return _decode(
+                model,
+                input_ids,
+                attention_mask,
+                max_new_tokens,
+                eos_token_id,
+                pad_token_id,
+                temperature,
+                tick,
+                every,
+                DynamicCache(config=model.config),
+                grammar,
+            )
     finally:
         if decoding != threads:
             torch.set_num_threads(threads)
@@ -256,8 +310,9 @@ def _autocast(device: torch.device, dtype: torch.dtype | None):
     return nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
 
 
-def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
-          batch: int, grammar: GrammarMask | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _pick(
+    logits: torch.Tensor, temperature: float | None, rows: torch.Tensor, batch: int, grammar: GrammarMask | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One decoding step's tokens and their log-probs: argmax when ``temperature`` is None, else a sample by the
     exponential-race trick. The noise is drawn for all ``batch`` original rows and read at ``rows`` (the live
     rows' original indices), so a row's draws do not depend on which other rows have ended. With ``grammar`` the
@@ -278,8 +333,19 @@ def _pick(logits: torch.Tensor, temperature: float | None, rows: torch.Tensor,
     return picked, scores.log_softmax(-1).gather(1, picked[:, None]).squeeze(1)
 
 
-def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick, every,
-            cache, grammar=None):
+def _decode(
+    model,
+    input_ids,
+    attention_mask,
+    max_new_tokens,
+    eos_token_id,
+    pad_token_id,
+    temperature,
+    tick,
+    every,
+    cache,
+    grammar=None,
+):
     device = input_ids.device
     batch = input_ids.shape[0]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
@@ -309,8 +375,13 @@ def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_
             if alive <= COMPACT_AT * live.numel():  # compact: drop the ended rows from the batch and its cache
                 keep = live.nonzero().squeeze(1)
                 cache.batch_select_indices(keep)
-                rows, attention_mask, position, picked, live = (rows[keep], attention_mask[keep], position[keep],
-                                                                picked[keep], live[keep])
+                rows, attention_mask, position, picked, live = (
+                    rows[keep],
+                    attention_mask[keep],
+                    position[keep],
+                    picked[keep],
+                    live[keep],
+                )
         if step == max_new_tokens - 1:
             break
         if tick is not None and time.monotonic() - last_tick >= every:
@@ -318,8 +389,13 @@ def _decode(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_
             tick()
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=-1)
         position = position + 1
-        logits = model(input_ids=picked[:, None], attention_mask=attention_mask, position_ids=position,
-                       past_key_values=cache, use_cache=True).logits[:, -1]
+        logits = model(
+            input_ids=picked[:, None],
+            attention_mask=attention_mask,
+            position_ids=position,
+            past_key_values=cache,
+            use_cache=True,
+        ).logits[:, -1]
     return tokens.cpu(), logprobs.cpu(), lengths.cpu(), finished.cpu()
 
 
@@ -328,30 +404,68 @@ def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
     return [(int(r[0]), int(r[-1]) + 1) for r in torch.arange(count).tensor_split(min(parts, count)) if r.numel()]
 
 
-def _decode_static(model, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, temperature, tick,
-                   every, grammar=None, dtype=None):
+def _decode_static(
+    model,
+    input_ids,
+    attention_mask,
+    max_new_tokens,
+    eos_token_id,
+    pad_token_id,
+    temperature,
+    tick,
+    every,
+    grammar=None,
+    dtype=None,
+):
     """`decode` on `static_llama.StaticLlama`: rows in the prefill's order, ended rows leave at once."""
-    from genenv_engine.backends.static_llama import StaticLlama
-
-    from genenv_engine.backends.static_llama import plan_prefill
+    from genenv_engine.backends.static_llama import StaticLlama, plan_prefill
 
     batch, width = input_ids.shape
     lengths = attention_mask.sum(-1).tolist()
-    plan = plan_prefill([row[width - n:] for row, n in zip(input_ids.tolist(), lengths)], STATIC_PREFILL_ROWS,
-                        STATIC_SHARE_MIN)
+    plan = plan_prefill(
+        [row[width - n :] for row, n in zip(input_ids.tolist(), lengths, strict=False)],
+        STATIC_PREFILL_ROWS,
+        STATIC_SHARE_MIN,
+    )
     rows = torch.tensor(plan.order)  # the original row of each row of the decoding batch
     input_ids, attention_mask = input_ids[rows], attention_mask[rows]
     positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
     net = StaticLlama(model, batch, width + max_new_tokens, dtype)
     try:
-        return _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
-                              pad_token_id, temperature, tick, every, grammar)
+        return _sample_static(
+            net,
+            plan,
+            input_ids,
+            attention_mask,
+            positions,
+            rows,
+            max_new_tokens,
+            eos_token_id,
+            pad_token_id,
+            temperature,
+            tick,
+            every,
+            grammar,
+        )
     finally:
         net.release()
 
 
-def _sample_static(net, plan, input_ids, attention_mask, positions, rows, max_new_tokens, eos_token_id,
-                   pad_token_id, temperature, tick, every, grammar=None):
+def _sample_static(
+    net,
+    plan,
+    input_ids,
+    attention_mask,
+    positions,
+    rows,
+    max_new_tokens,
+    eos_token_id,
+    pad_token_id,
+    temperature,
+    tick,
+    every,
+    grammar=None,
+):
     batch, width = input_ids.shape
     logits = net.prefill(input_ids, attention_mask, positions, plan, _ranges(batch, STATIC_DECODE_GROUPS))
     tokens = torch.zeros((batch, max_new_tokens), dtype=torch.long)

@@ -29,7 +29,7 @@ KEEP_MIN_PARAMS = 30_000_000
 CACHE_ENTRIES = 2
 """Laid-out weights kept at once (a LoRA agent and simulator on one base alternate their decodes)."""
 
-_CACHE: dict[tuple[int, tuple[str, ...], torch.dtype], tuple[weakref.ref, tuple, "DecodeWeights"]] = {}
+_CACHE: dict[tuple[int, tuple[str, ...], torch.dtype], tuple[weakref.ref, tuple, DecodeWeights]] = {}
 
 
 class DecodeWeights(NamedTuple):
@@ -130,10 +130,16 @@ def serves(model) -> bool:
         return False
     rope = getattr(cfg, "rope_parameters", None) or {}
     heads, kv = cfg.num_attention_heads, cfg.num_key_value_heads or cfg.num_attention_heads
-    if (cfg.hidden_act != "silu" or getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False)
-            or rope.get("rope_type", "default") != "default" or getattr(cfg, "pretraining_tp", 1) != 1
-            or heads % kv or len(inner.model.layers) != cfg.num_hidden_layers
-            or type(inner.model.embed_tokens) is not torch.nn.Embedding):
+    if (
+        cfg.hidden_act != "silu"
+        or getattr(cfg, "attention_bias", False)
+        or getattr(cfg, "mlp_bias", False)
+        or rope.get("rope_type", "default") != "default"
+        or getattr(cfg, "pretraining_tp", 1) != 1
+        or heads % kv
+        or len(inner.model.layers) != cfg.num_hidden_layers
+        or type(inner.model.embed_tokens) is not torch.nn.Embedding
+    ):
         return False
     for m in linears(inner):
         if type(m) is torch.nn.Linear:
@@ -191,15 +197,17 @@ def _lay_out(inner, dtype: torch.dtype) -> DecodeWeights:
         q = pair_rows(linear_weight(att.q_proj), dim).view(kv, group, dim, -1)
         k = pair_rows(linear_weight(att.k_proj), dim).view(kv, 1, dim, -1)
         v = linear_weight(att.v_proj).view(kv, 1, dim, -1)
-        qkv = (torch.stack([q[:, 0], k[:, 0], v[:, 0]], 1) if group == 1 else torch.cat([q, k, v], 1))
-        layers.append((
-            cast(layer.input_layernorm.weight),
-            cast(qkv.reshape(kv * (group + 2) * dim, -1).t()),
-            cast(linear_weight(att.o_proj)).t(),
-            cast(layer.post_attention_layernorm.weight),
-            cast(torch.cat([linear_weight(mlp.gate_proj), linear_weight(mlp.up_proj)])),
-            cast(linear_weight(mlp.down_proj)).t(),
-        ))
+        qkv = torch.stack([q[:, 0], k[:, 0], v[:, 0]], 1) if group == 1 else torch.cat([q, k, v], 1)
+        layers.append(
+            (
+                cast(layer.input_layernorm.weight),
+                cast(qkv.reshape(kv * (group + 2) * dim, -1).t()),
+                cast(linear_weight(att.o_proj)).t(),
+                cast(layer.post_attention_layernorm.weight),
+                cast(torch.cat([linear_weight(mlp.gate_proj), linear_weight(mlp.up_proj)])),
+                cast(linear_weight(mlp.down_proj)).t(),
+            )
+        )
     embed = cast(inner.model.embed_tokens.weight)
     head_weight = linear_weight(inner.lm_head)
     head = embed if head_weight is inner.model.embed_tokens.weight else cast(head_weight)  # tied: cast once
@@ -207,5 +215,17 @@ def _lay_out(inner, dtype: torch.dtype) -> DecodeWeights:
     if embed.shape[0] <= TABLE_VOCAB:
         first = F.rms_norm(embed, layers[0][0].shape, layers[0][0], cfg.rms_norm_eps) @ layers[0][1]
     rotary = inner.model.rotary_emb
-    return DecodeWeights(heads, kv, dim, cfg.rms_norm_eps, cfg.intermediate_size, embed, cast(inner.model.norm.weight),
-                         head, layers, first, rotary.inv_freq.float(), rotary.attention_scaling)
+    return DecodeWeights(
+        heads,
+        kv,
+        dim,
+        cfg.rms_norm_eps,
+        cfg.intermediate_size,
+        embed,
+        cast(inner.model.norm.weight),
+        head,
+        layers,
+        first,
+        rotary.inv_freq.float(),
+        rotary.attention_scaling,
+    )

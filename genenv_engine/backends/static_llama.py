@@ -84,7 +84,7 @@ def plan_prefill(tokens: list[list[int]], group_rows: int, share: int) -> Plan:
         if parent is not None and share > 0:
             a, b = tokens[row], tokens[parent]
             common = 0
-            for x, y in zip(a, b):
+            for x, y in zip(a, b, strict=False):
                 if x != y:
                     break
                 common += 1
@@ -103,8 +103,9 @@ def plan_prefill(tokens: list[list[int]], group_rows: int, share: int) -> Plan:
             end = min(first + group_rows, part_end)
             groups.append((first, end, max(1, max(left[first:end]))))
     at = {r: i for i, r in enumerate(order)}
-    return Plan(order, {at[c]: (at[p], n) for c, (p, n) in parents.items()}, groups,
-                sum(1 for g in groups if g[0] < len(whole)))
+    return Plan(
+        order, {at[c]: (at[p], n) for c, (p, n) in parents.items()}, groups, sum(1 for g in groups if g[0] < len(whole))
+    )
 
 
 HUGE_PAGE = 2 << 20
@@ -121,7 +122,7 @@ def _huge_empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
     size = torch.empty((), dtype=dtype).element_size()
     raw = torch.empty(numel + HUGE_PAGE // size, dtype=dtype)
     start = -raw.data_ptr() % HUGE_PAGE // size
-    out = raw[start:start + numel]
+    out = raw[start : start + numel]
     try:
         import ctypes
         import sys
@@ -156,7 +157,7 @@ class StaticLlama:
         from genenv_engine.backends.llama_weights import decode_weights
 
         w = decode_weights(model, dtype)
-        self.heads = heads = w.heads
+        self.heads = w.heads
         self.kv_heads = kv = w.kv_heads
         self.group = w.heads // w.kv_heads
         """Query heads per key/value head (1: plain multi-head attention)."""
@@ -219,8 +220,8 @@ class StaticLlama:
     def _mlp(self, x: torch.Tensor, norm: torch.Tensor, gate_up: torch.Tensor, down_t: torch.Tensor) -> torch.Tensor:
         """``x + down(silu(gate(h)) * up(h))`` for h the normed (tokens, hidden) ``x``."""
         gu = F.linear(self._norm(x, norm), gate_up)
-        act = F.silu(gu[:, :self.inner_size], inplace=True)
-        return torch.addmm(x, act.mul_(gu[:, self.inner_size:]), down_t)
+        act = F.silu(gu[:, : self.inner_size], inplace=True)
+        return torch.addmm(x, act.mul_(gu[:, self.inner_size :]), down_t)
 
     def _group_views(self) -> None:
         """Per layer and group with live rows: (transposed keys, values, mask, queries, output, first column).
@@ -240,16 +241,27 @@ class StaticLlama:
             key = (g, count)
             if key not in self._cached:
                 rows = slice(first, first + count)
-                self._cached[key] = [(self.kv[i, 0, rows].flatten(0, 1).transpose(1, 2),
-                                      self.kv[i, 1, rows].flatten(0, 1), self.mask[rows].flatten(0, 1))
-                                     for i in range(len(self.layers))]
+                self._cached[key] = [
+                    (
+                        self.kv[i, 0, rows].flatten(0, 1).transpose(1, 2),
+                        self.kv[i, 1, rows].flatten(0, 1),
+                        self.mask[rows].flatten(0, 1),
+                    )
+                    for i in range(len(self.layers))
+                ]
             q, out = queries[part], self._att[part]
-            for views, (keys_t, values, mask) in zip(self._views, self._cached[key]):
+            for views, (keys_t, values, mask) in zip(self._views, self._cached[key], strict=False):
                 views.append((keys_t, values, mask, q, out, lo))
 
     @torch.no_grad()
-    def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, plan: Plan,
-                decode_groups: list[tuple[int, int]]) -> torch.Tensor:
+    def prefill(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        positions: torch.Tensor,
+        plan: Plan,
+        decode_groups: list[tuple[int, int]],
+    ) -> torch.Tensor:
         """Run left-padded prompts (rows, width) into the cache; return each row's last logits (rows, vocab).
 
         The rows are already in ``plan.order`` (`plan_prefill`); ``decode_groups`` are the row
@@ -268,21 +280,30 @@ class StaticLlama:
         reads = [(first, first + count, lo) for first, count, lo in self.groups]
         reads += [(first, end, width - max(lengths[first:end])) for first, end, _ in plan.groups]
         for first, end, lo in reads:
-            self.kv[:, :, first:end, :, lo:width - min(lengths[first:end])] = 0
+            self.kv[:, :, first:end, :, lo : width - min(lengths[first:end])] = 0
         self.live = torch.arange(rows)
         logits = self.head.new_empty((rows, self.head.shape[0]))
         for g, (first, end, queries) in enumerate(plan.groups):
             if g == plan.copy_after:
                 for child, (parent, shared) in plan.parents.items():  # all layers' keys and values of the prefix
                     to, frm = width - lengths[child], width - lengths[parent]
-                    self.kv[:, :, child, :, to:to + shared] = self.kv[:, :, parent, :, frm:frm + shared]
-            logits[first:end] = self._prefill_group(first, end, input_ids, attention_mask, positions, queries,
-                                                    max(lengths[first:end]))
+                    self.kv[:, :, child, :, to : to + shared] = self.kv[:, :, parent, :, frm : frm + shared]
+            logits[first:end] = self._prefill_group(
+                first, end, input_ids, attention_mask, positions, queries, max(lengths[first:end])
+            )
         self._group_views()
         return logits
 
-    def _prefill_group(self, first: int, end: int, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                       positions: torch.Tensor, queries: int, keys: int) -> torch.Tensor:
+    def _prefill_group(
+        self,
+        first: int,
+        end: int,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        positions: torch.Tensor,
+        queries: int,
+        keys: int,
+    ) -> torch.Tensor:
         """Run the last ``queries`` columns of rows ``first:end`` attending to their last ``keys``."""
         n, width = end - first, input_ids.shape[1]
         heads, dim, kv, g = self.heads, self.head_dim, self.kv_heads, self.group
@@ -301,15 +322,18 @@ class StaticLlama:
                 qkv = F.embedding(ids, self.first_qkv).view(n, queries, kv, g + 2, dim)
             else:
                 qkv = (self._norm(x, norm1) @ qkv_w).view(n, queries, kv, g + 2, dim)
-            self._rope_(qkv[:, :, :, :g + 1], rotation)
+            self._rope_(qkv[:, :, :, : g + 1], rotation)
             self.kv[layer, :, first:end, :, q_col:width] = qkv[:, :, :, g:].permute(3, 0, 2, 1, 4)
             keys_i = self.kv[layer, 0, first:end, :, k_col:width]
             values_i = self.kv[layer, 1, first:end, :, k_col:width]
             q = qkv[:, :, :, 0].transpose(1, 2) if g == 1 else qkv[:, :, :, :g].flatten(2, 3).transpose(1, 2)
             if layer == last:  # only the last position goes on: the next token's logits
                 q, mask, x = q[:, :, -1:], mask[:, :, -1:], x.view(n, queries, -1)[:, -1]
-            att = (F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask) if g == 1 else
-                   F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask, enable_gqa=True))
+            att = (
+                F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask)
+                if g == 1
+                else F.scaled_dot_product_attention(q, keys_i, values_i, attn_mask=mask, enable_gqa=True)
+            )
             x = torch.addmm(x, att.transpose(1, 2).reshape(x.shape[0], heads * dim), out_t)
             x = self._mlp(x, norm2, gate_up, down_t)
         return F.linear(self._norm(x, self.norm), self.head)
@@ -320,18 +344,18 @@ class StaticLlama:
         n = tokens.shape[0]
         heads, dim, kv, g = self.heads, self.head_dim, self.kv_heads, self.group
         rotation = self.rotation[positions][:, None, None]
-        scale = dim ** -0.5
+        scale = dim**-0.5
         end = column + 1
         qkv = self._qkv[:n]
         per_head = qkv.view(n, kv, g + 2, dim)
-        att = self._att[:n * kv].view(n, heads * dim)
+        att = self._att[: n * kv].view(n, heads * dim)
         x = F.embedding(tokens, self.embed)
         for i, (norm1, qkv_w, out_t, norm2, gate_up, down_t) in enumerate(self.layers):
             if i == 0 and self.first_qkv is not None:
                 torch.index_select(self.first_qkv, 0, tokens, out=qkv)
             else:
                 torch.mm(self._norm(x, norm1), qkv_w, out=qkv)
-            self._rope_(per_head[:, :, :g + 1], rotation)
+            self._rope_(per_head[:, :, : g + 1], rotation)
             self.kv[i, :, self.live, :, column] = per_head[:, :, g:].permute(2, 0, 1, 3)
             for keys_t, values, mask, q, out, lo in self._views[i]:
                 weights = torch.baddbmm(mask[:, :, lo:end], q, keys_t[:, :, lo:end], alpha=scale)
@@ -350,14 +374,14 @@ class StaticLlama:
         offset = 0
         for group in self.groups:
             first, count, lo = group
-            flags = ended[offset:offset + count]
+            flags = ended[offset : offset + count]
             alive = count - sum(flags)
             dst = [j for j in range(alive) if flags[j]]
             src = [j for j in range(alive, count) if not flags[j]]
-            for d, s in zip(dst, src):  # a copy per row: no gathered temporary
+            for d, s in zip(dst, src, strict=False):  # a copy per row: no gathered temporary
                 self.kv[:, :, first + d, :, lo:columns].copy_(self.kv[:, :, first + s, :, lo:columns])
                 self.mask[first + d].copy_(self.mask[first + s])
-            moved = dict(zip(dst, src))
+            moved = dict(zip(dst, src, strict=False))
             keep += [offset + moved.get(j, j) for j in range(alive)]
             group[1] = alive
             offset += count

@@ -21,7 +21,8 @@ Two kinds of policy:
 
 Prompts are encoded with the policy's tokenizer and truncated from the left to ``max_length -
 max_new_tokens`` tokens, as in the ``hf`` backend, and passed to vLLM as token ids; completions are
-decoded with the policy's tokenizer too. A grammar (``Sampling.grammar``) goes to vLLM's structured outputs. Log-probs are those of the sampled tokens after temperature
+decoded with the policy's tokenizer too. A grammar (``Sampling.grammar``) goes to vLLM's structured outputs. Log-probs
+are those of the sampled tokens after temperature
 (``logprobs_mode="processed_logprobs"``), like the ``hf`` backend's.
 """
 
@@ -116,13 +117,23 @@ def close_engines() -> None:
 class VLLMBackend:
     """Generation through ``vllm.LLM.generate`` for a `genenv_engine.training.policy.Policy` (LoRA or full)."""
 
-    def __init__(self, policy, *, gpu_memory_utilization: float = 0.4, enforce_eager: bool = True,
-                 max_lora_rank: int | None = None, max_loras: int = 2, dtype: str | None = None,
-                 chunk_size: int = 128, engine_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        policy,
+        *,
+        gpu_memory_utilization: float = 0.4,
+        enforce_eager: bool = True,
+        max_lora_rank: int | None = None,
+        max_loras: int = 2,
+        dtype: str | None = None,
+        chunk_size: int = 128,
+        engine_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         """``gpu_memory_utilization`` is the share of GPU memory each engine takes (the rest stays with the
         trainer; two full-model roles start two engines, one shared LoRA engine counts once; vLLM on CPU
         sizes its KV cache from ``VLLM_CPU_KVCACHE_SPACE`` GiB instead). ``chunk_size`` prompts go to vLLM
-        per call and ``tick`` runs between calls, so a pause or stop lands after at most one chunk. ``engine_kwargs`` go to
+        per call and ``tick`` runs between calls, so a pause or stop lands after at most one chunk. ``engine_kwargs``
+        go to
         ``vllm.LLM`` as they are and win over the options derived here. ``dtype`` None runs the engine in the
         dtype of the policy's weights (vLLM's own ``auto`` would downcast a float32 checkpoint)."""
         self.policy = policy
@@ -137,14 +148,20 @@ class VLLMBackend:
         self._folder: Path | None = None
         self.lora_id: int | None = None
         options: dict[str, Any] = dict(
-            gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, dtype=dtype or _dtype(policy),
-            max_model_len=policy.max_length, logprobs_mode="processed_logprobs",
+            gpu_memory_utilization=gpu_memory_utilization,
+            enforce_eager=enforce_eager,
+            dtype=dtype or _dtype(policy),
+            max_model_len=policy.max_length,
+            logprobs_mode="processed_logprobs",
         )
         if self.adapter is not None:
             if getattr(policy, "source", None) is None:
                 raise ValueError("a LoRA policy needs policy.source (its base model folder) for the vllm backend")
-            options.update(enable_lora=True, max_loras=max_loras,
-                           max_lora_rank=_lora_rank(getattr(policy, "lora_rank", None), max_lora_rank))
+            options.update(
+                enable_lora=True,
+                max_loras=max_loras,
+                max_lora_rank=_lora_rank(getattr(policy, "lora_rank", None), max_lora_rank),
+            )
             options.update(engine_kwargs or {})
             base = str(Path(policy.source).resolve())
             key = (base, tuple(sorted((k, repr(v)) for k, v in options.items())))
@@ -201,10 +218,15 @@ class VLLMBackend:
         seed = None if sampling.seed is None else sampling.seed + index
         temperature = 0.0 if sampling.greedy else sampling.temperature
         extra = {} if sampling.grammar is None else {"structured_outputs": _structured_outputs(sampling.grammar)}
-        return _vllm().SamplingParams(temperature=temperature,
-                                      max_tokens=sampling.max_new_tokens, seed=seed, logprobs=0,
-                                      stop_token_ids=[self.policy.tokenizer.eos_token_id], detokenize=False,
-                                      **extra)
+        return _vllm().SamplingParams(
+            temperature=temperature,
+            max_tokens=sampling.max_new_tokens,
+            seed=seed,
+            logprobs=0,
+            stop_token_ids=[self.policy.tokenizer.eos_token_id],
+            detokenize=False,
+            **extra,
+        )
 
     def prompt_ids(self, prompt: str, sampling: Sampling) -> list[int]:
         """The prompt's token ids, cut from the left to leave room for the completion (as in ``hf``)."""
@@ -217,7 +239,7 @@ class VLLMBackend:
         for start in range(0, len(prompts), self.chunk_size):
             if self.tick is not None:
                 self.tick()
-            chunk = prompts[start:start + self.chunk_size]
+            chunk = prompts[start : start + self.chunk_size]
             requests = [{"prompt_token_ids": self.prompt_ids(p, sampling)} for p in chunk]
             params = [self.sampling_params(sampling, start + i) for i in range(len(chunk))]
             results = self.llm.generate(requests, params, use_tqdm=False, lora_request=self.lora_request())
@@ -227,9 +249,9 @@ class VLLMBackend:
     def _completion(self, output) -> Completion:
         eos = self.policy.tokenizer.eos_token_id
         ids = list(output.token_ids)
-        lps = [float(step[token].logprob) for token, step in zip(ids, output.logprobs or [])]
+        lps = [float(step[token].logprob) for token, step in zip(ids, output.logprobs or [], strict=False)]
         finished = output.finish_reason == "stop"
         if ids and ids[-1] == eos:  # vLLM returns the stop token; the hf backend's completions end before it
-            ids, lps = ids[:-1], lps[:len(ids) - 1]
+            ids, lps = ids[:-1], lps[: len(ids) - 1]
         self.tokens_generated += len(ids) + int(finished)
         return Completion(self.policy.tokenizer.decode(ids, skip_special_tokens=True), ids, lps, finished)

@@ -60,8 +60,11 @@ def default_of(cls: type, name: str) -> Any:
 
 def check_levels(levels: tuple[int, ...], name: str) -> None:
     """Difficulty levels must be positive integers (``[3, 4]``)."""
-    check(all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in levels), name,
-          f"must be a list of positive integer levels such as [3, 4], got {list(levels)!r}")
+    check(
+        all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in levels),
+        name,
+        f"must be a list of positive integer levels such as [3, 4], got {list(levels)!r}",
+    )
 
 
 def check_model(model: ModelConfig) -> None:
@@ -69,31 +72,59 @@ def check_model(model: ModelConfig) -> None:
     check(model.kind in MODEL_KINDS, "model.kind", f"must be one of {', '.join(MODEL_KINDS)}; got {model.kind!r}")
     if model.kind == "hf":
         check(bool(model.path), "model.path", "is required when model.kind = 'hf'")
-    check(model.path is None or model.kind == "hf", "model.path",
-          f"is read only when model.kind = 'hf' (model.kind is {model.kind!r})")
-    check(not model.hub_download or model.kind == "hf", "model.hub_download",
-          f"applies to model.path, read only when model.kind = 'hf' (model.kind is {model.kind!r})")
+    check(
+        model.path is None or model.kind == "hf",
+        "model.path",
+        f"is read only when model.kind = 'hf' (model.kind is {model.kind!r})",
+    )
+    check(
+        not model.hub_download or model.kind == "hf",
+        "model.hub_download",
+        f"applies to model.path, read only when model.kind = 'hf' (model.kind is {model.kind!r})",
+    )
     for name in ("agent_tuning", "simulator_tuning"):
-        check(getattr(model, name) in TUNINGS, f"model.{name}",
-              f"must be 'full' or 'lora', got {getattr(model, name)!r}")
+        check(
+            getattr(model, name) in TUNINGS, f"model.{name}", f"must be 'full' or 'lora', got {getattr(model, name)!r}"
+        )
     for role in ("agent", "simulator"):
         own = model.agent_path if role == "agent" else model.simulator_path
-        check(not (model.tuning(role) == "lora" and model.kind == "tiny" and not own), f"model.{role}_tuning",
-              "LoRA needs a pretrained base (model.kind = 'hf' or 'smollm2', or a role path); "
-              "a tiny model is trained from scratch")
+        check(
+            not (model.tuning(role) == "lora" and model.kind == "tiny" and not own),
+            f"model.{role}_tuning",
+            "LoRA needs a pretrained base (model.kind = 'hf' or 'smollm2', or a role path); "
+            "a tiny model is trained from scratch",
+        )
     check(model.dtype in DTYPES, "model.dtype", f"must be one of {', '.join(DTYPES)}; got {model.dtype!r}")
-    check(model.train_forward in ("transformers", "fused"), "model.train_forward",
-          f"must be transformers or fused; got {model.train_forward!r}")
-    check(model.inference_dtype in ("weights", "bfloat16"), "model.inference_dtype",
-          f"must be weights or bfloat16; got {model.inference_dtype!r}")
+    check(
+        model.train_forward in ("transformers", "fused"),
+        "model.train_forward",
+        f"must be transformers or fused; got {model.train_forward!r}",
+    )
+    check(
+        model.inference_dtype in ("weights", "bfloat16"),
+        "model.inference_dtype",
+        f"must be weights or bfloat16; got {model.inference_dtype!r}",
+    )
     if model.inference_dtype == "bfloat16" and model.device != "cuda":
         from genenv_engine.backends.cpu_load import cpu_bfloat16
 
-        check(cpu_bfloat16() or _cuda_present(model.device), "model.inference_dtype",
-              "bfloat16 needs a CPU with AVX-512 BF16 or AMX (avx512_bf16 / amx_bf16 in /proc/cpuinfo), or CUDA; "
-              "this CPU has neither: use weights")
-    for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length", "threads",
-                 "lora_r", "lora_alpha", "logprob_chunk"):
+        check(
+            cpu_bfloat16() or _cuda_present(model.device),
+            "model.inference_dtype",
+            "bfloat16 needs a CPU with AVX-512 BF16 or AMX (avx512_bf16 / amx_bf16 in /proc/cpuinfo), or CUDA; "
+            "this CPU has neither: use weights",
+        )
+    for name in (
+        "hidden_size",
+        "num_layers",
+        "num_heads",
+        "intermediate_size",
+        "max_length",
+        "threads",
+        "lora_r",
+        "lora_alpha",
+        "logprob_chunk",
+    ):
         check(getattr(model, name) > 0, f"model.{name}", "must be > 0")
     check(model.micro_batch >= 0, "model.micro_batch", "must be >= 0 (0: the whole batch at once)")
     check(model.sft_length_groups >= 0, "model.sft_length_groups", "must be >= 0 (0: off)")
@@ -120,10 +151,16 @@ def check_model_paths(model: ModelConfig) -> None:
         if value is None or (name == "path" and (model.kind != "hf" or model.hub_download)):
             continue
         folder = Path(str(value)).expanduser()
-        check(folder.is_dir(), f"model.{name}",
-              f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""))
-        check((folder / "config.json").is_file() or (folder / "adapter_config.json").is_file(), f"model.{name}",
-              f"{value} is not a model folder (no config.json): pass a folder written by save_pretrained")
+        check(
+            folder.is_dir(),
+            f"model.{name}",
+            f"no such folder: {value}" + (" (a hub id needs model.hub_download = true)" if name == "path" else ""),
+        )
+        check(
+            (folder / "config.json").is_file() or (folder / "adapter_config.json").is_file(),
+            f"model.{name}",
+            f"{value} is not a model folder (no config.json): pass a folder written by save_pretrained",
+        )
 
 
 def check_warm_start(warm: WarmStartConfig) -> None:
@@ -138,28 +175,51 @@ def check_warm_start(warm: WarmStartConfig) -> None:
 
 def check_simulator(sim: SimulatorConfig) -> None:
     """The ``[simulator]`` section."""
-    check(sim.mode in SIMULATOR_MODES, "simulator.mode",
-          f"must be one of {', '.join(SIMULATOR_MODES)}; got {sim.mode!r}")
-    for name in ("seeds_per_epoch", "variations", "max_new_tokens", "passes", "batch_size", "static_multiplier",
-                 "duplicate_cap"):
+    check(
+        sim.mode in SIMULATOR_MODES, "simulator.mode", f"must be one of {', '.join(SIMULATOR_MODES)}; got {sim.mode!r}"
+    )
+    for name in (
+        "seeds_per_epoch",
+        "variations",
+        "max_new_tokens",
+        "passes",
+        "batch_size",
+        "static_multiplier",
+        "duplicate_cap",
+    ):
         check(getattr(sim, name) > 0, f"simulator.{name}", "must be > 0")
     check(sim.temperature > 0, "simulator.temperature", "must be > 0")
     check(sim.plugin_timeout >= 0, "simulator.plugin_timeout", "must be >= 0 (0: no limit)")
     check(sim.prompt in SIMULATOR_PROMPTS, "simulator.prompt", f"must be one of {', '.join(SIMULATOR_PROMPTS)}")
-    check(sim.seed_sampling in SEED_SAMPLINGS, "simulator.seed_sampling",
-          f"must be one of {', '.join(SEED_SAMPLINGS)}, got {sim.seed_sampling!r}")
+    check(
+        sim.seed_sampling in SEED_SAMPLINGS,
+        "simulator.seed_sampling",
+        f"must be one of {', '.join(SEED_SAMPLINGS)}, got {sim.seed_sampling!r}",
+    )
     check(sim.seed_beta > 0, "simulator.seed_beta", "must be > 0")
-    check(sim.seed_beta == default_of(type(sim), "seed_beta") or sim.seed_sampling == "alpha",
-          "simulator.seed_beta", "weights the alpha seed sampler: it needs simulator.seed_sampling = 'alpha'")
-    check(sim.success_note or sim.prompt == "instruct", "simulator.success_note",
-          "applies to the instruct prompt: false needs simulator.prompt = 'instruct' (the compact prompt "
-          "carries no success note; see simulator.steer)")
-    check(not (sim.steer and sim.prompt != "compact"), "simulator.steer",
-          "applies to the compact prompt (the instruct prompt carries the success note itself)")
+    check(
+        sim.seed_beta == default_of(type(sim), "seed_beta") or sim.seed_sampling == "alpha",
+        "simulator.seed_beta",
+        "weights the alpha seed sampler: it needs simulator.seed_sampling = 'alpha'",
+    )
+    check(
+        sim.success_note or sim.prompt == "instruct",
+        "simulator.success_note",
+        "applies to the instruct prompt: false needs simulator.prompt = 'instruct' (the compact prompt "
+        "carries no success note; see simulator.steer)",
+    )
+    check(
+        not (sim.steer and sim.prompt != "compact"),
+        "simulator.steer",
+        "applies to the compact prompt (the instruct prompt carries the success note itself)",
+    )
     check(not (sim.steer_hold and not sim.steer), "simulator.steer_hold", "needs simulator.steer = true")
     check(not (sim.steer_relabel and not sim.steer), "simulator.steer_relabel", "needs simulator.steer = true")
-    check(not (sim.admit_mended and sim.answer_check), "simulator.admit_mended",
-          "admits a mended draft on its recomputed gold: it needs simulator.answer_check = false")
+    check(
+        not (sim.admit_mended and sim.answer_check),
+        "simulator.admit_mended",
+        "admits a mended draft on its recomputed gold: it needs simulator.answer_check = false",
+    )
     check_levels(sim.seed_levels, "simulator.seed_levels")
     for name in ("lr", "max_kl"):
         check(getattr(sim, name) > 0, f"simulator.{name}", "must be > 0")
@@ -174,14 +234,23 @@ def check_agent(agent: AgentConfig) -> None:
         check(getattr(agent, name) > 0, f"agent.{name}", "must be > 0")
     check(agent.replay_tasks >= 0, "agent.replay_tasks", "must be >= 0")
     check(0.0 <= agent.base_fraction <= 1.0, "agent.base_fraction", "must be in [0, 1]")
-    check(agent.base_source in BASE_SOURCES, "agent.base_source",
-          f"must be one of {', '.join(BASE_SOURCES)}, got {agent.base_source!r}")
+    check(
+        agent.base_source in BASE_SOURCES,
+        "agent.base_source",
+        f"must be one of {', '.join(BASE_SOURCES)}, got {agent.base_source!r}",
+    )
     check(agent.unseen_tasks > 0, "agent.unseen_tasks", "must be > 0")
     check(agent.base_pool >= 0, "agent.base_pool", "must be >= 0 (0: the whole train split)")
-    check(agent.base_pool == 0 or agent.base_source == "train", "agent.base_pool",
-          "caps the train base pool; with agent.base_source = 'unseen' set agent.unseen_tasks")
-    check(agent.unseen_tasks == default_of(type(agent), "unseen_tasks") or agent.base_source == "unseen",
-          "agent.unseen_tasks", "sizes the unseen base pool: it needs agent.base_source = 'unseen'")
+    check(
+        agent.base_pool == 0 or agent.base_source == "train",
+        "agent.base_pool",
+        "caps the train base pool; with agent.base_source = 'unseen' set agent.unseen_tasks",
+    )
+    check(
+        agent.unseen_tasks == default_of(type(agent), "unseen_tasks") or agent.base_source == "unseen",
+        "agent.unseen_tasks",
+        "sizes the unseen base pool: it needs agent.base_source = 'unseen'",
+    )
     check_levels(agent.base_levels, "agent.base_levels")
     check(0.0 < agent.success_threshold <= 1.0, "agent.success_threshold", "must be in (0, 1]")
     check(agent.temperature > 0, "agent.temperature", "must be > 0")
@@ -194,17 +263,26 @@ def check_agent(agent: AgentConfig) -> None:
 
 def check_curriculum(curriculum: CurriculumConfig) -> None:
     """The ``[curriculum]`` section."""
-    check(curriculum.reward in CURRICULUM_REWARDS, "curriculum.reward",
-          f"must be one of {', '.join(CURRICULUM_REWARDS)}, got {curriculum.reward!r}")
-    check(curriculum.filter in CURRICULUM_FILTERS, "curriculum.filter",
-          f"must be one of {', '.join(CURRICULUM_FILTERS)}, got {curriculum.filter!r}")
+    check(
+        curriculum.reward in CURRICULUM_REWARDS,
+        "curriculum.reward",
+        f"must be one of {', '.join(CURRICULUM_REWARDS)}, got {curriculum.reward!r}",
+    )
+    check(
+        curriculum.filter in CURRICULUM_FILTERS,
+        "curriculum.filter",
+        f"must be one of {', '.join(CURRICULUM_FILTERS)}, got {curriculum.filter!r}",
+    )
     check(0.0 < curriculum.alpha < 1.0, "curriculum.alpha", f"must be in (0, 1), got {curriculum.alpha}")
     for name, value in curriculum.alpha_by_benchmark.items():
         check(0.0 < value < 1.0, f"curriculum.alpha_by_benchmark.{name}", f"must be in (0, 1), got {value}")
     check(curriculum.beta > 0, "curriculum.beta", f"must be > 0, got {curriculum.beta}")
     check(curriculum.k_min >= 0, "curriculum.k_min", f"must be >= 0, got {curriculum.k_min}")
-    check(curriculum.sampler in LEVEL_SAMPLERS, "curriculum.sampler",
-          f"must be one of {', '.join(LEVEL_SAMPLERS)}, got {curriculum.sampler!r}")
+    check(
+        curriculum.sampler in LEVEL_SAMPLERS,
+        "curriculum.sampler",
+        f"must be one of {', '.join(LEVEL_SAMPLERS)}, got {curriculum.sampler!r}",
+    )
 
 
 def check_vllm(vllm: VLLMConfig) -> None:
@@ -215,8 +293,11 @@ def check_vllm(vllm: VLLMConfig) -> None:
 
 def check_ray(ray: RayConfig) -> None:
     """The ``[ray]`` section."""
-    check(ray.address == ray.address.strip() and " " not in ray.address, "ray.address",
-          f"must be '', 'local' or a Ray address such as 'HOST:6379', got {ray.address!r}")
+    check(
+        ray.address == ray.address.strip() and " " not in ray.address,
+        "ray.address",
+        f"must be '', 'local' or a Ray address such as 'HOST:6379', got {ray.address!r}",
+    )
     check(ray.workers > 0, "ray.workers", "must be > 0")
     check(ray.validate_batch > 0, "ray.validate_batch", "must be > 0")
     check(ray.call_timeout >= 0, "ray.call_timeout", "must be >= 0 seconds (0: no limit)")
@@ -232,23 +313,36 @@ def check_run(config: RunConfig) -> None:
     check(len(config.benchmarks) > 0, "benchmarks", "enable at least one benchmark")
     check(len(set(config.benchmarks)) == len(config.benchmarks), "benchmarks", "lists a benchmark twice")
     known = {*BENCHMARKS, *config.environments}  # built in, or found as the config records
-    for name, path in config.data_dirs.items():
+    for name, _path in config.data_dirs.items():
         check(name in known, f"data_dirs.{name}", f"unknown benchmark {name!r}")
     for name in config.environments_options:
-        check(name not in BENCHMARKS, f"environments_options.{name}",
-              f"{name!r} is a built-in benchmark, which takes no options; options are for plugin environments")
-        check(name in config.benchmarks, f"environments_options.{name}",
-              f"unknown benchmark {name!r}; options go to a plugin benchmark the run enables")
+        check(
+            name not in BENCHMARKS,
+            f"environments_options.{name}",
+            f"{name!r} is a built-in benchmark, which takes no options; options are for plugin environments",
+        )
+        check(
+            name in config.benchmarks,
+            f"environments_options.{name}",
+            f"unknown benchmark {name!r}; options go to a plugin benchmark the run enables",
+        )
     for name in config.benchmarks:
         check(name in known, "benchmarks", f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
     sim = config.simulator
-    most_fresh = (max(sim.seeds_per_epoch * sim.variations, sim.seeds_per_epoch * sim.static_multiplier)
-                  * len(config.benchmarks))
-    check(config.agent.tasks_per_epoch in (0,) or config.agent.tasks_per_epoch >= most_fresh, "agent.tasks_per_epoch",
-          f"must be 0 or at least the most fresh tasks an epoch can bring ({most_fresh}: seeds_per_epoch x "
-          "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped")
-    check(config.curriculum.sampler == default_of(type(config.curriculum), "sampler") or sim.mode == "sampler",
-          "curriculum.sampler", "picks the levels of sampler mode: it needs simulator.mode = 'sampler'")
+    most_fresh = max(sim.seeds_per_epoch * sim.variations, sim.seeds_per_epoch * sim.static_multiplier) * len(
+        config.benchmarks
+    )
+    check(
+        config.agent.tasks_per_epoch in (0,) or config.agent.tasks_per_epoch >= most_fresh,
+        "agent.tasks_per_epoch",
+        f"must be 0 or at least the most fresh tasks an epoch can bring ({most_fresh}: seeds_per_epoch x "
+        "max(variations, static_multiplier) x benchmarks), so fresh tasks are never dropped",
+    )
+    check(
+        config.curriculum.sampler == default_of(type(config.curriculum), "sampler") or sim.mode == "sampler",
+        "curriculum.sampler",
+        "picks the levels of sampler mode: it needs simulator.mode = 'sampler'",
+    )
     for name in config.curriculum.alpha_by_benchmark:
         check(name in known, f"curriculum.alpha_by_benchmark.{name}", f"unknown benchmark {name!r}")
     check(config.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")

@@ -41,15 +41,17 @@ def preset_data(name: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     if name in _seen:
         raise ConfigError("extends", f"presets extend each other in a loop: {' -> '.join((*_seen, name))}")
     if name not in preset_names():
-        raise ConfigError("extends" if _seen else "preset",
-                          f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+        raise ConfigError(
+            "extends" if _seen else "preset", f"unknown preset {name!r}; known: {', '.join(preset_names())}"
+        )
     data = renamed(read_toml(PRESET_DIR / f"{name}.toml"), f"preset {name}")
     parent = data.pop("extends", None)
     return merge(preset_data(parent, (*_seen, name)), data) if parent else data
 
 
-def load_config(preset: str | None = None, config_file: str | Path | None = None,
-                overrides: dict[str, Any] | None = None) -> RunConfig:
+def load_config(
+    preset: str | None = None, config_file: str | Path | None = None, overrides: dict[str, Any] | None = None
+) -> RunConfig:
     """Build a RunConfig: preset file, then the user's TOML file, then explicit overrides."""
     data: dict[str, Any] = {}
     if config_file is not None:

@@ -90,14 +90,16 @@ class RunConfig:
         """Tasks per seeded rollout batch, 0 for the in-process single stream.
 
         >>> on_ray = RunConfig(ray=RayConfig(address="local"))
-        >>> RunConfig().rollout_batch_tasks(), on_ray.rollout_batch_tasks(), RunConfig(rollout_batch=4).rollout_batch_tasks()
+        >>> (RunConfig().rollout_batch_tasks(), on_ray.rollout_batch_tasks(),
+        ...  RunConfig(rollout_batch=4).rollout_batch_tasks())
         (0, 16, 4)
         """
         return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray.address else 0)
 
-    def check_paths(self) -> "RunConfig":
+    def check_paths(self) -> RunConfig:
         """Raise ConfigError unless the model folders, data paths and environment classes this config names exist
-        here; returns the config. Called where a run starts (``load_config``, `loop.run`), never at construction, so a saved
+        here; returns the config. Called where a run starts (``load_config``, `loop.run`), never at construction, so a
+        saved
         session's config.toml reads on any machine (reports, the console's session list)."""
         self.model.check_paths()
         check_data_paths(self)
@@ -110,6 +112,6 @@ class RunConfig:
         """Return the config as nested plain dicts (TOML-ready: no None values)."""
         return drop_none(asdict(self))
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
+    def with_overrides(self, overrides: dict[str, Any]) -> RunConfig:
         """Return a copy with dotted-key overrides applied (``{"curriculum.alpha": 0.4}``)."""
         return build(RunConfig, merge(self.to_dict(), renamed(nest(overrides), "overrides")), "")

@@ -28,11 +28,21 @@ from genenv_engine.config.choices import LLAMA_LORA_TARGETS
 from genenv_engine.core.curriculum import in_band
 
 EXPERIMENTAL_FIELDS = (
-    "curriculum.filter", "curriculum.alpha_by_benchmark",
-    "simulator.seed_levels", "simulator.seed_sampling", "simulator.seed_beta", "simulator.success_note",
-    "simulator.steer", "simulator.steer_hold", "simulator.steer_relabel",
-    "agent.base_levels", "agent.base_source", "agent.unseen_tasks", "agent.base_pool",
-    "curriculum.sampler", "warm_start.agent_levels",
+    "curriculum.filter",
+    "curriculum.alpha_by_benchmark",
+    "simulator.seed_levels",
+    "simulator.seed_sampling",
+    "simulator.seed_beta",
+    "simulator.success_note",
+    "simulator.steer",
+    "simulator.steer_hold",
+    "simulator.steer_relabel",
+    "agent.base_levels",
+    "agent.base_source",
+    "agent.unseen_tasks",
+    "agent.base_pool",
+    "curriculum.sampler",
+    "warm_start.agent_levels",
 )
 """Dotted names of the settings that exist for calibration studies, not for the paper's method (each doc starts
 with "Experimental:"). Their defaults are the paper's behaviour."""
@@ -432,7 +442,7 @@ def field_docs(cls: type) -> dict[str, str]:
     tree = ast.parse(inspect.getsource(cls))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:]):
+    for node, nxt in zip(body, body[1:], strict=False):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
                 docs[node.target.id] = nxt.value.value

@@ -14,8 +14,12 @@ from typing import Any
 from genenv_engine.config.checks import check, default_of
 from genenv_engine.core.errors import ConfigError
 
-RENAMED_SETTINGS = {"ray": "ray.address", "ray_workers": "ray.workers", "validate_batch": "ray.validate_batch",
-                    "ray_call_timeout": "ray.call_timeout"}
+RENAMED_SETTINGS = {
+    "ray": "ray.address",
+    "ray_workers": "ray.workers",
+    "validate_batch": "ray.validate_batch",
+    "ray_call_timeout": "ray.call_timeout",
+}
 """Top-level keys of earlier versions -> their dotted key now; still read, with a `RenamedSettingWarning`."""
 
 
@@ -59,8 +63,11 @@ def renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
         section, leaf = new.split(".")
         check(leaf not in table, key, f"is the old spelling of {new}, which {source} also sets; keep {new} alone")
         table[leaf] = out.pop(key)
-        warnings.warn(f"{source}: setting {key!r} is now {new!r} ([{section}] {leaf} = ...); the old key is read "
-                      "for now", RenamedSettingWarning, stacklevel=3)
+        warnings.warn(
+            f"{source}: setting {key!r} is now {new!r} ([{section}] {leaf} = ...); the old key is read for now",
+            RenamedSettingWarning,
+            stacklevel=3,
+        )
     out["ray"] = table
     return out
 
@@ -107,16 +114,26 @@ def coerce(cls: type, name: str, value: Any, path: str) -> Any:
     elif isinstance(sample, str):
         check(isinstance(value, str), path, f"must be a string, got {value!r}")
     elif isinstance(sample, dict) and values is float:
-        check(isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                              for v in value.values()), path, f"must be a table of numbers, got {value!r}")
+        check(
+            isinstance(value, dict)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()),
+            path,
+            f"must be a table of numbers, got {value!r}",
+        )
         value = {str(k): float(v) for k, v in value.items()}
     elif isinstance(sample, dict) and values is dict:
-        check(isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()), path,
-              f"must be a table of tables (benchmark -> options), got {value!r}")
+        check(
+            isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()),
+            path,
+            f"must be a table of tables (benchmark -> options), got {value!r}",
+        )
         value = {str(k): dict(v) for k, v in value.items()}
     elif isinstance(sample, dict):
-        check(isinstance(value, dict) and all(isinstance(v, str) for v in value.values()), path,
-              f"must be a table of strings, got {value!r}")
+        check(
+            isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
+            path,
+            f"must be a table of strings, got {value!r}",
+        )
         value = dict(value)
     elif isinstance(sample, tuple):
         if isinstance(value, str):

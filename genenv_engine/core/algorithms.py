@@ -34,8 +34,8 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, chunk: int = 16)
     """
     out = []
     for start in range(0, logits.shape[0], chunk):
-        part = logits[start:start + chunk]
-        tgt = targets[start:start + chunk]
+        part = logits[start : start + chunk]
+        tgt = targets[start : start + chunk]
         out.append(-F.cross_entropy(part.flatten(0, 1).float(), tgt.flatten(), reduction="none").view_as(tgt))
     return torch.cat(out, dim=0)
 
@@ -61,9 +61,15 @@ def low_var_kl(logp: torch.Tensor, ref_logp: torch.Tensor, clamp: float = 10.0) 
     return (delta.exp() - delta - 1.0).clamp(min=0.0)
 
 
-def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-              clip: float = 0.2, ref_logp: torch.Tensor | None = None, kl_coef: float = 0.0
-              ) -> tuple[torch.Tensor, dict[str, float]]:
+def grpo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float = 0.2,
+    ref_logp: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped-ratio policy-gradient loss with a KL penalty to a reference policy.
 
     ``advantages`` has shape (B,) and is broadcast over each sequence's tokens. Returns the scalar
@@ -91,8 +97,13 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     return loss, {"policy_loss": policy_loss.item(), "kl": kl.item(), "clip_fraction": clip_fraction.item()}
 
 
-def rwr_loss(logp: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor,
-             ref_logp: torch.Tensor | None = None, kl_coef: float = 0.0) -> tuple[torch.Tensor, dict[str, float]]:
+def rwr_loss(
+    logp: torch.Tensor,
+    mask: torch.Tensor,
+    weights: torch.Tensor,
+    ref_logp: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Reward-weighted regression: weighted negative log-likelihood plus KL to the initial policy.
 
     ``weights`` (B,) are the normalised exp(lambda * R_env) weights of each generated sequence.

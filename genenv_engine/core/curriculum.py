@@ -134,11 +134,12 @@ def calibration_error(p_hats: Sequence[float], alpha: float | Sequence[float] = 
     (0.16666666666666666, 0.375)
     """
     targets = [alpha] * len(p_hats) if isinstance(alpha, (int, float)) else list(alpha)
-    return sum(abs(p - a) for p, a in zip(p_hats, targets)) / len(p_hats) if p_hats else None
+    return sum(abs(p - a) for p, a in zip(p_hats, targets, strict=False)) / len(p_hats) if p_hats else None
 
 
-def seed_level_weights(stats: dict[int, tuple[int, int, float]], alpha: float = 0.5, beta: float = 20.0,
-                       floor: float = 0.05) -> dict[int, float]:
+def seed_level_weights(
+    stats: dict[int, tuple[int, int, float]], alpha: float = 0.5, beta: float = 20.0, floor: float = 0.05
+) -> dict[int, float]:
     """Sampling weights of seed difficulty levels for the ``alpha`` seed sampler, normalised to sum 1.
 
     ``stats[level] = (generated, valid, p_hat)``: how many variations of seeds at that level the simulator wrote

@@ -88,7 +88,9 @@ class WarmStartSample(Event):
     def verdict(self) -> str:
         """How ``ok`` reads for this role: ``solved``/``wrong`` (the agent), ``valid``/``invalid`` (the simulator).
 
-        >>> WarmStartSample(0, "agent", 1, 8, "q", "a", True).verdict, WarmStartSample(0, "simulator", 1, 8, "q", "a", False).verdict
+        >>> WarmStartSample(0, "agent", 1, 8, "q", "a", True).verdict, (
+        ...     WarmStartSample(0, "simulator", 1, 8, "q", "a", False).verdict
+        ... )
         ('solved', 'invalid')
         """
         good, bad = ("solved", "wrong") if self.role == "agent" else ("valid", "invalid")
@@ -264,6 +266,7 @@ class RunControl:
                 if self._stop.is_set():
                     raise StopRequested()
                 sink(RunResumed(epoch))
+
         return check
 
 
@@ -274,7 +277,7 @@ class PhaseTimer:
         self.sink, self.epoch, self.phase, self.seconds = sink, epoch, phase, seconds
         self.info: dict[str, Any] = {}
 
-    def __enter__(self) -> "PhaseTimer":
+    def __enter__(self) -> PhaseTimer:
         self.start = time.perf_counter()
         self.sink(PhaseStarted(self.epoch, self.phase))
         return self

@@ -36,8 +36,8 @@ from genenv_engine.core.errors import ConfigError
 from genenv_engine.core.records import CheckResult
 
 if TYPE_CHECKING:
-    from genenv_engine.environments.base import Environment
     from genenv_engine.core.records import Task
+    from genenv_engine.environments.base import Environment
 
 MAX_RESPONSE_CHARS = 32_000
 """Longest agent completion the checker sees (bfcl_official's longest gold answer is 10,000 characters)."""
@@ -52,8 +52,10 @@ class PluginError(ValueError):
     stops with one line naming the environment, the method and the task (the session resumes once it is fixed)."""
 
     def __init__(self, env: Environment, method: str, task_id: str, returned: object, expected: str) -> None:
-        super().__init__(f"environment {env.name!r} ({type(env).__module__}.{type(env).__name__}): {method} returned "
-                         f"{type(returned).__name__}, not {expected} (task {task_id}); fix it, then genenv resume")
+        super().__init__(
+            f"environment {env.name!r} ({type(env).__module__}.{type(env).__name__}): {method} returned "
+            f"{type(returned).__name__}, not {expected} (task {task_id}); fix it, then genenv resume"
+        )
 
 
 def third_party(env: Environment) -> bool:
@@ -87,8 +89,10 @@ class PluginFailed(ValueError):
     exception, and the session resumes once the plugin is fixed."""
 
     def __init__(self, env: Environment, method: str, error: str, where: str = "") -> None:
-        super().__init__(f"environment {env.name!r} ({type(env).__module__}.{type(env).__name__}): {method} failed "
-                         f"({error}){f' {where}' if where else ''}; fix it, then genenv resume")
+        super().__init__(
+            f"environment {env.name!r} ({type(env).__module__}.{type(env).__name__}): {method} failed "
+            f"({error}){f' {where}' if where else ''}; fix it, then genenv resume"
+        )
 
 
 def error_line(exc: BaseException) -> str:
@@ -115,8 +119,12 @@ def plugin_failure(exc: BaseException, envs: Iterable[Environment]) -> PluginFai
     plugins = [env for env in envs if third_party(env)]
     if not plugins or isinstance(exc, PluginError | PluginFailed | ConfigError):
         return None
-    modules = {cls.__module__: env for env in plugins for cls in type(env).__mro__
-               if not cls.__module__.startswith(("genenv_engine.", "builtins", "abc"))}
+    modules = {
+        cls.__module__: env
+        for env in plugins
+        for cls in type(env).__mro__
+        if not cls.__module__.startswith(("genenv_engine.", "builtins", "abc"))
+    }
     call = getattr(exc, "genenv_call", None)  # from the worker: its frames are not here, its name and method are
     if call is not None:
         env = next((e for e in plugins if e.name == call[0]), None)
@@ -172,8 +180,7 @@ class Budget:
             raise BudgetExceeded(f"search budget of {self.limit} {self.unit} exhausted")
 
 
-def check_response(env: Environment, task: Task, response: str,
-                   max_chars: int | None = None) -> CheckResult:
+def check_response(env: Environment, task: Task, response: str, max_chars: int | None = None) -> CheckResult:
     """``env.check`` under the limits: over-long text fails as ``too_long``, a spent search as ``budget``, and a
     plugin's check that raises as ``plugin_error: <type>``; one that returns another type than `CheckResult` raises
     `PluginError`.

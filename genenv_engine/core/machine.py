@@ -29,8 +29,12 @@ def local_versions() -> dict[str, str]:
     """This project's (under its distribution's name, `genenv_engine.DISTRIBUTION`), torch, transformers and
     Python versions of the running Python environment (read without importing torch). Sessions recorded before the
     rename name this project ``genenv``."""
-    return {DISTRIBUTION: _version(DISTRIBUTION), "torch": _version("torch"), "transformers": _version("transformers"),
-            "python": platform.python_version()}
+    return {
+        DISTRIBUTION: _version(DISTRIBUTION),
+        "torch": _version("torch"),
+        "transformers": _version("transformers"),
+        "python": platform.python_version(),
+    }
 
 
 MATH_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
@@ -43,8 +47,10 @@ def cpu_math_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
         text = cpuinfo.read_text()
     except OSError:
         return []
-    flags = next((set(line.split(":", 1)[1].split()) for line in text.splitlines()
-                  if line.startswith("flags") and ":" in line), set())
+    flags = next(
+        (set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags") and ":" in line),
+        set(),
+    )
     return [flag for flag in MATH_FLAGS if flag in flags]
 
 
@@ -78,11 +84,20 @@ def local_machine() -> dict[str, str]:
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
-            out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=10, check=False).stdout.strip()
+            out = subprocess.run(
+                [smi, "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout.strip()
             if out:
                 gpu = "; ".join(sorted(set(out.splitlines())))
         except (OSError, subprocess.SubprocessError):
             pass
-    return {"cpu": cpu, "cores": str(os.cpu_count() or "?"), "gpu": gpu,
-            "os": f"{platform.system()} {platform.release()}"}
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count() or "?"),
+        "gpu": gpu,
+        "os": f"{platform.system()} {platform.release()}",
+    }

@@ -69,7 +69,7 @@ class Task:
         """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    def with_(self, **changes: Any) -> "Task":
+    def with_(self, **changes: Any) -> Task:
         """Return a copy with some fields changed."""
         return replace(self, **changes)
 
@@ -121,6 +121,14 @@ class ScoredBatch:
 
     def row(self) -> dict[str, Any]:
         """The ``batches`` table row of this batch."""
-        return {"id": self.id, "epoch": self.epoch, "benchmark": self.benchmark, "seed_task_id": self.seed_task_id,
-                "n_generated": self.n_tasks, "n_valid": self.n_tasks, "p_hat": self.p_hat, "r_env": self.r_env,
-                "in_band": self.in_band}
+        return {
+            "id": self.id,
+            "epoch": self.epoch,
+            "benchmark": self.benchmark,
+            "seed_task_id": self.seed_task_id,
+            "n_generated": self.n_tasks,
+            "n_valid": self.n_tasks,
+            "p_hat": self.p_hat,
+            "r_env": self.r_env,
+            "in_band": self.in_band,
+        }

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.base import (
     API_VERSION,
     NAME_PATTERN,
@@ -41,13 +43,28 @@ from genenv_engine.environments.base import (
     LadderEnvironment,
     SplitSizes,
 )
-from genenv_engine.core.errors import ConfigError
-from genenv_engine.core.records import CheckResult, Task, Validation
 
 __all__ = [
-    "ADAPTERS", "API_VERSION", "BENCHMARKS", "ENTRY_POINT_GROUP", "NAME_PATTERN", "PAPER_BENCHMARKS",
-    "CheckResult", "Environment", "GenerationParseError", "LadderEnvironment", "Source", "SplitSizes", "Task",
-    "Validation", "check_options", "entry_point_names", "environment_class", "environments_of", "get_environment", "require",
+    "ADAPTERS",
+    "API_VERSION",
+    "BENCHMARKS",
+    "ENTRY_POINT_GROUP",
+    "NAME_PATTERN",
+    "PAPER_BENCHMARKS",
+    "CheckResult",
+    "Environment",
+    "GenerationParseError",
+    "LadderEnvironment",
+    "Source",
+    "SplitSizes",
+    "Task",
+    "Validation",
+    "check_options",
+    "entry_point_names",
+    "environment_class",
+    "environments_of",
+    "get_environment",
+    "require",
     "resolve_benchmarks",
 ]
 
@@ -79,7 +96,7 @@ ADAPTERS: dict[str, str | None] = {"rg": "genenv_engine.environments.reasoning_g
 none does. The function takes the text after the prefix and returns an `Environment` class; an adapter also gives
 its `Source` a distribution and version by defining ``<function>_origin() -> (distribution, version)``."""
 
-_FOUND: dict[str, "Source"] = {}
+_FOUND: dict[str, Source] = {}
 """The benchmarks that are not built in, by name, as this process found them (from a spelling or a saved config)."""
 
 
@@ -106,7 +123,7 @@ class Source:
         return f"{self.kind} {self.target}{origin}"
 
     @classmethod
-    def parse(cls, text: str) -> "Source":
+    def parse(cls, text: str) -> Source:
         """The source a config recorded as ``text``; ValueError when it is not one."""
         match = re.fullmatch(r"(module|entry point|adapter) (\S+:\S+)(?: from (\S+) (\S+))?", text.strip())
         if match is None:
@@ -116,8 +133,9 @@ class Source:
     def describe(self) -> str:
         """The source in words, for an error line."""
         if self.kind == "entry point":
-            return (f"entry point {self.target} of group {ENTRY_POINT_GROUP}"
-                    + (f" (package {self.distribution} {self.version})" if self.distribution else ""))
+            return f"entry point {self.target} of group {ENTRY_POINT_GROUP}" + (
+                f" (package {self.distribution} {self.version})" if self.distribution else ""
+            )
         return f"{self.kind} {self.target}"
 
     def load(self, name: str | None = None) -> type[Environment]:
@@ -134,7 +152,7 @@ class Source:
             raise ConfigError("benchmarks", f"{what} is not importable here ({exc}); {missing}") from None
         return _checked(found, self.target, name)
 
-    def installed(self) -> "Source":
+    def installed(self) -> Source:
         """This source with the version of its distribution installed here (itself when it names none or that
         one is not installed)."""
         if not self.distribution:
@@ -152,11 +170,16 @@ def _checked(cls: Any, spelling: str, name: str | None = None) -> type[Environme
     if inspect.isabstract(cls):
         raise ConfigError("benchmarks", f"{spelling} does not write {', '.join(sorted(cls.__abstractmethods__))}")
     if not re.fullmatch(NAME_PATTERN, cls.name or ""):
-        raise ConfigError("benchmarks", f"{spelling} has name {cls.name!r}; a benchmark name is lowercase letters, "
-                                        "digits and '_', starting with a letter")
+        raise ConfigError(
+            "benchmarks",
+            f"{spelling} has name {cls.name!r}; a benchmark name is lowercase letters, "
+            "digits and '_', starting with a letter",
+        )
     if cls.api_version > API_VERSION:
-        raise ConfigError("benchmarks", f"{spelling} needs environment API {cls.api_version}; this genenv has "
-                                        f"{API_VERSION}: upgrade genenv")
+        raise ConfigError(
+            "benchmarks",
+            f"{spelling} needs environment API {cls.api_version}; this genenv has {API_VERSION}: upgrade genenv",
+        )
     if name is not None and cls.name != name:
         raise ConfigError("benchmarks", f"{spelling} loads a class named {cls.name!r}, not {name!r}")
     return cls
@@ -167,8 +190,11 @@ def _adapted(spelling: str) -> tuple[type[Environment], Source]:
     prefix, _, rest = spelling.partition(":")
     target = ADAPTERS[prefix]
     if target is None:
-        raise ConfigError("benchmarks", f"{spelling!r}: names starting '{prefix}:' are reserved for the "
-                                        "reasoning-gym adapter, which is not available in this genenv")
+        raise ConfigError(
+            "benchmarks",
+            f"{spelling!r}: names starting '{prefix}:' are reserved for the "
+            "reasoning-gym adapter, which is not available in this genenv",
+        )
     module, _, attr = target.partition(":")
     adapter = importlib.import_module(module)
     origin = getattr(adapter, f"{attr}_origin", lambda: ("", ""))()
@@ -192,8 +218,11 @@ def _find(spelling: str) -> tuple[str, Source | None]:
     elif sep:
         top = prefix.split(".")[0]
         if top in ADAPTERS:
-            raise ConfigError("benchmarks", f"{spelling!r}: a module named {top!r} is refused ('{top}:' names are "
-                                            "reserved for the reasoning-gym adapter); rename the package")
+            raise ConfigError(
+                "benchmarks",
+                f"{spelling!r}: a module named {top!r} is refused ('{top}:' names are "
+                "reserved for the reasoning-gym adapter); rename the package",
+            )
         source = Source("module", spelling)
         cls = source.load()
     elif spelling in BENCHMARKS:
@@ -202,16 +231,18 @@ def _find(spelling: str) -> tuple[str, Source | None]:
         ep = _entry_points().get(spelling)
         if ep is None:
             known = [*BENCHMARKS, *entry_point_names()]
-            raise ConfigError("benchmarks", f"unknown benchmark {spelling!r}; known: {', '.join(known)}, or "
-                                            "module:Class")
+            raise ConfigError(
+                "benchmarks", f"unknown benchmark {spelling!r}; known: {', '.join(known)}, or module:Class"
+            )
         dist = ep.dist
         source = Source("entry point", ep.value, dist.name if dist else "", dist.version if dist else "")
         cls = source.load(spelling)  # an entry point's name is its class's
     if cls.name in BENCHMARKS:
         if environment_class(cls.name) is cls:
             return cls.name, None
-        raise ConfigError("benchmarks", f"{spelling} is named {cls.name!r}, a built-in benchmark's name; "
-                                        "give it another name")
+        raise ConfigError(
+            "benchmarks", f"{spelling} is named {cls.name!r}, a built-in benchmark's name; give it another name"
+        )
     _FOUND[cls.name] = source
     return cls.name, source
 
@@ -253,9 +284,11 @@ def release_change(name: str, recorded: str) -> str | None:
     if now.version == source.version:
         return None
     dist = source.distribution
-    return (f"benchmark {name!r} was recorded from {dist} {source.version}, but {dist} {now.version} is installed "
-            f"here, whose tasks may differ from the ones the session stored; install {dist}=={source.version} to go "
-            "on with it, or start a new session")
+    return (
+        f"benchmark {name!r} was recorded from {dist} {source.version}, but {dist} {now.version} is installed "
+        f"here, whose tasks may differ from the ones the session stored; install {dist}=={source.version} to go "
+        "on with it, or start a new session"
+    )
 
 
 def require(names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
@@ -277,20 +310,31 @@ def check_options(name: str, cls: type[Environment], options: Mapping[str, Any] 
     if not options:
         return
     if name in BENCHMARKS:
-        raise ConfigError(f"environments_options.{name}", f"{name!r} is a built-in benchmark, which takes no "
-                                                          "options; options are for plugin environments")
+        raise ConfigError(
+            f"environments_options.{name}",
+            f"{name!r} is a built-in benchmark, which takes no options; options are for plugin environments",
+        )
     params = inspect.signature(cls.__init__).parameters.values()
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    accepted = [p.name for p in params if p.name != "self" and p.name not in RESERVED_OPTIONS
-                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    accepted = [
+        p.name
+        for p in params
+        if p.name != "self"
+        and p.name not in RESERVED_OPTIONS
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
     for key in options:
         if key in RESERVED_OPTIONS:
-            raise ConfigError(f"environments_options.{name}.{key}", f"{key!r} is set by genenv; options are the "
-                                                                     "class's other keyword arguments")
+            raise ConfigError(
+                f"environments_options.{name}.{key}",
+                f"{key!r} is set by genenv; options are the class's other keyword arguments",
+            )
         if not takes_any and key not in accepted:
-            raise ConfigError(f"environments_options.{name}.{key}",
-                              f"benchmark {name!r} ({cls.__module__}.{cls.__qualname__}) takes no option {key!r}; "
-                              f"it accepts: {', '.join(accepted) or 'no options'}")
+            raise ConfigError(
+                f"environments_options.{name}.{key}",
+                f"benchmark {name!r} ({cls.__module__}.{cls.__qualname__}) takes no option {key!r}; "
+                f"it accepts: {', '.join(accepted) or 'no options'}",
+            )
 
 
 def environment_class(name: str) -> type[Environment]:
@@ -309,12 +353,19 @@ def environment_class(name: str) -> type[Environment]:
 def environments_of(config: Any) -> dict[str, Environment]:
     """Every benchmark a run config names, seeded and with its data folder: the environments the loop runs on."""
     options = getattr(config, "environments_options", {})
-    return {name: get_environment(name, config.seed, data_dir=config.data_dirs.get(name), options=options.get(name))
-            for name in config.benchmarks}
+    return {
+        name: get_environment(name, config.seed, data_dir=config.data_dirs.get(name), options=options.get(name))
+        for name in config.benchmarks
+    }
 
 
-def get_environment(name: str, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None,
-                    options: Mapping[str, Any] | None = None) -> Environment:
+def get_environment(
+    name: str,
+    seed: int = 0,
+    sizes: SplitSizes | None = None,
+    data_dir: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Environment:
     """Build the environment ``name`` with seeded splits (and upstream data from ``data_dir`` if given), its class
     given the keyword ``options`` of a plugin (`check_options`, from ``environments_options``); a class that sets
     ``sandboxed_check`` has its ``check`` run in a contained worker (`sandboxed_check`)."""
@@ -337,9 +388,12 @@ def _check_in_worker(name: str, task: Task, response: str) -> dict[str, Any]:
     """The class's own ``check`` of the environment registered as ``name``, as data (run in the worker)."""
     env = _SANDBOXED[name]
     result = type(env).check(env, task, response)
-    return {"success": bool(result.success), "score": float(result.score),
-            "sub_scores": {str(k): float(v) for k, v in result.sub_scores.items()},
-            "error_type": None if result.error_type is None else str(result.error_type)}
+    return {
+        "success": bool(result.success),
+        "score": float(result.score),
+        "sub_scores": {str(k): float(v) for k, v in result.sub_scores.items()},
+        "error_type": None if result.error_type is None else str(result.error_type),
+    }
 
 
 def _result(data: Any) -> CheckResult:
@@ -348,12 +402,20 @@ def _result(data: Any) -> CheckResult:
     >>> _result({"success": True, "score": 1.0, "sub_scores": {}, "error_type": None}).success
     True
     """
-    if not (isinstance(data, dict) and isinstance(data.get("success"), bool)
-            and isinstance(data.get("score"), (int, float)) and isinstance(data.get("sub_scores"), dict)
-            and isinstance(data.get("error_type"), (str, type(None)))):
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("success"), bool)
+        and isinstance(data.get("score"), (int, float))
+        and isinstance(data.get("sub_scores"), dict)
+        and isinstance(data.get("error_type"), (str, type(None)))
+    ):
         raise ValueError("not a check result")
-    return CheckResult(data["success"], min(1.0, max(0.0, float(data["score"]))),
-                       {str(k): float(v) for k, v in data["sub_scores"].items()}, data["error_type"])
+    return CheckResult(
+        data["success"],
+        min(1.0, max(0.0, float(data["score"]))),
+        {str(k): float(v) for k, v in data["sub_scores"].items()},
+        data["error_type"],
+    )
 
 
 class _SandboxedCheck:
@@ -386,6 +448,7 @@ def sandboxed_check(env: Environment, seconds: float = SANDBOXED_CHECK_SECONDS) 
 
     missing = unavailable_reason()
     if missing:
-        raise ConfigError("benchmarks", f"{env.name} asks for a sandboxed check, and the sandbox cannot contain "
-                                        f"one ({missing})")
+        raise ConfigError(
+            "benchmarks", f"{env.name} asks for a sandboxed check, and the sandbox cannot contain one ({missing})"
+        )
     env.check = _SandboxedCheck(env, seconds)  # type: ignore[method-assign]

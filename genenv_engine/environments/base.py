@@ -56,6 +56,7 @@ def near_duplicate_key(prompt: str) -> str:
 
 # ---------------------------------------------------------------- shared prompt parsing and task records
 
+
 class Signed(Protocol):
     """A catalog entry (an API, a function) that renders as one signature, e.g. ``add(a:int,b:int)``."""
 
@@ -63,8 +64,16 @@ class Signed(Protocol):
     def signature(self) -> str: ...
 
 
-def read_signatures(text: str, catalog: Mapping[str, Signed], *, pattern: str, noun: str, limit: int,
-                    error: type[Exception], clip: int = 20) -> tuple[str, ...]:
+def read_signatures(
+    text: str,
+    catalog: Mapping[str, Signed],
+    *,
+    pattern: str,
+    noun: str,
+    limit: int,
+    error: type[Exception],
+    clip: int = 20,
+) -> tuple[str, ...]:
     """The names in a space-separated list of signatures, each exactly as its ``catalog`` entry renders.
 
     Strict, for a prompt's ``<signatures>`` head: raises ``error`` at the first fault, as
@@ -137,7 +146,7 @@ def first_listings(prompt: str, head: str, end: str = " | ") -> str | None:
     """
     if not prompt.startswith(head) or end not in prompt:
         return None
-    items, rest = prompt[len(head):].split(end, 1)
+    items, rest = prompt[len(head) :].split(end, 1)
     kept = list(dict.fromkeys(items.split(" ")))
     return None if len(kept) == len(items.split(" ")) else f"{head}{' '.join(kept)}{end}{rest}"
 
@@ -145,10 +154,18 @@ def first_listings(prompt: str, head: str, end: str = " | ") -> str | None:
 def step_task(draft: StepDraft, task_id: str, *, benchmark: str, checker: str, **fields: Any) -> Task:
     """The step task of ``draft``: its prompt, gold answer, expected, tools, level and features, plus ``fields``
     (split, origin, lineage)."""
-    return Task(id=task_id, benchmark=benchmark, prompt=draft.prompt, answer=draft.answer,
-                expected=draft.expected, tools=draft.tools,
-                difficulty={"level": draft.level, "features": draft.features},
-                checker=checker, granularity="step", **fields)
+    return Task(
+        id=task_id,
+        benchmark=benchmark,
+        prompt=draft.prompt,
+        answer=draft.answer,
+        expected=draft.expected,
+        tools=draft.tools,
+        difficulty={"level": draft.level, "features": draft.features},
+        checker=checker,
+        granularity="step",
+        **fields,
+    )
 
 
 def step_draft(draft: StepDraft, *, benchmark: str, checker: str) -> tuple[str, Callable[..., Task]]:
@@ -227,9 +244,12 @@ class Environment(ABC):
 
     def describe(self) -> dict[str, object]:
         """Name, granularity, source and split sizes, for ``genenv benchmarks``."""
-        return {"name": self.name, "granularity": self.granularity,
-                "source": "upstream folder" if self.data_dir else self.source,
-                "sizes": {k: len(v) for k, v in self.splits().items()}}
+        return {
+            "name": self.name,
+            "granularity": self.granularity,
+            "source": "upstream folder" if self.data_dir else self.source,
+            "sizes": {k: len(v) for k, v in self.splits().items()},
+        }
 
     @abstractmethod
     def splits(self) -> dict[str, list[Task]]:
@@ -248,8 +268,11 @@ class Environment(ABC):
         if not chosen:
             from genenv_engine.core.errors import ConfigError
 
-            raise ConfigError(option, f"{self.name}'s {split} split has no task at levels {list(levels)}; "
-                                      f"its levels are {sorted({t.level for t in tasks})}")
+            raise ConfigError(
+                option,
+                f"{self.name}'s {split} split has no task at levels {list(levels)}; "
+                f"its levels are {sorted({t.level for t in tasks})}",
+            )
         return chosen
 
     @abstractmethod
@@ -259,8 +282,16 @@ class Environment(ABC):
         parse it, never run it."""
 
     @abstractmethod
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept or reject a generated task, recomputing its gold answer from the prompt.
 
         ``Validation(True, "", task)`` carries the task built from ``prompt`` with the gold the environment computed
@@ -333,8 +364,9 @@ class Environment(ABC):
     # ------------------------------------------------------------ validator helpers
 
     @staticmethod
-    def _guard(prompt: str, answer: str, parent: Task | None, max_prompt: int, max_answer: int,
-               too_long: str = "too_long") -> Validation | None:
+    def _guard(
+        prompt: str, answer: str, parent: Task | None, max_prompt: int, max_answer: int, too_long: str = "too_long"
+    ) -> Validation | None:
         """The rejection every validator starts with (over-long text, a copy of the parent), or None."""
         if len(prompt) > max_prompt or len(answer) > max_answer:
             return Validation(False, too_long)
@@ -343,8 +375,17 @@ class Environment(ABC):
         return None
 
     @classmethod
-    def _read_generated(cls, prompt: str, answer: str, parent: Task | None, read: Any, error: type[Exception],
-                        max_prompt: int, max_answer: int, too_long: str = "too_long") -> Any:
+    def _read_generated(
+        cls,
+        prompt: str,
+        answer: str,
+        parent: Task | None,
+        read: Any,
+        error: type[Exception],
+        max_prompt: int,
+        max_answer: int,
+        too_long: str = "too_long",
+    ) -> Any:
         """``read(prompt)`` for a generated pair, or the rejection: `_guard`'s, or the reader's ``error`` as the
         reason (a benchmark's own prompt error; any other exception is a bug and propagates)."""
         rejected = cls._guard(prompt, answer, parent, max_prompt, max_answer, too_long)
@@ -358,8 +399,13 @@ class Environment(ABC):
     @staticmethod
     def _generated(parent: Task | None, epoch: int, generator: str | None) -> dict[str, Any]:
         """The split, origin and lineage fields of a task built from simulator output."""
-        return {"split": "generated", "origin": "generated", "parent_id": parent.id if parent else None,
-                "epoch": epoch, "generator": generator}
+        return {
+            "split": "generated",
+            "origin": "generated",
+            "parent_id": parent.id if parent else None,
+            "epoch": epoch,
+            "generator": generator,
+        }
 
     def _accept(self, task: Task, answer: str) -> Validation:
         """Accept ``task`` (its gold recomputed) iff the generated ``answer`` passes the checker against it; else
@@ -369,17 +415,34 @@ class Environment(ABC):
             return Validation(False, f"answer_mismatch: {verdict.error_type}", repair=task)
         return Validation(True, "", task)
 
-    def _validate_step(self, prompt: str, answer: str, read: Callable[[str], StepDraft], error: type[Exception],
-                       max_prompt: int, max_answer: int, *, checker: str, task_id: str, parent: Task | None,
-                       epoch: int, generator: str | None, too_long: str = "too_long") -> Validation:
+    def _validate_step(
+        self,
+        prompt: str,
+        answer: str,
+        read: Callable[[str], StepDraft],
+        error: type[Exception],
+        max_prompt: int,
+        max_answer: int,
+        *,
+        checker: str,
+        task_id: str,
+        parent: Task | None,
+        epoch: int,
+        generator: str | None,
+        too_long: str = "too_long",
+    ) -> Validation:
         """The whole validator of a step benchmark: the prompt read into its draft (rejections as
         :meth:`_read_generated` gives them), then the draft's :func:`step_task`, generated lineage included,
         accepted iff ``answer`` passes the checker against it (:meth:`_accept`)."""
         draft = self._read_generated(prompt, answer, parent, read, error, max_prompt, max_answer, too_long)
         if isinstance(draft, Validation):
             return draft
-        return self._accept(step_task(draft, task_id, benchmark=self.name, checker=checker,
-                                      **self._generated(parent, epoch, generator)), answer)
+        return self._accept(
+            step_task(
+                draft, task_id, benchmark=self.name, checker=checker, **self._generated(parent, epoch, generator)
+            ),
+            answer,
+        )
 
 
 _GENERATED_SPLITS: dict[tuple[type, int, SplitSizes, str], dict[str, list[Task]]] = {}
@@ -413,7 +476,10 @@ class LadderEnvironment(Environment):
     """
 
     SPLIT_PLAN: tuple[tuple[str, tuple[int, ...]], ...] = (
-        ("heldout", (1, 2, 3, 4)), ("train", (1, 2, 3, 4)), ("seed", (2, 3, 4)))
+        ("heldout", (1, 2, 3, 4)),
+        ("train", (1, 2, 3, 4)),
+        ("seed", (2, 3, 4)),
+    )
     """Splits in generation order (one rng, so the order matters) and the levels each is drawn from."""
     KNOBS: dict[str, tuple[int, ...]] = {}
     """Difficulty knobs beside the level (name -> the values a task can be asked for with `task_at`)."""
@@ -452,8 +518,10 @@ class LadderEnvironment(Environment):
                 for levels in (levels for name, levels in self.SPLIT_PLAN if name == split):
                     for level, count in level_shares(getattr(self.sizes, split), levels).items():
                         self._needs.setdefault(level, {})[split] = count
-            self._splits = {split: self._make_split(split, getattr(self.sizes, split), levels, rng, seen)
-                            for split, levels in self.SPLIT_PLAN}
+            self._splits = {
+                split: self._make_split(split, getattr(self.sizes, split), levels, rng, seen)
+                for split, levels in self.SPLIT_PLAN
+            }
             if official is not None:
                 self._splits["heldout"] = list(official)
             elif self.data_dir is None:
@@ -474,8 +542,15 @@ class LadderEnvironment(Environment):
             self._unseen[key] = self._make_split("unseen", n, levels, rng, seen, tries=UNSEEN_TRIES)
         return list(self._unseen[key])
 
-    def task_at(self, level: int, rng: random.Random, task_id: str, taken: set[str],
-                knobs: dict[str, int] | None = None, **fields: Any) -> Task:
+    def task_at(
+        self,
+        level: int,
+        rng: random.Random,
+        task_id: str,
+        taken: set[str],
+        knobs: dict[str, int] | None = None,
+        **fields: Any,
+    ) -> Task:
         """One new task at ``level`` (and ``knobs``, see :attr:`KNOBS`) drawn by the benchmark's generator, built
         with ``fields`` (split, origin, epoch, generator ...). Its prompt is in no split, so neither the warm start
         nor held-out has it, and not in ``taken`` unless `UNSEEN_TRIES` draws all were; it joins ``taken``."""
@@ -490,8 +565,9 @@ class LadderEnvironment(Environment):
                 return build(task_id, **fields)
             fallback = fallback or build
         if fallback is None:
-            raise ValueError(f"{self.name}: no task at level {level} {knobs or ''} outside the splits in "
-                             f"{UNSEEN_TRIES} draws")
+            raise ValueError(
+                f"{self.name}: no task at level {level} {knobs or ''} outside the splits in {UNSEEN_TRIES} draws"
+            )
         return fallback(task_id, **fields)
 
     def _split_prompts(self) -> frozenset[str]:
@@ -505,8 +581,9 @@ class LadderEnvironment(Environment):
             raise ValueError(f"{self.name} has no difficulty knobs; got {sorted(knobs)}")
         return self.draft(level, rng)
 
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str], tries: int | None = None) -> list[Task]:
+    def _make_split(
+        self, split: str, n: int, levels: tuple[int, ...], rng: random.Random, seen: set[str], tries: int | None = None
+    ) -> list[Task]:
         """``n`` tasks in equal shares of ``levels`` (shuffled), redrawing any prompt already in ``seen``; with
         ``tries``, a task whose ``tries`` draws are all seen is left out (fewer tasks), without it `SPLIT_PATIENCE`
         such draws raise `SplitsExhausted` (never an endless loop)."""
@@ -535,11 +612,17 @@ class LadderEnvironment(Environment):
         (found, draws), needs = self._tally[level], self._needs[level]
         asked = " + ".join(f"{split} {count:,}" for split, count in needs.items())
         sizes = f"seed={self.sizes.seed}, train={self.sizes.train}, heldout={self.sizes.heldout}"
-        lower = (f"{type(self).__name__}.DEFAULT_SIZES (now {sizes}, the sizes a run builds it at)"
-                 if self.sizes == self.DEFAULT_SIZES else f"the split sizes asked for ({sizes})")
-        return SplitsExhausted(self.name, f"level {level} gave {found:,} distinct prompts in {draws:,} draws; the "
-                                          f"splits need {sum(needs.values()):,} ({asked} at level {level}): lower "
-                                          f"{lower} or widen level {level} of its draft")
+        lower = (
+            f"{type(self).__name__}.DEFAULT_SIZES (now {sizes}, the sizes a run builds it at)"
+            if self.sizes == self.DEFAULT_SIZES
+            else f"the split sizes asked for ({sizes})"
+        )
+        return SplitsExhausted(
+            self.name,
+            f"level {level} gave {found:,} distinct prompts in {draws:,} draws; the "
+            f"splits need {sum(needs.values()):,} ({asked} at level {level}): lower "
+            f"{lower} or widen level {level} of its draft",
+        )
 
     @abstractmethod
     def draft(self, level: int, rng: random.Random) -> tuple[str, Callable[..., Task]]:
@@ -554,8 +637,7 @@ class LadderEnvironment(Environment):
 
     def sibling_pairs(self, tasks: list[Task], rng: random.Random, n: int) -> list[tuple[Task, Task]]:
         """``n`` (source, sibling) pairs: random sources, each sibling from :meth:`sibling`."""
-        return [(source, self.sibling(source, rng, task_id))
-                for source, task_id in self.sibling_sources(tasks, rng, n)]
+        return [(source, self.sibling(source, rng, task_id)) for source, task_id in self.sibling_sources(tasks, rng, n)]
 
     def sibling_sources(self, tasks: list[Task], rng: random.Random, n: int) -> Iterator[tuple[Task, str]]:
         """The ``n`` sources of :meth:`sibling_pairs` and their siblings' ids, each source drawn from ``rng`` when

@@ -60,8 +60,14 @@ def _serve(env: Any, conn: Any) -> None:
         sets = [set(a) for a in args if isinstance(a, set)]
         try:
             value = getattr(env, method)(*args, **kwargs)
-            reply = (True, (value, [a.getstate() for a in args if isinstance(a, random.Random)],
-                            [a - before for a, before in zip((a for a in args if isinstance(a, set)), sets)]))
+            reply = (
+                True,
+                (
+                    value,
+                    [a.getstate() for a in args if isinstance(a, random.Random)],
+                    [a - before for a, before in zip((a for a in args if isinstance(a, set)), sets, strict=False)],
+                ),
+            )
         except Exception as exc:  # noqa: BLE001 - the plugin's own error, sent back by its type
             reply = (False, (type(exc).__name__, str(exc)[:200]))
         try:
@@ -97,9 +103,9 @@ class _Worker:
             raised.genenv_call = (self.env.name, method)
             raise raised
         value, states, added = reply
-        for rng, state in zip((a for a in args if isinstance(a, random.Random)), states):
+        for rng, state in zip((a for a in args if isinstance(a, random.Random)), states, strict=False):
             rng.setstate(state)  # the draws the worker made, as if made here
-        for taken, more in zip((a for a in args if isinstance(a, set)), added):
+        for taken, more in zip((a for a in args if isinstance(a, set)), added, strict=False):
             taken.update(more)
         return value
 

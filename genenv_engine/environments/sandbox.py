@@ -351,7 +351,7 @@ def _read_frame(fd: int) -> bytes | None:
 def _write_frame(fd: int, body: bytes) -> None:
     view = memoryview(HEADER.pack(len(body)) + body)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _text(exc: BaseException) -> tuple[str, str]:
@@ -444,7 +444,7 @@ class _Worker:
             if not _wait(self.requests, select.POLLOUT, deadline):
                 raise _Late
             try:
-                view = view[os.write(self.requests, view):]
+                view = view[os.write(self.requests, view) :]
             except BlockingIOError:
                 continue
             except BrokenPipeError:
@@ -490,8 +490,7 @@ class Sandbox:
     ``contained`` is False (then the worker still has no inherited descriptors, capped resources and the limit).
     ``name`` labels its errors. Calls from several threads take turns. A pickled Sandbox arrives unstarted."""
 
-    def __init__(self, function: Callable[..., Any], *, seconds: float, contained: bool = True,
-                 name: str = "") -> None:
+    def __init__(self, function: Callable[..., Any], *, seconds: float, contained: bool = True, name: str = "") -> None:
         if not seconds > 0:
             raise ValueError(f"seconds must be above 0, not {seconds!r}")
         self.function, self.seconds, self.contained = function, seconds, contained
@@ -557,8 +556,12 @@ class Sandbox:
         return {"function": self.function, "seconds": self.seconds, "contained": self.contained, "name": self.name}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["function"], seconds=state["seconds"], contained=state["contained"],  # type: ignore[misc]
-                      name=state["name"])
+        self.__init__(
+            state["function"],
+            seconds=state["seconds"],
+            contained=state["contained"],  # type: ignore[misc]
+            name=state["name"],
+        )
 
     def __del__(self) -> None:
         try:

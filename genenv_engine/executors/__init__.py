@@ -3,7 +3,8 @@ the simulator's drafts validated.
 
 ``local`` (in this process, the default) and ``ray`` (worker actors on a Ray instance, the ``ray`` extra). The
 controller (`genenv_engine.method.loop`) picks one with `make_executor` and calls it where the validate phase checks
-drafts and the rollout phase generates; every phase stays the controller's. Ray is imported by ``genenv_engine.executors.ray_exec`` alone, inside its
+drafts and the rollout phase generates; every phase stays the controller's. Ray is imported by
+``genenv_engine.executors.ray_exec`` alone, inside its
 functions, so importing the engine never loads it (an import-linter contract and a test check this).
 """
 
@@ -40,10 +41,12 @@ def preflight(config: Any) -> None:
         importlib.import_module("genenv_engine.executors.ray_exec").preflight(config.ray.address)
 
 
-def make_executor(config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None,
-                  simulator_version: int = 0) -> "RolloutExecutor":
+def make_executor(
+    config: Any, roles: Any, envs: dict[str, Any], version: int, emit: Any = None, simulator_version: int = 0
+) -> RolloutExecutor:
     """Build the executor the config names, holding agent weights of ``version`` and simulator weights of
     ``simulator_version``."""
     module, _, cls = EXECUTORS[executor_name(config.ray.address)].partition(":")
-    return getattr(importlib.import_module(module), cls)(config, roles, envs, version, emit,
-                                                         simulator_version=simulator_version)
+    return getattr(importlib.import_module(module), cls)(
+        config, roles, envs, version, emit, simulator_version=simulator_version
+    )

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from genenv_engine.backends.base import GenerationBackend, Sampling
+from genenv_engine.core.records import Task
+from genenv_engine.environments.base import Environment
 from genenv_engine.training import simulator as sim
 from genenv_engine.training.agent import TaskAttempts
-from genenv_engine.backends.base import GenerationBackend, Sampling
-from genenv_engine.environments.base import Environment
 from genenv_engine.training.policy import Policy
-from genenv_engine.core.records import Task
 from genenv_engine.training.simulator import Draft, Generation
 
 Progress = Callable[[int, int], None]
@@ -68,13 +68,28 @@ class RolloutExecutor(Protocol):
     """The last rollout's work per worker: ``batches``, ``tasks``, ``tokens``, ``seconds`` (stored in the epoch's
     metrics as ``rollout_workers``)."""
 
-    def rollout(self, tasks: list[Task], k: int, sampling: Sampling, threshold: float, *, epoch: int,
-                progress: Progress | None = None) -> list[TaskAttempts]:
+    def rollout(
+        self,
+        tasks: list[Task],
+        k: int,
+        sampling: Sampling,
+        threshold: float,
+        *,
+        epoch: int,
+        progress: Progress | None = None,
+    ) -> list[TaskAttempts]:
         """k scored rollouts per task, in task order, each stamped with `version`."""
         ...
 
-    def generate(self, jobs: list[GenerateJob], sampling: Sampling, *, epoch: int, style: str,
-                 progress: GenerateProgress | None = None) -> list[Draft]:
+    def generate(
+        self,
+        jobs: list[GenerateJob],
+        sampling: Sampling,
+        *,
+        epoch: int,
+        style: str,
+        progress: GenerateProgress | None = None,
+    ) -> list[Draft]:
         """The jobs' drafts, job after job, each seed's n variations in order, stamped with `simulator_version`."""
         ...
 
@@ -102,7 +117,7 @@ def task_batches(tasks: list[Task], size: int) -> list[list[Task]]:
     >>> [len(b) for b in task_batches(list(range(10)), 4)]
     [4, 4, 2]
     """
-    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
 def batch_seed(seed: int, epoch: int, index: int, kind: str = "rollout") -> int:
@@ -125,8 +140,11 @@ def seed_batches(jobs: list[GenerateJob], size: int) -> list[tuple[GenerateJob, 
     >>> [(j.benchmark, i, first, "".join(part)) for j, i, first, part in seed_batches(jobs, 2)]
     [('a', 0, 0, 'xy'), ('a', 1, 2, 'z'), ('b', 0, 0, 'uv')]
     """
-    return [(job, i, first, job.seeds[first:first + size])
-            for job in jobs for i, first in enumerate(range(0, len(job.seeds), size))]
+    return [
+        (job, i, first, job.seeds[first : first + size])
+        for job in jobs
+        for i, first in enumerate(range(0, len(job.seeds), size))
+    ]
 
 
 def seeded(sampling: Sampling, seed: int) -> Sampling:
@@ -145,26 +163,70 @@ def stamp(scored: list[TaskAttempts], version: int) -> list[TaskAttempts]:
     return scored
 
 
-def sample_batch(backend: GenerationBackend, policy: Policy, env: Environment, job: GenerateJob, first: int,
-                 seeds: list[Task], sampling: Sampling, *, epoch: int, style: str) -> list[Draft]:
+def sample_batch(
+    backend: GenerationBackend,
+    policy: Policy,
+    env: Environment,
+    job: GenerateJob,
+    first: int,
+    seeds: list[Task],
+    sampling: Sampling,
+    *,
+    epoch: int,
+    style: str,
+) -> list[Draft]:
     """One batch of a job (seeds ``first`` onwards): its drafts, with the ids the unbatched job gives them."""
-    return sim.sample(backend, policy, env, seeds, job.n, replace(sampling, grammar=job.grammar), epoch=epoch,
-                      id_prefix=job.prefix, style=style, note=job.note, first=first)
+    return sim.sample(
+        backend,
+        policy,
+        env,
+        seeds,
+        job.n,
+        replace(sampling, grammar=job.grammar),
+        epoch=epoch,
+        id_prefix=job.prefix,
+        style=style,
+        note=job.note,
+        first=first,
+    )
 
 
-def sample_jobs(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], jobs: list[GenerateJob],
-                sampling: Sampling, *, epoch: int, style: str, version: int,
-                progress: GenerateProgress | None = None) -> list[Draft]:
+def sample_jobs(
+    backend: GenerationBackend,
+    policy: Policy,
+    envs: dict[str, Environment],
+    jobs: list[GenerateJob],
+    sampling: Sampling,
+    *,
+    epoch: int,
+    style: str,
+    version: int,
+    progress: GenerateProgress | None = None,
+) -> list[Draft]:
     """Every job's drafts from one `genenv_engine.training.simulator.sample` call per job, with ``sampling`` as given
     (the unbatched generation, as before executors existed), stamped with the simulator weights' ``version``."""
     out: list[Draft] = []
     for job in jobs:
+
         def each(done: int, total: int, name: str = job.benchmark) -> None:
             if progress:
                 progress(name, done, total)
-        out.extend(sim.sample(backend, policy, envs[job.benchmark], job.seeds, job.n,
-                              replace(sampling, grammar=job.grammar), epoch=epoch, id_prefix=job.prefix,
-                              progress=each, style=style, note=job.note))
+
+        out.extend(
+            sim.sample(
+                backend,
+                policy,
+                envs[job.benchmark],
+                job.seeds,
+                job.n,
+                replace(sampling, grammar=job.grammar),
+                epoch=epoch,
+                id_prefix=job.prefix,
+                progress=each,
+                style=style,
+                note=job.note,
+            )
+        )
     return stamp_drafts(out, version)
 
 

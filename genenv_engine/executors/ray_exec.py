@@ -38,16 +38,24 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from genenv_engine.training import simulator as sim
-from genenv_engine.training.agent import TaskAttempts
 from genenv_engine.backends.base import Sampling
 from genenv_engine.backends.openmp import SETUP_HOOK
 from genenv_engine.core.errors import ConfigError
 from genenv_engine.core.events import WorkerRestarted, WorkerTimedOut
-from genenv_engine.executors.base import (GenerateJob, GenerateProgress, Progress, batch_seed, sample_jobs,
-                                          seed_batches, seeded, task_batches)
-from genenv_engine.executors.worker import RolloutWorker, policy_weights
 from genenv_engine.core.records import Task
+from genenv_engine.executors.base import (
+    GenerateJob,
+    GenerateProgress,
+    Progress,
+    batch_seed,
+    sample_jobs,
+    seed_batches,
+    seeded,
+    task_batches,
+)
+from genenv_engine.executors.worker import RolloutWorker, policy_weights
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.agent import TaskAttempts
 
 MAX_RESTARTS = 4
 """How often Ray may restart one worker actor."""
@@ -80,9 +88,11 @@ START_SECONDS = 180.0
 taken to be unusable from this driver: a head that answers but a node it advertises that cannot be reached leaves
 them pending for ever."""
 
-_HINT = ("each address the cluster advertises must be reachable from here (`ray status` on the head lists them; a "
-         "head in a container, a VM or behind a tunnel often advertises one that only its own network reaches), or "
-         "run with --ray local; nothing was run")
+_HINT = (
+    "each address the cluster advertises must be reachable from here (`ray status` on the head lists them; a "
+    "head in a container, a VM or behind a tunnel often advertises one that only its own network reaches), or "
+    "run with --ray local; nothing was run"
+)
 """What to check, ending each message of `check_joinable`."""
 
 _JOIN_TRIAL = """
@@ -117,9 +127,12 @@ def check_reachable(address: str, seconds: float = REACH_SECONDS) -> None:
         with socket.create_connection(parsed, timeout=seconds):
             pass
     except OSError as exc:
-        raise ConfigError("ray.address", f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}): check "
-                          f"that `ray status --address {address}` works from the machine running genenv, or run with --ray local; "
-                          "nothing was run") from None
+        raise ConfigError(
+            "ray.address",
+            f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}): check "
+            f"that `ray status --address {address}` works from the machine running genenv, or run with --ray local; "
+            "nothing was run",
+        ) from None
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
@@ -146,8 +159,13 @@ def check_joinable(address: str, seconds: float | None = None) -> None:
 
     seconds = JOIN_SECONDS if seconds is None else seconds
     answers = ", though its head answers" if _host_port(address) else ""  # checked by `check_reachable` first
-    trial = subprocess.Popen([sys.executable, "-c", _JOIN_TRIAL, address], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    trial = subprocess.Popen(
+        [sys.executable, "-c", _JOIN_TRIAL, address],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         _, err = trial.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -159,15 +177,24 @@ def check_joinable(address: str, seconds: float | None = None) -> None:
             err = b""
         said = join_failure(err.decode(errors="replace"))
         loopback = (_host_port(address) or ("",))[0] in ("127.0.0.1", "localhost", "::1")
-        hint = ("Ray takes a loopback address for the local machine's own address, so the head must answer there too "
-                "(a tunnel listening on loopback alone does not do); " if loopback else "") + _HINT
-        raise ConfigError("ray.address", f"a driver started here did not join the Ray cluster at {address} "
-                          f"within {seconds:g} s{answers} (Ray said: {said or 'nothing'}): "
-                          f"{hint}") from None
+        hint = (
+            "Ray takes a loopback address for the local machine's own address, so the head must answer there too "
+            "(a tunnel listening on loopback alone does not do); "
+            if loopback
+            else ""
+        ) + _HINT
+        raise ConfigError(
+            "ray.address",
+            f"a driver started here did not join the Ray cluster at {address} "
+            f"within {seconds:g} s{answers} (Ray said: {said or 'nothing'}): "
+            f"{hint}",
+        ) from None
     if trial.returncode != 0:
         said = join_failure(err.decode(errors="replace")) or f"exit status {trial.returncode}"
-        raise ConfigError("ray.address", f"a driver started here could not join the Ray cluster at {address}"
-                          f"{answers} (Ray said: {said}): {_HINT}")
+        raise ConfigError(
+            "ray.address",
+            f"a driver started here could not join the Ray cluster at {address}{answers} (Ray said: {said}): {_HINT}",
+        )
 
 
 def join_failure(text: str, width: int = 240) -> str:
@@ -185,7 +212,7 @@ def join_failure(text: str, width: int = 240) -> str:
     'Failed to get cluster ID: TimedOut; ConnectionError: Failed to connect to Ray cluster at 10.0.0.2:6379'
     >>> join_failure("")
     ''
-    """
+    """  # noqa: E501
     import re
 
     core = {"E": "", "W": ""}
@@ -211,8 +238,9 @@ def preflight(address: str) -> None:
     (`check_joinable`); remember an address that passed, so that the executor's `connect` joins it without a
     second trial. Nothing is joined in this process. ``local`` needs only the extra."""
     if "ray" not in sys.modules and importlib.util.find_spec("ray") is None:
-        raise ConfigError("ray.address", f"--ray {address} needs the ray extra (pip install -e '.[ray]'); "
-                          "nothing was run")
+        raise ConfigError(
+            "ray.address", f"--ray {address} needs the ray extra (pip install -e '.[ray]'); nothing was run"
+        )
     if address == "local":
         return
     check_reachable(address)
@@ -236,14 +264,21 @@ def connect(address: str, workers: int) -> bool:
     setup = {"worker_process_setup_hook": SETUP_HOOK}
     try:
         if address == "local":
-            ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
-                     log_to_driver=False, configure_logging=False, runtime_env=setup)
+            ray.init(
+                address="local",
+                num_cpus=max(workers, os.cpu_count() or 1),
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                runtime_env=setup,
+            )
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=setup)
     except (ConnectionError, TimeoutError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError("ray.address", f"the Ray cluster at {address} did not take this driver ({first[:200]}); "
-                          "nothing was run") from None
+        raise ConfigError(
+            "ray.address", f"the Ray cluster at {address} did not take this driver ({first[:200]}); nothing was run"
+        ) from None
     return True
 
 
@@ -262,8 +297,16 @@ class RayExecutor:
 
     ``worker`` is the actor class (`RolloutWorker`; tests pass a test double built on it)."""
 
-    def __init__(self, config: Any, roles: Any, envs: dict[str, Any], version: int = 0, emit: Any = None,
-                 simulator_version: int = 0, worker: type = RolloutWorker) -> None:
+    def __init__(
+        self,
+        config: Any,
+        roles: Any,
+        envs: dict[str, Any],
+        version: int = 0,
+        emit: Any = None,
+        simulator_version: int = 0,
+        worker: type = RolloutWorker,
+    ) -> None:
         import ray
 
         self.config, self.roles, self.version, self.emit = config, roles, version, emit
@@ -275,11 +318,22 @@ class RayExecutor:
         options = asdict(config.vllm) if config.backend == "vllm" else {}
         actor = ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, num_cpus=1)(worker)
         policies = ray.put((roles.agent, roles.simulator if self.generates else None))  # one object: a shared base
-        self.actors = [actor.remote(policies, version, config.backend, options, list(config.benchmarks), config.seed,
-                                    dict(config.data_dirs), config.model.threads, simulator_version=simulator_version,
-                                    environments=dict(config.environments),
-                                    environments_options=dict(config.environments_options))
-                       for _ in range(self.workers)]
+        self.actors = [
+            actor.remote(
+                policies,
+                version,
+                config.backend,
+                options,
+                list(config.benchmarks),
+                config.seed,
+                dict(config.data_dirs),
+                config.model.threads,
+                simulator_version=simulator_version,
+                environments=dict(config.environments),
+                environments_options=dict(config.environments_options),
+            )
+            for _ in range(self.workers)
+        ]
         self._policies = policies  # kept alive: a restarted actor is rebuilt from it
         self._weights: Any = None
         self._simulator_weights: Any = None
@@ -299,17 +353,37 @@ class RayExecutor:
             return [info["pid"] for info in ray.get([a.info.remote() for a in self.actors], timeout=START_SECONDS)]
         except GetTimeoutError:
             self.close()
-            raise ConfigError("ray.address", f"the Ray cluster at {address} took this driver, but its "
-                              f"{self.workers} workers did not start within {START_SECONDS:.0f} s (is every node "
-                              "it advertises reachable from the machine running genenv? `ray status` there shows "
-                              "their addresses); nothing was run") from None
+            raise ConfigError(
+                "ray.address",
+                f"the Ray cluster at {address} took this driver, but its "
+                f"{self.workers} workers did not start within {START_SECONDS:.0f} s (is every node "
+                "it advertises reachable from the machine running genenv? `ray status` there shows "
+                "their addresses); nothing was run",
+            ) from None
 
-    def rollout(self, tasks: list[Task], k: int, sampling: Sampling, threshold: float, *, epoch: int,
-                progress: Progress | None = None) -> list[TaskAttempts]:
+    def rollout(
+        self,
+        tasks: list[Task],
+        k: int,
+        sampling: Sampling,
+        threshold: float,
+        *,
+        epoch: int,
+        progress: Progress | None = None,
+    ) -> list[TaskAttempts]:
         """Send the seeded batches round-robin to the workers; return their rollouts in task order."""
         batches = task_batches(tasks, self.config.rollout_batch_tasks())
-        jobs = [([self._weights], self.version, batch, k, seeded(sampling, batch_seed(self.config.seed, epoch, i)),
-                 threshold) for i, batch in enumerate(batches)]
+        jobs = [
+            (
+                [self._weights],
+                self.version,
+                batch,
+                k,
+                seeded(sampling, batch_seed(self.config.seed, epoch, i)),
+                threshold,
+            )
+            for i, batch in enumerate(batches)
+        ]
         self.last_stats = [{"batches": 0, "tasks": 0, "seconds": 0.0, "tokens": 0} for _ in self.actors]
         done = 0
 
@@ -320,21 +394,47 @@ class RayExecutor:
             if progress:
                 progress(done, len(tasks) * k)
             return scored
+
         results = self._map("rollout", epoch, "run", jobs, [_tasks_label([t.id for t in b]) for b in batches], take)
         return [s for part in results for s in part]
 
-    def generate(self, jobs: list[GenerateJob], sampling: Sampling, *, epoch: int, style: str,
-                 progress: GenerateProgress | None = None) -> list[sim.Draft]:
+    def generate(
+        self,
+        jobs: list[GenerateJob],
+        sampling: Sampling,
+        *,
+        epoch: int,
+        style: str,
+        progress: GenerateProgress | None = None,
+    ) -> list[sim.Draft]:
         """The jobs' drafts: with ``generate_batch`` > 0 the seeded seed batches round-robin on the workers, back
         in order; else on the controller's simulator backend, one stream per job."""
         if not self.generates:
-            return sample_jobs(self.roles.simulator_backend, self.roles.simulator, self.envs, jobs, sampling,
-                               epoch=epoch, style=style, version=self.simulator_version, progress=progress)
+            return sample_jobs(
+                self.roles.simulator_backend,
+                self.roles.simulator,
+                self.envs,
+                jobs,
+                sampling,
+                epoch=epoch,
+                style=style,
+                version=self.simulator_version,
+                progress=progress,
+            )
         batches = seed_batches(jobs, self.config.generate_batch)
-        args = [([self._simulator_weights], self.simulator_version, GenerateJob(job.benchmark, [], job.n, job.prefix,
-                                                                                job.note, job.grammar), first, seeds,
-                 seeded(sampling, batch_seed(self.config.seed, epoch, i, f"generate/{job.benchmark}")), epoch, style)
-                for job, i, first, seeds in batches]
+        args = [
+            (
+                [self._simulator_weights],
+                self.simulator_version,
+                GenerateJob(job.benchmark, [], job.n, job.prefix, job.note, job.grammar),
+                first,
+                seeds,
+                seeded(sampling, batch_seed(self.config.seed, epoch, i, f"generate/{job.benchmark}")),
+                epoch,
+                style,
+            )
+            for job, i, first, seeds in batches
+        ]
         done: dict[str, int] = {}
 
         def take(i: int, worker: int, out: dict[str, Any]) -> list[sim.Draft]:
@@ -345,12 +445,20 @@ class RayExecutor:
             if progress:
                 progress(job.benchmark, done[job.benchmark], len(job.seeds) * job.n)
             return out["drafts"]
-        results = self._map("generate", epoch, "generate", args,
-                            [_tasks_label([s.id for s in seeds]) for _, _, _, seeds in batches], take)
+
+        results = self._map(
+            "generate",
+            epoch,
+            "generate",
+            args,
+            [_tasks_label([s.id for s in seeds]) for _, _, _, seeds in batches],
+            take,
+        )
         return [d for part in results for d in part]
 
-    def validate(self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str,
-                 style: str) -> list[sim.Generation]:
+    def validate(
+        self, drafts: list[sim.Draft], *, epoch: int, generator: str, origin: str, style: str
+    ) -> list[sim.Generation]:
         """Send batches of ``ray.validate_batch`` drafts round-robin to the workers; return the generations in order."""
         batches = task_batches(drafts, self.config.ray.validate_batch)
         jobs = [(batch, epoch, generator, origin, style) for batch in batches]
@@ -358,12 +466,21 @@ class RayExecutor:
         def take(i: int, worker: int, out: dict[str, Any]) -> list[sim.Generation]:
             self._check_pid(worker, out["pid"], epoch)
             return out["generations"]
-        results = self._map("validate", epoch, "validate", jobs,
-                            [_tasks_label([d.task_id for d in b]) for b in batches], take)
+
+        results = self._map(
+            "validate", epoch, "validate", jobs, [_tasks_label([d.task_id for d in b]) for b in batches], take
+        )
         return [g for part in results for g in part]
 
-    def _map(self, phase: str, epoch: int, method: str, jobs: list[tuple], labels: list[str],
-             take: Callable[[int, int, dict[str, Any]], Any]) -> list[Any]:
+    def _map(
+        self,
+        phase: str,
+        epoch: int,
+        method: str,
+        jobs: list[tuple],
+        labels: list[str],
+        take: Callable[[int, int, dict[str, Any]], Any],
+    ) -> list[Any]:
         """Run ``jobs[i]`` (the arguments of the worker's ``method``) on actor i mod workers, one call in flight
         per actor, under ``ray.call_timeout``; ``take(i, worker, result)`` turns each result into what is returned,
         in job order, as it arrives (it may raise: a stop or a failure cancels the calls in flight)."""
@@ -406,7 +523,8 @@ class RayExecutor:
                             f"{phase} batch {call.index} of epoch {epoch} ({labels[call.index]}) ran past "
                             f"ray.call_timeout = {limit:g} s on worker {call.worker}, {call.attempt} times (the worker "
                             "was restarted each time); the epoch is stopped and the session resumable: raise "
-                            "ray.call_timeout, or look at the checker on these tasks")
+                            "ray.call_timeout, or look at the checker on these tasks"
+                        )
                     send(call.worker, call.index, call.attempt + 1)
         finally:
             for ref in calls:  # a stop or a failure mid-way: drop the rest
@@ -442,7 +560,9 @@ class RayExecutor:
         """A sampling result is usable only when made with the controller's ``version`` of the weights
         (`StaleWeights` otherwise); a new process id on it is logged (`_check_pid`)."""
         if out["version"] != version:
-            raise StaleWeights(f"worker {worker} {what} weights version {out['version']}, the controller holds {version}")
+            raise StaleWeights(
+                f"worker {worker} {what} weights version {out['version']}, the controller holds {version}"
+            )
         self._check_pid(worker, out["pid"], epoch)
 
     def _check_pid(self, worker: int, pid: int, epoch: int) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 
 import torch
 
+from genenv_engine.backends.base import Sampling
+from genenv_engine.core.records import Task
+from genenv_engine.executors.base import GenerateJob, sample_batch, stamp, stamp_drafts
 from genenv_engine.training import simulator as sim
 from genenv_engine.training.agent import rollout
-from genenv_engine.backends.base import Sampling
-from genenv_engine.executors.base import GenerateJob, sample_batch, stamp, stamp_drafts
-from genenv_engine.core.records import Task
 
 
 def policy_weights(policy: Any) -> dict[str, torch.Tensor]:
@@ -57,17 +57,23 @@ def _load(policy: Any, backend: Any, weights: list[Any]) -> None:
     backend.sync()
 
 
-def worker_environments(benchmarks: list[str], seed: int, data_dirs: dict[str, str],
-                        environments: dict[str, str],
-                        options: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def worker_environments(
+    benchmarks: list[str],
+    seed: int,
+    data_dirs: dict[str, str],
+    environments: dict[str, str],
+    options: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The run's environments in a worker process, each benchmark that is not built in found as the run's config
     recorded it (``environments``, `RunConfig.environments`: a ``module:Class`` one is otherwise unknown to a
     process that did not read that config) and built with its ``options`` (`RunConfig.environments_options`)."""
     from genenv_engine.environments import get_environment, resolve_benchmarks
 
     resolve_benchmarks(benchmarks, environments)
-    return {name: get_environment(name, seed, data_dir=data_dirs.get(name), options=(options or {}).get(name))
-            for name in benchmarks}
+    return {
+        name: get_environment(name, seed, data_dir=data_dirs.get(name), options=(options or {}).get(name))
+        for name in benchmarks
+    }
 
 
 class RolloutWorker:
@@ -76,23 +82,35 @@ class RolloutWorker:
 
     ``policies`` is ``(agent, simulator or None)``; ``version`` and ``simulator_version`` are their weights'."""
 
-    def __init__(self, policies: tuple[Any, Any], version: int, backend: str, backend_options: dict[str, Any],
-                 benchmarks: list[str], seed: int, data_dirs: dict[str, str], threads: int,
-                 simulator_version: int = 0, environments: dict[str, str] | None = None,
-                 environments_options: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        policies: tuple[Any, Any],
+        version: int,
+        backend: str,
+        backend_options: dict[str, Any],
+        benchmarks: list[str],
+        seed: int,
+        data_dirs: dict[str, str],
+        threads: int,
+        simulator_version: int = 0,
+        environments: dict[str, str] | None = None,
+        environments_options: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         from genenv_engine.backends import get_backend
 
         torch.set_num_threads(threads)
         self.policy, self.simulator = policies
         self.version, self.simulator_version = version, simulator_version
         self.backend = get_backend(backend, policy=self.policy, **backend_options)
-        self.simulator_backend = (None if self.simulator is None
-                                  else get_backend(backend, policy=self.simulator, **backend_options))
+        self.simulator_backend = (
+            None if self.simulator is None else get_backend(backend, policy=self.simulator, **backend_options)
+        )
         self.envs = worker_environments(benchmarks, seed, data_dirs, environments or {}, environments_options)
         self.pid = os.getpid()
 
-    def run(self, weights: list[Any], version: int, tasks: list[Task], k: int, sampling: Sampling,
-            threshold: float) -> dict[str, Any]:
+    def run(
+        self, weights: list[Any], version: int, tasks: list[Task], k: int, sampling: Sampling, threshold: float
+    ) -> dict[str, Any]:
         """Score one batch with the weights of ``version`` (``weights[0]``: their object reference, or None when
         the worker was created with them)."""
         if version != self.version:
@@ -100,18 +118,31 @@ class RolloutWorker:
             self.version = version
         before, start = self.backend.tokens_generated, time.monotonic()
         scored = stamp(rollout(self.backend, self.policy, self.envs, tasks, k, sampling, threshold), self.version)
-        return {"scored": scored, "version": self.version, "pid": self.pid,
-                "tokens": self.backend.tokens_generated - before, "seconds": time.monotonic() - start}
+        return {
+            "scored": scored,
+            "version": self.version,
+            "pid": self.pid,
+            "tokens": self.backend.tokens_generated - before,
+            "seconds": time.monotonic() - start,
+        }
 
-    def validate(self, drafts: list[sim.Draft], epoch: int, generator: str, origin: str,
-                 style: str) -> dict[str, Any]:
+    def validate(self, drafts: list[sim.Draft], epoch: int, generator: str, origin: str, style: str) -> dict[str, Any]:
         """Validate one batch of drafts (`genenv_engine.training.simulator.validate_drafts`), in order."""
         start = time.monotonic()
         gens = sim.validate_drafts(self.envs, drafts, epoch=epoch, generator=generator, origin=origin, style=style)
         return {"generations": gens, "pid": self.pid, "seconds": time.monotonic() - start}
 
-    def generate(self, weights: list[Any], version: int, job: GenerateJob, first: int, seeds: list[Task],
-                 sampling: Sampling, epoch: int, style: str) -> dict[str, Any]:
+    def generate(
+        self,
+        weights: list[Any],
+        version: int,
+        job: GenerateJob,
+        first: int,
+        seeds: list[Task],
+        sampling: Sampling,
+        epoch: int,
+        style: str,
+    ) -> dict[str, Any]:
         """Write one batch of a job's drafts (seeds ``first`` onwards) with the simulator weights of ``version``
         (``weights[0]``: their object reference, or None when the worker was created with them)."""
         if self.simulator is None or self.simulator_backend is None:
@@ -120,10 +151,27 @@ class RolloutWorker:
             _load(self.simulator, self.simulator_backend, weights)
             self.simulator_version = version
         before, start = self.simulator_backend.tokens_generated, time.monotonic()
-        drafts = stamp_drafts(sample_batch(self.simulator_backend, self.simulator, self.envs[job.benchmark], job,
-                                           first, seeds, sampling, epoch=epoch, style=style), self.simulator_version)
-        return {"drafts": drafts, "version": self.simulator_version, "pid": self.pid,
-                "tokens": self.simulator_backend.tokens_generated - before, "seconds": time.monotonic() - start}
+        drafts = stamp_drafts(
+            sample_batch(
+                self.simulator_backend,
+                self.simulator,
+                self.envs[job.benchmark],
+                job,
+                first,
+                seeds,
+                sampling,
+                epoch=epoch,
+                style=style,
+            ),
+            self.simulator_version,
+        )
+        return {
+            "drafts": drafts,
+            "version": self.simulator_version,
+            "pid": self.pid,
+            "tokens": self.simulator_backend.tokens_generated - before,
+            "seconds": time.monotonic() - start,
+        }
 
     def info(self) -> dict[str, int]:
         """This worker's process id and weights versions."""

@@ -21,8 +21,15 @@ from typing import Any
 
 from genenv_engine.config import config_from_file, parse_sets
 from genenv_engine.core.errors import ConfigError
-from genenv_engine.experiments.arms import (ARMS, DEFAULT_ARMS, Plan, arm_config, check_equal_compute, folder_name,
-                                            same_run)
+from genenv_engine.experiments.arms import (
+    ARMS,
+    DEFAULT_ARMS,
+    Plan,
+    arm_config,
+    check_equal_compute,
+    folder_name,
+    same_run,
+)
 from genenv_engine.experiments.markdown import epoch0_text, fmt, markdown, versus_cells
 from genenv_engine.experiments.plots import plots
 from genenv_engine.experiments.run_records import read_record, record_path, write_record
@@ -75,11 +82,15 @@ class _ArmSink:
             if self.quiet:
                 held = " ".join(f"{k}={v:.3f}" for k, v in event.metrics.get("heldout", {}).items())
                 p_hat = event.metrics.get("generated_success")
-                print(f"{self.label} epoch {event.epoch}: heldout {held} p_hat "
-                      f"{'-' if p_hat is None else f'{p_hat:.3f}'}", flush=True)
+                print(
+                    f"{self.label} epoch {event.epoch}: heldout {held} p_hat "
+                    f"{'-' if p_hat is None else f'{p_hat:.3f}'}",
+                    flush=True,
+                )
         elif kind == "WarmStartProgressed":
-            self.progress.update(self.task_id, description=f"{self.label} warm start {event.role} "
-                                 f"{event.step}/{event.steps}")
+            self.progress.update(
+                self.task_id, description=f"{self.label} warm start {event.role} {event.step}/{event.steps}"
+            )
         elif kind == "PhaseStarted":
             self.progress.update(self.task_id, description=f"{self.label} e{event.epoch} {event.phase}")
 
@@ -96,13 +107,17 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
     configs = {arm: arm_config(plan, arm, plan.seeds[0]) for arm in plan.arms}
     budget = check_equal_compute(configs)
     plan.out.mkdir(parents=True, exist_ok=True)
-    print(f"ablation: {len(plan.arms)} arms x {len(plan.seeds)} seeds, {configs[plan.arms[0]].epochs} epochs, "
-          f"agent budget per epoch: {budget['tasks_per_epoch']} tasks x {budget['rollouts']} rollouts = "
-          f"{budget['rollouts_per_epoch']} rollouts, {budget['steps_per_epoch']} optimizer steps x "
-          f"{budget['update_epochs']} passes", flush=True)
+    print(
+        f"ablation: {len(plan.arms)} arms x {len(plan.seeds)} seeds, {configs[plan.arms[0]].epochs} epochs, "
+        f"agent budget per epoch: {budget['tasks_per_epoch']} tasks x {budget['rollouts']} rollouts = "
+        f"{budget['rollouts_per_epoch']} rollouts, {budget['steps_per_epoch']} optimizer steps x "
+        f"{budget['update_epochs']} passes",
+        flush=True,
+    )
     started = time.perf_counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=quiet) as progress:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
+    ) as progress:
         for seed in plan.seeds:
             for arm in plan.arms:
                 recorded = recorded_run(plan, arm, seed)
@@ -161,10 +176,16 @@ def print_summary(results: dict[str, Any]) -> None:
             if not row or bench not in row:
                 continue
             b = row[bench]
-            table.add_row(arm, fmt(b["epoch0"], b["epoch0_sd"]), fmt(b["final"], b["final_sd"]),
-                          fmt(b["delta"], b["delta_sd"]), f"{b['seeds_up_2se']}/{len(b['per_seed'])}",
-                          fmt(row["final_p_hat"]), fmt(row["first_epoch_in_band"]),
-                          fmt(row["final_tasks_trained"], digits=0))
+            table.add_row(
+                arm,
+                fmt(b["epoch0"], b["epoch0_sd"]),
+                fmt(b["final"], b["final_sd"]),
+                fmt(b["delta"], b["delta_sd"]),
+                f"{b['seeds_up_2se']}/{len(b['per_seed'])}",
+                fmt(row["final_p_hat"]),
+                fmt(row["first_epoch_in_band"]),
+                fmt(row["final_tasks_trained"], digits=0),
+            )
         Console().print(table)
         pairs = [v for v in s.get("_versus", []) if v["benchmark"] == bench]
         if pairs:
@@ -173,13 +194,21 @@ def print_summary(results: dict[str, Any]) -> None:
                 versus_table.add_column(col)
             for v in pairs:
                 n = len(v["per_seed"])
-                versus_table.add_row(f"{v['a']} − {v['b']}", fmt(v["mean"], v["sd"]), versus_cells(v),
-                                     f"{v['a_above_2se']}/{n}", f"{v['b_above_2se']}/{n}")
+                versus_table.add_row(
+                    f"{v['a']} − {v['b']}",
+                    fmt(v["mean"], v["sd"]),
+                    versus_cells(v),
+                    f"{v['a_above_2se']}/{n}",
+                    f"{v['b_above_2se']}/{n}",
+                )
             Console().print(versus_table)
     for m in results.get("warm_start_mismatches") or []:
-        Console().print(f"⚠ seed {m['seed']}: {m['a']} and {m['b']} started from different epoch-0 agents "
-                        f"({epoch0_text(m, m['a'], m['b'])}); their differences include the epoch-0 agents'",
-                        style="bold red", markup=False)
+        Console().print(
+            f"⚠ seed {m['seed']}: {m['a']} and {m['b']} started from different epoch-0 agents "
+            f"({epoch0_text(m, m['a'], m['b'])}); their differences include the epoch-0 agents'",
+            style="bold red",
+            markup=False,
+        )
 
 
 def add_parser(what: Any) -> None:
@@ -188,23 +217,36 @@ def add_parser(what: Any) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--preset", help="preset every arm starts from (default: ablation)")
     src.add_argument("--config", type=Path, help="a TOML config file every arm starts from")
-    p.add_argument("--arms", default=",".join(DEFAULT_ARMS),
-                   help=f"comma list of arms (default {','.join(DEFAULT_ARMS)}; also: "
-                        f"{','.join(a for a in ARMS if a not in DEFAULT_ARMS)})")
+    p.add_argument(
+        "--arms",
+        default=",".join(DEFAULT_ARMS),
+        help=f"comma list of arms (default {','.join(DEFAULT_ARMS)}; also: "
+        f"{','.join(a for a in ARMS if a not in DEFAULT_ARMS)})",
+    )
     p.add_argument("--seeds", default="0,1,2", help="comma list of seeds (default 0,1,2)")
     p.add_argument("--epochs", type=int, help="epochs per arm (default: the preset's)")
     p.add_argument("--benchmarks", help="comma list of benchmarks, or 'all'")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every arm")
-    p.add_argument("--out", type=Path, default=Path("sessions/ablation"), help="bench folder (default sessions/ablation)")
-    p.add_argument("--records", type=Path, metavar="DIR",
-                   help="run records (one small JSON per arm x seed, committable): every session read is recorded "
-                        "here, and an arm x seed without a session folder is read from its record instead of run "
-                        "(default: OUT/records)")
+    p.add_argument(
+        "--out", type=Path, default=Path("sessions/ablation"), help="bench folder (default sessions/ablation)"
+    )
+    p.add_argument(
+        "--records",
+        type=Path,
+        metavar="DIR",
+        help="run records (one small JSON per arm x seed, committable): every session read is recorded "
+        "here, and an arm x seed without a session folder is read from its record instead of run "
+        "(default: OUT/records)",
+    )
     p.add_argument("--report-only", action="store_true", help="only re-read the sessions and rewrite the tables")
     p.add_argument("--quiet", action="store_true", help="no progress bars; one line per arm epoch")
-    p.add_argument("--rescore", type=int, metavar="N",
-                   help="re-read only, with held-out re-scored from the saved checkpoints (epoch 0 and the last "
-                        "epochs) on the first N held-out tasks; writes rescore-N.md/.json")
+    p.add_argument(
+        "--rescore",
+        type=int,
+        metavar="N",
+        help="re-read only, with held-out re-scored from the saved checkpoints (epoch 0 and the last "
+        "epochs) on the first N held-out tasks; writes rescore-N.md/.json",
+    )
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:

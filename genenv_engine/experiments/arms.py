@@ -20,7 +20,6 @@ from typing import Any
 from genenv_engine.config import EXECUTION_FIELDS, RunConfig, load_config
 from genenv_engine.core.errors import ConfigError
 
-
 ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "trained": ({"simulator.mode": "trained", "curriculum.reward": "alpha"}, "GenEnv"),
     "frozen": ({"simulator.mode": "frozen", "curriculum.reward": "alpha"}, "GenEnv-Random"),
@@ -28,15 +27,20 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "off": ({"simulator.mode": "off", "curriculum.reward": "alpha"}, "Off (base data only)"),
     "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
     "grounded": ({"simulator.mode": "trained", "curriculum.reward": "grounded"}, "Grounded reward"),
-    "unseen": ({"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
-               "Off on unseen tasks (oracle)"),
-    **{name: ({"simulator.mode": "sampler", "curriculum.reward": "alpha", "curriculum.sampler": sampler}, label)
-       for name, sampler, label in (
-           ("target", "target", "Target level only"),
-           ("uniform-levels", "uniform", "Uniform levels"),
-           ("schedule", "schedule", "Easy-to-hard schedule"),
-           ("learnability", "learnability", "Learnability sampler"),
-           ("controller", "controller", "RWR difficulty controller"))},
+    "unseen": (
+        {"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
+        "Off on unseen tasks (oracle)",
+    ),
+    **{
+        name: ({"simulator.mode": "sampler", "curriculum.reward": "alpha", "curriculum.sampler": sampler}, label)
+        for name, sampler, label in (
+            ("target", "target", "Target level only"),
+            ("uniform-levels", "uniform", "Uniform levels"),
+            ("schedule", "schedule", "Easy-to-hard schedule"),
+            ("learnability", "learnability", "Learnability sampler"),
+            ("controller", "controller", "RWR difficulty controller"),
+        )
+    },
 }
 """Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base
 data only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the
@@ -48,8 +52,19 @@ DEFAULT_ARMS = ("trained", "frozen", "static", "off", "uniform")
 """The paper's arms, run when ``--arms`` is not given."""
 
 
-COMPUTE_FIELDS = ("rollouts", "tasks_per_epoch", "steps_per_epoch", "update_epochs", "lr", "minibatch",
-                  "temperature", "max_new_tokens", "kl_coef", "clip", "base_levels")
+COMPUTE_FIELDS = (
+    "rollouts",
+    "tasks_per_epoch",
+    "steps_per_epoch",
+    "update_epochs",
+    "lr",
+    "minibatch",
+    "temperature",
+    "max_new_tokens",
+    "kl_coef",
+    "clip",
+    "base_levels",
+)
 """Agent settings that must be equal in every arm (what one epoch of agent training costs and does)."""
 
 
@@ -117,16 +132,24 @@ def check_equal_compute(configs: dict[str, RunConfig]) -> dict[str, Any]:
     budgets = {arm: {name: getattr(cfg.agent, name) for name in COMPUTE_FIELDS} for arm, cfg in configs.items()}
     first_arm, first = next(iter(budgets.items()))
     if not first["tasks_per_epoch"] or not first["steps_per_epoch"]:
-        raise ConfigError("agent.tasks_per_epoch", "the arms would get different agent compute: set "
-                          "agent.tasks_per_epoch and agent.steps_per_epoch (the ablation preset does)")
+        raise ConfigError(
+            "agent.tasks_per_epoch",
+            "the arms would get different agent compute: set "
+            "agent.tasks_per_epoch and agent.steps_per_epoch (the ablation preset does)",
+        )
     for arm, budget in budgets.items():
         for name, value in budget.items():
             if value != first[name]:
-                raise ConfigError(f"agent.{name}", f"differs between arms {first_arm} ({first[name]}) and {arm} "
-                                  f"({value})")
+                raise ConfigError(
+                    f"agent.{name}", f"differs between arms {first_arm} ({first[name]}) and {arm} ({value})"
+                )
     cfg = next(iter(configs.values()))
-    return {**first, "rollouts_per_epoch": first["tasks_per_epoch"] * first["rollouts"],
-            "heldout_size": cfg.heldout_size, "benchmarks": list(cfg.benchmarks)}
+    return {
+        **first,
+        "rollouts_per_epoch": first["tasks_per_epoch"] * first["rollouts"],
+        "heldout_size": cfg.heldout_size,
+        "benchmarks": list(cfg.benchmarks),
+    }
 
 
 RWR_FIELDS = ("lr", "passes", "batch_size", "rwr_lambda", "kl_coef", "max_kl", "replay", "init_replay", "repairs")

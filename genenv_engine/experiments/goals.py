@@ -14,7 +14,6 @@ from typing import Any
 
 from genenv_engine.core.curriculum import HOLD_BAND, TARGET_BAND, first_in_band
 
-
 ENTER_BAND, ENTER_BY = TARGET_BAND, 2
 """Mean p-hat within alpha +- ENTER_BAND by epoch ENTER_BY."""
 
@@ -66,12 +65,17 @@ def seed_goals(epochs: list[dict[str, Any]], alpha: float) -> dict[str, Any]:
         "levels_mixed": max(shares) <= LEVEL_MAX if shares else None,
     }
     return {
-        "p_hat": series, "first_in_band": first,
-        "mean_abs_gap": (sum(abs(p - alpha) for _, p in series if p is not None)
-                         / max(1, sum(p is not None for _, p in series))) if any(p is not None for _, p in series)
+        "p_hat": series,
+        "first_in_band": first,
+        "mean_abs_gap": (
+            sum(abs(p - alpha) for _, p in series if p is not None) / max(1, sum(p is not None for _, p in series))
+        )
+        if any(p is not None for _, p in series)
         else None,
-        "min_unique": min(uniques) if uniques else None, "max_level_share": max(shares) if shares else None,
-        **goals, "met": all(v is True for v in goals.values()),
+        "min_unique": min(uniques) if uniques else None,
+        "max_level_share": max(shares) if shares else None,
+        **goals,
+        "met": all(v is True for v in goals.values()),
     }
 
 
@@ -94,19 +98,25 @@ def markdown(runs: dict[str, dict[str, dict[str, Any]]], alpha: float) -> list[s
     rows = goals_table(runs, alpha)
     if not rows:
         return []
-    lines = ["## Calibration goals (per seed)", "",
-             f"Goals: mean p̂ within α ± {ENTER_BAND} by epoch {ENTER_BY}; within α ± {HOLD_BAND} at every epoch "
-             f"from {HOLD_FROM}; pool-wide uniqueness of each epoch's valid tasks ≥ {UNIQUE_MIN}; no level above "
-             f"{LEVEL_MAX:.0%} of an epoch's valid tasks. α = {alpha}.", "",
-             "| arm | seed | mean p̂ e1, e2, … | mean abs(p̂−α) | first epoch in α±0.1 | in band by e2 | "
-             "within ±0.05 from e4 | min unique (pool) | largest level share | all met |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Calibration goals (per seed)",
+        "",
+        f"Goals: mean p̂ within α ± {ENTER_BAND} by epoch {ENTER_BY}; within α ± {HOLD_BAND} at every epoch "
+        f"from {HOLD_FROM}; pool-wide uniqueness of each epoch's valid tasks ≥ {UNIQUE_MIN}; no level above "
+        f"{LEVEL_MAX:.0%} of an epoch's valid tasks. α = {alpha}.",
+        "",
+        "| arm | seed | mean p̂ e1, e2, … | mean abs(p̂−α) | first epoch in α±0.1 | in band by e2 | "
+        "within ±0.05 from e4 | min unique (pool) | largest level share | all met |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         curve = " ".join("–" if p is None else f"{p:.2f}" for _, p in r["p_hat"])
         gap = "–" if r["mean_abs_gap"] is None else f"{r['mean_abs_gap']:.3f}"
         unique = "–" if r["min_unique"] is None else f"{r['min_unique']:.2f}"
         share = "–" if r["max_level_share"] is None else f"{r['max_level_share']:.2f}"
-        lines.append(f"| {r['arm']} | {r['seed']} | {curve} | {gap} | {r['first_in_band'] or '–'} | "
-                     f"{_mark(r['in_band_by_2'])} | {_mark(r['held_from_4'])} | {unique} "
-                     f"({_mark(r['unique_kept'])}) | {share} ({_mark(r['levels_mixed'])}) | {_mark(r['met'])} |")
+        lines.append(
+            f"| {r['arm']} | {r['seed']} | {curve} | {gap} | {r['first_in_band'] or '–'} | "
+            f"{_mark(r['in_band_by_2'])} | {_mark(r['held_from_4'])} | {unique} "
+            f"({_mark(r['unique_kept'])}) | {share} ({_mark(r['levels_mixed'])}) | {_mark(r['met'])} |"
+        )
     return lines + [""]

@@ -22,16 +22,16 @@ import random
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from genenv_engine.training.agent import evaluate
 from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import grounded_reward
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.errors import ConfigError
 from genenv_engine.core.events import BatchProgressed, PhaseTimer
 from genenv_engine.core.records import ScoredBatch, Task
+from genenv_engine.environments.base import Environment
 from genenv_engine.environments.plugin_worker import one_sibling
 from genenv_engine.method.faults import add_fault, rollout_faults
 from genenv_engine.method.strategies import Epoch, register
+from genenv_engine.training.agent import evaluate
 
 if TYPE_CHECKING:
     from genenv_engine.training.roles import Roles
@@ -46,8 +46,9 @@ PHASE = "probe"
 """The timed phase of both evaluations."""
 
 
-def probe_siblings(env: Environment, task: Task, m: int, rng: random.Random, taken: set[str], epoch: int,
-                   faults: dict | None = None) -> list[Task]:
+def probe_siblings(
+    env: Environment, task: Task, m: int, rng: random.Random, taken: set[str], epoch: int, faults: dict | None = None
+) -> list[Task]:
     """Up to ``m`` siblings of ``task`` from ``env.sibling`` at the task's level whose prompts are not in ``taken``
     (the prompts of every stored task of the session, and the siblings drawn before: each joins it); ids
     ``<task id>/probe-e<epoch>-<j>``, origin and split ``probe``, parent ``task``. A plugin's sibling that raises or
@@ -62,14 +63,22 @@ def probe_siblings(env: Environment, task: Task, m: int, rng: random.Random, tak
                 break
             if sibling.level == task.level and sibling.prompt not in taken:
                 taken.add(sibling.prompt)
-                out.append(replace(sibling, origin="probe", split="probe", parent_id=task.id, epoch=epoch,
-                                   generator="probe", status="active"))
+                out.append(
+                    replace(
+                        sibling,
+                        origin="probe",
+                        split="probe",
+                        parent_id=task.id,
+                        epoch=epoch,
+                        generator="probe",
+                        status="active",
+                    )
+                )
                 break
     return out
 
 
-def batch_rewards(batch_of: dict[str, str], before: dict[str, bool], after: dict[str, bool]
-                  ) -> dict[str, float | None]:
+def batch_rewards(batch_of: dict[str, str], before: dict[str, bool], after: dict[str, bool]) -> dict[str, float | None]:
     """R_grounded per batch from each sibling's batch (``batch_of``: sibling id -> batch id) and its greedy success
     before and after the update (None for a batch without siblings).
 
@@ -97,8 +106,10 @@ class GroundedReward:
 
     def check(self, env: Environment) -> None:
         if not callable(getattr(env, "sibling", None)):
-            raise ConfigError("curriculum.reward", f"'grounded' needs a benchmark with procedural siblings; "
-                              f"{env.name} has no sibling generator")
+            raise ConfigError(
+                "curriculum.reward",
+                f"'grounded' needs a benchmark with procedural siblings; {env.name} has no sibling generator",
+            )
 
     def score(self, p_hat: float, benchmark: str) -> tuple[float, bool]:
         """Nothing measured before the agent's update: R_env 0, and every batch kept.
@@ -116,14 +127,33 @@ class GroundedReward:
         def progress(done: int, total: int) -> None:
             ep.emit(BatchProgressed(ep.epoch, PHASE, done, total))
             ep.check()
+
         with PhaseTimer(ep.emit, ep.epoch, PHASE, ep.seconds):
-            _, scored = evaluate(roles.agent_backend, roles.agent, ep.envs, tasks, cfg.agent.max_new_tokens,
-                                 cfg.agent.success_threshold, progress)
+            _, scored = evaluate(
+                roles.agent_backend,
+                roles.agent,
+                ep.envs,
+                tasks,
+                cfg.agent.max_new_tokens,
+                cfg.agent.success_threshold,
+                progress,
+            )
         rollout_faults(ep.metrics.setdefault("plugin_faults", {}), scored, "probes")
-        ep.session.store.insert_rollouts([
-            {"task_id": s.task.id, "epoch": ep.epoch, "response": a.completion.text, "reward": a.reward,
-             "success": a.success, "error_type": a.result.error_type, "purpose": purpose}
-            for s in scored for a in s.attempts])
+        ep.session.store.insert_rollouts(
+            [
+                {
+                    "task_id": s.task.id,
+                    "epoch": ep.epoch,
+                    "response": a.completion.text,
+                    "reward": a.reward,
+                    "success": a.success,
+                    "error_type": a.result.error_type,
+                    "purpose": purpose,
+                }
+                for s in scored
+                for a in s.attempts
+            ]
+        )
         return {s.task.id: bool(s.successes) for s in scored}
 
     def before(self, ep: Epoch, roles: Roles, fresh: list[Task], batch_of: dict[str, str]) -> None:
@@ -137,8 +167,15 @@ class GroundedReward:
         for task in fresh:
             if not task.valid or task.id not in batch_of:
                 continue
-            mine = probe_siblings(ep.envs[task.benchmark], task, SIBLINGS, rng, taken[task.benchmark], ep.epoch,
-                                  ep.metrics.setdefault("plugin_faults", {}))
+            mine = probe_siblings(
+                ep.envs[task.benchmark],
+                task,
+                SIBLINGS,
+                rng,
+                taken[task.benchmark],
+                ep.epoch,
+                ep.metrics.setdefault("plugin_faults", {}),
+            )
             siblings += mine
             of_batch.update((s.id, batch_of[task.id]) for s in mine)
         if not siblings:
@@ -166,8 +203,9 @@ class GroundedReward:
         return scored
 
 
-def _summary(siblings: list[Task], before: dict[str, bool], after: dict[str, bool],
-             rewards: dict[str, float | None]) -> dict[str, Any]:
+def _summary(
+    siblings: list[Task], before: dict[str, bool], after: dict[str, bool], rewards: dict[str, float | None]
+) -> dict[str, Any]:
     """The epoch's ``grounded`` metrics: siblings, tasks probed, greedy success before and after, evaluation
     generations, and each batch's R_grounded (None without siblings).
 
@@ -176,8 +214,11 @@ def _summary(siblings: list[Task], before: dict[str, bool], after: dict[str, boo
     2
     """
     n = len(siblings)
-    return {"siblings": n, "tasks_probed": len({s.parent_id for s in siblings}),
-            "success_before": sum(before.values()) / n if n else None,
-            "success_after": sum(after.values()) / n if n else None,
-            "generations": 2 * n, "batch_rewards": {b: r for b, r in sorted(rewards.items())}}
-
+    return {
+        "siblings": n,
+        "tasks_probed": len({s.parent_id for s in siblings}),
+        "success_before": sum(before.values()) / n if n else None,
+        "success_after": sum(after.values()) / n if n else None,
+        "generations": 2 * n,
+        "batch_rewards": {b: r for b, r in sorted(rewards.items())},
+    }

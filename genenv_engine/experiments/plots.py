@@ -13,7 +13,8 @@ from genenv_engine.experiments.stats import mean_series
 
 def plots(results: dict[str, Any]) -> dict[str, bytes]:
     """Two PNGs with every arm: mean p-hat of generated tasks per epoch (band shaded) and the held-out change since
-    each seed's epoch 0, mean over seeds with the spread as error bars; each arm has its own dash and width, so arms that coincide
+    each seed's epoch 0, mean over seeds with the spread as error bars; each arm has its own dash and width, so arms
+    that coincide
     (trained and frozen when no batch reaches the band) stay visible."""
     from genenv_engine.reports.plots import COLORS, MARKERS, STYLES, _figure, _png
 
@@ -27,9 +28,18 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
         runs = [r for r in results["runs"].get(arm, {}).values()]
         series = [(e, m, sd) for e, m, sd in mean_series(runs, lambda r: r["p_hat"]) if m is not None]
         if series:
-            ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series], yerr=[sd or 0 for *_, sd in series],
-                        color=COLORS[i % len(COLORS)], marker=MARKERS[i % len(MARKERS)], capsize=3, label=ARMS[arm][1], ls=STYLES[i % len(STYLES)],
-                        lw=max(0.8, 3.2 - 0.5 * i), ms=max(3, 8 - i))
+            ax.errorbar(
+                [e for e, _, _ in series],
+                [m for _, m, _ in series],
+                yerr=[sd or 0 for *_, sd in series],
+                color=COLORS[i % len(COLORS)],
+                marker=MARKERS[i % len(MARKERS)],
+                capsize=3,
+                label=ARMS[arm][1],
+                ls=STYLES[i % len(STYLES)],
+                lw=max(0.8, 3.2 - 0.5 * i),
+                ms=max(3, 8 - i),
+            )
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("epoch")
     ax.set_ylabel("mean p̂ of generated tasks")
@@ -44,14 +54,31 @@ def plots(results: dict[str, Any]) -> dict[str, bytes]:
         for i, arm in enumerate(results["arms"]):
             runs = [r for r in results["runs"].get(arm, {}).values()]
             # each row's change since its own seed's epoch 0 (seeds start far apart)
-            deltas = [{"epochs": [{"epoch": row["epoch"], "d": row["heldout"][bench] - run["epochs"][0]["heldout"][bench]}
-                                  for row in run["epochs"] if bench in row["heldout"]]}
-                      for run in runs if run["epochs"] and bench in run["epochs"][0]["heldout"]]
+            deltas = [
+                {
+                    "epochs": [
+                        {"epoch": row["epoch"], "d": row["heldout"][bench] - run["epochs"][0]["heldout"][bench]}
+                        for row in run["epochs"]
+                        if bench in row["heldout"]
+                    ]
+                }
+                for run in runs
+                if run["epochs"] and bench in run["epochs"][0]["heldout"]
+            ]
             series = [(e, m, sd) for e, m, sd in mean_series(deltas, lambda r: r["d"]) if m is not None]
             if series:
-                ax.errorbar([e for e, _, _ in series], [m for _, m, _ in series],
-                            yerr=[sd or 0 for *_, sd in series], color=COLORS[i % len(COLORS)], marker=MARKERS[i % len(MARKERS)], capsize=3,
-                            label=ARMS[arm][1], ls=STYLES[i % len(STYLES)], lw=max(0.8, 3.2 - 0.5 * i), ms=max(3, 8 - i))
+                ax.errorbar(
+                    [e for e, _, _ in series],
+                    [m for _, m, _ in series],
+                    yerr=[sd or 0 for *_, sd in series],
+                    color=COLORS[i % len(COLORS)],
+                    marker=MARKERS[i % len(MARKERS)],
+                    capsize=3,
+                    label=ARMS[arm][1],
+                    ls=STYLES[i % len(STYLES)],
+                    lw=max(0.8, 3.2 - 0.5 * i),
+                    ms=max(3, 8 - i),
+                )
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("epoch (0 = warm start)")
         ax.axhline(0.0, color="#7f7f7f", lw=1)

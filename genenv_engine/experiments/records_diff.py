@@ -19,8 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``genenv bench records-diff``."""
     parser.add_argument("a", type=Path, help="run record A (the difference is A minus B)")
     parser.add_argument("b", type=Path, help="run record B")
-    parser.add_argument("--rescore", type=int, default=None, metavar="N",
-                        help="compare the records' re-scores on N held-out tasks (`bench ablation --rescore N`)")
+    parser.add_argument(
+        "--rescore",
+        type=int,
+        default=None,
+        metavar="N",
+        help="compare the records' re-scores on N held-out tasks (`bench ablation --rescore N`)",
+    )
     parser.add_argument("--epoch", type=int, default=None, help="the epoch to compare (default: the last common one)")
 
 
@@ -29,17 +34,18 @@ def _results(run: dict[str, Any], rescore: int | None, source: Path) -> dict[int
         return run["_correct"]
     scored = run["_rescored"].get(str(rescore))
     if not scored:
-        raise ValueError(f"{source} has no re-score on {rescore} tasks (it has: "
-                         f"{', '.join(sorted(run['_rescored'])) or 'none'})")
+        raise ValueError(
+            f"{source} has no re-score on {rescore} tasks (it has: {', '.join(sorted(run['_rescored'])) or 'none'})"
+        )
     return {int(e): c for e, c in scored.items()}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
-    from genenv_engine.training.agent import heldout_tasks
     from genenv_engine.environments import environments_of
     from genenv_engine.experiments.run_records import read_record
     from genenv_engine.experiments.stats import by_level, paired_change
+    from genenv_engine.training.agent import heldout_tasks
 
     runs = {}
     for name in ("a", "b"):
@@ -51,8 +57,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     a, b = runs["a"], runs["b"]
     ca, cb = a["_config"], b["_config"]
     if ca.seed != cb.seed or tuple(ca.benchmarks) != tuple(cb.benchmarks):
-        raise ValueError(f"the records are not on the same held-out tasks: seed {ca.seed} / {cb.seed}, "
-                         f"benchmarks {', '.join(ca.benchmarks)} / {', '.join(cb.benchmarks)}")
+        raise ValueError(
+            f"the records are not on the same held-out tasks: seed {ca.seed} / {cb.seed}, "
+            f"benchmarks {', '.join(ca.benchmarks)} / {', '.join(cb.benchmarks)}"
+        )
     ra, rb = _results(a, args.rescore, args.a), _results(b, args.rescore, args.b)
     common = sorted((set(ra) & set(rb)) - {0})
     if 0 not in ra or 0 not in rb or not common:
@@ -70,38 +78,66 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         diff = paired_change(b1, a1)
         a_levels, b_levels = by_level(a0, a1, levels), by_level(b0, b1, levels)
         out[bench] = {
-            "tasks": len(a0), "epoch0_differ": sum(x != y for x, y in zip(a0, b0)),
+            "tasks": len(a0),
+            "epoch0_differ": sum(x != y for x, y in zip(a0, b0, strict=False)),
             "a": {"e0": a0.count("1") / len(a0), "e": a1.count("1") / len(a1), "change": paired_change(a0, a1)},
             "b": {"e0": b0.count("1") / len(b0), "e": b1.count("1") / len(b1), "change": paired_change(b0, b1)},
             "a_minus_b": {"diff": diff[0], "paired_se": diff[1]},
-            "by_level": {lv: {"a_change": a_levels[lv]["delta"], "b_change": b_levels[lv]["delta"],
-                              "a_minus_b": v["delta"], "paired_se": v["paired_se"], "n": v["n"]}
-                         for lv, v in by_level(b1, a1, levels).items()},
+            "by_level": {
+                lv: {
+                    "a_change": a_levels[lv]["delta"],
+                    "b_change": b_levels[lv]["delta"],
+                    "a_minus_b": v["delta"],
+                    "paired_se": v["paired_se"],
+                    "n": v["n"],
+                }
+                for lv, v in by_level(b1, a1, levels).items()
+            },
         }
     prints = (a["_fingerprints"], b["_fingerprints"])
-    return {"a": str(args.a), "b": str(args.b), "seed": ca.seed, "epoch": epoch, "rescore": args.rescore,
-            "warm_start_keys": [a["_warm_start"], b["_warm_start"]],
-            "same_agent_fingerprint": (prints[0].get("agent") == prints[1].get("agent")
-                                       if prints[0].get("agent") is not None else None),
-            "benchmarks": out}
+    return {
+        "a": str(args.a),
+        "b": str(args.b),
+        "seed": ca.seed,
+        "epoch": epoch,
+        "rescore": args.rescore,
+        "warm_start_keys": [a["_warm_start"], b["_warm_start"]],
+        "same_agent_fingerprint": (
+            prints[0].get("agent") == prints[1].get("agent") if prints[0].get("agent") is not None else None
+        ),
+        "benchmarks": out,
+    }
 
 
 def table(result: dict[str, Any]):
     """The comparison as a table: per benchmark and level, each run's change and A minus B."""
     from rich.table import Table
 
-    t = Table(title=f"{result['a']} minus {result['b']}, seed {result['seed']}, epoch {result['epoch']}"
-                    + (f", re-scored on {result['rescore']} tasks" if result["rescore"] else ""),
-              caption="change: epoch 0 to the epoch compared (paired SE); A−B at that epoch (paired SE); "
-                      f"same agent fingerprint: {result['same_agent_fingerprint']}")
+    t = Table(
+        title=f"{result['a']} minus {result['b']}, seed {result['seed']}, epoch {result['epoch']}"
+        + (f", re-scored on {result['rescore']} tasks" if result["rescore"] else ""),
+        caption="change: epoch 0 to the epoch compared (paired SE); A−B at that epoch (paired SE); "
+        f"same agent fingerprint: {result['same_agent_fingerprint']}",
+    )
     for col in ("benchmark", "level", "A e0 → e", "B e0 → e", "A − B (SE)", "epoch 0 differs on"):
         t.add_column(col)
     for bench, r in result["benchmarks"].items():
         a, b, d = r["a"], r["b"], r["a_minus_b"]
-        t.add_row(bench, "all", f"{a['e0']:.3f} → {a['e']:.3f} ({a['change'][0]:+.3f}, {a['change'][1]:.3f})",
-                  f"{b['e0']:.3f} → {b['e']:.3f} ({b['change'][0]:+.3f}, {b['change'][1]:.3f})",
-                  f"{d['diff']:+.3f} ({d['paired_se']:.3f})", f"{r['epoch0_differ']} of {r['tasks']}")
+        t.add_row(
+            bench,
+            "all",
+            f"{a['e0']:.3f} → {a['e']:.3f} ({a['change'][0]:+.3f}, {a['change'][1]:.3f})",
+            f"{b['e0']:.3f} → {b['e']:.3f} ({b['change'][0]:+.3f}, {b['change'][1]:.3f})",
+            f"{d['diff']:+.3f} ({d['paired_se']:.3f})",
+            f"{r['epoch0_differ']} of {r['tasks']}",
+        )
         for lv, v in r["by_level"].items():
-            t.add_row("", lv, f"{v['a_change']:+.3f}", f"{v['b_change']:+.3f}",
-                      f"{v['a_minus_b']:+.3f} ({v['paired_se']:.3f})", f"n={v['n']}")
+            t.add_row(
+                "",
+                lv,
+                f"{v['a_change']:+.3f}",
+                f"{v['b_change']:+.3f}",
+                f"{v['a_minus_b']:+.3f} ({v['paired_se']:.3f})",
+                f"n={v['n']}",
+            )
     return t

@@ -40,8 +40,9 @@ def cached_results(folder: Path) -> dict[str, dict[str, dict[str, str]]]:
     return out
 
 
-def rescore_session(folder: Path, n: int, epochs: list[int], stored: dict[int, dict[str, str]],
-                    emit: Any = print) -> tuple[dict[int, dict[str, str]], dict[int, dict[str, list[int]]]]:
+def rescore_session(
+    folder: Path, n: int, epochs: list[int], stored: dict[int, dict[str, str]], emit: Any = print
+) -> tuple[dict[int, dict[str, str]], dict[int, dict[str, list[int]]]]:
     """Per epoch, each benchmark's ``0``/``1`` string over its first ``n`` held-out tasks (cached per epoch), and
     per epoch and benchmark ``[tasks scored differently, tasks compared]`` against the run's own results.
 
@@ -62,9 +63,11 @@ def rescore_session(folder: Path, n: int, epochs: list[int], stored: dict[int, d
             differ = disagreements(prefix, out[epoch].get(bench, ""))
             checked.setdefault(epoch, {})[bench] = [differ, len(prefix)]
             if differ > MAX_DISAGREEMENT * len(prefix):
-                raise RescoreMismatch(f"{folder} epoch {epoch}: {bench} re-scored differs from the stored held-out "
-                                      f"results on {differ} of its first {len(prefix)} tasks (another split, model "
-                                      "or code)")
+                raise RescoreMismatch(
+                    f"{folder} epoch {epoch}: {bench} re-scored differs from the stored held-out "
+                    f"results on {differ} of its first {len(prefix)} tasks (another split, model "
+                    "or code)"
+                )
     return out, checked
 
 
@@ -81,7 +84,7 @@ def disagreements(stored: str, rescored: str) -> int:
     """
     if len(rescored) < len(stored):
         return len(stored)
-    return sum(a != b for a, b in zip(stored, rescored))
+    return sum(a != b for a, b in zip(stored, rescored, strict=False))
 
 
 def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, dict[str, str]]:
@@ -89,10 +92,10 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
 
     import torch
 
-    from genenv_engine.training.agent import evaluate, heldout_tasks, result_strings
     from genenv_engine.environments import environments_of
-    from genenv_engine.training.roles import load_roles
     from genenv_engine.storage.session import Session
+    from genenv_engine.training.agent import evaluate, heldout_tasks, result_strings
+    from genenv_engine.training.roles import load_roles
 
     session = Session.open(folder)
     try:
@@ -104,8 +107,9 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
         for epoch in epochs:
             started = time.perf_counter()
             roles = load_roles(session, epoch)
-            _, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
-                                 cfg.agent.success_threshold)
+            _, scored = evaluate(
+                roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens, cfg.agent.success_threshold
+            )
             correct = result_strings(envs, scored)
             path = cache_path(folder, n, epoch)
             path.parent.mkdir(exist_ok=True)
@@ -113,9 +117,11 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
             tmp.write_text(json.dumps({"epoch": epoch, "heldout_size": n, "correct": correct}))
             tmp.replace(path)
             out[epoch] = correct
-            emit(f"rescored {folder.name} epoch {epoch} on {len(tasks)} held-out tasks in "
-                 f"{time.perf_counter() - started:.0f} s: " +
-                 ", ".join(f"{b} {c.count('1') / len(c):.3f}" for b, c in correct.items()))
+            emit(
+                f"rescored {folder.name} epoch {epoch} on {len(tasks)} held-out tasks in "
+                f"{time.perf_counter() - started:.0f} s: "
+                + ", ".join(f"{b} {c.count('1') / len(c):.3f}" for b, c in correct.items())
+            )
             del roles
     finally:
         session.store.close()
@@ -127,18 +133,21 @@ def recorded_rescore(run: dict[str, Any], n: int, epochs: list[int]) -> dict[int
     have = run.get("_rescored", {}).get(str(n), {})
     missing = [e for e in epochs if str(e) not in have]
     if missing:
-        raise ConfigError(run.get("recorded", "record"), f"holds no held-out re-scored on {n} tasks at epoch(s) "
-                          f"{', '.join(map(str, missing))}, and a record has no checkpoints to re-score")
+        raise ConfigError(
+            run.get("recorded", "record"),
+            f"holds no held-out re-scored on {n} tasks at epoch(s) "
+            f"{', '.join(map(str, missing))}, and a record has no checkpoints to re-score",
+        )
     return {e: have[str(e)] for e in epochs}
 
 
-def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
-                  emit: Any = print) -> dict[str, dict[int, dict[str, Any]]]:
+def rescored_runs(
+    runs: dict[str, dict[int, dict[str, Any]]], n: int, emit: Any = print
+) -> dict[str, dict[int, dict[str, Any]]]:
     """The bench's runs with held-out re-scored on ``n`` tasks at epoch 0 and at every epoch that is some arm's
     last finished epoch on that seed (so `_change` and `versus` find the epochs they compare); the rows keep only
     those epochs, with their held-out rates recomputed from the re-scored strings."""
     from dataclasses import replace
-
 
     lasts: dict[int, set[int]] = {}
     for by_seed in runs.values():
@@ -155,10 +164,23 @@ def rescored_runs(runs: dict[str, dict[int, dict[str, Any]]], n: int,
             else:
                 correct, checked = rescore_session(run["_folder"], n, epochs, run["_correct"], emit)
             levels = heldout_levels(replace(run["_config"], heldout_size=n), [])
-            rows = [{**r, "heldout": {b: c.count("1") / len(c) for b, c in correct[r["epoch"]].items()},
-                     "heldout_by_level": {b: level_rates(c, levels[b]) for b, c in correct[r["epoch"]].items()
-                                          if b in levels}}
-                    for r in run["epochs"] if r["epoch"] in correct]
-            out.setdefault(arm, {})[seed] = {**run, "epochs": rows, "_correct": correct, "heldout_size": n,
-                                             "rescore_check": checked, "_levels": levels}
+            rows = [
+                {
+                    **r,
+                    "heldout": {b: c.count("1") / len(c) for b, c in correct[r["epoch"]].items()},
+                    "heldout_by_level": {
+                        b: level_rates(c, levels[b]) for b, c in correct[r["epoch"]].items() if b in levels
+                    },
+                }
+                for r in run["epochs"]
+                if r["epoch"] in correct
+            ]
+            out.setdefault(arm, {})[seed] = {
+                **run,
+                "epochs": rows,
+                "_correct": correct,
+                "heldout_size": n,
+                "rescore_check": checked,
+                "_levels": levels,
+            }
     return out

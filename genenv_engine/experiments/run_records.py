@@ -29,7 +29,6 @@ from genenv_engine.core.errors import ConfigError
 from genenv_engine.experiments.arms import folder_name
 from genenv_engine.experiments.rescore import cached_results
 
-
 RECORD_VERSION = 1
 
 
@@ -44,12 +43,21 @@ def record_path(records: Path, arm: str, seed: int) -> Path:
 
 def to_record(run: dict[str, Any]) -> dict[str, Any]:
     """The JSON-ready record of a run read from its session (`genenv_engine.experiments.runs.read_session`)."""
-    return {"version": RECORD_VERSION, **{k: run[k] for k in PUBLIC_FIELDS},
-            "config": run["_config"].to_dict(), "correct": {str(e): c for e, c in run["_correct"].items()},
-            "levels": run["_levels"], "budget": run["_budget"], "rescored": cached_results(run["_folder"]),
-            "warm_start": {"key": run.get("_warm_start"), "fingerprints": run.get("_fingerprints") or {},
-                           "built_on": run.get("_built_on")},
-            "heldout_split": run.get("_heldout_split") or {}}
+    return {
+        "version": RECORD_VERSION,
+        **{k: run[k] for k in PUBLIC_FIELDS},
+        "config": run["_config"].to_dict(),
+        "correct": {str(e): c for e, c in run["_correct"].items()},
+        "levels": run["_levels"],
+        "budget": run["_budget"],
+        "rescored": cached_results(run["_folder"]),
+        "warm_start": {
+            "key": run.get("_warm_start"),
+            "fingerprints": run.get("_fingerprints") or {},
+            "built_on": run.get("_built_on"),
+        },
+        "heldout_split": run.get("_heldout_split") or {},
+    }
 
 
 RATE_TOLERANCE = 1e-6
@@ -96,12 +104,18 @@ def check_results(data: dict[str, Any], source: Path) -> None:
                 raise ConfigError(str(source), f"epoch {epoch}: the {bench} held-out result string {problem}")
             rate = stored.get(bench)
             if not isinstance(rate, (int, float)):
-                raise ConfigError(str(source), f"epoch {epoch}: has a {bench} held-out result string but no stored "
-                                  f"{bench} held-out rate to check it against")
+                raise ConfigError(
+                    str(source),
+                    f"epoch {epoch}: has a {bench} held-out result string but no stored "
+                    f"{bench} held-out rate to check it against",
+                )
             if results and abs(results.count("1") / len(results) - rate) > RATE_TOLERANCE:
-                raise ConfigError(str(source), f"epoch {epoch}: the {bench} held-out result string gives "
-                                  f"{results.count('1')}/{len(results)} = {results.count('1') / len(results):.6f}, "
-                                  f"not the stored held-out rate {rate:.6f}")
+                raise ConfigError(
+                    str(source),
+                    f"epoch {epoch}: the {bench} held-out result string gives "
+                    f"{results.count('1')}/{len(results)} = {results.count('1') / len(results):.6f}, "
+                    f"not the stored held-out rate {rate:.6f}",
+                )
     for bench, buckets in (data["levels"] or {}).items():
         want = size if bench not in split else min(size, split[bench])
         if not isinstance(buckets, list) or len(buckets) != want:
@@ -114,8 +128,9 @@ def check_results(data: dict[str, Any], source: Path) -> None:
             for bench, results in (by_bench or {}).items():
                 problem = _results_problem(results, int(n), split.get(bench))
                 if problem:
-                    raise ConfigError(str(source), f"epoch {epoch}: the {bench} result string re-scored on {n} "
-                                      f"tasks {problem}")
+                    raise ConfigError(
+                        str(source), f"epoch {epoch}: the {bench} result string re-scored on {n} tasks {problem}"
+                    )
 
 
 def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:
@@ -124,8 +139,10 @@ def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:
     A record whose per-task results fail `check_results` is refused; one without a warm start (written before
     records carried it) gives a run whose warm-start key and fingerprints are unknown."""
     if data.get("version") != RECORD_VERSION:
-        raise ConfigError(str(source), f"is a run record of version {data.get('version')!r}; this genenv reads "
-                          f"version {RECORD_VERSION}")
+        raise ConfigError(
+            str(source),
+            f"is a run record of version {data.get('version')!r}; this genenv reads version {RECORD_VERSION}",
+        )
     missing = [k for k in (*PUBLIC_FIELDS, "config", "correct", "levels", "budget") if k not in data]
     if missing:
         raise ConfigError(str(source), f"is not a run record (missing {', '.join(missing)})")
@@ -137,12 +154,20 @@ def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:
     machine = warm.get("built_on")
     if machine is not None and not isinstance(machine, str):
         raise ConfigError(str(source), f"names the warm start's machine with something that is not text ({machine!r})")
-    return {**{k: data[k] for k in PUBLIC_FIELDS}, "recorded": str(source),
-            "_correct": {int(e): c for e, c in data["correct"].items()}, "_levels": data["levels"],
-            "_budget": data["budget"], "_folder": None, "_config": config_from_dict(data["config"]),
-            "_rescored": data.get("rescored", {}), "_warm_start": warm.get("key"),
-            "_fingerprints": {role: float(v) for role, v in prints.items()}, "_built_on": machine,
-            "_heldout_split": data.get("heldout_split") or {}}
+    return {
+        **{k: data[k] for k in PUBLIC_FIELDS},
+        "recorded": str(source),
+        "_correct": {int(e): c for e, c in data["correct"].items()},
+        "_levels": data["levels"],
+        "_budget": data["budget"],
+        "_folder": None,
+        "_config": config_from_dict(data["config"]),
+        "_rescored": data.get("rescored", {}),
+        "_warm_start": warm.get("key"),
+        "_fingerprints": {role: float(v) for role, v in prints.items()},
+        "_built_on": machine,
+        "_heldout_split": data.get("heldout_split") or {},
+    }
 
 
 def read_record(path: Path) -> dict[str, Any] | None:

@@ -32,19 +32,29 @@ def _diversity(store: Any, epochs: list[int]) -> dict[int, dict[str, float | Non
     seen = {near_duplicate_key(r["prompt"]) for r in store.query_tasks(origin="seed", limit=10**9, order="id")}
     out: dict[int, dict[str, float | None]] = {}
     for epoch in sorted(epochs):
-        rows = [r for origin in ("generated", "static")
-                for r in store.query_tasks(origin=origin, epoch=epoch, valid=True, limit=10**9, order="id")]
+        rows = [
+            r
+            for origin in ("generated", "static")
+            for r in store.query_tasks(origin=origin, epoch=epoch, valid=True, limit=10**9, order="id")
+        ]
         keys = [near_duplicate_key(r["prompt"]) for r in rows]
         fresh = [k not in seen for k in keys]
-        out[epoch] = {"pool_unique_fraction": (sum(fresh) / len(fresh)) if fresh else None,
-                      "distinct_bigrams": distinct_bigrams([r["prompt"].split("| Q:")[-1] for r in rows])}
+        out[epoch] = {
+            "pool_unique_fraction": (sum(fresh) / len(fresh)) if fresh else None,
+            "distinct_bigrams": distinct_bigrams([r["prompt"].split("| Q:")[-1] for r in rows]),
+        }
         seen.update(keys)
     return out
 
 
-def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | None],
-               validity: dict[str, dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
-               band: tuple[float, float] | None = None) -> dict[str, Any]:
+def _epoch_row(
+    m: dict[str, Any],
+    rollouts: int,
+    diversity: dict[str, float | None],
+    validity: dict[str, dict[str, Any]] | None = None,
+    counts: dict[str, int] | None = None,
+    band: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """One epoch's row from its stored metrics; ``counts``: its stored rollouts per purpose
     (`genenv_engine.storage.store.Store.rollout_counts`), ``band``: (alpha, half-width) of the share of fresh tasks and
     batches whose p-hat lies in the band (None: not computed)."""
@@ -52,17 +62,24 @@ def _epoch_row(m: dict[str, Any], rollouts: int, diversity: dict[str, float | No
     sim_upd = m.get("simulator_update") or {}
     groups, seqs = upd.get("groups") or 0, upd.get("sequences") or 0
     return {
-        "epoch": m["epoch"], "status": m.get("status"),
-        "heldout": m.get("heldout") or {}, "heldout_by_level": m.get("heldout_by_level") or {},
-        "p_hat": m.get("generated_success"), "calibration_error": m.get("calibration_error"),
-        "in_band_fraction": m.get("in_band_fraction"), "valid_fraction": m.get("valid_fraction"),
-        "unique_fraction": m.get("unique_fraction"), "difficulty_mix": m.get("difficulty_mix") or {},
-        "tasks_trained": m.get("tasks_trained"), "rollouts": (m.get("tasks_trained") or 0) * rollouts,
+        "epoch": m["epoch"],
+        "status": m.get("status"),
+        "heldout": m.get("heldout") or {},
+        "heldout_by_level": m.get("heldout_by_level") or {},
+        "p_hat": m.get("generated_success"),
+        "calibration_error": m.get("calibration_error"),
+        "in_band_fraction": m.get("in_band_fraction"),
+        "valid_fraction": m.get("valid_fraction"),
+        "unique_fraction": m.get("unique_fraction"),
+        "difficulty_mix": m.get("difficulty_mix") or {},
+        "tasks_trained": m.get("tasks_trained"),
+        "rollouts": (m.get("tasks_trained") or 0) * rollouts,
         "agent_steps": upd.get("steps"),
         "zero_advantage_share": (1 - seqs / (groups * rollouts)) if groups else None,
         "simulator_examples": sim_upd.get("examples"),
         "seed_levels": dict(sum((Counter(v) for v in (m.get("seed_levels_drawn") or {}).values()), Counter())),
-        **diversity, "validity": with_admitted(validity or {}, m.get("admitted") or {}),
+        **diversity,
+        "validity": with_admitted(validity or {}, m.get("admitted") or {}),
         **_training_signals(m, sim_upd, counts, band),
     }
 
@@ -71,8 +88,9 @@ PROBE_PURPOSES = ("probe_before", "probe_after")
 """The rollout purposes of the grounded reward's sibling answers (`genenv_engine.experiments.grounded.PURPOSES`)."""
 
 
-def _training_signals(m: dict[str, Any], sim_upd: dict[str, Any], counts: dict[str, int] | None,
-                      band: tuple[float, float] | None) -> dict[str, Any]:
+def _training_signals(
+    m: dict[str, Any], sim_upd: dict[str, Any], counts: dict[str, int] | None, band: tuple[float, float] | None
+) -> dict[str, Any]:
     """What the epoch trained on and what moved: the fresh tasks (rolled out this epoch) and the share of them, and
     of the batches, whose p-hat lies in the alpha band; the RWR weights' spread and the simulator's drift from its
     initial weights; the training rollouts and evaluation generations counted from the store.
@@ -109,25 +127,48 @@ def read_session(folder: Path) -> dict[str, Any] | None:
         diversity = _diversity(session.store, [e.epoch for e in done if e.epoch > 0])
         validity = funnel_validity(session.store.funnel())
         counts = session.store.rollout_counts()
-        band = (cfg.curriculum.alpha_for(cfg.benchmarks[0]) if len(cfg.benchmarks) == 1 else cfg.curriculum.alpha,
-                cfg.curriculum.k_min)
-        rows = [_epoch_row(m, cfg.agent.rollouts, diversity.get(m["epoch"], {}), validity.get(m["epoch"]),
-                           counts.get(m["epoch"], {}), band) for m in metrics]
+        band = (
+            cfg.curriculum.alpha_for(cfg.benchmarks[0]) if len(cfg.benchmarks) == 1 else cfg.curriculum.alpha,
+            cfg.curriculum.k_min,
+        )
+        rows = [
+            _epoch_row(
+                m,
+                cfg.agent.rollouts,
+                diversity.get(m["epoch"], {}),
+                validity.get(m["epoch"]),
+                counts.get(m["epoch"], {}),
+                band,
+            )
+            for m in metrics
+        ]
         correct = {e.epoch: dict(e.heldout_correct) for e in done}
     finally:
         session.store.close()
     levels = heldout_levels(cfg, metrics)
     budget = {name: (list(v) if isinstance(v := getattr(cfg.agent, name), tuple) else v) for name in COMPUTE_FIELDS}
-    budget.update(rollouts_per_epoch=cfg.agent.tasks_per_epoch * cfg.agent.rollouts, heldout_size=cfg.heldout_size,
-                  benchmarks=list(cfg.benchmarks))
+    budget.update(
+        rollouts_per_epoch=cfg.agent.tasks_per_epoch * cfg.agent.rollouts,
+        heldout_size=cfg.heldout_size,
+        benchmarks=list(cfg.benchmarks),
+    )
     zero = metrics[0] if metrics and metrics[0]["epoch"] == 0 else {}
-    return {"alpha": cfg.curriculum.alpha, "target_epochs": cfg.epochs, "benchmarks": list(cfg.benchmarks),
-            "heldout_size": cfg.heldout_size, "epochs": rows, "_correct": correct, "_levels": levels,
-            "_budget": budget, "_folder": folder, "_config": cfg,
-            "_warm_start": (zero.get("warm_start") or {}).get("key"),
-            "_built_on": (zero.get("warm_start") or {}).get("built_on"),
-            "_fingerprints": warm_start_fingerprints(zero, cfg.simulator.mode),
-            "_heldout_split": heldout_split_sizes(cfg, correct.get(0, {}))}
+    return {
+        "alpha": cfg.curriculum.alpha,
+        "target_epochs": cfg.epochs,
+        "benchmarks": list(cfg.benchmarks),
+        "heldout_size": cfg.heldout_size,
+        "epochs": rows,
+        "_correct": correct,
+        "_levels": levels,
+        "_budget": budget,
+        "_folder": folder,
+        "_config": cfg,
+        "_warm_start": (zero.get("warm_start") or {}).get("key"),
+        "_built_on": (zero.get("warm_start") or {}).get("built_on"),
+        "_fingerprints": warm_start_fingerprints(zero, cfg.simulator.mode),
+        "_heldout_split": heldout_split_sizes(cfg, correct.get(0, {})),
+    }
 
 
 def warm_start_fingerprints(epoch_zero: dict[str, Any], simulator_mode: str) -> dict[str, float]:
@@ -153,8 +194,9 @@ def heldout_split_sizes(cfg: Any, epoch_zero: dict[str, str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in cfg.benchmarks:
         try:
-            env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name),
-                                  options=cfg.environments_options.get(name))
+            env = get_environment(
+                name, cfg.seed, data_dir=cfg.data_dirs.get(name), options=cfg.environments_options.get(name)
+            )
             out[name] = len(env.splits()["heldout"])
         except Exception:  # noqa: BLE001 - the benchmark's data is missing: only the stored results tell
             if name in epoch_zero and len(epoch_zero[name]) < cfg.heldout_size:
@@ -189,10 +231,14 @@ def epoch0_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | 
     keys = [r.get("_warm_start") for r in (a, b)]
     machines = [r.get("_built_on") for r in (a, b)]
     first, second = ((r.get("_correct") or {}).get(0) or {} for r in (a, b))
-    heldout = {bench: {"differ": sum(x != y for x, y in zip(first[bench], second[bench])),
-                       "tasks": len(first[bench])}
-               for bench in sorted(set(first) & set(second))
-               if first[bench] and len(first[bench]) == len(second[bench])}
+    heldout = {
+        bench: {
+            "differ": sum(x != y for x, y in zip(first[bench], second[bench], strict=False)),
+            "tasks": len(first[bench]),
+        }
+        for bench in sorted(set(first) & set(second))
+        if first[bench] and len(first[bench]) == len(second[bench])
+    }
     differs = []
     if None not in prints and not math.isclose(prints[0], prints[1], rel_tol=FINGERPRINT_RTOL):
         differs.append("agent fingerprint")
@@ -202,12 +248,18 @@ def epoch0_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | 
         differs.append("warm-start key")
     if not differs:
         return None
-    return {"differs": differs, "agent_fingerprints": prints, "warm_start_keys": keys, "epoch0_heldout": heldout,
-            "built_on": machines}
+    return {
+        "differs": differs,
+        "agent_fingerprints": prints,
+        "warm_start_keys": keys,
+        "epoch0_heldout": heldout,
+        "built_on": machines,
+    }
 
 
-def warm_start_mismatches(runs: dict[str, dict[int, dict[str, Any]]],
-                          pairs: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+def warm_start_mismatches(
+    runs: dict[str, dict[int, dict[str, Any]]], pairs: list[tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
     """The pairings of two arms on one seed whose epoch-0 agents differ (`epoch0_difference`): another warm start
     (e.g. made with other ``model.threads``, whose float rounding the warm-start key keeps apart), whose difference
     every arm-against-arm comparison of that seed then includes. ``pairs``: the arm pairs compared (default: every
@@ -219,7 +271,7 @@ def warm_start_mismatches(runs: dict[str, dict[int, dict[str, Any]]],
     [(0, 'unseen', 'off', ['agent fingerprint'])]
     """
     out = []
-    for a, b in (pairs if pairs is not None else list(combinations(runs, 2))):
+    for a, b in pairs if pairs is not None else list(combinations(runs, 2)):
         for seed in sorted(set(runs.get(a, {})) & set(runs.get(b, {}))):
             differ = epoch0_difference(runs[a][seed], runs[b][seed])
             if differ:
@@ -231,14 +283,15 @@ def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[st
     """Each benchmark's held-out tasks' difficulty buckets, in the order of ``heldout_correct``: rebuilt from the
     session's environments the way the loop picks them, and kept only where they reproduce the per-level rates
     the database stored (a benchmark whose data is missing here, or whose split changed, gets none)."""
-    from genenv_engine.training.agent import heldout_tasks
     from genenv_engine.environments import get_environment
+    from genenv_engine.training.agent import heldout_tasks
 
     out: dict[str, list[str]] = {}
     for name in cfg.benchmarks:
         try:
-            env = get_environment(name, cfg.seed, data_dir=cfg.data_dirs.get(name),
-                                  options=cfg.environments_options.get(name))
+            env = get_environment(
+                name, cfg.seed, data_dir=cfg.data_dirs.get(name), options=cfg.environments_options.get(name)
+            )
             buckets = [env.bucket(t) for t in heldout_tasks({name: env}, cfg.heldout_size)]
         except Exception:  # noqa: BLE001 - the benchmark's data cannot be read here: the table goes without levels
             continue
@@ -247,7 +300,8 @@ def heldout_levels(cfg: Any, metrics: list[dict[str, Any]]) -> dict[str, list[st
             stored, correct = (m.get("heldout_by_level") or {}).get(name), (m.get("heldout_correct") or {}).get(name)
             if stored and correct:
                 agree &= len(correct) == len(buckets) and all(
-                    math.isclose(rate, level_rate(correct, buckets, level)) for level, rate in stored.items())
+                    math.isclose(rate, level_rate(correct, buckets, level)) for level, rate in stored.items()
+                )
         if agree:
             out[name] = buckets
     return out

@@ -31,8 +31,9 @@ def _mean(rows: list[dict[str, Any]], key: str) -> tuple[bool, float | None]:
     return bool(present), mean_sd(present)[0]
 
 
-def cell(rows: list[dict[str, Any]], key: str, digits: int = 3, fallback: str | None = None,
-         transform: Any = None) -> str:
+def cell(
+    rows: list[dict[str, Any]], key: str, digits: int = 3, fallback: str | None = None, transform: Any = None
+) -> str:
     """One column's text over the seeds' rows of one epoch: the mean of ``key`` (through ``transform``), the mean of
     ``fallback`` where no row has ``key``, `MISSING` where no row has either, `NONE` where the values are none.
 
@@ -69,18 +70,24 @@ def weights_cell(rows: list[dict[str, Any]]) -> str:
     return f"{low}–{high} ({sd})"
 
 
-HEADER = ("| epoch | in band (tasks) | in band (batches) | informative groups | fresh tasks | train rollouts | "
-          "steps | RWR examples | RWR weights min–max (sd) | simulator drift | evaluation generations |")
+HEADER = (
+    "| epoch | in band (tasks) | in band (batches) | informative groups | fresh tasks | train rollouts | "
+    "steps | RWR examples | RWR weights min–max (sd) | simulator drift | evaluation generations |"
+)
 
 
 def markdown(results: dict[str, Any]) -> list[str]:
     """The table per arm (mean over seeds per epoch), as Markdown lines."""
-    lines = ["## Training signals per epoch (mean over seeds)", "",
-             "In band: p̂ in α ± k_min (fresh tasks; batches). Informative groups: 1 − the share of GRPO groups whose "
-             "rollouts all got one reward. Train rollouts and evaluation generations (the grounded reward's sibling "
-             "answers, before and after the agent's update) are counted from each run's store. Simulator drift: "
-             "per-token k3 estimate of KL(simulator ‖ initial simulator) on a fixed probe set of sibling pairs. "
-             f"{MISSING}: the run records lack the field (written before it existed); {NONE}: recorded as none.", ""]
+    lines = [
+        "## Training signals per epoch (mean over seeds)",
+        "",
+        "In band: p̂ in α ± k_min (fresh tasks; batches). Informative groups: 1 − the share of GRPO groups whose "
+        "rollouts all got one reward. Train rollouts and evaluation generations (the grounded reward's sibling "
+        "answers, before and after the agent's update) are counted from each run's store. Simulator drift: "
+        "per-token k3 estimate of KL(simulator ‖ initial simulator) on a fixed probe set of sibling pairs. "
+        f"{MISSING}: the run records lack the field (written before it existed); {NONE}: recorded as none.",
+        "",
+    ]
     for arm in results["arms"]:
         runs = list(results["runs"].get(arm, {}).values())
         if not runs:
@@ -88,10 +95,23 @@ def markdown(results: dict[str, Any]) -> list[str]:
         lines += [f"### {ARMS[arm][1]} ({arm})", "", HEADER, "|---|" + "---|" * 10]
         for e, _, _ in mean_series(runs, lambda r: r.get("tasks_trained")):
             rows = [r for run in runs for r in run["epochs"] if r["epoch"] == e]
-            lines.append(" | ".join([
-                f"| {e}", cell(rows, "task_band_fraction"), cell(rows, "band_fraction", fallback="in_band_fraction"),
-                cell(rows, "zero_advantage_share", transform=lambda v: 1 - v), cell(rows, "fresh_tasks", 0),
-                cell(rows, "train_rollouts", 0), cell(rows, "agent_steps", 0), cell(rows, "simulator_examples", 0),
-                weights_cell(rows), cell(rows, "drift", 5), cell(rows, "eval_generations", 0)]) + " |")
+            lines.append(
+                " | ".join(
+                    [
+                        f"| {e}",
+                        cell(rows, "task_band_fraction"),
+                        cell(rows, "band_fraction", fallback="in_band_fraction"),
+                        cell(rows, "zero_advantage_share", transform=lambda v: 1 - v),
+                        cell(rows, "fresh_tasks", 0),
+                        cell(rows, "train_rollouts", 0),
+                        cell(rows, "agent_steps", 0),
+                        cell(rows, "simulator_examples", 0),
+                        weights_cell(rows),
+                        cell(rows, "drift", 5),
+                        cell(rows, "eval_generations", 0),
+                    ]
+                )
+                + " |"
+            )
         lines.append("")
     return lines

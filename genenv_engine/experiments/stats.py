@@ -38,7 +38,7 @@ def paired_change(before: str, after: str) -> tuple[float, float] | None:
     """
     if len(before) != len(after) or not before:
         return None
-    d = [int(b) - int(a) for a, b in zip(before, after)]
+    d = [int(b) - int(a) for a, b in zip(before, after, strict=False)]
     n = len(d)
     mean = sum(d) / n
     var = sum((x - mean) ** 2 for x in d) / (n - 1) if n > 1 else 0.0
@@ -74,12 +74,12 @@ def distinct_bigrams(texts: list[str]) -> float | None:
     >>> distinct_bigrams(["a"]) is None
     True
     """
-    grams = [tuple(words[i:i + 2]) for t in texts for words in [t.split()] for i in range(len(words) - 1)]
+    grams = [tuple(words[i : i + 2]) for t in texts for words in [t.split()] for i in range(len(words) - 1)]
     return len(set(grams)) / len(grams) if grams else None
 
 
 def level_rate(correct: str, buckets: list[str], level: str) -> float:
-    picked = [c for c, b in zip(correct, buckets) if b == level]
+    picked = [c for c, b in zip(correct, buckets, strict=False) if b == level]
     return picked.count("1") / len(picked) if picked else math.nan
 
 
@@ -105,8 +105,13 @@ def by_level(before: str, after: str, buckets: list[str] | None) -> dict[str, di
         idx = [i for i, b in enumerate(buckets) if b == level]
         b, a = "".join(before[i] for i in idx), "".join(after[i] for i in idx)
         mean, se = paired_change(b, a)
-        out[level] = {"before": b.count("1") / len(b), "after": a.count("1") / len(a), "delta": mean,
-                      "paired_se": se, "n": len(idx)}
+        out[level] = {
+            "before": b.count("1") / len(b),
+            "after": a.count("1") / len(a),
+            "delta": mean,
+            "paired_se": se,
+            "n": len(idx),
+        }
     return out
 
 

@@ -19,15 +19,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from genenv_engine.training import simulator as sim
-from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import seed_level_weights
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.errors import ConfigError
 from genenv_engine.core.events import PhaseTimer
-from genenv_engine.experiments import grounded  # noqa: F401  (its import registers the ``grounded`` reward)
 from genenv_engine.core.records import Task
+from genenv_engine.environments.base import Environment
+from genenv_engine.experiments import grounded  # noqa: F401  (its import registers the ``grounded`` reward)
 from genenv_engine.method.strategies import Epoch, NoNote, SimulatorTasks, TrainReplay, UniformSeeds, register
+from genenv_engine.training import simulator as sim
 
 SEED_WINDOW = 2
 """Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""
@@ -90,8 +89,9 @@ class FixedLine(NoNote):
 # --- seed sampler ---------------------------------------------------------------------------------------------
 
 
-def seed_level_stats(batches: list[dict[str, Any]], level_of: dict[str, int], epoch: int,
-                     window: int = SEED_WINDOW) -> dict[int, tuple[int, int, float]]:
+def seed_level_stats(
+    batches: list[dict[str, Any]], level_of: dict[str, int], epoch: int, window: int = SEED_WINDOW
+) -> dict[int, tuple[int, int, float]]:
     """Per seed level, ``(generated, valid, p_hat)`` over the variation batches of the ``window`` epochs before
     ``epoch``: p_hat is the valid tasks' success pooled by their count (0.0 with none); every level in
     ``level_of`` appears, unmeasured ones as ``(0, 0, 0.0)``.
@@ -152,8 +152,15 @@ class AlphaSeeds(UniformSeeds):
 # --- replays --------------------------------------------------------------------------------------------------
 
 
-def base_choices(env: Environment, levels: tuple[int, ...] = (), source: str = "train",
-                 unseen: int = 0, *, pool: int = 0, seed: int = 0) -> list[Task]:
+def base_choices(
+    env: Environment,
+    levels: tuple[int, ...] = (),
+    source: str = "train",
+    unseen: int = 0,
+    *,
+    pool: int = 0,
+    seed: int = 0,
+) -> list[Task]:
     """The tasks the agent's base replay draws from: the train split (all of it, or its tasks at ``levels``), or
     with ``source="unseen"`` ``unseen`` new tasks at ``levels`` that no split has (`Environment.unseen_tasks`).
     ``pool`` > 0 keeps ``pool`` of the train tasks, drawn once with ``seed`` (the same ones every epoch).
@@ -179,8 +186,7 @@ class SubsetReplay(TrainReplay):
 
     def choices(self, env: Environment) -> list[Task]:
         a = self.config.agent
-        return base_choices(env, a.base_levels, a.base_source, a.unseen_tasks, pool=a.base_pool,
-                            seed=self.config.seed)
+        return base_choices(env, a.base_levels, a.base_source, a.unseen_tasks, pool=a.base_pool, seed=self.config.seed)
 
 
 @register("replay", "unseen")
@@ -220,8 +226,14 @@ class SamplerTasks(SimulatorTasks):
             places = [p.get("drafts", {}) for p in info.get("plugin_faults", {}).values()]
             failed = {kind: sum(p.get(kind, 0) for p in places) for kind in ("plugin_error", "plugin_timeout")}
             drafts = len(tasks) + sum(failed.values())  # a plugin's draw that failed is left out, counted
-            ep.metrics.update({
-                "generated": drafts, "valid": len(tasks), "valid_fraction": len(tasks) / drafts if drafts else None,
-                "unique_fraction": None, "invalid_reasons": {k: n for k, n in failed.items() if n},
-                "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in tasks).items()))})
+            ep.metrics.update(
+                {
+                    "generated": drafts,
+                    "valid": len(tasks),
+                    "valid_fraction": len(tasks) / drafts if drafts else None,
+                    "unique_fraction": None,
+                    "invalid_reasons": {k: n for k, n in failed.items() if n},
+                    "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in tasks).items())),
+                }
+            )
         return tasks, batch_of, []

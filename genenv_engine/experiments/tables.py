@@ -17,8 +17,8 @@ from typing import Any
 
 from genenv_engine.core.curriculum import first_in_band
 from genenv_engine.experiments.arms import ARMS, folder_name
-from genenv_engine.experiments.run_records import read_record, record_path, write_record
 from genenv_engine.experiments.rescore import rescored_runs
+from genenv_engine.experiments.run_records import read_record, record_path, write_record
 from genenv_engine.experiments.runs import epoch0_difference, read_session, warm_start_mismatches
 from genenv_engine.experiments.stats import binomial_se, by_level, data_efficiency, mean_sd, mean_series, paired_change
 from genenv_engine.experiments.validity import arm_validity
@@ -37,9 +37,15 @@ def _change(run: dict[str, Any], bench: str) -> dict[str, Any] | None:
     paired = paired_change(before, after) if before and after else None
     n = len(before) if before else run["heldout_size"]
     levels = by_level(before, after, run.get("_levels", {}).get(bench)) if before and after else {}
-    return {"epoch0": p0, "final": p1, "final_epoch": last["epoch"], "delta": p1 - p0,
-            "paired_se": paired[1] if paired else None, "by_level": levels,
-            "unpaired_se": math.sqrt(binomial_se(p0, n) ** 2 + binomial_se(p1, n) ** 2)}
+    return {
+        "epoch0": p0,
+        "final": p1,
+        "final_epoch": last["epoch"],
+        "delta": p1 - p0,
+        "paired_se": paired[1] if paired else None,
+        "by_level": levels,
+        "unpaired_se": math.sqrt(binomial_se(p0, n) ** 2 + binomial_se(p1, n) ** 2),
+    }
 
 
 def _cumulative(run: dict[str, Any], bench: str) -> list[tuple[int, float]]:
@@ -75,11 +81,19 @@ def comparison_pairs(arms: list[str]) -> list[tuple[str, str]]:
     pairs = [(a, PAIRS_REFERENCE) for a in arms if a != PAIRS_REFERENCE and PAIRS_REFERENCE in arms]
     for challenger, controls in CHALLENGERS.items():
         if challenger in arms:
-            pairs += [(challenger, b) for b in arms if b not in (challenger, PAIRS_REFERENCE)
-                      and (controls is None or b in controls) and (b, challenger) not in pairs]
+            pairs += [
+                (challenger, b)
+                for b in arms
+                if b not in (challenger, PAIRS_REFERENCE)
+                and (controls is None or b in controls)
+                and (b, challenger) not in pairs
+            ]
     if "trained" in arms:
-        pairs += [("trained", b) for b in arms if b not in ("trained", PAIRS_REFERENCE)
-                  and ("trained", b) not in pairs and (b, "trained") not in pairs]
+        pairs += [
+            ("trained", b)
+            for b in arms
+            if b not in ("trained", PAIRS_REFERENCE) and ("trained", b) not in pairs and (b, "trained") not in pairs
+        ]
     return pairs
 
 
@@ -92,9 +106,14 @@ def head_to_head(a_run: dict[str, Any], b_run: dict[str, Any], bench: str) -> di
         paired = paired_change(b, a) if a and b else None
         if paired:
             levels = by_level(b, a, a_run.get("_levels", {}).get(bench))
-            return {"epoch": epoch, "diff": paired[0], "paired_se": paired[1],
-                    "by_level": {k: {"diff": v["delta"], "paired_se": v["paired_se"], "n": v["n"]}
-                                 for k, v in levels.items()}}
+            return {
+                "epoch": epoch,
+                "diff": paired[0],
+                "paired_se": paired[1],
+                "by_level": {
+                    k: {"diff": v["delta"], "paired_se": v["paired_se"], "n": v["n"]} for k, v in levels.items()
+                },
+            }
     return None
 
 
@@ -109,8 +128,12 @@ def level_summary(values: list[dict[str, dict[str, float]]], key: str) -> dict[s
     for level in sorted({lv for v in values for lv in v}):
         xs = [v[level][key] for v in values if level in v and not math.isnan(v[level][key])]
         mean, sd = mean_sd(xs)
-        out[level] = {"mean": None if mean is None else round(mean, 10), "sd": None if sd is None else round(sd, 10),
-                      "seeds": len(xs), "positive": sum(1 for x in xs if x > 0)}
+        out[level] = {
+            "mean": None if mean is None else round(mean, 10),
+            "sd": None if sd is None else round(sd, 10),
+            "seeds": len(xs),
+            "positive": sum(1 for x in xs if x > 0),
+        }
     return out
 
 
@@ -126,15 +149,25 @@ def versus(runs: dict[str, dict[int, dict[str, Any]]], benchmarks: list[str]) ->
             for seed in sorted(set(runs[a]) & set(runs[b])):
                 h = head_to_head(runs[a][seed], runs[b][seed], bench)
                 if h:
-                    per_seed.append({"seed": seed, **h,
-                                     "epoch0_differs": epoch0_difference(runs[a][seed], runs[b][seed])})
+                    per_seed.append(
+                        {"seed": seed, **h, "epoch0_differs": epoch0_difference(runs[a][seed], runs[b][seed])}
+                    )
             if not per_seed:
                 continue
             mean, sd = mean_sd([h["diff"] for h in per_seed])
-            out.append({"a": a, "b": b, "benchmark": bench, "per_seed": per_seed, "mean": mean, "sd": sd,
-                        "by_level": level_summary([h["by_level"] for h in per_seed], "diff"),
-                        "a_above_2se": sum(1 for h in per_seed if h["diff"] > 2 * h["paired_se"]),
-                        "b_above_2se": sum(1 for h in per_seed if -h["diff"] > 2 * h["paired_se"])})
+            out.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "benchmark": bench,
+                    "per_seed": per_seed,
+                    "mean": mean,
+                    "sd": sd,
+                    "by_level": level_summary([h["by_level"] for h in per_seed], "diff"),
+                    "a_above_2se": sum(1 for h in per_seed if h["diff"] > 2 * h["paired_se"]),
+                    "b_above_2se": sum(1 for h in per_seed if -h["diff"] > 2 * h["paired_se"]),
+                }
+            )
     return out
 
 
@@ -151,42 +184,65 @@ def summarise(runs: dict[str, dict[int, dict[str, Any]]], alpha: float, benchmar
             e0, e0_sd = mean_sd([c["epoch0"] for c in changes])
             fin, fin_sd = mean_sd([c["final"] for c in changes])
             delta, delta_sd = mean_sd([c["delta"] for c in changes])
-            row[bench] = {"epoch0": e0, "epoch0_sd": e0_sd, "final": fin, "final_sd": fin_sd, "delta": delta,
-                          "final_by_level": level_summary([c["by_level"] for c in changes], "after"),
-                          "delta_sd": delta_sd, "per_seed": changes,
-                          "seeds_up_2se": sum(1 for c in changes if c["paired_se"] and c["delta"] > 2 * c["paired_se"]),
-                          "seeds_up_2se_unpaired": sum(1 for c in changes if c["delta"] > 2 * c["unpaired_se"])}
+            row[bench] = {
+                "epoch0": e0,
+                "epoch0_sd": e0_sd,
+                "final": fin,
+                "final_sd": fin_sd,
+                "delta": delta,
+                "final_by_level": level_summary([c["by_level"] for c in changes], "after"),
+                "delta_sd": delta_sd,
+                "per_seed": changes,
+                "seeds_up_2se": sum(1 for c in changes if c["paired_se"] and c["delta"] > 2 * c["paired_se"]),
+                "seeds_up_2se_unpaired": sum(1 for c in changes if c["delta"] > 2 * c["unpaired_se"]),
+            }
         gen = [r for r in seeds if any(e["p_hat"] is not None for e in r["epochs"])]
         p_series = mean_series(gen, lambda r: r["p_hat"])
         row["p_hat_by_epoch"] = [(e, m) for e, m, _ in p_series]
         row["first_epoch_in_band"] = first_in_band([(e, m) for e, m, _ in p_series], alpha)
-        row["first_epoch_in_band_per_seed"] = [first_in_band([(e["epoch"], e["p_hat"]) for e in r["epochs"]], alpha)
-                                               for r in seeds]
+        row["first_epoch_in_band_per_seed"] = [
+            first_in_band([(e["epoch"], e["p_hat"]) for e in r["epochs"]], alpha) for r in seeds
+        ]
         last = [r["epochs"][-1] for r in seeds if r["epochs"]]
-        for key in ("p_hat", "calibration_error", "in_band_fraction", "valid_fraction", "unique_fraction",
-                    "pool_unique_fraction", "distinct_bigrams", "tasks_trained", "rollouts", "agent_steps",
-                    "zero_advantage_share"):
+        for key in (
+            "p_hat",
+            "calibration_error",
+            "in_band_fraction",
+            "valid_fraction",
+            "unique_fraction",
+            "pool_unique_fraction",
+            "distinct_bigrams",
+            "tasks_trained",
+            "rollouts",
+            "agent_steps",
+            "zero_advantage_share",
+        ):
             m, sd = mean_sd([r.get(key) for r in last])
             row[f"final_{key}"], row[f"final_{key}_sd"] = m, sd
         row["validity"] = arm_validity(seeds, benchmarks)
         table[arm] = row
     if "trained" in runs and "static" in runs:
         for bench in benchmarks:
-            def curve(arm: str) -> list[tuple[int, float]]:
+
+            def curve(arm: str, bench: str = bench) -> list[tuple[int, float]]:
                 series = [_cumulative(r, bench) for r in runs[arm].values()]
                 n = min(len(s) for s in series) if series else 0
                 return [(series[0][i][0], sum(s[i][1] for s in series) / len(series)) for i in range(n)]
+
             table.setdefault("_efficiency", {})[bench] = data_efficiency(curve("trained"), curve("static"))
     table["_versus"] = versus(runs, benchmarks)
     return table
 
 
-def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: int | None = None,
-            records: Path | None = None) -> dict[str, Any]:
+def collect(
+    out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: int | None = None, records: Path | None = None
+) -> dict[str, Any]:
     """Every arm x seed session of a bench folder, read back from its database, and the summary over seeds;
-    with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks (`genenv_engine.experiments.rescore`).
+    with ``rescore``, held-out comes from the checkpoints re-scored on that many tasks
+    (`genenv_engine.experiments.rescore`).
 
-    With ``records`` (a folder of `genenv_engine.experiments.run_records`), each session read is recorded there, and an arm x
+    With ``records`` (a folder of `genenv_engine.experiments.run_records`), each session read is recorded there, and an
+    arm x
     seed with no session folder is read from its record if there is one.
 
     ``warm_start_mismatches`` lists the compared pairs of arms (`comparison_pairs`) whose runs of one seed started
@@ -216,9 +272,17 @@ def collect(out: Path, arms: tuple[str, ...], seeds: tuple[int, ...], rescore: i
     if rescore:  # re-scored rows keep only the compared epochs; validity counts every epoch of the run
         for arm, by_seed in runs.items():
             summary[arm]["validity"] = arm_validity(list(by_seed.values()), benchmarks)
-    return {"arms": list(arms), "seeds": list(seeds), "alpha": alpha, "benchmarks": benchmarks, "rescore": rescore,
-            "warm_start_mismatches": warm_start_mismatches(shown, comparison_pairs([a for a in ARMS if a in shown])),
-            "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
-            "runs": {arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
-                     for arm, by in shown.items()},
-            "summary": summary}
+    return {
+        "arms": list(arms),
+        "seeds": list(seeds),
+        "alpha": alpha,
+        "benchmarks": benchmarks,
+        "rescore": rescore,
+        "warm_start_mismatches": warm_start_mismatches(shown, comparison_pairs([a for a in ARMS if a in shown])),
+        "budget": budgets[0] if budgets and all(b == budgets[0] for b in budgets) else None,
+        "runs": {
+            arm: {str(s): {k: v for k, v in d.items() if not k.startswith("_")} for s, d in by.items()}
+            for arm, by in shown.items()
+        },
+        "summary": summary,
+    }

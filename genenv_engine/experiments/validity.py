@@ -39,18 +39,29 @@ def arm_validity(runs: list[dict[str, Any]], benchmarks: list[str]) -> dict[str,
     out: dict[str, dict[str, Any]] = {}
     with_data = [r for r in runs if any("validity" in e for e in r["epochs"])]
     for bench in benchmarks:
-        entries = [e["validity"][bench] for r in with_data for e in r["epochs"]
-                   if e["epoch"] >= 1 and bench in (e.get("validity") or {})]
+        entries = [
+            e["validity"][bench]
+            for r in with_data
+            for e in r["epochs"]
+            if e["epoch"] >= 1 and bench in (e.get("validity") or {})
+        ]
         drafts, valid = sum(v["drafts"] for v in entries), sum(v["valid"] for v in entries)
         rejected: dict[str, int] = {}
         for v in entries:
             for reason, n in v["rejected"].items():
                 rejected[reason] = rejected.get(reason, 0) + n
-        out[bench] = {"drafts": drafts, "valid": valid, "valid_fraction": valid / drafts if drafts else None,
-                      "rejected": top_reasons(rejected), "seeds": len(runs), "seeds_with_data": len(with_data)}
+        out[bench] = {
+            "drafts": drafts,
+            "valid": valid,
+            "valid_fraction": valid / drafts if drafts else None,
+            "rejected": top_reasons(rejected),
+            "seeds": len(runs),
+            "seeds_with_data": len(with_data),
+        }
         if any("admitted" in v for v in entries):  # runs that count how each valid task was admitted
-            out[bench]["admitted"] = {way: sum((v.get("admitted") or {}).get(way, 0) for v in entries)
-                                      for way in ADMISSIONS}
+            out[bench]["admitted"] = {
+                way: sum((v.get("admitted") or {}).get(way, 0) for v in entries) for way in ADMISSIONS
+            }
     return out
 
 
@@ -82,14 +93,21 @@ def markdown(results: dict[str, Any]) -> list[str]:
             rows += [(arm, bench, v) for bench, v in by_bench.items()]
     if not (rows or no_drafts or no_data):
         return []
-    lines = ["## Validity by benchmark", "",
-             "The simulator's drafts from epoch 1 on, summed over seeds: the share the store kept as valid, and the "
-             f"{TOP_REASONS} most frequent rejection reasons (reason prefix: count).", ""]
+    lines = [
+        "## Validity by benchmark",
+        "",
+        "The simulator's drafts from epoch 1 on, summed over seeds: the share the store kept as valid, and the "
+        f"{TOP_REASONS} most frequent rejection reasons (reason prefix: count).",
+        "",
+    ]
     if rows:
         ways = any("admitted" in v for _, _, v in rows)
-        lines += ["| arm | benchmark | drafts | valid fraction (valid) |"
-                  + (" admitted as written / on the gold / mended |" if ways else "") + " top rejections | seeds |",
-                  "|---|---|---|---|" + ("---|" if ways else "") + "---|---|"]
+        lines += [
+            "| arm | benchmark | drafts | valid fraction (valid) |"
+            + (" admitted as written / on the gold / mended |" if ways else "")
+            + " top rejections | seeds |",
+            "|---|---|---|---|" + ("---|" if ways else "") + "---|---|",
+        ]
         for arm, bench, v in rows:
             frac = "–" if v["valid_fraction"] is None else f"{v['valid_fraction']:.3f} ({v['valid']})"
             reasons = ", ".join(f"{_cell(r)}: {n}" for r, n in list(v["rejected"].items())[:TOP_REASONS]) or "–"
@@ -97,8 +115,10 @@ def markdown(results: dict[str, Any]) -> list[str]:
             if ways:
                 admitted = " / ".join(str(v["admitted"][w]) for w in ADMISSIONS) if "admitted" in v else "–"
                 admitted = f" {admitted} |"
-            lines.append(f"| {arm} | {bench} | {v['drafts']} | {frac} |{admitted} {reasons} | "
-                         f"{v['seeds_with_data']}/{v['seeds']} |")
+            lines.append(
+                f"| {arm} | {bench} | {v['drafts']} | {frac} |{admitted} {reasons} | "
+                f"{v['seeds_with_data']}/{v['seeds']} |"
+            )
         lines.append("")
     if no_drafts:
         lines += [f"No drafts: {', '.join(no_drafts)}.", ""]

@@ -16,8 +16,16 @@ from typing import Any
 
 from genenv_engine.experiments.stats import paired_change
 from genenv_engine.interfaces.figure_text import bare, rounded, signed
-from genenv_engine.interfaces.reading import (BENCHMARK, LABELS, RESCORE, SAME_START, SEEDS, STUDY_RECORDS, answers,
-                                             record)
+from genenv_engine.interfaces.reading import (
+    BENCHMARK,
+    LABELS,
+    RESCORE,
+    SAME_START,
+    SEEDS,
+    STUDY_RECORDS,
+    answers,
+    record,
+)
 
 ARMS = ("grounded", "controller", "trained", "frozen", "static", "off", "unseen")
 """The study's arms in the order its table lists them: the two new ones, then the controls."""
@@ -113,19 +121,28 @@ def row(arm: str, seed: int, data: dict[str, Any], source: str = "") -> str:
     held, change = _change(data)
     drift = next((e["drift"] for e in reversed(epochs) if e.get("drift") is not None), None)
     cells = [
-        f"`{LABELS.get(arm, arm)}`", f"{seed} ({source})" if source else str(seed), held, change,
+        f"`{LABELS.get(arm, arm)}`",
+        f"{seed} ({source})" if source else str(seed),
+        held,
+        change,
         f"{_steady(epochs, 'agent_steps')} / {_steady(epochs, 'train_rollouts')}",
-        _mean(epochs, "valid_fraction"), _in_band(epochs),
+        _mean(epochs, "valid_fraction"),
+        _in_band(epochs),
         _mean(epochs, "zero_advantage_share", transform=lambda v: 1 - v),
-        _count(epochs, "fresh_tasks"), _count(epochs, "simulator_examples"), _weights(epochs),
-        DASH if drift is None else bare(drift, 3), _count(epochs, "eval_generations", 0),
+        _count(epochs, "fresh_tasks"),
+        _count(epochs, "simulator_examples"),
+        _weights(epochs),
+        DASH if drift is None else bare(drift, 3),
+        _count(epochs, "eval_generations", 0),
     ]
     return "| " + " | ".join(cells) + " |"
 
 
-HEADER = ("| arm | seed | held-out e0 → e8 | Δ (paired SE) | agent steps / train rollouts per epoch | valid | "
-          "in band: tasks / batches | informative groups | fresh tasks | RWR examples | RWR weights min–max (sd) | "
-          "simulator drift (e8) | evaluation generations |")
+HEADER = (
+    "| arm | seed | held-out e0 → e8 | Δ (paired SE) | agent steps / train rollouts per epoch | valid | "
+    "in band: tasks / batches | informative groups | fresh tasks | RWR examples | RWR weights min–max (sd) | "
+    "simulator drift (e8) | evaluation generations |"
+)
 
 
 def arms_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:

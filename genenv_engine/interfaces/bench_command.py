@@ -21,15 +21,24 @@ def add_bench_parser(sub) -> None:
     mem.add_argument("--model", default="smollm2", help="smollm2 (default) or a local checkpoint folder")
     mem.add_argument("--batch", type=int, default=32)
     mem.add_argument("--seq", type=int, default=128)
-    mem.add_argument("--setting", action="append", default=[], metavar="MICRO:CHUNK[:gc]",
-                     help="micro_batch:logprob_chunk to measure, 0:0 = naive, a :gc suffix turns on gradient "
-                          "checkpointing (repeatable; default 0:0, 0:100000, 8:1024)")
+    mem.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="MICRO:CHUNK[:gc]",
+        help="micro_batch:logprob_chunk to measure, 0:0 = naive, a :gc suffix turns on gradient "
+        "checkpointing (repeatable; default 0:0, 0:100000, 8:1024)",
+    )
     for name, module in BENCHES.items():
         mod = importlib.import_module(module)
         parser = what.add_parser(name, help=mod.__doc__.splitlines()[0].split(": ", 1)[-1])
         parser.add_argument("--json", action="store_true", help="print the JSON result instead of tables")
-        parser.add_argument("--out", type=Path, default=Path("bench-results"),
-                            help="folder for bench-NAME.json (default bench-results/)")
+        parser.add_argument(
+            "--out",
+            type=Path,
+            default=Path("bench-results"),
+            help="folder for bench-NAME.json (default bench-results/)",
+        )
         mod.add_arguments(parser)
     from genenv_engine.experiments.ablation import add_parser as add_ablation
 
@@ -44,8 +53,11 @@ def run_bench(args: argparse.Namespace) -> int:
         return ablation(args)
     if args.bench != "update-memory":
         return _run_named(args)
-    settings = [(int(s.split(":")[0]), int(s.split(":")[1]), s.endswith(":gc")) for s in args.setting] \
-        or [(0, 0, False), (0, 100_000, False), (8, 1024, False)]
+    settings = [(int(s.split(":")[0]), int(s.split(":")[1]), s.endswith(":gc")) for s in args.setting] or [
+        (0, 0, False),
+        (0, 100_000, False),
+        (8, 1024, False),
+    ]
     from genenv_engine.interfaces.benches.update_memory import update_memory
 
     rows = update_memory(args.model, args.batch, args.seq, settings)  # type: ignore[arg-type]
@@ -73,6 +85,8 @@ def _run_named(args: argparse.Namespace) -> int:
         if result.get("goals"):
             console.print(goals_table(result))
         m = result["machine"]
-        console.print(f"load average {m['load_average_before']} -> {m['load_average']} on {m['cpus']} CPUs, "
-                      f"torch threads {m['torch_threads']}; JSON: {args.out / ('bench-' + args.bench + '.json')}")
+        console.print(
+            f"load average {m['load_average_before']} -> {m['load_average']} on {m['cpus']} CPUs, "
+            f"torch threads {m['torch_threads']}; JSON: {args.out / ('bench-' + args.bench + '.json')}"
+        )
     return 2 if result.get("error") else 0

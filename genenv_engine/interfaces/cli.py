@@ -50,10 +50,14 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="genenv", description="GenEnv co-evolution of an agent and an environment simulator.")
-    parser.add_argument("--version", action=_VersionAction,
-                        help=f"print the distribution ({genenv_engine.DISTRIBUTION}), its version and where it runs "
-                        "from, and exit")
+    parser = argparse.ArgumentParser(
+        prog="genenv", description="GenEnv co-evolution of an agent and an environment simulator."
+    )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help=f"print the distribution ({genenv_engine.DISTRIBUTION}), its version and where it runs from, and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start a new session and run it")
     src = run.add_mutually_exclusive_group()
@@ -62,38 +66,77 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", type=Path, help="session folder to create (default sessions/<preset>-<mode>-<time>)")
     run.add_argument("--epochs", type=int, help="co-evolution epochs after the warm start")
     run.add_argument("--seed", type=int, help="seed for splits, warm start and sampling")
-    run.add_argument("--benchmarks", help="comma-separated benchmarks to enable, or 'all': built-in names, names of "
-                     "installed genenv.environments entry points, or module:Class (docs/guide/environments.md)")
-    run.add_argument("--data-dir", action="append", default=[], metavar="BENCH=PATH",
-                     help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv")
+    run.add_argument(
+        "--benchmarks",
+        help="comma-separated benchmarks to enable, or 'all': built-in names, names of "
+        "installed genenv.environments entry points, or module:Class (docs/guide/environments.md)",
+    )
+    run.add_argument(
+        "--data-dir",
+        action="append",
+        default=[],
+        metavar="BENCH=PATH",
+        help="upstream data for a benchmark (its held-out split), e.g. bamboogle=~/bamboogle.csv",
+    )
     run.add_argument("--simulator-mode", choices=SIMULATOR_MODES, help="ablation mode")
     run.add_argument("--curriculum", choices=("alpha", "uniform", "grounded"), help="simulator reward")
-    run.add_argument("--base-model", metavar="PATH",
-                     help="local checkpoint both roles start from (sets model.kind = hf, model.path)")
+    run.add_argument(
+        "--base-model", metavar="PATH", help="local checkpoint both roles start from (sets model.kind = hf, model.path)"
+    )
     run.add_argument("--agent-model", metavar="PATH", help="local checkpoint of the agent alone (model.agent_path)")
-    run.add_argument("--simulator-model", metavar="PATH",
-                     help="local checkpoint of the simulator alone (model.simulator_path)")
-    run.add_argument("--lora", choices=("agent", "simulator", "both"),
-                     help="tune these roles as LoRA adapters (model.<role>_tuning = lora); others fully")
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="override any config value, e.g. --set curriculum.beta=10 (repeatable)")
-    run.add_argument("--ray", metavar="local|ADDRESS", type=_ray_address,
-                     help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)")
+    run.add_argument(
+        "--simulator-model", metavar="PATH", help="local checkpoint of the simulator alone (model.simulator_path)"
+    )
+    run.add_argument(
+        "--lora",
+        choices=("agent", "simulator", "both"),
+        help="tune these roles as LoRA adapters (model.<role>_tuning = lora); others fully",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config value, e.g. --set curriculum.beta=10 (repeatable)",
+    )
+    run.add_argument(
+        "--ray",
+        metavar="local|ADDRESS",
+        type=_ray_address,
+        help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
-    run.add_argument("--log", action="append", default=[], choices=LOGGERS,
-                     help="also log each epoch to TensorBoard, W&B or Trackio (offline; under SESSION/logs; repeatable)")
+    run.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        choices=LOGGERS,
+        help="also log each epoch to TensorBoard, W&B or Trackio (offline; under SESSION/logs; repeatable)",
+    )
     resume = sub.add_parser("resume", help="continue a session from its last finished epoch")
     resume.add_argument("session", type=Path)
     resume.add_argument("--epochs", type=int, help="new total number of epochs")
-    resume.add_argument("--ray", metavar="local|ADDRESS|none", type=_ray_address,
-                        help="from now on run the rollouts on Ray workers (a new local instance or a cluster address), "
-                             "or in this process (none); default: where the session ran them")
-    resume.add_argument("--rescore-heldout", action="store_true",
-                        help="first check every stored held-out answer of the finished epochs again with the "
-                             "environments as they are now (a fixed plugin) and update those whose verdict changed")
+    resume.add_argument(
+        "--ray",
+        metavar="local|ADDRESS|none",
+        type=_ray_address,
+        help="from now on run the rollouts on Ray workers (a new local instance or a cluster address), "
+        "or in this process (none); default: where the session ran them",
+    )
+    resume.add_argument(
+        "--rescore-heldout",
+        action="store_true",
+        help="first check every stored held-out answer of the finished epochs again with the "
+        "environments as they are now (a fixed plugin) and update those whose verdict changed",
+    )
     resume.add_argument("--quiet", action="store_true")
-    resume.add_argument("--log", action="append", default=[], choices=LOGGERS,
-                        help="as for run: a resumed session continues the same logged run")
+    resume.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        choices=LOGGERS,
+        help="as for run: a resumed session continues the same logged run",
+    )
     status = sub.add_parser("status", help="per-epoch metrics of a session")
     status.add_argument("session", type=Path)
     status.add_argument("--json", action="store_true", help="print JSON")
@@ -106,10 +149,18 @@ def build_parser() -> argparse.ArgumentParser:
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
     export = tasks_sub.add_parser("export", help="write the session's tasks (filtered as on the tasks screen)")
     export.add_argument("session", type=Path)
-    export.add_argument("--format", choices=("jsonl", "parquet", "verifiers"), default="jsonl",
-                        help="a file in the veRL layout with reward.py beside it, or a verifiers taskset package")
-    export.add_argument("--out", type=Path, default=None, help="file to write (default SESSION/export/tasks.FORMAT); "
-                                                               "for verifiers the folder to write the package in")
+    export.add_argument(
+        "--format",
+        choices=("jsonl", "parquet", "verifiers"),
+        default="jsonl",
+        help="a file in the veRL layout with reward.py beside it, or a verifiers taskset package",
+    )
+    export.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="file to write (default SESSION/export/tasks.FORMAT); for verifiers the folder to write the package in",
+    )
     export.add_argument("--name", default=None, help="verifiers: the package name (default genenv_<session folder>)")
     export.add_argument("--benchmark", default=None)
     export.add_argument("--origin", default=None, help="seed, generated, edited, static, imported, ...")
@@ -119,16 +170,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--p-min", type=float, default=None, help="lowest p-hat")
     export.add_argument("--p-max", type=float, default=None, help="highest p-hat")
     export.add_argument("--text", default=None, help="a word search, as the tasks screen's /")
-    export.add_argument("--include-rejected", action="store_true",
-                        help="also the simulator's rejected drafts (empty gold; --valid no implies it); by default "
-                             "only admitted tasks: valid ones and the split tasks")
-    imp = tasks_sub.add_parser("import", help="validate a file's rows (JSONL/Parquet/CSV/JSON; veRL layout or the "
-                                              "benchmark's upstream one) and add the valid ones to the session")
+    export.add_argument(
+        "--include-rejected",
+        action="store_true",
+        help="also the simulator's rejected drafts (empty gold; --valid no implies it); by default "
+        "only admitted tasks: valid ones and the split tasks",
+    )
+    imp = tasks_sub.add_parser(
+        "import",
+        help="validate a file's rows (JSONL/Parquet/CSV/JSON; veRL layout or the "
+        "benchmark's upstream one) and add the valid ones to the session",
+    )
     imp.add_argument("session", type=Path)
     imp.add_argument("benchmark")
     imp.add_argument("file", type=Path)
-    imp.add_argument("--split", choices=("train", "seed"), default="train",
-                     help="the agent's training pool (train) or the simulator's conditioning seeds (seed)")
+    imp.add_argument(
+        "--split",
+        choices=("train", "seed"),
+        default="train",
+        help="the agent's training pool (train) or the simulator's conditioning seeds (seed)",
+    )
     export_model = sub.add_parser("export-model", help="a trained role as a plain Hugging Face model folder")
     export_model.add_argument("session", type=Path)
     export_model.add_argument("--out", type=Path, required=True, help="the new folder to write")
@@ -157,8 +218,13 @@ def _ray_address(text: str) -> str:
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only what the user typed overrides the preset or file."""
     out: dict[str, Any] = {}
-    for key, name in (("epochs", "epochs"), ("seed", "seed"), ("simulator.mode", "simulator_mode"),
-                      ("curriculum.reward", "curriculum"), ("ray.address", "ray")):
+    for key, name in (
+        ("epochs", "epochs"),
+        ("seed", "seed"),
+        ("simulator.mode", "simulator_mode"),
+        ("curriculum.reward", "curriculum"),
+        ("ray.address", "ray"),
+    ):
         if getattr(args, name) is not None:
             out[key] = getattr(args, name)
     if args.base_model:
@@ -220,19 +286,29 @@ def status_json(session_dir: Path) -> dict[str, Any]:
 
     session = Session.open(session_dir, check=True)
     from genenv_engine.interfaces.loggers import STATUS_KEYS
-
     from genenv_engine.storage.store import funnel_validity, with_admitted
 
     validity = funnel_validity(session.store.funnel())
     rows = session.store.epoch_metrics()
     stored = session.store.plugin_faults([m["epoch"] for m in rows if m.get("plugin_faults") is None])
-    epochs = [{"epoch": m["epoch"], "status": m["status"], **{k: m.get(k) for k in STATUS_KEYS},
-               "plugin_faults": stored.get(m["epoch"], {}) if m.get("plugin_faults") is None else m["plugin_faults"],
-               "validity": with_admitted(validity.get(m["epoch"], {}), m.get("admitted") or {})}
-              for m in rows]
+    epochs = [
+        {
+            "epoch": m["epoch"],
+            "status": m["status"],
+            **{k: m.get(k) for k in STATUS_KEYS},
+            "plugin_faults": stored.get(m["epoch"], {}) if m.get("plugin_faults") is None else m["plugin_faults"],
+            "validity": with_admitted(validity.get(m["epoch"], {}), m.get("admitted") or {}),
+        }
+        for m in rows
+    ]
     cfg = session.config
-    return {"session": str(session_dir), "preset": cfg.preset, "simulator_mode": cfg.simulator.mode,
-            "target_epochs": cfg.epochs, "epochs": epochs}
+    return {
+        "session": str(session_dir),
+        "preset": cfg.preset,
+        "simulator_mode": cfg.simulator.mode,
+        "target_epochs": cfg.epochs,
+        "epochs": epochs,
+    }
 
 
 def _run(session, quiet: bool, log: list[str] = ()) -> int:
@@ -264,17 +340,26 @@ def _tasks(args: argparse.Namespace) -> int:
     if not (args.session / "genenv.db").exists():
         raise FileNotFoundError(f"{args.session} is not a genenv session (no genenv.db)")
     if args.tasks_command == "export":
-        where = TaskFilter(benchmark=args.benchmark, origin=args.origin, status=args.status, epoch=args.epoch,
-                           valid=None if args.valid is None else args.valid == "yes", p_min=args.p_min,
-                           p_max=args.p_max, text=args.text)
+        where = TaskFilter(
+            benchmark=args.benchmark,
+            origin=args.origin,
+            status=args.status,
+            epoch=args.epoch,
+            valid=None if args.valid is None else args.valid == "yes",
+            p_min=args.p_min,
+            p_max=args.p_max,
+            text=args.text,
+        )
         if args.format == "verifiers":
             from genenv_engine.interfaces.interop.verifiers_export import export_verifiers
 
             if args.out is None:
                 raise ValueError("--format verifiers needs --out DIR (the folder the package is written in)")
             path, n = export_verifiers(args.session, args.out, args.name, where, args.include_rejected)
-            print(f"wrote {n} tasks as the verifiers taskset {path.name} in {path}; load it with {args.out} on "
-                  f"PYTHONPATH: vf.load_taskset(vf.TasksetConfig(id={path.name!r}))")
+            print(
+                f"wrote {n} tasks as the verifiers taskset {path.name} in {path}; load it with {args.out} on "
+                f"PYTHONPATH: vf.load_taskset(vf.TasksetConfig(id={path.name!r}))"
+            )
             return 0
         path, n = interop.export_tasks(args.session, args.out, args.format, where, args.include_rejected)
         print(f"wrote {n} tasks to {path}")
@@ -282,8 +367,10 @@ def _tasks(args: argparse.Namespace) -> int:
     result = interop.import_tasks(args.session, args.benchmark, args.file, args.split)
     for row, reason in result.rejected:
         print(f"row {row}: rejected: {reason}", file=sys.stderr)
-    print(f"imported {len(result.added)} tasks from {result.rows} rows into {args.session}"
-          + (f" ({result.added[0]} ... {result.added[-1]})" if result.added else ""))
+    print(
+        f"imported {len(result.added)} tasks from {result.rows} rows into {args.session}"
+        + (f" ({result.added[0]} ... {result.added[-1]})" if result.added else "")
+    )
     return 0 if result.added or not result.rejected else 1
 
 
@@ -370,8 +457,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except sqlite3.DatabaseError as exc:  # damage found mid-run, after the open-time check passed
         where = getattr(args, "session", None)
-        print(f"genenv: the session database{f' in {where}' if where else ''} failed ({exc}): check it with "
-              "'sqlite3 genenv.db \'PRAGMA integrity_check\'' and restore it from a backup", file=sys.stderr)
+        print(
+            f"genenv: the session database{f' in {where}' if where else ''} failed ({exc}): check it with "
+            "'sqlite3 genenv.db 'PRAGMA integrity_check'' and restore it from a backup",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -23,14 +23,21 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
-from genenv_engine.environments import (CheckResult, Environment, SplitSizes, Task, Validation, get_environment,
-                                        resolve_benchmarks)
 from genenv_engine.core.errors import SplitsExhausted
+from genenv_engine.environments import (
+    CheckResult,
+    Environment,
+    SplitSizes,
+    Task,
+    Validation,
+    get_environment,
+    resolve_benchmarks,
+)
 from genenv_engine.environments import base as _base
 from genenv_engine.interfaces.rg_table import add_rg_table_parser, run_rg_table
 
@@ -39,15 +46,15 @@ CONTRACTS: dict[str, str] = {
     "splits_deterministic": "the same splits for the same seed when built again in this process",
     "splits_cross_process": "the same splits for the same seed in a second process with another PYTHONHASHSEED",
     "splits_disjoint": "seed, train and heldout lists of tasks, none empty, no prompt in two of them, unique ids "
-                       "starting <name>/ and benchmark <name>",
+    "starting <name>/ and benchmark <name>",
     "gold_passes": "every gold answer passes the checker (a CheckResult with success)",
     "corrupted_fails": "no task accepts both an empty answer and another task's gold, and another task's gold "
-                       "fails at least 9 tasks in 10",
+    "fails at least 9 tasks in 10",
     "validate_recomputes": "validate accepts each task's simulator text read back, as a task with the id given, "
-                           "split 'generated', whose own gold and the original gold pass the checker",
+    "split 'generated', whose own gold and the original gold pass the checker",
     "validate_rejects": "validate rejects a wrong answer and a malformed prompt, each with a reason",
     "siblings": "sibling_pairs gives the pairs asked for, each sibling a new prompt with its source as parent that "
-                "validate accepts",
+    "validate accepts",
     "grammar": "the task grammar (when given) compiles and accepts the simulator text of the split tasks",
     "warm_start": "warm_start_prefixes gives (task, a proper prefix of its answer) pairs, the tasks in no split",
 }
@@ -102,9 +109,17 @@ class Conformance:
 
     def as_json(self) -> str:
         """The report as one JSON object (``genenv env check --json``)."""
-        return json.dumps({"name": self.name, "ok": self.ok,
-                           "failures": [[f.contract, f.detail] for f in self.failures], "checked": self.checked, "skipped": self.skipped, "seconds": self.seconds,
-                           "scoring": self.scoring})
+        return json.dumps(
+            {
+                "name": self.name,
+                "ok": self.ok,
+                "failures": [[f.contract, f.detail] for f in self.failures],
+                "checked": self.checked,
+                "skipped": self.skipped,
+                "seconds": self.seconds,
+                "scoring": self.scoring,
+            }
+        )
 
 
 def scoring_of(env: Environment) -> dict[str, object]:
@@ -117,9 +132,14 @@ def scoring_of(env: Environment) -> dict[str, object]:
         from genenv_engine.environments.reasoning_gym.adapter import eligibility
 
         verdict = eligibility(dataset)
-        return {"mode": verdict.scoring, "contained": verdict.contained, "findings": list(verdict.findings),
-                "other_gold_share": round(verdict.other_gold_share, 4),
-                "constant_share": round(verdict.constant_share, 4), "probed_entries": verdict.entries}
+        return {
+            "mode": verdict.scoring,
+            "contained": verdict.contained,
+            "findings": list(verdict.findings),
+            "other_gold_share": round(verdict.other_gold_share, 4),
+            "constant_share": round(verdict.constant_share, 4),
+            "probed_entries": verdict.entries,
+        }
     sandboxed = bool(getattr(env, "sandboxed_check", False))
     return {"mode": "sandboxed" if sandboxed else "direct", "contained": sandboxed}
 
@@ -138,13 +158,18 @@ def scoring_line(name: str, scoring: dict[str, object]) -> str:
     """
     findings = scoring.get("findings") or []
     why = f" (its scorer runs text: {', '.join(map(str, findings[:2]))})" if findings else ""
-    where = "in a contained worker" if scoring.get("contained") else (
-        "in a worker" if "probed_entries" in scoring else "in this process")
+    where = (
+        "in a contained worker"
+        if scoring.get("contained")
+        else ("in a worker" if "probed_entries" in scoring else "in this process")
+    )
     line = f"{name}: replies scored {scoring['mode']}{why}, {where}"
     if "probed_entries" in scoring:
-        line += (f"; wrong answers accepted on {float(scoring['other_gold_share']):.0%} of "  # type: ignore[arg-type]
-                 f"{scoring['probed_entries']} probed entries (another gold), "
-                 f"{float(scoring['constant_share']):.0%} (a constant)")  # type: ignore[arg-type]
+        line += (
+            f"; wrong answers accepted on {float(scoring['other_gold_share']):.0%} of "  # type: ignore[arg-type]
+            f"{scoring['probed_entries']} probed entries (another gold), "
+            f"{float(scoring['constant_share']):.0%} (a constant)"
+        )  # type: ignore[arg-type]
     return line
 
 
@@ -166,8 +191,10 @@ def _where(frame: FrameType | None) -> str:
             local = frame.f_locals
             tasks, level, env = local.get("tasks"), local.get("level"), local.get("self")
             found, draws = getattr(env, "_tally", {}).get(level, (0, 0))
-            parts.append(f"building the {local.get('split')} split ({len(tasks or ()):,} of {local.get('n'):,} "
-                         f"tasks made, drawing at level {level}: {found:,} distinct prompts in {draws:,} draws)")
+            parts.append(
+                f"building the {local.get('split')} split ({len(tasks or ()):,} of {local.get('n'):,} "
+                f"tasks made, drawing at level {level}: {found:,} distinct prompts in {draws:,} draws)"
+            )
         frame = frame.f_back
     return "; ".join(parts + ([inner] if inner else []))
 
@@ -238,10 +265,26 @@ def parse_sizes(text: str) -> SplitSizes | None:
 
 def _digest_elsewhere(spelling: str, seed: int, sizes: SplitSizes, data_dir: str | None) -> str:
     """`splits_digest` computed by a second Python process with another ``PYTHONHASHSEED`` (this one's path)."""
-    env = {**os.environ, "PYTHONHASHSEED": other_hash_seed(os.environ.get("PYTHONHASHSEED")),
-           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run([sys.executable, "-m", "genenv_engine.interfaces.conformance", spelling, str(seed),
-                           _sizes_text(sizes), data_dir or ""], capture_output=True, text=True, env=env, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": other_hash_seed(os.environ.get("PYTHONHASHSEED")),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "genenv_engine.interfaces.conformance",
+            spelling,
+            str(seed),
+            _sizes_text(sizes),
+            data_dir or "",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise _Broken(f"the second process failed: {last}")
@@ -258,8 +301,9 @@ def _sample(tasks: list[Task], n: int) -> list[Task]:
 class _Checker:
     """The contracts of one environment, in order; each method raises `_Broken` with what it found."""
 
-    def __init__(self, env: Environment, spelling: str, seed: int, sizes: SplitSizes, data_dir: str | None,
-                 samples: int) -> None:
+    def __init__(
+        self, env: Environment, spelling: str, seed: int, sizes: SplitSizes, data_dir: str | None, samples: int
+    ) -> None:
         self.env, self.spelling, self.seed, self.sizes, self.data_dir = env, spelling, seed, sizes, data_dir
         self.samples = samples
         self.splits: dict[str, list[Task]] = {}
@@ -297,24 +341,30 @@ class _Checker:
 
     def splits_cross_process(self) -> None:
         if _digest_elsewhere(self.spelling, self.seed, self.sizes, self.data_dir) != splits_digest(self.env):
-            raise _Broken(f"a process with another PYTHONHASHSEED gives different splits for seed {self.seed} "
-                          "(seed random.Random with a string, never hash() or a set's order)")
+            raise _Broken(
+                f"a process with another PYTHONHASHSEED gives different splits for seed {self.seed} "
+                "(seed random.Random with a string, never hash() or a set's order)"
+            )
 
     def splits_disjoint(self) -> None:
         splits = self.env.splits()
         if not isinstance(splits, dict) or sorted(splits) != ["heldout", "seed", "train"]:
-            raise _Broken(f"splits() returned {sorted(splits) if isinstance(splits, dict) else type(splits).__name__}"
-                          ", not the lists seed, train and heldout")
+            raise _Broken(
+                f"splits() returned {sorted(splits) if isinstance(splits, dict) else type(splits).__name__}"
+                ", not the lists seed, train and heldout"
+            )
         name, where, ids = self.env.name, {}, set()
         for split, tasks in splits.items():
             if not tasks:
                 raise _Broken(f"the {split} split is empty")
-            for i, task in enumerate(tasks):
+            for _i, task in enumerate(tasks):
                 if not isinstance(task, Task):
                     raise _Broken(f"the {split} split holds a {type(task).__name__}, not a Task")
                 if not task.id.startswith(f"{name}/") or task.benchmark != name:
-                    raise _Broken(f"task {task.id} (benchmark {task.benchmark!r}) of the {split} split is not "
-                                  f"{name}/<split>/<index> of benchmark {name!r}")
+                    raise _Broken(
+                        f"task {task.id} (benchmark {task.benchmark!r}) of the {split} split is not "
+                        f"{name}/<split>/<index> of benchmark {name!r}"
+                    )
                 if task.prompt in where or task.id in ids:
                     raise _Broken(f"task {task.id} has the prompt or id of {where.get(task.prompt, task.id)}")
                 where[task.prompt] = task.id
@@ -324,16 +374,14 @@ class _Checker:
         self.tasks = [t for split in ("seed", "train", "heldout") for t in _sample(splits[split], share)]
 
     def gold_passes(self) -> None:
-        failed = [(t.id, result.error_type) for t in self.tasks
-                  if not (result := self.check(t, t.answer)).success]
+        failed = [(t.id, result.error_type) for t in self.tasks if not (result := self.check(t, t.answer)).success]
         if failed:
-            raise _Broken(f"{len(failed)} of {len(self.tasks)} golds fail the checker ({failed[0][0]}: "
-                          f"{failed[0][1]})")
+            raise _Broken(f"{len(failed)} of {len(self.tasks)} golds fail the checker ({failed[0][0]}: {failed[0][1]})")
 
     def corrupted_fails(self) -> None:
         swapped, both = [], []
         for i, task in enumerate(self.tasks):
-            other = next((o for o in self.tasks[i + 1:] + self.tasks[:i] if o.answer != task.answer), None)
+            other = next((o for o in self.tasks[i + 1 :] + self.tasks[:i] if o.answer != task.answer), None)
             if other is not None and self.check(task, other.answer).success:
                 swapped.append(task.id)
                 if self.check(task, "").success:
@@ -341,8 +389,10 @@ class _Checker:
             elif other is not None:
                 self.wrong[task.id] = other.answer
         if both:
-            raise _Broken(f"{len(both)} of {len(self.tasks)} tasks accept both an empty answer and another task's "
-                          f"gold ({both[0]})")
+            raise _Broken(
+                f"{len(both)} of {len(self.tasks)} tasks accept both an empty answer and another task's "
+                f"gold ({both[0]})"
+            )
         if len(swapped) > SWAP_PASS_LIMIT * len(self.tasks):
             raise _Broken(f"{len(swapped)} of {len(self.tasks)} tasks accept another task's gold ({swapped[0]})")
 
@@ -354,8 +404,10 @@ class _Checker:
                 raise _Broken(f"validate rejects the simulator text of {task.id} ({verdict.reason or 'no task'})")
             made = verdict.task
             if (made.id, made.split, made.epoch, made.generator) != (task_id, "generated", 1, "env-check"):
-                raise _Broken(f"validate's task for {task.id} has id {made.id!r}, split {made.split!r}, epoch "
-                              f"{made.epoch}, generator {made.generator!r} (use _generated(parent, epoch, generator))")
+                raise _Broken(
+                    f"validate's task for {task.id} has id {made.id!r}, split {made.split!r}, epoch "
+                    f"{made.epoch}, generator {made.generator!r} (use _generated(parent, epoch, generator))"
+                )
             for answer, what in ((made.answer, "its recomputed gold"), (task.answer, "the original gold")):
                 if not self.check(made, answer).success:
                     raise _Broken(f"validate's task for {task.id} fails {what} {answer!r}")
@@ -367,8 +419,10 @@ class _Checker:
             prompt, _ = self.read_back(task)
             verdict = self.validate(prompt, self.wrong[task.id], f"{self.env.name}/check/w{i:05d}")
             if verdict.ok or not (isinstance(verdict.reason, str) and verdict.reason.strip()):
-                raise _Broken(f"validate {'accepts' if verdict.ok else 'rejects without a reason'} the wrong answer "
-                              f"{self.wrong[task.id]!r} to {task.id}")
+                raise _Broken(
+                    f"validate {'accepts' if verdict.ok else 'rejects without a reason'} the wrong answer "
+                    f"{self.wrong[task.id]!r} to {task.id}"
+                )
         if not self.wrong:
             raise _Broken("no wrong answer to try: every task accepts every other task's gold")
         verdict = self.validate("\x00 not a task", "\x00", f"{self.env.name}/check/bad")
@@ -379,8 +433,10 @@ class _Checker:
         sources = self.splits["seed"]
         pairs = self.env.sibling_pairs(sources, random.Random(0), SIBLINGS)
         if not isinstance(pairs, list) or len(pairs) != SIBLINGS:
-            raise _Broken(f"sibling_pairs(seed split, rng, {SIBLINGS}) returned "
-                          f"{len(pairs) if isinstance(pairs, list) else type(pairs).__name__} pairs")
+            raise _Broken(
+                f"sibling_pairs(seed split, rng, {SIBLINGS}) returned "
+                f"{len(pairs) if isinstance(pairs, list) else type(pairs).__name__} pairs"
+            )
         for source, sibling in pairs:
             if not (isinstance(source, Task) and isinstance(sibling, Task)):
                 raise _Broken("a sibling pair is not two Tasks")
@@ -412,8 +468,9 @@ class _Checker:
             return "no warm-start prefixes"
         prompts = {t.prompt for tasks in self.splits.values() for t in tasks}
         for pair in pairs:
-            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Task)
-                    and isinstance(pair[1], str)):
+            if not (
+                isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Task) and isinstance(pair[1], str)
+            ):
                 raise _Broken(f"a warm-start pair is {type(pair).__name__} {pair!r:.60}, not (Task, str)")
             task, target = pair
             if not (task.answer.startswith(target) and len(target) < len(task.answer)):
@@ -426,14 +483,27 @@ class _Checker:
 ORDER: tuple[str, ...] = tuple(c for c in CONTRACTS if c != "construct")
 SPLIT_CONTRACTS = {"splits_deterministic", "splits_cross_process", "splits_disjoint"}
 """Contracts that build the splits (skipped once a level has run out of prompts: `SplitsExhausted`)."""
-NEEDS_SPLITS = {"gold_passes", "corrupted_fails", "validate_recomputes", "validate_rejects", "siblings", "grammar",
-                "warm_start"}
+NEEDS_SPLITS = {
+    "gold_passes",
+    "corrupted_fails",
+    "validate_recomputes",
+    "validate_rejects",
+    "siblings",
+    "grammar",
+    "warm_start",
+}
 """Contracts that read the split tasks `splits_disjoint` found (skipped when the splits are broken)."""
 
 
-def check_environment(spelling: str, seed: int = 0, sizes: SplitSizes | None = CHECK_SIZES, samples: int = 100,
-                      data_dir: str | None = None, cross_process: bool = True,
-                      limit: int = CONTRACT_SECONDS) -> Conformance:
+def check_environment(
+    spelling: str,
+    seed: int = 0,
+    sizes: SplitSizes | None = CHECK_SIZES,
+    samples: int = 100,
+    data_dir: str | None = None,
+    cross_process: bool = True,
+    limit: int = CONTRACT_SECONDS,
+) -> Conformance:
     """Every contract of `CONTRACTS` checked on the environment ``spelling`` names (a `ConfigError` when no
     environment has that name) at split ``sizes`` (None: its own, as a run builds it): at most ``samples`` split
     tasks are checked, spread over the three splits, each contract within ``limit`` seconds. A level out of new
@@ -485,19 +555,29 @@ def add_env_parser(sub: argparse._SubParsersAction) -> None:
     """``genenv env check`` and ``genenv env new``."""
     env = sub.add_parser("env", help="check an environment against the environment API, or write a new one")
     env_sub = env.add_subparsers(dest="env_command", required=True)
-    check = env_sub.add_parser("check", help="check every contract of the environment API (one line per failure; "
-                                             "exit 1 on any) and time its check and validate")
-    check.add_argument("name", help="a benchmark as --benchmarks names it: built-in, entry point, module:Class or "
-                                    "rg:<dataset>")
+    check = env_sub.add_parser(
+        "check",
+        help="check every contract of the environment API (one line per failure; "
+        "exit 1 on any) and time its check and validate",
+    )
+    check.add_argument(
+        "name", help="a benchmark as --benchmarks names it: built-in, entry point, module:Class or rg:<dataset>"
+    )
     check.add_argument("--seed", type=int, default=0, help="the splits' seed")
-    check.add_argument("--sizes", default=_sizes_text(CHECK_SIZES),
-                       help=f"the split sizes: seed,train,heldout, or '{RUN_SIZES}' for those a genenv run builds "
-                            "(the class's DEFAULT_SIZES)")
+    check.add_argument(
+        "--sizes",
+        default=_sizes_text(CHECK_SIZES),
+        help=f"the split sizes: seed,train,heldout, or '{RUN_SIZES}' for those a genenv run builds "
+        "(the class's DEFAULT_SIZES)",
+    )
     check.add_argument("--samples", type=int, default=100, help="how many split tasks each contract checks")
     check.add_argument("--data-dir", default=None, metavar="PATH", help="upstream data for the environment")
     check.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    new = env_sub.add_parser("new", help="write a package holding a new environment (its pyproject with the "
-                                         "genenv.environments entry point, the module, its tests)")
+    new = env_sub.add_parser(
+        "new",
+        help="write a package holding a new environment (its pyproject with the "
+        "genenv.environments entry point, the module, its tests)",
+    )
     new.add_argument("name", help="the benchmark's name: lowercase letters, digits and '_', starting with a letter")
     new.add_argument("--out", type=Path, default=None, help="the folder to write (default ./NAME)")
     add_rg_table_parser(env_sub)
@@ -512,8 +592,10 @@ def run_env(args: argparse.Namespace) -> int:
 
         folder = write_package(args.name, args.out)
         where = str(folder) if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
-        print(f"wrote the environment {args.name} in {where}; try it with: pip install {where} && genenv env "
-              f"check {args.name}")
+        print(
+            f"wrote the environment {args.name} in {where}; try it with: pip install {where} && genenv env "
+            f"check {args.name}"
+        )
         return 0
     report = check_environment(args.name, args.seed, parse_sizes(args.sizes), args.samples, args.data_dir)
     if args.json:
@@ -528,8 +610,10 @@ def run_env(args: argparse.Namespace) -> int:
     for contract, why in report.skipped.items():
         print(f"--   {contract}: skipped ({why})")
     timing = ", ".join(f"{k} {v * 1000:.3g} ms/call" for k, v in report.seconds.items())
-    print(f"{report.name}: {len(report.failures)} of {len(report.failures) + len(report.checked)} contracts broken"
-          + (f"; {timing}" if timing else ""))
+    print(
+        f"{report.name}: {len(report.failures)} of {len(report.failures) + len(report.checked)} contracts broken"
+        + (f"; {timing}" if timing else "")
+    )
     return 0 if report.ok else 1
 
 

@@ -9,9 +9,17 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 
-def generated_main(argv: Sequence[str] | None, *, module: str, description: str, root: Path,
-                   stale: Callable[[Path], list[str]], write: Callable[[Path], Iterable[object]], make: str,
-                   current: str) -> int:
+def generated_main(
+    argv: Sequence[str] | None,
+    *,
+    module: str,
+    description: str,
+    root: Path,
+    stale: Callable[[Path], list[str]],
+    write: Callable[[Path], Iterable[object]],
+    make: str,
+    current: str,
+) -> int:
     """``python -m <module> [--check] [--root DIR]``: ``write(root)`` and print each file it wrote, or with
     ``--check`` print each of ``stale(root)`` with the ``make`` target that mends it and exit 1 (0 and ``current``
     when none is stale)."""

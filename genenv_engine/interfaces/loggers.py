@@ -24,9 +24,22 @@ from typing import Any
 from genenv_engine.storage.store import funnel_validity, with_admitted
 
 LOGGERS = ("tensorboard", "wandb", "trackio")
-STATUS_KEYS = ("generated_success", "calibration_error", "valid_fraction", "unique_fraction", "difficulty_mix",
-               "heldout", "phase_seconds", "tasks_trained", "in_band_fraction", "generated_success_by_benchmark",
-               "heldout_by_level", "tokens_per_second", "rollout_workers", "plugin_faults")
+STATUS_KEYS = (
+    "generated_success",
+    "calibration_error",
+    "valid_fraction",
+    "unique_fraction",
+    "difficulty_mix",
+    "heldout",
+    "phase_seconds",
+    "tasks_trained",
+    "in_band_fraction",
+    "generated_success_by_benchmark",
+    "heldout_by_level",
+    "tokens_per_second",
+    "rollout_workers",
+    "plugin_faults",
+)
 """The per-epoch keys of ``genenv status --json``, and of every logger."""
 SAMPLES = 8
 """Sample tasks (each with one rollout) logged per epoch."""
@@ -56,9 +69,13 @@ def epoch_record(store, epoch: int) -> dict[str, Any]:
     validity = funnel_validity(store.funnel(epoch)).get(epoch, {})
     metrics["validity"] = with_admitted(validity, row.get("admitted") or {})
     batches = store.batch_scores(epoch)
-    return {"epoch": epoch, "metrics": metrics, "p_hat": [b["p_hat"] for b in batches],
-            "r_env": [b["r_env"] for b in batches if b["r_env"] is not None],
-            "samples": store.sample_rollouts(epoch, SAMPLES)}
+    return {
+        "epoch": epoch,
+        "metrics": metrics,
+        "p_hat": [b["p_hat"] for b in batches],
+        "r_env": [b["r_env"] for b in batches if b["r_env"] is not None],
+        "samples": store.sample_rollouts(epoch, SAMPLES),
+    }
 
 
 SAMPLE_COLUMNS = ["benchmark", "level", "origin", "prompt", "response", "reward"]
@@ -73,8 +90,9 @@ def run_payload(record: dict[str, Any], lib: Any) -> dict[str, Any]:
         if record[name]:
             data[name] = lib.Histogram(record[name])
     if record["samples"]:
-        data["samples"] = lib.Table(columns=SAMPLE_COLUMNS,
-                                    data=[[s[c] for c in SAMPLE_COLUMNS] for s in record["samples"]])
+        data["samples"] = lib.Table(
+            columns=SAMPLE_COLUMNS, data=[[s[c] for c in SAMPLE_COLUMNS] for s in record["samples"]]
+        )
     return data
 
 
@@ -126,9 +144,15 @@ class WandbLogger:
             run_id = secrets.token_hex(4)  # W&B run ids are short lowercase alphanumerics
             session.store.set_meta("wandb_run_id", run_id)
         folder = Path(session.path) / "logs"
-        self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "genenv"), id=run_id, resume="allow",
-                              name=Path(session.path).name, dir=str(folder), config=session.config.to_dict(),
-                              mode=os.environ.get("WANDB_MODE", "offline"))
+        self.run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", "genenv"),
+            id=run_id,
+            resume="allow",
+            name=Path(session.path).name,
+            dir=str(folder),
+            config=session.config.to_dict(),
+            mode=os.environ.get("WANDB_MODE", "offline"),
+        )
 
     def log(self, record: dict[str, Any]) -> None:
         self.run.log(run_payload(record, self.wandb), step=record["epoch"])
@@ -154,8 +178,13 @@ class TrackioLogger:
     """
 
     META_KEY = "trackio_run_name"
-    HIDDEN_ENV = ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL", "TRACKIO_BUCKET_ID", "TRACKIO_DATASET_ID",
-                  "TRACKIO_WEBHOOK_URL")
+    HIDDEN_ENV = (
+        "TRACKIO_SPACE_ID",
+        "TRACKIO_SERVER_URL",
+        "TRACKIO_BUCKET_ID",
+        "TRACKIO_DATASET_ID",
+        "TRACKIO_WEBHOOK_URL",
+    )
 
     def __init__(self, session) -> None:
         try:
@@ -175,9 +204,15 @@ class TrackioLogger:
         self.previous = _trackio_paths(trackio, self.folder)
         try:
             with _local_only(self.HIDDEN_ENV), contextlib.redirect_stdout(io.StringIO()):
-                self.run = trackio.init(project=self.project, name=name, resume="allow",
-                                        config=session.config.to_dict(), embed=False, auto_log_cpu=False,
-                                        auto_log_gpu=False)
+                self.run = trackio.init(
+                    project=self.project,
+                    name=name,
+                    resume="allow",
+                    config=session.config.to_dict(),
+                    embed=False,
+                    auto_log_cpu=False,
+                    auto_log_gpu=False,
+                )
         except BaseException:
             _rebind_trackio(self.previous)
             raise
@@ -229,8 +264,11 @@ def _local_only(hidden: tuple[str, ...]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-MAKERS: dict[str, Callable[[Any], Any]] = {"tensorboard": TensorBoardLogger, "wandb": WandbLogger,
-                                           "trackio": TrackioLogger}
+MAKERS: dict[str, Callable[[Any], Any]] = {
+    "tensorboard": TensorBoardLogger,
+    "wandb": WandbLogger,
+    "trackio": TrackioLogger,
+}
 
 
 def make_loggers(session, names: list[str]) -> list[Any]:
@@ -245,10 +283,12 @@ def make_loggers(session, names: list[str]) -> list[Any]:
 
 def logging_sink(session, loggers: list[Any], sink: Callable[[Any], None]) -> Callable[[Any], None]:
     """``sink`` plus, at each finished epoch (the warm start's epoch 0 too), one record to every logger."""
+
     def both(event: Any) -> None:
         sink(event)
         if event.kind == "EpochFinished":
             record = epoch_record(session.store, event.epoch)
             for logger in loggers:
                 logger.log(record)
+
     return both

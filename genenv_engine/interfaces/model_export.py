@@ -17,12 +17,18 @@ from pathlib import Path
 from typing import Any
 
 ROLES = ("agent", "simulator")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
-                   "generation_config.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "generation_config.json",
+)
 
 
-def export_model(session_dir: str | Path, out: str | Path, epoch: int | None = None, role: str = "agent",
-                 merge: bool = False) -> dict[str, Any]:
+def export_model(
+    session_dir: str | Path, out: str | Path, epoch: int | None = None, role: str = "agent", merge: bool = False
+) -> dict[str, Any]:
     """Write ``role``'s weights of ``epoch`` (default: the latest checkpoint) to the new folder ``out``; returns
     what was written (``kind``: ``full``, ``adapter`` or ``merged``, the epoch, the folder)."""
     from genenv_engine.storage.session import Session, SessionError, verify_checkpoint
@@ -62,8 +68,11 @@ def export_model(session_dir: str | Path, out: str | Path, epoch: int | None = N
                 shutil.copytree(src, tmp)
         else:
             raise SessionError(f"{src} holds neither a model nor an adapter")
-        (tmp / "genenv_export.json").write_text(json.dumps(
-            {"session": str(Path(session_dir).resolve()), "epoch": epoch, "role": role, "kind": kind}, indent=2))
+        (tmp / "genenv_export.json").write_text(
+            json.dumps(
+                {"session": str(Path(session_dir).resolve()), "epoch": epoch, "role": role, "kind": kind}, indent=2
+            )
+        )
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

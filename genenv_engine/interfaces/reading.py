@@ -39,8 +39,14 @@ _COMMITTED = {"trained": f"{SMOL_L34}/genenv20/records", "static": f"{SMOL_L34}/
 LABELS = {"off": "off(20)"}
 """How the table names an arm whose bench name is not the one the pages use."""
 GROUNDED_COMPARISONS = (
-    ("grounded", "frozen"), ("grounded", "off"), ("grounded", "trained"), ("grounded", "static"),
-    ("grounded", "controller"), ("controller", "trained"), ("controller", "frozen"), ("controller", "unseen"),
+    ("grounded", "frozen"),
+    ("grounded", "off"),
+    ("grounded", "trained"),
+    ("grounded", "static"),
+    ("grounded", "controller"),
+    ("controller", "trained"),
+    ("controller", "frozen"),
+    ("controller", "unseen"),
 )
 """The study's comparisons, A − B: the grounded simulator against each control, the controller against its three."""
 
@@ -72,8 +78,13 @@ class Pair:
         >>> Pair(0.03, 0.014, tasks=400).passes, Pair(0.05, 0.03, tasks=400).passes, Pair(0.04, 0.01, 1, 400).passes
         (True, False, False)
         """
-        return self.read and self.diff is not None and self.se is not None and \
-            round(self.diff, 4) >= MIN_DIFFERENCE and self.diff > 2 * self.se
+        return (
+            self.read
+            and self.diff is not None
+            and self.se is not None
+            and round(self.diff, 4) >= MIN_DIFFERENCE
+            and self.diff > 2 * self.se
+        )
 
     def text(self) -> str:
         """The table cell: the difference (paired SE), bold when it passes.
@@ -169,10 +180,15 @@ def verdict(a: str, b: str, pairs: list[Pair]) -> str:
     >>> verdict("a", "b", [win, flat, win]), verdict("a", "b", [win, flat, flat])
     ('`a` beats `b` on 2 of 3 seeds', '`a` does not beat `b` (1 of 3 seeds)')
     """
-    return {"waiting": "not yet read", "refused": "not read: a pair is refused",
-            "split": "split: a third seed decides", "beats": f"`{a}` beats `{b}`",
-            "not": f"`{a}` does not beat `{b}`", "beats-3": f"`{a}` beats `{b}` on 2 of 3 seeds",
-            "not-3": f"`{a}` does not beat `{b}` (1 of 3 seeds)"}[_state(pairs)]
+    return {
+        "waiting": "not yet read",
+        "refused": "not read: a pair is refused",
+        "split": "split: a third seed decides",
+        "beats": f"`{a}` beats `{b}`",
+        "not": f"`{a}` does not beat `{b}`",
+        "beats-3": f"`{a}` beats `{b}` on 2 of 3 seeds",
+        "not-3": f"`{a}` does not beat `{b}` (1 of 3 seeds)",
+    }[_state(pairs)]
 
 
 def counted(pairs: list[Pair]) -> list[Pair]:
@@ -204,8 +220,9 @@ def seed_pair(root: Path, a: str, b: str, seed: int) -> Pair:
 
 def grounded_pairs(root: Path, seeds: tuple[int, ...] = SEEDS) -> list[tuple[str, str, list[Pair]]]:
     """Every comparison of the grounded study, by the names the pages use, with its seeds' pairs."""
-    return [(LABELS.get(a, a), LABELS.get(b, b), [seed_pair(root, a, b, s) for s in seeds])
-            for a, b in GROUNDED_COMPARISONS]
+    return [
+        (LABELS.get(a, a), LABELS.get(b, b), [seed_pair(root, a, b, s) for s in seeds]) for a, b in GROUNDED_COMPARISONS
+    ]
 
 
 def _cell(pairs: list[Pair], i: int) -> str:
@@ -229,9 +246,12 @@ def grounded_table(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
         marked |= SAME_START_MARK in cells
         lines.append(f"| `{a}` − `{b}` | {cells} | {wins} of {len(read)} | {verdict(a, b, pairs)} |")
     if marked:
-        lines += ["", f"{SAME_START_MARK} read from two runs that started from genenv20's warm start of that seed "
-                      f"([{Path(SAME_START).name}/]({Path(SAME_START).name}/)), where the study's own pair is "
-                      "refused or missing."]
+        lines += [
+            "",
+            f"{SAME_START_MARK} read from two runs that started from genenv20's warm start of that seed "
+            f"([{Path(SAME_START).name}/]({Path(SAME_START).name}/)), where the study's own pair is "
+            "refused or missing.",
+        ]
     return "\n".join(lines)
 
 
@@ -258,8 +278,10 @@ def grounded_finding(root: Path, seeds: tuple[int, ...] = SEEDS) -> str:
     if any(p.same_start for _, _, pairs in rows for p in counted(pairs)):
         legend += f"; {SAME_START_MARK} two runs from genenv20's warm start"
     if any(_state(pairs) in ("waiting", "split") for _, _, pairs in rows):
-        return (f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (… runs under way; {legend}); read "
-                "when every pair is in")
+        return (
+            f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} (… runs under way; {legend}); read "
+            "when every pair is in"
+        )
     rule = "; ".join(verdict(a, b, pairs) for a, b, pairs in rows)
     return f"seeds 0 / 1 (and 2 where they split) on 400 tasks: {listed} ({legend}). By the plan's rule: {rule}"
 
@@ -277,21 +299,29 @@ def grounded_summary(root: Path) -> str:
     if pays is None:
         first = "whether the simulator trained on the agent's measured progress beats itself frozen is being measured"
     else:
-        verdict = {(True, True): "beats itself frozen and the α-trained one",
-                   (True, False): "beats itself frozen but not the α-trained one",
-                   (False, True): "does not beat itself frozen but beats the α-trained one",
-                   (False, False): "beats neither itself frozen nor the α-trained one"}
-        first = "trained on the agent's measured progress, the simulator " + \
-                (verdict[pays, alpha] if alpha is not None else "beats itself frozen" if pays
-                 else "does not beat itself frozen")
+        verdict = {
+            (True, True): "beats itself frozen and the α-trained one",
+            (True, False): "beats itself frozen but not the α-trained one",
+            (False, True): "does not beat itself frozen but beats the α-trained one",
+            (False, False): "beats neither itself frozen nor the α-trained one",
+        }
+        first = "trained on the agent's measured progress, the simulator " + (
+            verdict[pays, alpha]
+            if alpha is not None
+            else "beats itself frozen"
+            if pays
+            else "does not beat itself frozen"
+        )
     beaten = [b for b in ("frozen", "trained") if said[("controller", b)]]
     if beaten:
-        second = f"a procedural controller beats the {' and '.join(_NAMED[b] for b in beaten)} simulator" + \
-                 ("s" if len(beaten) == 2 else "")
+        second = f"a procedural controller beats the {' and '.join(_NAMED[b] for b in beaten)} simulator" + (
+            "s" if len(beaten) == 2 else ""
+        )
     elif said[("grounded", "controller")]:
         second = "it beats a procedural controller"
-    elif all(said[k] is False for k in (("controller", "frozen"), ("controller", "trained"),
-                                          ("grounded", "controller"))):
+    elif all(
+        said[k] is False for k in (("controller", "frozen"), ("controller", "trained"), ("grounded", "controller"))
+    ):
         second = "a procedural controller matches it"
     else:
         second = "whether a procedural controller matches it is still open"

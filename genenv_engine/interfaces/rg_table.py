@@ -49,11 +49,18 @@ def verdict(dataset: str, returncode: int | None, stdout: str, stderr: str, seco
     if reports:
         report = json.loads(reports[-1])
         scoring = report.get("scoring", {})
-        return {**row, "outcome": "passes" if report["ok"] else "breaks", "scoring": scoring.get("mode", ""),
-                "findings": scoring.get("findings", []), "other_gold_share": scoring.get("other_gold_share"),
-                "constant_share": scoring.get("constant_share"), "checked": report["checked"],
-                "failures": report["failures"], "skipped": report.get("skipped", {}),
-                "detail": "; ".join(f"{c}: {_line(d)}" for c, d in report["failures"])}
+        return {
+            **row,
+            "outcome": "passes" if report["ok"] else "breaks",
+            "scoring": scoring.get("mode", ""),
+            "findings": scoring.get("findings", []),
+            "other_gold_share": scoring.get("other_gold_share"),
+            "constant_share": scoring.get("constant_share"),
+            "checked": report["checked"],
+            "failures": report["failures"],
+            "skipped": report.get("skipped", {}),
+            "detail": "; ".join(f"{c}: {_line(d)}" for c, d in report["failures"]),
+        }
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else f"exit status {returncode}"
     if returncode == 2 and len(lines) == 1 and "config error" in last:
@@ -77,15 +84,22 @@ def _check_once(dataset: str, seconds: float) -> dict[str, Any]:
     started = time.monotonic()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     try:
-        done = subprocess.run([sys.executable, "-m", "genenv_engine", "env", "check", f"rg:{dataset}", "--json"],
-                              capture_output=True, text=True, timeout=seconds, env=env, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [sys.executable, "-m", "genenv_engine", "env", "check", f"rg:{dataset}", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=seconds,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return verdict(dataset, None, "", "", time.monotonic() - started)
     return verdict(dataset, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 
-def survey(out: Path, datasets: list[str] | None = None, seconds: float = DATASET_SECONDS,
-           again: bool = False) -> dict[str, Any]:
+def survey(
+    out: Path, datasets: list[str] | None = None, seconds: float = DATASET_SECONDS, again: bool = False
+) -> dict[str, Any]:
     """Every dataset of the installed reasoning-gym (or ``datasets``) checked, its row saved in
     ``out/datasets.json`` as it comes; rows already there for this reasoning-gym version are kept, and checked
     again only when ``again`` (the other rows stay)."""
@@ -107,8 +121,11 @@ def survey(out: Path, datasets: list[str] | None = None, seconds: float = DATASE
         row = _check(dataset, seconds)
         table["rows"][dataset] = row
         path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-        print(f"{dataset}: {row['outcome']} ({row['scoring'] or '-'}) in {row['seconds']} s"
-              + (f": {row['detail'][:160]}" if row.get("detail") else ""), flush=True)
+        print(
+            f"{dataset}: {row['outcome']} ({row['scoring'] or '-'}) in {row['seconds']} s"
+            + (f": {row['detail'][:160]}" if row.get("detail") else ""),
+            flush=True,
+        )
     return table
 
 
@@ -125,7 +142,8 @@ def render(table: dict[str, Any]) -> str:
         "with the entries that were slow to generate kept from the first); do not edit.",
         "",
         f"Of {len(rows)} datasets: " + ", ".join(f"{outcomes[o]} {o}" for o in OUTCOMES if outcomes[o]) + ". "
-        "Replies of the admitted ones are scored " + ", ".join(f"{n} {s}" for s, n in sorted(scorings.items()))
+        "Replies of the admitted ones are scored "
+        + ", ".join(f"{n} {s}" for s, n in sorted(scorings.items()))
         + " (`sandboxed`: the dataset's scorer runs the reply as code, so it runs only in the contained worker).",
         "",
         "| dataset | outcome | replies scored | wrong answers accepted (another gold / constant) | seconds | detail |",
@@ -138,20 +156,28 @@ def render(table: dict[str, Any]) -> str:
         detail = r.get("detail") or ", ".join(sorted({f.split("@")[0] for f in r.get("findings", [])}))
         if r.get("first_try"):
             detail += f" (second try; the first, {r['first_try']['seconds']} s: {r['first_try']['detail'][:120]})"
-        lines.append(f"| {r['dataset']} | {r['outcome']} | {r['scoring'] or '-'} | {shares} | {r['seconds']} | "
-                     f"{detail.replace('|', '/')} |")
+        lines.append(
+            f"| {r['dataset']} | {r['outcome']} | {r['scoring'] or '-'} | {shares} | {r['seconds']} | "
+            f"{detail.replace('|', '/')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def add_rg_table_parser(env_sub: argparse._SubParsersAction) -> None:
     """``genenv env rg-table``."""
-    table = env_sub.add_parser("rg-table", help="put every reasoning-gym dataset through the eligibility check and "
-                                                "env check, one process each, and write the table (hours)")
+    table = env_sub.add_parser(
+        "rg-table",
+        help="put every reasoning-gym dataset through the eligibility check and "
+        "env check, one process each, and write the table (hours)",
+    )
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the folder of datasets.json and datasets.md")
     table.add_argument("--datasets", default="", help="comma-separated datasets (default: all)")
     table.add_argument("--seconds", type=float, default=DATASET_SECONDS, help="the limit per dataset")
-    table.add_argument("--again", action="store_true",
-                       help="check the chosen datasets again even if the JSON has them (the other rows stay)")
+    table.add_argument(
+        "--again",
+        action="store_true",
+        help="check the chosen datasets again even if the JSON has them (the other rows stay)",
+    )
     table.add_argument("--render", action="store_true", help="only write datasets.md from the JSON")
 
 

@@ -1,11 +1,11 @@
-'''``genenv env new NAME``: a package holding a new environment, ready to install, check and run.
+"""``genenv env new NAME``: a package holding a new environment, ready to install, check and run.
 
 Provides `write_package`, which writes a folder with a ``pyproject.toml`` registering the environment in the
 ``genenv.environments`` entry-point group and depending on this project's distribution (`genenv_engine.DISTRIBUTION`,
 not the unrelated ``genenv`` on the package index), the environment module (a small working family, "add the given
 numbers", to replace with one's own) and its tests (the conformance check of `genenv_engine.interfaces.conformance`
 and the checker on a known task); `names_of` gives the module, class and distribution names a benchmark name becomes.
-'''
+"""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 from genenv_engine import DISTRIBUTION
-from genenv_engine.environments import BENCHMARKS, ENTRY_POINT_GROUP, NAME_PATTERN
 from genenv_engine.core.errors import ConfigError
+from genenv_engine.environments import BENCHMARKS, ENTRY_POINT_GROUP, NAME_PATTERN
 
 MODULE = '''"""{cls}, a genenv environment: add the given numbers.
 
@@ -105,7 +105,7 @@ def test_validate_recomputes_the_sum():
     assert env.validate("add: 3", "3", task_id="{name}/gen/3").reason == "bad_prompt"
 '''
 
-PYPROJECT = '''# The {name} environment for genenv: `pip install .` registers it, so
+PYPROJECT = """# The {name} environment for genenv: `pip install .` registers it, so
 # `genenv run --benchmarks {name}` and `genenv env check {name}` find it by name.
 [build-system]
 requires = ["setuptools>=61"]
@@ -127,7 +127,7 @@ py-modules = ["{module}"]
 
 [tool.pytest.ini_options]
 pythonpath = ["."]
-'''
+"""
 
 
 def names_of(name: str) -> dict[str, str]:
@@ -138,12 +138,17 @@ def names_of(name: str) -> dict[str, str]:
     {'name': 'word_sums', 'module': 'word_sums_env', 'cls': 'WordSums', 'dist': 'word-sums-env'}
     """
     if not re.fullmatch(NAME_PATTERN, name):
-        raise ConfigError("name", f"{name!r} is not a benchmark name: lowercase letters, digits and '_', starting "
-                                  "with a letter")
+        raise ConfigError(
+            "name", f"{name!r} is not a benchmark name: lowercase letters, digits and '_', starting with a letter"
+        )
     if name in BENCHMARKS:
         raise ConfigError("name", f"{name!r} is a built-in benchmark's name; give it another")
-    return {"name": name, "module": f"{name}_env", "cls": "".join(p.capitalize() for p in name.split("_") if p),
-            "dist": f"{name.replace('_', '-')}-env"}
+    return {
+        "name": name,
+        "module": f"{name}_env",
+        "cls": "".join(p.capitalize() for p in name.split("_") if p),
+        "dist": f"{name.replace('_', '-')}-env",
+    }
 
 
 def write_package(name: str, folder: Path | None = None) -> Path:

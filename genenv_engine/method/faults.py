@@ -82,13 +82,15 @@ def usable(scored: list[TaskAttempts]) -> list[TaskAttempts]:
     update and the batches' p̂; the same list when there is none."""
     if not any(fault_kind(a.result.error_type) for s in scored for a in s.attempts):
         return scored
-    kept = [TaskAttempts(s.task, s.prompt, [a for a in s.attempts if not fault_kind(a.result.error_type)])
-            for s in scored]
+    kept = [
+        TaskAttempts(s.task, s.prompt, [a for a in s.attempts if not fault_kind(a.result.error_type)]) for s in scored
+    ]
     return [s for s in kept if s.attempts]
 
 
-def heldout_summary(envs: dict[str, Environment], scored: list[TaskAttempts]
-                    ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
+def heldout_summary(
+    envs: dict[str, Environment], scored: list[TaskAttempts]
+) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
     """Greedy held-out success per benchmark, per difficulty bucket, and per task (a ``0``/``1`` string in held-out
     order) of the scored held-out answers (one attempt each), as an epoch's metrics store them."""
     rates: dict[str, float] = {}
@@ -136,20 +138,34 @@ def rescore_heldout(session: Any) -> dict[str, Any]:
                 checked += 1
                 if (reward, success, result.error_type) != (row["reward"], bool(row["success"]), row["error_type"]):
                     mine.append((row, reward, success, result.error_type))
-                scored.append(TaskAttempts(task, "", [Attempt(Completion(row["response"] or "", []), result, reward,
-                                                              success)]))
+                scored.append(
+                    TaskAttempts(task, "", [Attempt(Completion(row["response"] or "", []), result, reward, success)])
+                )
             if not mine:
                 continue
             changes += mine
             rates, by_level, correct = heldout_summary(envs, scored)
-            faults = {b: {w: dict(k) for w, k in places.items() if w != "heldout"}
-                      for b, places in (m.get("plugin_faults") or {}).items()}
+            faults = {
+                b: {w: dict(k) for w, k in places.items() if w != "heldout"}
+                for b, places in (m.get("plugin_faults") or {}).items()
+            }
             faults = {b: places for b, places in rollout_faults(faults, scored, "heldout").items() if places}
-            note = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "changed": len(mine),
-                    "heldout_before": m["heldout"]}
-            epochs[m["epoch"]] = {"before": m["heldout"], "after": rates, "metrics": {
-                "heldout": rates, "heldout_by_level": by_level, "heldout_correct": correct, "plugin_faults": faults,
-                "heldout_rescored": [*(m.get("heldout_rescored") or []), note]}}  # faults {}: none left
+            note = {
+                "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "changed": len(mine),
+                "heldout_before": m["heldout"],
+            }
+            epochs[m["epoch"]] = {
+                "before": m["heldout"],
+                "after": rates,
+                "metrics": {
+                    "heldout": rates,
+                    "heldout_by_level": by_level,
+                    "heldout_correct": correct,
+                    "plugin_faults": faults,
+                    "heldout_rescored": [*(m.get("heldout_rescored") or []), note],
+                },
+            }  # faults {}: none left
     except Exception as exc:
         failure = plugin_failure(exc, envs.values())  # raised in a plugin's code: one line, as in a run
         if failure is None:
@@ -162,9 +178,16 @@ def rescore_heldout(session: Any) -> dict[str, Any]:
             store.rescore_rollouts([(row["id"], reward, success, error) for row, reward, success, error in changes])
             for epoch, done in epochs.items():
                 store.set_epoch_metrics(epoch, done.pop("metrics"))
-            store.log_event("HeldoutRescored", None, {
-                "checked": checked, "changed": len(changes), "epochs": sorted(epochs),
-                "before": [[row["id"], row["reward"], row["success"], row["error_type"]] for row, *_ in changes]})
+            store.log_event(
+                "HeldoutRescored",
+                None,
+                {
+                    "checked": checked,
+                    "changed": len(changes),
+                    "epochs": sorted(epochs),
+                    "before": [[row["id"], row["reward"], row["success"], row["error_type"]] for row, *_ in changes],
+                },
+            )
     return {"checked": checked, "changed": len(changes), "epochs": epochs}
 
 
@@ -178,8 +201,12 @@ def rescore_line(done: dict[str, Any]) -> str:
     """
     if not done["changed"]:
         return f"re-scored {done['checked']} stored held-out answers: none changed"
-    epochs = "; ".join(f"epoch {e}: " + ", ".join(f"{b} {v.get('before', {}).get(b, 0.0):.3f} -> {r:.3f}"
-                                                   for b, r in sorted(v["after"].items()))
-                       for e, v in sorted(done["epochs"].items()))
-    return (f"re-scored {done['checked']} stored held-out answers: {done['changed']} changed ({epochs}); "
-            "the old values are in the event log")
+    epochs = "; ".join(
+        f"epoch {e}: "
+        + ", ".join(f"{b} {v.get('before', {}).get(b, 0.0):.3f} -> {r:.3f}" for b, r in sorted(v["after"].items()))
+        for e, v in sorted(done["epochs"].items())
+    )
+    return (
+        f"re-scored {done['checked']} stored held-out answers: {done['changed']} changed ({epochs}); "
+        "the old values are in the event log"
+    )

@@ -23,36 +23,54 @@ from typing import Any
 
 import torch
 
-from genenv_engine.training.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig, replace_config
 from genenv_engine.core.curriculum import calibration_error
-from genenv_engine.environments import environments_of
-from genenv_engine.environments.base import Environment
-from genenv_engine.executors import make_executor, preflight
-from genenv_engine.executors.base import RolloutExecutor
-from genenv_engine.environments.plugin_worker import release_plugins, time_limit_plugins
-from genenv_engine.core.events import (AttemptsScored, BatchProgressed, CheckpointSaved, EpochFinished, EpochStarted,
-                                       Event,
-                                  EventSink, HeldoutEvaluated, PhaseTimer, PolicyUpdated, RunControl, RunFailed,
-                                  RunFinished, RunStarted, RunStopped, StopRequested, null_sink)
+from genenv_engine.core.events import (
+    AttemptsScored,
+    BatchProgressed,
+    CheckpointSaved,
+    EpochFinished,
+    EpochStarted,
+    Event,
+    EventSink,
+    HeldoutEvaluated,
+    PhaseTimer,
+    PolicyUpdated,
+    RunControl,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    RunStopped,
+    StopRequested,
+    null_sink,
+)
 from genenv_engine.core.limits import PluginError, PluginFailed, plugin_failure
 from genenv_engine.core.records import ScoredBatch, Task
-from genenv_engine.storage.remote import RequestWatcher
-from genenv_engine.training.roles import BackendFactory, Roles, load_roles, save_roles
-from genenv_engine.storage.session import Session
-from genenv_engine.training import simulator as sim
-from genenv_engine.method.faults import (Faults, draft_faults, heldout_summary, merge_faults, rollout_faults,
-                                         usable)
+from genenv_engine.environments import environments_of
+from genenv_engine.environments.base import Environment
+from genenv_engine.environments.plugin_worker import release_plugins, time_limit_plugins
+from genenv_engine.executors import make_executor, preflight
+from genenv_engine.executors.base import RolloutExecutor
+from genenv_engine.method.faults import Faults, draft_faults, heldout_summary, merge_faults, rollout_faults, usable
 from genenv_engine.method.simulator_update import simulator_update, simulator_version
 from genenv_engine.method.strategies import Epoch, Strategies, replay_budget, resolve
+from genenv_engine.storage.remote import RequestWatcher
+from genenv_engine.storage.session import Session
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks
+from genenv_engine.training.roles import BackendFactory, Roles, load_roles, save_roles
 
 QUIET_EVENTS = {"BatchProgressed", "WarmStartProgressed"}
 """High-rate events that are forwarded but not written to the store."""
 
 
-def run(session: Session, sink: EventSink = null_sink, control: RunControl | None = None,
-        backend_factory: BackendFactory | None = None) -> dict[str, Any]:
+def run(
+    session: Session,
+    sink: EventSink = null_sink,
+    control: RunControl | None = None,
+    backend_factory: BackendFactory | None = None,
+) -> dict[str, Any]:
     """Run (or continue) the session up to ``config.epochs``; returns a short summary.
 
     Holds the session's lease throughout (taken here unless the caller holds it): a second engine on the same
@@ -64,8 +82,9 @@ def run(session: Session, sink: EventSink = null_sink, control: RunControl | Non
     return _run_watched(session, sink, control, backend_factory)
 
 
-def _run_watched(session: Session, sink: EventSink, control: RunControl,
-                 backend_factory: BackendFactory | None) -> dict[str, Any]:
+def _run_watched(
+    session: Session, sink: EventSink, control: RunControl, backend_factory: BackendFactory | None
+) -> dict[str, Any]:
     """The run, with pause/resume/stop requests from another process (`genenv_engine.storage.remote`) applied to
     ``control`` while it lasts."""
     watcher = RequestWatcher(session.path, control).start()
@@ -75,8 +94,9 @@ def _run_watched(session: Session, sink: EventSink, control: RunControl,
         watcher.close()
 
 
-def _run_leased(session: Session, sink: EventSink, control: RunControl,
-                backend_factory: BackendFactory | None) -> dict[str, Any]:
+def _run_leased(
+    session: Session, sink: EventSink, control: RunControl, backend_factory: BackendFactory | None
+) -> dict[str, Any]:
     cfg = session.config.check_paths()  # a session resumed on another machine needs its model and data paths here
     session.check_releases()  # and the package versions its stored tasks came from
     emit = _recorder(session, sink)
@@ -94,8 +114,14 @@ def _run_leased(session: Session, sink: EventSink, control: RunControl,
         release_plugins(envs)
 
 
-def _run_envs(session: Session, cfg: RunConfig, envs: dict[str, Environment], emit: EventSink, control: RunControl,
-              backend_factory: BackendFactory | None) -> dict[str, Any]:
+def _run_envs(
+    session: Session,
+    cfg: RunConfig,
+    envs: dict[str, Environment],
+    emit: EventSink,
+    control: RunControl,
+    backend_factory: BackendFactory | None,
+) -> dict[str, Any]:
     plan = resolve(cfg)  # the run's task source, seed sampler, replay source and prompt note
     for env in envs.values():
         # a seed or base level the split lacks, or an unseen pool the benchmark cannot write, fails here, before
@@ -168,11 +194,18 @@ def _recorder(session: Session, sink: EventSink) -> EventSink:
             with log.open("a") as fh:
                 fh.write(json.dumps({"ts": time.time(), "kind": event.kind, **payload}, default=str) + "\n")
         sink(event)
+
     return emit
 
 
-def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink, check: Callable[[], None],
-                backend_factory: BackendFactory | None, plan: Strategies) -> Roles:
+def _epoch_zero(
+    session: Session,
+    envs: dict[str, Environment],
+    emit: EventSink,
+    check: Callable[[], None],
+    backend_factory: BackendFactory | None,
+    plan: Strategies,
+) -> Roles:
     """Store the built-in splits, warm-start both roles (cached), evaluate, and checkpoint epoch 0."""
     from genenv_engine.training.warmstart import warm_start
 
@@ -195,17 +228,31 @@ def _epoch_zero(session: Session, envs: dict[str, Environment], emit: EventSink,
     with PhaseTimer(emit, 0, "checkpoint", seconds):
         path = session.write_checkpoint(0, lambda tmp: save_roles(roles, tmp))
     emit(CheckpointSaved(0, str(path)))
-    metrics = {"heldout": heldout, "heldout_by_level": by_level, "heldout_correct": correct,
-               **({"plugin_faults": faults} if faults else {}), "phase_seconds": seconds, "warm_start": info,
-               "simulator_fingerprint": roles.simulator.fingerprint(), "agent_fingerprint": roles.agent.fingerprint()}
+    metrics = {
+        "heldout": heldout,
+        "heldout_by_level": by_level,
+        "heldout_correct": correct,
+        **({"plugin_faults": faults} if faults else {}),
+        "phase_seconds": seconds,
+        "warm_start": info,
+        "simulator_fingerprint": roles.simulator.fingerprint(),
+        "agent_fingerprint": roles.agent.fingerprint(),
+    }
     store.finish_epoch(0, metrics)
     emit(EpochFinished(0, metrics))
     return roles
 
 
-def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-              check: Callable[[], None], executor: RolloutExecutor | None = None,
-              plan: Strategies | None = None) -> dict[str, Any]:
+def run_epoch(
+    session: Session,
+    roles: Roles,
+    envs: dict[str, Environment],
+    epoch: int,
+    emit: EventSink,
+    check: Callable[[], None],
+    executor: RolloutExecutor | None = None,
+    plan: Strategies | None = None,
+) -> dict[str, Any]:
     """One epoch of Algorithm 1: generate, validate, roll out, update both policies, evaluate, checkpoint.
 
     ``check`` is called between phases and batches (it blocks while paused and raises StopRequested);
@@ -213,8 +260,14 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     this process); ``plan``: the run's strategies (default: resolved from the session's config)."""
     cfg, store = session.config, session.store
     plan = plan or resolve(cfg)
-    executor = executor or make_executor(replace_config(cfg, ray=replace_config(cfg.ray, address="")), roles, envs, epoch - 1, emit,
-                                         simulator_version=simulator_version(store, epoch))
+    executor = executor or make_executor(
+        replace_config(cfg, ray=replace_config(cfg.ray, address="")),
+        roles,
+        envs,
+        epoch - 1,
+        emit,
+        simulator_version=simulator_version(store, epoch),
+    )
     rng = random.Random(f"{cfg.seed}/{epoch}")
     torch.manual_seed(cfg.seed * 100_003 + epoch)
     store.start_epoch(epoch)
@@ -237,8 +290,9 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
     rollout_faults(faults, scored)
     fresh_ids = {t.id for t in fresh}
     trained = usable(scored)
-    batch_metrics, batches = _score_batches(session, [s for s in trained if s.task.id in fresh_ids], batch_of,
-                                            epoch, emit, step.notes, plan)
+    batch_metrics, batches = _score_batches(
+        session, [s for s in trained if s.task.id in fresh_ids], batch_of, epoch, emit, step.notes, plan
+    )
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
@@ -268,7 +322,8 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     # 6. held-out evaluation on every enabled benchmark
     metrics["heldout"], metrics["heldout_by_level"], metrics["heldout_correct"] = _heldout(
-        session, roles, envs, epoch, emit, check, seconds, faults)
+        session, roles, envs, epoch, emit, check, seconds, faults
+    )
     if merge_faults(faults, metrics.pop("plugin_faults", {})):  # stored when there are any (else the rows say none)
         metrics["plugin_faults"] = faults
 
@@ -279,19 +334,29 @@ def run_epoch(session: Session, roles: Roles, envs: dict[str, Environment], epoc
 
     busy = sum(seconds.get(p, 0.0) for p in ("generate", "rollout", "heldout_eval"))
     tokens = roles.tokens_generated() - tokens_before
-    metrics.update({
-        "phase_seconds": {k: round(v, 3) for k, v in seconds.items()},
-        "tokens_generated": tokens, "tokens_per_second": round(tokens / busy, 1) if busy else None,
-        "pool_size": len(store.pool(list(cfg.benchmarks))),
-        "simulator_fingerprint": roles.simulator.fingerprint(), "agent_fingerprint": roles.agent.fingerprint(),
-    })
+    metrics.update(
+        {
+            "phase_seconds": {k: round(v, 3) for k, v in seconds.items()},
+            "tokens_generated": tokens,
+            "tokens_per_second": round(tokens / busy, 1) if busy else None,
+            "pool_size": len(store.pool(list(cfg.benchmarks))),
+            "simulator_fingerprint": roles.simulator.fingerprint(),
+            "agent_fingerprint": roles.agent.fingerprint(),
+        }
+    )
     store.finish_epoch(epoch, metrics)
     emit(EpochFinished(epoch, metrics))
     return metrics
 
 
-def _replay_tasks(session: Session, envs: dict[str, Environment], exclude: set[str], rng: random.Random,
-                  n_fresh: int, plan: Strategies | None = None) -> list[Task]:
+def _replay_tasks(
+    session: Session,
+    envs: dict[str, Environment],
+    exclude: set[str],
+    rng: random.Random,
+    n_fresh: int,
+    plan: Strategies | None = None,
+) -> list[Task]:
     """Sample D_train = base data plus the earlier generated pool (unless the task source replays none); pinned
     tasks and new edits always ride along."""
     cfg, store = session.config, session.store
@@ -339,34 +404,65 @@ def fill_sample(rng: random.Random, tasks: list[Task], n: int) -> list[Task]:
 def _unused_edits(session: Session) -> list[Task]:
     """Hand-edited tasks no epoch has trained on yet (so an edit made while paused is used next)."""
     rows = session.store.query_tasks(origin="edited", valid=True, limit=10_000, order="id")
-    unused = [session.store.get_task(r["id"]) for r in rows
-              if not r.get("n_rollouts") and r.get("superseded_by") is None and r.get("status") != "banned"]
+    unused = [
+        session.store.get_task(r["id"])
+        for r in rows
+        if not r.get("n_rollouts") and r.get("superseded_by") is None and r.get("status") != "banned"
+    ]
     return [t for t in unused if t is not None]
 
 
-def _rollout(session: Session, executor: RolloutExecutor, tasks: list[Task], epoch: int,
-             emit: EventSink, check: Callable[[], None]) -> list[TaskAttempts]:
+def _rollout(
+    session: Session,
+    executor: RolloutExecutor,
+    tasks: list[Task],
+    epoch: int,
+    emit: EventSink,
+    check: Callable[[], None],
+) -> list[TaskAttempts]:
     """k rollouts per task (by the executor), stored with their rewards and the policy version that sampled them."""
     cfg = session.config
 
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "rollout", done, total))
         check()
+
     sampling = Sampling(temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens)
-    scored = executor.rollout(tasks, cfg.agent.rollouts, sampling, cfg.agent.success_threshold, epoch=epoch,
-                              progress=progress) if tasks else []
-    rows = [{"task_id": s.task.id, "epoch": epoch, "response": a.completion.text, "reward": a.reward,
-             "success": a.success, "error_type": a.result.error_type, "purpose": "train",
-             "policy_version": a.policy_version}
-            for s in scored for a in s.attempts]
+    scored = (
+        executor.rollout(
+            tasks, cfg.agent.rollouts, sampling, cfg.agent.success_threshold, epoch=epoch, progress=progress
+        )
+        if tasks
+        else []
+    )
+    rows = [
+        {
+            "task_id": s.task.id,
+            "epoch": epoch,
+            "response": a.completion.text,
+            "reward": a.reward,
+            "success": a.success,
+            "error_type": a.result.error_type,
+            "purpose": "train",
+            "policy_version": a.policy_version,
+        }
+        for s in scored
+        for a in s.attempts
+    ]
     session.store.insert_rollouts(rows)
     session.store.add_rollout_stats((s.task.id, s.p_hat, len(s.attempts)) for s in scored)
     return scored
 
 
-def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[str, str], epoch: int,
-                   emit: EventSink, notes: dict[str, str | None] | None = None, plan: Strategies | None = None
-                   ) -> tuple[dict[str, Any], list[ScoredBatch]]:
+def _score_batches(
+    session: Session,
+    fresh: list[TaskAttempts],
+    batch_of: dict[str, str],
+    epoch: int,
+    emit: EventSink,
+    notes: dict[str, str | None] | None = None,
+    plan: Strategies | None = None,
+) -> tuple[dict[str, Any], list[ScoredBatch]]:
     """p-hat per variation batch, R_env and whether the simulator's update keeps it, by the run's reward
     (``plan.reward``; stored as the epoch's log, with the alpha it was scored against and, for a batch written this
     epoch, its prompt note from ``notes``, and returned to the simulator update); calibration metrics of the epoch."""
@@ -382,15 +478,25 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
         if p_hat is None:  # a batch whose tasks got no rollouts (k = 0) has nothing to score
             continue
         r_env, kept = reward.score(p_hat, items[0].task.benchmark)
-        batches.append(ScoredBatch(
-            id=batch_id, epoch=epoch, benchmark=items[0].task.benchmark, seed_task_id=items[0].task.parent_id,
-            n_tasks=len(items), p_hat=p_hat, r_env=r_env, in_band=kept))
+        batches.append(
+            ScoredBatch(
+                id=batch_id,
+                epoch=epoch,
+                benchmark=items[0].task.benchmark,
+                seed_task_id=items[0].task.parent_id,
+                n_tasks=len(items),
+                p_hat=p_hat,
+                r_env=r_env,
+                in_band=kept,
+            )
+        )
     store.set_r_env((s.task.id, b.r_env) for b in batches for s in by_batch[b.id])
     rows = [{**b.row(), "alpha": cur.alpha_for(b.benchmark)} for b in batches]
     notes = notes or {}
     style = session.config.simulator.prompt
-    store.upsert_batches([{**r, "prompt_note": sim.note_fields(style, notes[r["id"]])}
-                          for r in rows if r["id"] in notes])
+    store.upsert_batches(
+        [{**r, "prompt_note": sim.note_fields(style, notes[r["id"]])} for r in rows if r["id"] in notes]
+    )
     store.upsert_batches([r for r in rows if r["id"] not in notes])  # a static batch scored again keeps its note
     p_hats, r_envs = [b.p_hat for b in batches], [b.r_env for b in batches]
     emit(AttemptsScored(epoch, len(fresh), sum(len(s.attempts) for s in fresh), _pooled(fresh) or 0.0, p_hats, r_envs))
@@ -398,9 +504,11 @@ def _score_batches(session: Session, fresh: list[TaskAttempts], batch_of: dict[s
     for name in sorted({s.task.benchmark for s in fresh}):
         by_bench[name] = _pooled([s for s in fresh if s.task.benchmark == name])
     return {
-        "generated_success": _pooled(fresh), "generated_success_by_benchmark": by_bench,
+        "generated_success": _pooled(fresh),
+        "generated_success_by_benchmark": by_bench,
         "calibration_error": calibration_error(p_hats, [cur.alpha_for(b.benchmark) for b in batches]),
-        "batches": len(batches), "in_band_fraction": (sum(b.in_band for b in batches) / len(batches)) if batches else None,
+        "batches": len(batches),
+        "in_band_fraction": (sum(b.in_band for b in batches) / len(batches)) if batches else None,
         "batch_p_hats": [round(p, 4) for p in p_hats],
         "task_p_hats": [round(s.p_hat, 4) for s in fresh],
         "r_env_mean": sum(r_envs) / len(r_envs) if r_envs else None,
@@ -412,9 +520,16 @@ def _pooled(items: list[TaskAttempts]) -> float | None:
     return sum(s.successes for s in items) / tries if tries else None
 
 
-def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int, emit: EventSink,
-             check: Callable[[], None], seconds: dict[str, float], faults: Faults
-             ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
+def _heldout(
+    session: Session,
+    roles: Roles,
+    envs: dict[str, Environment],
+    epoch: int,
+    emit: EventSink,
+    check: Callable[[], None],
+    seconds: dict[str, float],
+    faults: Faults,
+) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
     """Greedy held-out success per benchmark, per difficulty bucket, and per task (a ``0``/``1`` string in
     held-out order, for paired comparisons of two epochs or two arms on the same tasks); the answers a plugin's
     fault failed are counted in ``faults``."""
@@ -424,13 +539,32 @@ def _heldout(session: Session, roles: Roles, envs: dict[str, Environment], epoch
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "heldout_eval", done, total))
         check()
+
     with PhaseTimer(emit, epoch, "heldout_eval", seconds):
-        _, scored = evaluate(roles.agent_backend, roles.agent, envs, tasks, cfg.agent.max_new_tokens,
-                             cfg.agent.success_threshold, progress)
-    session.store.insert_rollouts([  # the greedy answers, so the console can show what changed between epochs
-        {"task_id": s.task.id, "epoch": epoch, "response": a.completion.text, "reward": a.reward,
-         "success": a.success, "error_type": a.result.error_type, "purpose": "heldout"}
-        for s in scored for a in s.attempts])
+        _, scored = evaluate(
+            roles.agent_backend,
+            roles.agent,
+            envs,
+            tasks,
+            cfg.agent.max_new_tokens,
+            cfg.agent.success_threshold,
+            progress,
+        )
+    session.store.insert_rollouts(
+        [  # the greedy answers, so the console can show what changed between epochs
+            {
+                "task_id": s.task.id,
+                "epoch": epoch,
+                "response": a.completion.text,
+                "reward": a.reward,
+                "success": a.success,
+                "error_type": a.result.error_type,
+                "purpose": "heldout",
+            }
+            for s in scored
+            for a in s.attempts
+        ]
+    )
     rollout_faults(faults, scored, "heldout")
     rates, by_level, correct = heldout_summary(envs, scored)
     emit(HeldoutEvaluated(epoch, rates))

@@ -40,8 +40,8 @@ from genenv_engine.method.faults import add_fault
 
 if TYPE_CHECKING:
     from genenv_engine.config import RunConfig
-    from genenv_engine.environments.base import Environment
     from genenv_engine.core.records import Task
+    from genenv_engine.environments.base import Environment
 
 EXPLORE = 0.1
 """Share of uniform mass mixed into the ``learnability`` and ``controller`` samplers' weights."""
@@ -70,7 +70,7 @@ def parse_cell(name: str) -> tuple[int, dict[str, int]]:
     knobs = {}
     for part in parts:
         key = part.rstrip("0123456789")
-        knobs[key] = int(part[len(key):])
+        knobs[key] = int(part[len(key) :])
     return int(head[1:]), knobs
 
 
@@ -81,8 +81,11 @@ def cells(levels: Sequence[int], knobs: dict[str, Sequence[int]]) -> list[str]:
     ['L1-distractors0', 'L1-distractors2', 'L2-distractors0', 'L2-distractors2']
     """
     names = sorted(knobs)
-    return [cell_name(level, dict(zip(names, values)))
-            for level in levels for values in itertools.product(*(knobs[n] for n in names))]
+    return [
+        cell_name(level, dict(zip(names, values, strict=False)))
+        for level in levels
+        for values in itertools.product(*(knobs[n] for n in names))
+    ]
 
 
 def schedule_levels(levels: Sequence[int], epoch: int, epochs: int) -> list[int]:
@@ -98,7 +101,7 @@ def schedule_levels(levels: Sequence[int], epoch: int, epochs: int) -> list[int]
     ladder = sorted(levels)
     progress = (max(epoch, 1) - 1) / (epochs - 1) if epochs > 1 else 1.0
     rung = min(len(ladder) - 1, int(progress * (len(ladder) - 1) + 0.5))
-    return ladder[max(0, rung - 1): rung + 1]
+    return ladder[max(0, rung - 1) : rung + 1]
 
 
 def explore(weights: dict[str, float], share: float = EXPLORE) -> dict[str, float]:
@@ -123,8 +126,9 @@ def learnability_weights(levels: Sequence[int], last_p_hat: dict[int, float]) ->
     return {cell_name(k): (last_p_hat[k] * (1 - last_p_hat[k]) if k in last_p_hat else UNMEASURED) for k in levels}
 
 
-def controller_policy(cell_names: Sequence[str], history: Iterable[Sequence[dict[str, Any]]], lam: float,
-                      step: float = CONTROLLER_STEP) -> dict[str, float]:
+def controller_policy(
+    cell_names: Sequence[str], history: Iterable[Sequence[dict[str, Any]]], lam: float, step: float = CONTROLLER_STEP
+) -> dict[str, float]:
     """The controller's policy after replaying ``history`` (each epoch's scored batches, oldest first: dicts with
     ``cell``, ``n`` tasks, ``r_env`` and ``kept``, whether the band filter keeps it), from the uniform policy.
 
@@ -148,15 +152,22 @@ def controller_policy(cell_names: Sequence[str], history: Iterable[Sequence[dict
             continue
         weights = rwr_weights([b["r_env"] for b in kept], lam)
         mass = {c: 0.0 for c in pi}
-        for b, w in zip(kept, weights):
+        for b, w in zip(kept, weights, strict=False):
             mass[b["cell"]] += w * b["n"]
         total = sum(mass.values())
         pi = {c: (1 - step) * p + step * mass[c] / total for c, p in pi.items()}
     return pi
 
 
-def sampler_weights(sampler: str, levels: Sequence[int], knobs: dict[str, Sequence[int]], epoch: int, epochs: int,
-                    history: Sequence[Sequence[dict[str, Any]]], lam: float) -> dict[str, float]:
+def sampler_weights(
+    sampler: str,
+    levels: Sequence[int],
+    knobs: dict[str, Sequence[int]],
+    epoch: int,
+    epochs: int,
+    history: Sequence[Sequence[dict[str, Any]]],
+    lam: float,
+) -> dict[str, float]:
     """The probability of each cell this epoch under ``sampler`` (a level cell, knobs drawn by the benchmark,
     for every sampler but the controller), from the earlier epochs' scored batches ``history``.
 
@@ -186,7 +197,8 @@ def sampler_weights(sampler: str, levels: Sequence[int], knobs: dict[str, Sequen
 def last_p_hat(history: Sequence[Sequence[dict[str, Any]]]) -> dict[int, float]:
     """Each level's pooled p-hat in the latest epoch that rolled it out (batches need ``cell``, ``n`` and ``p_hat``).
 
-    >>> last_p_hat([[{"cell": "L1-distractors0", "n": 2, "p_hat": 0.5}, {"cell": "L1-distractors1", "n": 2, "p_hat": 1.0}],
+    >>> last_p_hat([[{"cell": "L1-distractors0", "n": 2, "p_hat": 0.5},
+    ...              {"cell": "L1-distractors1", "n": 2, "p_hat": 1.0}],
     ...             [{"cell": "L2", "n": 4, "p_hat": 0.25}]])
     {1: 0.75, 2: 0.25}
     """
@@ -214,8 +226,10 @@ def draw(weights: dict[str, float], n: int, rng: random.Random) -> list[str]:
 
 # ---------------------------------------------------------------- the loop's glue
 
-def history_of(batches: Sequence[dict[str, Any]], benchmark: str, before: int,
-               keeps: Any) -> list[list[dict[str, Any]]]:
+
+def history_of(
+    batches: Sequence[dict[str, Any]], benchmark: str, before: int, keeps: Any
+) -> list[list[dict[str, Any]]]:
     """The sampler's history from the store's batch rows of one benchmark, epochs before ``before``, oldest first
     (``keeps(p_hat)``: the band filter of that benchmark)."""
     by_epoch: dict[int, list[dict[str, Any]]] = {}
@@ -223,14 +237,26 @@ def history_of(batches: Sequence[dict[str, Any]], benchmark: str, before: int,
     for row in batches:
         if row["epoch"] >= before or row.get("p_hat") is None or prefix not in row["id"]:
             continue
-        by_epoch.setdefault(row["epoch"], []).append({
-            "cell": row["id"].split(prefix, 1)[1], "n": row.get("n_valid") or 0, "p_hat": row["p_hat"],
-            "r_env": row["r_env"], "kept": keeps(row["p_hat"])})
+        by_epoch.setdefault(row["epoch"], []).append(
+            {
+                "cell": row["id"].split(prefix, 1)[1],
+                "n": row.get("n_valid") or 0,
+                "p_hat": row["p_hat"],
+                "r_env": row["r_env"],
+                "kept": keeps(row["p_hat"]),
+            }
+        )
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
-def sampler_tasks(cfg: RunConfig, envs: dict[str, Environment], batches: Sequence[dict[str, Any]], epoch: int,
-                  rng: random.Random, taken: set[str]) -> tuple[list[Task], dict[str, str], dict[str, Any]]:
+def sampler_tasks(
+    cfg: RunConfig,
+    envs: dict[str, Environment],
+    batches: Sequence[dict[str, Any]],
+    epoch: int,
+    rng: random.Random,
+    taken: set[str],
+) -> tuple[list[Task], dict[str, str], dict[str, Any]]:
     """This epoch's fresh tasks in sampler mode: ``seeds_per_epoch x variations`` per benchmark at cells drawn
     from `sampler_weights`, written by the benchmark's generator with prompts not in ``taken`` (which grows);
     returns the tasks, each task's batch id and the metrics (the weights and the cells drawn)."""
@@ -242,7 +268,7 @@ def sampler_tasks(cfg: RunConfig, envs: dict[str, Environment], batches: Sequenc
         levels = cfg.simulator.seed_levels or tuple(sorted({t.level for t in env.splits()["seed"]}))
         knobs = dict(getattr(env, "KNOBS", {})) if cfg.curriculum.sampler == "controller" else {}
         cur = cfg.curriculum
-        history = history_of(batches, name, epoch, lambda p, name=name: cur.keeps(p, name))
+        history = history_of(batches, name, epoch, lambda p, name=name, cur=cur: cur.keeps(p, name))
         weights = sampler_weights(cur.sampler, levels, knobs, epoch, cfg.epochs, history, cfg.simulator.rwr_lambda)
         drawn = draw(weights, n, rng)
         metrics["sampler_weights"][name] = {c: round(w, 4) for c, w in weights.items()}
@@ -252,9 +278,18 @@ def sampler_tasks(cfg: RunConfig, envs: dict[str, Environment], batches: Sequenc
         metrics["sampler_cells"][name] = counts
         for i, cell in enumerate(drawn):
             level, cell_knobs = parse_cell(cell)
-            task, fault = one_task(env, level, rng, f"{name}/sampler/e{epoch:03d}/{i:05d}", taken, knobs=cell_knobs,
-                                   split="generated", origin="generated", epoch=epoch,
-                                   generator=f"sampler:{cur.sampler}")
+            task, fault = one_task(
+                env,
+                level,
+                rng,
+                f"{name}/sampler/e{epoch:03d}/{i:05d}",
+                taken,
+                knobs=cell_knobs,
+                split="generated",
+                origin="generated",
+                epoch=epoch,
+                generator=f"sampler:{cur.sampler}",
+            )
             if task is None:
                 add_fault(metrics.setdefault("plugin_faults", {}), name, "drafts", fault)
                 continue

@@ -17,26 +17,34 @@ from collections.abc import Callable
 from statistics import pstdev
 from typing import TYPE_CHECKING, Any
 
-from genenv_engine.training import simulator as sim
-from genenv_engine.core.algorithms import low_var_kl
 from genenv_engine.config import RunConfig
+from genenv_engine.core.algorithms import low_var_kl
 from genenv_engine.core.curriculum import rwr_weights
+from genenv_engine.core.records import ScoredBatch
 from genenv_engine.environments.base import Environment
 from genenv_engine.environments.plugin_worker import sibling_pairs
-from genenv_engine.core.records import ScoredBatch
-from genenv_engine.training.roles import Roles
 from genenv_engine.storage.session import Session
+from genenv_engine.training import simulator as sim
+from genenv_engine.training.roles import Roles
 
 if TYPE_CHECKING:
     import torch
 
-    from genenv_engine.training.policy import Policy
     from genenv_engine.method.strategies import Strategies
+    from genenv_engine.training.policy import Policy
 
 
-def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
-                     scored: list[ScoredBatch], epoch: int, rng: random.Random, tick: Callable[[], None],
-                     plan: Strategies) -> dict[str, Any]:
+def simulator_update(
+    session: Session,
+    roles: Roles,
+    envs: dict[str, Environment],
+    gens: list[sim.Generation],
+    scored: list[ScoredBatch],
+    epoch: int,
+    rng: random.Random,
+    tick: Callable[[], None],
+    plan: Strategies,
+) -> dict[str, Any]:
     """RWR on valid generations of this epoch's kept batches (``scored``, weights from exp(lambda R_env)), plus
     replayed older pairs; skipped unless the run's task source (``plan``) trains the simulator."""
     cfg = session.config
@@ -50,8 +58,11 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
         if g.task.valid and b is not None:
             env = envs[g.seed.benchmark]
             context = sim.rwr_context(roles.simulator, env, g.seed, g.task, cfg, g.context)
-            target = (roles.simulator.encode(sim.simulator_target(env, g.task, cfg.simulator.prompt))
-                      if g.recomputed else g.token_ids)  # admitted on the recomputed gold: learn that answer
+            target = (
+                roles.simulator.encode(sim.simulator_target(env, g.task, cfg.simulator.prompt))
+                if g.recomputed
+                else g.token_ids
+            )  # admitted on the recomputed gold: learn that answer
             current.append((roles.simulator.encode(context), target + [eos], b.r_env))
     repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
     faults: dict[str, dict[str, int]] = {}
@@ -62,15 +73,24 @@ def simulator_update(session: Session, roles: Roles, envs: dict[str, Environment
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda) if examples else []
-    anchors = _anchor_pairs(roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg,
-                            faults)
-    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights)] + repairs + anchors
+    anchors = _anchor_pairs(
+        roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg, faults
+    )
+    weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights, strict=False)] + repairs + anchors
     info = roles.rwr.update(weighted, rng, tick)
     roles.simulator_backend.sync()
-    info.update({"current_examples": len(current), "replayed_examples": len(extra), "anchor_examples": len(anchors),
-                 "repair_examples": len(repairs), "weight_min": min(weights, default=1.0),
-                 "weight_max": max(weights, default=1.0), "weight_sd": pstdev(weights) if weights else 0.0,
-                 "drift": simulator_drift(roles, envs, cfg, faults)})
+    info.update(
+        {
+            "current_examples": len(current),
+            "replayed_examples": len(extra),
+            "anchor_examples": len(anchors),
+            "repair_examples": len(repairs),
+            "weight_min": min(weights, default=1.0),
+            "weight_max": max(weights, default=1.0),
+            "weight_sd": pstdev(weights) if weights else 0.0,
+            "drift": simulator_drift(roles, envs, cfg, faults),
+        }
+    )
     if faults:
         info["sibling_faults"] = faults
     return info
@@ -80,8 +100,9 @@ DRIFT_PAIRS = 8
 """The size of the simulator drift's fixed probe set (`simulator_drift`)."""
 
 
-def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig,
-                    faults: dict[str, dict[str, int]] | None = None) -> float | None:
+def simulator_drift(
+    roles: Roles, envs: dict[str, Environment], cfg: RunConfig, faults: dict[str, dict[str, int]] | None = None
+) -> float | None:
     """How far the simulator has moved from its initial weights: over a fixed probe set (`DRIFT_PAIRS` warm-start
     (seed -> sibling) pairs drawn with the run's seed, the same every epoch), the mean per target token of the k3
     estimate of KL(simulator || initial simulator) (`genenv_engine.core.algorithms.low_var_kl`, the estimate the RWR
@@ -95,7 +116,7 @@ def simulator_drift(roles: Roles, envs: dict[str, Environment], cfg: RunConfig,
     initial = _initial_logprobs(roles.simulator_init, contexts, targets)
     current = roles.simulator.row_logprobs(contexts, targets, len(probe))  # last: the simulator stays active
     per_pair = []
-    for ref, now, target in zip(initial, current, targets):
+    for ref, now, target in zip(initial, current, targets, strict=False):
         n = min(len(target), len(now))  # the completion's tokens (the fitted pair may cut it)
         per_pair.append(float(low_var_kl(now[-n:].float(), ref[-n:].float()).mean()) if n else 0.0)
     return round(sum(per_pair) / len(per_pair), 8)
@@ -115,8 +136,7 @@ def _initial_logprobs(init: Policy, contexts: list[list[int]], targets: list[lis
     return cached[1]
 
 
-def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation],
-                 cfg: RunConfig) -> list[tuple]:
+def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation], cfg: RunConfig) -> list[tuple]:
     """Validator feedback: (the prompt a rejected draft was written under -> the task with its gold answer
     recomputed), weight 1, for every draft whose prompt was sound and answer wrong (`Generation.repair`)."""
     eos = roles.simulator.tokenizer.eos_token_id
@@ -131,8 +151,14 @@ def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Gene
     return out
 
 
-def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: random.Random,
-                  cfg: RunConfig, faults: dict[str, dict[str, int]] | None = None) -> list[tuple]:
+def _anchor_pairs(
+    roles: Roles,
+    envs: dict[str, Environment],
+    n: int,
+    rng: random.Random,
+    cfg: RunConfig,
+    faults: dict[str, dict[str, int]] | None = None,
+) -> list[tuple]:
     """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks; a plugin's pair
     whose sibling fails is left out and counted in ``faults``."""
     eos = roles.simulator.tokenizer.eos_token_id
@@ -149,16 +175,27 @@ def _anchor_pairs(roles: Roles, envs: dict[str, Environment], n: int, rng: rando
                 for kind, k in drawn.failed.items():
                     mine[kind] = mine.get(kind, 0) + k
             for src, sib in drawn.pairs:
-                out.append((roles.simulator.encode(sim.sibling_prompt(roles.simulator, env, src, sib, cfg)),
-                            roles.simulator.encode(sim.simulator_target(env, sib, cfg.simulator.prompt)) + [eos], 1.0))
+                out.append(
+                    (
+                        roles.simulator.encode(sim.sibling_prompt(roles.simulator, env, src, sib, cfg)),
+                        roles.simulator.encode(sim.simulator_target(env, sib, cfg.simulator.prompt)) + [eos],
+                        1.0,
+                    )
+                )
     return out
 
 
 def simulator_version(store, epoch: int) -> int:
     """The version of the simulator weights at the start of ``epoch``: the last earlier finished epoch whose
     update took RWR steps (0: the warm start), as the agent's version is the epoch of its last update."""
-    return max((m["epoch"] for m in store.epoch_metrics()
-                if 0 < m["epoch"] < epoch and (m.get("simulator_update") or {}).get("steps")), default=0)
+    return max(
+        (
+            m["epoch"]
+            for m in store.epoch_metrics()
+            if 0 < m["epoch"] < epoch and (m.get("simulator_update") or {}).get("steps")
+        ),
+        default=0,
+    )
 
 
 def success_by_epoch(store) -> dict[int, dict[str, float | None]]:
@@ -177,8 +214,13 @@ def success_history(rates: dict[int, dict[str, float | None]], benchmark: str, e
     return [rates.get(e, {}).get(benchmark) for e in range(1, epoch)]
 
 
-def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], epoch: int,
-                 note_of: Callable[[str, list[float | None]], str | None]) -> list[tuple]:
+def _older_pairs(
+    session: Session,
+    roles: Roles,
+    envs: dict[str, Environment],
+    epoch: int,
+    note_of: Callable[[str, list[float | None]], str | None],
+) -> list[tuple]:
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
     store, cfg = session.store, session.config
     style = cfg.simulator.prompt
@@ -201,6 +243,7 @@ def _older_pairs(session: Session, roles: Roles, envs: dict[str, Environment], e
         for task in generated[b["id"]]:
             text = sim.rwr_context(roles.simulator, env, seed, task, cfg, asked)
             context = asked_ids if text == asked else roles.simulator.encode(text)
-            pairs.append((context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos],
-                          float(b["r_env"])))
+            pairs.append(
+                (context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos], float(b["r_env"]))
+            )
     return pairs

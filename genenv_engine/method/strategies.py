@@ -29,16 +29,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from genenv_engine.training import simulator as sim
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import env_reward
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.events import BatchProgressed, EventSink, PhaseTimer, TasksGenerated
-from genenv_engine.executors.base import GenerateJob, RolloutExecutor
 from genenv_engine.core.records import ScoredBatch, Task
-from genenv_engine.storage.session import Session
+from genenv_engine.environments.base import Environment
+from genenv_engine.executors.base import GenerateJob, RolloutExecutor
 from genenv_engine.method.simulator_update import success_by_epoch, success_history
+from genenv_engine.storage.session import Session
+from genenv_engine.training import simulator as sim
 
 if TYPE_CHECKING:
     from genenv_engine.training.roles import Roles
@@ -47,16 +47,23 @@ STUDY_MODULE = "genenv_engine.experiments.strategies"
 """The module whose import registers the study variants (loaded by name, on first need)."""
 
 REGISTRY: dict[str, dict[str, Callable[[RunConfig], Any]]] = {
-    "tasks": {}, "seeds": {}, "replay": {}, "note": {}, "reward": {}}
+    "tasks": {},
+    "seeds": {},
+    "replay": {},
+    "note": {},
+    "reward": {},
+}
 """Kind -> name -> factory."""
 
 
 def register(kind: str, *names: str) -> Callable[[Callable], Callable]:
     """Class or function decorator: register a factory of ``kind`` under each of ``names``."""
+
     def add(factory: Callable) -> Callable:
         for name in names:
             REGISTRY[kind][name] = factory
         return factory
+
     return add
 
 
@@ -125,11 +132,13 @@ class Strategies:
 
 def resolve(config: RunConfig) -> Strategies:
     """The strategies ``config`` names, built once."""
-    return Strategies(tasks=get("tasks", config.simulator.mode)(config),
-                      seeds=get("seeds", config.simulator.seed_sampling)(config),
-                      replay=get("replay", replay_name(config))(config),
-                      note=get("note", note_name(config))(config),
-                      reward=get("reward", config.curriculum.reward)(config))
+    return Strategies(
+        tasks=get("tasks", config.simulator.mode)(config),
+        seeds=get("seeds", config.simulator.seed_sampling)(config),
+        replay=get("replay", replay_name(config))(config),
+        note=get("note", note_name(config))(config),
+        reward=get("reward", config.curriculum.reward)(config),
+    )
 
 
 def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None]) -> str | None:
@@ -278,7 +287,8 @@ def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
     number of tasks; otherwise ``replay_tasks``, plus what the task source adds (``off``: the generation budget).
 
     >>> from genenv_engine.config import load_config
-    >>> replay_budget(load_config("tiny"), 40, 1), replay_budget(load_config("tiny", overrides={"simulator.mode": "off"}), 0, 1)
+    >>> off = load_config("tiny", overrides={"simulator.mode": "off"})
+    >>> replay_budget(load_config("tiny"), 40, 1), replay_budget(off, 0, 1)
     (32, 96)
     >>> replay_budget(load_config("tiny", overrides={"agent.tasks_per_epoch": 96}), 40, 1)
     56
@@ -341,21 +351,24 @@ class SimulatorTasks:
         """Sample this epoch's drafts (by the executor); each draft's batch id and the note its prompt carried go
         into ``ep.notes``."""
         cfg, store = self.config, ep.session.store
-        sampling = Sampling(temperature=cfg.simulator.temperature, max_new_tokens=cfg.simulator.max_new_tokens,
-                            seed=ep.rng.randrange(2**31))
+        sampling = Sampling(
+            temperature=cfg.simulator.temperature,
+            max_new_tokens=cfg.simulator.max_new_tokens,
+            seed=ep.rng.randrange(2**31),
+        )
         rates = success_by_epoch(store)
 
         def progress(name: str, done: int, total: int) -> None:
             ep.emit(BatchProgressed(ep.epoch, f"generate:{name}", done, total))
             ep.check()
+
         with PhaseTimer(ep.emit, ep.epoch, "generate", ep.seconds):
             jobs = []
             for name, env in ep.envs.items():
                 seeds, n, prefix = self.job(ep, name, ep.plan.seeds.pool(env, ep.session))
                 note = ep.plan.note.text(name, success_history(rates, name, ep.epoch))
                 jobs.append(GenerateJob(name, seeds, n, prefix, note, sim.job_grammar(cfg, env)))
-            drafts = ep.executor.generate(jobs, sampling, epoch=ep.epoch, style=cfg.simulator.prompt,
-                                          progress=progress)
+            drafts = ep.executor.generate(jobs, sampling, epoch=ep.epoch, style=cfg.simulator.prompt, progress=progress)
         by_benchmark = {job.benchmark: job.note for job in jobs}
         ep.notes.update((d.batch_id, by_benchmark.get(d.seed.benchmark)) for d in drafts)
         return drafts
@@ -417,8 +430,10 @@ def validate_and_store(ep: Epoch, drafts: list[sim.Draft], origin: str) -> tuple
     generator = f"simulator@e{epoch - 1}"
     pool = store.pool(list(cfg.benchmarks))
     existing = {t.prompt for t in pool} | {t.prompt for env in envs.values() for t in env.splits()["seed"]}
-    keys = Counter(envs[t.benchmark].template_key(t.prompt) if t.benchmark in envs else sim.near_duplicate_key(t.prompt)
-                   for t in pool)
+    keys = Counter(
+        envs[t.benchmark].template_key(t.prompt) if t.benchmark in envs else sim.near_duplicate_key(t.prompt)
+        for t in pool
+    )
     out: dict[str, Any] = {"generated": len(drafts)}
     uniques = []
 
@@ -430,6 +445,7 @@ def validate_and_store(ep: Epoch, drafts: list[sim.Draft], origin: str) -> tuple
         reasons = Counter(g.task.reason.split(":")[0] for g in mine if not g.task.valid)
         ep.emit(TasksGenerated(epoch, name, len(mine), sum(g.task.valid for g in mine), dict(reasons)))
         return mine
+
     checked = ep.executor.validate(drafts, epoch=epoch, generator=generator, origin=origin, style=cfg.simulator.prompt)
     if not cfg.simulator.answer_check:
         checked = [sim.admit_on_gold(g, cfg.simulator.admit_mended) for g in checked]

@@ -36,7 +36,7 @@ def _formats(formats: Iterable[str] | str) -> list[str]:
     items = [formats] if isinstance(formats, str) else list(formats)
     out: list[str] = []
     for f in items:
-        for name in (FORMATS if f == "both" else (f,)):
+        for name in FORMATS if f == "both" else (f,):
             if name not in FORMATS:
                 raise ValueError(f"unknown report format {name!r}: use md, html or both")
             if name not in out:
@@ -46,8 +46,9 @@ def _formats(formats: Iterable[str] | str) -> list[str]:
     return out
 
 
-def build_report(session_dirs: list[Path], formats: Iterable[str] | str = FORMATS,
-                 out: Path | None = None) -> dict[str, Path]:
+def build_report(
+    session_dirs: list[Path], formats: Iterable[str] | str = FORMATS, out: Path | None = None
+) -> dict[str, Path]:
     """Write the report of one session (or a comparison of several); return ``{"md": path, "html": path}``
     for the formats asked for. Raises FileNotFoundError for a folder that is not a session."""
     from genenv_engine.reports import plots
@@ -90,12 +91,18 @@ def build_report(session_dirs: list[Path], formats: Iterable[str] | str = FORMAT
 def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``report`` command to a ``genenv`` argparse sub-parser set."""
     parser = subparsers.add_parser(
-        "report", help="write a Markdown and/or self-contained HTML report of one or more sessions",
-        description="Report a session (or compare several): config, calibration, held-out progress, tasks.")
+        "report",
+        help="write a Markdown and/or self-contained HTML report of one or more sessions",
+        description="Report a session (or compare several): config, calibration, held-out progress, tasks.",
+    )
     parser.add_argument("sessions", nargs="+", type=Path, metavar="SESSION_DIR", help="session folder(s)")
     parser.add_argument("--format", choices=("md", "html", "both"), default="both", help="output format (default both)")
-    parser.add_argument("--out", type=Path, metavar="PATH",
-                        help="output folder (default <session>/report, or reports/compare-<time> for several)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="PATH",
+        help="output folder (default <session>/report, or reports/compare-<time> for several)",
+    )
     return parser
 
 

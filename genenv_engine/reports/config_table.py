@@ -31,8 +31,10 @@ def config_rows(config: RunConfig, unknown: dict[str, Any]) -> tuple[dict[str, A
         value = getattr(config, f.name)
         if is_dataclass(value):
             docs = field_docs(type(value))
-            rows.extend((f"{f.name}.{sf.name}", _fmt_value(getattr(value, sf.name)), docs.get(sf.name, "").replace("``", ""))
-                        for sf in fields(value))
+            rows.extend(
+                (f"{f.name}.{sf.name}", _fmt_value(getattr(value, sf.name)), docs.get(sf.name, "").replace("``", ""))
+                for sf in fields(value)
+            )
         else:
             rows.append((f.name, _fmt_value(value), top_docs.get(f.name, "").replace("``", "")))
     for key, value in unknown.items():

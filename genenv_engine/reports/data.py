@@ -23,15 +23,34 @@ from genenv_engine.core.machine import local_machine, local_versions
 from genenv_engine.reports.config_table import config_rows, read_config
 from genenv_engine.reports.epochs import epoch_from_database, epoch_from_metrics
 from genenv_engine.reports.session_data import MODE_LABELS, Edit, EpochData, RunSpan, SessionData, TaskView
-from genenv_engine.reports.tasks import (REJECTED_SAMPLES, SAMPLES_PER_BUCKET, TEXT_LIMIT, TaskReader, hand_edits,
-                                         sample_tasks, tasks_with_status)
+from genenv_engine.reports.tasks import (
+    REJECTED_SAMPLES,
+    SAMPLES_PER_BUCKET,
+    TEXT_LIMIT,
+    TaskReader,
+    hand_edits,
+    sample_tasks,
+    tasks_with_status,
+)
 from genenv_engine.reports.timeline import all_events, phase_attempts, recorded, run_spans
 from genenv_engine.reports.volume import training_volume
 from genenv_engine.storage.session_view import SessionView
 from genenv_engine.storage.store import Store
 
-__all__ = ["MODE_LABELS", "REJECTED_SAMPLES", "SAMPLES_PER_BUCKET", "TEXT_LIMIT", "Edit", "EpochData", "RunSpan",
-           "SessionData", "TaskView", "load_session", "read_config", "slug"]
+__all__ = [
+    "MODE_LABELS",
+    "REJECTED_SAMPLES",
+    "SAMPLES_PER_BUCKET",
+    "TEXT_LIMIT",
+    "Edit",
+    "EpochData",
+    "RunSpan",
+    "SessionData",
+    "TaskView",
+    "load_session",
+    "read_config",
+    "slug",
+]
 
 
 def load_session(session_dir: str | Path) -> SessionData:
@@ -71,19 +90,35 @@ def load_session(session_dir: str | Path) -> SessionData:
         for _, seconds in attempts:
             for phase, sec in seconds.items():
                 phase_all[phase] = phase_all.get(phase, 0.0) + sec
-        discarded = [{"epoch": ev["epoch"], "at": ev["ts"], "reason": ev["payload"].get("reason", "")}
-                     for ev in events if ev["kind"] == "PartialEpochDiscarded"]
+        discarded = [
+            {"epoch": ev["epoch"], "at": ev["ts"], "reason": ev["payload"].get("reason", "")}
+            for ev in events
+            if ev["kind"] == "PartialEpochDiscarded"
+        ]
         reader = TaskReader(store, int(config.get("seed", 0)), dict(config.get("data_dirs") or {}))
         samples, rejected = sample_tasks(store, reader)
         return SessionData(
-            path=folder, name=folder.resolve().name, config=config, config_rows=rows,
+            path=folder,
+            name=folder.resolve().name,
+            config=config,
+            config_rows=rows,
             created_at=store.get_meta("created_at"),
-            versions=versions or local_versions(), versions_recorded=versions is not None,
-            machine=machine or local_machine(), machine_recorded=machine is not None,
-            runs=run_spans(events), epochs=epochs, phase_totals=phase_totals, phase_totals_all=phase_all,
-            discarded=discarded, trained=training_volume(folder, store, epochs, int(config["agent"]["update_epochs"])),
-            task_counts=store.task_census(), samples=samples, rejected=rejected, edits=hand_edits(store, reader),
-            pinned=tasks_with_status(store, reader, "pinned"), banned=tasks_with_status(store, reader, "banned"),
+            versions=versions or local_versions(),
+            versions_recorded=versions is not None,
+            machine=machine or local_machine(),
+            machine_recorded=machine is not None,
+            runs=run_spans(events),
+            epochs=epochs,
+            phase_totals=phase_totals,
+            phase_totals_all=phase_all,
+            discarded=discarded,
+            trained=training_volume(folder, store, epochs, int(config["agent"]["update_epochs"])),
+            task_counts=store.task_census(),
+            samples=samples,
+            rejected=rejected,
+            edits=hand_edits(store, reader),
+            pinned=tasks_with_status(store, reader, "pinned"),
+            banned=tasks_with_status(store, reader, "banned"),
             funnel=store.funnel(),
         )
     finally:

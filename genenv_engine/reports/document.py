@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from genenv_engine.reports.data import MODE_LABELS, EpochData, SessionData, TaskView, slug
 from genenv_engine.reports.funnel import FUNNEL_HEADERS, funnel_rows
 from genenv_engine.storage.progress import fault_text
-
 
 # -- blocks ----------------------------------------------------------------------------------------
 
@@ -32,7 +31,7 @@ class Heading:
 class Para:
     """A paragraph: plain strings, with ("b", text) for bold and ("code", text) for inline code."""
 
-    parts: list[Union[str, tuple[str, str]]]
+    parts: list[str | tuple[str, str]]
 
     def render(self, text: Callable[[str], str], bold: Callable[[str], str], code: Callable[[str], str]) -> str:
         """The paragraph in one output format: each part through the function for its kind, joined.
@@ -40,8 +39,9 @@ class Para:
         >>> Para(["a ", ("b", "B"), " ", ("code", "c")]).render(str.lower, str.upper, lambda t: f"`{t}`")
         'a B `c`'
         """
-        return "".join(text(part) if isinstance(part, str) else (bold if part[0] == "b" else code)(part[1])
-                       for part in self.parts)
+        return "".join(
+            text(part) if isinstance(part, str) else (bold if part[0] == "b" else code)(part[1]) for part in self.parts
+        )
 
 
 @dataclass
@@ -80,7 +80,7 @@ class Bullets:
     items: list[str]
 
 
-Block = Union[Heading, Para, Note, Table, Image, Code, Bullets]
+Block = Heading | Para | Note | Table | Image | Code | Bullets
 
 
 # -- formatting ------------------------------------------------------------------------------------
@@ -183,9 +183,11 @@ def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> N
     if model.get("kind") == "hf":
         model_text = f"local checkpoint {model.get('path')} (both roles start from it)"
     else:
-        model_text = (f"tiny Llama: hidden {model['hidden_size']}, {model['num_layers']} layers, "
-                      f"{model['num_heads']} heads, MLP {model['intermediate_size']}, max length "
-                      f"{model['max_length']} (both roles start from it)")
+        model_text = (
+            f"tiny Llama: hidden {model['hidden_size']}, {model['num_layers']} layers, "
+            f"{model['num_heads']} heads, MLP {model['intermediate_size']}, max length "
+            f"{model['max_length']} (both roles start from it)"
+        )
     warm = s.trained.get("warm_start") or {}
     if warm.get("parameters"):
         model_text += f"; {warm['parameters']:,} parameters"
@@ -219,22 +221,53 @@ def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> N
     b.add(Table(["item", "value"], rows, f"{pre}summary"))
     for e in s.incomplete_epochs:
         how = "stopped or crashed mid-epoch" if e.status == "partial" else f"{e.status}, no end recorded"
-        b.add(Note(f"Epoch {e.epoch} is PARTIAL ({how}): it started {e.started_at or '?'} and did not finish; "
-                   "its numbers below are rebuilt from what it left in the database, not recorded metrics.", "warn"))
+        b.add(
+            Note(
+                f"Epoch {e.epoch} is PARTIAL ({how}): it started {e.started_at or '?'} and did not finish; "
+                "its numbers below are rebuilt from what it left in the database, not recorded metrics.",
+                "warn",
+            )
+        )
     for d in s.discarded:
-        b.add(Note(f"A partial attempt at epoch {d['epoch']} was discarded at {d['at']} and the epoch was redone "
-                   f"({d['reason']}).", "warn"))
+        b.add(
+            Note(
+                f"A partial attempt at epoch {d['epoch']} was discarded at {d['at']} and the epoch was redone "
+                f"({d['reason']}).",
+                "warn",
+            )
+        )
     b.add(Heading(lvl + 1, "Runs", f"{pre}runs"))
-    run_rows = [[str(i + 1), r.started_at, str(r.start_epoch), r.ended_at or DASH,
-                 r.end or "no end recorded", DASH if r.end_epoch is None else str(r.end_epoch),
-                 duration(r.seconds), r.detail or DASH] for i, r in enumerate(s.runs)]
-    b.add(Table(["run", "started", "from epoch", "ended", "end", "at epoch", "duration", "detail"], run_rows,
-                f"{pre}runs-table", ["" if r.end == "finished" else "partial" for r in s.runs]))
+    run_rows = [
+        [
+            str(i + 1),
+            r.started_at,
+            str(r.start_epoch),
+            r.ended_at or DASH,
+            r.end or "no end recorded",
+            DASH if r.end_epoch is None else str(r.end_epoch),
+            duration(r.seconds),
+            r.detail or DASH,
+        ]
+        for i, r in enumerate(s.runs)
+    ]
+    b.add(
+        Table(
+            ["run", "started", "from epoch", "ended", "end", "at epoch", "duration", "detail"],
+            run_rows,
+            f"{pre}runs-table",
+            ["" if r.end == "finished" else "partial" for r in s.runs],
+        )
+    )
 
     b.add(Heading(lvl + 1, "Versions and machine", f"{pre}versions"))
     if not s.versions_recorded or not s.machine_recorded:
-        b.add(Note("The session did not record the software versions or machine it ran with, so these are the "
-                   "versions and machine that built this report.", "info"))
+        b.add(
+            Note(
+                "The session did not record the software versions or machine it ran with, so these are the "
+                "versions and machine that built this report.",
+                "info",
+            )
+        )
     b.add(Table(["software", "version"], [[k, v] for k, v in s.versions.items()], f"{pre}versions-table"))
     b.add(Table(["machine", "value"], [[k, v] for k, v in s.machine.items()], f"{pre}machine-table"))
 
@@ -243,11 +276,23 @@ def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> N
     rows = []
     for phase in sorted(set(s.phase_totals) | set(s.phase_totals_all), key=lambda p: -s.phase_totals_all.get(p, 0)):
         sec = s.phase_totals.get(phase, 0.0)
-        rows.append([phase, num(sec, 1), num(100 * sec / total, 1) + " %" if total else DASH,
-                     num(s.phase_totals_all.get(phase, 0.0), 1)])
+        rows.append(
+            [
+                phase,
+                num(sec, 1),
+                num(100 * sec / total, 1) + " %" if total else DASH,
+                num(s.phase_totals_all.get(phase, 0.0), 1),
+            ]
+        )
     rows.append(["total", num(total, 1), "100.0 %" if total else DASH, num(sum(s.phase_totals_all.values()), 1)])
-    b.add(Para(["Seconds per phase summed over done epochs, and over every attempt including partial and "
-                "discarded ones (from the phase events)."]))
+    b.add(
+        Para(
+            [
+                "Seconds per phase summed over done epochs, and over every attempt including partial and "
+                "discarded ones (from the phase events)."
+            ]
+        )
+    )
     b.add(Table(["phase", "seconds (done epochs)", "share", "seconds (all attempts)"], rows, f"{pre}time-table"))
     b.add(Image(f"{img}time", "Seconds per phase for each epoch (partial epochs hatched)"))
 
@@ -260,14 +305,19 @@ def _run_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> N
         ["agent GRPO sequences trained", num(t["agent_sequences"])],
         ["agent GRPO optimizer steps", num(t["agent_steps"])],
         ["agent completion tokens trained (recorded by the GRPO update)", num(t["agent_tokens"])]
-        if t["agent_tokens"] is not None else
-        ["agent completion tokens trained (estimate: stored rollouts re-tokenised)", num(t["agent_tokens_estimate"])],
+        if t["agent_tokens"] is not None
+        else [
+            "agent completion tokens trained (estimate: stored rollouts re-tokenised)",
+            num(t["agent_tokens_estimate"]),
+        ],
         ["simulator tokens trained (recorded by the RWR update)", num(t["simulator_tokens"])],
         ["simulator RWR examples trained", num(t["simulator_examples"])],
         ["simulator RWR optimizer steps", num(t["simulator_steps"])],
         ["warm start: agent SFT steps / pairs", f"{num(warm.get('agent_steps'))} / {num(warm.get('agent_pairs'))}"],
-        ["warm start: simulator SFT steps / pairs",
-         f"{num(warm.get('simulator_steps'))} / {num(warm.get('simulator_pairs'))}"],
+        [
+            "warm start: simulator SFT steps / pairs",
+            f"{num(warm.get('simulator_steps'))} / {num(warm.get('simulator_pairs'))}",
+        ],
         ["warm start: trained on (agent)", warm.get("built_on") or DASH],
     ]
     b.add(Table(["quantity", "value"], rows, f"{pre}volume-table"))
@@ -285,22 +335,50 @@ def _formula(s: SessionData) -> str:
 def _calibration_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
     b.add(Heading(lvl, "Difficulty calibration", f"{pre}calibration"))
     lo, hi = s.alpha - s.k_min, s.alpha + s.k_min
-    b.add(Para([f"Success rate p̂ of the agent on the simulator's tasks against the target alpha = {s.alpha} and "
+    b.add(
+        Para(
+            [
+                f"Success rate p̂ of the agent on the simulator's tasks against the target alpha = {s.alpha} and "
                 f"the band [{lo:.2f}, {hi:.2f}] (alpha ± k_min); R_env = {_formula(s)} per variation batch "
-                f"({s.reward} reward, as the engine stored it). Compare the paper's Fig. 7."]))
+                f"({s.reward} reward, as the engine stored it). Compare the paper's Fig. 7."
+            ]
+        )
+    )
     b.add(Image(f"{img}calibration", "Mean p̂ of generated tasks per epoch and benchmark, with alpha and the band"))
     epochs = [e for e in s.epochs if e.epoch > 0]
     benches = s.benchmarks
-    headers = (["epoch", "status", "mean p̂"] + [f"p̂ {x}" for x in benches] +
-               ["batches", "batch p̂ mean", "in band", "calibration error", "R_env mean", "R_env min", "R_env max",
-                "valid fraction", "unique fraction"])
+    headers = (
+        ["epoch", "status", "mean p̂"]
+        + [f"p̂ {x}" for x in benches]
+        + [
+            "batches",
+            "batch p̂ mean",
+            "in band",
+            "calibration error",
+            "R_env mean",
+            "R_env min",
+            "R_env max",
+            "valid fraction",
+            "unique fraction",
+        ]
+    )
     rows, marks = [], []
     for e in epochs:
-        rows.append([str(e.epoch), status_text(e), num(e.generated_success)]
-                    + [num(e.generated_success_by_benchmark.get(x)) for x in benches]
-                    + [str(len(e.batch_p_hats)), num(e.batch_p_hat_mean), num(e.in_band_fraction),
-                       num(e.calibration_error), num(e.r_env_mean), num(min(e.r_envs) if e.r_envs else None),
-                       num(max(e.r_envs) if e.r_envs else None), num(e.valid_fraction), num(e.unique_fraction)])
+        rows.append(
+            [str(e.epoch), status_text(e), num(e.generated_success)]
+            + [num(e.generated_success_by_benchmark.get(x)) for x in benches]
+            + [
+                str(len(e.batch_p_hats)),
+                num(e.batch_p_hat_mean),
+                num(e.in_band_fraction),
+                num(e.calibration_error),
+                num(e.r_env_mean),
+                num(min(e.r_envs) if e.r_envs else None),
+                num(max(e.r_envs) if e.r_envs else None),
+                num(e.valid_fraction),
+                num(e.unique_fraction),
+            ]
+        )
         marks.append(_mark(e))
     if rows:
         b.add(Table(headers, rows, f"{pre}calibration-table", marks))
@@ -308,11 +386,26 @@ def _calibration_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: s
         b.add(Para(["No co-evolution epoch has started yet."]))
     b.add(Image(f"{img}phat_hist", "Histogram of task p̂ in the first and last scored epoch"))
     b.add(Image(f"{img}generation", "Valid, unique and in-band fractions per epoch"))
-    rows = [[str(e.epoch), status_text(e), num(e.generated), num(e.valid), _counter(e.invalid_reasons),
-             _counter(e.difficulty_mix)] for e in epochs]
+    rows = [
+        [
+            str(e.epoch),
+            status_text(e),
+            num(e.generated),
+            num(e.valid),
+            _counter(e.invalid_reasons),
+            _counter(e.difficulty_mix),
+        ]
+        for e in epochs
+    ]
     if rows:
-        b.add(Table(["epoch", "status", "generated", "valid", "invalid reasons", "difficulty mix (valid)"], rows,
-                    f"{pre}generation-table", [_mark(e) for e in epochs]))
+        b.add(
+            Table(
+                ["epoch", "status", "generated", "valid", "invalid reasons", "difficulty mix (valid)"],
+                rows,
+                f"{pre}generation-table",
+                [_mark(e) for e in epochs],
+            )
+        )
 
 
 def _progress_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
@@ -326,15 +419,23 @@ def _progress_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str)
     for x in benches:
         start = next((r for ep, r in s.heldout_series(x) if ep == 0), None)
         best, final = s.heldout_best(x), s.heldout_final(x)
-        rows.append([x, num(start),
-                     f"{num(best[1])} (epoch {best[0]})" if best else DASH,
-                     f"{num(final[1])} (epoch {final[0]})" if final else DASH,
-                     (f"{final[1] - start:+.3f}" if final and start is not None else DASH)])
+        rows.append(
+            [
+                x,
+                num(start),
+                f"{num(best[1])} (epoch {best[0]})" if best else DASH,
+                f"{num(final[1])} (epoch {final[0]})" if final else DASH,
+                (f"{final[1] - start:+.3f}" if final and start is not None else DASH),
+            ]
+        )
     b.add(Table(["benchmark", "epoch 0", "best", "final", "final - epoch 0"], rows, f"{pre}best-table"))
     last = s.done_epochs[-1] if s.done_epochs else None
     if last is not None and last.heldout_by_level:
-        rows = [[x, lvl_name, num(rate)] for x, levels in sorted(last.heldout_by_level.items())
-                for lvl_name, rate in levels.items()]
+        rows = [
+            [x, lvl_name, num(rate)]
+            for x, levels in sorted(last.heldout_by_level.items())
+            for lvl_name, rate in levels.items()
+        ]
         b.add(Para([f"Held-out success by difficulty bucket at epoch {last.epoch}:"]))
         b.add(Table(["benchmark", "bucket", "success"], rows, f"{pre}level-table"))
     epochs = [e for e in s.epochs if e.epoch > 0]
@@ -343,40 +444,85 @@ def _progress_section(b: _Builder, s: SessionData, lvl: int, pre: str, img: str)
         rows = []
         for e in epochs:
             a, m = e.agent_update, e.simulator_update
-            sim = (m.get("skipped") if m.get("skipped") else
-                   f"{num(m.get('steps'), 0)} steps, {num(m.get('examples'), 0)} examples, nll {num(m.get('nll'))}, "
-                   f"kl {num(m.get('kl'))}" + (", stopped by KL cap" if m.get("stopped_by_kl") else "")) if m else DASH
-            rows.append([str(e.epoch), status_text(e), num(e.tasks_trained), _counter(e.tasks_trained_by_origin),
-                         num(a.get("sequences"), 0), num(a.get("steps"), 0), num(a.get("loss"), 4),
-                         num(a.get("kl"), 4), num(a.get("clip_fraction")), sim])
-        b.add(Table(["epoch", "status", "tasks trained", "by origin", "GRPO sequences", "GRPO steps", "GRPO loss",
-                     "GRPO kl", "clip fraction", "simulator update"], rows, f"{pre}updates-table",
-                    [_mark(e) for e in epochs]))
+            sim = (
+                (
+                    m.get("skipped")
+                    if m.get("skipped")
+                    else f"{num(m.get('steps'), 0)} steps, {num(m.get('examples'), 0)} examples, "
+                    f"nll {num(m.get('nll'))}, "
+                    f"kl {num(m.get('kl'))}" + (", stopped by KL cap" if m.get("stopped_by_kl") else "")
+                )
+                if m
+                else DASH
+            )
+            rows.append(
+                [
+                    str(e.epoch),
+                    status_text(e),
+                    num(e.tasks_trained),
+                    _counter(e.tasks_trained_by_origin),
+                    num(a.get("sequences"), 0),
+                    num(a.get("steps"), 0),
+                    num(a.get("loss"), 4),
+                    num(a.get("kl"), 4),
+                    num(a.get("clip_fraction")),
+                    sim,
+                ]
+            )
+        b.add(
+            Table(
+                [
+                    "epoch",
+                    "status",
+                    "tasks trained",
+                    "by origin",
+                    "GRPO sequences",
+                    "GRPO steps",
+                    "GRPO loss",
+                    "GRPO kl",
+                    "clip fraction",
+                    "simulator update",
+                ],
+                rows,
+                f"{pre}updates-table",
+                [_mark(e) for e in epochs],
+            )
+        )
 
 
 def _task_blocks(b: _Builder, v: TaskView, lvl: int, pre: str, index: str) -> None:
     b.add(Heading(lvl, f"Task {v.id}", f"{pre}task-{index}", toc=False))
-    rows = [["benchmark / bucket", f"{v.benchmark} / {v.bucket}"],
-            ["origin / status / epoch", f"{v.origin} / {v.status} / {DASH if v.epoch is None else v.epoch}"],
-            ["valid", "yes" if v.valid else f"no: {v.reason}"],
-            ["written by", v.generator or DASH],
-            ["p̂ (task) / R_env (its batch) / rollouts", f"{num(v.p_hat)} / {num(v.r_env)} / {v.n_rollouts}"],
-            ["checker result", v.check or DASH],
-            ["agent attempts", v.attempts or DASH],
-            ["lineage (to the seed)", " ← ".join(f"{i} ({o}, epoch {e})" for i, o, e in v.lineage) or v.id]]
+    rows = [
+        ["benchmark / bucket", f"{v.benchmark} / {v.bucket}"],
+        ["origin / status / epoch", f"{v.origin} / {v.status} / {DASH if v.epoch is None else v.epoch}"],
+        ["valid", "yes" if v.valid else f"no: {v.reason}"],
+        ["written by", v.generator or DASH],
+        ["p̂ (task) / R_env (its batch) / rollouts", f"{num(v.p_hat)} / {num(v.r_env)} / {v.n_rollouts}"],
+        ["checker result", v.check or DASH],
+        ["agent attempts", v.attempts or DASH],
+        ["lineage (to the seed)", " ← ".join(f"{i} ({o}, epoch {e})" for i, o, e in v.lineage) or v.id],
+    ]
     if v.superseded_by:
         rows.append(["superseded by", v.superseded_by])
     b.add(Table(["field", "value"], rows))
     b.add(Code("prompt", v.prompt), Code("answer", v.answer))
     if v.root_prompt is not None:
-        b.add(Code(f"root seed {v.lineage[-1][0]}: prompt", v.root_prompt),
-              Code(f"root seed {v.lineage[-1][0]}: answer", v.root_answer or ""))
+        b.add(
+            Code(f"root seed {v.lineage[-1][0]}: prompt", v.root_prompt),
+            Code(f"root seed {v.lineage[-1][0]}: answer", v.root_answer or ""),
+        )
 
 
 def _tasks_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
     b.add(Heading(lvl, "Tasks", f"{pre}tasks"))
-    b.add(Para(["Tasks in the store per epoch, by origin (built-in tasks by split) and status. Superseded tasks "
-                "were replaced by a hand edit."]))
+    b.add(
+        Para(
+            [
+                "Tasks in the store per epoch, by origin (built-in tasks by split) and status. Superseded tasks "
+                "were replaced by a hand edit."
+            ]
+        )
+    )
     agg: dict[tuple[int, str], dict[str, int]] = {}
     for r in s.task_counts:
         origin = r["origin"] if r["origin"] != "seed" else f"seed ({r['split']} split)"
@@ -390,12 +536,28 @@ def _tasks_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
     rows, marks = [], []
     for (epoch, origin), c in sorted(agg.items(), key=lambda kv: (kv[0][0] if kv[0][0] is not None else -1, kv[0][1])):
         e = status_of.get(epoch)
-        rows.append([DASH if epoch is None else str(epoch), status_text(e) if e else DASH, origin,
-                     str(c.get("active", 0)), str(c.get("pinned", 0)), str(c.get("banned", 0)),
-                     str(c.get("invalid", 0)), str(c.get("superseded", 0)), str(c.get("total", 0))])
+        rows.append(
+            [
+                DASH if epoch is None else str(epoch),
+                status_text(e) if e else DASH,
+                origin,
+                str(c.get("active", 0)),
+                str(c.get("pinned", 0)),
+                str(c.get("banned", 0)),
+                str(c.get("invalid", 0)),
+                str(c.get("superseded", 0)),
+                str(c.get("total", 0)),
+            ]
+        )
         marks.append(_mark(e) if e else "")
-    b.add(Table(["epoch", "epoch status", "origin", "active", "pinned", "banned", "invalid", "superseded", "total"],
-                rows, f"{pre}counts-table", marks))
+    b.add(
+        Table(
+            ["epoch", "epoch status", "origin", "active", "pinned", "banned", "invalid", "superseded", "total"],
+            rows,
+            f"{pre}counts-table",
+            marks,
+        )
+    )
 
     b.add(Heading(lvl + 1, "Sample of generated tasks by difficulty bucket", f"{pre}samples"))
     if not s.samples:
@@ -415,33 +577,67 @@ def _tasks_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
     for i, ed in enumerate(s.edits):
         a, o = ed.after, ed.before
         b.add(Heading(lvl + 2, f"Edit {i + 1}: {o.id} -> {a.id}", f"{pre}edit-{i}", toc=False))
-        b.add(Table(["field", "before", "after"], [
-            ["id", o.id, a.id], ["origin", o.origin, a.origin], ["status", o.status, a.status],
-            ["valid", "yes" if o.valid else "no", "yes" if a.valid else f"no: {a.reason}"],
-            ["p̂", num(o.p_hat), num(a.p_hat)], ["edited at", DASH, a.created_at or DASH],
-            ["checker result", DASH, a.check or DASH], ["agent attempts", DASH, a.attempts or DASH]]))
-        b.add(Code("prompt before", o.prompt), Code("prompt after", a.prompt),
-              Code("answer before", o.answer), Code("answer after", a.answer))
+        b.add(
+            Table(
+                ["field", "before", "after"],
+                [
+                    ["id", o.id, a.id],
+                    ["origin", o.origin, a.origin],
+                    ["status", o.status, a.status],
+                    ["valid", "yes" if o.valid else "no", "yes" if a.valid else f"no: {a.reason}"],
+                    ["p̂", num(o.p_hat), num(a.p_hat)],
+                    ["edited at", DASH, a.created_at or DASH],
+                    ["checker result", DASH, a.check or DASH],
+                    ["agent attempts", DASH, a.attempts or DASH],
+                ],
+            )
+        )
+        b.add(
+            Code("prompt before", o.prompt),
+            Code("prompt after", a.prompt),
+            Code("answer before", o.answer),
+            Code("answer after", a.answer),
+        )
 
     for title, anchor, views in (("Pinned tasks", "pins", s.pinned), ("Banned tasks", "bans", s.banned)):
         b.add(Heading(lvl + 1, title, f"{pre}{anchor}"))
         if not views:
             b.add(Para([f"No {title.split()[0].lower()} task."]))
             continue
-        b.add(Table(["id", "benchmark", "origin", "epoch", "valid", "superseded by"],
-                    [[v.id, v.benchmark, v.origin, DASH if v.epoch is None else str(v.epoch),
-                      "yes" if v.valid else "no", v.superseded_by or DASH] for v in views], f"{pre}{anchor}-table"))
+        b.add(
+            Table(
+                ["id", "benchmark", "origin", "epoch", "valid", "superseded by"],
+                [
+                    [
+                        v.id,
+                        v.benchmark,
+                        v.origin,
+                        DASH if v.epoch is None else str(v.epoch),
+                        "yes" if v.valid else "no",
+                        v.superseded_by or DASH,
+                    ]
+                    for v in views
+                ],
+                f"{pre}{anchor}-table",
+            )
+        )
         for v in views:
             b.add(Code(f"{v.id}: prompt", v.prompt))
 
 
 def _funnel_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
     b.add(Heading(lvl, "Funnel", f"{pre}funnel"))
-    b.add(Para(["Per epoch: the tasks the simulator wrote (drafts), those the validator admitted, those the "
+    b.add(
+        Para(
+            [
+                "Per epoch: the tasks the simulator wrote (drafts), those the validator admitted, those the "
                 "duplicate cap kept (stored valid), and the distinct tasks the agent trained on by source (fresh: "
                 "written that epoch; replayed: the earlier generated pool; pinned; edited; base data), with each "
                 "stage's difficulty level mix. Rejections are counted by reason (duplicate, duplicate_cap and "
-                "heldout_copy are the cap's)."]))
+                "heldout_copy are the cap's)."
+            ]
+        )
+    )
     tables = funnel_rows(s.funnel)
     if not tables:
         b.add(Para(["No epoch wrote or trained on a task yet."]))
@@ -455,22 +651,46 @@ def _funnel_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
 def _faults_section(b: _Builder, s: SessionData, lvl: int, pre: str) -> None:
     """Items a plugin's fault failed, per epoch and benchmark, and each re-scoring of the held-out answers (only
     when the session has any)."""
-    rows = [[str(e.epoch), status_text(e), bench, fault_text({bench: places}).partition(": ")[2]]
-            for e in s.epochs for bench, places in sorted(e.plugin_faults.items()) if fault_text({bench: places})]
-    rescored = [[str(e.epoch), r.get("at", DASH), num(r.get("changed"), 0), _counter(r.get("heldout_before") or {}),
-                 _counter(e.heldout)] for e in s.epochs for r in e.heldout_rescored]
+    rows = [
+        [str(e.epoch), status_text(e), bench, fault_text({bench: places}).partition(": ")[2]]
+        for e in s.epochs
+        for bench, places in sorted(e.plugin_faults.items())
+        if fault_text({bench: places})
+    ]
+    rescored = [
+        [
+            str(e.epoch),
+            r.get("at", DASH),
+            num(r.get("changed"), 0),
+            _counter(r.get("heldout_before") or {}),
+            _counter(e.heldout),
+        ]
+        for e in s.epochs
+        for r in e.heldout_rescored
+    ]
     if not rows and not rescored:
         return
     b.add(Heading(lvl, "Plugin faults", f"{pre}plugin-faults"))
-    b.add(Para(["Items that a plugin environment's code failed by raising (plugin_error) or by running past "
+    b.add(
+        Para(
+            [
+                "Items that a plugin environment's code failed by raising (plugin_error) or by running past "
                 "simulator.plugin_timeout (plugin_timeout): they count as failures in the held-out figures, are left "
                 "out of the agent's update and the batches' p̂, and say nothing about the agent. genenv resume "
-                "SESSION --rescore-heldout checks the stored held-out answers again once the plugin is fixed."]))
+                "SESSION --rescore-heldout checks the stored held-out answers again once the plugin is fixed."
+            ]
+        )
+    )
     if rows:
         b.add(Table(["epoch", "status", "benchmark", "faults"], rows, f"{pre}plugin-faults-table"))
     if rescored:
-        b.add(Table(["epoch", "held-out re-scored at", "answers changed", "held-out before", "held-out now"],
-                    rescored, f"{pre}rescored-table"))
+        b.add(
+            Table(
+                ["epoch", "held-out re-scored at", "answers changed", "held-out before", "held-out now"],
+                rescored,
+                f"{pre}rescored-table",
+            )
+        )
 
 
 def _session_blocks(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
@@ -484,14 +704,24 @@ def _session_blocks(b: _Builder, s: SessionData, lvl: int, pre: str, img: str) -
 
 def _comparison(b: _Builder, sessions: list[SessionData], labels: list[str]) -> None:
     b.add(Heading(2, "Comparison", "comparison"))
-    b.add(Para(["Sessions side by side, labelled by simulator mode (the paper's Fig. 6 compares GenEnv, "
-                "GenEnv-Random and GenEnv-Static)."]))
+    b.add(
+        Para(
+            [
+                "Sessions side by side, labelled by simulator mode (the paper's Fig. 6 compares GenEnv, "
+                "GenEnv-Random and GenEnv-Static)."
+            ]
+        )
+    )
     benches = sorted({x for s in sessions for x in s.benchmarks})
-    headers = (["session", "label", "preset", "seed", "epochs done / target", "partial epochs"]
-               + [f"{x} epoch 0" for x in benches] + [f"{x} best" for x in benches] + [f"{x} final" for x in benches]
-               + ["last mean p̂", "mean calibration error", "mean valid fraction", "tokens generated", "wall time"])
+    headers = (
+        ["session", "label", "preset", "seed", "epochs done / target", "partial epochs"]
+        + [f"{x} epoch 0" for x in benches]
+        + [f"{x} best" for x in benches]
+        + [f"{x} final" for x in benches]
+        + ["last mean p̂", "mean calibration error", "mean valid fraction", "tokens generated", "wall time"]
+    )
     rows, marks = [], []
-    for s, label in zip(sessions, labels):
+    for s, label in zip(sessions, labels, strict=False):
         done = [e for e in s.done_epochs if e.epoch > 0]
         cal = [e.calibration_error for e in done if e.calibration_error is not None]
         val = [e.valid_fraction for e in done if e.valid_fraction is not None]
@@ -499,14 +729,26 @@ def _comparison(b: _Builder, sessions: list[SessionData], labels: list[str]) -> 
         starts = [next((r for ep, r in s.heldout_series(x) if ep == 0), None) for x in benches]
         best = [s.heldout_best(x) for x in benches]
         final = [s.heldout_final(x) for x in benches]
-        rows.append([s.name, label, str(s.config.get("preset")), str(s.config.get("seed")),
-                     f"{len(done)} / {s.config.get('epochs')}",
-                     ", ".join(str(e.epoch) for e in s.incomplete_epochs) or DASH]
-                    + [num(v) for v in starts]
-                    + [f"{num(p[1])} (e{p[0]})" if p else DASH for p in best]
-                    + [f"{num(p[1])} (e{p[0]})" if p else DASH for p in final]
-                    + [num(last_p), num(sum(cal) / len(cal)) if cal else DASH,
-                       num(sum(val) / len(val)) if val else DASH, num(s.tokens_generated), duration(s.wall_seconds)])
+        rows.append(
+            [
+                s.name,
+                label,
+                str(s.config.get("preset")),
+                str(s.config.get("seed")),
+                f"{len(done)} / {s.config.get('epochs')}",
+                ", ".join(str(e.epoch) for e in s.incomplete_epochs) or DASH,
+            ]
+            + [num(v) for v in starts]
+            + [f"{num(p[1])} (e{p[0]})" if p else DASH for p in best]
+            + [f"{num(p[1])} (e{p[0]})" if p else DASH for p in final]
+            + [
+                num(last_p),
+                num(sum(cal) / len(cal)) if cal else DASH,
+                num(sum(val) / len(val)) if val else DASH,
+                num(s.tokens_generated),
+                duration(s.wall_seconds),
+            ]
+        )
         marks.append("partial" if s.incomplete_epochs else "")
     b.add(Table(headers, rows, "comparison-table", marks))
     b.add(Image("compare_heldout", "Held-out success per epoch, one line per session"))
@@ -516,7 +758,7 @@ def _comparison(b: _Builder, sessions: list[SessionData], labels: list[str]) -> 
 def labels_for(sessions: list[SessionData]) -> list[str]:
     """Legend labels: the simulator mode's paper name, with the session name where two would clash."""
     base = [s.label for s in sessions]
-    return [f"{lab} [{s.name}]" if base.count(lab) > 1 else lab for lab, s in zip(base, sessions)]
+    return [f"{lab} [{s.name}]" if base.count(lab) > 1 else lab for lab, s in zip(base, sessions, strict=False)]
 
 
 def build_document(sessions: list[SessionData]) -> tuple[str, list[Block]]:
@@ -525,15 +767,22 @@ def build_document(sessions: list[SessionData]) -> tuple[str, list[Block]]:
     if len(sessions) == 1:
         s = sessions[0]
         title = f"genenv session report: {s.name}"
-        b.add(Para([("b", s.label), f" · preset {s.config.get('preset')} · seed {s.config.get('seed')} · "
-                    f"benchmarks {', '.join(s.benchmarks)}"]))
+        b.add(
+            Para(
+                [
+                    ("b", s.label),
+                    f" · preset {s.config.get('preset')} · seed {s.config.get('seed')} · "
+                    f"benchmarks {', '.join(s.benchmarks)}",
+                ]
+            )
+        )
         _session_blocks(b, s, 2, "", "")
         return title, b.blocks
     labels = labels_for(sessions)
     title = f"genenv comparison report: {len(sessions)} sessions"
-    b.add(Bullets([f"{lab}: {s.name}" for lab, s in zip(labels, sessions)]))
+    b.add(Bullets([f"{lab}: {s.name}" for lab, s in zip(labels, sessions, strict=False)]))
     _comparison(b, sessions, labels)
-    for i, (s, label) in enumerate(zip(sessions, labels), start=1):
+    for i, (s, label) in enumerate(zip(sessions, labels, strict=False), start=1):
         b.add(Heading(2, f"Session {i}: {s.name} ({label})", f"s{i}"))
         _session_blocks(b, s, 3, f"s{i}-", f"s{i}_")
     return title, b.blocks
@@ -547,5 +796,17 @@ def image_keys(sessions: list[SessionData]) -> list[str]:
     return ["compare_heldout", "compare_calibration"] + [f"s{i}_{k}" for i in range(1, len(sessions) + 1) for k in per]
 
 
-__all__ = ["Block", "Bullets", "Code", "Heading", "Image", "Note", "Para", "Table", "build_document", "image_keys",
-           "labels_for", "MODE_LABELS"]
+__all__ = [
+    "Block",
+    "Bullets",
+    "Code",
+    "Heading",
+    "Image",
+    "Note",
+    "Para",
+    "Table",
+    "build_document",
+    "image_keys",
+    "labels_for",
+    "MODE_LABELS",
+]

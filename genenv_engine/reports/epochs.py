@@ -11,15 +11,26 @@ from genenv_engine.reports.session_data import EpochData
 from genenv_engine.storage.session_view import BatchView, EpochView, SessionView
 from genenv_engine.storage.store import Store
 
-_METRIC_FIELDS = ("generated", "valid", "valid_fraction", "unique_fraction", "generated_success",
-                  "in_band_fraction", "calibration_error", "tokens_generated", "tokens_per_second",
-                  "tasks_trained", "pool_size")
+_METRIC_FIELDS = (
+    "generated",
+    "valid",
+    "valid_fraction",
+    "unique_fraction",
+    "generated_success",
+    "in_band_fraction",
+    "calibration_error",
+    "tokens_generated",
+    "tokens_per_second",
+    "tasks_trained",
+    "pool_size",
+)
 
 
 def epoch_from_metrics(row: dict[str, Any], batches: tuple[BatchView, ...]) -> EpochData:
     """A done epoch from the metrics row the loop recorded, with the R_env of its scored ``batches``."""
-    e = EpochData(epoch=row["epoch"], status=row["status"], started_at=row.get("started_at"),
-                  finished_at=row.get("finished_at"))
+    e = EpochData(
+        epoch=row["epoch"], status=row["status"], started_at=row.get("started_at"), finished_at=row.get("finished_at")
+    )
     for name in _METRIC_FIELDS:
         if row.get(name) is not None:
             setattr(e, name, row[name])
@@ -47,8 +58,9 @@ def epoch_from_database(store: Store, view: SessionView, row: EpochView, seconds
     """Rebuild what a stopped/crashed/running epoch left behind: generations, scored batches (each against the
     alpha it was scored against), rollouts."""
     epoch = row.epoch
-    e = EpochData(epoch=epoch, status=row.status, started_at=row.started_at, finished_at=row.finished_at,
-                  source="database")
+    e = EpochData(
+        epoch=epoch, status=row.status, started_at=row.started_at, finished_at=row.finished_at, source="database"
+    )
     rows = store.generated_verdicts(epoch)
     if rows:
         e.generated = len(rows)

@@ -10,8 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-FUNNEL_HEADERS = ["epoch", "drafts", "passed validator", "kept by duplicate cap", "trained", "rejected by reason",
-                  "trained by source", "levels: drafts", "levels: passed", "levels: kept", "levels: trained"]
+FUNNEL_HEADERS = [
+    "epoch",
+    "drafts",
+    "passed validator",
+    "kept by duplicate cap",
+    "trained",
+    "rejected by reason",
+    "trained by source",
+    "levels: drafts",
+    "levels: passed",
+    "levels: kept",
+    "levels: trained",
+]
 
 
 def counts_text(counts: dict[str, int]) -> str:
@@ -40,7 +51,18 @@ def funnel_rows(entries: list[dict[str, Any]]) -> dict[str, list[list[str]]]:
     for e in sorted(entries, key=lambda e: (e["benchmark"], e["epoch"])):
         lv = e["levels"]
         out.setdefault(e["benchmark"], []).append(
-            [str(e["epoch"]), str(e["drafts"]), str(e["passed"]), str(e["valid"]), str(e["trained"]),
-             counts_text(e["rejected"]), counts_text(e["trained_by_source"]), levels_text(lv["drafts"]),
-             levels_text(lv["passed"]), levels_text(lv["valid"]), levels_text(lv["trained"])])
+            [
+                str(e["epoch"]),
+                str(e["drafts"]),
+                str(e["passed"]),
+                str(e["valid"]),
+                str(e["trained"]),
+                counts_text(e["rejected"]),
+                counts_text(e["trained_by_source"]),
+                levels_text(lv["drafts"]),
+                levels_text(lv["passed"]),
+                levels_text(lv["valid"]),
+                levels_text(lv["trained"]),
+            ]
+        )
     return out

@@ -76,8 +76,9 @@ def _table(t: Table) -> str:
         cls = f' class="{anchor_id(mark)}"' if mark else ""
         cells = "".join(f"<td>{esc(c)}</td>" for c in row)
         rows.append(f"<tr{cls}>{cells}</tr>")
-    return (f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+    return (
+        f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
 
 
 def render_html(title: str, blocks: list[Block], images: dict[str, bytes]) -> str:
@@ -102,16 +103,19 @@ def render_html(title: str, blocks: list[Block], images: dict[str, bytes]) -> st
             body.append(_table(block))
         elif isinstance(block, Image):
             if block.key in images:
-                body.append(f'<figure><img src="{data_uri(images[block.key])}" alt="{esc(block.alt)}">'
-                            f"<figcaption>{esc(block.alt)}</figcaption></figure>")
+                body.append(
+                    f'<figure><img src="{data_uri(images[block.key])}" alt="{esc(block.alt)}">'
+                    f"<figcaption>{esc(block.alt)}</figcaption></figure>"
+                )
         elif isinstance(block, Code):
-            body.append(f'<div class="code"><div class="label">{esc(block.label)}</div>'
-                        f"<pre>{esc(block.text)}</pre></div>")
+            body.append(
+                f'<div class="code"><div class="label">{esc(block.label)}</div><pre>{esc(block.text)}</pre></div>'
+            )
         elif isinstance(block, Bullets):
             body.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in block.items) + "</ul>")
     nav = f"<nav><strong>Contents</strong><ul>{''.join(toc)}</ul></nav>" if toc else ""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"

@@ -63,8 +63,7 @@ def _para(p: Para) -> str:
 
 
 def _table(t: Table) -> str:
-    lines = ["| " + " | ".join(md_text(h) for h in t.headers) + " |",
-             "|" + "|".join(" --- " for _ in t.headers) + "|"]
+    lines = ["| " + " | ".join(md_text(h) for h in t.headers) + " |", "|" + "|".join(" --- " for _ in t.headers) + "|"]
     for row in t.rows:
         cells = [md_text(c) if c != "" else " " for c in row]
         lines.append("| " + " | ".join(cells) + " |")

@@ -15,9 +15,16 @@ from genenv_engine.reports.data import EpochData, SessionData
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
-PHASE_COLORS = {"warm_start": "#7f7f7f", "generate": "#1f77b4", "validate": "#aec7e8", "rollout": "#ff7f0e",
-                "agent_update": "#d62728", "simulator_update": "#2ca02c", "heldout_eval": "#9467bd",
-                "checkpoint": "#8c564b"}
+PHASE_COLORS = {
+    "warm_start": "#7f7f7f",
+    "generate": "#1f77b4",
+    "validate": "#aec7e8",
+    "rollout": "#ff7f0e",
+    "agent_update": "#d62728",
+    "simulator_update": "#2ca02c",
+    "heldout_eval": "#9467bd",
+    "checkpoint": "#8c564b",
+}
 
 
 def _t(text: str) -> str:
@@ -51,13 +58,27 @@ def _shade_partial(ax: Any, epochs: list[EpochData]) -> None:
     for e in epochs:
         if not e.complete:
             ax.axvspan(e.epoch - 0.4, e.epoch + 0.4, color="#f5c542", alpha=0.25, lw=0)
-            ax.text(e.epoch, 1.0, "partial", ha="center", va="bottom", fontsize=8, color="#8a6d00",
-                    transform=ax.get_xaxis_transform())
+            ax.text(
+                e.epoch,
+                1.0,
+                "partial",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="#8a6d00",
+                transform=ax.get_xaxis_transform(),
+            )
 
 
 def _band(ax: Any, s: SessionData) -> None:
-    ax.axhspan(s.alpha - s.k_min, s.alpha + s.k_min, color="#2ca02c", alpha=0.12, lw=0,
-               label=f"band [{s.alpha - s.k_min:.2f}, {s.alpha + s.k_min:.2f}]")
+    ax.axhspan(
+        s.alpha - s.k_min,
+        s.alpha + s.k_min,
+        color="#2ca02c",
+        alpha=0.12,
+        lw=0,
+        label=f"band [{s.alpha - s.k_min:.2f}, {s.alpha + s.k_min:.2f}]",
+    )
     ax.axhline(s.alpha, color="#2ca02c", ls="--", lw=1, label=f"alpha = {s.alpha}")
 
 
@@ -66,8 +87,9 @@ def _int_ticks(ax: Any, epochs: list[int]) -> None:
         ax.set_xticks(sorted(set(epochs)))
 
 
-def _line(ax: Any, points: list[tuple[int, float, bool]], color: str, label: str, marker: str = "o",
-          style: str = "-") -> None:
+def _line(
+    ax: Any, points: list[tuple[int, float, bool]], color: str, label: str, marker: str = "o", style: str = "-"
+) -> None:
     """A line over (epoch, value, complete) points; incomplete points hollow. Lines that may overlap get
     distinct styles and markers so each stays visible."""
     if not points:
@@ -94,15 +116,31 @@ def calibration(s: SessionData) -> bytes:
         if e.batch_p_hats:
             n = len(e.batch_p_hats)
             xs = [e.epoch + (0.24 * (i / max(1, n - 1) - 0.5) if n > 1 else 0.0) for i in range(n)]
-            ax.scatter(xs, e.batch_p_hats, s=10, color="#999999", alpha=0.6, zorder=2,
-                       label="batch p̂" if e is scored[0] else None)
-    _line(ax, [(e.epoch, e.generated_success, e.complete) for e in scored if e.generated_success is not None],
-          "#000000", "all benchmarks")
+            ax.scatter(
+                xs,
+                e.batch_p_hats,
+                s=10,
+                color="#999999",
+                alpha=0.6,
+                zorder=2,
+                label="batch p̂" if e is scored[0] else None,
+            )
+    _line(
+        ax,
+        [(e.epoch, e.generated_success, e.complete) for e in scored if e.generated_success is not None],
+        "#000000",
+        "all benchmarks",
+    )
     if len(s.benchmarks) > 1:
         for i, name in enumerate(s.benchmarks):
-            pts = [(e.epoch, e.generated_success_by_benchmark[name], e.complete) for e in scored
-                   if e.generated_success_by_benchmark.get(name) is not None]
-            _line(ax, pts, COLORS[i % len(COLORS)], name, MARKERS[(i + 1) % len(MARKERS)], STYLES[(i + 1) % len(STYLES)])
+            pts = [
+                (e.epoch, e.generated_success_by_benchmark[name], e.complete)
+                for e in scored
+                if e.generated_success_by_benchmark.get(name) is not None
+            ]
+            _line(
+                ax, pts, COLORS[i % len(COLORS)], name, MARKERS[(i + 1) % len(MARKERS)], STYLES[(i + 1) % len(STYLES)]
+            )
     _shade_partial(ax, epochs)
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("epoch")
@@ -144,8 +182,11 @@ def generation(s: SessionData) -> bytes:
     fig = _figure(8.0, 3.4)
     ax = fig.add_subplot(1, 1, 1)
     epochs = [e for e in s.epochs if e.epoch > 0]
-    series = {"valid fraction": "valid_fraction", "unique fraction": "unique_fraction",
-              "in-band fraction": "in_band_fraction"}
+    series = {
+        "valid fraction": "valid_fraction",
+        "unique fraction": "unique_fraction",
+        "in-band fraction": "in_band_fraction",
+    }
     drawn = False
     for i, (label, attr) in enumerate(series.items()):
         pts = [(e.epoch, getattr(e, attr), e.complete) for e in epochs if getattr(e, attr) is not None]
@@ -174,8 +215,15 @@ def heldout(s: SessionData) -> bytes:
         _line(ax, pts, COLORS[i % len(COLORS)], name, MARKERS[i % len(MARKERS)], STYLES[i % len(STYLES)])
         best = s.heldout_best(name)
         if best:
-            ax.annotate(f"best {best[1]:.3f}", best, textcoords="offset points", xytext=(0, 6), ha="center",
-                        fontsize=7, color=COLORS[i % len(COLORS)])
+            ax.annotate(
+                f"best {best[1]:.3f}",
+                best,
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=7,
+                color=COLORS[i % len(COLORS)],
+            )
         drawn = drawn or bool(pts)
     if not drawn:
         _empty(ax, "no held-out evaluation recorded")
@@ -204,14 +252,19 @@ def time_split(s: SessionData) -> bytes:
     bottoms = [0.0] * len(epochs)
     for i, phase in enumerate(phases):
         heights = [float(e.phase_seconds.get(phase, 0.0)) for e in epochs]
-        bars = ax.bar([e.epoch for e in epochs], heights, bottom=bottoms, label=_t(phase),
-                      color=PHASE_COLORS.get(phase, COLORS[i % len(COLORS)]))
-        for bar, e in zip(bars, epochs):
+        bars = ax.bar(
+            [e.epoch for e in epochs],
+            heights,
+            bottom=bottoms,
+            label=_t(phase),
+            color=PHASE_COLORS.get(phase, COLORS[i % len(COLORS)]),
+        )
+        for bar, e in zip(bars, epochs, strict=False):
             if not e.complete:
                 bar.set_hatch("//")
                 bar.set_edgecolor("#8a6d00")
-        bottoms = [b + h for b, h in zip(bottoms, heights)]
-    for e, top in zip(epochs, bottoms):
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=False)]
+    for e, top in zip(epochs, bottoms, strict=False):
         if not e.complete:
             ax.text(e.epoch, top, "partial", ha="center", va="bottom", fontsize=8, color="#8a6d00")
     ax.set_xlabel("epoch")
@@ -223,9 +276,13 @@ def time_split(s: SessionData) -> bytes:
 
 def session_figures(s: SessionData, prefix: str = "") -> dict[str, bytes]:
     """Every per-session figure, keyed as the document refers to them."""
-    return {f"{prefix}time": time_split(s), f"{prefix}calibration": calibration(s),
-            f"{prefix}phat_hist": phat_hist(s), f"{prefix}generation": generation(s),
-            f"{prefix}heldout": heldout(s)}
+    return {
+        f"{prefix}time": time_split(s),
+        f"{prefix}calibration": calibration(s),
+        f"{prefix}phat_hist": phat_hist(s),
+        f"{prefix}generation": generation(s),
+        f"{prefix}heldout": heldout(s),
+    }
 
 
 def compare_heldout(sessions: list[SessionData], labels: list[str]) -> bytes:
@@ -234,13 +291,21 @@ def compare_heldout(sessions: list[SessionData], labels: list[str]) -> bytes:
     fig = _figure(8.0, 3.6 * len(benches))
     for j, name in enumerate(benches):
         ax = fig.add_subplot(len(benches), 1, j + 1)
-        for i, (s, label) in enumerate(zip(sessions, labels)):
+        for i, (s, label) in enumerate(zip(sessions, labels, strict=False)):
             pts = [(ep, rate, True) for ep, rate in s.heldout_series(name)]
             _line(ax, pts, COLORS[i % len(COLORS)], label, MARKERS[i % len(MARKERS)], STYLES[i % len(STYLES)])
             for e in s.incomplete_epochs:
                 ax.axvline(e.epoch, color=COLORS[i % len(COLORS)], ls=":", lw=1)
-                ax.text(e.epoch, 0.02, _t(f"partial ({label})"), rotation=90, fontsize=7, va="bottom",
-                        color=COLORS[i % len(COLORS)], transform=ax.get_xaxis_transform())
+                ax.text(
+                    e.epoch,
+                    0.02,
+                    _t(f"partial ({label})"),
+                    rotation=90,
+                    fontsize=7,
+                    va="bottom",
+                    color=COLORS[i % len(COLORS)],
+                    transform=ax.get_xaxis_transform(),
+                )
         ax.set_title(_t(f"{name}: held-out success"), fontsize=10)
         ax.set_xlabel("epoch (0 = warm start)")
         ax.set_ylabel("success")
@@ -258,9 +323,12 @@ def compare_calibration(sessions: list[SessionData], labels: list[str]) -> bytes
     first = sessions[0]
     _band(ax, first)
     drawn = False
-    for i, (s, label) in enumerate(zip(sessions, labels)):
-        pts = [(e.epoch, e.generated_success, e.complete) for e in s.epochs
-               if e.epoch > 0 and e.generated_success is not None]
+    for i, (s, label) in enumerate(zip(sessions, labels, strict=False)):
+        pts = [
+            (e.epoch, e.generated_success, e.complete)
+            for e in s.epochs
+            if e.epoch > 0 and e.generated_success is not None
+        ]
         _line(ax, pts, COLORS[i % len(COLORS)], label, MARKERS[i % len(MARKERS)], STYLES[i % len(STYLES)])
         drawn = drawn or bool(pts)
     if not drawn:
@@ -276,5 +344,7 @@ def compare_calibration(sessions: list[SessionData], labels: list[str]) -> bytes
 
 def comparison_figures(sessions: list[SessionData], labels: list[str]) -> dict[str, bytes]:
     """The overlaid figures of a multi-session report."""
-    return {"compare_heldout": compare_heldout(sessions, labels),
-            "compare_calibration": compare_calibration(sessions, labels)}
+    return {
+        "compare_heldout": compare_heldout(sessions, labels),
+        "compare_calibration": compare_calibration(sessions, labels),
+    }

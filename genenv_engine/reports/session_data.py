@@ -14,8 +14,13 @@ from typing import Any
 
 from genenv_engine.storage.session_view import REWARD_KINDS
 
-MODE_LABELS = {"trained": "GenEnv", "frozen": "GenEnv-Random", "static": "GenEnv-Static", "off": "base data only",
-               "sampler": "difficulty sampler (no simulator)"}
+MODE_LABELS = {
+    "trained": "GenEnv",
+    "frozen": "GenEnv-Random",
+    "static": "GenEnv-Static",
+    "off": "base data only",
+    "sampler": "difficulty sampler (no simulator)",
+}
 """How the paper names each simulator mode (Fig. 6)."""
 
 

@@ -57,12 +57,27 @@ class TaskReader:
             return None
         stats = self.store.task_stats(task_id) or {}
         created = self.store.created_at(task_id)
-        v = TaskView(id=task.id, benchmark=task.benchmark, origin=task.origin, split=task.split, status=task.status,
-                     epoch=task.epoch, valid=task.valid, reason=task.reason, prompt=_cut(task.prompt),
-                     answer=_cut(task.answer), bucket=self.bucket(task), generator=task.generator,
-                     p_hat=stats.get("p_hat"), r_env=stats.get("r_env"), n_rollouts=stats.get("n_rollouts") or 0,
-                     batch_id=stats.get("batch_id"), superseded_by=stats.get("superseded_by"),
-                     parent_id=task.parent_id, created_at=created)
+        v = TaskView(
+            id=task.id,
+            benchmark=task.benchmark,
+            origin=task.origin,
+            split=task.split,
+            status=task.status,
+            epoch=task.epoch,
+            valid=task.valid,
+            reason=task.reason,
+            prompt=_cut(task.prompt),
+            answer=_cut(task.answer),
+            bucket=self.bucket(task),
+            generator=task.generator,
+            p_hat=stats.get("p_hat"),
+            r_env=stats.get("r_env"),
+            n_rollouts=stats.get("n_rollouts") or 0,
+            batch_id=stats.get("batch_id"),
+            superseded_by=stats.get("superseded_by"),
+            parent_id=task.parent_id,
+            created_at=created,
+        )
         if not full:
             return v
         v.check = self.check(task)
@@ -131,9 +146,18 @@ def hand_edits(store: Store, reader: TaskReader) -> list[Edit]:
         if after is None:
             continue
         if before is None:
-            before = TaskView(id=parent_id or "?", benchmark=after.benchmark, origin="?", split=None,
-                              status="?", epoch=None, valid=False, reason="the edited task is no longer stored",
-                              prompt="", answer="")
+            before = TaskView(
+                id=parent_id or "?",
+                benchmark=after.benchmark,
+                origin="?",
+                split=None,
+                status="?",
+                epoch=None,
+                valid=False,
+                reason="the edited task is no longer stored",
+                prompt="",
+                answer="",
+            )
         out.append(Edit(before, after))
     return out
 

@@ -62,7 +62,9 @@ def phase_attempts(events: list[dict[str, Any]]) -> list[tuple[int, dict[str, fl
             current[ev["epoch"]] = seconds
         elif ev["kind"] == "PhaseFinished" and ev["epoch"] in current:
             phase = ev["payload"].get("phase", "?")
-            current[ev["epoch"]][phase] = current[ev["epoch"]].get(phase, 0.0) + float(ev["payload"].get("seconds", 0.0))
+            current[ev["epoch"]][phase] = current[ev["epoch"]].get(phase, 0.0) + float(
+                ev["payload"].get("seconds", 0.0)
+            )
     return attempts
 
 

@@ -16,17 +16,21 @@ def training_volume(session_dir: Path, store: Store, epochs: list[EpochData], up
     done = [e for e in epochs if e.complete and e.epoch > 0]
     agent_seq = sum(int(e.agent_update.get("sequences", 0) or 0) for e in done)
     agent_steps = sum(int(e.agent_update.get("steps", 0) or 0) for e in done)
-    sim_examples = sum(int(e.simulator_update.get("examples", 0) or 0) for e in done
-                       if e.simulator_update.get("steps"))
+    sim_examples = sum(int(e.simulator_update.get("examples", 0) or 0) for e in done if e.simulator_update.get("steps"))
     sim_steps = sum(int(e.simulator_update.get("steps", 0) or 0) for e in done)
     warm = next((e.warm_start for e in epochs if e.warm_start), None) or {}
     recorded = [e.agent_update.get("tokens") for e in done]
     sim_recorded = [e.simulator_update.get("tokens") for e in done if e.simulator_update.get("steps")]
-    return {"agent_tokens": sum(recorded) if done and all(t is not None for t in recorded) else None,
-            "simulator_tokens": sum(sim_recorded) if all(t is not None for t in sim_recorded) else None,
-            "agent_sequences": agent_seq, "agent_steps": agent_steps, "simulator_examples": sim_examples,
-            "simulator_steps": sim_steps, "agent_tokens_estimate": _agent_tokens(session_dir, store, done, update_epochs),
-            "warm_start": warm}
+    return {
+        "agent_tokens": sum(recorded) if done and all(t is not None for t in recorded) else None,
+        "simulator_tokens": sum(sim_recorded) if all(t is not None for t in sim_recorded) else None,
+        "agent_sequences": agent_seq,
+        "agent_steps": agent_steps,
+        "simulator_examples": sim_examples,
+        "simulator_steps": sim_steps,
+        "agent_tokens_estimate": _agent_tokens(session_dir, store, done, update_epochs),
+        "warm_start": warm,
+    }
 
 
 def _agent_tokens(session_dir: Path, store: Store, done: list[EpochData], update_epochs: int) -> int | None:

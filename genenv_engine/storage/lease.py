@@ -69,7 +69,7 @@ class Lease:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
 
-    def __enter__(self) -> "Lease":
+    def __enter__(self) -> Lease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -86,8 +86,10 @@ def describe(record: dict[str, Any] | None) -> str:
     """
     if not record:
         return "another process (it did not say which)"
-    return f"{record.get('what', 'a process')} (PID {record.get('pid', '?')} on {record.get('host', '?')}, " \
-           f"since {record.get('since', '?')})"
+    return (
+        f"{record.get('what', 'a process')} (PID {record.get('pid', '?')} on {record.get('host', '?')}, "
+        f"since {record.get('since', '?')})"
+    )
 
 
 def _read(fd: int) -> dict[str, Any] | None:
@@ -100,8 +102,12 @@ def _read(fd: int) -> dict[str, Any] | None:
 
 def _record(what: str) -> dict[str, Any]:
     """The holder record this process writes into a lock file it holds."""
-    return {"pid": os.getpid(), "host": socket.gethostname(),
-            "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "what": what}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "what": what,
+    }
 
 
 def _open(folder: Path) -> int:
@@ -109,8 +115,10 @@ def _open(folder: Path) -> int:
         return os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            raise SessionUnwritable(f"cannot run {folder}: its folder is not writable ({exc.strerror}); copy the "
-                                    "session to a writable place and resume it there") from None
+            raise SessionUnwritable(
+                f"cannot run {folder}: its folder is not writable ({exc.strerror}); copy the "
+                "session to a writable place and resume it there"
+            ) from None
         raise
 
 
@@ -127,12 +135,17 @@ def acquire(folder: str | Path, what: str) -> Lease:
     except BlockingIOError:
         record = _read(fd)
         os.close(fd)
-        raise SessionBusy(f"{folder} is being run by {describe(record)}: wait for it to finish or stop it "
-                          "(the console opened on the session follows it)", record) from None
+        raise SessionBusy(
+            f"{folder} is being run by {describe(record)}: wait for it to finish or stop it "
+            "(the console opened on the session follows it)",
+            record,
+        ) from None
     except OSError as exc:
         os.close(fd)
-        raise SessionUnwritable(f"cannot lock {folder / LOCK_NAME} ({exc.strerror}): this filesystem does not "
-                                "support the lock that keeps two engines off one session") from None
+        raise SessionUnwritable(
+            f"cannot lock {folder / LOCK_NAME} ({exc.strerror}): this filesystem does not "
+            "support the lock that keeps two engines off one session"
+        ) from None
     previous = _read(fd)
     record = _record(what)
     try:
@@ -165,9 +178,13 @@ def holder(folder: str | Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def waiting_lock(path: str | Path, check: Callable[[], None] = lambda: None,
-                 on_wait: Callable[[dict[str, Any] | None], None] = lambda holder: None,
-                 poll: float = 1.0, what: str = "genenv") -> Iterator[None]:
+def waiting_lock(
+    path: str | Path,
+    check: Callable[[], None] = lambda: None,
+    on_wait: Callable[[dict[str, Any] | None], None] = lambda holder: None,
+    poll: float = 1.0,
+    what: str = "genenv",
+) -> Iterator[None]:
     """Hold an OS lock on the file ``path`` (created if missing) for the ``with`` block, waiting while another
     process holds it: ``on_wait`` gets the holder's record once, when this process has to wait, and ``check``
     runs between polls (it may raise to give up waiting). Used where two processes would otherwise do the same

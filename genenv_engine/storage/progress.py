@@ -48,10 +48,12 @@ def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
     """One line summarising an epoch's metrics (ending with its plugin faults, when it has any)."""
     secs = sum((metrics.get("phase_seconds") or {}).values())
     faults = fault_text(metrics.get("plugin_faults"))
-    return (f"epoch {epoch}: p_hat={_fmt(metrics.get('generated_success'))} "
-            f"|p-a|={_fmt(metrics.get('calibration_error'))} valid={_fmt(metrics.get('valid_fraction'))} "
-            f"unique={_fmt(metrics.get('unique_fraction'))} mix={_fmt(metrics.get('difficulty_mix'))} "
-            f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s" + (f" PLUGIN FAULTS {faults}" if faults else ""))
+    return (
+        f"epoch {epoch}: p_hat={_fmt(metrics.get('generated_success'))} "
+        f"|p-a|={_fmt(metrics.get('calibration_error'))} valid={_fmt(metrics.get('valid_fraction'))} "
+        f"unique={_fmt(metrics.get('unique_fraction'))} mix={_fmt(metrics.get('difficulty_mix'))} "
+        f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s" + (f" PLUGIN FAULTS {faults}" if faults else "")
+    )
 
 
 class ConsoleReporter:
@@ -61,13 +63,22 @@ class ConsoleReporter:
         self.session = session
         self.quiet = quiet
         self.console = Console(stderr=False)
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=self.console, transient=True, disable=quiet)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+            disable=quiet,
+        )
         self.tasks: dict[str, int] = {}
         self._warm_printed: dict[str, int] = {}
 
-    def __enter__(self) -> "ConsoleReporter":
+    def __enter__(self) -> ConsoleReporter:
         self.progress.start()
         return self
 
@@ -92,8 +103,12 @@ class ConsoleReporter:
         if tenth > self._warm_printed.get(event.role, 0) or event.step == event.steps:
             self._warm_printed[event.role] = tenth
             left = f", ETA {eta:.0f}s" if eta else ""
-            self.console.print(f"warm start {event.role} {event.step}/{event.steps}: {info}{left}",
-                               soft_wrap=True, markup=False, highlight=False)
+            self.console.print(
+                f"warm start {event.role} {event.step}/{event.steps}: {info}{left}",
+                soft_wrap=True,
+                markup=False,
+                highlight=False,
+            )
 
     def __call__(self, event: Event) -> None:
         kind = event.kind
@@ -125,23 +140,45 @@ def sample_line(event) -> str:
     """
     fault = re.search(r"plugin_error: \w+|plugin_timeout", getattr(event, "detail", "") or "")
     verdict = f"not scored ({fault[0]})" if fault else event.verdict  # the plugin failed, not the role
-    return (f"warm start {event.role} {event.step}/{event.steps} {verdict}: "
-            f"{event.prompt[:80]!r} -> {event.text[:160]!r}")
+    return (
+        f"warm start {event.role} {event.step}/{event.steps} {verdict}: {event.prompt[:80]!r} -> {event.text[:160]!r}"
+    )
 
 
 def print_status(data: dict[str, Any]) -> None:
     """Print ``genenv status`` as a table."""
     table = Table(title=f"{data['session']} ({data['preset']}, simulator {data['simulator_mode']})")
     faults = any(fault_text(e.get("plugin_faults")) for e in data["epochs"])
-    for col in ("epoch", "status", "p_hat gen", "|p-a|", "valid", "unique", "mix", "held-out", "trained", "seconds",
-                "rollout workers", *(("plugin faults",) if faults else ())):
+    for col in (
+        "epoch",
+        "status",
+        "p_hat gen",
+        "|p-a|",
+        "valid",
+        "unique",
+        "mix",
+        "held-out",
+        "trained",
+        "seconds",
+        "rollout workers",
+        *(("plugin faults",) if faults else ()),
+    ):
         table.add_column(col)
     for e in data["epochs"]:
-        table.add_row(str(e["epoch"]), e["status"], _fmt(e["generated_success"]), _fmt(e["calibration_error"]),
-                      _fmt(e["valid_fraction"]), _fmt(e["unique_fraction"]), _fmt(e["difficulty_mix"]),
-                      _fmt(e["heldout"]), _fmt(e["tasks_trained"]),
-                      f"{sum((e['phase_seconds'] or {}).values()):.1f}", worker_summary(e.get("rollout_workers")),
-                      *((fault_text(e.get("plugin_faults")) or "-",) if faults else ()))
+        table.add_row(
+            str(e["epoch"]),
+            e["status"],
+            _fmt(e["generated_success"]),
+            _fmt(e["calibration_error"]),
+            _fmt(e["valid_fraction"]),
+            _fmt(e["unique_fraction"]),
+            _fmt(e["difficulty_mix"]),
+            _fmt(e["heldout"]),
+            _fmt(e["tasks_trained"]),
+            f"{sum((e['phase_seconds'] or {}).values()):.1f}",
+            worker_summary(e.get("rollout_workers")),
+            *((fault_text(e.get("plugin_faults")) or "-",) if faults else ()),
+        )
     Console().print(table)
 
 
@@ -158,6 +195,7 @@ def worker_summary(stats: list[dict[str, float]] | None) -> str:
 
     def rate(value: float, seconds: float) -> float:
         return value / seconds if seconds else 0.0
+
     tasks = "+".join(f"{rate(w.get('tasks', 0), w.get('seconds', 0)):.1f}" for w in stats)
     tokens = "+".join(f"{rate(w.get('tokens', 0), w.get('seconds', 0)):.0f}" for w in stats)
     return f"{len(stats)}: {tasks} tasks/s, {tokens} tok/s"

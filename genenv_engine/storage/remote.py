@@ -42,8 +42,12 @@ def request(folder: str | Path, action: str, by: str = "genenv-console") -> None
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
     folder = Path(folder)
-    body = {"action": action, "by": by, "pid": os.getpid(),
-            "at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    body = {
+        "action": action,
+        "by": by,
+        "pid": os.getpid(),
+        "at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
     tmp = folder / f".{CONTROL_NAME}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(body))
     os.replace(tmp, folder / CONTROL_NAME)
@@ -85,7 +89,7 @@ class RequestWatcher:
         getattr(self.control, req["action"])()
         self.applied.append(req)
 
-    def start(self) -> "RequestWatcher":
+    def start(self) -> RequestWatcher:
         clear(self.folder)
         self._thread = threading.Thread(target=self._loop, name="genenv-remote-control", daemon=True)
         self._thread.start()

@@ -21,9 +21,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from genenv_engine.config import RunConfig, config_from_file, replace_config, save_config
 from genenv_engine.core.errors import ConfigError
 from genenv_engine.storage import lease as leases
-from genenv_engine.config import RunConfig, config_from_file, replace_config, save_config
 from genenv_engine.storage.store import MIGRATIONS, Store, probe_database
 
 DEFAULT_ROOT = Path("sessions")
@@ -132,13 +132,17 @@ def check_database(path: Path) -> None:
     known = [m.name for m in MIGRATIONS._migrations]
     newer = [name for name in facts["applied"] or [] if name not in known]
     if newer:
-        raise SessionError(f"{path} was written by a newer genenv (schema {len(facts['applied'])}, this genenv "
-                           f"knows {len(known)}; unknown migrations {', '.join(newer)}): upgrade genenv "
-                           "to open it; nothing was changed")
+        raise SessionError(
+            f"{path} was written by a newer genenv (schema {len(facts['applied'])}, this genenv "
+            f"knows {len(known)}; unknown migrations {', '.join(newer)}): upgrade genenv "
+            "to open it; nothing was changed"
+        )
     version = facts["schema_version"]
     if version is not None and version.isdigit() and int(version) > len(known):
-        raise SessionError(f"{path} was written by a newer genenv (schema {version}, this genenv "
-                           f"knows {len(known)}): upgrade genenv to open it; nothing was changed")
+        raise SessionError(
+            f"{path} was written by a newer genenv (schema {version}, this genenv "
+            f"knows {len(known)}): upgrade genenv to open it; nothing was changed"
+        )
 
 
 class Session:
@@ -153,11 +157,13 @@ class Session:
         try:
             self.store = Store(db)
         except sqlite3.DatabaseError as exc:
-            raise SessionError(f"{db} is damaged or not a genenv database ({exc}): restore it from a backup "
-                               "or start a new session; nothing was changed") from None
+            raise SessionError(
+                f"{db} is damaged or not a genenv database ({exc}): restore it from a backup "
+                "or start a new session; nothing was changed"
+            ) from None
 
     @classmethod
-    def create(cls, config: RunConfig, path: str | Path | None = None, root: str | Path = DEFAULT_ROOT) -> "Session":
+    def create(cls, config: RunConfig, path: str | Path | None = None, root: str | Path = DEFAULT_ROOT) -> Session:
         """Make a new session folder and save its config; refuses a folder that already holds a session."""
         folder = Path(path) if path else Path(root) / f"{config.preset}-{config.simulator.mode}-{_stamp()}"
         if folder.exists() and not folder.is_dir():
@@ -168,15 +174,16 @@ class Session:
             for sub in ("checkpoints", "logs"):
                 (folder / sub).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise SessionError(f"cannot create the session folder {folder} ({exc.strerror}): "
-                               "pass a folder path you can write to") from None
+            raise SessionError(
+                f"cannot create the session folder {folder} ({exc.strerror}): pass a folder path you can write to"
+            ) from None
         if config.environments:  # a config copied from an older session may record older packages' versions
             from genenv_engine.environments import current_sources
 
             config = replace_config(config, environments=current_sources(config.environments))
         save_config(config, folder / "config.toml")
         session = cls(folder, config)
-        session.store.set_meta("created_at", dt.datetime.now(dt.timezone.utc).isoformat())
+        session.store.set_meta("created_at", dt.datetime.now(dt.UTC).isoformat())
         return session
 
     def check_releases(self) -> None:
@@ -190,7 +197,7 @@ class Session:
                 raise ConfigError(f"environments.{name}", change)
 
     @classmethod
-    def open(cls, path: str | Path, check: bool = False) -> "Session":
+    def open(cls, path: str | Path, check: bool = False) -> Session:
         """Open an existing session from its folder (config rebuilt from config.toml alone).
 
         ``check`` first verifies the database read-only (`check_database`): what resuming does.
@@ -215,16 +222,21 @@ class Session:
         held.on_release = lambda: setattr(self, "held", None)
         self.held = held
         if held.previous:
-            self.store.log_event("LeaseTakenOver", max(self.store.last_finished_epoch(), 0),
-                                 {"previous": held.previous, "by": held.holder})
+            self.store.log_event(
+                "LeaseTakenOver",
+                max(self.store.last_finished_epoch(), 0),
+                {"previous": held.previous, "by": held.holder},
+            )
         return held
 
     def check_epochs(self, epochs: int) -> None:
         """Raise `SessionError` when ``epochs`` is below the epochs already finished (or negative)."""
         done = self.store.last_finished_epoch()
         if epochs < max(done, 0) or epochs < 0:
-            raise SessionError(f"{self.path} has already finished epoch {done}; --epochs {epochs} is below that: "
-                               f"pass --epochs {max(done, 0)} or more (nothing was changed)")
+            raise SessionError(
+                f"{self.path} has already finished epoch {done}; --epochs {epochs} is below that: "
+                f"pass --epochs {max(done, 0)} or more (nothing was changed)"
+            )
 
     def set_epochs(self, epochs: int) -> None:
         """Change the target epoch count (resume --epochs) and re-save the config; never below what is done."""
@@ -275,8 +287,10 @@ class Session:
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             what = "the disk is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else exc.strerror or str(exc)
-            raise SessionError(f"cannot write checkpoint {final} ({what}): free space (or fix the folder) and run "
-                               f"'genenv resume {self.path}'; epoch {epoch} will be redone") from None
+            raise SessionError(
+                f"cannot write checkpoint {final} ({what}): free space (or fix the folder) and run "
+                f"'genenv resume {self.path}'; epoch {epoch} will be redone"
+            ) from None
         if final.exists():
             shutil.rmtree(final)
         tmp.rename(final)
@@ -308,9 +322,11 @@ class Session:
         base = verify_checkpoint(self.checkpoint_dir(0)) if good is not None else problems.get(0)
         listed = "; ".join(f"epoch_{e:03d}: {p}" for e, p in sorted(problems.items()))
         if good is None or base is not None:
-            raise SessionError(f"no complete checkpoint to resume from in {self.path / 'checkpoints'} ({listed}"
-                               f"{'; epoch_000: ' + base if base and 0 not in problems else ''}): "
-                               "start a new session; nothing was changed")
+            raise SessionError(
+                f"no complete checkpoint to resume from in {self.path / 'checkpoints'} ({listed}"
+                f"{'; epoch_000: ' + base if base and 0 not in problems else ''}): "
+                "start a new session; nothing was changed"
+            )
         stamp = _stamp()
         for epoch in problems:
             folder = self.checkpoint_dir(epoch)
@@ -318,8 +334,12 @@ class Session:
                 folder.rename(folder.with_name(f"damaged-{folder.name}-{stamp}"))
         for epoch in range(good + 1, done + 1):
             self.store.mark_partial(epoch)
-        payload = {"from_epoch": done, "to_epoch": good, "problems": {str(e): p for e, p in problems.items()},
-                   "reason": f"damaged checkpoint ({listed}); resuming from epoch_{good:03d}"}
+        payload = {
+            "from_epoch": done,
+            "to_epoch": good,
+            "problems": {str(e): p for e, p in problems.items()},
+            "reason": f"damaged checkpoint ({listed}); resuming from epoch_{good:03d}",
+        }
         self.store.log_event("CheckpointFallback", good, payload)
         with self.log_path().open("a") as fh:
             fh.write(json.dumps({"kind": "CheckpointFallback", **payload}) + "\n")

@@ -31,8 +31,12 @@ from genenv_engine.storage.store import Store, read_only_rows
 if TYPE_CHECKING:
     from genenv_engine.storage.session import Session
 
-REWARD_KINDS = {"alpha": "exp(-beta (p̂ - alpha)²)", "agent0": "max(0, 1 - 2 |p̂ - alpha|)", "uniform": "1",
-                "grounded": "success after − before the agent's update on siblings of the batch's tasks"}
+REWARD_KINDS = {
+    "alpha": "exp(-beta (p̂ - alpha)²)",
+    "agent0": "max(0, 1 - 2 |p̂ - alpha|)",
+    "uniform": "1",
+    "grounded": "success after − before the agent's update on siblings of the batch's tasks",
+}
 """Each ``curriculum.reward`` kind (`curriculum.env_reward`) with its R_env formula."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -153,12 +157,22 @@ class BatchView:
             r_env = env_reward(float(p_hat), cur.reward, float(alpha), cur.beta)
         if band is None and p_hat is not None:
             band = cur.keeps(float(p_hat), benchmark)
-        return cls(id=str(row["id"]), epoch=int(row["epoch"]), benchmark=benchmark,
-                   seed_task_id=row.get("seed_task_id"), n_generated=row.get("n_generated"), n_valid=row.get("n_valid"),
-                   p_hat=None if p_hat is None else float(p_hat), r_env=None if r_env is None else float(r_env),
-                   alpha=float(alpha), in_band=None if band is None else bool(band),
-                   prompt_note=PromptNote.from_stored(row.get("prompt_note")),
-                   r_env_stored=r_env_stored, alpha_stored=alpha_stored, in_band_stored=band_stored)
+        return cls(
+            id=str(row["id"]),
+            epoch=int(row["epoch"]),
+            benchmark=benchmark,
+            seed_task_id=row.get("seed_task_id"),
+            n_generated=row.get("n_generated"),
+            n_valid=row.get("n_valid"),
+            p_hat=None if p_hat is None else float(p_hat),
+            r_env=None if r_env is None else float(r_env),
+            alpha=float(alpha),
+            in_band=None if band is None else bool(band),
+            prompt_note=PromptNote.from_stored(row.get("prompt_note")),
+            r_env_stored=r_env_stored,
+            alpha_stored=alpha_stored,
+            in_band_stored=band_stored,
+        )
 
 
 @dataclass(frozen=True)
@@ -194,16 +208,25 @@ class EpochView:
 
     def row(self) -> dict[str, Any]:
         """The epoch as `Store.epoch_metrics` gives it: a fresh plain dict (epoch, status, times and metrics)."""
-        return {**_thawed(self.metrics), "epoch": self.epoch, "status": self.status, "started_at": self.started_at,
-                "finished_at": self.finished_at}
+        return {
+            **_thawed(self.metrics),
+            "epoch": self.epoch,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EpochView:
         """A `Store.epoch_metrics` row."""
         own = ("epoch", "status", "started_at", "finished_at")
-        return cls(epoch=int(row["epoch"]), status=str(row.get("status") or "running"),
-                   started_at=row.get("started_at"), finished_at=row.get("finished_at"),
-                   metrics=_frozen({k: v for k, v in row.items() if k not in own}))
+        return cls(
+            epoch=int(row["epoch"]),
+            status=str(row.get("status") or "running"),
+            started_at=row.get("started_at"),
+            finished_at=row.get("finished_at"),
+            metrics=_frozen({k: v for k, v in row.items() if k not in own}),
+        )
 
 
 @dataclass(frozen=True)
@@ -220,8 +243,9 @@ class SessionView:
     # -- opening --------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, folder: str | Path, *, strict: bool = False, read_only: bool = False,
-             batches: bool = True) -> SessionView:
+    def open(
+        cls, folder: str | Path, *, strict: bool = False, read_only: bool = False, batches: bool = True
+    ) -> SessionView:
         """Read a session folder (``config.toml`` and ``genenv.db``) and close the store again.
 
         The config is read as a report reads it (`config.saved_config`: paths unchecked, unknown settings set
@@ -261,12 +285,20 @@ class SessionView:
         return cls.from_store(session.store, session.config, session.path)
 
     @classmethod
-    def from_rows(cls, config: RunConfig, epoch_rows: Iterable[Mapping[str, Any]],
-                  batch_rows: Iterable[Mapping[str, Any]] = (), path: str | Path | None = None) -> SessionView:
+    def from_rows(
+        cls,
+        config: RunConfig,
+        epoch_rows: Iterable[Mapping[str, Any]],
+        batch_rows: Iterable[Mapping[str, Any]] = (),
+        path: str | Path | None = None,
+    ) -> SessionView:
         """A view of `Store.epoch_metrics` and `Store.batches` rows already read."""
-        return cls(config=config, epochs=tuple(EpochView.from_row(r) for r in epoch_rows),
-                   batches=tuple(BatchView.from_row(r, config) for r in batch_rows),
-                   path=None if path is None else Path(path))
+        return cls(
+            config=config,
+            epochs=tuple(EpochView.from_row(r) for r in epoch_rows),
+            batches=tuple(BatchView.from_row(r, config) for r in batch_rows),
+            path=None if path is None else Path(path),
+        )
 
     # -- the config -----------------------------------------------------------------------------
 

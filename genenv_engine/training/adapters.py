@@ -29,8 +29,14 @@ def lora_config(cfg: ModelConfig):
     """The ``peft.LoraConfig`` of the run's adapters (causal LM, no bias)."""
     from peft import LoraConfig
 
-    return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                      target_modules=list(cfg.lora_targets), bias="none", task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
 
 
 def new_adapter(model, name: str, cfg: ModelConfig):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from genenv_engine.backends.base import Completion, GenerationBackend, Sampling
 from genenv_engine.core.curriculum import is_success
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.limits import check_response
-from genenv_engine.training.policy import Policy
 from genenv_engine.core.records import CheckResult, Task
+from genenv_engine.environments.base import Environment
+from genenv_engine.training.policy import Policy
 from genenv_engine.training.trainer import Group
 
 
@@ -58,20 +58,28 @@ def agent_prompt(policy: Policy, task: Task) -> str:
     return policy.chat([{"role": "user", "content": task.prompt}])
 
 
-def rollout(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], tasks: list[Task], k: int,
-            sampling: Sampling, threshold: float, chunk: int = 256,
-            progress: Callable[[int, int], None] | None = None) -> list[TaskAttempts]:
+def rollout(
+    backend: GenerationBackend,
+    policy: Policy,
+    envs: dict[str, Environment],
+    tasks: list[Task],
+    k: int,
+    sampling: Sampling,
+    threshold: float,
+    chunk: int = 256,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[TaskAttempts]:
     """Sample k completions per task and score them; ``progress(done, total)`` runs between chunks."""
     prompts = [agent_prompt(policy, t) for t in tasks]
     flat = [(i, prompts[i]) for i in range(len(tasks)) for _ in range(k)]
     completions: list[Completion] = []
     for start in range(0, len(flat), chunk):
-        part = flat[start:start + chunk]
+        part = flat[start : start + chunk]
         completions.extend(backend.generate([p for _, p in part], sampling))
         if progress:
             progress(min(start + chunk, len(flat)), len(flat))
     out = [TaskAttempts(t, prompts[i], []) for i, t in enumerate(tasks)]
-    for (i, _), comp in zip(flat, completions):
+    for (i, _), comp in zip(flat, completions, strict=False):
         env = envs[tasks[i].benchmark]
         result = check_response(env, tasks[i], comp.text)
         reward = env.reward(result)
@@ -88,8 +96,11 @@ def grpo_groups(policy: Policy, scored: list[TaskAttempts]) -> list[Group]:
     def ids(c) -> list[int]:
         end = c.end_token if c.end_token is not None else (eos if c.finished else None)
         return c.token_ids + ([] if end is None else [end])
-    return [Group(policy.encode(s.prompt), [ids(a.completion) for a in s.attempts], [a.reward for a in s.attempts])
-            for s in scored]
+
+    return [
+        Group(policy.encode(s.prompt), [ids(a.completion) for a in s.attempts], [a.reward for a in s.attempts])
+        for s in scored
+    ]
 
 
 def heldout_tasks(envs: dict[str, Environment], n: int) -> list[Task]:
@@ -102,12 +113,26 @@ def result_strings(envs: dict[str, Environment], scored: list[TaskAttempts]) -> 
     return {name: "".join(str(s.successes) for s in scored if s.task.benchmark == name) for name in envs}
 
 
-def evaluate(backend: GenerationBackend, policy: Policy, envs: dict[str, Environment], tasks: list[Task],
-             max_new_tokens: int, threshold: float,
-             progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, float], list[TaskAttempts]]:
+def evaluate(
+    backend: GenerationBackend,
+    policy: Policy,
+    envs: dict[str, Environment],
+    tasks: list[Task],
+    max_new_tokens: int,
+    threshold: float,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, float], list[TaskAttempts]]:
     """Greedy single-sample evaluation; returns success rate per benchmark and the scored attempts."""
-    scored = rollout(backend, policy, envs, tasks, 1, Sampling(max_new_tokens=max_new_tokens, greedy=True),
-                     threshold, progress=progress)
+    scored = rollout(
+        backend,
+        policy,
+        envs,
+        tasks,
+        1,
+        Sampling(max_new_tokens=max_new_tokens, greedy=True),
+        threshold,
+        progress=progress,
+    )
     rates: dict[str, float] = {}
     for name in sorted({t.benchmark for t in tasks}):
         group = [s for s in scored if s.task.benchmark == name]

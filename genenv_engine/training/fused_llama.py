@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from genenv_engine.backends.llama_weights import pair_rows
 
-_LAYOUTS: dict[int, tuple[weakref.ref, tuple, "BaseLayout"]] = {}
+_LAYOUTS: dict[int, tuple[weakref.ref, tuple, BaseLayout]] = {}
 LAYOUTS_KEPT = 2
 """Bases whose layout is kept at once (a LoRA agent and simulator share one; a role with its own base is a second)."""
 
@@ -63,7 +63,8 @@ def _base(module) -> torch.Tensor:
 def serves(model) -> bool:
     """Whether `hidden_states` computes ``model``'s decoder (a Llama, maybe under one LoRA adapter) in an update:
     float32 on CPU, base weights frozen, no gradient checkpointing, no autocast."""
-    from genenv_engine.backends.llama_weights import serves as static_serves, unwrap
+    from genenv_engine.backends.llama_weights import serves as static_serves
+    from genenv_engine.backends.llama_weights import unwrap
 
     if not static_serves(model):
         return False
@@ -74,8 +75,9 @@ def serves(model) -> bool:
         return False
     # every adapter's matrices may train (only the active one is read); the base weights must not (their stacked
     # copies are laid out without gradients)
-    return all(p.dtype == torch.float32 and ("lora_" in name or not p.requires_grad)
-               for name, p in inner.named_parameters())
+    return all(
+        p.dtype == torch.float32 and ("lora_" in name or not p.requires_grad) for name, p in inner.named_parameters()
+    )
 
 
 def _signature(inner) -> tuple:
@@ -107,8 +109,16 @@ def base_layout(inner) -> BaseLayout:
             att, mlp = layer.self_attn, layer.mlp
             qkv = torch.cat([pair_rows(_base(att.q_proj), dim), pair_rows(_base(att.k_proj), dim), _base(att.v_proj)])
             gate_up = torch.cat([_base(mlp.gate_proj), _base(mlp.up_proj)])
-            layers.append((layer.input_layernorm.weight, qkv, _base(att.o_proj), layer.post_attention_layernorm.weight,
-                           gate_up, _base(mlp.down_proj)))
+            layers.append(
+                (
+                    layer.input_layernorm.weight,
+                    qkv,
+                    _base(att.o_proj),
+                    layer.post_attention_layernorm.weight,
+                    gate_up,
+                    _base(mlp.down_proj),
+                )
+            )
     layout = BaseLayout(heads, kv, dim, cfg.rms_norm_eps, layers)
     if kept is None or kept[0]() is not inner:
         weakref.finalize(inner, _drop, key)  # a freed model takes its layout with it
@@ -130,8 +140,9 @@ def forget() -> None:
     _LAYOUTS.clear()
 
 
-def _projections(x: torch.Tensor, base: torch.Tensor, modules: list, sizes: list[int],
-                 paired: list[int | None]) -> list[torch.Tensor]:
+def _projections(
+    x: torch.Tensor, base: torch.Tensor, modules: list, sizes: list[int], paired: list[int | None]
+) -> list[torch.Tensor]:
     """``x`` (N, in) through the stacked base rows ``base`` of ``modules`` (output sizes ``sizes``), each plus its
     adapter's ``scaling * B @ A x``: one base product, one product for the stacked A's, one ``addmm`` per module.
     ``paired``: per module, None or the head size by which its B rows are paired (`pair_rows`) as its base rows are."""
@@ -141,10 +152,10 @@ def _projections(x: torch.Tensor, base: torch.Tensor, modules: list, sizes: list
     if not present:
         return list(out.split(sizes, dim=-1))
     a_all = x @ torch.cat([loras[i][0] for i in present]).t()
-    a_parts = dict(zip(present, a_all.split([loras[i][0].shape[0] for i in present], dim=-1)))
+    a_parts = dict(zip(present, a_all.split([loras[i][0].shape[0] for i in present], dim=-1), strict=False))
     results, start = [], 0
     for i, size in enumerate(sizes):
-        part = out[:, start:start + size]
+        part = out[:, start : start + size]
         start += size
         if i not in a_parts:
             results.append(part)
@@ -189,8 +200,9 @@ def _mask(attention_mask: torch.Tensor | None, batch: int, width: int, device: t
     return causal & (keys | torch.eye(width, dtype=torch.bool, device=device))
 
 
-def hidden_states(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                  position_ids: torch.Tensor | None = None) -> torch.Tensor:
+def hidden_states(
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None
+) -> torch.Tensor:
     """The decoder's final normed hidden states (B, T, hidden) of ``model`` for these inputs, as the transformers
     decoder's ``last_hidden_state`` (``get_base_model().get_decoder()`` under PEFT). Only for a model `serves`
     accepts: base weights that train would get no gradient through their stacked copies."""
@@ -211,11 +223,12 @@ def hidden_states(model, input_ids: torch.Tensor, attention_mask: torch.Tensor |
         t = torch.view_as_complex(t.reshape(batch, width, n, dim // 2, 2)) * rotation
         return torch.view_as_real(t).reshape(batch, width, n, dim).transpose(1, 2)
 
-    for layer, (norm_in, qkv, o, norm_post, gate_up, down) in zip(inner.model.layers, layout.layers):
+    for layer, (norm_in, qkv, o, norm_post, gate_up, down) in zip(inner.model.layers, layout.layers, strict=False):
         att, mlp = layer.self_attn, layer.mlp
         h = F.rms_norm(x, (size,), norm_in, eps)
-        q, k, v = _projections(h, qkv, [att.q_proj, att.k_proj, att.v_proj], [heads * dim, kv * dim, kv * dim],
-                               [dim, dim, None])
+        q, k, v = _projections(
+            h, qkv, [att.q_proj, att.k_proj, att.v_proj], [heads * dim, kv * dim, kv * dim], [dim, dim, None]
+        )
         q, k = rotate(q, heads), rotate(k, kv)
         v = v.reshape(batch, width, kv, dim).transpose(1, 2)
         attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=att.scaling, enable_gqa=heads != kv)

@@ -14,8 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from genenv_engine.config import ConfigError, ModelConfig
-from genenv_engine.training.policy import (Policy, build_tiny_model, inference_options, load_model, pick_device,
-                                           pick_dtype)
+from genenv_engine.training.policy import (
+    Policy,
+    build_tiny_model,
+    inference_options,
+    load_model,
+    pick_device,
+    pick_dtype,
+)
 
 ROLES = ("agent", "simulator")
 
@@ -52,13 +58,15 @@ class _Loader:
         self.shared: dict[Path, object] = {}
 
     def full(self, folder: Path) -> Policy:
-        pol = Policy.load(folder, self.device, self.cfg.max_length, self.dtype, self.cfg.logprob_chunk,
-                          **inference_options(self.cfg))
+        pol = Policy.load(
+            folder, self.device, self.cfg.max_length, self.dtype, self.cfg.logprob_chunk, **inference_options(self.cfg)
+        )
         _prepare(pol.model, self.cfg)
         return pol
 
-    def lora(self, base: Path, tokenizer_folder: Path, adapter: str, adapter_folder: Path | None,
-             trainable: bool = True) -> Policy:
+    def lora(
+        self, base: Path, tokenizer_folder: Path, adapter: str, adapter_folder: Path | None, trainable: bool = True
+    ) -> Policy:
         """Policy for adapter ``adapter`` on ``base``: loaded from ``adapter_folder`` or new (zero update)."""
         from genenv_engine.training.adapters import load_adapter, new_adapter
         from genenv_engine.training.tokenizer import load_tokenizer
@@ -73,9 +81,17 @@ class _Loader:
         if base not in self.shared:
             _prepare(model, self.cfg)
         self.shared[base] = model
-        return Policy(model, load_tokenizer(tokenizer_folder), self.device, self.cfg.max_length, adapter=adapter,
-                      source=base, frozen=not trainable, logprob_chunk=self.cfg.logprob_chunk,
-                      **inference_options(self.cfg))
+        return Policy(
+            model,
+            load_tokenizer(tokenizer_folder),
+            self.device,
+            self.cfg.max_length,
+            adapter=adapter,
+            source=base,
+            frozen=not trainable,
+            logprob_chunk=self.cfg.logprob_chunk,
+            **inference_options(self.cfg),
+        )
 
 
 def _prepare(model, cfg: ModelConfig) -> None:
@@ -93,8 +109,9 @@ def warmstart_agent(cfg: ModelConfig, seed: int) -> Policy:
         tok = build_byte_tokenizer()
         model = build_tiny_model(cfg, tok, seed).to(loader.dtype)
         _prepare(model, cfg)
-        return Policy(model, tok, loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk,
-                      **inference_options(cfg))
+        return Policy(
+            model, tok, loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk, **inference_options(cfg)
+        )
     if cfg.agent_tuning == "lora":
         return loader.lora(source, source, "agent", None)
     return loader.full(source)
@@ -133,11 +150,21 @@ def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> 
     from genenv_engine.training.adapters import load_adapter
     from genenv_engine.training.tokenizer import load_tokenizer
 
-    merged = load_adapter(load_model(agent.source, loader.device, loader.dtype), agent_folder, "agent",  # type: ignore[arg-type]
-                          trainable=False).merge_and_unload()
+    merged = load_adapter(
+        load_model(agent.source, loader.device, loader.dtype),
+        agent_folder,
+        "agent",  # type: ignore[arg-type]
+        trainable=False,
+    ).merge_and_unload()
     _prepare(merged, cfg)
-    return Policy(merged, load_tokenizer(agent_folder), loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk,
-                  **inference_options(cfg))
+    return Policy(
+        merged,
+        load_tokenizer(agent_folder),
+        loader.device,
+        cfg.max_length,
+        logprob_chunk=cfg.logprob_chunk,
+        **inference_options(cfg),
+    )
 
 
 AGENT_INFO = "agent.json"
@@ -174,7 +201,9 @@ def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Po
         if is_adapter_folder(folder):
             source = role_source(cfg, source_role)
             if source is None:
-                raise ConfigError(f"model.{role}_tuning", f"{folder} holds an adapter but the run has no base checkpoint")
+                raise ConfigError(
+                    f"model.{role}_tuning", f"{folder} holds an adapter but the run has no base checkpoint"
+                )
             out[role] = loader.lora(source, folder, role, folder)
             out[f"{role}_ref"] = loader.lora(source, folder, f"{role}_ref", ref, trainable=False)
             continue

@@ -22,7 +22,6 @@ import torch
 
 from genenv_engine.config import ModelConfig
 
-
 PASS_TOKENS = {"forward": 0, "head": 0, "grad_forward": 0, "grad_head": 0}
 """Tokens the policies' log-prob passes ran through the decoder (``forward``) and the output head (``head``),
 without gradients and with them (``grad_*``): counted for the benches' FLOP accounting, never read by a run."""
@@ -78,10 +77,17 @@ def build_tiny_model(cfg: ModelConfig, tokenizer, seed: int):
 
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
-        max_position_embeddings=cfg.max_length + 64, tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_heads,
+        max_position_embeddings=cfg.max_length + 64,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
     )
     return LlamaForCausalLM(config)
 
@@ -101,13 +107,14 @@ def target_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.
     With gradients on, each chunk is checkpointed: its logits are recomputed in the backward pass
     instead of being kept, so peak memory holds one chunk of logits, not N.
     """
+
     def one(h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         logits = head(h).float()
         return logits.gather(-1, t.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
 
     parts = []
     for start in range(0, hidden.shape[0], chunk):
-        h, t = hidden[start:start + chunk], targets[start:start + chunk]
+        h, t = hidden[start : start + chunk], targets[start : start + chunk]
         if torch.is_grad_enabled() and h.requires_grad:
             parts.append(torch.utils.checkpoint.checkpoint(one, h, t, use_reentrant=False))
         else:
@@ -143,10 +150,21 @@ class Batch:
 class Policy:
     """A causal LM (or one adapter of a shared PeftModel) plus tokenizer, with the verbs the trainers need."""
 
-    def __init__(self, model, tokenizer, device: torch.device, max_length: int, *, adapter: str | None = None,
-                 source: Path | None = None, frozen: bool = False, logprob_chunk: int = 2048,
-                 inference_dtype: torch.dtype | None = None, static_decode: bool = False,
-                 fused_forward: bool = False) -> None:
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        device: torch.device,
+        max_length: int,
+        *,
+        adapter: str | None = None,
+        source: Path | None = None,
+        frozen: bool = False,
+        logprob_chunk: int = 2048,
+        inference_dtype: torch.dtype | None = None,
+        static_decode: bool = False,
+        fused_forward: bool = False,
+    ) -> None:
         self.model = model.to(device)
         self.tokenizer = tokenizer
         self.device = device
@@ -165,18 +183,30 @@ class Policy:
         """Run the decoder of updates and log-prob passes on `genenv_engine.training.fused_llama` where it serves."""
 
     @classmethod
-    def load(cls, path: str | Path, device: torch.device, max_length: int, dtype: torch.dtype | None = None,
-             logprob_chunk: int = 2048, **options) -> "Policy":
-        """Load a full policy saved with `save` (or any local HF checkpoint folder); ``options``: `inference_options`."""
+    def load(
+        cls,
+        path: str | Path,
+        device: torch.device,
+        max_length: int,
+        dtype: torch.dtype | None = None,
+        logprob_chunk: int = 2048,
+        **options,
+    ) -> Policy:
+        """Load a full policy saved with `save` (or any local HF checkpoint folder); ``options``:
+        `inference_options`."""
         from genenv_engine.training.tokenizer import load_tokenizer
 
         model = load_model(path, device, dtype)
-        return cls(model, load_tokenizer(path), device, max_length, source=Path(path), logprob_chunk=logprob_chunk,
-                   **options)
+        return cls(
+            model, load_tokenizer(path), device, max_length, source=Path(path), logprob_chunk=logprob_chunk, **options
+        )
 
     def _options(self) -> dict:
-        return {"inference_dtype": self.inference_dtype, "static_decode": self.static_decode,
-                "fused_forward": self.fused_forward}
+        return {
+            "inference_dtype": self.inference_dtype,
+            "static_decode": self.static_decode,
+            "fused_forward": self.fused_forward,
+        }
 
     def no_grad_autocast(self):
         """Autocast to ``inference_dtype`` for a pass without gradients (nothing otherwise, or with gradients on)."""
@@ -204,12 +234,21 @@ class Policy:
 
         return adapter_parameters(self.model, self.adapter)
 
-    def sibling(self, adapter: str, *, frozen: bool = False) -> "Policy":
+    def sibling(self, adapter: str, *, frozen: bool = False) -> Policy:
         """Another policy on the same shared model, using adapter ``adapter`` (already loaded)."""
-        return Policy(self.model, self.tokenizer, self.device, self.max_length, adapter=adapter, source=self.source,
-                      frozen=frozen, logprob_chunk=self.logprob_chunk, **self._options())
+        return Policy(
+            self.model,
+            self.tokenizer,
+            self.device,
+            self.max_length,
+            adapter=adapter,
+            source=self.source,
+            frozen=frozen,
+            logprob_chunk=self.logprob_chunk,
+            **self._options(),
+        )
 
-    def frozen_copy(self, name: str | None = None) -> "Policy":
+    def frozen_copy(self, name: str | None = None) -> Policy:
         """A frozen reference holding the current weights: a copied adapter ``name`` on the shared model
         (default ``<adapter>_ref``), or a deep copy of a full model (no gradients, eval mode)."""
         if self.adapter is not None:
@@ -221,8 +260,16 @@ class Policy:
         model = copy.deepcopy(self.model).eval()
         for p in model.parameters():
             p.requires_grad_(False)
-        return Policy(model, self.tokenizer, self.device, self.max_length, source=self.source, frozen=True,
-                      logprob_chunk=self.logprob_chunk, **self._options())
+        return Policy(
+            model,
+            self.tokenizer,
+            self.device,
+            self.max_length,
+            source=self.source,
+            frozen=True,
+            logprob_chunk=self.logprob_chunk,
+            **self._options(),
+        )
 
     # ------------------------------------------------------------------ saving
 
@@ -263,7 +310,7 @@ class Policy:
 
         Over-long pairs lose prompt tokens from the left first, then completion tokens from the right.
         """
-        rows = [self._fit(p, c) for p, c in zip(prompts, completions)]
+        rows = [self._fit(p, c) for p, c in zip(prompts, completions, strict=False)]
         width = max(len(p) + len(c) for p, c in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -273,7 +320,7 @@ class Policy:
             seq = p + c
             ids[i, : len(seq)] = torch.tensor(seq)
             attn[i, : len(seq)] = 1
-            comp[i, len(p): len(seq)] = 1.0
+            comp[i, len(p) : len(seq)] = 1.0
         # position t predicts token t+1: targets and mask are shifted by one
         return Batch(ids.to(self.device), attn.to(self.device), ids[:, 1:].to(self.device), comp[:, 1:].to(self.device))
 
@@ -287,11 +334,12 @@ class Policy:
         tokens from the right."""
         completion = completion[: self.max_length - 1]
         if len(prompt) + len(completion) > self.max_length:
-            prompt = prompt[-(self.max_length - len(completion)):]
+            prompt = prompt[-(self.max_length - len(completion)) :]
         return prompt, completion
 
-    def pair_logprobs(self, prompts: list[list[int]],
-                      completions: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def pair_logprobs(
+        self, prompts: list[list[int]], completions: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """`logprobs` of ``make_batch(prompts, completions)`` and that batch's ``mask``, each distinct prompt run once.
 
         Pairs sharing a prompt (a task's k rollouts, a seed's variations) are packed into one row: the prompt,
@@ -328,8 +376,9 @@ class Policy:
         pairs = self._fitted_pairs(prompts, completions)
         calls: list[list[list[int]]] = [[]]
         # shortest rows first, so that each forward pads its rows to about their own length
-        for members in sorted(prompt_groups([p for p, _ in pairs]),
-                              key=lambda m: len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m)):
+        for members in sorted(
+            prompt_groups([p for p, _ in pairs]), key=lambda m: len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m)
+        ):
             if calls[-1] and sum(map(len, calls[-1])) + len(members) > rows:
                 calls.append([])
             calls[-1].append(members)
@@ -339,13 +388,14 @@ class Policy:
             start = 0
             for i in (i for members in groups for i in members):
                 plen, clen = len(pairs[i][0]), len(pairs[i][1])
-                out[i] = torch.cat([values.new_zeros(plen - 1), values[start:start + clen]])
+                out[i] = torch.cat([values.new_zeros(plen - 1), values[start : start + clen]])
                 start += clen
         return out
 
-    def _fitted_pairs(self, prompts: list[list[int]],
-                      completions: list[list[int]]) -> list[tuple[list[int], list[int]]]:
-        pairs = [self._fit(p, c) for p, c in zip(prompts, completions)]
+    def _fitted_pairs(
+        self, prompts: list[list[int]], completions: list[list[int]]
+    ) -> list[tuple[list[int], list[int]]]:
+        pairs = [self._fit(p, c) for p, c in zip(prompts, completions, strict=False)]
         if any(not p or not c for p, c in pairs):
             raise ValueError("pair log-probs need a non-empty prompt and completion in every pair")
         return pairs
@@ -375,9 +425,9 @@ class Policy:
             ids[r, :n], positions[r, :n], branch[r, :n] = torch.tensor(prompt), torch.arange(n), -1
             for j, i in enumerate(members):
                 c = pairs[i][1]
-                ids[r, n:n + len(c)] = torch.tensor(c)
-                positions[r, n:n + len(c)] = torch.arange(len(prompt), len(prompt) + len(c))
-                branch[r, n:n + len(c)] = j
+                ids[r, n : n + len(c)] = torch.tensor(c)
+                positions[r, n : n + len(c)] = torch.arange(len(prompt), len(prompt) + len(c))
+                branch[r, n : n + len(c)] = j
                 row_of[i], start_of[i] = r, n
                 n += len(c)
         query, key = branch[:, :, None], branch[:, None, :]
@@ -385,9 +435,12 @@ class Policy:
         # completion token 0 is predicted at the prompt's last position, token t at the completion's position t - 1
         order = [i for members in groups for i in members]
         at_row = torch.cat([torch.full((len(pairs[i][1]),), row_of[i], dtype=torch.long) for i in order])
-        at_col = torch.cat([torch.tensor([len(pairs[i][0]) - 1]
-                                         + list(range(start_of[i], start_of[i] + len(pairs[i][1]) - 1)))
-                            for i in order])
+        at_col = torch.cat(
+            [
+                torch.tensor([len(pairs[i][0]) - 1] + list(range(start_of[i], start_of[i] + len(pairs[i][1]) - 1)))
+                for i in order
+            ]
+        )
         targets = torch.tensor([t for i in order for t in pairs[i][1]], dtype=torch.long)
         dev = self.device
         _count(sum(len(pairs[m[0]][0]) + sum(len(pairs[i][1]) for i in m) for m in groups), len(targets))
@@ -412,8 +465,9 @@ class Policy:
         out = torch.zeros(batch.targets.shape, dtype=torch.float32, device=hidden.device)
         return out.index_put((rows, cols), values)
 
-    def _hidden(self, decoder, ids: torch.Tensor, mask: torch.Tensor,
-                positions: torch.Tensor | None = None) -> torch.Tensor:
+    def _hidden(
+        self, decoder, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The decoder's last hidden states: on the fused forward when asked and it serves the model (float32 LoRA
         Llama outside autocast), else through ``decoder``."""
         if self.fused_forward:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from genenv_engine.backends import get_backend
 from genenv_engine.backends.base import GenerationBackend
-from genenv_engine.training.policy import Policy
 from genenv_engine.storage.session import SessionError, verify_checkpoint
+from genenv_engine.training.policy import Policy
 from genenv_engine.training.trainer import GRPOTrainer, RWRTrainer
 
 
@@ -55,16 +55,19 @@ def _load_optimizer(trainer: GRPOTrainer | RWRTrainer, path: Path) -> None:
         trainer.optimizer.load_state_dict(state["optimizer"])
         trainer.steps = int(state["steps"])
     except Exception as exc:  # unpickling refused, truncated file, wrong shapes: all mean a bad checkpoint
-        raise CheckpointError(f"{path} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
-                              f"resume falls back to the previous checkpoint if you move {path.parent} aside") from None
+        raise CheckpointError(
+            f"{path} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
+            f"resume falls back to the previous checkpoint if you move {path.parent} aside"
+        ) from None
 
 
 BackendFactory = Callable[[str, Policy], GenerationBackend]
 """Builds the generation backend of a role (``"agent"`` or ``"simulator"``) for its policy."""
 
 
-def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
-               backend_factory: BackendFactory | None = None) -> Roles:
+def load_roles(
+    session, epoch: int, warm_start_dir: Path | None = None, backend_factory: BackendFactory | None = None
+) -> Roles:
     """Load both roles as of the end of ``epoch`` (epoch 0 may come straight from the warm-start cache).
 
     ``backend_factory`` replaces the configured backend (tests use scripted doubles through it).
@@ -79,28 +82,46 @@ def load_roles(session, epoch: int, warm_start_dir: Path | None = None,
     for folder in sorted(session_folders):
         problem = verify_checkpoint(folder)
         if problem is not None:
-            raise CheckpointError(f"checkpoint {folder} is damaged ({problem}): run 'genenv resume {session.path}' "
-                                  "to fall back to the previous complete checkpoint")
+            raise CheckpointError(
+                f"checkpoint {folder} is damaged ({problem}): run 'genenv resume {session.path}' "
+                "to fall back to the previous complete checkpoint"
+            )
     try:
         p = load_role_policies(cfg.model, here, init)
     except (OSError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"checkpoint {here} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
-                              "move it aside and resume from the previous one") from None
+        raise CheckpointError(
+            f"checkpoint {here} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
+            "move it aside and resume from the previous one"
+        ) from None
     agent, agent_ref, simulator, simulator_init = p["agent"], p["agent_ref"], p["simulator"], p["simulator_ref"]
     a, s = cfg.agent, cfg.simulator
     micro = cfg.model.micro_batch
-    grpo = GRPOTrainer(agent, agent_ref, a.lr, a.clip, a.kl_coef, a.minibatch, a.update_epochs, a.drop_zero_variance,
-                       micro_batch=micro, steps=a.steps_per_epoch)
+    grpo = GRPOTrainer(
+        agent,
+        agent_ref,
+        a.lr,
+        a.clip,
+        a.kl_coef,
+        a.minibatch,
+        a.update_epochs,
+        a.drop_zero_variance,
+        micro_batch=micro,
+        steps=a.steps_per_epoch,
+    )
     rwr = RWRTrainer(simulator, simulator_init, s.lr, s.kl_coef, s.max_kl, s.passes, s.batch_size, micro_batch=micro)
     for trainer, name in ((grpo, "agent_optimizer.pt"), (rwr, "simulator_optimizer.pt")):
         if (here / name).exists():
             _load_optimizer(trainer, here / name)
         elif from_session:  # only a fresh warm start has no optimizer state
-            raise CheckpointError(f"checkpoint {here} has no {name}: resuming would silently restart the optimizer; "
-                                  "move the folder aside to fall back to the previous checkpoint")
+            raise CheckpointError(
+                f"checkpoint {here} has no {name}: resuming would silently restart the optimizer; "
+                "move the folder aside to fall back to the previous checkpoint"
+            )
     options = asdict(cfg.vllm) if cfg.backend == "vllm" else {}
     make = backend_factory or (lambda role, policy: get_backend(cfg.backend, policy=policy, **options))
-    return Roles(agent, agent_ref, simulator, simulator_init, grpo, rwr, make("agent", agent), make("simulator", simulator))
+    return Roles(
+        agent, agent_ref, simulator, simulator_init, grpo, rwr, make("agent", agent), make("simulator", simulator)
+    )
 
 
 def save_roles(roles: Roles, folder: Path) -> None:

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from genenv_engine.backends.base import GenerationBackend, Sampling
 from genenv_engine.backends.grammar import task_grammar
-from genenv_engine.environments.base import SEP, Environment, GenerationParseError, near_duplicate_key
 from genenv_engine.core.limits import BudgetExceeded, PluginError, generation_too_long, plugin_error, third_party
-from genenv_engine.training.policy import Policy
 from genenv_engine.core.records import Task, Validation
+from genenv_engine.environments.base import SEP, Environment, GenerationParseError, near_duplicate_key
+from genenv_engine.training.policy import Policy
 
 if TYPE_CHECKING:
     from genenv_engine.config import RunConfig
@@ -113,7 +113,8 @@ def direction(source_level: int, sibling_level: int) -> str:
 
 def note_fields(style: str, note: str | None) -> dict[str, str | None] | None:
     """An epoch's prompt note (`genenv_engine.method.strategies.epoch_note`) as its variation batches store it
-    (``batches.prompt_note``): the compact style's steer word or the instruct style's success line; None when the prompt carries none.
+    (``batches.prompt_note``): the compact style's steer word or the instruct style's success line; None when the
+    prompt carries none.
 
     >>> note_fields("compact", "harder"), note_fields("compact", None)
     ({'steer': 'harder', 'success_line': None}, None)
@@ -144,8 +145,9 @@ def sibling_prompt(policy: Policy, env: Environment, source: Task, sibling: Task
     return simulator_prompt(policy, env, source, config.simulator.prompt, note)
 
 
-def simulator_prompt(policy: Policy, env: Environment, seed: Task, style: str = "compact",
-                     note: str | None = None) -> str:
+def simulator_prompt(
+    policy: Policy, env: Environment, seed: Task, style: str = "compact", note: str | None = None
+) -> str:
     """The simulator's chat prompt for one conditioning seed (``note``: the instruct style's success line, or the
     compact style's steer word, written before the seed as ``<word>| <seed>``)."""
     if style == "compact":
@@ -197,7 +199,7 @@ def parse_instruct(text: str) -> tuple[str, str]:
         raise GenerationParseError("the first line must start with 'TASK:'")
     if not second.startswith("ANSWER:"):
         raise GenerationParseError("the second line must start with 'ANSWER:'")
-    prompt, answer = first[len("TASK:"):].strip(), second[len("ANSWER:"):].strip()
+    prompt, answer = first[len("TASK:") :].strip(), second[len("ANSWER:") :].strip()
     if not prompt or not answer:
         raise GenerationParseError("empty task or answer")
     return prompt, answer
@@ -211,14 +213,16 @@ def parse_output(env: Environment, text: str, style: str = "compact") -> tuple[s
     return env.parse_generation(f"{prompt}{SEP}{answer}")
 
 
-def parse_and_validate(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int,
-                       generator: str, style: str = "compact") -> Task:
+def parse_and_validate(
+    env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, generator: str, style: str = "compact"
+) -> Task:
     """Turn raw simulator text into a stored task: the environment's accepted task or an invalid record."""
     return judge(env, text, task_id=task_id, seed=seed, epoch=epoch, generator=generator, style=style)[0]
 
 
-def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, generator: str,
-          style: str = "compact") -> tuple[Task, Task | None]:
+def judge(
+    env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, generator: str, style: str = "compact"
+) -> tuple[Task, Task | None]:
     """`parse_and_validate`'s task, and its repair: the validator's when the prompt was sound and the answer wrong,
     or the task of the prompt the environment mends (a name listed twice) when that prompt holds."""
     too_long = generation_too_long(text)
@@ -243,8 +247,9 @@ def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, 
     if verdict.ok and verdict.task is not None:
         return verdict.task, None
     try:
-        repair = verdict.repair or _mended(env, prompt, answer, verdict.reason, task_id=task_id, seed=seed,
-                                           epoch=epoch, generator=generator)
+        repair = verdict.repair or _mended(
+            env, prompt, answer, verdict.reason, task_id=task_id, seed=seed, epoch=epoch, generator=generator
+        )
     except Exception:
         if not third_party(env):
             raise
@@ -252,8 +257,9 @@ def judge(env: Environment, text: str, *, task_id: str, seed: Task, epoch: int, 
     return _invalid(env, task_id, prompt, answer, verdict.reason, seed, epoch, generator), repair
 
 
-def _mended(env: Environment, prompt: str, answer: str, reason: str, *, task_id: str, seed: Task, epoch: int,
-            generator: str) -> Task | None:
+def _mended(
+    env: Environment, prompt: str, answer: str, reason: str, *, task_id: str, seed: Task, epoch: int, generator: str
+) -> Task | None:
     """The repair of a draft whose prompt the environment can mend (`Environment.repair_prompt`): the mended
     prompt's task with its gold answer, if the mended prompt is valid (with the draft's answer or another)."""
     mended = env.repair_prompt(prompt, reason)
@@ -266,17 +272,41 @@ def _mended(env: Environment, prompt: str, answer: str, reason: str, *, task_id:
     return verdict.task if verdict.ok else verdict.repair
 
 
-def _invalid(env: Environment, task_id: str, prompt: str, answer: str, reason: str, seed: Task, epoch: int,
-             generator: str) -> Task:
-    return Task(id=task_id, benchmark=env.name, prompt=prompt, answer=answer, split="generated", origin="generated",
-                parent_id=seed.id, epoch=epoch, generator=generator, valid=False, reason=reason,
-                granularity=env.granularity)
+def _invalid(
+    env: Environment, task_id: str, prompt: str, answer: str, reason: str, seed: Task, epoch: int, generator: str
+) -> Task:
+    return Task(
+        id=task_id,
+        benchmark=env.name,
+        prompt=prompt,
+        answer=answer,
+        split="generated",
+        origin="generated",
+        parent_id=seed.id,
+        epoch=epoch,
+        generator=generator,
+        valid=False,
+        reason=reason,
+        granularity=env.granularity,
+    )
 
 
-def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: list[Task], n: int,
-           sampling: Sampling, *, epoch: int, id_prefix: str | None = None,
-           progress: Callable[[int, int], None] | None = None, chunk: int = 128, style: str = "compact",
-           note: str | None = None, first: int = 0) -> list[Draft]:
+def sample(
+    backend: GenerationBackend,
+    policy: Policy,
+    env: Environment,
+    seeds: list[Task],
+    n: int,
+    sampling: Sampling,
+    *,
+    epoch: int,
+    id_prefix: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int = 128,
+    style: str = "compact",
+    note: str | None = None,
+    first: int = 0,
+) -> list[Draft]:
     """Write ``n`` variations of each seed, unvalidated (``first``: the index of ``seeds[0]`` in the seed list the
     task ids count, when this call writes one batch of a longer list)."""
     prefix = id_prefix or f"gen/e{epoch}/{env.name}"
@@ -284,24 +314,48 @@ def sample(backend: GenerationBackend, policy: Policy, env: Environment, seeds: 
     flat = [(si, v) for si in range(len(seeds)) for v in range(n)]
     outs = []
     for start in range(0, len(flat), chunk):
-        part = flat[start:start + chunk]
+        part = flat[start : start + chunk]
         outs.extend(backend.generate([contexts[si] for si, _ in part], sampling))
         if progress:
             progress(min(start + chunk, len(flat)), len(flat))
-    return [Draft(seeds[si], f"e{epoch}/{seeds[si].id}", contexts[si], comp.text, comp.token_ids,
-                  f"{prefix}/{first + si:04d}-{v}")
-            for (si, v), comp in zip(flat, outs)]
+    return [
+        Draft(
+            seeds[si],
+            f"e{epoch}/{seeds[si].id}",
+            contexts[si],
+            comp.text,
+            comp.token_ids,
+            f"{prefix}/{first + si:04d}-{v}",
+        )
+        for (si, v), comp in zip(flat, outs, strict=False)
+    ]
 
 
-def validate(env: Environment, drafts: list[Draft], *, epoch: int, generator: str, origin: str = "generated",
-             style: str = "compact") -> list[Generation]:
+def validate(
+    env: Environment,
+    drafts: list[Draft],
+    *,
+    epoch: int,
+    generator: str,
+    origin: str = "generated",
+    style: str = "compact",
+) -> list[Generation]:
     """Parse and validate every draft: one `Generation` each, with its task to store (valid or not)."""
     out = []
     for d in drafts:
-        task, repair = judge(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator,
-                             style=style)
-        out.append(Generation(d.seed, d.batch_id, d.context, d.text, d.token_ids,
-                              task.with_(origin=origin, simulator_version=d.policy_version), d.task_id, repair))
+        task, repair = judge(env, d.text, task_id=d.task_id, seed=d.seed, epoch=epoch, generator=generator, style=style)
+        out.append(
+            Generation(
+                d.seed,
+                d.batch_id,
+                d.context,
+                d.text,
+                d.token_ids,
+                task.with_(origin=origin, simulator_version=d.policy_version),
+                d.task_id,
+                repair,
+            )
+        )
     return out
 
 
@@ -331,13 +385,23 @@ def admit_on_gold(g: Generation, mended: bool = False) -> Generation:
     if not (on_gold or mended):
         return g
     t = g.task
-    task = g.repair.with_(id=t.id, split=t.split, origin=t.origin, parent_id=t.parent_id, epoch=t.epoch,
-                          generator=t.generator, simulator_version=t.simulator_version, valid=True, reason="")
+    task = g.repair.with_(
+        id=t.id,
+        split=t.split,
+        origin=t.origin,
+        parent_id=t.parent_id,
+        epoch=t.epoch,
+        generator=t.generator,
+        simulator_version=t.simulator_version,
+        valid=True,
+        reason="",
+    )
     return replace(g, task=task, repair=None, recomputed=True, mended=not on_gold)
 
 
-def per_benchmark(items: list[Any], envs: dict[str, Environment],
-                  fn: Callable[[str, Environment, list[Any]], list[Any]]) -> list[Any]:
+def per_benchmark(
+    items: list[Any], envs: dict[str, Environment], fn: Callable[[str, Environment, list[Any]], list[Any]]
+) -> list[Any]:
     """``fn(name, env, share)`` on each benchmark's share of ``items`` (drafts or generations, by their seed's
     benchmark), benchmark after benchmark in ``envs`` order; its results come back in ``items``' order.
 
@@ -349,7 +413,7 @@ def per_benchmark(items: list[Any], envs: dict[str, Environment],
     out: list[Any] = [None] * len(items)
     for name, env in envs.items():
         where = [i for i, item in enumerate(items) if item.seed.benchmark == name]
-        for i, result in zip(where, fn(name, env, [items[i] for i in where])):
+        for i, result in zip(where, fn(name, env, [items[i] for i in where]), strict=False):
             out[i] = result
     missing = sorted({items[i].seed.benchmark for i, result in enumerate(out) if result is None})
     if missing:
@@ -357,17 +421,32 @@ def per_benchmark(items: list[Any], envs: dict[str, Environment],
     return out
 
 
-def validate_drafts(envs: dict[str, Environment], drafts: list[Draft], *, epoch: int, generator: str,
-                    origin: str = "generated", style: str = "compact") -> list[Generation]:
+def validate_drafts(
+    envs: dict[str, Environment],
+    drafts: list[Draft],
+    *,
+    epoch: int,
+    generator: str,
+    origin: str = "generated",
+    style: str = "compact",
+) -> list[Generation]:
     """`validate` for drafts of several benchmarks, each by its own benchmark's environment, in the drafts' order
     (what an executor runs, in this process or on a worker, for any batch of drafts)."""
-    return per_benchmark(drafts, envs, lambda _, env, mine: validate(env, mine, epoch=epoch, generator=generator,
-                                                                      origin=origin, style=style))
+    return per_benchmark(
+        drafts,
+        envs,
+        lambda _, env, mine: validate(env, mine, epoch=epoch, generator=generator, origin=origin, style=style),
+    )
 
 
-def cap_duplicates(gens: list[Generation], existing_prompts: set[str], key_counts: Counter, cap: int,
-                   heldout_prompts: frozenset[str] = frozenset(), key: Callable[[str], str] = near_duplicate_key,
-                   ) -> tuple[list[Generation], dict[str, float | None]]:
+def cap_duplicates(
+    gens: list[Generation],
+    existing_prompts: set[str],
+    key_counts: Counter,
+    cap: int,
+    heldout_prompts: frozenset[str] = frozenset(),
+    key: Callable[[str], str] = near_duplicate_key,
+) -> tuple[list[Generation], dict[str, float | None]]:
     """Reject held-out copies, exact repeats of known prompts and near-duplicates beyond ``cap`` per key.
 
     ``key`` maps a prompt to its template (the environment's `Environment.template_key`; default numbers masked);

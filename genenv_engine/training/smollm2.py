@@ -47,7 +47,11 @@ def smollm2_checkpoint(target: Path | None = None) -> Path:
     """Return a local checkpoint folder of SmolLM2-135M-Instruct, converting the GGUF on first use."""
     target = target or cache_dir()
     config = target / "config.json"
-    if config.is_file() and (target / "model.safetensors").is_file() and "quantization_config" not in config.read_text():
+    if (
+        config.is_file()
+        and (target / "model.safetensors").is_file()
+        and "quantization_config" not in config.read_text()
+    ):
         return target  # (a copy written before that key was dropped is converted again)
     source = gguf_path()
     if importlib.util.find_spec("gguf") is None:
@@ -59,8 +63,9 @@ def smollm2_checkpoint(target: Path | None = None) -> Path:
 
     quiet_transformers()
     with _gguf_parsed_once():
-        loaded = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name,
-                                                      dtype=torch.float32, local_files_only=True)
+        loaded = AutoModelForCausalLM.from_pretrained(
+            str(source.parent), gguf_file=source.name, dtype=torch.float32, local_files_only=True
+        )
         tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name, local_files_only=True)
     config = loaded.config
     if hasattr(config, "quantization_config"):  # the weights are dequantised: no GGUF left (vLLM refuses it)

@@ -27,8 +27,7 @@ def build_byte_tokenizer():
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
     tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<|pad|>", eos_token="<|eos|>",
-        additional_special_tokens=SPECIAL_TOKENS[2:],
+        tokenizer_object=core, pad_token="<|pad|>", eos_token="<|eos|>", additional_special_tokens=SPECIAL_TOKENS[2:]
     )
     tok.chat_template = CHAT_TEMPLATE
     tok.padding_side = "left"

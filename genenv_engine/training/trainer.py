@@ -74,9 +74,13 @@ class _Trainer:
         self.micro_batch = micro_batch
         self.steps = 0
 
-    def _accumulate(self, rows: Sequence,
-                    loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]],
-                    lengths: Sequence[int] | None = None, most: int = 0) -> dict[str, float]:
+    def _accumulate(
+        self,
+        rows: Sequence,
+        loss_of: Callable[[list], tuple[torch.Tensor, dict[str, float], float | None]],
+        lengths: Sequence[int] | None = None,
+        most: int = 0,
+    ) -> dict[str, float]:
         """One optimizer step over ``rows``; ``loss_of(part)`` returns (loss, metrics, share of the step), the share
         None for a mean over sequences (then it is the part's fraction of ``rows``). With the rows' token
         ``lengths`` the micro-batches are `length_parts` (at most ``most`` rows each when set); else
@@ -86,7 +90,7 @@ class _Trainer:
             parts = [[rows[i] for i in idx] for idx in length_parts(lengths, PAD_BUDGET, most)]
         else:
             size = self.micro_batch or len(rows)
-            parts = [list(rows[start:start + size]) for start in range(0, len(rows), size)]
+            parts = [list(rows[start : start + size]) for start in range(0, len(rows), size)]
         total: dict[str, float] = {}
         for part in parts:
             loss, metrics, share = loss_of(part)
@@ -99,21 +103,29 @@ class _Trainer:
         self.steps += 1
         return total
 
-    def _shared_step(self, chunk: list[int], prompts: Sequence[list[int]], completions: Sequence[list[int]],
-                     loss_of: Callable[[list[int]], tuple[torch.Tensor, dict[str, float]]]) -> dict[str, float]:
+    def _shared_step(
+        self,
+        chunk: list[int],
+        prompts: Sequence[list[int]],
+        completions: Sequence[list[int]],
+        loss_of: Callable[[list[int]], tuple[torch.Tensor, dict[str, float]]],
+    ) -> dict[str, float]:
         """One optimizer step over the rows ``chunk`` (a mean over sequences), its rows that share a prompt kept in
         one micro-batch so that `Policy.pair_logprobs` runs the prompt once for all of them; the micro-batches are
         `length_parts` of those prompt units by packed length, at most ``micro_batch`` sequences each (a unit
         larger than that runs alone). Which rows form the step is the caller's: only its cutting is done here."""
         groups = [[chunk[k] for k in unit] for unit in prompt_groups([prompts[i] for i in chunk])]
-        packed = [self.policy.fitted_length(prompts[u[0]], completions[u[0]]) + sum(len(completions[i]) for i in u[1:])
-                  for u in groups]
+        packed = [
+            self.policy.fitted_length(prompts[u[0]], completions[u[0]]) + sum(len(completions[i]) for i in u[1:])
+            for u in groups
+        ]
         most = max(1, self.micro_batch // max(map(len, groups))) if self.micro_batch else 0
 
         def part_loss(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
             idx = [i for unit in part for i in unit]
             loss, metrics = loss_of(idx)
             return loss, metrics, len(idx) / len(chunk)
+
         return self._accumulate(groups, part_loss, packed, most=most)
 
     def save_state(self, path: Path) -> None:
@@ -127,9 +139,17 @@ class _Trainer:
         self.steps = int(state["steps"])
 
 
-def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int, lr: float, batch_size: int,
-        rng: random.Random, on_step: Callable[[int, float], None] | None = None, micro_batch: int = 0,
-        length_groups: int = 0) -> list[float]:
+def sft(
+    policy: Policy,
+    pairs: Sequence[tuple[list[int], list[int]]],
+    steps: int,
+    lr: float,
+    batch_size: int,
+    rng: random.Random,
+    on_step: Callable[[int, float], None] | None = None,
+    micro_batch: int = 0,
+    length_groups: int = 0,
+) -> list[float]:
     """Supervised fine-tuning on (prompt ids, completion ids) pairs, cosine schedule with 5% warm-up.
 
     The loss is the mean NLL per completion token over each step's whole batch, whatever the micro-batching.
@@ -149,11 +169,12 @@ def sft(policy: Policy, pairs: Sequence[tuple[list[int], list[int]]], steps: int
         chosen = [pairs[rng.randrange(len(pairs))] for _ in range(batch_size)]
         total_tokens = sum(min(len(c), policy.max_length - 1) for _, c in chosen)
 
-        def loss_of(part: list) -> tuple[torch.Tensor, dict[str, float], float]:
+        def loss_of(part: list, total_tokens: int = total_tokens) -> tuple[torch.Tensor, dict[str, float], float]:
             batch = policy.make_batch([p for p, _ in part], [c for _, c in part])
             tokens = batch.mask.sum()
             loss = -(policy.logprobs(batch) * batch.mask).sum() / tokens
             return loss, {"loss": loss.item()}, float(tokens) / total_tokens
+
         if length_groups > 1:
             chosen.sort(key=lambda pc: len(pc[0]) + len(pc[1]))
             size = -(-len(chosen) // length_groups)
@@ -191,9 +212,19 @@ def aligned(rows: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
 class GRPOTrainer(_Trainer):
     """GRPO: group-normalised advantages, clipped ratio, low-variance KL to a frozen reference agent."""
 
-    def __init__(self, policy: Policy, reference: Policy, lr: float, clip: float, kl_coef: float,
-                 minibatch: int, update_epochs: int = 1, drop_zero_variance: bool = True, micro_batch: int = 0,
-                 steps: int = 0) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        reference: Policy,
+        lr: float,
+        clip: float,
+        kl_coef: float,
+        minibatch: int,
+        update_epochs: int = 1,
+        drop_zero_variance: bool = True,
+        micro_batch: int = 0,
+        steps: int = 0,
+    ) -> None:
         super().__init__(policy, lr, micro_batch=micro_batch)
         self.reference = reference
         self.clip, self.kl_coef = clip, kl_coef
@@ -209,9 +240,15 @@ class GRPOTrainer(_Trainer):
             if self.drop_zero_variance and float(rewards.max() - rewards.min()) == 0.0:
                 continue
             adv = group_advantages(rewards.unsqueeze(0))[0]
-            rows.extend((g.prompt_ids, c, float(a)) for c, a in zip(g.completions, adv))
-        info = {"groups": float(len(groups)), "sequences": float(len(rows)), "steps": 0.0,
-                "loss": 0.0, "kl": 0.0, "clip_fraction": 0.0}
+            rows.extend((g.prompt_ids, c, float(a)) for c, a in zip(g.completions, adv, strict=False))
+        info = {
+            "groups": float(len(groups)),
+            "sequences": float(len(rows)),
+            "steps": 0.0,
+            "loss": 0.0,
+            "kl": 0.0,
+            "clip_fraction": 0.0,
+        }
         if not rows:
             return info
         self.policy.model.train()
@@ -240,9 +277,9 @@ class GRPOTrainer(_Trainer):
             order = list(range(len(rows)))
             rng.shuffle(order)
             if self.steps_per_pass:  # a fixed number of steps: near-equal minibatches
-                chunks = [order[i * len(order) // parts:(i + 1) * len(order) // parts] for i in range(parts)]
+                chunks = [order[i * len(order) // parts : (i + 1) * len(order) // parts] for i in range(parts)]
             else:
-                chunks = [order[start:start + self.minibatch] for start in range(0, len(order), self.minibatch)]
+                chunks = [order[start : start + self.minibatch] for start in range(0, len(order), self.minibatch)]
             for chunk in chunks:
                 metrics.append(self._shared_step(chunk, prompts, completions, loss_of))
                 tick()
@@ -256,15 +293,25 @@ class GRPOTrainer(_Trainer):
 class RWRTrainer(_Trainer):
     """Reward-weighted regression with a KL penalty to the initial simulator and a KL cap per update."""
 
-    def __init__(self, policy: Policy, initial: Policy, lr: float, kl_coef: float, max_kl: float,
-                 passes: int, batch_size: int, micro_batch: int = 0) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        initial: Policy,
+        lr: float,
+        kl_coef: float,
+        max_kl: float,
+        passes: int,
+        batch_size: int,
+        micro_batch: int = 0,
+    ) -> None:
         super().__init__(policy, lr, micro_batch=micro_batch)
         self.initial = initial
         self.kl_coef, self.max_kl = kl_coef, max_kl
         self.passes, self.batch_size = passes, batch_size
 
-    def update(self, examples: list[tuple[list[int], list[int], float]], rng: random.Random,
-               tick: Tick = _noop) -> dict[str, float]:
+    def update(
+        self, examples: list[tuple[list[int], list[int], float]], rng: random.Random, tick: Tick = _noop
+    ) -> dict[str, float]:
         """Weighted NLL over (context ids, generated ids, weight) examples; stops early past the KL cap."""
         info = {"examples": float(len(examples)), "steps": 0.0, "nll": 0.0, "kl": 0.0, "stopped_by_kl": 0.0}
         if not examples:
@@ -287,7 +334,7 @@ class RWRTrainer(_Trainer):
             order = list(range(len(examples)))
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
+                chunk = order[start : start + self.batch_size]
                 metrics.append(self._shared_step(chunk, contexts, generated, loss_of))
                 tick()
             if metrics[-1]["kl"] > self.max_kl:

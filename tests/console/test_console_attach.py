@@ -10,12 +10,11 @@ from pathlib import Path
 
 from conftest import wait_until
 
-from genenv_engine.storage import lease
-from genenv_engine.interfaces.cli import main
-from genenv_engine.storage.store import Store
-
 from genenv_console.__main__ import make_app
 from genenv_console.widgets.status_bar import StatusBar
+from genenv_engine.interfaces.cli import main
+from genenv_engine.storage import lease
+from genenv_engine.storage.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,8 +28,13 @@ async def test_console_follows_a_headless_run_and_steers_it(tmp_path):
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    headless = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "60",
-                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    headless = subprocess.Popen(
+        [sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "60", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         await wait_until(lambda: (lease.holder(folder) or {}).get("pid") == headless.pid, 120, "the headless lease")
         app = make_app(folder, autostart=True)  # autostart too: an attached console never starts its own engine

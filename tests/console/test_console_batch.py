@@ -10,9 +10,6 @@ import statistics
 from conftest import wait_until
 from textual.widgets import Select, Tree
 
-from genenv_engine.core.records import Task
-from genenv_engine.storage.store import Store, TaskFilter
-
 from genenv_console.__main__ import make_app
 from genenv_console.data import fmt
 from genenv_console.safe import clean
@@ -22,6 +19,8 @@ from genenv_console.screens.help import HelpScreen
 from genenv_console.screens.lineage import LineageScreen
 from genenv_console.screens.tasks import TasksScreen
 from genenv_console.widgets.plots import CalibrationPlot
+from genenv_engine.core.records import Task
+from genenv_engine.storage.store import Store, TaskFilter
 
 SIZE = (140, 44)
 
@@ -42,14 +41,27 @@ def _add_lineage(path) -> None:
     with Store(path / "genenv.db") as store:
         store.db.execute("UPDATE tasks SET simulator_version = epoch - 1 WHERE origin = 'generated'")
         seed = store.batches(1)[0]["seed_task_id"]
-        later = Task(id="gen/e2/bfcl/0099-0", benchmark="bfcl", prompt="F: add(a:int,b:int) | Q: add 1 and 2",
-                     answer="add(a=1,b=2)", origin="generated", split="generated", parent_id=seed, epoch=2,
-                     simulator_version=1, generator="simulator@e1")
+        later = Task(
+            id="gen/e2/bfcl/0099-0",
+            benchmark="bfcl",
+            prompt="F: add(a:int,b:int) | Q: add 1 and 2",
+            answer="add(a=1,b=2)",
+            origin="generated",
+            split="generated",
+            parent_id=seed,
+            epoch=2,
+            simulator_version=1,
+            generator="simulator@e1",
+        )
         store.insert_tasks([later], batch_id=f"e2/{seed}")
         store.set_task_stats(later.id, p_hat=0.875)
         first = store.batch_tasks(f"e1/{seed}")[1]["id"]
-        store.revise_task(first, store.get_task(first).with_(
-            id=first + "/r1", prompt="F: add(a:int) | Q: add 9", simulator_version=None, generator="hand-edit"))
+        store.revise_task(
+            first,
+            store.get_task(first).with_(
+                id=first + "/r1", prompt="F: add(a:int) | Q: add 9", simulator_version=None, generator="hand-edit"
+            ),
+        )
 
 
 async def _open_batches(app, pilot, epoch: int = 1) -> EpochBatchesScreen:
@@ -80,8 +92,9 @@ async def test_enter_walks_from_a_batch_to_its_tasks_and_a_tasks_grpo_groups(fix
         table = screen.query_one("#drill-table")
         assert table.row_count == 1 + len(variations) == 3
         for i, v in enumerate(variations, 1):
-            wins = db.execute("SELECT count(*), sum(success) FROM rollouts WHERE task_id = ? AND purpose = 'train'",
-                              [v["id"]]).fetchone()
+            wins = db.execute(
+                "SELECT count(*), sum(success) FROM rollouts WHERE task_id = ? AND purpose = 'train'", [v["id"]]
+            ).fetchone()
             cells = _cells(table, i)
             assert cells[0] == "var" and cells[1] == v["id"] and cells[5] == fmt(v["p_hat"])
             assert cells[4] == ("valid" if v["valid"] else clean(f"✗ {v['reason']}", 40, one_line=True))
@@ -92,13 +105,17 @@ async def test_enter_walks_from_a_batch_to_its_tasks_and_a_tasks_grpo_groups(fix
         await wait_until(lambda: isinstance(app.screen, GroupScreen) and app.screen.detail, 10, "its groups")
         group = app.screen
         k = app.session_config.agent.rollouts
-        rewards = [r[0] for r in db.execute("SELECT reward FROM rollouts WHERE task_id = ? AND purpose = 'train' "
-                                            "ORDER BY id", [variations[0]["id"]])]
+        rewards = [
+            r[0]
+            for r in db.execute(
+                "SELECT reward FROM rollouts WHERE task_id = ? AND purpose = 'train' ORDER BY id", [variations[0]["id"]]
+            )
+        ]
         assert len(rewards) == k == 4 and len(group.groups()) == 1
         mean, std = statistics.mean(rewards), statistics.stdev(rewards)
         expected = [(r - mean) / (std + 1e-6) for r in rewards]
         assert group.groups()[0]["advantages"] == [float(a) for a in group.groups()[0]["advantages"]]
-        assert all(abs(a - e) < 1e-5 for a, e in zip(group.groups()[0]["advantages"], expected))
+        assert all(abs(a - e) < 1e-5 for a, e in zip(group.groups()[0]["advantages"], expected, strict=False))
         shown = group.query_one("#drill-table")
         assert shown.row_count == k
         assert [_cells(shown, i)[5] for i in range(k)] == [f"{e:+.2f}" for e in expected]
@@ -110,8 +127,11 @@ async def test_enter_walks_from_a_batch_to_its_tasks_and_a_tasks_grpo_groups(fix
         assert app.screen.tree_nodes.keys() == {batch["seed_task_id"], *[v["id"] for v in variations]}
         await wait_until(lambda: app.screen.query_one(Tree).cursor_node.data == variations[0]["id"], 5, "the cursor")
         await pilot.press("enter")
-        await wait_until(lambda: isinstance(app.screen, TasksScreen) and app.screen.selected_id == variations[0]["id"],
-                         10, "the variation in the tasks screen")
+        await wait_until(
+            lambda: isinstance(app.screen, TasksScreen) and app.screen.selected_id == variations[0]["id"],
+            10,
+            "the variation in the tasks screen",
+        )
         tasks = app.screen
         assert tasks.current.rows[tasks.query_one("#table").cursor_row]["id"] == variations[0]["id"]
         await pilot.press("d")

@@ -10,8 +10,8 @@ import asyncio
 from collections import Counter
 
 from genenv_console.measure import VIEW_GOAL_MS, _views
-from genenv_engine.interfaces.benches.session_fill import fill_session
 from genenv_engine.config import load_config
+from genenv_engine.interfaces.benches.session_fill import fill_session
 from genenv_engine.storage.session import Session
 
 

@@ -17,19 +17,18 @@ import pytest
 from conftest import wait_until, write_fixed_session
 from textual.widgets import DataTable
 
-from genenv_engine.storage import lease
-from genenv_engine.config import load_config
-from genenv_engine.core.records import Task
-from genenv_engine.storage.session import Session
-from genenv_engine.storage.session_view import SessionView
-from genenv_engine.storage.store import Store, read_only_funnel, read_only_rows
-
 from genenv_console.__main__ import main, make_app
 from genenv_console.compare import CompareError, expand_compare, read_runs, report_path
 from genenv_console.safe import clean
 from genenv_console.screens.compare import CompareScreen
 from genenv_console.screens.help import HelpScreen
 from genenv_console.screens.sessions import SessionsScreen
+from genenv_engine.config import load_config
+from genenv_engine.core.records import Task
+from genenv_engine.storage import lease
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store, read_only_funnel, read_only_rows
 
 SIZE = (150, 44)
 
@@ -41,16 +40,31 @@ DRAFT_REASONS = (None, "parse_error: no call", None, "duplicate_cap: like gen/0"
 def write_drafts(store: Store, epoch: int, n: int) -> None:
     """``n`` generated tasks of ``epoch`` with `DRAFT_REASONS` in turn; two train rollouts on all but the last
     admitted one."""
-    tasks = [Task(id=f"gen/e{epoch}/bfcl/{i:04d}", benchmark="bfcl", prompt=f"q{i}", answer="a", origin="generated",
-                  split="generated", epoch=epoch, valid=DRAFT_REASONS[i % len(DRAFT_REASONS)] is None,
-                  reason=DRAFT_REASONS[i % len(DRAFT_REASONS)]) for i in range(n)]
+    tasks = [
+        Task(
+            id=f"gen/e{epoch}/bfcl/{i:04d}",
+            benchmark="bfcl",
+            prompt=f"q{i}",
+            answer="a",
+            origin="generated",
+            split="generated",
+            epoch=epoch,
+            valid=DRAFT_REASONS[i % len(DRAFT_REASONS)] is None,
+            reason=DRAFT_REASONS[i % len(DRAFT_REASONS)],
+        )
+        for i in range(n)
+    ]
     store.insert_tasks(tasks)
-    store.insert_rollouts([{"task_id": t.id, "epoch": epoch, "response": "a", "reward": 1.0, "success": True}
-                           for t in [t for t in tasks if t.valid][:-1] for _ in range(2)])
+    store.insert_rollouts(
+        [
+            {"task_id": t.id, "epoch": epoch, "response": "a", "reward": 1.0, "success": True}
+            for t in [t for t in tasks if t.valid][:-1]
+            for _ in range(2)
+        ]
+    )
 
 
-def write_run(folder: Path, k: int, *, epochs: int = 3, seed: int = 0, mode: str = "trained",
-              drafts: int = 0) -> Path:
+def write_run(folder: Path, k: int, *, epochs: int = 3, seed: int = 0, mode: str = "trained", drafts: int = 0) -> Path:
     """A session whose held-out and calibration values depend on ``k`` (epochs 0..epochs-1 finished); with
     ``drafts``, each epoch after the first wrote ``drafts + k + epoch`` tasks (`write_drafts`)."""
     config = load_config("micro", overrides={"epochs": epochs, "seed": seed, "simulator.mode": mode})
@@ -62,8 +76,21 @@ def write_run(folder: Path, k: int, *, epochs: int = 3, seed: int = 0, mode: str
         if epoch > 0:
             p = round(0.3 + 0.05 * k + 0.1 * epoch, 4)
             metrics.update(generated_success=p, generated_success_by_benchmark={"bfcl": p})
-            store.upsert_batches([{"id": f"e{epoch}/b0", "epoch": epoch, "benchmark": "bfcl", "seed_task_id": "s",
-                                   "n_generated": 2, "n_valid": 2, "p_hat": p, "r_env": None, "in_band": True}])
+            store.upsert_batches(
+                [
+                    {
+                        "id": f"e{epoch}/b0",
+                        "epoch": epoch,
+                        "benchmark": "bfcl",
+                        "seed_task_id": "s",
+                        "n_generated": 2,
+                        "n_valid": 2,
+                        "p_hat": p,
+                        "r_env": None,
+                        "in_band": True,
+                    }
+                ]
+            )
             if drafts:
                 write_drafts(store, epoch, drafts + k + epoch)
         store.finish_epoch(epoch, metrics)
@@ -75,8 +102,9 @@ def db_curves(path: Path) -> tuple[list[tuple[int, float]], list[tuple[int, floa
     """(calibration, held-out) points of a session straight from its database."""
     with Store(path / "genenv.db") as store:
         rows = [r for r in store.epoch_metrics() if r["status"] == "done"]
-    calibration = [(r["epoch"], r["generated_success_by_benchmark"]["bfcl"]) for r in rows
-                   if "generated_success_by_benchmark" in r]
+    calibration = [
+        (r["epoch"], r["generated_success_by_benchmark"]["bfcl"]) for r in rows if "generated_success_by_benchmark" in r
+    ]
     return calibration, [(r["epoch"], r["heldout"]["bfcl"]) for r in rows]
 
 
@@ -128,17 +156,20 @@ async def test_mark_sessions_and_open_the_comparison(three_runs):
         rows = [compare.query_one(DataTable).get_row_at(i) for i in range(compare.query_one(DataTable).row_count)]
         assert [[c.plain for c in r] for r in rows] == [
             ["gamma-run", "micro/trained", "2", "2/3", "bfcl", "0.200", "0.450 (e2)", "+0.250"],
-            ["alpha-run", "micro/trained", "0", "2/3", "bfcl", "0.000", "0.250 (e2)", "+0.250"]]
+            ["alpha-run", "micro/trained", "0", "2/3", "bfcl", "0.000", "0.250 (e2)", "+0.250"],
+        ]
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        help_rows = [app.screen.query_one(DataTable).get_row_at(i)
-                     for i in range(app.screen.query_one(DataTable).row_count)]
+        help_rows = [
+            app.screen.query_one(DataTable).get_row_at(i) for i in range(app.screen.query_one(DataTable).row_count)
+        ]
         assert ["compare", "x", "Export comparison"] in help_rows and ["compare", "escape", "Back"] in help_rows
         await pilot.press("escape", "escape")
         assert app.screen is screen
         await pilot.press("question_mark")
-        help_rows = [app.screen.query_one(DataTable).get_row_at(i)
-                     for i in range(app.screen.query_one(DataTable).row_count)]
+        help_rows = [
+            app.screen.query_one(DataTable).get_row_at(i) for i in range(app.screen.query_one(DataTable).row_count)
+        ]
         assert ["sessions", "m", "Mark to compare"] in help_rows and ["sessions", "C", "Compare marked"] in help_rows
         await pilot.press("escape")
     assert {p: digest(p) for p in three_runs} == before  # read, never written
@@ -164,8 +195,10 @@ async def test_at_most_four_sessions_are_marked(tmp_path):
 
 def test_a_bench_folder_expands_into_its_sessions_and_bad_folders_are_refused(tmp_path, capsys):
     bench = tmp_path / "bench"
-    arms = [write_run(bench / name, k, epochs=1, mode=mode) for k, (name, mode) in
-            enumerate((("trained-s0", "trained"), ("off-s1", "off"), ("frozen-s0", "frozen")))]
+    arms = [
+        write_run(bench / name, k, epochs=1, mode=mode)
+        for k, (name, mode) in enumerate((("trained-s0", "trained"), ("off-s1", "off"), ("frozen-s0", "frozen")))
+    ]
     (bench / "records").mkdir()  # what else a bench folder holds
     (bench / "ablation.md").write_text("x")
     assert expand_compare([bench]) == sorted(arms)
@@ -187,11 +220,13 @@ def test_a_bench_folder_expands_into_its_sessions_and_bad_folders_are_refused(tm
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("x")
-    cases = {(str(lone),): "needs 2 to 4 sessions; got 1 (only-s0)",
-             (str(empty),): "is neither a genenv session",
-             (str(arms[0]), str(tmp_path / "missing")): "no such folder",
-             (str(arms[0] / "config.toml"), str(arms[1])): "no such folder",
-             (str(arms[0]), str(arms[0])): "got 1"}
+    cases = {
+        (str(lone),): "needs 2 to 4 sessions; got 1 (only-s0)",
+        (str(empty),): "is neither a genenv session",
+        (str(arms[0]), str(tmp_path / "missing")): "no such folder",
+        (str(arms[0] / "config.toml"), str(arms[1])): "no such folder",
+        (str(arms[0]), str(arms[0])): "got 1",
+    }
     for args, text in cases.items():
         assert main(["--compare", *args]) == 2, args
         err = capsys.readouterr().err
@@ -255,8 +290,7 @@ def test_an_older_database_is_read_without_being_migrated(tmp_path, monkeypatch)
     conn.close()
     before = db.read_bytes()
     epochs, batches = read_only_rows(db)
-    assert epochs == [{"epoch": 0, "status": "done", "started_at": None, "finished_at": None,
-                       "heldout": {"bfcl": 0.5}}]
+    assert epochs == [{"epoch": 0, "status": "done", "started_at": None, "finished_at": None, "heldout": {"bfcl": 0.5}}]
     assert batches[0]["in_band"] is True and batches[0]["prompt_note"] is None
     assert db.read_bytes() == before  # no migration, no meta row
 
@@ -320,8 +354,10 @@ async def test_the_funnel_table_shows_each_sessions_read_only_funnel(tmp_path):
     runs = [write_run(root / name, k, seed=k, drafts=4) for k, name in enumerate(("left-run", "right-run"))]
     expected = [row for p in runs for row in funnel_figures(p)]
     assert len(expected) == 2 and expected[0][2:] != expected[1][2:]  # a swapped row would show
-    assert [row[5] for row in expected] == ["parse_error 4, duplicate_cap 2, +1 more",  # three reasons: two named
-                                            "parse_error 4, bad_args 2, +1 more"]  # a tie goes by name
+    assert [row[5] for row in expected] == [
+        "parse_error 4, duplicate_cap 2, +1 more",  # three reasons: two named
+        "parse_error 4, bad_args 2, +1 more",
+    ]  # a tie goes by name
     before = [digest(p) for p in runs]
     app = make_app(compare=runs, sessions_root=root)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -330,7 +366,13 @@ async def test_the_funnel_table_shows_each_sessions_read_only_funnel(tmp_path):
         screen = app.screen
         table = screen.query_one("#compare-funnel", DataTable)
         assert [str(c.label) for c in table.columns.values()] == [
-            "session", "bench", "drafts", "valid (kept/drafts)", "trained", "top rejections"]
+            "session",
+            "bench",
+            "drafts",
+            "valid (kept/drafts)",
+            "trained",
+            "top rejections",
+        ]
         assert [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)] == expected
         for size in ((120, 40), (180, 50)):  # the plots keep most of the height; every row of both tables shows
             await pilot.resize_terminal(*size)
@@ -360,8 +402,10 @@ async def test_export_writes_the_table_and_every_epochs_values(three_runs):
     for p in order:
         cal, held = db_curves(p)
         e0, (last_epoch, last) = held[0][1], held[-1]
-        row = (f"| {p.name} | micro/trained | {[alpha, beta, gamma].index(p)} | 2/3 | bfcl | {e0:.3f} | "
-               f"{last:.3f} (e{last_epoch}) | {last - e0:+.3f} |")
+        row = (
+            f"| {p.name} | micro/trained | {[alpha, beta, gamma].index(p)} | 2/3 | bfcl | {e0:.3f} | "
+            f"{last:.3f} (e{last_epoch}) | {last - e0:+.3f} |"
+        )
         assert row in text, row
     cal_section = text.split("## Calibration")[1].split("## Held-out")[0]
     held_section = text.split("## Held-out")[1]
@@ -392,16 +436,18 @@ def test_the_report_carries_each_sessions_funnel_from_its_database(tmp_path):
     runs = read_runs(paths)
     assert [digest(p) for p in paths] == before  # read read-only
     cells = {}
-    for path, run in zip(paths, runs):
+    for path, run in zip(paths, runs, strict=False):
         with Store(path / "genenv.db") as store:
             assert run.funnel == store.funnel()
             q = lambda sql, *a: store.db.execute(sql, a).fetchone()[0]  # noqa: E731
             for epoch in (1, 2):
                 gen = "FROM tasks WHERE origin = 'generated' AND epoch = ?"
                 cells[path.name, epoch] = (
-                    q(f"SELECT count(*) {gen}", epoch), q(f"SELECT count(*) {gen} AND valid = 1", epoch),
+                    q(f"SELECT count(*) {gen}", epoch),
+                    q(f"SELECT count(*) {gen} AND valid = 1", epoch),
                     q(f"SELECT count(*) {gen} AND (valid = 1 OR reason LIKE 'duplicate_cap%')", epoch),
-                    q("SELECT count(DISTINCT task_id) FROM rollouts WHERE purpose = 'train' AND epoch = ?", epoch))
+                    q("SELECT count(DISTINCT task_id) FROM rollouts WHERE purpose = 'train' AND epoch = ?", epoch),
+                )
     assert cells["a-run", 2] != cells["b-run", 2] and cells["a-run", 1] != cells["b-run", 1]
     text = comparison_markdown(runs).split("## Funnel")[1]
     for path in paths:
@@ -416,8 +462,20 @@ def test_the_report_carries_each_sessions_funnel_from_its_database(tmp_path):
 
 # -- hostile names -------------------------------------------------------------------------------------------------
 
-FORBIDDEN = {*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
-             0x2066, 0x2067, 0x2068, 0x2069}
+FORBIDDEN = {
+    *range(0x00, 0x20),
+    0x7F,
+    *range(0x80, 0xA0),
+    0x202A,
+    0x202B,
+    0x202C,
+    0x202D,
+    0x202E,
+    0x2066,
+    0x2067,
+    0x2068,
+    0x2069,
+}
 HOSTILE_NAMES = ("[bold red]RED [@click=app.quit]q", "\x1b]0;pwned\x07\x1b[2J|pipe|\u202eevil [link=x]")
 """Folder names (no ``/``: it would nest) that are markup, escapes, a bidi override and table pipes."""
 
@@ -463,8 +521,10 @@ async def test_hostile_session_names_are_drawn_literally(tmp_path):
 
 def test_compare_snapshot(tmp_path, snap_compare):
     bench = tmp_path / "bench"
-    runs = [write_run(bench / name, k, seed=k, mode=name.split("-")[0], drafts=4)
-            for k, name in enumerate(("trained-s0", "off-s1", "frozen-s2"))]
+    runs = [
+        write_run(bench / name, k, seed=k, mode=name.split("-")[0], drafts=4)
+        for k, name in enumerate(("trained-s0", "off-s1", "frozen-s2"))
+    ]
     app = make_app(compare=runs, sessions_root=tmp_path)
 
     async def run_before(pilot) -> None:

@@ -7,10 +7,20 @@ import importlib
 
 import pytest
 
-MODULES = ["genenv_console.state", "genenv_console.data", "genenv_console.latency",
-           "genenv_console.widgets.status_bar", "genenv_console.safe", "genenv_console.compare", "genenv_console.compare_funnel",
-           "genenv_console.screens.drill", "genenv_console.screens.funnel", "genenv_console.screens.batch",
-           "genenv_console.screens.lineage", "genenv_console.screens.base"]
+MODULES = [
+    "genenv_console.state",
+    "genenv_console.data",
+    "genenv_console.latency",
+    "genenv_console.widgets.status_bar",
+    "genenv_console.safe",
+    "genenv_console.compare",
+    "genenv_console.compare_funnel",
+    "genenv_console.screens.drill",
+    "genenv_console.screens.funnel",
+    "genenv_console.screens.batch",
+    "genenv_console.screens.lineage",
+    "genenv_console.screens.base",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

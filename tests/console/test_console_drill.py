@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from conftest import first, wait_until
 
-from genenv_engine.storage.session_view import SessionView
-from genenv_engine.storage.store import Store
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.screens.drill import EpochBatchesScreen, HeldoutEpochScreen, batch_rows
 from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot
+from genenv_engine.storage.session_view import SessionView
+from genenv_engine.storage.store import Store
 
 
 async def test_enter_on_a_plot_opens_the_epoch_behind_its_cursor(tmp_path, scripted_factory):
@@ -47,7 +46,7 @@ async def test_enter_on_a_plot_opens_the_epoch_behind_its_cursor(tmp_path, scrip
         all_rows = screen.rows()
         assert len(all_rows) == len(now) == len(answers)
         assert all(r[3] == ("✓" if answers[r[0]]["success"] else "✗") for r in all_rows)  # stored answer, verdict
-        flips = sum(a != b for a, b in zip(now, before))
+        flips = sum(a != b for a, b in zip(now, before, strict=False))
         await pilot.press("f")
         assert len(screen.rows()) == flips == screen.query_one("#drill-table").row_count
         await pilot.press("f", "l")
@@ -57,21 +56,21 @@ async def test_enter_on_a_plot_opens_the_epoch_behind_its_cursor(tmp_path, scrip
 def test_a_tasks_grpo_groups_carry_the_trainers_advantages(tmp_path):
     import torch
 
-    from genenv_engine.core.algorithms import group_advantages
+    from genenv_console.data import task_detail
+    from genenv_console.screens.tasks import detail_text
     from genenv_engine.config import load_config
+    from genenv_engine.core.algorithms import group_advantages
     from genenv_engine.method.loop import run
     from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
-
-    from genenv_console.data import task_detail
-    from genenv_console.screens.tasks import detail_text
 
     session = Session.create(load_config("micro", overrides={"epochs": 2}), tmp_path / "s")
     run(session, backend_factory=scripted_backends(p=0.5))
     k = session.config.agent.rollouts
     store = session.store
-    task_id = store.db.execute("SELECT task_id FROM rollouts WHERE purpose = 'train' GROUP BY task_id "
-                               "ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    task_id = store.db.execute(
+        "SELECT task_id FROM rollouts WHERE purpose = 'train' GROUP BY task_id ORDER BY count(*) DESC LIMIT 1"
+    ).fetchone()[0]
     train = [r for r in store.rollouts_for(task_id) if r["purpose"] == "train"]
     detail = task_detail(store, task_id, group_size=k)
     groups = detail["groups"]

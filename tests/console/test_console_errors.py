@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from conftest import ScriptedSimulator, first, scripted, wait_until
 
-from genenv_engine.storage.store import Store
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.widgets.status_bar import StatusBar
+from genenv_engine.storage.store import Store
 
 
 class BrokenSimulator(ScriptedSimulator):

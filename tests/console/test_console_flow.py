@@ -13,24 +13,27 @@ import random
 from conftest import first, wait_until
 from textual.widgets import DataTable, Input, Select, TextArea
 
-from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.storage.session import Session
-from genenv_engine.storage.store import Store
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.screens.edit import EditScreen
 from genenv_console.screens.tasks import TasksScreen
-from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PHatHistogram, PhasePlot
+from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PhasePlot, PHatHistogram
 from genenv_console.widgets.status_bar import StatusBar
+from genenv_engine.environments.bfcl.mini import generate_task
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.store import Store
 
 SIZE = (140, 44)
 
 
 def rollout_ids(store: Store, epoch: int) -> set[str]:
     """Task ids the agent rolled out (trained on) in ``epoch``."""
-    return {r[0] for r in store.db.execute("SELECT task_id FROM rollouts WHERE epoch = ? AND purpose = 'train'",
-                                           [epoch]).fetchall()}
+    return {
+        r[0]
+        for r in store.db.execute(
+            "SELECT task_id FROM rollouts WHERE epoch = ? AND purpose = 'train'", [epoch]
+        ).fetchall()
+    }
 
 
 async def test_run_pause_edit_ban_resume_stop_and_resume_session(tmp_path, scripted_factory):
@@ -67,11 +70,13 @@ async def test_run_pause_edit_ban_resume_stop_and_resume_session(tmp_path, scrip
         metrics = {m["epoch"]: m for m in store.epoch_metrics()}
         assert metrics[n - 1]["status"] == "done" and n not in metrics  # paused before epoch n started
         calibration = app.dashboard.query_one(CalibrationPlot).data
-        assert calibration.points["bfcl"] == [(e, metrics[e]["generated_success_by_benchmark"]["bfcl"])
-                                              for e in range(1, n)]
+        assert calibration.points["bfcl"] == [
+            (e, metrics[e]["generated_success_by_benchmark"]["bfcl"]) for e in range(1, n)
+        ]
         assert calibration.alpha == 0.5 and calibration.k_min == 0.1
-        assert app.dashboard.query_one(HeldoutPlot).data["bfcl"] == [(e, metrics[e]["heldout"]["bfcl"])
-                                                                      for e in range(n)]
+        assert app.dashboard.query_one(HeldoutPlot).data["bfcl"] == [
+            (e, metrics[e]["heldout"]["bfcl"]) for e in range(n)
+        ]
         scored = first(msgs, M.AttemptsScored, epoch=n - 1).event
         histogram = app.dashboard.query_one(PHatHistogram).data
         assert histogram.epoch == n - 1 and histogram.p_hats == scored.p_hats and histogram.r_envs == scored.r_envs
@@ -143,7 +148,9 @@ async def test_run_pause_edit_ban_resume_stop_and_resume_session(tmp_path, scrip
         await pilot.pause()
         assert "stopped" in bar.text
         assert [(m["epoch"], m["status"]) for m in store.epoch_metrics()] == [
-            *[(e, "done") for e in range(n + 1)], (n + 1, "partial")]
+            *[(e, "done") for e in range(n + 1)],
+            (n + 1, "partial"),
+        ]
         store.close()
         await pilot.press("q")
 

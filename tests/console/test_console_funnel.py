@@ -6,12 +6,11 @@ from __future__ import annotations
 from conftest import wait_until
 from rich.text import Text
 
-from genenv_engine.storage.store import Store
-
 from genenv_console.__main__ import make_app
 from genenv_console.screens.funnel import FunnelScreen, funnel_rows
 from genenv_console.screens.help import HelpScreen
 from genenv_console.widgets.plots import CalibrationPlot
+from genenv_engine.storage.store import Store
 
 SIZE = (140, 44)
 HOSTILE_REASON = "[bold red]RED[/bold red] \x1b[31mx\u202e: detail"
@@ -20,9 +19,11 @@ HOSTILE_REASON = "[bold red]RED[/bold red] \x1b[31mx\u202e: detail"
 def _db_counts(path, epoch: int) -> dict[str, int]:
     with Store(path / "genenv.db") as store:
         q = lambda sql: store.db.execute(sql, [epoch]).fetchone()[0]  # noqa: E731
-        return {"drafts": q("SELECT count(*) FROM tasks WHERE origin = 'generated' AND epoch = ?"),
-                "valid": q("SELECT count(*) FROM tasks WHERE origin = 'generated' AND valid = 1 AND epoch = ?"),
-                "trained": q("SELECT count(DISTINCT task_id) FROM rollouts WHERE purpose = 'train' AND epoch = ?")}
+        return {
+            "drafts": q("SELECT count(*) FROM tasks WHERE origin = 'generated' AND epoch = ?"),
+            "valid": q("SELECT count(*) FROM tasks WHERE origin = 'generated' AND valid = 1 AND epoch = ?"),
+            "trained": q("SELECT count(DISTINCT task_id) FROM rollouts WHERE purpose = 'train' AND epoch = ?"),
+        }
 
 
 async def test_f_opens_the_funnel_at_the_cursor_epoch_with_the_database_counts(fixed_session):
@@ -41,7 +42,10 @@ async def test_f_opens_the_funnel_at_the_cursor_epoch_with_the_database_counts(f
             (row,) = screen.rows()
             counts = _db_counts(fixed_session, epoch)
             assert row[0] == "bfcl" and (row[1], row[3], row[4]) == (
-                str(counts["drafts"]), str(counts["valid"]), str(counts["trained"]))
+                str(counts["drafts"]),
+                str(counts["valid"]),
+                str(counts["trained"]),
+            )
             table = screen.query_one("#funnel-table")
             assert table.row_count == 1 and [c.plain for c in table.get_row_at(0)] == list(row)
             with Store(fixed_session / "genenv.db") as store:
@@ -53,8 +57,10 @@ async def test_f_opens_the_funnel_at_the_cursor_epoch_with_the_database_counts(f
         await pilot.press("escape")
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        keys = [app.screen.query_one("#help-table").get_row_at(i)[1]
-                for i in range(app.screen.query_one("#help-table").row_count)]
+        keys = [
+            app.screen.query_one("#help-table").get_row_at(i)[1]
+            for i in range(app.screen.query_one("#help-table").row_count)
+        ]
         assert "F" in keys
 
 

@@ -22,19 +22,19 @@ import textual.pilot
 from conftest import first, wait_until
 from textual.widgets import DataTable, Input, TextArea
 
-from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.storage.store import Store
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.screens.edit import EditScreen
 from genenv_console.screens.error import ErrorScreen
 from genenv_console.screens.tasks import TasksScreen
+from genenv_engine.environments.bfcl.mini import generate_task
+from genenv_engine.storage.store import Store
 
 
 @pytest.fixture
 def brief_idle(monkeypatch):
     """Textual's wait for an idle process replaced by one event-loop turn of 20 ms."""
+
     async def brief(*_args, **_kwargs) -> None:
         await asyncio.sleep(0.02)
 
@@ -58,8 +58,15 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
         rounds = 0
         # the run is far longer than the test: the UI writes until it has made enough of them over two finished
         # epochs, then stops the run
-        while app.state.active and rounds < 4000 and (edited is None or sum(len(v) for v in presses.values()) < 24
-                                                      or first(msgs, M.EpochFinished, epoch=2) is None):
+        while (
+            app.state.active
+            and rounds < 4000
+            and (
+                edited is None
+                or sum(len(v) for v in presses.values()) < 24
+                or first(msgs, M.EpochFinished, epoch=2) is None
+            )
+        ):
             rounds += 1
             if table.row_count == 0:
                 await pilot.pause()
@@ -78,8 +85,9 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
                 modal.query_one("#edit-prompt", TextArea).load_text(prompt)
                 modal.query_one("#edit-answer", Input).value = answer
                 await pilot.press("ctrl+s")
-                await wait_until(lambda: app.screen is screen or isinstance(app.screen, ErrorScreen), 30,
-                                 "the edit to be saved")
+                await wait_until(
+                    lambda: app.screen is screen or isinstance(app.screen, ErrorScreen), 30, "the edit to be saved"
+                )
                 assert app.screen is screen, getattr(app.screen, "error", "")
                 edited = (task_id, f"{task_id}/r1", answer)
                 continue
@@ -96,7 +104,9 @@ async def test_pins_bans_and_edits_while_the_engine_runs(tmp_path, scripted_fact
         assert first(msgs, M.RunStopped) is not None and first(msgs, M.RunFailed) is None
     assert edited is not None and sum(len(v) for v in presses.values()) >= 24
     with Store(path / "genenv.db") as store:
-        changes = [(m.task_id, m.status) for m in {id(m): m for m in msgs if isinstance(m, M.TaskStatusChanged)}.values()]
+        changes = [
+            (m.task_id, m.status) for m in {id(m): m for m in msgs if isinstance(m, M.TaskStatusChanged)}.values()
+        ]
         assert len(changes) == sum(len(v) for v in presses.values())
         last: dict[str, str] = {}
         for task_id, status in changes:

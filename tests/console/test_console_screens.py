@@ -9,8 +9,6 @@ import json
 from conftest import FIXED_METRICS, first, wait_until
 from textual.widgets import DataTable, Input, Select, TextArea
 
-from genenv_engine.storage.store import Store
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.data import PAGE_SIZE
@@ -20,6 +18,7 @@ from genenv_console.screens.sessions import SessionsScreen
 from genenv_console.screens.tasks import TasksScreen
 from genenv_console.widgets.plots import CalibrationPlot, HeldoutPlot, PHatHistogram, ThroughputPlot
 from genenv_console.widgets.status_bar import StatusBar
+from genenv_engine.storage.store import Store
 
 SIZE = (140, 44)
 

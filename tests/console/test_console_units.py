@@ -8,20 +8,28 @@ import random
 import pytest
 from conftest import FIXED_METRICS
 
-from genenv_engine.core import events as ev
-from genenv_engine.config import ConfigError, load_config
-from genenv_engine.environments import get_environment
-from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.storage.store import Store
-
 from genenv_console import messages as M
 from genenv_console.__main__ import main, make_app
-from genenv_console.data import (PAGE_SIZE, TaskFilter, apply_edit, export_jsonl, list_sessions, next_revision_id,
-                                 table_row, task_page, toggle_status)
+from genenv_console.data import (
+    PAGE_SIZE,
+    TaskFilter,
+    apply_edit,
+    export_jsonl,
+    list_sessions,
+    next_revision_id,
+    table_row,
+    task_page,
+    toggle_status,
+)
 from genenv_console.latency import LatencyProbe, percentile
 from genenv_console.runner import EngineRunner
 from genenv_console.screens.sessions import form_config
 from genenv_console.state import RunState, describe
+from genenv_engine.config import ConfigError, load_config
+from genenv_engine.core import events as ev
+from genenv_engine.environments import get_environment
+from genenv_engine.environments.bfcl.mini import generate_task
+from genenv_engine.storage.store import Store
 
 
 def state() -> RunState:
@@ -87,10 +95,26 @@ def test_state_of_a_reopened_session_shows_the_stored_r_env_and_band_flags():
     store = Store(":memory:")
     # epoch 2 as the engine stored it (R_env values no formula of p-hat gives, so a recomputation would show);
     # epoch 1 as an older genenv did (no R_env): scored with the session's agent0 reward
-    store.upsert_batches([{"id": f"e2/{i}", "epoch": 2, "benchmark": "bfcl", "p_hat": p, "r_env": 0.1 * (i + 1),
-                           "in_band": i < 3, "alpha": 0.5} for i, p in enumerate(FIXED_METRICS[2]["batch_p_hats"])])
-    store.upsert_batches([{"id": f"e1/{i}", "epoch": 1, "benchmark": "bfcl", "p_hat": p}
-                          for i, p in enumerate(FIXED_METRICS[1]["batch_p_hats"])])
+    store.upsert_batches(
+        [
+            {
+                "id": f"e2/{i}",
+                "epoch": 2,
+                "benchmark": "bfcl",
+                "p_hat": p,
+                "r_env": 0.1 * (i + 1),
+                "in_band": i < 3,
+                "alpha": 0.5,
+            }
+            for i, p in enumerate(FIXED_METRICS[2]["batch_p_hats"])
+        ]
+    )
+    store.upsert_batches(
+        [
+            {"id": f"e1/{i}", "epoch": 1, "benchmark": "bfcl", "p_hat": p}
+            for i, p in enumerate(FIXED_METRICS[1]["batch_p_hats"])
+        ]
+    )
     view = SessionView.from_rows(cfg, rows, store.batches())
     s = RunState.from_view("s", view)
     assert s.epochs_done() == 2 and sorted(s.stored) == [1, 2]
@@ -123,7 +147,8 @@ def test_runner_sink_wraps_throttles_and_pauses_after_epoch():
     runner.sink(ev.EpochFinished(2, {}))
     assert runner.control.paused
     assert {cls.__name__ for cls in M.ENGINE_MESSAGES.values()} == {
-        c.__name__ for c in vars(ev).values() if isinstance(c, type) and issubclass(c, ev.Event) and c is not ev.Event}
+        c.__name__ for c in vars(ev).values() if isinstance(c, type) and issubclass(c, ev.Event) and c is not ev.Event
+    }
 
 
 @pytest.fixture
@@ -213,13 +238,19 @@ def test_latency_probe_and_percentiles():
 
 
 def test_create_form_config():
-    config = form_config("micro", {"benchmarks": "bfcl", "alpha": "0.4", "beta": "5", "k_min": "0.2",
-                                   "lambda": "2", "epochs": "4"}, "frozen")
+    config = form_config(
+        "micro",
+        {"benchmarks": "bfcl", "alpha": "0.4", "beta": "5", "k_min": "0.2", "lambda": "2", "epochs": "4"},
+        "frozen",
+    )
     assert (config.curriculum.alpha, config.curriculum.beta, config.curriculum.k_min) == (0.4, 5.0, 0.2)
     assert (config.simulator.rwr_lambda, config.epochs, config.simulator.mode) == (2.0, 4, "frozen")
     with pytest.raises(ConfigError, match="curriculum.beta"):
-        form_config("micro", {"benchmarks": "bfcl", "alpha": "0.4", "beta": "x", "k_min": "0.2", "lambda": "2",
-                              "epochs": "4"}, "trained")
+        form_config(
+            "micro",
+            {"benchmarks": "bfcl", "alpha": "0.4", "beta": "x", "k_min": "0.2", "lambda": "2", "epochs": "4"},
+            "trained",
+        )
 
 
 def test_cli_errors_and_factory(tmp_path, capsys):

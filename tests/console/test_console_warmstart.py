@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from genenv_engine.core import events as ev
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.state import RunState
 from genenv_console.widgets.plots import ThroughputPlot, WarmStartPlot
+from genenv_engine.core import events as ev
 
 
 def test_state_keeps_loss_points_and_rates_per_role():
@@ -55,11 +54,21 @@ async def test_samples_panel_shows_each_roles_latest_sample_sanitised(tmp_path):
         await pilot.pause()
         panel, phases = app.screen.query_one(WarmStartSamples), app.screen.query_one(PhasePlot)
         assert not panel.display and phases.display
-        for event in (ev.WarmStartProgressed(0, "agent", 5, 20, 3.0, 2.5),
-                      ev.WarmStartSample(0, "agent", 5, 20, "add 2 and 3", "[wrong]", False, "gold: [add(a=2, b=3)]"),
-                      ev.WarmStartSample(0, "agent", 10, 20, "add 2 and 3", "[add(a=2, b=3)]", True, "gold: x"),
-                      ev.WarmStartSample(0, "simulator", 4, 20, "seed [/] \x1b]0;pwned\x07", "[@click=app.quit]x", False,
-                                         "parse_error: no TASK line")):
+        for event in (
+            ev.WarmStartProgressed(0, "agent", 5, 20, 3.0, 2.5),
+            ev.WarmStartSample(0, "agent", 5, 20, "add 2 and 3", "[wrong]", False, "gold: [add(a=2, b=3)]"),
+            ev.WarmStartSample(0, "agent", 10, 20, "add 2 and 3", "[add(a=2, b=3)]", True, "gold: x"),
+            ev.WarmStartSample(
+                0,
+                "simulator",
+                4,
+                20,
+                "seed [/] \x1b]0;pwned\x07",
+                "[@click=app.quit]x",
+                False,
+                "parse_error: no TASK line",
+            ),
+        ):
             app.post_message(M.wrap(event, app.runner))
             await pilot.pause()
         assert panel.display and not phases.display

@@ -3,15 +3,16 @@ tokens/s, as ``genenv status`` shows them (`genenv_engine.storage.progress.worke
 
 from __future__ import annotations
 
-from genenv_engine.core import events as ev
-
 from genenv_console import messages as M
 from genenv_console.__main__ import make_app
 from genenv_console.state import RunState
 from genenv_console.widgets.status_bar import StatusBar
+from genenv_engine.core import events as ev
 
-TWO_WORKERS = [{"batches": 3, "tasks": 48, "tokens": 4800, "seconds": 12.0},
-               {"batches": 3, "tasks": 48, "tokens": 5000, "seconds": 10.0}]
+TWO_WORKERS = [
+    {"batches": 3, "tasks": 48, "tokens": 4800, "seconds": 12.0},
+    {"batches": 3, "tasks": 48, "tokens": 5000, "seconds": 10.0},
+]
 
 
 def test_state_gives_the_latest_epoch_that_reports_workers():
@@ -28,11 +29,16 @@ async def test_status_bar_shows_worker_count_and_per_worker_throughput(tmp_path)
         await pilot.pause()
         bar = app.screen.query_one(StatusBar)
         assert "rollout workers" not in bar.text  # no epoch yet
-        app.post_message(M.wrap(ev.EpochFinished(1, {"tokens_per_second": 900.0, "rollout_workers": TWO_WORKERS}),
-                                app.runner))
+        app.post_message(
+            M.wrap(ev.EpochFinished(1, {"tokens_per_second": 900.0, "rollout_workers": TWO_WORKERS}), app.runner)
+        )
         await pilot.pause()
         assert bar.text.endswith(" │ rollout workers 2: 4.0+4.8 tasks/s, 400+500 tok/s")
-        app.post_message(M.wrap(ev.EpochFinished(2, {"rollout_workers": [
-            {"batches": 1, "tasks": 40, "tokens": 3000, "seconds": 8.0}]}), app.runner))
+        app.post_message(
+            M.wrap(
+                ev.EpochFinished(2, {"rollout_workers": [{"batches": 1, "tasks": 40, "tokens": 3000, "seconds": 8.0}]}),
+                app.runner,
+            )
+        )
         await pilot.pause()
         assert bar.text.endswith(" │ rollout workers 1: 5.0 tasks/s, 375 tok/s")

@@ -21,33 +21,55 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import DataTable, Input, Log, Static, TextArea
 
-from genenv_engine.config import load_config
-from genenv_engine.environments import get_environment
-from genenv_engine.core.records import Task
-from genenv_engine.storage.session import Session
-
 from genenv_console.__main__ import make_app
 from genenv_console.data import table_line, table_row
 from genenv_console.messages import TaskRevised
 from genenv_console.safe import MAX_CHARS, clean, safe_text
 from genenv_console.screens.edit import EDIT_MAX_CHARS, EditScreen
 from genenv_console.screens.tasks import TasksScreen, detail_text
+from genenv_engine.config import load_config
+from genenv_engine.core.records import Task
+from genenv_engine.environments import get_environment
+from genenv_engine.storage.session import Session
 
 HOSTILE = [
-    "[/]", "[/bold] unbalanced [", "[bold red]RED[/bold red]", "[@click=app.quit]click me[/]",
-    "[link=file:///etc/passwd]x[/link]", "\x1b]0;pwned title\x07", "\x1b[2J\x1b[H cleared", "\x1b[31mred\x1b[0m",
-    "NUL\x00byte", "\u202eRTL override\u202c", "\u2066isolate\u2069", "\x9b2J C1 CSI", "\r carriage\rreturn",
-    "tab\there\nnew\nline", "\u200bzero\ufeffwidth", "Z\u0336\u0336\u0336\u0336algo", "宽字符😀",
+    "[/]",
+    "[/bold] unbalanced [",
+    "[bold red]RED[/bold red]",
+    "[@click=app.quit]click me[/]",
+    "[link=file:///etc/passwd]x[/link]",
+    "\x1b]0;pwned title\x07",
+    "\x1b[2J\x1b[H cleared",
+    "\x1b[31mred\x1b[0m",
+    "NUL\x00byte",
+    "\u202eRTL override\u202c",
+    "\u2066isolate\u2069",
+    "\x9b2J C1 CSI",
+    "\r carriage\rreturn",
+    "tab\there\nnew\nline",
+    "\u200bzero\ufeffwidth",
+    "Z\u0336\u0336\u0336\u0336algo",
+    "宽字符😀",
 ]
 """Fragments an outside tester would try first."""
 
-FORBIDDEN = {*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x200E, 0x200F, 0x061C, *range(0x202A, 0x202F),
-             *range(0x2066, 0x206A), 0x2028, 0x2029}
+FORBIDDEN = {
+    *range(0x00, 0x20),
+    0x7F,
+    *range(0x80, 0xA0),
+    0x200E,
+    0x200F,
+    0x061C,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    0x2028,
+    0x2029,
+}
 """Code points that must never reach the terminal from task text."""
 
 hostile_text = st.lists(
-    st.one_of(st.sampled_from(HOSTILE), st.text(st.characters(exclude_categories=["Cs"]), max_size=40)),
-    max_size=8).map("".join)
+    st.one_of(st.sampled_from(HOSTILE), st.text(st.characters(exclude_categories=["Cs"]), max_size=40)), max_size=8
+).map("".join)
 """Random strings made of hostile fragments and arbitrary (storable) characters."""
 
 any_text = st.one_of(hostile_text, st.text(max_size=200))
@@ -56,8 +78,11 @@ any_text = st.one_of(hostile_text, st.text(max_size=200))
 
 def leaked(text: str, allow_newlines: bool = False) -> set[str]:
     """Forbidden characters in ``text`` (newline allowed where the widget is multi-line)."""
-    return {f"U+{ord(c):04X}" for c in text if ord(c) in FORBIDDEN and not (allow_newlines and c == "\n")
-            or 0xD800 <= ord(c) < 0xE000}
+    return {
+        f"U+{ord(c):04X}"
+        for c in text
+        if ord(c) in FORBIDDEN and not (allow_newlines and c == "\n") or 0xD800 <= ord(c) < 0xE000
+    }
 
 
 # -- the sanitiser itself --------------------------------------------------------------------------
@@ -66,16 +91,26 @@ def leaked(text: str, allow_newlines: bool = False) -> set[str]:
 def hostile_cases(max_examples: int):
     """A console test run on ``max_examples`` generated hostile strings plus the fixed worst cases (markup, escape
     and control sequences, a 200k-character string), as ``text``."""
+
     def decorate(test):
         for case in reversed(FIXED_HOSTILE):
             test = example(case)(test)
-        return settings(max_examples=max_examples, deadline=None, suppress_health_check=[
-            HealthCheck.function_scoped_fixture, HealthCheck.too_slow])(given(text=hostile_text)(test))
+        return settings(
+            max_examples=max_examples,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )(given(text=hostile_text)(test))
+
     return decorate
 
 
-FIXED_HOSTILE = ("[/]", "[bold red]RED[/bold red] [@click=app.quit]click me[/]",
-                 "\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil", "\r", "y" * 200_000)
+FIXED_HOSTILE = (
+    "[/]",
+    "[bold red]RED[/bold red] [@click=app.quit]click me[/]",
+    "\x1b]0;pwned title\x07\x1b[2J\x1b[H NUL\x00 \u202eevil",
+    "\r",
+    "y" * 200_000,
+)
 """The strings every hostile console test is run on (a lone carriage return: whitespace that must still show)."""
 
 
@@ -114,8 +149,18 @@ def test_200k_characters_are_cut_with_a_marker():
 
 
 def hostile_task(text: str, id: str = "gen/e1/bfcl/0000-0", parent_id: str | None = None) -> Task:
-    return Task(id=id, benchmark="bfcl", prompt=text, answer=text, origin="generated", split="generated",
-                epoch=1, valid=False, reason=f"parse_error: {text}", parent_id=parent_id)
+    return Task(
+        id=id,
+        benchmark="bfcl",
+        prompt=text,
+        answer=text,
+        origin="generated",
+        split="generated",
+        epoch=1,
+        valid=False,
+        reason=f"parse_error: {text}",
+        parent_id=parent_id,
+    )
 
 
 @settings(max_examples=400, deadline=None)
@@ -127,19 +172,40 @@ def test_table_row_and_detail_pane_show_text_literally(text):
     line = table_line(table_row(row))
     assert not leaked(line) and line.startswith("gen/e1/bfcl/0000-0")
     assert clean(text, 120, one_line=True)[:40].rstrip() in line or len(clean(text, one_line=True)) > 59
-    detail = {"task": task, "stats": {}, "n_rollouts": 1, "lineage": [task, parent],
-              "rollouts": [{"epoch": 1, "reward": 0.0, "success": False, "response": text}]}
+    detail = {
+        "task": task,
+        "stats": {},
+        "n_rollouts": 1,
+        "lineage": [task, parent],
+        "rollouts": [{"epoch": 1, "reward": 0.0, "success": False, "response": text}],
+    }
     shown = detail_text(detail)
     assert isinstance(shown, Text) and not leaked(shown.plain, allow_newlines=True)
     assert clean(text) in shown.plain  # the prompt, in full (made visible), no markup swallowed
 
 
 def test_detail_pane_names_the_weights_that_wrote_and_sampled():
-    task = Task(id="gen/e3/bfcl/0001-0", benchmark="bfcl", prompt="q", answer="a", origin="generated",
-                split="generated", epoch=3, generator="sim@e2", simulator_version=2)
-    detail = {"task": task, "stats": {}, "n_rollouts": 2, "lineage": [task],
-              "rollouts": [{"epoch": 3, "reward": 1.0, "success": True, "response": "a", "policy_version": 2},
-                           {"epoch": 3, "reward": 0.0, "success": False, "response": "b", "policy_version": None}]}
+    task = Task(
+        id="gen/e3/bfcl/0001-0",
+        benchmark="bfcl",
+        prompt="q",
+        answer="a",
+        origin="generated",
+        split="generated",
+        epoch=3,
+        generator="sim@e2",
+        simulator_version=2,
+    )
+    detail = {
+        "task": task,
+        "stats": {},
+        "n_rollouts": 2,
+        "lineage": [task],
+        "rollouts": [
+            {"epoch": 3, "reward": 1.0, "success": True, "response": "a", "policy_version": 2},
+            {"epoch": 3, "reward": 0.0, "success": False, "response": "b", "policy_version": None},
+        ],
+    }
     shown = detail_text(detail).plain
     assert "written by: sim@e2, weights version 2 " in shown
     assert "✔ e3 v2 reward 1.00" in shown and "✘ e3 reward 0.00" in shown  # no version recorded: none shown
@@ -172,8 +238,9 @@ async def drive(path, text: str) -> None:
         store.db.execute("DELETE FROM rollouts")
         store.db.execute("DELETE FROM tasks WHERE origin = 'generated'")
         store.insert_tasks([hostile_task(text, id="gen/e9/p"), hostile_task(text, parent_id="gen/e9/p")])
-        store.insert_rollouts([{"task_id": "gen/e1/bfcl/0000-0", "epoch": 1, "response": text, "reward": 0.0,
-                                "success": False}])
+        store.insert_rollouts(
+            [{"task_id": "gen/e1/bfcl/0000-0", "epoch": 1, "response": text, "reward": 0.0, "success": False}]
+        )
     app = make_app(path, sessions_root=path.parent, autostart=False)
     async with app.run_test(size=(140, 44)) as pilot:
         await pilot.press("t")
@@ -216,12 +283,11 @@ def test_console_shows_hostile_text_literally_everywhere(hostile_session, text):
 async def drive_drill_views(path, text: str) -> None:
     """Show ``text`` as a batch's prompt note, a variation's prompt and reason, and a rollout's response and error in
     the epoch batches, batch tasks, GRPO group and lineage views; assert literal, safe display."""
-    from genenv_engine.storage.store import Store
-
     from genenv_console.screens.batch import BatchTasksScreen, GroupScreen
     from genenv_console.screens.drill import EpochBatchesScreen
     from genenv_console.screens.lineage import LineageScreen
     from genenv_console.widgets.plots import PlotPicked
+    from genenv_engine.storage.store import Store
 
     seed = get_environment("bfcl", 0).splits()["seed"][0]
     batch = f"e1/{seed.id}"
@@ -231,11 +297,35 @@ async def drive_drill_views(path, text: str) -> None:
             store.db.execute(f"DELETE FROM {table}")
         store.db.execute("DELETE FROM tasks WHERE origin = 'generated'")
         store.insert_tasks([variation], batch_id=batch)
-        store.upsert_batches([{"id": batch, "epoch": 1, "benchmark": "bfcl", "seed_task_id": seed.id, "n_generated": 1,
-                               "n_valid": 0, "p_hat": 0.5, "r_env": 1.0, "in_band": True,
-                               "prompt_note": {"steer": text, "success_line": None}}])
-        store.insert_rollouts([{"task_id": variation.id, "epoch": 1, "response": text, "reward": float(i % 2),
-                                "success": bool(i % 2), "error_type": text} for i in range(2)])
+        store.upsert_batches(
+            [
+                {
+                    "id": batch,
+                    "epoch": 1,
+                    "benchmark": "bfcl",
+                    "seed_task_id": seed.id,
+                    "n_generated": 1,
+                    "n_valid": 0,
+                    "p_hat": 0.5,
+                    "r_env": 1.0,
+                    "in_band": True,
+                    "prompt_note": {"steer": text, "success_line": None},
+                }
+            ]
+        )
+        store.insert_rollouts(
+            [
+                {
+                    "task_id": variation.id,
+                    "epoch": 1,
+                    "response": text,
+                    "reward": float(i % 2),
+                    "success": bool(i % 2),
+                    "error_type": text,
+                }
+                for i in range(2)
+            ]
+        )
 
     def safe_screen() -> None:
         assert not {s for s in screen_text(app) if leaked(s)}
@@ -298,9 +388,8 @@ async def drive_compare(paths, text: str) -> None:
     """Reject a draft with ``text`` as its reason; open the compare screen on both sessions; assert the funnel
     table's reason cell is that reason (up to its first colon, as the funnel counts it) drawn literally, and that
     nothing unsafe is drawn."""
-    from genenv_engine.storage.store import Store, read_only_funnel
-
     from genenv_console.screens.compare import CompareScreen
+    from genenv_engine.storage.store import Store, read_only_funnel
 
     with Store(paths[0] / "genenv.db") as store:
         store.db.execute("DELETE FROM tasks WHERE origin = 'generated'")

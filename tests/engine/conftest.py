@@ -12,8 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.records import CheckResult, Task, Validation
+from genenv_engine.environments.base import Environment
 
 
 def _golds_revalidate(env: Environment, tasks: Iterable[Task]) -> None:
@@ -22,7 +22,10 @@ def _golds_revalidate(env: Environment, tasks: Iterable[Task]) -> None:
         verdict = env.validate(task.prompt, task.answer, task_id=task.id)
         assert verdict.ok, (task.prompt, verdict.reason)
         assert (verdict.task.answer, verdict.task.expected, verdict.task.difficulty) == (
-            task.answer, task.expected, task.difficulty)
+            task.answer,
+            task.expected,
+            task.difficulty,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -67,9 +70,18 @@ def grouped_query_llama(tok, seed: int = 3):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=48, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )
     return LlamaForCausalLM(cfg)
 
 

@@ -11,8 +11,7 @@ ALL_MUTATIONS = ("insert", "delete", "replace", "dup", "splice", "digit")
 
 
 @st.composite
-def mutated_outputs(draw, env, fragments: Sequence[str], mutations: Sequence[str] = ALL_MUTATIONS
-                    ) -> tuple[str, str]:
+def mutated_outputs(draw, env, fragments: Sequence[str], mutations: Sequence[str] = ALL_MUTATIONS) -> tuple[str, str]:
     """(text, style): a mutated real task of ``env`` in one of the two output styles, or random text."""
     pool = env.splits()["seed"] + env.splits()["train"][:200]
     task = pool[draw(st.integers(0, len(pool) - 1))]
@@ -35,5 +34,5 @@ def mutated_outputs(draw, env, fragments: Sequence[str], mutations: Sequence[str
         elif op == "splice":
             text = text[:i] + draw(st.sampled_from(list(fragments))) + text[i:]
         else:  # change numbers, the commonest real variation
-            text = text[:i] + str(draw(st.integers(-10**6, 10**6))) + text[j:]
+            text = text[:i] + str(draw(st.integers(-(10**6), 10**6))) + text[j:]
     return text, style

@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from genenv_engine.experiments.arms import Plan, arm_config, check_equal_compute
+from genenv_engine.config import ConfigError, load_config
 from genenv_engine.experiments.ablation import open_or_create, run_plan, write_outputs
+from genenv_engine.experiments.arms import Plan, arm_config, check_equal_compute
 from genenv_engine.experiments.stats import paired_change
 from genenv_engine.experiments.tables import collect
 from genenv_engine.interfaces.cli import main
-from genenv_engine.config import ConfigError, load_config
 from genenv_engine.storage.session import Session
 
 EQUAL = {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3}
@@ -46,16 +46,26 @@ def test_budget_too_small_for_fresh_tasks_is_a_config_error():
 
 def test_arm_switches_and_plan_errors(tmp_path):
     plan = micro_plan(tmp_path, arms=("trained", "frozen", "static", "off", "uniform"))
-    modes = {arm: (arm_config(plan, arm, 1).simulator.mode, arm_config(plan, arm, 1).curriculum.reward)
-             for arm in plan.arms}
-    assert modes == {"trained": ("trained", "alpha"), "frozen": ("frozen", "alpha"), "static": ("static", "alpha"),
-                     "off": ("off", "alpha"), "uniform": ("trained", "uniform")}
+    modes = {
+        arm: (arm_config(plan, arm, 1).simulator.mode, arm_config(plan, arm, 1).curriculum.reward) for arm in plan.arms
+    }
+    assert modes == {
+        "trained": ("trained", "alpha"),
+        "frozen": ("frozen", "alpha"),
+        "static": ("static", "alpha"),
+        "off": ("off", "alpha"),
+        "uniform": ("trained", "uniform"),
+    }
     assert arm_config(plan, "off", 1).seed == 1 and arm_config(plan, "off", 1).agent.tasks_per_epoch == 24
     oracle = arm_config(plan, "unseen", 1)  # not a default arm: the paper's five run without --arms
-    assert (oracle.simulator.mode, oracle.agent.base_source, arm_config(plan, "off", 1).agent.base_source) == \
-        ("off", "unseen", "train")
-    assert "unseen" not in Plan(tmp_path).arms and check_equal_compute({"off": arm_config(plan, "off", 1),
-                                                                        "unseen": oracle})
+    assert (oracle.simulator.mode, oracle.agent.base_source, arm_config(plan, "off", 1).agent.base_source) == (
+        "off",
+        "unseen",
+        "train",
+    )
+    assert "unseen" not in Plan(tmp_path).arms and check_equal_compute(
+        {"off": arm_config(plan, "off", 1), "unseen": oracle}
+    )
     with pytest.raises(ConfigError, match="unknown arm"):
         Plan(tmp_path, ("trained", "gemini"))
 
@@ -111,8 +121,9 @@ def test_bench_runs_equal_compute_resumes_and_reads_back(tmp_path):
     # the off arm was continued, not restarted: its epoch 1 is the one written before the bench ran
     assert results["runs"]["off"]["0"]["epochs"][1]["heldout"] == epoch1["heldout"]
     reopened = Session.open(out / "off-s0")
-    assert [m for m in reopened.store.epoch_metrics() if m["epoch"] == 1][0]["agent_fingerprint"] == \
-        epoch1["agent_fingerprint"]
+    assert [m for m in reopened.store.epoch_metrics() if m["epoch"] == 1][0]["agent_fingerprint"] == epoch1[
+        "agent_fingerprint"
+    ]
     assert sum(e["kind"] == "RunStarted" for e in reopened.store.events()) == 2
     reopened.store.close()
     # a finished bench reruns nothing
@@ -139,8 +150,24 @@ def test_folder_with_other_settings_is_refused_untouched(tmp_path):
 
 def test_cli_report_only_and_bad_arm(tmp_path, capsys):
     out = tmp_path / "empty"
-    assert main(["bench", "ablation", "--preset", "micro", "--out", str(out), "--report-only", "--arms", "off",
-                 "--seeds", "0"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "ablation",
+                "--preset",
+                "micro",
+                "--out",
+                str(out),
+                "--report-only",
+                "--arms",
+                "off",
+                "--seeds",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert (out / "ablation.md").exists()
     assert main(["bench", "ablation", "--arms", "nope", "--out", str(out)]) == 2
     assert "unknown arm" in capsys.readouterr().err
@@ -163,15 +190,18 @@ def test_presets_with_equal_settings_share_one_warm_start(tmp_path):
 def test_epoch_row_adds_up_the_seed_levels_drawn_over_benchmarks():
     from genenv_engine.experiments.runs import _epoch_row
 
-    row = _epoch_row({"epoch": 2, "seed_levels_drawn": {"bfcl": {"L2": 3, "L4": 5}, "apibank": {"L4": 1, "L3": 2}}},
-                     8, {})
+    row = _epoch_row(
+        {"epoch": 2, "seed_levels_drawn": {"bfcl": {"L2": 3, "L4": 5}, "apibank": {"L4": 1, "L3": 2}}}, 8, {}
+    )
     assert row["seed_levels"] == {"L2": 3, "L3": 2, "L4": 6}
     assert _epoch_row({"epoch": 1}, 8, {})["seed_levels"] == {}
 
 
 def _run(correct_by_epoch):
-    return {"epochs": [{"epoch": e} for e in correct_by_epoch],
-            "_correct": {e: {"bfcl": c} for e, c in correct_by_epoch.items()}}
+    return {
+        "epochs": [{"epoch": e} for e in correct_by_epoch],
+        "_correct": {e: {"bfcl": c} for e, c in correct_by_epoch.items()},
+    }
 
 
 def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
@@ -181,16 +211,21 @@ def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
     trained = _run({0: "0000", 1: "1100", 2: "1111"})
     off = _run({0: "0000", 1: "0000", 2: "1100", 3: "0000"})
     trained["_levels"] = {"bfcl": ["L1", "L1", "L2", "L2"]}
-    assert head_to_head(trained, off, "bfcl") == {"epoch": 2, "diff": 0.5, "paired_se": pytest.approx(
-        paired_change("1100", "1111")[1]), "by_level": {"L1": {"diff": 0.0, "paired_se": 0.0, "n": 2},
-                                                        "L2": {"diff": 1.0, "paired_se": 0.0, "n": 2}}}
+    assert head_to_head(trained, off, "bfcl") == {
+        "epoch": 2,
+        "diff": 0.5,
+        "paired_se": pytest.approx(paired_change("1100", "1111")[1]),
+        "by_level": {"L1": {"diff": 0.0, "paired_se": 0.0, "n": 2}, "L2": {"diff": 1.0, "paired_se": 0.0, "n": 2}},
+    }
     assert head_to_head(trained, _run({0: "0000"}), "bfcl") is None  # no common epoch after 0
     # held-out strings of different lengths are not the same tasks: that epoch is skipped
     assert head_to_head(_run({0: "0", 1: "11", 2: "1"}), _run({0: "0", 1: "00", 2: "0000"}), "bfcl")["epoch"] == 1
     big = "1" * 90 + "0" * 10
-    runs = {"trained": {0: _run({0: "0" * 100, 1: big}), 1: _run({0: "0" * 100, 1: "0" * 100})},
-            "off": {0: _run({0: "0" * 100, 1: "0" * 100}), 1: _run({0: "0" * 100, 1: big})},
-            "frozen": {0: _run({0: "0" * 100, 1: big})}}
+    runs = {
+        "trained": {0: _run({0: "0" * 100, 1: big}), 1: _run({0: "0" * 100, 1: "0" * 100})},
+        "off": {0: _run({0: "0" * 100, 1: "0" * 100}), 1: _run({0: "0" * 100, 1: big})},
+        "frozen": {0: _run({0: "0" * 100, 1: big})},
+    }
     out = {(v["a"], v["b"]): v for v in versus(runs, ["bfcl"])}
     assert set(out) == {("trained", "off"), ("frozen", "off"), ("trained", "frozen")}
     v = out[("trained", "off")]
@@ -201,7 +236,8 @@ def test_versus_pairs_arms_on_the_last_common_epoch_and_counts_each_direction():
 
 
 def test_smol_l3_preset_is_smol_ablation_with_the_settings_of_its_runs():
-    """The smol-l3 runs of docs/results/smol were made as `--preset smol-ablation --set …`; the preset must be that run, so
+    """The smol-l3 runs of docs/results/smol were made as `--preset smol-ablation --set …`; the preset must be that
+    run, so
     `--preset smol-l3` reopens those sessions instead of refusing them."""
     from genenv_engine.experiments.arms import same_run
 
@@ -237,8 +273,10 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
 
     plan = micro_plan(tmp_path)
     results = run_plan(plan, quiet=True)
-    stored = {arm: {e["epoch"]: e["heldout"]["bfcl"] for e in results["runs"][arm]["0"]["epochs"]}
-              for arm in ("trained", "off")}
+    stored = {
+        arm: {e["epoch"]: e["heldout"]["bfcl"] for e in results["runs"][arm]["0"]["epochs"]}
+        for arm in ("trained", "off")
+    }
     again = collect(plan.out, plan.arms, plan.seeds, rescore=30)
     assert again["budget"]["heldout_size"] == 30
     for arm in ("trained", "off"):
@@ -248,9 +286,10 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
             cached = json.loads(cache_path(plan.out / f"{arm}-s0", 30, r["epoch"]).read_text())["correct"]["bfcl"]
             assert len(cached) == 30 and r["heldout"]["bfcl"] == cached.count("1") / 30
             assert cached[:24].count("1") / 24 == stored[arm][r["epoch"]]  # the run's own 24 tasks, as stored
-            assert sum(r["heldout_by_level"]["bfcl"][lv] * v["n"] for lv, v in
-                       again["summary"][arm]["bfcl"]["per_seed"][0]["by_level"].items()) == pytest.approx(
-                cached.count("1"))
+            assert sum(
+                r["heldout_by_level"]["bfcl"][lv] * v["n"]
+                for lv, v in again["summary"][arm]["bfcl"]["per_seed"][0]["by_level"].items()
+            ) == pytest.approx(cached.count("1"))
         change = again["summary"][arm]["bfcl"]["per_seed"][0]
         assert sum(v["n"] for v in change["by_level"].values()) == 30
         assert {e: c["bfcl"][1] for e, c in again["runs"][arm]["0"]["rescore_check"].items()} == {0: 24, 2: 24}
@@ -272,8 +311,25 @@ def test_rescore_reads_checkpoints_on_more_heldout_tasks_and_checks_them_against
     path.write_text(json.dumps(data))
     with pytest.raises(RescoreMismatch):
         collect(plan.out, plan.arms, plan.seeds, rescore=30)
-    assert main(["bench", "ablation", "--preset", "micro", "--arms", "off", "--seeds", "0", "--out", str(plan.out),
-                 "--rescore", "0"]) == 2
+    assert (
+        main(
+            [
+                "bench",
+                "ablation",
+                "--preset",
+                "micro",
+                "--arms",
+                "off",
+                "--seeds",
+                "0",
+                "--out",
+                str(plan.out),
+                "--rescore",
+                "0",
+            ]
+        )
+        == 2
+    )
 
 
 def test_how_a_run_computes_does_not_make_it_another_run():

@@ -12,21 +12,30 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.environments.alfworld.mini import (
-    EPISODE_ERROR_TYPES, ERROR_TYPES, AlfworldMini, expert_act, generate_state, generate_task, infer_level,
-    play_episode, random_world)
+    EPISODE_ERROR_TYPES,
+    ERROR_TYPES,
+    AlfworldMini,
+    expert_act,
+    generate_state,
+    generate_task,
+    infer_level,
+    play_episode,
+    random_world,
+)
 from genenv_engine.environments.alfworld.planner import action_key, solve
-from genenv_engine.environments.alfworld.upstream import load_upstream
 from genenv_engine.environments.alfworld.text import PromptError, read_state, render_state
-from genenv_engine.environments.alfworld.world import (
-    CommandError, admissible_commands, apply, parse_command, won)
+from genenv_engine.environments.alfworld.upstream import load_upstream
+from genenv_engine.environments.alfworld.world import CommandError, admissible_commands, apply, parse_command, won
 from genenv_engine.environments.base import SplitSizes
 
 SMALL = SplitSizes(seed=24, train=80, heldout=40)
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "alfworld"
 
 HEAT = "G: put hot apple in fridge | at: - | has: - | countertop 1: apple 1; microwave 1 closed; fridge 1 closed"
-HEAT_HELD = ("G: put hot apple in fridge | at: countertop 1 | has: apple 1 | countertop 1: mug 1; "
-             "microwave 1 closed; fridge 1 closed")
+HEAT_HELD = (
+    "G: put hot apple in fridge | at: countertop 1 | has: apple 1 | countertop 1: mug 1; "
+    "microwave 1 closed; fridge 1 closed"
+)
 AT_FRIDGE = "G: put hot apple in fridge | at: fridge 1 | has: hot apple 1 | microwave 1 closed; fridge 1 open"
 TWO = "G: put two mug in cabinet | at: - | has: - | countertop 1: mug 1; cabinet 1 closed; diningtable 1: mug 2"
 LOOK = "G: look at cd under desklamp | at: desk 1 | has: cd 1 | dresser 1; desk 1: desklamp 1"
@@ -47,6 +56,7 @@ def make(env: AlfworldMini, prompt: str, answer: str | None = None):
 
 # ---------------------------------------------------------------- world rules
 
+
 def test_state_line_round_trip_and_rules():
     world = read_state(HEAT_HELD)
     assert render_state(world) == HEAT_HELD
@@ -63,8 +73,9 @@ def test_state_line_round_trip_and_rules():
     assert apply(at_fridge, parse_command("close fridge 1")) == "fridge 1 is already closed"
     opened = apply(at_fridge, parse_command("open fridge 1"))
     assert "fridge 1 open" in render_state(opened)
-    assert won(apply(apply(at_fridge, parse_command("open fridge 1")), parse_command("put apple 1 in fridge 1"))) \
-        is False  # not hot yet
+    assert (
+        won(apply(apply(at_fridge, parse_command("open fridge 1")), parse_command("put apple 1 in fridge 1"))) is False
+    )  # not hot yet
 
 
 def test_lamps_and_admissible_commands():
@@ -75,22 +86,35 @@ def test_lamps_and_admissible_commands():
     assert won(apply(lit, parse_command("take cd 1 from desk 1")))
     assert apply(lit, parse_command("toggle desklamp 1")) == world
     assert admissible_commands(world) == [
-        "look", "inventory", "take cd 1 from desk 1", "use desklamp 1", "toggle desklamp 1", "examine desk 1",
-        "examine cd 1", "examine desklamp 1"]
+        "look",
+        "inventory",
+        "take cd 1 from desk 1",
+        "use desklamp 1",
+        "toggle desklamp 1",
+        "examine desk 1",
+        "examine cd 1",
+        "examine desklamp 1",
+    ]
 
 
 def test_command_parsing_forgives_case_spacing_and_put_spelling():
     assert parse_command("  Put Apple 1 In  Fridge 1. ").text == "put apple 1 in/on fridge 1"
     assert parse_command("move apple 1 to fridge 1").text == "put apple 1 in/on fridge 1"
     assert parse_command("clean knife 1 with sinkbasin 1").args == ("knife 1", "sinkbasin 1")
-    for text, kind in (("", "parse_error"), ("go to\ndesk 1", "parse_error"), ("x" * 101, "parse_error"),
-                       ("take apple from desk 1", "invalid_command"), ("go desk 1", "invalid_command")):
+    for text, kind in (
+        ("", "parse_error"),
+        ("go to\ndesk 1", "parse_error"),
+        ("x" * 101, "parse_error"),
+        ("take apple from desk 1", "invalid_command"),
+        ("go desk 1", "invalid_command"),
+    ):
         with pytest.raises(CommandError) as err:
             parse_command(text)
         assert err.value.kind == kind
 
 
 # ---------------------------------------------------------------- planner
+
 
 def reference_solve(world, limit=14):
     """Unpruned breadth-first search over every admissible command (slow, exact)."""
@@ -150,6 +174,7 @@ def test_planner_statuses():
 
 # ---------------------------------------------------------------- checker
 
+
 def test_correct_answer_passes(env):
     task = make(env, HEAT)
     assert task.answer == "go to countertop 1"
@@ -163,32 +188,39 @@ def test_any_optimal_action_and_spelling_variants_pass(env):
     assert two.expected["optimal"] == ["go to countertop 1", "go to diningtable 1"]
     assert env.check(two, "go to diningtable 1").success
     fridge = make(env, AT_FRIDGE)
-    for response in ("put apple 1 in/on fridge 1", "put apple 1 in fridge 1", "PUT apple 1 on fridge 1.",
-                     "move apple 1 to fridge 1"):
+    for response in (
+        "put apple 1 in/on fridge 1",
+        "put apple 1 in fridge 1",
+        "PUT apple 1 on fridge 1.",
+        "move apple 1 to fridge 1",
+    ):
         assert env.check(fridge, response).success, response
     look = make(env, LOOK)
     assert look.answer == "use desklamp 1" and env.check(look, "toggle desklamp 1").success
 
 
-@pytest.mark.parametrize("prompt, response, error, score", [
-    (HEAT, "", "parse_error", 0.0),
-    (HEAT, "go to countertop 1\ntake apple 1 from countertop 1", "parse_error", 0.0),
-    (HEAT, "go to " + "countertop " * 20, "parse_error", 0.0),
-    (HEAT, "dance", "invalid_command", 0.0),
-    (HEAT, "go to countertop", "invalid_command", 0.0),
-    (HEAT, "__import__('os').system('x')", "invalid_command", 0.0),
-    (HEAT, "go to microwave 9", "not_admissible", 0.0),
-    (HEAT, "take apple 1 from countertop 1", "not_admissible", 0.0),
-    (HEAT_HELD, "heat apple 1 with microwave 1", "not_admissible", 0.0),
-    (HEAT_HELD, "put apple 1 in/on fridge 1", "not_admissible", 0.0),
-    (AT_FRIDGE, "open fridge 1", "not_admissible", 0.0),
-    (HEAT, "look", "suboptimal", 0.5),
-    (HEAT, "inventory", "suboptimal", 0.5),
-    (HEAT, "go to fridge 1", "suboptimal", 0.5),
-    (HEAT_HELD, "put apple 1 in/on countertop 1", "suboptimal", 0.5),
-    (HEAT_HELD, "examine countertop 1", "suboptimal", 0.5),
-    (AT_FRIDGE, "close fridge 1", "suboptimal", 0.5),
-])
+@pytest.mark.parametrize(
+    "prompt, response, error, score",
+    [
+        (HEAT, "", "parse_error", 0.0),
+        (HEAT, "go to countertop 1\ntake apple 1 from countertop 1", "parse_error", 0.0),
+        (HEAT, "go to " + "countertop " * 20, "parse_error", 0.0),
+        (HEAT, "dance", "invalid_command", 0.0),
+        (HEAT, "go to countertop", "invalid_command", 0.0),
+        (HEAT, "__import__('os').system('x')", "invalid_command", 0.0),
+        (HEAT, "go to microwave 9", "not_admissible", 0.0),
+        (HEAT, "take apple 1 from countertop 1", "not_admissible", 0.0),
+        (HEAT_HELD, "heat apple 1 with microwave 1", "not_admissible", 0.0),
+        (HEAT_HELD, "put apple 1 in/on fridge 1", "not_admissible", 0.0),
+        (AT_FRIDGE, "open fridge 1", "not_admissible", 0.0),
+        (HEAT, "look", "suboptimal", 0.5),
+        (HEAT, "inventory", "suboptimal", 0.5),
+        (HEAT, "go to fridge 1", "suboptimal", 0.5),
+        (HEAT_HELD, "put apple 1 in/on countertop 1", "suboptimal", 0.5),
+        (HEAT_HELD, "examine countertop 1", "suboptimal", 0.5),
+        (AT_FRIDGE, "close fridge 1", "suboptimal", 0.5),
+    ],
+)
 def test_each_error_type(env, prompt, response, error, score):
     result = env.check(make(env, prompt), response)
     assert (result.success, result.error_type, result.score) == (False, error, score)
@@ -210,60 +242,87 @@ def test_verb_sub_score(env):
 
 # ---------------------------------------------------------------- validator
 
+
 def test_validator_accepts_and_recomputes(env):
     parent = env.splits()["seed"][0]
-    verdict = env.validate(TWO, "go to diningtable 1", task_id="gen/e1/0001", parent=parent, epoch=1,
-                           generator="sim@e1")
+    verdict = env.validate(
+        TWO, "go to diningtable 1", task_id="gen/e1/0001", parent=parent, epoch=1, generator="sim@e1"
+    )
     assert verdict.ok and verdict.reason == ""
     task = verdict.task
     assert task.answer == "go to countertop 1"
     assert task.expected["optimal"] == ["go to countertop 1", "go to diningtable 1"]
     assert task.expected["plan_len"] == 9 and len(task.expected["plan"]) == 9
     assert (task.split, task.origin, task.parent_id, task.epoch, task.generator, task.checker, task.granularity) == (
-        "generated", "generated", parent.id, 1, "sim@e1", "step_match", "step")
+        "generated",
+        "generated",
+        parent.id,
+        1,
+        "sim@e1",
+        "step_match",
+        "step",
+    )
     assert task.id == "gen/e1/0001" and task.benchmark == "alfworld" and task.tools == []
-    assert task.difficulty == {"level": 4, "features": {
-        "task_type": "pick_two_obj_and_place", "plan_len": 9, "n_receptacles": 3, "n_objects": 2,
-        "n_closed": 1, "n_optimal": 2, "holding": False}}
+    assert task.difficulty == {
+        "level": 4,
+        "features": {
+            "task_type": "pick_two_obj_and_place",
+            "plan_len": 9,
+            "n_receptacles": 3,
+            "n_objects": 2,
+            "n_closed": 1,
+            "n_optimal": 2,
+            "holding": False,
+        },
+    }
 
 
-@pytest.mark.parametrize("prompt, answer, reason", [
-    (HEAT, "go to fridge 1", "answer_mismatch: suboptimal"),
-    (HEAT, "go to sofa 1", "answer_mismatch: not_admissible"),
-    (HEAT, "fly", "answer_mismatch: invalid_command"),
-    (HEAT, "go to countertop 1\nlook", "answer_mismatch: parse_error"),
-    (HEAT + "; sofa 1" * 12, "go to countertop 1", "too_long"),
-    (HEAT, "go to countertop 1 " + "x" * 60, "too_long"),
-    ("put apple in fridge", "look", "bad_format"),
-    (HEAT.replace("put hot apple", "put a hot apple"), "go to countertop 1", "bad_goal"),
-    (HEAT.replace("hot apple", "hot banana"), "go to countertop 1", "unknown_type: banana"),
-    (HEAT.replace("hot apple", "hot book").replace("apple 1", "book 1"), "go to countertop 1", "bad_goal"),
-    (HEAT.replace("in fridge", "in desklamp"), "go to countertop 1", "bad_goal"),
-    (LOOK.replace("under desklamp", "under desk"), "use desklamp 1", "bad_goal"),
-    (HEAT.replace("countertop 1:", "rooftop 1:"), "go to rooftop 1", "unknown_type: rooftop"),
-    (HEAT.replace("apple 1", "banana 1"), "go to countertop 1", "unknown_type: banana"),
-    (HEAT.replace("fridge 1 closed", "fridge 1 closed; fridge 1 open"), "go to countertop 1", "duplicate_name"),
-    (HEAT.replace("apple 1", "apple 1, apple 1"), "go to countertop 1", "duplicate_name"),
-    (HEAT.replace("countertop 1:", "countertop one:"), "go to countertop 1", "bad_receptacle"),
-    (HEAT.replace("apple 1", "red apple 1"), "go to countertop 1", "bad_object"),
-    (HEAT.replace("apple 1", "hot hot apple 1"), "go to countertop 1", "bad_object"),
-    (HEAT.replace("fridge 1 closed", "fridge 1"), "go to countertop 1", "bad_state"),
-    (HEAT.replace("countertop 1:", "countertop 1 open:"), "go to countertop 1", "bad_state"),
-    (HEAT.replace("apple 1", "lit apple 1"), "go to countertop 1", "bad_state"),
-    (HEAT.replace("apple 1", "hot cool apple 1"), "go to countertop 1", "bad_state"),
-    (LOOK.replace("has: cd 1", "has: desklamp 2"), "look", "bad_state"),
-    (HEAT.replace("apple 1", "clean hot apple 1").replace("clean hot", "hot clean"), "look", "bad_format"),
-    (HEAT.replace(";", ", "), "look", "bad_object"),
-    (HEAT.replace("at: -", "at: sofa 1"), "look", "inconsistent: agent at unlisted"),
-    (LOOK.replace("desk 1: desklamp 1", "drawer 1 closed: desklamp 1"), "look", "inconsistent"),
-    ("G: put mug in desk | at: - | has: - | " + "; ".join(f"shelf {i}" for i in range(1, 9)) + "; desk 1: mug 1",
-     "go to desk 1", "too_big: 9 receptacles"),
-    ("G: put two mug in desk | at: - | has: - | desk 1; shelf 1: mug 1, mug 2, mug 3, mug 4", "go to shelf 1",
-     "too_big: 4 mug"),
-    ("G: put mug in desk | at: - | has: - | desk 1: mug 1", "look", "already_solved"),
-    (HEAT.replace("; microwave 1 closed", ""), "go to countertop 1", "unsolvable: no microwave"),
-    (TWO.replace("mug 2", "cup 1"), "go to countertop 1", "unsolvable: needs two mug"),
-])
+@pytest.mark.parametrize(
+    "prompt, answer, reason",
+    [
+        (HEAT, "go to fridge 1", "answer_mismatch: suboptimal"),
+        (HEAT, "go to sofa 1", "answer_mismatch: not_admissible"),
+        (HEAT, "fly", "answer_mismatch: invalid_command"),
+        (HEAT, "go to countertop 1\nlook", "answer_mismatch: parse_error"),
+        (HEAT + "; sofa 1" * 12, "go to countertop 1", "too_long"),
+        (HEAT, "go to countertop 1 " + "x" * 60, "too_long"),
+        ("put apple in fridge", "look", "bad_format"),
+        (HEAT.replace("put hot apple", "put a hot apple"), "go to countertop 1", "bad_goal"),
+        (HEAT.replace("hot apple", "hot banana"), "go to countertop 1", "unknown_type: banana"),
+        (HEAT.replace("hot apple", "hot book").replace("apple 1", "book 1"), "go to countertop 1", "bad_goal"),
+        (HEAT.replace("in fridge", "in desklamp"), "go to countertop 1", "bad_goal"),
+        (LOOK.replace("under desklamp", "under desk"), "use desklamp 1", "bad_goal"),
+        (HEAT.replace("countertop 1:", "rooftop 1:"), "go to rooftop 1", "unknown_type: rooftop"),
+        (HEAT.replace("apple 1", "banana 1"), "go to countertop 1", "unknown_type: banana"),
+        (HEAT.replace("fridge 1 closed", "fridge 1 closed; fridge 1 open"), "go to countertop 1", "duplicate_name"),
+        (HEAT.replace("apple 1", "apple 1, apple 1"), "go to countertop 1", "duplicate_name"),
+        (HEAT.replace("countertop 1:", "countertop one:"), "go to countertop 1", "bad_receptacle"),
+        (HEAT.replace("apple 1", "red apple 1"), "go to countertop 1", "bad_object"),
+        (HEAT.replace("apple 1", "hot hot apple 1"), "go to countertop 1", "bad_object"),
+        (HEAT.replace("fridge 1 closed", "fridge 1"), "go to countertop 1", "bad_state"),
+        (HEAT.replace("countertop 1:", "countertop 1 open:"), "go to countertop 1", "bad_state"),
+        (HEAT.replace("apple 1", "lit apple 1"), "go to countertop 1", "bad_state"),
+        (HEAT.replace("apple 1", "hot cool apple 1"), "go to countertop 1", "bad_state"),
+        (LOOK.replace("has: cd 1", "has: desklamp 2"), "look", "bad_state"),
+        (HEAT.replace("apple 1", "clean hot apple 1").replace("clean hot", "hot clean"), "look", "bad_format"),
+        (HEAT.replace(";", ", "), "look", "bad_object"),
+        (HEAT.replace("at: -", "at: sofa 1"), "look", "inconsistent: agent at unlisted"),
+        (LOOK.replace("desk 1: desklamp 1", "drawer 1 closed: desklamp 1"), "look", "inconsistent"),
+        (
+            "G: put mug in desk | at: - | has: - | " + "; ".join(f"shelf {i}" for i in range(1, 9)) + "; desk 1: mug 1",
+            "go to desk 1",
+            "too_big: 9 receptacles",
+        ),
+        (
+            "G: put two mug in desk | at: - | has: - | desk 1; shelf 1: mug 1, mug 2, mug 3, mug 4",
+            "go to shelf 1",
+            "too_big: 4 mug",
+        ),
+        ("G: put mug in desk | at: - | has: - | desk 1: mug 1", "look", "already_solved"),
+        (HEAT.replace("; microwave 1 closed", ""), "go to countertop 1", "unsolvable: no microwave"),
+        (TWO.replace("mug 2", "cup 1"), "go to countertop 1", "unsolvable: needs two mug"),
+    ],
+)
 def test_validator_rejects(env, assert_rejected, prompt, answer, reason):
     assert_rejected(env, prompt, answer, reason)
 
@@ -275,6 +334,7 @@ def test_read_state_errors_are_prompt_errors():
 
 # ---------------------------------------------------------------- splits
 
+
 def test_default_sizes_disjoint_and_short():
     env = AlfworldMini(seed=7)
     splits = env.splits()
@@ -285,8 +345,13 @@ def test_default_sizes_disjoint_and_short():
     assert max(len(t.prompt) for t in tasks) <= 180 and max(len(t.answer) for t in tasks) <= 60
     assert sum(len(t.prompt) for t in tasks) / len(tasks) < 140
     assert {t.expected["task_type"] for t in tasks} == {
-        "pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
-        "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"}
+        "pick_and_place_simple",
+        "look_at_obj_in_light",
+        "pick_clean_then_place_in_recep",
+        "pick_heat_then_place_in_recep",
+        "pick_cool_then_place_in_recep",
+        "pick_two_obj_and_place",
+    }
 
 
 def test_level_features_follow_the_ladder(env):
@@ -309,6 +374,7 @@ def test_generate_task_is_seeded():
 
 # ---------------------------------------------------------------- episode play
 
+
 def test_expert_wins_every_game_in_optimal_steps(env):
     for task in env.splits()["heldout"][:20]:
         result = play_episode(task, expert_act, max_steps=50)
@@ -326,8 +392,13 @@ def test_failing_episode_reports_max_steps():
 
     result = play_episode(HEAT, idle, max_steps=6)
     assert (result.success, result.score, result.error_type) == (False, 0.0, "max_steps")
-    assert result.sub_scores == {"granularity_episode": 1.0, "won": 0.0, "steps": 6.0, "optimal_steps": 7.0,
-                                 "invalid_actions": 3.0}
+    assert result.sub_scores == {
+        "granularity_episode": 1.0,
+        "won": 0.0,
+        "steps": 6.0,
+        "optimal_steps": 7.0,
+        "invalid_actions": 3.0,
+    }
     assert seen[0] == HEAT and len(seen) == 6
 
 
@@ -343,21 +414,29 @@ def test_episode_from_world_with_detour():
 
 # ---------------------------------------------------------------- upstream loader
 
+
 def test_loader_reads_fixture_trials():
     skipped: list[str] = []
     tasks = load_upstream(FIXTURE, skipped=skipped)
     assert len(tasks) == 37
     assert [s.split("/")[-3] for s in skipped] == [
         "pick_and_place_with_movable_recep-Pen-Mug-Desk-305",
-        "pick_heat_then_place_in_recep-PotatoSliced-None-DiningTable-18"]
+        "pick_heat_then_place_in_recep-PotatoSliced-None-DiningTable-18",
+    ]
     assert "is not one of ALFWorld's six" in skipped[0] and "sliced" in skipped[1]
     assert tasks[0].id == "alfworld/heldout/00000" and tasks[-1].id == "alfworld/heldout/00036"
     assert all(t.origin == "official" and t.split == "heldout" and t.checker == "step_match" for t in tasks)
     heat = [t for t in tasks if t.expected["source"].startswith("valid_seen/pick_heat")]
     assert heat[0].prompt == HEAT
     assert [t.answer for t in heat] == [
-        "go to countertop 1", "take apple 1 from countertop 1", "go to microwave 1", "heat apple 1 with microwave 1",
-        "go to fridge 1", "open fridge 1", "put apple 1 in/on fridge 1"]
+        "go to countertop 1",
+        "take apple 1 from countertop 1",
+        "go to microwave 1",
+        "heat apple 1 with microwave 1",
+        "go to fridge 1",
+        "open fridge 1",
+        "put apple 1 in/on fridge 1",
+    ]
     assert [t.expected["step"] for t in heat] == list(range(7))
     two = [t for t in tasks if "pick_two" in t.expected["source"]]
     assert two[0].prompt == TWO and two[0].expected["optimal"] == ["go to countertop 1", "go to diningtable 1"]

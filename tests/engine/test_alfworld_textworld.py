@@ -18,26 +18,47 @@ pytest.importorskip("fast_downward", reason="the ALFWorld extra is not installed
 pytest.importorskip("textworld", reason="the ALFWorld extra is not installed")
 
 from test_env_contract import (  # noqa: E402  (the shared contract, run on this environment)
-    test_every_gold_passes_and_revalidates, test_sibling_pairs, test_sibling_pairs_need_a_source,
-    test_splits_deterministic_and_seeded, test_splits_disjoint_by_prompt, test_splits_sizes_levels_and_ids,
-    test_validator_labels_generated_tasks, test_validator_rejects_copy_of_parent, test_validator_rejects_too_long,
-    test_validator_through_simulator_text)
+    test_every_gold_passes_and_revalidates,
+    test_sibling_pairs,
+    test_sibling_pairs_need_a_source,
+    test_splits_deterministic_and_seeded,
+    test_splits_disjoint_by_prompt,
+    test_splits_sizes_levels_and_ids,
+    test_validator_labels_generated_tasks,
+    test_validator_rejects_copy_of_parent,
+    test_validator_rejects_too_long,
+    test_validator_through_simulator_text,
+)
 
 from genenv_engine.environments import get_environment  # noqa: E402
 from genenv_engine.environments.alfworld.mini import ERROR_TYPES, generate_state  # noqa: E402
 from genenv_engine.environments.alfworld.text import read_state, render_state  # noqa: E402
-from genenv_engine.environments.alfworld.textworld.environment import (  # noqa: E402
-    CHECKER, NAME, AlfworldTextWorld, load_official, play_episode, planner_act)
 from genenv_engine.environments.alfworld.textworld.engine import Game, analyse  # noqa: E402
+from genenv_engine.environments.alfworld.textworld.environment import (  # noqa: E402
+    CHECKER,
+    NAME,
+    AlfworldTextWorld,
+    load_official,
+    planner_act,
+    play_episode,
+)
 from genenv_engine.environments.alfworld.textworld.pddl import static_problem, tw_command  # noqa: E402
 from genenv_engine.environments.alfworld.upstream import load_upstream  # noqa: E402
 from genenv_engine.environments.alfworld.world import TASK_TYPES, apply, parse_command  # noqa: E402
 from genenv_engine.environments.base import SplitSizes  # noqa: E402
 
-CONTRACT = (test_every_gold_passes_and_revalidates, test_sibling_pairs, test_sibling_pairs_need_a_source,
-            test_splits_deterministic_and_seeded, test_splits_disjoint_by_prompt, test_splits_sizes_levels_and_ids,
-            test_validator_labels_generated_tasks, test_validator_rejects_copy_of_parent,
-            test_validator_rejects_too_long, test_validator_through_simulator_text)
+CONTRACT = (
+    test_every_gold_passes_and_revalidates,
+    test_sibling_pairs,
+    test_sibling_pairs_need_a_source,
+    test_splits_deterministic_and_seeded,
+    test_splits_disjoint_by_prompt,
+    test_splits_sizes_levels_and_ids,
+    test_validator_labels_generated_tasks,
+    test_validator_rejects_copy_of_parent,
+    test_validator_rejects_too_long,
+    test_validator_through_simulator_text,
+)
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "alfworld"
 OWN_FIXTURE = Path(__file__).parent.parent / "fixtures" / "alfworld_textworld"
 """Two synthetic trials: the mini fixture's Book-on-Sofa one, and the same with an apple (a sofa cannot hold
@@ -81,6 +102,7 @@ def start_states(per_type: int = 3) -> list:
 
 # ---------------------------------------------------------------- planner and engine
 
+
 def test_gold_plans_reach_the_goal_for_every_task_type():
     states = start_states()
     assert {s.goal.task_type for s in states} == set(TASK_TYPES.values())
@@ -123,6 +145,7 @@ def test_put_uses_alfworld_spelling():
 
 # ---------------------------------------------------------------- checker
 
+
 def test_checker_accepts_gold_and_every_spelling(env):
     for task in env.splits()["train"][:12]:
         assert env.check(task, task.answer).success
@@ -133,8 +156,7 @@ def test_checker_accepts_gold_and_every_spelling(env):
 
 
 def test_checker_accepts_another_optimal_first_action():
-    task_prompt = ("G: put two mug in cabinet | at: - | has: - | countertop 1: mug 1; shelf 1: mug 2; "
-                   "cabinet 1 open")
+    task_prompt = "G: put two mug in cabinet | at: - | has: - | countertop 1: mug 1; shelf 1: mug 2; cabinet 1 open"
     env = AlfworldTextWorld(seed=0, sizes=SIZES)
     verdict = env.validate(task_prompt, "go to countertop 1", task_id="g")
     assert verdict.ok and verdict.task.expected["plan_len"] == 8
@@ -164,8 +186,12 @@ def test_admissible_detour_is_suboptimal_and_closed_receptacle_not_admissible():
     env = AlfworldTextWorld(seed=0, sizes=SIZES)
     prompt = "G: put apple in fridge | at: countertop 1 | has: - | countertop 1: apple 1; fridge 1 closed; desk 1"
     task = env.validate(prompt, "take apple 1 from countertop 1", task_id="g").task
-    assert task.expected["plan"] == ["take apple 1 from countertop 1", "go to fridge 1", "open fridge 1",
-                                     "move apple 1 to fridge 1"]
+    assert task.expected["plan"] == [
+        "take apple 1 from countertop 1",
+        "go to fridge 1",
+        "open fridge 1",
+        "move apple 1 to fridge 1",
+    ]
     assert env.check(task, "go to desk 1").error_type == "suboptimal"
     assert env.check(task, "open fridge 1").error_type == "not_admissible"  # not at the fridge
     assert env.check(task, "heat apple 1 with countertop 1").error_type == "not_admissible"
@@ -173,17 +199,27 @@ def test_admissible_detour_is_suboptimal_and_closed_receptacle_not_admissible():
 
 # ---------------------------------------------------------------- validator
 
-@pytest.mark.parametrize("prompt, reason", [
-    ("G: put hot potato in bed | at: - | has: - | bed 1; sidetable 1: potato 1; microwave 1 closed",
-     "unsolvable: bed cannot hold potato (ALFWorld canContain)"),
-    ("G: put hot apple in fridge | at: - | has: - | countertop 1: apple 1; fridge 1 closed",
-     "unsolvable: no microwave"),
-    ("G: put two mug in cabinet | at: - | has: - | countertop 1: mug 1; cabinet 1 closed",
-     "unsolvable: needs two mug"),
-    ("G: put apple in countertop | at: - | has: - | countertop 1: apple 1", "already_solved: already solved"),
-    ("G: put apple in desk | at: - | has: - | desk 1; shelf 1: apple 1; shelf 1", "duplicate_name: shelf 1"),
-    ("__import__('os').system('x') | at: - | has: - | desk 1", "bad_format"),
-])
+
+@pytest.mark.parametrize(
+    "prompt, reason",
+    [
+        (
+            "G: put hot potato in bed | at: - | has: - | bed 1; sidetable 1: potato 1; microwave 1 closed",
+            "unsolvable: bed cannot hold potato (ALFWorld canContain)",
+        ),
+        (
+            "G: put hot apple in fridge | at: - | has: - | countertop 1: apple 1; fridge 1 closed",
+            "unsolvable: no microwave",
+        ),
+        (
+            "G: put two mug in cabinet | at: - | has: - | countertop 1: mug 1; cabinet 1 closed",
+            "unsolvable: needs two mug",
+        ),
+        ("G: put apple in countertop | at: - | has: - | countertop 1: apple 1", "already_solved: already solved"),
+        ("G: put apple in desk | at: - | has: - | desk 1; shelf 1: apple 1; shelf 1", "duplicate_name: shelf 1"),
+        ("__import__('os').system('x') | at: - | has: - | desk 1", "bad_format"),
+    ],
+)
 def test_validator_rejects_with_reason(env, prompt, reason):
     verdict = env.validate(prompt, "go to desk 1", task_id="g")
     assert not verdict.ok and verdict.task is None
@@ -199,14 +235,19 @@ def test_planner_itself_rejects_a_goal_alfworld_forbids():
 
 def test_validator_rejects_a_wrong_generated_answer(env):
     prompt = "G: put apple in fridge | at: - | has: - | countertop 1: apple 1; fridge 1 closed; desk 1"
-    for answer, error in (("look", "suboptimal"), ("go to desk 1", "suboptimal"), ("open fridge 1", "not_admissible"),
-                          ("dance", "invalid_command")):
+    for answer, error in (
+        ("look", "suboptimal"),
+        ("go to desk 1", "suboptimal"),
+        ("open fridge 1", "not_admissible"),
+        ("dance", "invalid_command"),
+    ):
         verdict = env.validate(prompt, answer, task_id="g")
         assert (verdict.ok, verdict.reason) == (False, f"answer_mismatch: {error}")
     assert env.validate(prompt, "go to countertop 1", task_id="g").ok
 
 
 # ---------------------------------------------------------------- episodes
+
 
 def test_play_episode_with_the_planner_and_with_a_bad_agent(env):
     task = next(t for t in env.splits()["train"] if t.expected["plan_len"] >= 3)
@@ -218,11 +259,16 @@ def test_play_episode_with_the_planner_and_with_a_bad_agent(env):
 
 # ---------------------------------------------------------------- contract, registry, official games
 
+
 def test_registered_as_package_benchmark():
     env = get_environment(NAME, seed=0, sizes=SIZES)
     assert isinstance(env, AlfworldTextWorld)
-    assert env.describe() == {"name": NAME, "granularity": "step", "source": "package",
-                              "sizes": {"heldout": 20, "train": 44, "seed": 12}}
+    assert env.describe() == {
+        "name": NAME,
+        "granularity": "step",
+        "source": "package",
+        "sizes": {"heldout": 20, "train": 44, "seed": 12},
+    }
     assert set(env.versions) == {"alfworld", "textworld", "fast-downward-textworld"}
 
 
@@ -233,7 +279,8 @@ def test_official_trials_replanned_in_textworld():
     assert len(tasks) == len(mini) == 37 and skipped[0].endswith("is not one of ALFWorld's six")
     assert [s.split("/")[-3] for s in skipped] == [
         "pick_and_place_with_movable_recep-Pen-Mug-Desk-305",
-        "pick_heat_then_place_in_recep-PotatoSliced-None-DiningTable-18"]
+        "pick_heat_then_place_in_recep-PotatoSliced-None-DiningTable-18",
+    ]
     assert [t.prompt for t in tasks] == [t.prompt for t in mini]
     assert [t.answer for t in tasks] == [tw_command(parse_command(t.answer)) for t in mini]
     assert {t.expected["task_type"] for t in tasks} == set(TASK_TYPES.values())
@@ -242,8 +289,12 @@ def test_official_trials_replanned_in_textworld():
         assert task.answer == task.expected["expert"] and parse_command(task.answer)
         assert check_official(task)
     env = get_environment(NAME, seed=0, sizes=SIZES, data_dir=str(FIXTURE))
-    assert env.describe() == {"name": NAME, "granularity": "step", "source": "upstream folder",
-                              "sizes": {"heldout": 37, "train": 44, "seed": 12}}
+    assert env.describe() == {
+        "name": NAME,
+        "granularity": "step",
+        "source": "upstream folder",
+        "sizes": {"heldout": 37, "train": 44, "seed": 12},
+    }
     splits = env.splits()
     assert [t.prompt for t in splits["heldout"]] == [t.prompt for t in tasks]
     assert not {t.prompt for t in tasks} & {t.prompt for t in splits["train"] + splits["seed"]}
@@ -253,8 +304,12 @@ def test_official_trials_replanned_in_textworld():
 def test_official_steps_alfworld_forbids_are_skipped_with_reason():
     skipped: list[str] = []
     tasks = load_official(OWN_FIXTURE, skipped)
-    assert [t.answer for t in tasks] == ["go to sidetable 1", "take book 1 from sidetable 1", "go to sofa 1",
-                                         "move book 1 to sofa 1"]
+    assert [t.answer for t in tasks] == [
+        "go to sidetable 1",
+        "take book 1 from sidetable 1",
+        "go to sofa 1",
+        "move book 1 to sofa 1",
+    ]
     assert len(load_upstream(OWN_FIXTURE)) == 8  # the mini takes both trials
     assert len(skipped) == 4 and all("Apple-None-Sofa" in s and "sofa cannot hold apple" in s for s in skipped)
 
@@ -268,7 +323,7 @@ def check_official(task) -> bool:
 @pytest.mark.parametrize("check", CONTRACT, ids=lambda check: check.__name__.removeprefix("test_"))
 def test_contract(check, env, case, golds_revalidate):
     """The shared contract of ``test_env_contract`` (all but its ``describe``, which expects a built-in mini)."""
-    params = check.__code__.co_varnames[:check.__code__.co_argcount]
+    params = check.__code__.co_varnames[: check.__code__.co_argcount]
     kwargs = {"env": env, "case": case, "golds_revalidate": golds_revalidate}
     check(**{name: kwargs[name] for name in params})
 

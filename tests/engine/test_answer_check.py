@@ -35,10 +35,18 @@ def _run(tmp_path, monkeypatch, answer_check: bool) -> tuple[Session, list[str]]
     def spy(self, examples, rng, tick=lambda: None):
         targets.extend(self.policy.tokenizer.decode(t, skip_special_tokens=True) for _, t, _ in examples)
         return real(self, examples, rng, tick)
+
     monkeypatch.setattr(RWRTrainer, "update", spy)
     texts = [f"{p} => {w}" for p, w, _ in _drafts()]
-    cfg = load_config("micro", overrides={"epochs": 1, "simulator.answer_check": answer_check,
-                                          "simulator.repairs": False, "curriculum.k_min": 0.5})
+    cfg = load_config(
+        "micro",
+        overrides={
+            "epochs": 1,
+            "simulator.answer_check": answer_check,
+            "simulator.repairs": False,
+            "curriculum.k_min": 0.5,
+        },
+    )
     session = Session.create(cfg, tmp_path / f"s-{answer_check}")
     run(session, backend_factory=scripted_backends(texts))
     return session, targets
@@ -46,7 +54,8 @@ def _run(tmp_path, monkeypatch, answer_check: bool) -> tuple[Session, list[str]]
 
 @pytest.mark.parametrize("answer_check", [True, False])
 def test_a_sound_draft_with_a_wrong_answer_is_admitted_on_the_gold_only_without_the_answer_check(
-        tmp_path, monkeypatch, answer_check):
+    tmp_path, monkeypatch, answer_check
+):
     session, targets = _run(tmp_path, monkeypatch, answer_check)
     store = session.store
     gold = {p: g for p, _, g in _drafts()}

@@ -8,12 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.environments.apibank.mini import (
-    ERROR_TYPES, MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, ApiBankMini, allowed_levels, check_response,
-    generate_draft, parse_response)
 from genenv_engine.environments.apibank.db import APIS, SEARCHABLE, execute, initial_db, tool_search
-from genenv_engine.environments.apibank.syntax import CallSyntaxError, norm_date, norm_time
 from genenv_engine.environments.apibank.dialogue import GRAMMAR, VERBS, read_prompt
+from genenv_engine.environments.apibank.mini import (
+    ERROR_TYPES,
+    MAX_ANSWER_CHARS,
+    MAX_PROMPT_CHARS,
+    ApiBankMini,
+    allowed_levels,
+    check_response,
+    generate_draft,
+    parse_response,
+)
+from genenv_engine.environments.apibank.syntax import CallSyntaxError, norm_date, norm_time
 from genenv_engine.environments.apibank.upstream import UpstreamFormatError, load_upstream
 from genenv_engine.environments.base import SplitSizes
 
@@ -40,12 +47,12 @@ MEETING = "APIs: AddMeeting(topic,time) QueryMeeting(date) | U: book meeting dem
 HEALTH = "APIs: RecordHealthData(kind,value) | U: record health bp | AI: what value? | U: 120"
 SEARCH = "APIs: ToolSearcher(keywords) | U: wake me at 7pm"
 RESULT = "APIs: ToolSearcher(keywords) | U: price of ACME on mar 22 | R: QueryStock(code,date)"
-FOLLOW = ("APIs: AddAlarm(time) DeleteAlarm(time) | U: wake me at 5pm | [AddAlarm(time='17:00')]"
-          " | U: cancel alarm then")
+FOLLOW = "APIs: AddAlarm(time) DeleteAlarm(time) | U: wake me at 5pm | [AddAlarm(time='17:00')] | U: cancel alarm then"
 CALC_REF = "APIs: Calculator(formula) | U: calculate (5+6)*3 | [Calculator(formula='(5+6)*3')] | U: compute that*2"
 
 
 # ---------------------------------------------------------------- mock APIs
+
 
 def test_mock_apis_execute_on_the_database():
     db = initial_db()
@@ -77,51 +84,62 @@ def test_value_normalisers():
 
 # ---------------------------------------------------------------- checker
 
+
 def test_correct_answer_passes(env):
     task = make(env, ALARM)
     assert task.answer == "API-Request: [AddAlarm(time='19:30')]"
     result = env.check(task, task.answer)
     assert (result.success, result.score, result.error_type) == (True, 1.0, None)
     assert result.sub_scores == {"name": 1.0, "args": 1.0, "result": 1.0}
-    for variant in ("[AddAlarm(time='7:30 pm')]", "AddAlarm(time=\"19:30:00\")",
-                    "API-Request:[AddAlarm(time='7:30PM')]"):
+    for variant in ("[AddAlarm(time='7:30 pm')]", 'AddAlarm(time="19:30:00")', "API-Request:[AddAlarm(time='7:30PM')]"):
         assert env.check(task, variant).success, variant
 
 
-@pytest.mark.parametrize("prompt, response, error", [
-    (ALARM, "API-Request: [AddAlarm(time='07:30')", "parse_error"),
-    (ALARM, "API-Request: [AddAlarm('19:30')]", "parse_error"),
-    (ALARM, "set the alarm please", "parse_error"),
-    (ALARM, "API-Request: [QueryStock(code='ACME',date='03-22')]", "unknown_api"),
-    (ALARM, "API-Request: [Teleport(to='mars')]", "unknown_api"),
-    (SEARCH, "API-Request: [AddAlarm(time='19:00')]", "unknown_api"),
-    (ALARM, "API-Request: [DeleteAlarm(time='19:30')]", "wrong_api"),
-    (ALARM, "API-Request: [AddAlarm()]", "missing_arg"),
-    (AGENDA, "API-Request: [AddAgenda(what='gym',date='03-26')]", "missing_arg"),
-    (ALARM, "API-Request: [AddAlarm(time='19:30',tz='utc')]", "unexpected_arg"),
-    (ALARM, "API-Request: [AddAlarm(time=1930)]", "bad_arg_type"),
-    (ALARM, "API-Request: [AddAlarm(time='soon')]", "bad_arg_type"),
-    (HEALTH, "API-Request: [RecordHealthData(kind='bp',value='120')]", "bad_arg_type"),
-    (MEETING, "API-Request: [AddMeeting(topic='demo',time='03-26')]", "bad_arg_type"),
-    (ALARM, "API-Request: [AddAlarm(time='07:00')]", "exec_error"),
-    (FOLLOW, "API-Request: [DeleteAlarm(time='05:00')]", "exec_error"),
-    (CALC, "API-Request: [Calculator(formula='33/0')]", "exec_error"),
-    (CALC, "API-Request: [Calculator(formula='x*3')]", "exec_error"),
-    (ALARM, "API-Request: [AddAlarm(time='19:35')]", "wrong_result"),
-    (CALC, "API-Request: [Calculator(formula='(5+6)*4')]", "wrong_result"),
-    (AGENDA, "API-Request: [AddAgenda(what='gym class',date='03-26',place='park')]", "wrong_result"),
-    (AGENDA, "API-Request: [AddAgenda(what='gym',date='03-27',place='park')]", "wrong_result"),
-    (FOLLOW, "API-Request: [DeleteAlarm(time='07:00')]", "wrong_result"),
-    (SEARCH, "API-Request: [ToolSearcher(keywords='delete alarm')]", "wrong_result"),
-    (RESULT, "API-Request: [QueryStock(code='ACME',date='03-23')]", "wrong_result"),
-])
+@pytest.mark.parametrize(
+    "prompt, response, error",
+    [
+        (ALARM, "API-Request: [AddAlarm(time='07:30')", "parse_error"),
+        (ALARM, "API-Request: [AddAlarm('19:30')]", "parse_error"),
+        (ALARM, "set the alarm please", "parse_error"),
+        (ALARM, "API-Request: [QueryStock(code='ACME',date='03-22')]", "unknown_api"),
+        (ALARM, "API-Request: [Teleport(to='mars')]", "unknown_api"),
+        (SEARCH, "API-Request: [AddAlarm(time='19:00')]", "unknown_api"),
+        (ALARM, "API-Request: [DeleteAlarm(time='19:30')]", "wrong_api"),
+        (ALARM, "API-Request: [AddAlarm()]", "missing_arg"),
+        (AGENDA, "API-Request: [AddAgenda(what='gym',date='03-26')]", "missing_arg"),
+        (ALARM, "API-Request: [AddAlarm(time='19:30',tz='utc')]", "unexpected_arg"),
+        (ALARM, "API-Request: [AddAlarm(time=1930)]", "bad_arg_type"),
+        (ALARM, "API-Request: [AddAlarm(time='soon')]", "bad_arg_type"),
+        (HEALTH, "API-Request: [RecordHealthData(kind='bp',value='120')]", "bad_arg_type"),
+        (MEETING, "API-Request: [AddMeeting(topic='demo',time='03-26')]", "bad_arg_type"),
+        (ALARM, "API-Request: [AddAlarm(time='07:00')]", "exec_error"),
+        (FOLLOW, "API-Request: [DeleteAlarm(time='05:00')]", "exec_error"),
+        (CALC, "API-Request: [Calculator(formula='33/0')]", "exec_error"),
+        (CALC, "API-Request: [Calculator(formula='x*3')]", "exec_error"),
+        (ALARM, "API-Request: [AddAlarm(time='19:35')]", "wrong_result"),
+        (CALC, "API-Request: [Calculator(formula='(5+6)*4')]", "wrong_result"),
+        (AGENDA, "API-Request: [AddAgenda(what='gym class',date='03-26',place='park')]", "wrong_result"),
+        (AGENDA, "API-Request: [AddAgenda(what='gym',date='03-27',place='park')]", "wrong_result"),
+        (FOLLOW, "API-Request: [DeleteAlarm(time='07:00')]", "wrong_result"),
+        (SEARCH, "API-Request: [ToolSearcher(keywords='delete alarm')]", "wrong_result"),
+        (RESULT, "API-Request: [QueryStock(code='ACME',date='03-23')]", "wrong_result"),
+    ],
+)
 def test_each_error_type(env, assert_check_fails, prompt, response, error):
     assert_check_fails(env, make(env, prompt), response, error)
 
 
 def test_all_error_types_are_covered():
-    assert set(ERROR_TYPES) == {"parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg",
-                                "bad_arg_type", "exec_error", "wrong_result"}
+    assert set(ERROR_TYPES) == {
+        "parse_error",
+        "unknown_api",
+        "wrong_api",
+        "missing_arg",
+        "unexpected_arg",
+        "bad_arg_type",
+        "exec_error",
+        "wrong_result",
+    }
 
 
 def test_partial_scores():
@@ -161,17 +179,20 @@ def test_follow_up_replays_the_context(env):
     assert env.check(ref, "[Calculator(formula='66')]").success
 
 
-@pytest.mark.parametrize("response", [
-    "__import__('os').system('x')",
-    "[AddAlarm(time=__import__('os').system('touch /tmp/apibank_pwned'))]",
-    "[AddAlarm(**{'time': '19:30'})]",
-    "[AddAlarm(time='19:30',time='19:30')]",
-    "[os.system(cmd='ls')]",
-    "[AddAlarm(time='19:30')];[AddAlarm(time='19:30')]",
-    "",
-    "(" * 500 + ")" * 500,
-    "x" * 1200,
-])
+@pytest.mark.parametrize(
+    "response",
+    [
+        "__import__('os').system('x')",
+        "[AddAlarm(time=__import__('os').system('touch /tmp/apibank_pwned'))]",
+        "[AddAlarm(**{'time': '19:30'})]",
+        "[AddAlarm(time='19:30',time='19:30')]",
+        "[os.system(cmd='ls')]",
+        "[AddAlarm(time='19:30')];[AddAlarm(time='19:30')]",
+        "",
+        "(" * 500 + ")" * 500,
+        "x" * 1200,
+    ],
+)
 def test_hostile_or_malformed_is_parse_error(env, response):
     result = env.check(make(env, ALARM), response)
     assert (result.success, result.score, result.error_type) == (False, 0.0, "parse_error")
@@ -188,86 +209,140 @@ def test_parse_never_executes(tmp_path):
 
 # ---------------------------------------------------------------- validator
 
+
 def test_validator_accepts_and_recomputes(env):
     parent = env.splits()["seed"][0]
-    verdict = env.validate(MEETING, "API-Request: [AddMeeting(time='2023-03-26 15:30:00', topic='demo')]",
-                           task_id="gen/e1/0001", parent=parent, epoch=1, generator="sim@e1")
+    verdict = env.validate(
+        MEETING,
+        "API-Request: [AddMeeting(time='2023-03-26 15:30:00', topic='demo')]",
+        task_id="gen/e1/0001",
+        parent=parent,
+        epoch=1,
+        generator="sim@e1",
+    )
     assert verdict.ok and verdict.reason == ""
     task = verdict.task
     assert task.answer == "API-Request: [AddMeeting(topic='demo',time='03-26 15:30')]"
-    assert task.expected == {"mode": "exec", "api": "AddMeeting", "args": {"topic": "demo", "time": "03-26 15:30"},
-                             "context": [], "available": ["AddMeeting", "QueryMeeting"], "output": "success"}
+    assert task.expected == {
+        "mode": "exec",
+        "api": "AddMeeting",
+        "args": {"topic": "demo", "time": "03-26 15:30"},
+        "context": [],
+        "available": ["AddMeeting", "QueryMeeting"],
+        "output": "success",
+    }
     assert (task.split, task.origin, task.parent_id, task.epoch, task.generator, task.checker) == (
-        "generated", "generated", parent.id, 1, "sim@e1", "apibank_exec")
+        "generated",
+        "generated",
+        parent.id,
+        1,
+        "sim@e1",
+        "apibank_exec",
+    )
     assert task.id == "gen/e1/0001" and task.benchmark == "apibank" and task.granularity == "step"
-    assert task.difficulty == {"level": 3, "features": {
-        "api": "AddMeeting", "target": "AddMeeting", "n_apis": 2, "n_args": 2, "synonym": True,
-        "nl_value": True, "retrieval": "none", "multi_turn": "none", "n_turns": 1}}
+    assert task.difficulty == {
+        "level": 3,
+        "features": {
+            "api": "AddMeeting",
+            "target": "AddMeeting",
+            "n_apis": 2,
+            "n_args": 2,
+            "synonym": True,
+            "nl_value": True,
+            "retrieval": "none",
+            "multi_turn": "none",
+            "n_turns": 1,
+        },
+    }
     assert [t["name"] for t in task.tools] == ["AddMeeting", "QueryMeeting"]
 
 
-@pytest.mark.parametrize("prompt, level, features", [
-    ("APIs: AddAlarm(time) | U: add alarm at 07:30", 1, {}),
-    ("APIs: AddAlarm(time) | U: add alarm at 7:30", 2, {"nl_value": True}),
-    ("APIs: AddAlarm(time) QueryAlarm() | U: add alarm at 07:30", 2, {"n_apis": 2}),
-    (AGENDA, 3, {"n_args": 3}),
-    (SEARCH, 3, {"retrieval": "search", "api": "ToolSearcher", "target": "AddAlarm"}),
-    (RESULT, 3, {"retrieval": "result", "n_turns": 2}),
-    (FOLLOW, 4, {"multi_turn": "ref", "n_turns": 3}),
-    (HEALTH, 4, {"multi_turn": "fill"}),
-])
+@pytest.mark.parametrize(
+    "prompt, level, features",
+    [
+        ("APIs: AddAlarm(time) | U: add alarm at 07:30", 1, {}),
+        ("APIs: AddAlarm(time) | U: add alarm at 7:30", 2, {"nl_value": True}),
+        ("APIs: AddAlarm(time) QueryAlarm() | U: add alarm at 07:30", 2, {"n_apis": 2}),
+        (AGENDA, 3, {"n_args": 3}),
+        (SEARCH, 3, {"retrieval": "search", "api": "ToolSearcher", "target": "AddAlarm"}),
+        (RESULT, 3, {"retrieval": "result", "n_turns": 2}),
+        (FOLLOW, 4, {"multi_turn": "ref", "n_turns": 3}),
+        (HEALTH, 4, {"multi_turn": "fill"}),
+    ],
+)
 def test_levels(env, prompt, level, features):
     task = make(env, prompt)
     assert task.level == level
     assert features.items() <= task.difficulty["features"].items()
 
 
-@pytest.mark.parametrize("prompt, answer, reason", [
-    (ALARM, "API-Request: [AddAlarm(time='19:00')]", "answer_mismatch: wrong_result"),
-    (ALARM, "API-Request: [AddAlarm(", "answer_mismatch: parse_error"),
-    ("APIs: AddAlarm(time) | U: add alarm at 07:30 => x", "x", "bad_format"),
-    ("lorem ipsum", "x", "bad_format"),
-    ("APIs: AddAlarm(time) | ", "x", "bad_dialogue"),
-    ("APIs: AddAlarm(time)  | U: add alarm at 07:30", "x", "bad_api_list"),
-    ("APIs: AddAlarm(time) Fly(to) | U: add alarm at 07:30", "x", "unknown_api: Fly"),
-    ("APIs: AddAlarm(when) | U: add alarm at 07:30", "x", "bad_signature: AddAlarm"),
-    ("APIs: AddAlarm(time) AddAlarm(time) | U: add alarm at 07:30", "x", "duplicate_api: AddAlarm"),
-    ("APIs: AddAlarm(time) QueryAlarm() DeleteAlarm(time) Calculator(formula) QueryAgenda(date) QueryMeeting(date)"
-     " | U: add alarm at 07:30", "x", "too_many_apis: 6"),
-    ("APIs: AddAlarm(time) ToolSearcher(keywords) | U: add alarm at 07:30", "x", "bad_api_list: ToolSearcher"),
-    ("APIs: AddAlarm(time) | U: add alarm at 07:30 | U: again", "x", "bad_dialogue: turn pattern UU"),
-    ("APIs: AddAlarm(time) | U: add alarm at 07:30 | R: AddAlarm(time)", "x", "bad_dialogue: turn pattern UR"),
-    ("APIs: AddAlarm(time) | Q: add alarm at 07:30", "x", "bad_dialogue: unknown turn"),
-    ("APIs: ToolSearcher(keywords) | U: wake me at 7pm | R: Fly(to)", "x", "bad_dialogue: R:"),
-    ("APIs: AddAlarm(time) | U: add alarm | AI: which day? | U: 03-26", "x", "bad_dialogue: AddAlarm has no date"),
-    ("APIs: AddAlarm(time) | U: add alarm | AI: how? | U: 07:30", "x", "bad_dialogue: unknown question"),
-    ("APIs: AddAlarm(time) | U: fly to mars", "x", "unknown_verb: fly"),
-    ("APIs: AddAlarm(time) | U: cancel alarm at 07:00", "x", "api_not_listed: DeleteAlarm"),
-    ("APIs: AddAlarm(time) | U: add alarm 07:30", "x", "unparseable_query: AddAlarm needs"),
-    ("APIs: AddAlarm(time) | U: add alarm at 07:30 please", "x", "unparseable_query: trailing"),
-    ("APIs: AddAlarm(time) | U: add alarm | AI: what time? | U: 7:30 sharp", "x", "unparseable_query: answer"),
-    ("APIs: AddAlarm(time) | U: add alarm at 25:00", "x", "bad_value: not a valid time"),
-    ("APIs: QueryAgenda(date) | U: query agenda on 02-30", "x", "bad_value: not a valid date"),
-    ("APIs: RecordHealthData(kind,value) | U: record health mood 3", "x", "bad_value: kind"),
-    ("APIs: Calculator(formula) | U: calculate os.system", "x", "bad_value: formula"),
-    ("APIs: AddAlarm(time) | U: add alarm then", "x", "unresolved_ref: time"),
-    ("APIs: Calculator(formula) | U: calculate that*2", "x", "unresolved_ref: formula"),
-    ("APIs: AddAlarm(time) DeleteAlarm(time) | U: wake me at 5pm | [AddAlarm(time='5pm')] | U: cancel alarm then",
-     "x", "context_mismatch"),
-    ("APIs: AddAlarm(time) DeleteAlarm(time) | U: wake me at 5pm | [AddAlarm(time='17:00')]"
-     " | U: cancel alarm at 07:00", "x", "no_ref"),
-    ("APIs: AddAlarm(time) DeleteAlarm(time) | U: cancel alarm at 05:00 | [DeleteAlarm(time='05:00')]"
-     " | U: add alarm then", "x", "context_exec_error: no alarm at 05:00"),
-    ("APIs: DeleteAlarm(time) | U: delete alarm at 05:00", "x", "gold_exec_error: no alarm at 05:00"),
-    ("APIs: ToolSearcher(keywords) | U: wake me at 7pm | R: DeleteAlarm(time)", "x", "retrieval_mismatch"),
-    ("APIs: AddAgenda(what,date,place) | U: add agenda dinners on 03-26 at downtown", "x", "too_long: gold"),
-    ("APIs: AddAlarm(time) | U: add alarm at 07:30" + " " * 200, "x", "too_long: prompt"),
-])
+@pytest.mark.parametrize(
+    "prompt, answer, reason",
+    [
+        (ALARM, "API-Request: [AddAlarm(time='19:00')]", "answer_mismatch: wrong_result"),
+        (ALARM, "API-Request: [AddAlarm(", "answer_mismatch: parse_error"),
+        ("APIs: AddAlarm(time) | U: add alarm at 07:30 => x", "x", "bad_format"),
+        ("lorem ipsum", "x", "bad_format"),
+        ("APIs: AddAlarm(time) | ", "x", "bad_dialogue"),
+        ("APIs: AddAlarm(time)  | U: add alarm at 07:30", "x", "bad_api_list"),
+        ("APIs: AddAlarm(time) Fly(to) | U: add alarm at 07:30", "x", "unknown_api: Fly"),
+        ("APIs: AddAlarm(when) | U: add alarm at 07:30", "x", "bad_signature: AddAlarm"),
+        ("APIs: AddAlarm(time) AddAlarm(time) | U: add alarm at 07:30", "x", "duplicate_api: AddAlarm"),
+        (
+            "APIs: AddAlarm(time) QueryAlarm() DeleteAlarm(time) Calculator(formula) QueryAgenda(date) "
+            "QueryMeeting(date)"
+            " | U: add alarm at 07:30",
+            "x",
+            "too_many_apis: 6",
+        ),
+        ("APIs: AddAlarm(time) ToolSearcher(keywords) | U: add alarm at 07:30", "x", "bad_api_list: ToolSearcher"),
+        ("APIs: AddAlarm(time) | U: add alarm at 07:30 | U: again", "x", "bad_dialogue: turn pattern UU"),
+        ("APIs: AddAlarm(time) | U: add alarm at 07:30 | R: AddAlarm(time)", "x", "bad_dialogue: turn pattern UR"),
+        ("APIs: AddAlarm(time) | Q: add alarm at 07:30", "x", "bad_dialogue: unknown turn"),
+        ("APIs: ToolSearcher(keywords) | U: wake me at 7pm | R: Fly(to)", "x", "bad_dialogue: R:"),
+        ("APIs: AddAlarm(time) | U: add alarm | AI: which day? | U: 03-26", "x", "bad_dialogue: AddAlarm has no date"),
+        ("APIs: AddAlarm(time) | U: add alarm | AI: how? | U: 07:30", "x", "bad_dialogue: unknown question"),
+        ("APIs: AddAlarm(time) | U: fly to mars", "x", "unknown_verb: fly"),
+        ("APIs: AddAlarm(time) | U: cancel alarm at 07:00", "x", "api_not_listed: DeleteAlarm"),
+        ("APIs: AddAlarm(time) | U: add alarm 07:30", "x", "unparseable_query: AddAlarm needs"),
+        ("APIs: AddAlarm(time) | U: add alarm at 07:30 please", "x", "unparseable_query: trailing"),
+        ("APIs: AddAlarm(time) | U: add alarm | AI: what time? | U: 7:30 sharp", "x", "unparseable_query: answer"),
+        ("APIs: AddAlarm(time) | U: add alarm at 25:00", "x", "bad_value: not a valid time"),
+        ("APIs: QueryAgenda(date) | U: query agenda on 02-30", "x", "bad_value: not a valid date"),
+        ("APIs: RecordHealthData(kind,value) | U: record health mood 3", "x", "bad_value: kind"),
+        ("APIs: Calculator(formula) | U: calculate os.system", "x", "bad_value: formula"),
+        ("APIs: AddAlarm(time) | U: add alarm then", "x", "unresolved_ref: time"),
+        ("APIs: Calculator(formula) | U: calculate that*2", "x", "unresolved_ref: formula"),
+        (
+            "APIs: AddAlarm(time) DeleteAlarm(time) | U: wake me at 5pm | [AddAlarm(time='5pm')] "
+            "| U: cancel alarm then",
+            "x",
+            "context_mismatch",
+        ),
+        (
+            "APIs: AddAlarm(time) DeleteAlarm(time) | U: wake me at 5pm | [AddAlarm(time='17:00')]"
+            " | U: cancel alarm at 07:00",
+            "x",
+            "no_ref",
+        ),
+        (
+            "APIs: AddAlarm(time) DeleteAlarm(time) | U: cancel alarm at 05:00 | [DeleteAlarm(time='05:00')]"
+            " | U: add alarm then",
+            "x",
+            "context_exec_error: no alarm at 05:00",
+        ),
+        ("APIs: DeleteAlarm(time) | U: delete alarm at 05:00", "x", "gold_exec_error: no alarm at 05:00"),
+        ("APIs: ToolSearcher(keywords) | U: wake me at 7pm | R: DeleteAlarm(time)", "x", "retrieval_mismatch"),
+        ("APIs: AddAgenda(what,date,place) | U: add agenda dinners on 03-26 at downtown", "x", "too_long: gold"),
+        ("APIs: AddAlarm(time) | U: add alarm at 07:30" + " " * 200, "x", "too_long: prompt"),
+    ],
+)
 def test_validator_rejects(env, assert_rejected, prompt, answer, reason):
     assert_rejected(env, prompt, answer, reason)
 
 
 # ---------------------------------------------------------------- splits
+
 
 def test_default_splits_lengths_and_every_gold(golds_revalidate):
     default = ApiBankMini(seed=7)
@@ -307,6 +382,7 @@ def test_generate_draft_respects_target():
 
 # ---------------------------------------------------------------- siblings
 
+
 def test_sibling_of_a_one_prompt_level_moves_level(env):
     only = make(env, "APIs: QueryAlarm() | U: query alarms")
     pairs = env.sibling_pairs([only], random.Random(0), 6)
@@ -315,10 +391,16 @@ def test_sibling_of_a_one_prompt_level_moves_level(env):
 
 # ---------------------------------------------------------------- upstream loader
 
+
 def test_loader_decomposes_dialogues_into_steps():
     tasks = load_upstream(FIXTURES / "good")
     assert [t.expected["api"] for t in tasks] == [
-        "GetUserToken", "AddAlarm", "Calculator", "ToolSearcher", "QueryStock"]
+        "GetUserToken",
+        "AddAlarm",
+        "Calculator",
+        "ToolSearcher",
+        "QueryStock",
+    ]
     assert [t.level for t in tasks] == [3, 4, 1, 3, 3]
     assert all(t.origin == "official" and t.split == "heldout" and t.checker == "apibank_exec" for t in tasks)
     assert [t.id for t in tasks] == [f"apibank/heldout/{i:05d}" for i in range(5)]
@@ -362,16 +444,23 @@ def test_env_with_data_dir_uses_official_heldout():
     plain = ApiBankMini(seed=0, sizes=SMALL).splits()
     assert [t.prompt for t in splits["train"]] == [t.prompt for t in plain["train"]]
     assert [t.prompt for t in splits["seed"]] == [t.prompt for t in plain["seed"]]
-    assert env.describe() == {"name": "apibank", "granularity": "step", "source": "upstream folder",
-                              "sizes": {"heldout": 5, "train": 120, "seed": 30}}
+    assert env.describe() == {
+        "name": "apibank",
+        "granularity": "step",
+        "source": "upstream folder",
+        "sizes": {"heldout": 5, "train": 120, "seed": 30},
+    }
     assert all(env.check(t, t.answer).success for t in splits["heldout"])
 
 
-@pytest.mark.parametrize("folder, message", [
-    ("bad_json", "broken.jsonl:2: invalid JSON"),
-    ("bad_turn", "no_params.jsonl:3: an API turn needs a 'param_dict'"),
-    ("missing", "not a folder"),
-])
+@pytest.mark.parametrize(
+    "folder, message",
+    [
+        ("bad_json", "broken.jsonl:2: invalid JSON"),
+        ("bad_turn", "no_params.jsonl:3: an API turn needs a 'param_dict'"),
+        ("missing", "not a folder"),
+    ],
+)
 def test_loader_errors_name_file_and_line(folder, message):
     with pytest.raises(UpstreamFormatError, match=message.replace("(", r"\(")):
         load_upstream(FIXTURES / folder)

@@ -26,18 +26,60 @@ def _cells(line: str) -> list[str]:
 
 
 def test_a_row_averages_the_training_epochs_and_ignores_epoch0():
-    data = {"epochs": [
-        _epoch(0, agent_steps=None, train_rollouts=0, eval_generations=0, zero_advantage_share=None),
-        _epoch(1, agent_steps=4.0, train_rollouts=320, valid_fraction=0.5, task_band_fraction=0.1, band_fraction=0.25,
-               zero_advantage_share=0.8, fresh_tasks=40, simulator_examples=200, weight_min=0.9, weight_max=1.3,
-               weight_sd=0.1, drift=0.05, eval_generations=300),
-        _epoch(2, agent_steps=4.0, train_rollouts=320, valid_fraction=0.75, task_band_fraction=0.2,
-               band_fraction=0.5, zero_advantage_share=0.6, fresh_tasks=45, simulator_examples=210, weight_min=0.7,
-               weight_max=1.1, weight_sd=0.2, drift=0.12, eval_generations=340),
-    ], "rescored": {"400": {"0": {"bfcl": "0011"}, "2": {"bfcl": "0111"}}}}
+    data = {
+        "epochs": [
+            _epoch(0, agent_steps=None, train_rollouts=0, eval_generations=0, zero_advantage_share=None),
+            _epoch(
+                1,
+                agent_steps=4.0,
+                train_rollouts=320,
+                valid_fraction=0.5,
+                task_band_fraction=0.1,
+                band_fraction=0.25,
+                zero_advantage_share=0.8,
+                fresh_tasks=40,
+                simulator_examples=200,
+                weight_min=0.9,
+                weight_max=1.3,
+                weight_sd=0.1,
+                drift=0.05,
+                eval_generations=300,
+            ),
+            _epoch(
+                2,
+                agent_steps=4.0,
+                train_rollouts=320,
+                valid_fraction=0.75,
+                task_band_fraction=0.2,
+                band_fraction=0.5,
+                zero_advantage_share=0.6,
+                fresh_tasks=45,
+                simulator_examples=210,
+                weight_min=0.7,
+                weight_max=1.1,
+                weight_sd=0.2,
+                drift=0.12,
+                eval_generations=340,
+            ),
+        ],
+        "rescored": {"400": {"0": {"bfcl": "0011"}, "2": {"bfcl": "0111"}}},
+    }
     cells = _cells(arm_signals.row("grounded", 0, data))
-    assert cells == ["`grounded`", "0", "0.500 → 0.750", "+0.250 (.250)", "4 / 320", ".625", ".150 / .375",
-                     ".300", "42.5", "205.0", "0.70–1.30 (.150)", ".120", "320"]
+    assert cells == [
+        "`grounded`",
+        "0",
+        "0.500 → 0.750",
+        "+0.250 (.250)",
+        "4 / 320",
+        ".625",
+        ".150 / .375",
+        ".300",
+        "42.5",
+        "205.0",
+        "0.70–1.30 (.150)",
+        ".120",
+        "320",
+    ]
 
 
 def test_unequal_budgets_show_their_range_and_a_wrong_count_is_not_hidden():
@@ -48,8 +90,10 @@ def test_unequal_budgets_show_their_range_and_a_wrong_count_is_not_hidden():
 
 
 def test_a_record_without_a_figure_or_a_rescore_says_so():
-    data = {"epochs": [_epoch(1, agent_steps=4.0, in_band_fraction=0.25, zero_advantage_share=0.75)],
-            "correct": {"0": {"bfcl": "01"}, "1": {"bfcl": "11"}}}
+    data = {
+        "epochs": [_epoch(1, agent_steps=4.0, in_band_fraction=0.25, zero_advantage_share=0.75)],
+        "correct": {"0": {"bfcl": "01"}, "1": {"bfcl": "11"}},
+    }
     cells = _cells(arm_signals.row("off", 0, data))
     assert cells[0] == "`off(20)`" and cells[2:4] == ["waiting for the re-score", "—"]
     # the band filter's share stands for the batch share in a record that predates it; no task share

@@ -10,10 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.environments.bamboogle.mini import (
-    ERROR_TYPES, REJECT_REASONS, BamboogleMini, UpstreamError, exact_match, load_upstream, normalize_answer,
-    parse_action, token_f1)
 from genenv_engine.environments.bamboogle.kb import BM25, RELATIONS, build_kb, kb_for, tokenize
+from genenv_engine.environments.bamboogle.mini import (
+    ERROR_TYPES,
+    REJECT_REASONS,
+    BamboogleMini,
+    UpstreamError,
+    exact_match,
+    load_upstream,
+    normalize_answer,
+    parse_action,
+    token_f1,
+)
 from genenv_engine.environments.bamboogle.prompt import PromptError, parse_question, read_prompt
 from genenv_engine.environments.base import SplitSizes
 
@@ -40,11 +48,21 @@ def w(kb):
     city = kb.facts[("born", founder)]
     married = next(p for p in kb.entities("person") if ("spouse", p) in kb.facts)
     single = next(p for p in kb.entities("person") if ("spouse", p) not in kb.facts)
-    return {"co": company, "co2": other, "founder": founder, "city": city,
-            "country": kb.facts[("country", city)], "married": married, "single": single,
-            "P_founder": kb.passage_of[("founder", company)], "P_born": kb.passage_of[("born", founder)],
-            "P_country": kb.passage_of[("country", city)], "P_ceo": kb.passage_of[("ceo", company)],
-            "P_open": kb.passage_of[("opened", company)], "P_open2": kb.passage_of[("opened", other)]}
+    return {
+        "co": company,
+        "co2": other,
+        "founder": founder,
+        "city": city,
+        "country": kb.facts[("country", city)],
+        "married": married,
+        "single": single,
+        "P_founder": kb.passage_of[("founder", company)],
+        "P_born": kb.passage_of[("born", founder)],
+        "P_country": kb.passage_of[("country", city)],
+        "P_ceo": kb.passage_of[("ceo", company)],
+        "P_open": kb.passage_of[("opened", company)],
+        "P_open2": kb.passage_of[("opened", other)],
+    }
 
 
 def make(env, prompt, answer=None):
@@ -56,6 +74,7 @@ def make(env, prompt, answer=None):
 
 # ---------------------------------------------------------------- knowledge base and BM25
 
+
 def test_kb_is_deterministic_and_seeded():
     a, b, c = build_kb(0), build_kb(0), build_kb(1)
     assert a.passages == b.passages and a.facts == b.facts
@@ -65,7 +84,11 @@ def test_kb_is_deterministic_and_seeded():
 
 def test_kb_is_consistent(kb):
     assert {t: len(kb.entities(t)) for t in ("company", "person", "city", "country")} == {
-        "company": 60, "person": 80, "city": 30, "country": 10}
+        "company": 60,
+        "person": 80,
+        "city": 30,
+        "country": 10,
+    }
     tokens = [tok for name in kb.types for tok in name.lower().split()]
     assert len(tokens) == len(set(tokens))  # no name token is shared, so a name pins its passages
     for country in kb.entities("country"):
@@ -108,6 +131,7 @@ def test_tokenize_drops_stopwords_and_maps_aliases():
 
 # ---------------------------------------------------------------- answer scoring
 
+
 def test_squad_normalisation():
     assert normalize_answer("The  Ola-Vik, an Ola!") == "olavik ola"
     assert normalize_answer("A Theme") == "theme"
@@ -127,13 +151,24 @@ def test_token_f1():
 
 def test_parse_action():
     assert parse_action("answer[ Ola Vik ]") == ("answer", "Ola Vik")
-    for bad in ("", "Ola Vik", "answer[]", "answer[ ]", "search[a", "answer[a] extra", "answer[a[b]]",
-                "find[x]", "answer[a]\nanswer[b]", "answer[" + "x" * 400 + "]"):
+    for bad in (
+        "",
+        "Ola Vik",
+        "answer[]",
+        "answer[ ]",
+        "search[a",
+        "answer[a] extra",
+        "answer[a[b]]",
+        "find[x]",
+        "answer[a]\nanswer[b]",
+        "answer[" + "x" * 400 + "]",
+    ):
         with pytest.raises(ValueError):
             parse_action(bad)
 
 
 # ---------------------------------------------------------------- checker
+
 
 def test_correct_answer_and_search_pass(env, w):
     answer = make(env, f"Q: who founded {w['co']}? | E: {w['P_founder']}")
@@ -209,21 +244,46 @@ def test_hostile_responses_are_plain_text(env, w, tmp_path):
 
 # ---------------------------------------------------------------- validator
 
+
 def test_validator_accepts_and_recomputes(env, w):
     parent = env.splits()["seed"][0]
     prompt = f"Q: what is the birthplace of the founder of {w['co']}? | E: {w['P_founder']} {w['P_ceo']}"
-    verdict = env.validate(prompt, f"search[where was {w['founder']} born]", task_id="gen/e1/0001",
-                           parent=parent, epoch=1, generator="sim@e1")
+    verdict = env.validate(
+        prompt,
+        f"search[where was {w['founder']} born]",
+        task_id="gen/e1/0001",
+        parent=parent,
+        epoch=1,
+        generator="sim@e1",
+    )
     assert verdict.ok and verdict.reason == ""
     task = verdict.task
     assert task.answer == f"search[{w['founder']} born]"
     assert task.expected == {"action": "search", "targets": [w["P_born"]], "kb": 0}
     assert (task.split, task.origin, task.parent_id, task.epoch, task.generator, task.checker, task.granularity) == (
-        "generated", "generated", parent.id, 1, "sim@e1", "qa_em_f1", "step")
+        "generated",
+        "generated",
+        parent.id,
+        1,
+        "sim@e1",
+        "qa_em_f1",
+        "step",
+    )
     assert task.id == "gen/e1/0001" and task.benchmark == "bamboogle"
-    assert task.difficulty == {"level": 3, "features": {
-        "hops": 2, "kind": "chain", "form": "np", "relations": "founder>born", "answer_type": "city",
-        "action": "search", "step": 1, "n_evidence": 2, "n_distractors": 1}}
+    assert task.difficulty == {
+        "level": 3,
+        "features": {
+            "hops": 2,
+            "kind": "chain",
+            "form": "np",
+            "relations": "founder>born",
+            "answer_type": "city",
+            "action": "search",
+            "step": 1,
+            "n_evidence": 2,
+            "n_distractors": 1,
+        },
+    }
     assert [t["name"] for t in task.tools] == ["search", "answer"]
 
 
@@ -241,17 +301,23 @@ def test_validator_levels(env, w):
 
 
 def test_validator_final_answer_via_answer_text(env, w):
-    prompt = f"Q: which country is the birthplace of the founder of {w['co']} in? | E: {w['P_founder']} " \
-             f"{w['P_born']} {w['P_country']}"
+    prompt = (
+        f"Q: which country is the birthplace of the founder of {w['co']} in? | E: {w['P_founder']} "
+        f"{w['P_born']} {w['P_country']}"
+    )
     assert env.validate(prompt, f"answer[the {w['country']}]", task_id="g").task.answer == f"answer[{w['country']}]"
 
 
 def _reject_cases(w, kb):
-    co, co2, f, city = w["co"], w["co2"], w["founder"], w["city"]
+    co, _co2, f, city = w["co"], w["co2"], w["founder"], w["city"]
     false_fact = f"{co} was founded by {w['married'] if w['married'] != f else w['single']}."
     partner = kb.facts[("spouse", w["married"])]
-    reversed_couple = kb.passage_of[("spouse", w["married"])].replace(w["married"], "#").replace(
-        partner, w["married"]).replace("#", partner)
+    reversed_couple = (
+        kb.passage_of[("spouse", w["married"])]
+        .replace(w["married"], "#")
+        .replace(partner, w["married"])
+        .replace("#", partner)
+    )
     return [
         (f"Q: who founded {co}? | E: {w['P_founder']}", f"answer[{city}]", "answer_mismatch: wrong_answer"),
         (f"Q: who founded {co}? | E: {w['P_founder']}", f"search[{co} founded]", "answer_mismatch: wrong_action"),
@@ -262,13 +328,16 @@ def _reject_cases(w, kb):
         (f"Q: who painted {co}?", f"search[{co} founded]", "bad_question"),
         (f"Q: who is {f}?", "answer[x]", "bad_question"),
         (f"Q: who is the mayor of {city}?", "answer[x]", "unknown_relation: mayor"),
-        (f"Q: who founded Acme?", "search[Acme founded]", "unknown_entity: Acme"),
+        ("Q: who founded Acme?", "search[Acme founded]", "unknown_entity: Acme"),
         (f"Q: who founded {co}? | E: Acme was founded by {f}.", "search[x]", "unknown_entity: Acme"),
         (f"Q: who founded {f}?", "search[x]", "type_mismatch: founder of a person"),
         (f"Q: what is the founder of {co}?", "search[x]", "type_mismatch"),
         (f"Q: which opened first, {co} or {f}?", "search[x]", "type_mismatch"),
-        (f"Q: which country is the birthplace of the spouse of the founder of {co} in?", "search[x]",
-         "too_many_hops: 4"),
+        (
+            f"Q: which country is the birthplace of the spouse of the founder of {co} in?",
+            "search[x]",
+            "too_many_hops: 4",
+        ),
         (f"Q: who is {w['single']} married to?", "search[x]", "unanswerable"),
         (f"Q: who is the spouse of the spouse of {w['married']}?", "search[x]", "degenerate"),
         (f"Q: which opened first, {co} or {co}?", "search[x]", "degenerate"),
@@ -276,13 +345,23 @@ def _reject_cases(w, kb):
         (f"Q: who founded {co}? | E: {w['P_founder'][:-1]}", "answer[x]", "bad_evidence"),
         (f"Q: who is {partner} married to? | E: {reversed_couple}", "answer[x]", "bad_evidence: not a KB passage"),
         (f"Q: who founded {co}? | E: {false_fact}", "search[x]", "inconsistent_evidence: contradicts"),
-        (f"Q: where was the founder of {co} born? | E: {w['P_born']}", "answer[x]",
-         "inconsistent_evidence: hop 2 before hop 1"),
+        (
+            f"Q: where was the founder of {co} born? | E: {w['P_born']}",
+            "answer[x]",
+            "inconsistent_evidence: hop 2 before hop 1",
+        ),
         (f"Q: who founded {co}? | E: {w['P_ceo']} {w['P_ceo']}", "search[x]", "duplicate_passage"),
-        (f"Q: who founded {co}? | E: {w['P_ceo']} {w['P_open']} {kb.passage_of[('base', co)]}", "search[x]",
-         "too_many_distractors: 3"),
-        (f"Q: who founded {co}? | E: " + " ".join([w["P_ceo"], w["P_open"], w["P_born"], w["P_country"],
-                                                  w["P_open2"], w["P_founder"]]), "answer[x]", "too_long"),
+        (
+            f"Q: who founded {co}? | E: {w['P_ceo']} {w['P_open']} {kb.passage_of[('base', co)]}",
+            "search[x]",
+            "too_many_distractors: 3",
+        ),
+        (
+            f"Q: who founded {co}? | E: "
+            + " ".join([w["P_ceo"], w["P_open"], w["P_born"], w["P_country"], w["P_open2"], w["P_founder"]]),
+            "answer[x]",
+            "too_long",
+        ),
     ]
 
 
@@ -312,6 +391,7 @@ def _same_year_world(kb, w):
 
 
 # ---------------------------------------------------------------- splits
+
 
 @pytest.fixture(scope="module")
 def full() -> BamboogleMini:
@@ -352,12 +432,14 @@ def test_level_features_follow_the_ladder(full):
 
 # ---------------------------------------------------------------- search tool
 
+
 def test_search_tool(env, w):
     assert env.search(f"who founded {w['co']}") == [w["P_founder"]]
     assert len(env.search(w["co"], k=3)) == 3
 
 
 # ---------------------------------------------------------------- upstream loader
+
 
 def test_loader_reads_csv_and_jsonl_folder():
     tasks = load_upstream(FIXTURES / "upstream")
@@ -367,7 +449,12 @@ def test_loader_reads_csv_and_jsonl_folder():
     assert first.prompt == "Q: What is the capital of the country where the Eiffel Tower stands?"
     assert (first.answer, first.expected) == ("answer[Paris]", {"action": "answer", "answers": ["Paris"]})
     assert (first.origin, first.split, first.checker, first.granularity, first.level) == (
-        "official", "heldout", "qa_em_f1", "step", 2)
+        "official",
+        "heldout",
+        "qa_em_f1",
+        "step",
+        2,
+    )
     assert tasks[1].prompt == "Q: In which city, the capital of its country, is the Brandenburg Gate?"
     assert tasks[3].answer == "answer[Michael Crichton]" and '"Jurassic Park"' in tasks[3].prompt
     assert [t.answer for t in tasks[4:]] == ["answer[Po]", "answer[Euro]", "answer[four]", "answer[1889]"]
@@ -414,8 +501,10 @@ def test_loader_errors_name_the_file_and_line(tmp_path):
         "noans.jsonl": ('{"question": "q?"}\n', r"noans\.jsonl:1: no 'answer'"),
         "noq.jsonl": ('{"answer": "a"}\n', r"noq\.jsonl:1: no 'question'"),
         "blank.jsonl": ('{"question": "q?", "answer": ""}\n', r"blank\.jsonl:1: the answer must be"),
-        "arr.json": ('[{"question": "q?", "answer": "a"}, {"question": 3, "answer": "a"}]',
-                     r"arr\.json: item 2: the question must be"),
+        "arr.json": (
+            '[{"question": "q?", "answer": "a"}, {"question": 3, "answer": "a"}]',
+            r"arr\.json: item 2: the question must be",
+        ),
         "nothing.jsonl": ("\n\n", r"no question/answer rows"),
     }
     for name, (text, pattern) in cases.items():
@@ -442,5 +531,6 @@ def test_loader_parquet_needs_pyarrow(tmp_path):
         return
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     pq.write_table(pa.table({"Question": ["Who?"], "Answer": ["Me"]}), path)
     assert [t.answer for t in load_upstream(path)] == ["answer[Me]"]

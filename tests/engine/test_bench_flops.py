@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from genenv_engine.training import policy as policy_module
+from genenv_engine.config import ModelConfig, RunConfig
 from genenv_engine.interfaces.benches import flops as fl
 from genenv_engine.interfaces.benches.epoch import PhaseTokens, add_bounds
-from genenv_engine.config import ModelConfig, RunConfig
+from genenv_engine.training import policy as policy_module
 from genenv_engine.training.policy import Policy, build_tiny_model
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
@@ -32,8 +32,9 @@ def test_tiny_model_flops_by_hand():
     # an SFT step over 100 tokens, the head at 40 of them: forward 2N, backward 4N (full) / 2N + 4 x adapter (LoRA)
     passes = {"forward": 0, "head": 0, "grad_forward": 100, "grad_head": 40}
     assert full.update(passes) == 6 * (body * 100 + 8352 * 40)
-    assert lora.update(passes) == (2 * (body + 2048) * 100 + 2 * 8352 * 40) + (2 * body * 100 + 2 * 8352 * 40
-                                                                                + 4 * 2048 * 100)
+    assert lora.update(passes) == (2 * (body + 2048) * 100 + 2 * 8352 * 40) + (
+        2 * body * 100 + 2 * 8352 * 40 + 4 * 2048 * 100
+    )
     # decoding 10 tokens after 30 prompt tokens: 40 tokens through the body, 10 through the head
     assert full.decode(30, 10) == 2 * body * 40 + 2 * 8352 * 10
 
@@ -55,8 +56,12 @@ def test_epoch_rows_get_their_bounds():
     counter.prompted[(1, "rollout")], counter.tokens[(1, "rollout")] = 300, 100
     counter.passes[(1, "agent_update")] = {"forward": 50, "head": 20, "grad_forward": 100, "grad_head": 40}
     role = fl.RoleFlops(1000, 100, 0, True)
-    rows = [{"epoch": 1, "phases": {"rollout": {"seconds": 2.0}, "agent_update": {"seconds": 1.0},
-                                    "checkpoint": {"seconds": 0.1}}}]
+    rows = [
+        {
+            "epoch": 1,
+            "phases": {"rollout": {"seconds": 2.0}, "agent_update": {"seconds": 1.0}, "checkpoint": {"seconds": 0.1}},
+        }
+    ]
     add_bounds(rows, counter, {"agent": role, "simulator": role}, {"float32": 1e6, "bfloat16": None})
     rollout, update = rows[0]["phases"]["rollout"], rows[0]["phases"]["agent_update"]
     assert rollout["model_tokens"] == 400 and rollout["flops"] == 2 * 1000 * 400 + 2 * 100 * 100

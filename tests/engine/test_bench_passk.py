@@ -79,12 +79,17 @@ def test_sampling_is_seeded_per_call_and_counts_each_task():
         agent = _SeededAgent(golds)
         out = passk.sample_successes(agent, _Policy(), envs, tasks, 3, 1.0, 8, 0.5, seed)
         return out, agent.calls
+
     (successes, digest), calls = sample(7)
     # 150 rows in calls of at most 128, each with its own seed
     assert [c[0] for c in calls] == [128, 22] and calls[0][1] != calls[1][1]
     assert all(0 <= c <= 3 for c in successes) and len(successes) == 50
-    assert all(c == 0 for c, t in zip(successes, tasks) if t.level >= 4)  # a chance of 1 - level/4
-    assert 0 < sum(c for c, t in zip(successes, tasks) if t.level == 1) < 3 * sum(t.level == 1 for t in tasks)
+    assert all(c == 0 for c, t in zip(successes, tasks, strict=False) if t.level >= 4)  # a chance of 1 - level/4
+    assert (
+        0
+        < sum(c for c, t in zip(successes, tasks, strict=False) if t.level == 1)
+        < 3 * sum(t.level == 1 for t in tasks)
+    )
     assert sample(7)[0] == (successes, digest)  # the same seed draws the same
     assert sample(8)[0][1] != digest
 
@@ -125,8 +130,9 @@ def test_micro_chain_levels_greedy_and_reproducibility(tmp_path, monkeypatch):
         assert r["solved_any"] == sum(t["successes"] > 0 for t in mine)
         assert all(0 <= t["successes"] <= 2 for t in mine)
     # a run with the same settings reuses the cached warm start: same agent, same epoch-0 held-out string
-    session = Session.create(load_config("micro", None, {"benchmarks": ["chain"], "seed": 0, "epochs": 0}),
-                             tmp_path / "run")
+    session = Session.create(
+        load_config("micro", None, {"benchmarks": ["chain"], "seed": 0, "epochs": 0}), tmp_path / "run"
+    )
     run_loop(session)
     m = session.store.epoch_metrics()[0]
     session.store.close()
@@ -136,7 +142,10 @@ def test_micro_chain_levels_greedy_and_reproducibility(tmp_path, monkeypatch):
     again = _bench(tmp_path / "b", *argv, "--samples", str(tmp_path / "samples.jsonl"))
     assert again["warm_start_cached"] and again["agent_fingerprint"] == out["agent_fingerprint"]
     assert (again["benchmarks"], again["per_task"], again["sample_digest"]) == (
-        out["benchmarks"], out["per_task"], out["sample_digest"])
+        out["benchmarks"],
+        out["per_task"],
+        out["sample_digest"],
+    )
     # --samples writes each sample with its verdict: n rows a task, their successes the per-task counts
     rows = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 10 * 2 and {r["id"] for r in rows} == {t["id"] for t in tasks}

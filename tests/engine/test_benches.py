@@ -16,10 +16,16 @@ def _bench(tmp_path, *argv: str) -> dict:
 
 
 def test_ranking_exact_probability_is_under_the_bound_and_matches_monte_carlo(tmp_path):
-    out = _bench(tmp_path, "ranking", "--pair", "0.5:0.8", "--pair", "0.4:0.05", "--n", "8", "--n", "64",
-                 "--trials", "4000")
+    out = _bench(
+        tmp_path, "ranking", "--pair", "0.5:0.8", "--pair", "0.4:0.05", "--n", "8", "--n", "64", "--trials", "4000"
+    )
     assert out["bench"] == "ranking" and out["alpha"] == 0.5
-    assert [(r["p1"], r["p2"], r["n"]) for r in out["table"]] == [(0.5, 0.8, 8), (0.5, 0.8, 64), (0.4, 0.05, 8), (0.4, 0.05, 64)]
+    assert [(r["p1"], r["p2"], r["n"]) for r in out["table"]] == [
+        (0.5, 0.8, 8),
+        (0.5, 0.8, 64),
+        (0.4, 0.05, 8),
+        (0.4, 0.05, 64),
+    ]
     assert out["bound_holds_everywhere"]
     for r in out["table"]:
         assert r["exact"] <= r["bound"]
@@ -63,8 +69,15 @@ def test_epoch_bench_splits_each_epoch_by_phase_with_its_work(tmp_path, monkeypa
     assert [r["epoch"] for r in rows] == [1, 2]
     for r in rows:
         phases = r["phases"]
-        assert list(phases) == ["generate", "validate", "rollout", "agent_update", "simulator_update",
-                                "heldout_eval", "checkpoint"]
+        assert list(phases) == [
+            "generate",
+            "validate",
+            "rollout",
+            "agent_update",
+            "simulator_update",
+            "heldout_eval",
+            "checkpoint",
+        ]
         assert r["seconds"] == pytest.approx(sum(p["seconds"] for p in phases.values()), abs=0.01)
         assert phases["generate"]["tasks"] == 4 * 2  # seeds_per_epoch x variations
         assert phases["rollout"]["rollouts"] == 4 * phases["rollout"]["tasks"] > 0
@@ -72,23 +85,35 @@ def test_epoch_bench_splits_each_epoch_by_phase_with_its_work(tmp_path, monkeypa
         # every generated token is counted in exactly one phase
         assert sum(p.get("tokens_generated", 0) for p in phases.values()) == r["tokens_generated"] > 0
         assert phases["agent_update"]["tokens_trained"] >= 0  # micro groups often have no reward variance
-    assert out["median_seconds"] == pytest.approx(sorted(r["seconds"] for r in rows)[0] / 2
-                                                  + sorted(r["seconds"] for r in rows)[1] / 2, abs=1e-3)
+    assert out["median_seconds"] == pytest.approx(
+        sorted(r["seconds"] for r in rows)[0] / 2 + sorted(r["seconds"] for r in rows)[1] / 2, abs=1e-3
+    )
     assert set(out["phase_seconds"]) == set(rows[0]["phases"]) and out["peak_rss_mb"] > 100
 
 
 def test_grammar_bench_times_the_masks_and_validates_both_ways(tmp_path, monkeypatch):
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))  # no warm start: an untrained simulator
-    out = _bench(tmp_path, "grammar", "--preset", "micro", "--seeds", "3", "--variations", "2",
-                 "--set", "simulator.max_new_tokens=24")
+    out = _bench(
+        tmp_path,
+        "grammar",
+        "--preset",
+        "micro",
+        "--seeds",
+        "3",
+        "--variations",
+        "2",
+        "--set",
+        "simulator.max_new_tokens=24",
+    )
     assert out["simulator"].startswith("random weights")
     free, first, constrained = out["rows"]
     assert [r["way"] for r in out["rows"]] == ["free", "grammar, first call", "grammar"] and free["benchmark"] == "bfcl"
     assert free["drafts"] == constrained["drafts"] == 6 and free["grammar_seconds"] == 0.0
     assert (first["tokens"], first["valid_fraction"]) == (constrained["tokens"], constrained["valid_fraction"])
     assert 0 < constrained["grammar_seconds"] < constrained["seconds"]
-    assert constrained["grammar_share"] == pytest.approx(constrained["grammar_seconds"] / constrained["seconds"],
-                                                         abs=0.02)  # both rounded to the ms
+    assert constrained["grammar_share"] == pytest.approx(
+        constrained["grammar_seconds"] / constrained["seconds"], abs=0.02
+    )  # both rounded to the ms
     assert sum(constrained["rejected"].values()) == round(6 * (1 - constrained["valid_fraction"]))
     (share,) = out["goals"]
     assert share["name"] == "grammar_share" and share["value"] == constrained["grammar_share"]
@@ -100,21 +125,50 @@ def test_rollouts_bench_counts_the_same_tokens_for_the_same_seed(tmp_path):
     from genenv_engine.training.tokenizer import build_byte_tokenizer
 
     tok = build_byte_tokenizer()
-    build_tiny_model(ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64), tok, 0).save_pretrained(tmp_path / "m")
+    build_tiny_model(
+        ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64), tok, 0
+    ).save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
-    out = _bench(tmp_path, "rollouts", "--model", str(tmp_path / "m"), "--prompts", "6", "--max-new-tokens", "8",
-                 "--threads", "1", "--repeats", "2")
+    out = _bench(
+        tmp_path,
+        "rollouts",
+        "--model",
+        str(tmp_path / "m"),
+        "--prompts",
+        "6",
+        "--max-new-tokens",
+        "8",
+        "--threads",
+        "1",
+        "--repeats",
+        "2",
+    )
     ways = {w["way"]: w for w in out["ways"]}
     assert list(ways) == ["naive", "generate batched", "engine"]
     # the engine draws what batched generate draws for the same seed: the same tokens
     assert ways["engine"]["tokens"] == ways["generate batched"]["tokens"]
     assert all(0 < w["tokens"] <= 6 * 9 for w in ways.values())  # at most 8 tokens + end-of-sequence per prompt
-    assert out["ratio"] == pytest.approx(ways["engine"]["tokens_per_second"] / ways["naive"]["tokens_per_second"], rel=0.01)
+    assert out["ratio"] == pytest.approx(
+        ways["engine"]["tokens_per_second"] / ways["naive"]["tokens_per_second"], rel=0.01
+    )
     assert out["engine_threads"] == 1 and out["mean_completion_tokens"] == round(ways["engine"]["tokens"] / 6, 1)
     assert "goals" not in out  # the goal is for the tiny warm-start agent only
     # k samples per prompt, sent as adjacent repeats (the engine prefills each prompt once): still the same tokens
-    out = _bench(tmp_path, "rollouts", "--model", str(tmp_path / "m"), "--prompts", "3", "--rollouts", "3",
-                 "--max-new-tokens", "8", "--threads", "1", "--skip-batched-generate")
+    out = _bench(
+        tmp_path,
+        "rollouts",
+        "--model",
+        str(tmp_path / "m"),
+        "--prompts",
+        "3",
+        "--rollouts",
+        "3",
+        "--max-new-tokens",
+        "8",
+        "--threads",
+        "1",
+        "--skip-batched-generate",
+    )
     assert out["rollouts"] == 3 and out["mean_completion_tokens"] == round(out["ways"][-1]["tokens"] / 9, 1)
     assert 3 < out["ways"][-1]["tokens"] <= 9 * 9
 
@@ -128,9 +182,11 @@ def test_grpo_bench_times_our_steps_and_says_when_trl_is_missing(tmp_path, monke
         if name == "trl" or name.startswith("trl."):
             raise ImportError("No module named 'trl'")
         return real_import(name, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "__import__", no_trl)
-    out = _bench(tmp_path, "grpo", "--prompts", "2", "--group", "3", "--max-new-tokens", "6", "--steps", "2",
-                 "--threads", "1")
+    out = _bench(
+        tmp_path, "grpo", "--prompts", "2", "--group", "3", "--max-new-tokens", "6", "--steps", "2", "--threads", "1"
+    )
     o = out["ours"]
     assert len(o["seconds"]) == len(o["tokens_generated"]) == len(o["tokens_trained"]) == 2
     assert o["median_seconds"] == round(o["seconds"][1], 4)  # the first step is a warm-up
@@ -159,8 +215,9 @@ def test_grpo_bench_against_trl_when_installed(tmp_path):
     from genenv_engine.training.tokenizer import build_byte_tokenizer
 
     pytest.importorskip("trl")
-    out = _bench(tmp_path, "grpo", "--prompts", "2", "--group", "2", "--max-new-tokens", "4", "--steps", "2",
-                 "--threads", "1")
+    out = _bench(
+        tmp_path, "grpo", "--prompts", "2", "--group", "2", "--max-new-tokens", "4", "--steps", "2", "--threads", "1"
+    )
     r = out["trl"]
     assert len(r["seconds"]) == len(r["generate_seconds"]) == len(r["tokens_generated"]) == 2 and r["version"]
     assert all(0 < n <= 2 * 2 * 4 for n in r["tokens_generated"])  # ≤ 4 tokens each, the ending one included
@@ -183,6 +240,7 @@ def test_warmstart_bench_trains_afresh_in_a_temporary_cache(tmp_path, monkeypatc
     assert set(out["heldout"]) == {"bfcl"} and 0.0 <= out["heldout"]["bfcl"] <= 1.0
     assert not cache.exists()  # the real cache was neither read nor written
     import os
+
     assert os.environ["GENENV_CACHE"] == str(cache)
     assert out["kept"] is None
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.environments.bfcl.mini import ERROR_TYPES, BfclMini, parse_calls
 from genenv_engine.environments.bfcl.catalog import CATALOG, VERBS, read_prompt
+from genenv_engine.environments.bfcl.mini import ERROR_TYPES, BfclMini, parse_calls
 
 SMALL = SplitSizes(seed=30, train=120, heldout=40)
 
@@ -33,6 +33,7 @@ MOVE = "F: set_temp(t:int,u:c|f) move(d:n|s|e|w,k:int=1) add(a:int,b:int) | Q: g
 
 # ---------------------------------------------------------------- checker
 
+
 def test_correct_answer_passes(env):
     task = make(env, ADD)
     assert task.answer == "add(a=3,b=5)"
@@ -41,27 +42,37 @@ def test_correct_answer_passes(env):
     assert result.sub_scores == {"name": 1.0, "calls": 1.0}
 
 
-@pytest.mark.parametrize("prompt, response, error", [
-    (ADD, "add(a=3,b=5", "parse_error"),
-    (ADD, "add(3,5)", "parse_error"),
-    (ADD, "add(a=3,b=5);neg(x=1)", "wrong_count"),
-    (PAR, "add(a=3,b=5)", "wrong_count"),
-    (ADD, "mul(a=3,b=5)", "wrong_name"),
-    (ADD, "add(a=3)", "missing_arg"),
-    (ADD, "add(a=3,b=5,c=1)", "unexpected_arg"),
-    (ADD, "add(a=3,b=5.5)", "type_error"),
-    (ADD, "add(a=3,b=6)", "value_error"),
-    (TEMP, "set_temp(t=20,u=c)", "value_error"),
-    (TEMP, "set_temp(t=20,u=1)", "type_error"),
-    (MOVE, "move(d=w,k=2)", "value_error"),
-])
+@pytest.mark.parametrize(
+    "prompt, response, error",
+    [
+        (ADD, "add(a=3,b=5", "parse_error"),
+        (ADD, "add(3,5)", "parse_error"),
+        (ADD, "add(a=3,b=5);neg(x=1)", "wrong_count"),
+        (PAR, "add(a=3,b=5)", "wrong_count"),
+        (ADD, "mul(a=3,b=5)", "wrong_name"),
+        (ADD, "add(a=3)", "missing_arg"),
+        (ADD, "add(a=3,b=5,c=1)", "unexpected_arg"),
+        (ADD, "add(a=3,b=5.5)", "type_error"),
+        (ADD, "add(a=3,b=6)", "value_error"),
+        (TEMP, "set_temp(t=20,u=c)", "value_error"),
+        (TEMP, "set_temp(t=20,u=1)", "type_error"),
+        (MOVE, "move(d=w,k=2)", "value_error"),
+    ],
+)
 def test_each_error_type(env, assert_check_fails, prompt, response, error):
     assert_check_fails(env, make(env, prompt), response, error)
 
 
 def test_all_error_types_are_covered():
-    assert set(ERROR_TYPES) == {"parse_error", "wrong_count", "wrong_name", "missing_arg",
-                                "unexpected_arg", "type_error", "value_error"}
+    assert set(ERROR_TYPES) == {
+        "parse_error",
+        "wrong_count",
+        "wrong_name",
+        "missing_arg",
+        "unexpected_arg",
+        "type_error",
+        "value_error",
+    }
 
 
 def test_parallel_calls_match_in_any_order(env):
@@ -100,17 +111,20 @@ def test_string_for_int_is_type_error(env):
     assert env.check(task, "add(a=3.0,b=5)").error_type == "type_error"
 
 
-@pytest.mark.parametrize("response", [
-    "__import__('os').system('x')",
-    "add(a=1+2,b=3)",
-    "add(a=__import__('os').system('touch /tmp/bfcl_pwned'),b=3)",
-    "add(**{'a': 3, 'b': 5})",
-    "add(a=3,a=5)",
-    "import os",
-    "",
-    "add(a=3,b=5);",
-    "(" * 500 + ")" * 500,
-])
+@pytest.mark.parametrize(
+    "response",
+    [
+        "__import__('os').system('x')",
+        "add(a=1+2,b=3)",
+        "add(a=__import__('os').system('touch /tmp/bfcl_pwned'),b=3)",
+        "add(**{'a': 3, 'b': 5})",
+        "add(a=3,a=5)",
+        "import os",
+        "",
+        "add(a=3,b=5);",
+        "(" * 500 + ")" * 500,
+    ],
+)
 def test_hostile_or_malformed_is_parse_error(env, response):
     result = env.check(make(env, ADD), response)
     assert (result.success, result.score, result.error_type) == (False, 0.0, "parse_error")
@@ -132,48 +146,74 @@ def test_negative_number_and_bare_names_parse():
 
 # ---------------------------------------------------------------- validator
 
+
 def test_validator_accepts_and_recomputes(env):
     parent = env.splits()["seed"][0]
     prompt = "F: mul(a:int,b:int) add(a:int,b:int) play(s:pop|jazz|rock,v:int=5) | Q: stream jazz"
-    verdict = env.validate(prompt, "play(v=5, s='jazz')", task_id="gen/e1/0001", parent=parent,
-                           epoch=1, generator="sim@e1")
+    verdict = env.validate(
+        prompt, "play(v=5, s='jazz')", task_id="gen/e1/0001", parent=parent, epoch=1, generator="sim@e1"
+    )
     assert verdict.ok and verdict.reason == ""
     task = verdict.task
     assert task.answer == "play(s=jazz)"
     assert task.expected == {"calls": [{"name": "play", "args": {"s": ["jazz"], "v": [5, ""]}}]}
     assert (task.split, task.origin, task.parent_id, task.epoch, task.generator, task.checker) == (
-        "generated", "generated", parent.id, 1, "sim@e1", "bfcl_ast")
+        "generated",
+        "generated",
+        parent.id,
+        1,
+        "sim@e1",
+        "bfcl_ast",
+    )
     assert task.id == "gen/e1/0001" and task.benchmark == "bfcl"
-    assert task.difficulty == {"level": 3, "features": {
-        "n_functions": 3, "n_args": 1, "n_calls": 1, "n_distractors": 2, "synonym": True,
-        "rich": True, "max_value": 0}}
+    assert task.difficulty == {
+        "level": 3,
+        "features": {
+            "n_functions": 3,
+            "n_args": 1,
+            "n_calls": 1,
+            "n_distractors": 2,
+            "synonym": True,
+            "rich": True,
+            "max_value": 0,
+        },
+    }
     assert [t["name"] for t in task.tools] == ["mul", "add", "play"]
 
 
-@pytest.mark.parametrize("prompt, answer, reason", [
-    (ADD, "add(a=3,b=6)", "answer_mismatch: value_error"),
-    (ADD, "add(a=3", "answer_mismatch: parse_error"),
-    ("F: add(a:int,b:int) foo(x:int) | Q: add 3 and 5", "add(a=3,b=5)", "unknown_function: foo"),
-    ("F: add(a:int,b:int) add(a:int,b:int) | Q: add 3 and 5", "add(a=3,b=5)", "duplicate_function: add"),
-    ("F: add(a:int,b:int) neg(x:int) | Q: mul 3 and 5", "mul(a=3,b=5)", "verb_not_listed: mul"),
-    ("F: add(a:int) | Q: add 3", "add(a=3)", "bad_signature: add"),
-    ("F: add(a:int,b:int) | Q: fly 3 and 5", "add(a=3,b=5)", "unknown_verb: fly"),
-    ("F: add(a:int,b:int) | Q: add 3 and", "add(a=3)", "unparseable_query"),
-    ("F: add(a:int,b:int) | Q: add 3 and 5 please", "add(a=3,b=5)", "unparseable_query"),
-    ("F: add(a:int,b:int) | Q: add 3 and 5000", "add(a=3,b=5000)", "unparseable_query"),
-    ("F: move(d:n|s|e|w,k:int=1) | Q: go up", "move(d=up)", "unparseable_query"),
-    ("lorem ipsum add add )(", "add(a=3,b=5)", "bad_format"),
-    ("F: add(a:int,b:int)  | Q: add 1 and 2", "add(a=1,b=2)", "bad_function_list"),
-    ("F: " + " ".join(CATALOG[n].signature for n in ["add", "sub", "mul", "div", "mod", "pow", "neg"])
-     + " | Q: add 1 and 2", "add(a=1,b=2)", "too_many_functions"),
-    ("F: add(a:int,b:int) | Q: " + " then ".join(["add 1 and 2"] * 4), "add(a=1,b=2)", "too_many_calls"),
-    ("F: add(a:int,b:int) | Q: add 1 and 2" + " then add 1 and 2" * 9, "add(a=1,b=2)", "too_long"),
-])
+@pytest.mark.parametrize(
+    "prompt, answer, reason",
+    [
+        (ADD, "add(a=3,b=6)", "answer_mismatch: value_error"),
+        (ADD, "add(a=3", "answer_mismatch: parse_error"),
+        ("F: add(a:int,b:int) foo(x:int) | Q: add 3 and 5", "add(a=3,b=5)", "unknown_function: foo"),
+        ("F: add(a:int,b:int) add(a:int,b:int) | Q: add 3 and 5", "add(a=3,b=5)", "duplicate_function: add"),
+        ("F: add(a:int,b:int) neg(x:int) | Q: mul 3 and 5", "mul(a=3,b=5)", "verb_not_listed: mul"),
+        ("F: add(a:int) | Q: add 3", "add(a=3)", "bad_signature: add"),
+        ("F: add(a:int,b:int) | Q: fly 3 and 5", "add(a=3,b=5)", "unknown_verb: fly"),
+        ("F: add(a:int,b:int) | Q: add 3 and", "add(a=3)", "unparseable_query"),
+        ("F: add(a:int,b:int) | Q: add 3 and 5 please", "add(a=3,b=5)", "unparseable_query"),
+        ("F: add(a:int,b:int) | Q: add 3 and 5000", "add(a=3,b=5000)", "unparseable_query"),
+        ("F: move(d:n|s|e|w,k:int=1) | Q: go up", "move(d=up)", "unparseable_query"),
+        ("lorem ipsum add add )(", "add(a=3,b=5)", "bad_format"),
+        ("F: add(a:int,b:int)  | Q: add 1 and 2", "add(a=1,b=2)", "bad_function_list"),
+        (
+            "F: "
+            + " ".join(CATALOG[n].signature for n in ["add", "sub", "mul", "div", "mod", "pow", "neg"])
+            + " | Q: add 1 and 2",
+            "add(a=1,b=2)",
+            "too_many_functions",
+        ),
+        ("F: add(a:int,b:int) | Q: " + " then ".join(["add 1 and 2"] * 4), "add(a=1,b=2)", "too_many_calls"),
+        ("F: add(a:int,b:int) | Q: add 1 and 2" + " then add 1 and 2" * 9, "add(a=1,b=2)", "too_long"),
+    ],
+)
 def test_validator_rejects(env, assert_rejected, prompt, answer, reason):
     assert_rejected(env, prompt, answer, reason)
 
 
 # ---------------------------------------------------------------- splits
+
 
 def test_default_sizes_and_lengths():
     splits = BfclMini(seed=7).splits()

@@ -21,18 +21,37 @@ pytest.importorskip("bfcl_eval")
 
 from genenv_engine.environments.base import SplitSizes  # noqa: E402
 from genenv_engine.environments.bfcl.mini import check_calls  # noqa: E402
-from genenv_engine.environments.bfcl.official.environment import ERROR_TYPES, BfclOfficial  # noqa: E402
 from genenv_engine.environments.bfcl.official.calls import decode_calls, render_calls  # noqa: E402
 from genenv_engine.environments.bfcl.official.data import (  # noqa: E402
-    AST_CATEGORIES, CATEGORIES, HEADER, INSTRUCTION, IRRELEVANCE_CATEGORIES, PINNED_VERSION, Item, render_prompt)
+    AST_CATEGORIES,
+    CATEGORIES,
+    HEADER,
+    INSTRUCTION,
+    IRRELEVANCE_CATEGORIES,
+    PINNED_VERSION,
+    Item,
+    render_prompt,
+)
+from genenv_engine.environments.bfcl.official.environment import ERROR_TYPES, BfclOfficial  # noqa: E402
 from genenv_engine.environments.bfcl.official.multiturn import execute, parse_gold, state_before  # noqa: E402
 
 SMALL = SplitSizes(seed=40, train=160, heldout=80)
-SIZES = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "live_simple": 258,
-         "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24, "irrelevance": 240,
-         "live_irrelevance": 884, "multi_turn_base": 200}
+SIZES = {
+    "simple_python": 400,
+    "multiple": 200,
+    "parallel": 200,
+    "parallel_multiple": 200,
+    "live_simple": 258,
+    "live_multiple": 1053,
+    "live_parallel": 16,
+    "live_parallel_multiple": 24,
+    "irrelevance": 240,
+    "live_irrelevance": 884,
+    "multi_turn_base": 200,
+}
 UNSATISFIABLE = {
-    "live_simple_106-63-0", "live_simple_112-68-0",  # required array args whose allowed-value list is empty
+    "live_simple_106-63-0",
+    "live_simple_112-68-0",  # required array args whose allowed-value list is empty
     "live_multiple_862-181-3",  # gold passes an argument the doc does not declare
     "live_multiple_964-207-0",  # gold omits the doc's only required argument
 }
@@ -57,6 +76,7 @@ def first_task(env: BfclOfficial, item: Item):
 
 # ---------------------------------------------------------------- perturbations and the project-format conversion
 
+
 def _std(text: str) -> str:
     return text.lower().translate(str.maketrans("", "", " ,./-_*^")).replace("'", '"')
 
@@ -77,7 +97,7 @@ def _changed(value: Any) -> Any:
 
 def _scalar_args(calls: list[dict[str, Any]]):
     for i, call in enumerate(calls):
-        (name, args), = call.items()
+        ((name, args),) = call.items()
         for arg, value in args.items():
             if isinstance(value, (str, int, float)):
                 yield i, name, arg, value
@@ -95,10 +115,10 @@ def perturbations(item: Item, answer: str) -> dict[str, str]:
     docs = {f["name"]: f for f in item.functions}
     allowed = {n: a for call in item.ground_truth for n, a in call.items()}
     out: dict[str, list[dict[str, Any]]] = {}
-    (name, args), = calls[0].items()
+    ((name, args),) = calls[0].items()
     out["wrong_name"] = [{name + "_zz": args}] + calls[1:]
     for i, call in enumerate(calls):
-        (name, args), = call.items()
+        ((name, args),) = call.items()
         required = [p for p in docs[name]["parameters"].get("required", []) if p in args]
         if required:
             out["drop_required"] = copy.deepcopy(calls)
@@ -115,8 +135,16 @@ def perturbations(item: Item, answer: str) -> dict[str, str]:
 
 
 _JSON_TYPE = {str: "string", bool: "boolean", int: "integer", float: "float", list: "array", dict: "dict"}
-_BFCL_PY = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list, "tuple": list,
-            "dict": dict, "any": str}
+_BFCL_PY = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+}
 
 
 def _variable_type(doc_type: str, allowed_types: set[type]) -> str:
@@ -140,7 +168,7 @@ def to_project(item: Item) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     seen_types: dict[tuple[str, str], set[type]] = collections.defaultdict(set)
     calls = []
     for call in item.ground_truth:
-        (name, allowed_by_arg), = call.items()
+        ((name, allowed_by_arg),) = call.items()
         args = {}
         for arg, allowed in allowed_by_arg.items():
             required = arg in docs[name].get("required", [])
@@ -160,6 +188,7 @@ def _project_unparseable(answer: str) -> bool:
 
 
 # ---------------------------------------------------------------- agreement over every real item (computed once)
+
 
 @pytest.fixture(scope="module")
 def agreement(env) -> dict[str, Any]:
@@ -191,11 +220,15 @@ def test_a_official_checker_accepts_every_satisfiable_gold(env, agreement):
     gold = agreement["gold"]
     total = sum(gold.values())
     official_pass = gold[(True, True)] + gold[(True, False)]
-    print(f"\n(a) AST gold: {official_pass}/{total} pass the official checker; "
-          f"rejected (data bugs): {sorted(agreement['examples'].get('gold False/False', []))}")
+    print(
+        f"\n(a) AST gold: {official_pass}/{total} pass the official checker; "
+        f"rejected (data bugs): {sorted(agreement['examples'].get('gold False/False', []))}"
+    )
     assert total == sum(SIZES[c] for c in AST_CATEGORIES) == 2351
-    assert set(agreement["examples"].get("gold False/False", [])) | set(
-        agreement["examples"].get("gold False/True", [])) == UNSATISFIABLE
+    assert (
+        set(agreement["examples"].get("gold False/False", [])) | set(agreement["examples"].get("gold False/True", []))
+        == UNSATISFIABLE
+    )
     assert official_pass == total - len(UNSATISFIABLE)
 
 
@@ -213,9 +246,11 @@ def test_b_official_checker_rejects_every_perturbation(agreement):
     by_kind: collections.Counter = collections.Counter()
     for (kind, official_ok, _), n in agreement["perturbed"].items():
         by_kind[(kind, official_ok)] += n
-    print(f"\n(b) perturbed AST answers rejected by the official checker: "
-          f"{ {k: n for (k, ok), n in by_kind.items() if not ok} }; accepted: "
-          f"{ {k: n for (k, ok), n in by_kind.items() if ok} }")
+    print(
+        f"\n(b) perturbed AST answers rejected by the official checker: "
+        f"{ {k: n for (k, ok), n in by_kind.items() if not ok} }; accepted: "
+        f"{ {k: n for (k, ok), n in by_kind.items() if ok} }"
+    )
     assert not any(ok for (_, ok) in by_kind)
     assert {k for k, _ in by_kind} == {"wrong_name", "drop_required", "bad_value", "wrong_type"}
     assert by_kind[("wrong_name", False)] == 2351 - len(UNSATISFIABLE)
@@ -227,9 +262,11 @@ def test_c_project_checker_agrees_with_official(agreement, env, by_id):
     disagree = examples.get("gold True/False", [])
     unparseable = {i for i in disagree if _project_unparseable(first_task(env, by_id[i]).answer)}
     both_fail = sum(n for (_, o, p), n in perturbed.items() if not o and not p)
-    print(f"\n(c) gold: {gold[(True, True)]}/{satisfiable} pass both; project rejects {len(disagree)}: "
-          f"{len(unparseable)} need dict literals (mini parser), {sorted(set(disagree) - unparseable)} quirk; "
-          f"perturbed: {both_fail}/{sum(perturbed.values())} fail both")
+    print(
+        f"\n(c) gold: {gold[(True, True)]}/{satisfiable} pass both; project rejects {len(disagree)}: "
+        f"{len(unparseable)} need dict literals (mini parser), {sorted(set(disagree) - unparseable)} quirk; "
+        f"perturbed: {both_fail}/{sum(perturbed.values())} fail both"
+    )
     assert set(disagree) == PROJECT_EMPTY_STRING_QUIRK and not unparseable  # dict arguments are supported
     assert gold[(True, True)] == satisfiable - 1
     assert both_fail == sum(perturbed.values())
@@ -245,7 +282,7 @@ def test_multi_turn_perturbations_fail_unless_results_repeat_earlier_turns(env):
             if not calls:
                 counts["empty_turn_call", env.check(task, "ls(a=True)").success] += 1
                 continue
-            (name, args), = calls[0].items()
+            ((name, args),) = calls[0].items()
             renamed = env.check(task, render_calls([{name + "_zz": args}] + calls[1:]))
             counts["wrong_name", renamed.success] += 1
             if renamed.success:  # BFCL looks for the turn's gold results among the results of all turns so far
@@ -262,28 +299,44 @@ def test_multi_turn_perturbations_fail_unless_results_repeat_earlier_turns(env):
 
 # ---------------------------------------------------------------- checker on hand-written responses
 
-@pytest.mark.parametrize("item_id, response, error", [
-    ("simple_python_0", "calculate_triangle_area(base=10, height=5)", None),
-    ("simple_python_0", "[calculate_triangle_area(base=10, height=5, unit='units')]", None),
-    ("simple_python_0", "calculate_triangle_area(base=10, height=6)", "value_error:others"),
-    ("simple_python_0", "area(base=10, height=5)", "simple_function_checker:wrong_func_name"),
-    ("simple_python_0", "calculate_triangle_area(base=10)", "simple_function_checker:missing_required"),
-    ("simple_python_0", "calculate_triangle_area(base=10, height=5, color=1)",
-     "simple_function_checker:unexpected_param"),
-    ("simple_python_0", "calculate_triangle_area(base='10', height=5)", "type_error:simple"),
-    ("simple_python_0", "calculate_triangle_area(base=10, height=5, unit='feet')", "value_error:string"),
-    ("simple_python_0", "calculate_triangle_area(base=10, height=5); calculate_triangle_area(base=1, height=1)",
-     "simple_function_checker:wrong_count"),
-    ("simple_python_0", "calculate_triangle_area(base=10, height=2+3)", "ast_decoder:decoder_failed"),
-    ("simple_python_0", "The area is 25.", "ast_decoder:decoder_failed"),
-    ("multiple_0", "[]", "multiple_function_checker:wrong_count"),
-    ("parallel_0", "spotify.play(artist='Taylor Swift', duration=20)",
-     "parallel_function_checker_no_order:wrong_count"),
-    ("parallel_0", "spotify.play(artist='Taylor Swift', duration=20); spotify.play(artist='Maroon 5', duration=99)",
-     "parallel_function_checker_no_order:cannot_find_match"),
-    ("irrelevance_0", "I cannot compute that with these tools.", None),
-    ("irrelevance_0", "determine_body_mass_index(weight=10.0, height=5.0)", "irrelevance_error:decoder_success"),
-])
+
+@pytest.mark.parametrize(
+    "item_id, response, error",
+    [
+        ("simple_python_0", "calculate_triangle_area(base=10, height=5)", None),
+        ("simple_python_0", "[calculate_triangle_area(base=10, height=5, unit='units')]", None),
+        ("simple_python_0", "calculate_triangle_area(base=10, height=6)", "value_error:others"),
+        ("simple_python_0", "area(base=10, height=5)", "simple_function_checker:wrong_func_name"),
+        ("simple_python_0", "calculate_triangle_area(base=10)", "simple_function_checker:missing_required"),
+        (
+            "simple_python_0",
+            "calculate_triangle_area(base=10, height=5, color=1)",
+            "simple_function_checker:unexpected_param",
+        ),
+        ("simple_python_0", "calculate_triangle_area(base='10', height=5)", "type_error:simple"),
+        ("simple_python_0", "calculate_triangle_area(base=10, height=5, unit='feet')", "value_error:string"),
+        (
+            "simple_python_0",
+            "calculate_triangle_area(base=10, height=5); calculate_triangle_area(base=1, height=1)",
+            "simple_function_checker:wrong_count",
+        ),
+        ("simple_python_0", "calculate_triangle_area(base=10, height=2+3)", "ast_decoder:decoder_failed"),
+        ("simple_python_0", "The area is 25.", "ast_decoder:decoder_failed"),
+        ("multiple_0", "[]", "multiple_function_checker:wrong_count"),
+        (
+            "parallel_0",
+            "spotify.play(artist='Taylor Swift', duration=20)",
+            "parallel_function_checker_no_order:wrong_count",
+        ),
+        (
+            "parallel_0",
+            "spotify.play(artist='Taylor Swift', duration=20); spotify.play(artist='Maroon 5', duration=99)",
+            "parallel_function_checker_no_order:cannot_find_match",
+        ),
+        ("irrelevance_0", "I cannot compute that with these tools.", None),
+        ("irrelevance_0", "determine_body_mass_index(weight=10.0, height=5.0)", "irrelevance_error:decoder_success"),
+    ],
+)
 def test_error_types_on_real_items(env, by_id, item_id, response, error):
     task = first_task(env, by_id[item_id])
     result = env.check(task, response)
@@ -292,13 +345,17 @@ def test_error_types_on_real_items(env, by_id, item_id, response, error):
     assert error is None or error in ERROR_TYPES
 
 
-@pytest.mark.parametrize("response,success,reward", [
-    ("[]", True, 1.0),                                      # the explicit abstention: BFCL success, rewarded
-    ("", True, 0.0), ("   ", True, 0.0),                    # empty: BFCL success, no reward
-    ("junk )(", True, 0.0),                                 # undecodable junk: BFCL success, no reward
-    ("I cannot compute that with these tools.", True, 0.0),  # a prose refusal: not told apart from junk
-    ("determine_body_mass_index(weight=10.0, height=5.0)", False, 0.0),
-])
+@pytest.mark.parametrize(
+    "response,success,reward",
+    [
+        ("[]", True, 1.0),  # the explicit abstention: BFCL success, rewarded
+        ("", True, 0.0),
+        ("   ", True, 0.0),  # empty: BFCL success, no reward
+        ("junk )(", True, 0.0),  # undecodable junk: BFCL success, no reward
+        ("I cannot compute that with these tools.", True, 0.0),  # a prose refusal: not told apart from junk
+        ("determine_body_mass_index(weight=10.0, height=5.0)", False, 0.0),
+    ],
+)
 def test_irrelevance_reward_needs_an_explicit_no_call(env, by_id, response, success, reward):
     task = first_task(env, by_id["irrelevance_0"])
     result = env.check(task, response)
@@ -315,8 +372,9 @@ def test_parallel_gold_matches_in_any_order(env, by_id):
 
 def test_dict_and_list_of_dict_values(env, by_id):
     task = first_task(env, by_id["simple_python_94"])
-    assert task.answer == ("update_user_info(user_id=43523, "
-                           "update_info={'name': 'John Doe', 'email': 'johndoe@email.com'})")
+    assert task.answer == (
+        "update_user_info(user_id=43523, update_info={'name': 'John Doe', 'email': 'johndoe@email.com'})"
+    )
     assert env.check(task, task.answer).success
     assert env.check(task, task.answer.replace("John Doe", "Jane Doe")).error_type == "value_error:dict_value"
     assert env.check(task, task.answer.replace("'email'", "'mail'")).error_type == "value_error:dict_key"
@@ -329,14 +387,20 @@ def test_dict_and_list_of_dict_values(env, by_id):
 MT = "multi_turn_base_0"
 
 
-@pytest.mark.parametrize("turn, response, error", [
-    (0, "cd(folder='document'); mkdir(dir_name='temp'); mv(source='final_report.pdf', destination='temp')", None),
-    (0, "[]", "multi_turn:empty_turn_model_response"),
-    (0, "cd(folder='document'); mkdir(dir_name='tmp'); mv(source='final_report.pdf', destination='tmp')",
-     "multi_turn:instance_state_mismatch"),
-    (1, "cd(folder='temp')", "multi_turn:execution_response_mismatch"),
-    (2, "sort(file_name='final_report.pdf')", None),
-])
+@pytest.mark.parametrize(
+    "turn, response, error",
+    [
+        (0, "cd(folder='document'); mkdir(dir_name='temp'); mv(source='final_report.pdf', destination='temp')", None),
+        (0, "[]", "multi_turn:empty_turn_model_response"),
+        (
+            0,
+            "cd(folder='document'); mkdir(dir_name='tmp'); mv(source='final_report.pdf', destination='tmp')",
+            "multi_turn:instance_state_mismatch",
+        ),
+        (1, "cd(folder='temp')", "multi_turn:execution_response_mismatch"),
+        (2, "sort(file_name='final_report.pdf')", None),
+    ],
+)
 def test_multi_turn_turns(env, by_id, turn, response, error):
     task = env.item_tasks(by_id[MT])[turn]
     assert task.id == f"bfcl_official/multi_turn_base/{MT}/t{turn}" and task.level == 4
@@ -362,14 +426,35 @@ def test_empty_gold_turn_needs_no_call(env):
 
 # ---------------------------------------------------------------- validator
 
-DOCS = [{"name": "set_alarm", "description": "Set an alarm.", "parameters": {"type": "dict", "required": ["hour"],
-         "properties": {"hour": {"type": "integer"}, "label": {"type": "string", "default": "alarm"},
-                        "days": {"type": "array", "items": {"type": "string", "enum": ["mon", "tue"]}}}}},
-        {"name": "get_time", "description": "Current time.", "parameters": {"type": "dict", "properties": {},
-                                                                           "required": []}},
-        {"name": "snooze", "description": "Snooze for some minutes.", "parameters": {
-            "type": "dict", "required": ["minutes"],
-            "properties": {"minutes": {"type": "array", "items": {"type": "integer"}}}}}]
+DOCS = [
+    {
+        "name": "set_alarm",
+        "description": "Set an alarm.",
+        "parameters": {
+            "type": "dict",
+            "required": ["hour"],
+            "properties": {
+                "hour": {"type": "integer"},
+                "label": {"type": "string", "default": "alarm"},
+                "days": {"type": "array", "items": {"type": "string", "enum": ["mon", "tue"]}},
+            },
+        },
+    },
+    {
+        "name": "get_time",
+        "description": "Current time.",
+        "parameters": {"type": "dict", "properties": {}, "required": []},
+    },
+    {
+        "name": "snooze",
+        "description": "Snooze for some minutes.",
+        "parameters": {
+            "type": "dict",
+            "required": ["minutes"],
+            "properties": {"minutes": {"type": "array", "items": {"type": "integer"}}},
+        },
+    },
+]
 PROMPT = render_prompt(DOCS, [{"role": "user", "content": "Wake me at 7 on Mondays."}])
 
 
@@ -378,8 +463,11 @@ def test_validator_accepts_and_recomputes(env):
     assert verdict.ok and verdict.task is not None
     task = verdict.task
     assert task.answer == "set_alarm(days=['mon'], hour=7)"
-    assert task.expected == {"category": "multiple", "bfcl_id": None, "possible_answer": [
-        {"set_alarm": {"days": [["mon"]], "hour": [7], "label": ["alarm", ""]}}]}
+    assert task.expected == {
+        "category": "multiple",
+        "bfcl_id": None,
+        "possible_answer": [{"set_alarm": {"days": [["mon"]], "hour": [7], "label": ["alarm", ""]}}],
+    }
     assert (task.split, task.origin, task.level, task.checker) == ("generated", "generated", 2, "bfcl_ast_official")
     assert env.check(task, "set_alarm(hour=7, days=['Mon'], label='alarm')").success
     assert env.check(task, "set_alarm(hour=7)").error_type == "simple_function_checker:missing_optional"
@@ -395,28 +483,41 @@ def _lines(prompt: str, index: int, text: str) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("prompt, answer, reason", [
-    (PROMPT + "x" * 60_000, "get_time()", "too_long"),
-    ("Functions: []", "get_time()", "bad_format"),
-    (_lines(PROMPT, 2, "Answer:"), "get_time()", "bad_format"),
-    (_lines(PROMPT, 1, "[{"), "get_time()", "bad_json"),
-    (_lines(PROMPT, 1, '[{"name": "f"}]'), "f()", "bad_function_doc"),
-    (_lines(PROMPT, 1, '[{"name": "f", "parameters": {"type": "dict", "properties": {"x": {"type": "int"}}, '
-                       '"required": []}}]'), "f()", "bad_function_doc"),
-    (_lines(PROMPT, 1, '[{"name": "f", "parameters": {"type": "dict", "properties": {}}}]'), "f()",
-     "bad_function_doc"),
-    (_lines(PROMPT, 3, "user: Wake me"), "get_time()", "bad_message"),
-    (_lines(PROMPT, 3, 'bot: "hi"'), "get_time()", "bad_message"),
-    (_lines(PROMPT, 3, 'assistant: "get_time()"'), "get_time()", "no_user_message"),
-    (PROMPT, "set_alarm(hour=", "answer_parse_error"),
-    (PROMPT, "alarm(hour=7)", "unknown_function"),
-    (PROMPT, "set_alarm(label='x')", "missing_required"),
-    (PROMPT, "set_alarm(hour=7, minute=0)", "unexpected_arg"),
-    (PROMPT, "set_alarm(hour='7')", "type_error"),
-    (PROMPT, "set_alarm(hour=True)", "type_error"),
-    (PROMPT, "set_alarm(hour=7, days=['sun'])", "enum_error"),
-    (PROMPT, "snooze(minutes=['five'])", "type_error"),
-])
+@pytest.mark.parametrize(
+    "prompt, answer, reason",
+    [
+        (PROMPT + "x" * 60_000, "get_time()", "too_long"),
+        ("Functions: []", "get_time()", "bad_format"),
+        (_lines(PROMPT, 2, "Answer:"), "get_time()", "bad_format"),
+        (_lines(PROMPT, 1, "[{"), "get_time()", "bad_json"),
+        (_lines(PROMPT, 1, '[{"name": "f"}]'), "f()", "bad_function_doc"),
+        (
+            _lines(
+                PROMPT,
+                1,
+                '[{"name": "f", "parameters": {"type": "dict", "properties": {"x": {"type": "int"}}, "required": []}}]',
+            ),
+            "f()",
+            "bad_function_doc",
+        ),
+        (
+            _lines(PROMPT, 1, '[{"name": "f", "parameters": {"type": "dict", "properties": {}}}]'),
+            "f()",
+            "bad_function_doc",
+        ),
+        (_lines(PROMPT, 3, "user: Wake me"), "get_time()", "bad_message"),
+        (_lines(PROMPT, 3, 'bot: "hi"'), "get_time()", "bad_message"),
+        (_lines(PROMPT, 3, 'assistant: "get_time()"'), "get_time()", "no_user_message"),
+        (PROMPT, "set_alarm(hour=", "answer_parse_error"),
+        (PROMPT, "alarm(hour=7)", "unknown_function"),
+        (PROMPT, "set_alarm(label='x')", "missing_required"),
+        (PROMPT, "set_alarm(hour=7, minute=0)", "unexpected_arg"),
+        (PROMPT, "set_alarm(hour='7')", "type_error"),
+        (PROMPT, "set_alarm(hour=True)", "type_error"),
+        (PROMPT, "set_alarm(hour=7, days=['sun'])", "enum_error"),
+        (PROMPT, "snooze(minutes=['five'])", "type_error"),
+    ],
+)
 def test_validator_rejections(env, prompt, answer, reason):
     verdict = env.validate(prompt, answer, task_id="gen/x")
     assert not verdict.ok and verdict.reason.split(":")[0] == reason, verdict.reason
@@ -432,8 +533,14 @@ def test_validator_reports_official_checker_mismatch(env, monkeypatch):
 def test_validator_rejects_copy_of_parent(env, by_id):
     parent = first_task(env, by_id["simple_python_0"])
     assert env.validate(parent.prompt, parent.answer, task_id="g", parent=parent).reason == "copy_of_parent"
-    other = env.validate(parent.prompt.replace("10 units", "12 units"), parent.answer.replace("10", "12"),
-                         task_id="g", parent=parent, epoch=3, generator="sim@e3")
+    other = env.validate(
+        parent.prompt.replace("10 units", "12 units"),
+        parent.answer.replace("10", "12"),
+        task_id="g",
+        parent=parent,
+        epoch=3,
+        generator="sim@e3",
+    )
     assert other.ok and (other.task.parent_id, other.task.epoch, other.task.generator) == (parent.id, 3, "sim@e3")
 
 
@@ -451,6 +558,7 @@ def test_real_ast_gold_revalidates_except_data_quirks(env):
 
 # ---------------------------------------------------------------- prompt format, splits, siblings, packaging
 
+
 def test_prompt_format(env, by_id):
     task = first_task(env, by_id["simple_python_0"])
     lines = task.prompt.split("\n")
@@ -458,7 +566,8 @@ def test_prompt_format(env, by_id):
     assert lines[3] == 'user: "Find the area of a triangle with a base of 10 units and height of 5 units."'
     assert task.answer == "calculate_triangle_area(base=10, height=5)"
     assert task.expected["possible_answer"] == [
-        {"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}]
+        {"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}
+    ]
     assert (task.level, task.origin, task.checker) == (1, "official", "bfcl_ast_official")
     assert env.parse_generation(env.simulator_text(task)) == (task.prompt, task.answer)
 
@@ -523,9 +632,11 @@ def test_pinned_version_and_stub():
 
 
 def test_module_imports_without_the_package_and_construction_says_how_to_install():
-    code = ("import sys; sys.modules['bfcl_eval'] = None\n"
-            "import genenv_engine.environments.bfcl.official.environment as m\n"
-            "try:\n    m.BfclOfficial()\nexcept m.BfclUnavailable as e:\n    print(e)\n")
+    code = (
+        "import sys; sys.modules['bfcl_eval'] = None\n"
+        "import genenv_engine.environments.bfcl.official.environment as m\n"
+        "try:\n    m.BfclOfficial()\nexcept m.BfclUnavailable as e:\n    print(e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "make setup-bfcl" in out.stdout and "bfcl-eval==2026.3.23" in out.stdout

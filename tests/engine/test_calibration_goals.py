@@ -6,8 +6,12 @@ from genenv_engine.experiments.goals import goals_table, markdown, seed_goals
 
 
 def _row(epoch, p_hat, unique=0.8, mix=None):
-    return {"epoch": epoch, "p_hat": p_hat, "pool_unique_fraction": unique,
-            "difficulty_mix": {"L1": 2, "L2": 2, "L3": 1} if mix is None else mix}
+    return {
+        "epoch": epoch,
+        "p_hat": p_hat,
+        "pool_unique_fraction": unique,
+        "difficulty_mix": {"L1": 2, "L2": 2, "L3": 1} if mix is None else mix,
+    }
 
 
 def test_a_seed_that_enters_late_or_drifts_out_fails_the_band_goals():
@@ -28,8 +32,13 @@ def test_collapse_and_a_one_level_mix_fail_the_diversity_goals():
 
 def test_no_data_is_not_met():
     g = seed_goals([_row(1, None, None, {}), _row(2, None, None, {})], 0.5)
-    assert (g["in_band_by_2"], g["held_from_4"], g["unique_kept"], g["levels_mixed"], g["met"]) == \
-        (False, None, None, None, False)
+    assert (g["in_band_by_2"], g["held_from_4"], g["unique_kept"], g["levels_mixed"], g["met"]) == (
+        False,
+        None,
+        None,
+        None,
+        False,
+    )
 
 
 def test_the_table_has_one_row_per_simulator_arm_and_seed_in_seed_order():

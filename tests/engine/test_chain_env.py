@@ -14,28 +14,47 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from test_env_contract import (  # the shared contract, run on this environment
-    test_describe_and_bucket, test_every_gold_passes_and_revalidates, test_sibling_pairs,
-    test_sibling_pairs_need_a_source, test_splits_deterministic_and_seeded, test_splits_disjoint_by_prompt,
-    test_validator_labels_generated_tasks, test_validator_rejects_copy_of_parent, test_validator_rejects_too_long,
-    test_validator_through_simulator_text)
+    test_describe_and_bucket,
+    test_every_gold_passes_and_revalidates,
+    test_sibling_pairs,
+    test_sibling_pairs_need_a_source,
+    test_splits_deterministic_and_seeded,
+    test_splits_disjoint_by_prompt,
+    test_validator_labels_generated_tasks,
+    test_validator_rejects_copy_of_parent,
+    test_validator_rejects_too_long,
+    test_validator_through_simulator_text,
+)
 from test_fuzz_validators import EXAMPLES, simulator_outputs
 
-from genenv_engine.environments import BENCHMARKS, get_environment
-from genenv_engine.environments import base
+from genenv_engine.core.errors import ConfigError
+from genenv_engine.core.limits import MAX_RESPONSE_CHARS as LIMIT_CHARS
+from genenv_engine.core.limits import check_response
+from genenv_engine.environments import BENCHMARKS, base, get_environment
 from genenv_engine.environments.base import SplitSizes
 from genenv_engine.environments.chain import ChainEnv
 from genenv_engine.environments.chain.grammar import MAX_FUNCTIONS, PromptError, Rule, read_prompt, render_prompt
 from genenv_engine.environments.chain.mini import (
-    CHECKER, ERROR_TYPES, MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, generate_draft)
-from genenv_engine.core.errors import ConfigError
-from genenv_engine.core.limits import MAX_RESPONSE_CHARS as LIMIT_CHARS
-from genenv_engine.core.limits import check_response
+    CHECKER,
+    ERROR_TYPES,
+    MAX_ANSWER_CHARS,
+    MAX_PROMPT_CHARS,
+    generate_draft,
+)
 from genenv_engine.training.simulator import parse_and_validate
 
-CONTRACT = (test_describe_and_bucket, test_every_gold_passes_and_revalidates, test_sibling_pairs,
-            test_sibling_pairs_need_a_source, test_splits_deterministic_and_seeded, test_splits_disjoint_by_prompt,
-            test_validator_labels_generated_tasks, test_validator_rejects_copy_of_parent,
-            test_validator_rejects_too_long, test_validator_through_simulator_text)
+CONTRACT = (
+    test_describe_and_bucket,
+    test_every_gold_passes_and_revalidates,
+    test_sibling_pairs,
+    test_sibling_pairs_need_a_source,
+    test_splits_deterministic_and_seeded,
+    test_splits_disjoint_by_prompt,
+    test_validator_labels_generated_tasks,
+    test_validator_rejects_copy_of_parent,
+    test_validator_rejects_too_long,
+    test_validator_through_simulator_text,
+)
 SIZES = SplitSizes(seed=32, train=160, heldout=48)
 LEVELS = tuple(range(1, 9))
 K8_BOUND = 140
@@ -79,7 +98,7 @@ def recompute(prompt: str) -> list[tuple[str, int, int]]:
     sections = {kind: next((p for p in parts if p.startswith(kind)), None) for kind in ("apply ", "start ")}
     defs = next((p for p in parts if not p.startswith(("apply", "start "))), None)
     assert sections["apply "] and sections["start "] and defs, prompt
-    names, start = sections["apply "][len("apply "):], sections["start "][len("start "):]
+    names, start = sections["apply "][len("apply ") :], sections["start "][len("start ") :]
     assert re.fullmatch(r"[a-z ]+", names) and re.fullmatch(r"\d+", start), prompt
     rules = {m[0]: (m[1], int(m[2])) for m in re.findall(r"([a-z])\(x\)=x([-+*%])(\d)", defs)}
     assert len(rules) == len(defs.split(" ")), prompt
@@ -103,6 +122,7 @@ def hand(prompt: str) -> str:
 
 # ---------------------------------------------------------------- gold
 
+
 def test_every_gold_chain_is_right_by_independent_recomputation(tasks):
     for task in tasks:
         chain = recompute(task.prompt)
@@ -118,16 +138,22 @@ def test_every_gold_chain_is_right_by_independent_recomputation(tasks):
 
 
 def test_gold_of_a_hand_written_prompt():
-    verdict = ChainEnv().validate("f(x)=x+3 g(x)=x*2 h(x)=x-4 m(x)=x%7 | start 5 | apply f g h m",
-                                  "f(5)=8; g(8)=16; h(16)=12; m(12)=5", task_id="t")
+    verdict = ChainEnv().validate(
+        "f(x)=x+3 g(x)=x*2 h(x)=x-4 m(x)=x%7 | start 5 | apply f g h m",
+        "f(5)=8; g(8)=16; h(16)=12; m(12)=5",
+        task_id="t",
+    )
     assert verdict.ok, verdict.reason
     assert verdict.task.expected["calls"][-1] == {"name": "m", "arg": 12, "result": 5}
-    assert verdict.task.difficulty == {"level": 4, "features": {"k": 4, "functions": 4, "distractors": 0,
-                                                                "hint": 0, "max_value": 16}}
+    assert verdict.task.difficulty == {
+        "level": 4,
+        "features": {"k": 4, "functions": 4, "distractors": 0, "hint": 0, "max_value": 16},
+    }
     assert verdict.task.tools[0]["description"] == "f(x)=x+3"
 
 
 # ---------------------------------------------------------------- checker
+
 
 @pytest.fixture(scope="module")
 def k4(env):
@@ -141,8 +167,12 @@ def calls_of(task) -> list[str]:
 
 def test_checker_accepts_the_gold_and_tolerates_whitespace(env, k4):
     gold = env.check(k4, k4.answer)
-    assert (gold.success, gold.score, gold.error_type, gold.sub_scores) == (True, 1.0, None,
-                                                                            {"prefix": 1.0, "final": 1.0})
+    assert (gold.success, gold.score, gold.error_type, gold.sub_scores) == (
+        True,
+        1.0,
+        None,
+        {"prefix": 1.0, "final": 1.0},
+    )
     spaced = " ; ".join(c.replace("(", " ( ").replace("=", " = ") for c in calls_of(k4)) + " ;\n"
     assert env.check(k4, spaced).success
     assert env.check(k4, "\n" + k4.answer.replace("; ", ";") + "  ").success
@@ -177,14 +207,35 @@ def test_checker_refuses_wrong_chains(env, k4):
 
 def test_checker_refuses_garbage_and_only_the_final_value(env, k4):
     final = calls_of(k4)[-1].split("=")[-1]
-    for garbage in ("", "   ", final, f"={final}", "f(3)=6;;g(6)=12", "F(3)=6", "f(3)=6, g(6)=12", "f(x)=x+3",
-                    "__import__('os').system('echo hi')", "f(1e3)=5", "f(" + "9" * 40 + ")=1", "\x00", k4.prompt):
+    for garbage in (
+        "",
+        "   ",
+        final,
+        f"={final}",
+        "f(3)=6;;g(6)=12",
+        "F(3)=6",
+        "f(3)=6, g(6)=12",
+        "f(x)=x+3",
+        "__import__('os').system('echo hi')",
+        "f(1e3)=5",
+        "f(" + "9" * 40 + ")=1",
+        "\x00",
+        k4.prompt,
+    ):
         assert wrong(env, k4, garbage).error_type == "parse_error", garbage
     assert wrong(env, k4, k4.answer + " " * 1000).error_type == "too_long"
     result = wrong(env, k4, calls_of(k4)[-1])  # only the last call, right by itself
     assert result.error_type in ("wrong_call", "wrong_arg") and result.sub_scores["final"] == 1.0
-    assert set(ERROR_TYPES) == {"parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value",
-                                "wrong_rest", "missing_calls", "extra_calls"}
+    assert set(ERROR_TYPES) == {
+        "parse_error",
+        "too_long",
+        "wrong_call",
+        "wrong_arg",
+        "wrong_value",
+        "wrong_rest",
+        "missing_calls",
+        "extra_calls",
+    }
 
 
 def test_the_engine_size_limit_applies_before_the_checker(env, k4):
@@ -198,35 +249,38 @@ def test_the_engine_size_limit_applies_before_the_checker(env, k4):
 GOOD = "f(x)=x+3 g(x)=x*2 h(x)=x-4 q(x)=x%5 | start 5 | apply f g h"
 
 
-@pytest.mark.parametrize("prompt, reason", [
-    ("f(x)=x**2 | start 5 | apply f", "bad_rule"),
-    ("f(x)=x^2 | start 5 | apply f", "bad_rule"),
-    ("f(x)=__import__('os') | start 5 | apply f", "bad_rule"),
-    ("__import__('os') | start 5 | apply f", "bad_definition"),
-    ("f(x)=x+3  g(x)=x*2 | start 5 | apply f", "bad_definition"),
-    ("x(x)=x+3 | start 5 | apply x", "bad_definition"),
-    ("f(y)=y+3 | start 5 | apply f", "bad_definition"),
-    ("f(x)=x+10 | start 5 | apply f", "bad_rule"),
-    ("f(x)=x*1 | start 5 | apply f", "bad_constant"),
-    ("f(x)=x%1 | start 5 | apply f", "bad_constant"),
-    ("f(x)=x+3 f(x)=x*2 | start 5 | apply f", "duplicate_function"),
-    (" ".join(f"{n}(x)=x+1" for n in "abcdefghijk") + " | start 5 | apply f", "too_many_functions"),
-    ("f(x)=x+3 g(x)=x*2 | start 5 | apply f z", "unknown_function"),
-    ("f(x)=x+3 | start 5 | apply", "bad_k"),
-    ("f(x)=x+3 | start 5 | apply ", "bad_k"),
-    ("f(x)=x+1 | start 5 | apply " + " ".join("f" * 9), "bad_k"),
-    ("f(x)=x+3 | start 05 | apply f", "bad_start"),
-    ("f(x)=x+3 | start 100 | apply f", "bad_start"),
-    ("f(x)=x+3 | start -1 | apply f", "bad_start"),
-    ("g(x)=x*3 | start 40 | apply g", "value_out_of_range"),
-    ("h(x)=x-4 | start 2 | apply h", "value_out_of_range"),
-    ("f(x)=x+3 | start 5 | apply f f | hint f(5)=9", "bad_hint"),
-    ("f(x)=x+3 | start 5 | apply f f | hint f(5)=8; f(8)=11", "bad_hint"),
-    ("f(x)=x+3 | start 5 | apply f f | hint f(5) = 8", "bad_hint"),
-    ("f(x)=x+3 | start 5 | apply f f | tip f(5)=8", "bad_format"),
-    ("f(x)=x+3 | x=5 | apply f", "bad_format"),
-    ("f(x)=x+3 | start 5 | apply f | hint f(5)=8 | more", "bad_format"),
-])
+@pytest.mark.parametrize(
+    "prompt, reason",
+    [
+        ("f(x)=x**2 | start 5 | apply f", "bad_rule"),
+        ("f(x)=x^2 | start 5 | apply f", "bad_rule"),
+        ("f(x)=__import__('os') | start 5 | apply f", "bad_rule"),
+        ("__import__('os') | start 5 | apply f", "bad_definition"),
+        ("f(x)=x+3  g(x)=x*2 | start 5 | apply f", "bad_definition"),
+        ("x(x)=x+3 | start 5 | apply x", "bad_definition"),
+        ("f(y)=y+3 | start 5 | apply f", "bad_definition"),
+        ("f(x)=x+10 | start 5 | apply f", "bad_rule"),
+        ("f(x)=x*1 | start 5 | apply f", "bad_constant"),
+        ("f(x)=x%1 | start 5 | apply f", "bad_constant"),
+        ("f(x)=x+3 f(x)=x*2 | start 5 | apply f", "duplicate_function"),
+        (" ".join(f"{n}(x)=x+1" for n in "abcdefghijk") + " | start 5 | apply f", "too_many_functions"),
+        ("f(x)=x+3 g(x)=x*2 | start 5 | apply f z", "unknown_function"),
+        ("f(x)=x+3 | start 5 | apply", "bad_k"),
+        ("f(x)=x+3 | start 5 | apply ", "bad_k"),
+        ("f(x)=x+1 | start 5 | apply " + " ".join("f" * 9), "bad_k"),
+        ("f(x)=x+3 | start 05 | apply f", "bad_start"),
+        ("f(x)=x+3 | start 100 | apply f", "bad_start"),
+        ("f(x)=x+3 | start -1 | apply f", "bad_start"),
+        ("g(x)=x*3 | start 40 | apply g", "value_out_of_range"),
+        ("h(x)=x-4 | start 2 | apply h", "value_out_of_range"),
+        ("f(x)=x+3 | start 5 | apply f f | hint f(5)=9", "bad_hint"),
+        ("f(x)=x+3 | start 5 | apply f f | hint f(5)=8; f(8)=11", "bad_hint"),
+        ("f(x)=x+3 | start 5 | apply f f | hint f(5) = 8", "bad_hint"),
+        ("f(x)=x+3 | start 5 | apply f f | tip f(5)=8", "bad_format"),
+        ("f(x)=x+3 | x=5 | apply f", "bad_format"),
+        ("f(x)=x+3 | start 5 | apply f | hint f(5)=8 | more", "bad_format"),
+    ],
+)
 def test_validator_rejects_malformed_prompts_with_a_reason(prompt, reason):
     env = ChainEnv()
     try:
@@ -247,11 +301,18 @@ def test_validator_accepts_and_recomputes(env):
     assert loose.ok and loose.task.answer == "f(5)=8; g(8)=16; h(16)=12"
     # the brackets may be left out, but a written one must name the functions still to apply
     assert env.validate(GOOD, "f(5)=8 [g  h]; g(8)=16 [h] ;h(16)=12 []", task_id="gen/2b").ok
-    for answer in ("f(5)=8 [h]; g(8)=16 [h]; h(16)=12 []", "f(5)=8 [g h]; g(8)=16 []; h(16)=12 []",
-                   "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 [g]"):
+    for answer in (
+        "f(5)=8 [h]; g(8)=16 [h]; h(16)=12 []",
+        "f(5)=8 [g h]; g(8)=16 []; h(16)=12 []",
+        "f(5)=8 [g h]; g(8)=16 [h]; h(16)=12 [g]",
+    ):
         assert env.validate(GOOD, answer, task_id="gen/2c").reason == "answer_mismatch: wrong_rest", answer
-    for answer, error in (("f(5)=8; g(8)=16; h(16)=13", "wrong_value"), ("f(5)=8; g(8)=16", "missing_calls"),
-                          ("f(5)=8; q(8)=3; h(3)=-1", "wrong_call"), ("12", "parse_error")):
+    for answer, error in (
+        ("f(5)=8; g(8)=16; h(16)=13", "wrong_value"),
+        ("f(5)=8; g(8)=16", "missing_calls"),
+        ("f(5)=8; q(8)=3; h(3)=-1", "wrong_call"),
+        ("12", "parse_error"),
+    ):
         verdict = env.validate(GOOD, answer, task_id="gen/3")
         assert (verdict.ok, verdict.reason) == (False, f"answer_mismatch: {error}")
     hinted = env.validate(GOOD + " | hint f(5)=8; g(8)=16", "f(5)=8; g(8)=16; h(16)=12", task_id="gen/4")
@@ -284,6 +345,7 @@ def test_the_grammars_largest_prompt_fits_the_caps():
 
 # ---------------------------------------------------------------- splits
 
+
 def test_splits_sizes_levels_and_ids(env):
     splits = env.splits()
     assert {k: len(v) for k, v in splits.items()} == {"seed": 32, "train": 160, "heldout": 48}
@@ -291,8 +353,11 @@ def test_splits_sizes_levels_and_ids(env):
         counts = Counter(t.level for t in tasks)
         assert counts == {lv: len(tasks) // 8 for lv in LEVELS}, name
         assert [t.id for t in tasks] == [f"chain/{name}/{i:05d}" for i in range(len(tasks))]
-        assert all((t.benchmark, t.split, t.origin, t.checker, t.granularity, env.bucket(t)) ==
-                   ("chain", name, "seed", CHECKER, "step", f"L{t.level}") for t in tasks)
+        assert all(
+            (t.benchmark, t.split, t.origin, t.checker, t.granularity, env.bucket(t))
+            == ("chain", name, "seed", CHECKER, "step", f"L{t.level}")
+            for t in tasks
+        )
 
 
 def test_splits_are_seeded(monkeypatch):
@@ -307,7 +372,7 @@ def test_splits_are_seeded(monkeypatch):
         assert sa[name] is not sb[name] and len(sa[name]) == len(sb[name]) > 0
         assert [t.prompt for t in sa[name]] == [t.prompt for t in sb[name]]
         assert [t.answer for t in sa[name]] == [t.answer for t in sb[name]]
-        same = sum(x.prompt == y.prompt for x, y in zip(sa[name], sc[name]))
+        same = sum(x.prompt == y.prompt for x, y in zip(sa[name], sc[name], strict=False))
         assert same <= len(sa[name]) // 20, (name, same)
 
 
@@ -339,6 +404,7 @@ def test_unseen_tasks_cover_levels_one_to_eight_and_are_new(env):
 
 
 # ---------------------------------------------------------------- knobs and prompt length
+
 
 def defs_of(prompt: str) -> list[str]:
     return prompt.split(" | ")[2].split(" ")
@@ -373,9 +439,11 @@ def test_hint_rate_puts_hints_in_the_splits():
     class HalfHinted(ChainEnv):
         HINT_RATE = 0.5
 
-    below = [t for t in HalfHinted(seed=0, sizes=SplitSizes(seed=8, train=800, heldout=8)).splits()["train"]
-             if t.level < 8]
+    below = [
+        t for t in HalfHinted(seed=0, sizes=SplitSizes(seed=8, train=800, heldout=8)).splits()["train"] if t.level < 8
+    ]
     assert 0.4 < sum(t.difficulty["features"]["hint"] > 0 for t in below) / len(below) < 0.6
+
     class Hinted(ChainEnv):
         HINT_RATE = 1.0
 
@@ -401,6 +469,7 @@ def test_prompts_stay_short(tasks):
 
 # ---------------------------------------------------------------- siblings
 
+
 def test_siblings_keep_the_table_and_move_one_call(env):
     pairs = env.sibling_pairs(env.splits()["seed"], random.Random(2), 200)
     moves = Counter()
@@ -423,6 +492,7 @@ def test_siblings_keep_the_table_and_move_one_call(env):
 
 # ---------------------------------------------------------------- registry and fuzzing
 
+
 def test_registered_and_built_by_name():
     assert BENCHMARKS["chain"] == "genenv_engine.environments.chain:ChainEnv"
     env = get_environment("chain", 3, SIZES)
@@ -436,8 +506,12 @@ def test_simulator_outputs_never_crash_and_every_rejection_has_a_reason():
     seed = env.splits()["seed"][0]
     counts = Counter()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(simulator_outputs("chain"))
     def fuzz(case):
         text, style = case
@@ -476,7 +550,7 @@ def test_each_function_of_a_generated_chain_is_applied_once(tasks):
     """The next name of a chain is the one after the last in its apply list, at any length."""
     for task in tasks:
         assert task.prompt.startswith("apply "), task.prompt  # the apply section first
-        order = task.prompt.split(" | ")[0][len("apply "):].split(" ")
+        order = task.prompt.split(" | ")[0][len("apply ") :].split(" ")
         assert len(set(order)) == len(order) == task.difficulty["features"]["k"], task.prompt
 
 
@@ -502,9 +576,9 @@ def test_warm_start_prefixes_are_hint_free_long_chains_cut_after_one_or_two_call
 def test_agent_pairs_end_whole_answers_and_not_prefixes(monkeypatch):
     """The warm start trains the prefixes without an end of sequence and every whole train answer with one; a
     benchmark without prefixes (bfcl) gives exactly its train split."""
-    from genenv_engine.config import ModelConfig
     import torch
 
+    from genenv_engine.config import ModelConfig
     from genenv_engine.training.policy import Policy, build_tiny_model
     from genenv_engine.training.tokenizer import build_byte_tokenizer
     from genenv_engine.training.warmstart import agent_pairs
@@ -520,7 +594,7 @@ def test_agent_pairs_end_whole_answers_and_not_prefixes(monkeypatch):
     eos = tok.eos_token_id
     for i, task in enumerate(train):
         assert pairs[i][1] == agent.encode(task.answer) + [eos]
-    for (task, cut), (_, completion) in zip(chain.warm_start_prefixes(), pairs[len(train):]):
+    for (_, cut), (_, completion) in zip(chain.warm_start_prefixes(), pairs[len(train) :], strict=False):
         assert completion == agent.encode(cut) and eos not in completion
     bfcl = get_environment("bfcl", 0)
     assert len(agent_pairs(agent, {"bfcl": bfcl})) == len(bfcl.splits()["train"])

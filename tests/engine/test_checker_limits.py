@@ -8,8 +8,8 @@ import warnings
 
 import pytest
 
-from genenv_engine.training.agent import rollout
 from genenv_engine.backends.base import Completion, Sampling
+from genenv_engine.core.limits import MAX_GENERATION_CHARS, MAX_RESPONSE_CHARS, Budget, BudgetExceeded, check_response
 from genenv_engine.environments import PAPER_BENCHMARKS, get_environment
 from genenv_engine.environments.alfworld import AlfworldMini, planner
 from genenv_engine.environments.alfworld.planner import solve as plan
@@ -19,7 +19,7 @@ from genenv_engine.environments.base import SplitSizes
 from genenv_engine.environments.travelplanner import solver
 from genenv_engine.environments.travelplanner.db import sandbox
 from genenv_engine.environments.travelplanner.mini import TravelPlannerMini, read_prompt
-from genenv_engine.core.limits import MAX_GENERATION_CHARS, MAX_RESPONSE_CHARS, Budget, BudgetExceeded, check_response
+from genenv_engine.training.agent import rollout
 from genenv_engine.training.simulator import parse_and_validate
 
 SMALL = SplitSizes(seed=2, train=4, heldout=4)
@@ -39,8 +39,15 @@ def exploding_world() -> World:
     """A game far beyond the validator's size caps: 20 closed receptacles, 10 apples to heat (BFS blows up)."""
     recs = tuple(f"cabinet {i}" for i in range(1, 19)) + ("microwave 1", "fridge 1")
     objs = tuple(f"apple {i}" for i in range(1, 11))
-    return World(Goal("heat", "apple", "fridge"), recs, objs, tuple(i % 18 for i in range(10)), (0,) * 10,
-                 (True,) * len(recs), -1)
+    return World(
+        Goal("heat", "apple", "fridge"),
+        recs,
+        objs,
+        tuple(i % 18 for i in range(10)),
+        (0,) * 10,
+        (True,) * len(recs),
+        -1,
+    )
 
 
 class FixedBackend:
@@ -59,6 +66,7 @@ class PlainPolicy:
 
 
 # ---------------------------------------------------------------- size limits
+
 
 @pytest.mark.parametrize("name", PAPER_BENCHMARKS)
 def test_a_huge_completion_fails_as_too_long_without_reaching_the_checker(name, monkeypatch):
@@ -83,8 +91,7 @@ def test_rollouts_score_over_long_completions_as_too_long_and_others_as_before()
     env = env_of("bfcl")
     tasks = env.splits()["train"][:2]
     huge = tasks[0].answer * (MAX_RESPONSE_CHARS // len(tasks[0].answer) + 1)
-    scored = rollout(FixedBackend([tasks[0].answer, huge]), PlainPolicy(), {"bfcl": env}, tasks[:1], 2,
-                     Sampling(), 0.5)
+    scored = rollout(FixedBackend([tasks[0].answer, huge]), PlainPolicy(), {"bfcl": env}, tasks[:1], 2, Sampling(), 0.5)
     ok, long = scored[0].attempts
     assert ok.success and ok.result == env.check(tasks[0], tasks[0].answer)
     assert (long.success, long.reward, long.result.error_type) == (False, 0.0, "too_long")
@@ -111,6 +118,7 @@ def test_a_huge_simulator_output_is_rejected_before_parsing(style, monkeypatch):
 
 # ---------------------------------------------------------------- ALFWorld-mini planner budget
 
+
 def test_the_alfworld_planner_stops_an_exploding_search_with_budget():
     t0 = time.perf_counter()
     sol = plan(exploding_world())
@@ -122,7 +130,7 @@ def test_alfworld_validator_rejects_a_task_whose_search_exceeds_the_budget(monke
     env = AlfworldMini(0, SMALL)
     task = env.splits()["train"][0]
     before = plan(read_state(task.prompt))
-    assert before == plan(read_state(task.prompt), max_states=10 ** 9)  # normal input: budget unseen
+    assert before == plan(read_state(task.prompt), max_states=10**9)  # normal input: budget unseen
     assert env.validate(task.prompt, task.answer, task_id="v/0").ok
     monkeypatch.setattr(planner, "MAX_STATES", 3)
     verdict = env.validate(task.prompt, task.answer, task_id="v/1")
@@ -131,12 +139,12 @@ def test_alfworld_validator_rejects_a_task_whose_search_exceeds_the_budget(monke
 
 # ---------------------------------------------------------------- TravelPlanner-mini solver budget
 
+
 def test_the_travel_solver_raises_past_its_budget_and_is_unchanged_below_it():
     step, db = read_prompt(HARDEST_TRIP), sandbox()
     with pytest.raises(BudgetExceeded, match="search budget of 1000 solver nodes exhausted"):
         solver.solve(step.query, (), db, max_nodes=1000)
-    assert solver.solve(step.query, (), db) == solver.solve(step.query, (), db,
-                                                                                      max_nodes=10 ** 9)
+    assert solver.solve(step.query, (), db) == solver.solve(step.query, (), db, max_nodes=10**9)
 
 
 def test_travel_validator_and_checker_turn_a_spent_budget_into_a_reason(monkeypatch):
@@ -149,8 +157,9 @@ def test_travel_validator_and_checker_turn_a_spent_budget_into_a_reason(monkeypa
     monkeypatch.setattr(solver, "MAX_NODES", 0)
     result = check_response(env, task, task.answer)
     assert (result.success, result.error_type) == (False, "budget")
-    stored = parse_and_validate(env, env.simulator_text(task), task_id="g/0", seed=env.splits()["seed"][0],
-                                epoch=1, generator="t")
+    stored = parse_and_validate(
+        env, env.simulator_text(task), task_id="g/0", seed=env.splits()["seed"][0], epoch=1, generator="t"
+    )
     assert not stored.valid and stored.reason.startswith("budget: ")
     monkeypatch.undo()
     assert check_response(env, task, task.answer).success  # normal input at the default budget
@@ -164,8 +173,9 @@ def test_a_validator_that_lets_the_budget_escape_is_still_stored_with_a_reason(m
         Budget(0, "nodes").spend()
 
     monkeypatch.setattr(env, "validate", spent)
-    stored = parse_and_validate(env, env.simulator_text(task), task_id="g/0", seed=env.splits()["seed"][0],
-                                epoch=1, generator="t")
+    stored = parse_and_validate(
+        env, env.simulator_text(task), task_id="g/0", seed=env.splits()["seed"][0], epoch=1, generator="t"
+    )
     assert (stored.valid, stored.reason) == (False, "budget: search budget of 0 nodes exhausted")
 
 

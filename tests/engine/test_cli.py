@@ -16,16 +16,40 @@ from genenv_engine.interfaces.cli import main
 
 def test_run_status_resume_roundtrip(tmp_path, capsys):
     session = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--seed", "3",
-                 "--set", "curriculum.beta=4.0", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(session),
+                "--epochs",
+                "1",
+                "--seed",
+                "3",
+                "--set",
+                "curriculum.beta=4.0",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "epoch 1:" in out and f"done: 1 epochs in {session}" in out
     assert main(["status", str(session), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["preset"] == "micro" and data["target_epochs"] == 1
     assert [(e["epoch"], e["status"]) for e in data["epochs"]] == [(0, "done"), (1, "done")]
-    assert set(data["epochs"][1]["phase_seconds"]) == {"generate", "validate", "rollout", "agent_update",
-                                                        "simulator_update", "heldout_eval", "checkpoint"}
+    assert set(data["epochs"][1]["phase_seconds"]) == {
+        "generate",
+        "validate",
+        "rollout",
+        "agent_update",
+        "simulator_update",
+        "heldout_eval",
+        "checkpoint",
+    }
     text = (session / "config.toml").read_text()
     assert "beta = 4.0" in text and "seed = 3" in text
     assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 0
@@ -39,10 +63,12 @@ def test_version_names_the_distribution_and_python_m_runs_this_command_line(caps
         main(["--version"])
     assert stop.value.code == 0
     version = importlib.metadata.version(genenv_engine.DISTRIBUTION)  # installed under its name, not "genenv"
-    assert capsys.readouterr().out == (f"genenv-console {version} (genenv_engine in "
-                                       f"{Path(genenv_engine.__file__).parent})\n")
-    out = subprocess.run([sys.executable, "-m", "genenv_engine", "--help"], check=True, capture_output=True,
-                         text=True).stdout  # whatever `genenv` comes first on PATH
+    assert capsys.readouterr().out == (
+        f"genenv-console {version} (genenv_engine in {Path(genenv_engine.__file__).parent})\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "genenv_engine", "--help"], check=True, capture_output=True, text=True
+    ).stdout  # whatever `genenv` comes first on PATH
     assert out.startswith("usage: genenv [-h] [--version]") and "{run,resume,status," in out
 
 
@@ -78,8 +104,9 @@ def test_benchmarks_lists_every_environment_with_granularity_source_and_sizes(ca
     for name in PAPER_BENCHMARKS:
         assert rows[name]["granularity"] == "step" and rows[name]["source"] == "built-in mini"
         assert rows[name]["sizes"] == {"heldout": 400, "train": 2000, "seed": 200}
-    assert rows["bfcl_official"]["source"] in ("package", "upstream folder") or \
-        rows["bfcl_official"]["source"].startswith("unavailable")
+    assert rows["bfcl_official"]["source"] in ("package", "upstream folder") or rows["bfcl_official"][
+        "source"
+    ].startswith("unavailable")
     assert main(["benchmarks", "--data-dir", "nope=/x"]) == 2
     assert "data_dirs.nope" in capsys.readouterr().err
 
@@ -88,8 +115,10 @@ def test_all_benchmarks_run_together_and_report_heldout_each(tmp_path, capsys):
     from genenv_engine.environments import PAPER_BENCHMARKS
 
     session = tmp_path / "all"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--benchmarks", "all",
-                 "--quiet"]) == 0
+    assert (
+        main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--benchmarks", "all", "--quiet"])
+        == 0
+    )
     capsys.readouterr()
     main(["status", str(session), "--json"])
     epochs = json.loads(capsys.readouterr().out)["epochs"]
@@ -116,7 +145,8 @@ def test_warm_start_progress_shows_loss_rate_and_eta():
 
     quiet(WarmStartSample(0, "agent", 100, 100, "add 2 and 3", "[add(a=2, b=3)]\x1b[2J", True, "gold: x"))
     assert quiet.console.file.getvalue().splitlines()[-1] == (
-        "warm start agent 100/100 solved: 'add 2 and 3' -> '[add(a=2, b=3)]\\x1b[2J'")  # escape shown, not sent
+        "warm start agent 100/100 solved: 'add 2 and 3' -> '[add(a=2, b=3)]\\x1b[2J'"
+    )  # escape shown, not sent
 
     bars = ConsoleReporter(None)
     with bars:
@@ -130,5 +160,7 @@ def test_run_ray_option_sets_the_config():
     """``genenv run --ray ADDRESS`` is the config's ``ray.address`` (the executor); absent, the run stays in-process."""
     from genenv_engine.interfaces.cli import _overrides, build_parser
 
-    assert _overrides(build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"]))["ray.address"] == "local"
+    assert (
+        _overrides(build_parser().parse_args(["run", "--preset", "micro", "--ray", "local"]))["ray.address"] == "local"
+    )
     assert "ray.address" not in _overrides(build_parser().parse_args(["run", "--preset", "micro"]))

@@ -46,8 +46,9 @@ class Editor(threading.Thread):
                     if rng.random() < 0.1 and task_id not in self.revisions and len(self.revisions) < 4:
                         old = store.get_task(task_id)
                         prompt, answer, expected, tools, _ = generate_task(2, rng)
-                        new = old.with_(id=task_id + "/r1", prompt=prompt, answer=answer, expected=expected,
-                                        tools=tools)
+                        new = old.with_(
+                            id=task_id + "/r1", prompt=prompt, answer=answer, expected=expected, tools=tools
+                        )
                         store.revise_task(task_id, new)
                         self.revisions[task_id] = new.id
                     else:
@@ -89,6 +90,7 @@ def test_write_transactions_take_the_write_lock_up_front(tmp_path):
     path = tmp_path / "t.db"
     with Store(path) as store:
         store.set_meta("k", "0")
+
         def other_writer() -> None:
             other = sqlite3.connect(path, timeout=5)
             other.execute("UPDATE meta SET value = 'x' WHERE key = 'k'")

@@ -25,8 +25,16 @@ from genenv_engine.config import (
     save_config,
 )
 
-ALL_CLASSES = [ModelConfig, WarmStartConfig, SimulatorConfig, AgentConfig, CurriculumConfig, VLLMConfig, RayConfig,
-               RunConfig]
+ALL_CLASSES = [
+    ModelConfig,
+    WarmStartConfig,
+    SimulatorConfig,
+    AgentConfig,
+    CurriculumConfig,
+    VLLMConfig,
+    RayConfig,
+    RunConfig,
+]
 
 
 def write(tmp_path, text: str, name: str = "run.toml"):
@@ -47,8 +55,15 @@ def test_tiny_preset_loads_with_its_values():
     assert cfg.preset == "tiny"
     assert cfg.epochs == 6
     assert cfg.heldout_size == 400
-    assert cfg.model == ModelConfig(kind="tiny", hidden_size=128, num_layers=4, num_heads=4,
-                                    intermediate_size=512, max_length=384, sft_length_groups=4)
+    assert cfg.model == ModelConfig(
+        kind="tiny",
+        hidden_size=128,
+        num_layers=4,
+        num_heads=4,
+        intermediate_size=512,
+        max_length=384,
+        sft_length_groups=4,
+    )
     assert cfg.simulator.max_new_tokens == 200
     assert cfg.agent.rollouts == 8
     assert cfg.agent.max_new_tokens == 64
@@ -59,7 +74,12 @@ def test_micro_preset_loads_with_its_values():
     assert cfg.preset == "micro"
     assert cfg.epochs == 2
     assert cfg.heldout_size == 24
-    assert (cfg.model.hidden_size, cfg.model.num_layers, cfg.model.num_heads, cfg.model.intermediate_size) == (32, 2, 2, 64)
+    assert (cfg.model.hidden_size, cfg.model.num_layers, cfg.model.num_heads, cfg.model.intermediate_size) == (
+        32,
+        2,
+        2,
+        64,
+    )
     assert (cfg.warm_start.agent_steps, cfg.warm_start.simulator_steps, cfg.warm_start.batch_size) == (8, 8, 8)
     assert (cfg.simulator.seeds_per_epoch, cfg.simulator.variations, cfg.simulator.batch_size) == (4, 2, 8)
     assert (cfg.agent.rollouts, cfg.agent.max_new_tokens, cfg.agent.minibatch) == (4, 24, 16)
@@ -108,8 +128,24 @@ def test_paper_rwr_lambda_default(preset):
         (lambda: AgentConfig(rollouts=1), "agent.rollouts"),
         (lambda: AgentConfig(clip=1.0), "agent.clip"),
     ],
-    ids=["alpha0", "alpha1", "alpha1.5", "kmin-neg", "beta0", "reward", "benchmark", "no-benchmarks",
-         "backend", "hf-no-path", "hf-missing-path", "model-kind", "heads", "sim-mode", "rollouts", "clip"],
+    ids=[
+        "alpha0",
+        "alpha1",
+        "alpha1.5",
+        "kmin-neg",
+        "beta0",
+        "reward",
+        "benchmark",
+        "no-benchmarks",
+        "backend",
+        "hf-no-path",
+        "hf-missing-path",
+        "model-kind",
+        "heads",
+        "sim-mode",
+        "rollouts",
+        "clip",
+    ],
 )
 def test_bad_values_raise_naming_the_field(build, field):
     with pytest.raises(ConfigError) as err:
@@ -143,10 +179,13 @@ def test_hf_model_with_existing_folder_is_accepted(tmp_path):
     assert cfg.path == str(tmp_path)
 
 
-@pytest.mark.parametrize("text, field, words", [
-    ("[agent]\nrollout = 3\n", "agent.rollout", ("unknown setting", "rollouts")),  # the known names are listed
-    ('epochs = "six"\n', "epochs", ("integer",)),
-])
+@pytest.mark.parametrize(
+    "text, field, words",
+    [
+        ("[agent]\nrollout = 3\n", "agent.rollout", ("unknown setting", "rollouts")),  # the known names are listed
+        ('epochs = "six"\n', "epochs", ("integer",)),
+    ],
+)
 def test_a_bad_key_or_type_in_toml_names_the_dotted_field(tmp_path, text, field, words):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
@@ -244,10 +283,17 @@ def test_save_then_config_from_file_roundtrips(tmp_path, preset):
 
 
 def test_roundtrip_keeps_a_non_default_hf_path_and_overrides(tmp_path):
-    original = load_config("micro").with_overrides({
-        "curriculum.alpha": 0.3, "curriculum.beta": 8, "model.kind": "hf", "model.path": str(tmp_path),
-        "simulator.mode": "frozen", "agent.drop_zero_variance": False, "seed": 7,
-    })
+    original = load_config("micro").with_overrides(
+        {
+            "curriculum.alpha": 0.3,
+            "curriculum.beta": 8,
+            "model.kind": "hf",
+            "model.path": str(tmp_path),
+            "simulator.mode": "frozen",
+            "agent.drop_zero_variance": False,
+            "seed": 7,
+        }
+    )
     path = tmp_path / "config.toml"
     save_config(original, path)
     again = config_from_file(path)
@@ -282,11 +328,7 @@ def test_benchmark_lists_reject_repeats_and_expand_all():
 
 
 def test_load_config_precedence_preset_file_overrides(tmp_path):
-    path = write(tmp_path, (
-        "epochs = 5\n"
-        "[curriculum]\nalpha = 0.4\nk_min = 0.2\n"
-        "[agent]\nrollouts = 6\n"
-    ))
+    path = write(tmp_path, ("epochs = 5\n[curriculum]\nalpha = 0.4\nk_min = 0.2\n[agent]\nrollouts = 6\n"))
     cfg = load_config("micro", path, {"curriculum.alpha": 0.3, "seed": 3})
     # overrides beat the file
     assert cfg.curriculum.alpha == 0.3
@@ -342,12 +384,15 @@ def test_curriculum_filter_reward_and_per_benchmark_alpha_are_checked(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('[curriculum]\nreward = "agent0"\nalpha_by_benchmark = { bfcl = 0.4 }\n')
     assert load_config("micro", path).curriculum.alpha_for("bfcl") == 0.4
-    for bad, message in (({"curriculum.filter": "top"}, "must be one of band, none"),
-                         ({"curriculum.reward": "zpd"}, "must be one of alpha, uniform, agent0"),
-                         ({"curriculum.alpha_by_benchmark": {"bfcl": 1.5}}, "must be in \\(0, 1\\)"),
-                         ({"curriculum.alpha_by_benchmark": {"bfcl": "half"}}, "must be a table of numbers")):
+    for bad, message in (
+        ({"curriculum.filter": "top"}, "must be one of band, none"),
+        ({"curriculum.reward": "zpd"}, "must be one of alpha, uniform, agent0"),
+        ({"curriculum.alpha_by_benchmark": {"bfcl": 1.5}}, "must be in \\(0, 1\\)"),
+        ({"curriculum.alpha_by_benchmark": {"bfcl": "half"}}, "must be a table of numbers"),
+    ):
         with pytest.raises(ConfigError, match=message):
             load_config("micro", overrides=bad)
+
 
 def test_ray_settings_are_checked_and_pick_the_batch_size():
     from genenv_engine.config import DEFAULT_RAY_BATCH, ConfigError, load_config
@@ -355,8 +400,14 @@ def test_ray_settings_are_checked_and_pick_the_batch_size():
     assert load_config("micro").ray == RayConfig() and load_config("micro").rollout_batch_tasks() == 0
     assert load_config("micro", overrides={"ray.address": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
     assert load_config("micro").ray.call_timeout == 0.0 and load_config("micro").generate_batch == 0
-    for key, value in (("ray.workers", 0), ("rollout_batch", -1), ("ray.address", "local host"), ("generate_batch", -1),
-                       ("ray.validate_batch", 0), ("ray.call_timeout", -1.0)):
+    for key, value in (
+        ("ray.workers", 0),
+        ("rollout_batch", -1),
+        ("ray.address", "local host"),
+        ("generate_batch", -1),
+        ("ray.validate_batch", 0),
+        ("ray.call_timeout", -1.0),
+    ):
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as err:
             load_config("micro", overrides={key: value})
         assert err.value.field == key
@@ -384,8 +435,12 @@ def test_old_top_level_ray_keys_in_a_toml_file_are_read_with_a_warning_naming_th
         cfg = load_config("micro", path)
     assert cfg.ray == NEW_RAY
     messages = " ".join(str(w.message) for w in caught)
-    for old, new in (("ray_workers", "ray.workers"), ("validate_batch", "ray.validate_batch"),
-                     ("ray_call_timeout", "ray.call_timeout"), ("'ray'", "ray.address")):
+    for old, new in (
+        ("ray_workers", "ray.workers"),
+        ("validate_batch", "ray.validate_batch"),
+        ("ray_call_timeout", "ray.call_timeout"),
+        ("'ray'", "ray.address"),
+    ):
         assert old in messages and new in messages
     assert issubclass(RenamedSettingWarning, DeprecationWarning)
 
@@ -400,7 +455,7 @@ def test_old_ray_keys_as_overrides_and_set_are_read_with_a_warning():
 
 
 def test_old_ray_key_beside_its_new_spelling_is_an_error(tmp_path):
-    path = write(tmp_path, 'ray_workers = 3\n[ray]\nworkers = 4\n')
+    path = write(tmp_path, "ray_workers = 3\n[ray]\nworkers = 4\n")
     with pytest.raises(ConfigError, match="old spelling of ray.workers") as err:
         load_config("micro", path)
     assert err.value.field == "ray_workers"
@@ -419,14 +474,16 @@ def test_an_old_saved_session_config_reads_as_the_same_run(tmp_path):
 
     old = json.loads((Path(__file__).parent.parent / "fixtures" / "presets" / "micro.json").read_text())
     old.update(OLD_RAY)
+
     def drop_none(table):
         return {k: drop_none(v) if isinstance(v, dict) else v for k, v in table.items() if v is not None}
 
     text = tomli_w.dumps(drop_none(old))
     assert "\n[ray]" not in text and "ray_workers = 3" in text
     (tmp_path / "config.toml").write_text(text)
-    want = load_config("micro", overrides={"ray.address": "local", "ray.workers": 3, "ray.validate_batch": 5,
-                                           "ray.call_timeout": 7.0})
+    want = load_config(
+        "micro", overrides={"ray.address": "local", "ray.workers": 3, "ray.validate_batch": 5, "ray.call_timeout": 7.0}
+    )
     with pytest.warns(RenamedSettingWarning, match=re.escape(str(tmp_path / "config.toml"))):
         assert config_from_file(tmp_path / "config.toml") == want
     with pytest.warns(RenamedSettingWarning):
@@ -505,11 +562,22 @@ def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
         cls, name = _section(dotted)
         assert name in {f.name for f in dataclasses.fields(cls)}, dotted
         assert field_docs(cls)[name].startswith("Experimental:"), dotted
-    prefix = {"RunConfig": "", "ModelConfig": "model.", "WarmStartConfig": "warm_start.",
-              "SimulatorConfig": "simulator.", "AgentConfig": "agent.", "CurriculumConfig": "curriculum.",
-              "VLLMConfig": "vllm.", "RayConfig": "ray."}
-    marked = {prefix[cls.__name__] + name for cls in ALL_CLASSES for name, doc in field_docs(cls).items()
-              if doc.startswith("Experimental")}
+    prefix = {
+        "RunConfig": "",
+        "ModelConfig": "model.",
+        "WarmStartConfig": "warm_start.",
+        "SimulatorConfig": "simulator.",
+        "AgentConfig": "agent.",
+        "CurriculumConfig": "curriculum.",
+        "VLLMConfig": "vllm.",
+        "RayConfig": "ray.",
+    }
+    marked = {
+        prefix[cls.__name__] + name
+        for cls in ALL_CLASSES
+        for name, doc in field_docs(cls).items()
+        if doc.startswith("Experimental")
+    }
     assert marked == set(EXPERIMENTAL_FIELDS)
 
 
@@ -517,8 +585,9 @@ def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
 def test_field_docs_describe_settings_not_lab_results(cls):
     import re
 
-    lab = re.compile(r"\bseeds? \d|\bsessions? \d|\bissues? \d|\b20\d\d-\d\d|held-out \d|this machine|\d\.\d+ vs ",
-                     re.IGNORECASE)
+    lab = re.compile(
+        r"\bseeds? \d|\bsessions? \d|\bissues? \d|\b20\d\d-\d\d|held-out \d|this machine|\d\.\d+ vs ", re.IGNORECASE
+    )
     for name, doc in field_docs(cls).items():
         assert not lab.search(doc), f"{cls.__name__}.{name}: {lab.search(doc).group()!r}"
     assert not lab.search(cls.__doc__ or "")
@@ -529,8 +598,11 @@ def test_preset_comments_describe_settings_not_lab_results():
 
     from genenv_engine.config import PRESET_DIR
 
-    lab = re.compile(r"\bseeds? \d|\bsessions? \d|\bissues? \d|\b20\d\d-\d\d|held-out [LD]?\d|this machine|"
-                     r"measured on|\bSE\b|docs/|\d\.\d+ GB", re.IGNORECASE)
+    lab = re.compile(
+        r"\bseeds? \d|\bsessions? \d|\bissues? \d|\b20\d\d-\d\d|held-out [LD]?\d|this machine|"
+        r"measured on|\bSE\b|docs/|\d\.\d+ GB",
+        re.IGNORECASE,
+    )
     for path in sorted(PRESET_DIR.glob("*.toml")):
         for line in path.read_text().splitlines():
             comment = line.partition("#")[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.method import loop, simulator_update
 from genenv_engine.config import EXPERIMENTAL_FIELDS, load_config
+from genenv_engine.method import loop, simulator_update
 from genenv_engine.method.strategies import REGISTRY, get, note_name, replay_name, resolve
 
 CORE_MODULES = (loop, simulator_update)
@@ -35,11 +35,21 @@ def study_branches(source: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and node.attr in names:
             found.append(f"line {node.lineno}: reads .{node.attr}")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value in names):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in names
+        ):
             found.append(f"line {node.lineno}: getattr {node.args[1].value}")
-        elif isinstance(node, ast.Attribute) and node.attr == "mode" and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "simulator":
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "mode"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "simulator"
+        ):
             found.append(f"line {node.lineno}: reads simulator.mode")
         elif isinstance(node, ast.Compare) and any(_is_mode(side) for side in (node.left, *node.comparators)):
             found.append(f"line {node.lineno}: compares mode")
@@ -57,16 +67,21 @@ def test_run_epoch_lives_in_a_checked_module():
     assert inspect.getmodule(loop.run_epoch) is loop
 
 
-@pytest.mark.parametrize("snippet, want", [
-    ("n = cfg.agent.base_pool", ["line 1: reads .base_pool"]),
-    ("if cfg.simulator.mode == 'off':\n    pass", ["line 1: reads simulator.mode", "line 1: compares mode"]),
-    ("mode = cfg.simulator.mode\nok = mode in ('off', 'static')", ["line 1: reads simulator.mode",
-                                                                   "line 2: compares mode"]),
-    ("levels = getattr(cfg.agent, 'base_levels')", ["line 1: getattr base_levels"]),
-    ("match mode:\n    case 'off':\n        pass", ["line 1: matches mode"]),
-    ("x = s.simulator.seed_sampling == 'alpha'", ["line 1: reads .seed_sampling"]),
-    ("fresh, batch_of, gens = plan.tasks.fresh(step)\nn = cfg.agent.replay_tasks", []),
-])
+@pytest.mark.parametrize(
+    "snippet, want",
+    [
+        ("n = cfg.agent.base_pool", ["line 1: reads .base_pool"]),
+        ("if cfg.simulator.mode == 'off':\n    pass", ["line 1: reads simulator.mode", "line 1: compares mode"]),
+        (
+            "mode = cfg.simulator.mode\nok = mode in ('off', 'static')",
+            ["line 1: reads simulator.mode", "line 2: compares mode"],
+        ),
+        ("levels = getattr(cfg.agent, 'base_levels')", ["line 1: getattr base_levels"]),
+        ("match mode:\n    case 'off':\n        pass", ["line 1: matches mode"]),
+        ("x = s.simulator.seed_sampling == 'alpha'", ["line 1: reads .seed_sampling"]),
+        ("fresh, batch_of, gens = plan.tasks.fresh(step)\nn = cfg.agent.replay_tasks", []),
+    ],
+)
 def test_the_rule_catches_a_study_branch(snippet, want):
     assert sorted(study_branches(snippet)) == sorted(want)
 
@@ -101,12 +116,20 @@ def test_trained_is_the_only_task_source_that_trains_the_simulator():
 
 
 def test_study_variants_live_under_experiments():
-    for kind, names in {"tasks": ["sampler"], "seeds": ["alpha"], "replay": ["train_subset", "unseen"],
-                        "note": ["steer", "fixed_line"]}.items():
+    for kind, names in {
+        "tasks": ["sampler"],
+        "seeds": ["alpha"],
+        "replay": ["train_subset", "unseen"],
+        "note": ["steer", "fixed_line"],
+    }.items():
         for name in names:
             assert get(kind, name).__module__ == "genenv_engine.experiments.strategies", (kind, name)
-    for kind, names in {"tasks": ["trained", "frozen", "static", "off"], "seeds": ["uniform"], "replay": ["train"],
-                        "note": ["none", "success_line"]}.items():
+    for kind, names in {
+        "tasks": ["trained", "frozen", "static", "off"],
+        "seeds": ["uniform"],
+        "replay": ["train"],
+        "note": ["none", "success_line"],
+    }.items():
         for name in names:
             assert get(kind, name).__module__ == "genenv_engine.method.strategies", (kind, name)
 
@@ -120,21 +143,33 @@ def test_the_core_modules_do_not_import_the_study_code():
 
 
 def test_the_study_module_is_loaded_only_when_a_config_names_a_study_variant():
-    code = ("import sys; from genenv_engine.config import load_config; "
-            "from genenv_engine.method.strategies import resolve; "
-            "resolve(load_config('tiny')); print('genenv_engine.experiments.strategies' in sys.modules); "
-            "resolve(load_config('tiny', overrides={'simulator.seed_sampling': 'alpha'})); "
-            "print('genenv_engine.experiments.strategies' in sys.modules)")
+    code = (
+        "import sys; from genenv_engine.config import load_config; "
+        "from genenv_engine.method.strategies import resolve; "
+        "resolve(load_config('tiny')); print('genenv_engine.experiments.strategies' in sys.modules); "
+        "resolve(load_config('tiny', overrides={'simulator.seed_sampling': 'alpha'})); "
+        "print('genenv_engine.experiments.strategies' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
 
 
 EXPERIMENTAL_SETTINGS = (
-    "curriculum.filter", "curriculum.alpha_by_benchmark",
-    "simulator.seed_levels", "simulator.seed_sampling", "simulator.seed_beta", "simulator.success_note",
-    "simulator.steer", "simulator.steer_hold", "simulator.steer_relabel",
-    "agent.base_levels", "agent.base_source", "agent.unseen_tasks", "agent.base_pool",
-    "curriculum.sampler", "warm_start.agent_levels",
+    "curriculum.filter",
+    "curriculum.alpha_by_benchmark",
+    "simulator.seed_levels",
+    "simulator.seed_sampling",
+    "simulator.seed_beta",
+    "simulator.success_note",
+    "simulator.steer",
+    "simulator.steer_hold",
+    "simulator.steer_relabel",
+    "agent.base_levels",
+    "agent.base_source",
+    "agent.unseen_tasks",
+    "agent.base_pool",
+    "curriculum.sampler",
+    "warm_start.agent_levels",
 )
 """The study settings when the strategies took them out of the core: each stays experimental or is renamed."""
 

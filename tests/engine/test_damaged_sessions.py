@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.interfaces import cli
 from genenv_engine.config import load_config
+from genenv_engine.interfaces import cli
 from genenv_engine.method.loop import run
-from genenv_engine.training.roles import CheckpointError, load_roles
 from genenv_engine.storage.session import Session, SessionError, verify_checkpoint, write_manifest
 from genenv_engine.testing import scripted_backends
+from genenv_engine.training.roles import CheckpointError, load_roles
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +46,11 @@ def snapshot(folder: Path) -> dict[str, str]:
 
     SQLite's shared-memory index and an empty WAL, which any reader of a WAL database creates, are left out.
     """
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.endswith("-shm")
-            and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.endswith("-shm") and not (p.name.endswith("-wal") and p.stat().st_size == 0)
+    }
 
 
 def fails_cleanly(capsys, argv: list[str], folder: Path, *needles: str) -> str:
@@ -88,8 +90,10 @@ def test_newer_schema_version(copy, capsys):
     print(fails_cleanly(capsys, ["resume", str(copy), "--quiet"], copy, "genenv.db", "newer genenv", "upgrade"))
     with sqlite3.connect(copy / "genenv.db") as conn:
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-        conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
-                     "VALUES ('genenv.store', 'm099_future', '2030-01-01')")
+        conn.execute(
+            "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+            "VALUES ('genenv.store', 'm099_future', '2030-01-01')"
+        )
     conn.close()
     print(fails_cleanly(capsys, ["resume", str(copy), "--quiet"], copy, "m099_future"))
 
@@ -97,32 +101,53 @@ def test_newer_schema_version(copy, capsys):
 def test_session_path_that_is_a_file(tmp_path, capsys):
     path = tmp_path / "afile"
     path.write_text("x")
-    print(fails_cleanly(capsys, ["run", "--preset", "micro", "--session", str(path), "--quiet"], tmp_path,
-                        str(path), "is a file"))
+    print(
+        fails_cleanly(
+            capsys, ["run", "--preset", "micro", "--session", str(path), "--quiet"], tmp_path, str(path), "is a file"
+        )
+    )
     print(fails_cleanly(capsys, ["resume", str(path)], tmp_path, str(path), "is a file"))
     inside = path / "sub"
-    print(fails_cleanly(capsys, ["run", "--preset", "micro", "--session", str(inside), "--quiet"], tmp_path,
-                        str(inside)))
+    print(
+        fails_cleanly(capsys, ["run", "--preset", "micro", "--session", str(inside), "--quiet"], tmp_path, str(inside))
+    )
     assert path.read_text() == "x"
 
 
 def test_resume_epochs_below_what_is_done(copy, capsys):
-    print(fails_cleanly(capsys, ["resume", str(copy), "--epochs", "1"], copy, str(copy), "finished epoch 2",
-                        "--epochs 2 or more"))
+    print(
+        fails_cleanly(
+            capsys, ["resume", str(copy), "--epochs", "1"], copy, str(copy), "finished epoch 2", "--epochs 2 or more"
+        )
+    )
 
 
 def test_no_complete_checkpoint_left(copy, capsys):
     for epoch in (0, 1, 2):
         (copy / "checkpoints" / f"epoch_{epoch:03d}" / "agent" / "model.safetensors").unlink()
-    print(fails_cleanly(capsys, ["resume", str(copy), "--epochs", "3", "--quiet"], copy,
-                        "no complete checkpoint", "epoch_002: missing agent/model.safetensors", "new session"))
+    print(
+        fails_cleanly(
+            capsys,
+            ["resume", str(copy), "--epochs", "3", "--quiet"],
+            copy,
+            "no complete checkpoint",
+            "epoch_002: missing agent/model.safetensors",
+            "new session",
+        )
+    )
 
 
 def test_base_checkpoint_damaged_means_no_fallback(copy, capsys):
     (copy / "checkpoints" / "epoch_002" / "COMPLETE").unlink()
     (copy / "checkpoints" / "epoch_000" / "simulator_optimizer.pt").write_bytes(b"")
-    print(fails_cleanly(capsys, ["resume", str(copy), "--epochs", "3", "--quiet"], copy,
-                        "epoch_000: simulator_optimizer.pt has 0 bytes"))
+    print(
+        fails_cleanly(
+            capsys,
+            ["resume", str(copy), "--epochs", "3", "--quiet"],
+            copy,
+            "epoch_000: simulator_optimizer.pt has 0 bytes",
+        )
+    )
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncated", "no_marker"])

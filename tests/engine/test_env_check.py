@@ -20,14 +20,14 @@ import pytest
 
 import genenv_engine
 import genenv_engine.environments as environments
+from genenv_engine.core.errors import ConfigError
 from genenv_engine.interfaces.cli import main
 from genenv_engine.interfaces.conformance import CONTRACTS, check_environment
-from genenv_engine.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "countdown"
 
-BROKEN = '''
+BROKEN = """
 import random
 
 from countdown_env import Countdown, solve
@@ -138,13 +138,15 @@ class LongPrefix(Countdown):
     def warm_start_prefixes(self):
         task = self.unseen_tasks(1)[0]
         return [(task, task.answer)]
-'''
+"""
 
 CASES = {
     "NeedsMore": ("construct", "TypeError"),
     "Drifting": ("splits_deterministic", "two builds with seed 0 give different splits"),
-    "Overlapping": ("splits_disjoint",
-                    "task overlapping/train/00000 has the prompt or id of overlapping/heldout/99999"),
+    "Overlapping": (
+        "splits_disjoint",
+        "task overlapping/train/00000 has the prompt or id of overlapping/heldout/99999",
+    ),
     "WrongGold": ("gold_passes", "92 of 92 golds fail the checker (wrong_gold/seed/00000: number_not_given)"),
     "AcceptsAll": ("corrupted_fails", "tasks accept both an empty answer and another task's gold"),
     "ChecksBool": ("gold_passes", "check returned bool, not CheckResult (task checks_bool/seed/00000)"),
@@ -188,7 +190,8 @@ def test_a_contract_that_does_not_finish_in_time_fails(broken):
     report = check_environment("broken_envs:EndlessSibling", cross_process=False, limit=1)
     loop = BROKEN.splitlines().index("        while True:") + 1  # the line the time ran out on
     assert [failure.line for failure in report.failures] == [
-        f"siblings: did not finish in 1 s: in sibling at broken_envs.py:{loop}"]
+        f"siblings: did not finish in 1 s: in sibling at broken_envs.py:{loop}"
+    ]
     assert "warm_start" in report.skipped  # the contracts after it still ran
 
 
@@ -203,7 +206,8 @@ def test_env_check_prints_one_line_per_failed_contract_and_exits_1(broken, capsy
     out = capsys.readouterr().out.splitlines()
     assert [line for line in out if line.startswith("FAIL")] == [
         "FAIL siblings: sibling copies_source/sib/00000 copies its source copies_source/seed/00006 or does not name it "
-        "as parent"]
+        "as parent"
+    ]
     assert out[-1].startswith("copies_source: 1 of 8 contracts broken; check ") and "ms/call" in out[-1]
     assert main(["env", "check", "nope_module:Nope"]) == 2
     assert "is not importable here" in capsys.readouterr().err
@@ -226,24 +230,60 @@ def test_env_new_writes_a_package_that_installs_checks_tests_and_runs(tmp_path, 
     package = tmp_path / "pkg"
     assert main(["env", "new", "word_sums", "--out", str(package)]) == 0
     assert sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()) == [
-        "pyproject.toml", "tests/test_word_sums_env.py", "word_sums_env.py"]
+        "pyproject.toml",
+        "tests/test_word_sums_env.py",
+        "word_sums_env.py",
+    ]
     assert 'word_sums = "word_sums_env:WordSums"' in (package / "pyproject.toml").read_text()
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target",
-                    str(site), str(package)], check=True, env={**os.environ, "PIP_NO_INDEX": "1"})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(package),
+        ],
+        check=True,
+        env={**os.environ, "PIP_NO_INDEX": "1"},
+    )
     monkeypatch.syspath_prepend(str(site))
     try:
         capsys.readouterr()
         assert main(["env", "check", "word_sums"]) == 0  # found by its entry point
         out = capsys.readouterr().out
         assert "FAIL" not in out and "word_sums: 0 of 8 contracts broken" in out
-        tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=package,
-                               capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+        tests = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            cwd=package,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
         assert tests.returncode == 0 and "2 passed" in tests.stdout, tests.stdout + tests.stderr
         session = tmp_path / "s"
-        assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
-                     "--benchmarks", "word_sums"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--preset",
+                    "micro",
+                    "--session",
+                    str(session),
+                    "--epochs",
+                    "1",
+                    "--quiet",
+                    "--benchmarks",
+                    "word_sums",
+                ]
+            )
+            == 0
+        )
         assert "done: 1 epochs" in capsys.readouterr().out
     finally:
         sys.modules.pop("word_sums_env", None)
@@ -282,8 +322,14 @@ def _third_party(folder: Path) -> Path:
         for entry in Path(site).iterdir():
             metadata = entry.suffix in (".dist-info", ".egg-info")
             dist = entry.name.split("-")[0].lower().replace(".", "_") if metadata else ""
-            if (entry.name in ours or dist in ours or entry.name.startswith("__editable__") or entry.suffix == ".pth"
-                    or entry.suffix == ".egg-link" or (folder / entry.name).exists()):
+            if (
+                entry.name in ours
+                or dist in ours
+                or entry.name.startswith("__editable__")
+                or entry.suffix == ".pth"
+                or entry.suffix == ".egg-link"
+                or (folder / entry.name).exists()
+            ):
                 continue
             (folder / entry.name).symlink_to(entry)
     return folder
@@ -299,8 +345,23 @@ def test_the_scaffold_installs_this_distribution_into_a_fresh_venv_with_no_index
     for package in ("genenv_engine", "genenv_console"):
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(wheels), str(source)], check=True, env=env, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     assert [w.name.split("-")[0] for w in wheels.glob("*.whl")] == [genenv_engine.DISTRIBUTION.replace("-", "_")]
     package = tmp_path / "pkg"
     assert main(["env", "new", "word_sums", "--out", str(package)]) == 0
@@ -308,34 +369,68 @@ def test_the_scaffold_installs_this_distribution_into_a_fresh_venv_with_no_index
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, env=env, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (site / "_third_party.pth").write_text(f"{_third_party(tmp_path / 'third_party')}\n")
-    install = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--find-links", str(wheels),
-                              "--no-build-isolation", str(package)], env=env, capture_output=True, text=True)
+    install = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--find-links",
+            str(wheels),
+            "--no-build-isolation",
+            str(package),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
-    probe = ("import importlib.metadata as md, json\n"
-             "def version(name):\n"
-             "    try:\n"
-             "        return md.version(name)\n"
-             "    except md.PackageNotFoundError:\n"
-             "        return None\n"
-             f"ours = md.distribution({genenv_engine.DISTRIBUTION!r})\n"
-             "print(json.dumps({'name': ours.metadata['Name'], 'version': ours.version,"
-             " 'at': str(ours.locate_file('')), 'genenv': version('genenv'),"
-             " 'plugin': md.distribution('word-sums-env').requires}))")
-    found = json.loads(subprocess.run([str(python), "-c", probe], check=True, env=env, capture_output=True,
-                                      text=True, cwd=tmp_path).stdout)
-    assert found == {"name": genenv_engine.DISTRIBUTION, "version": genenv_engine.__version__, "at": str(site),
-                     "genenv": None, "plugin": [genenv_engine.DISTRIBUTION]}
-    listed = subprocess.run([str(python), "-m", "pip", "list"], check=True, env=env, capture_output=True,
-                            text=True).stdout.splitlines()
+    probe = (
+        "import importlib.metadata as md, json\n"
+        "def version(name):\n"
+        "    try:\n"
+        "        return md.version(name)\n"
+        "    except md.PackageNotFoundError:\n"
+        "        return None\n"
+        f"ours = md.distribution({genenv_engine.DISTRIBUTION!r})\n"
+        "print(json.dumps({'name': ours.metadata['Name'], 'version': ours.version,"
+        " 'at': str(ours.locate_file('')), 'genenv': version('genenv'),"
+        " 'plugin': md.distribution('word-sums-env').requires}))"
+    )
+    found = json.loads(
+        subprocess.run(
+            [str(python), "-c", probe], check=True, env=env, capture_output=True, text=True, cwd=tmp_path
+        ).stdout
+    )
+    assert found == {
+        "name": genenv_engine.DISTRIBUTION,
+        "version": genenv_engine.__version__,
+        "at": str(site),
+        "genenv": None,
+        "plugin": [genenv_engine.DISTRIBUTION],
+    }
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list"], check=True, env=env, capture_output=True, text=True
+    ).stdout.splitlines()
     assert [line.split() for line in listed if line.split()[:1] == ["genenv"]] == []  # no genenv 1.0.2, nor any
     assert [genenv_engine.DISTRIBUTION, genenv_engine.__version__] in [line.split()[:2] for line in listed]
     # the venv's `genenv` command is ours: its help lists our subcommands, and --version names the distribution
-    help_text = subprocess.run([str(venv / "bin" / "genenv"), "--help"], check=True, env=env, capture_output=True,
-                               text=True, cwd=tmp_path).stdout
+    help_text = subprocess.run(
+        [str(venv / "bin" / "genenv"), "--help"], check=True, env=env, capture_output=True, text=True, cwd=tmp_path
+    ).stdout
     assert "usage: genenv" in help_text and all(sub in help_text for sub in ("run", "resume", "env", "bench"))
-    version = subprocess.run([str(venv / "bin" / "genenv"), "--version"], check=True, env=env, capture_output=True,
-                             text=True, cwd=tmp_path).stdout
+    version = subprocess.run(
+        [str(venv / "bin" / "genenv"), "--version"], check=True, env=env, capture_output=True, text=True, cwd=tmp_path
+    ).stdout
     assert version.startswith(f"{genenv_engine.DISTRIBUTION} {genenv_engine.__version__} (genenv_engine in {site}")

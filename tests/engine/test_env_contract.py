@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from genenv_engine.core.records import Task
 from genenv_engine.environments.alfworld import AlfworldMini
 from genenv_engine.environments.apibank import ApiBankMini
 from genenv_engine.environments.bamboogle import BamboogleMini
 from genenv_engine.environments.base import SEP, LadderEnvironment, SplitSizes
 from genenv_engine.environments.bfcl import BfclMini
 from genenv_engine.environments.travelplanner import TravelPlannerMini
-from genenv_engine.core.records import Task
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,29 @@ class Case:
 
 
 CASES = {
-    "bfcl": Case(BfclMini, SplitSizes(seed=30, train=120, heldout=40), "bfcl_ast", 40,
-                 lambda t: t.expected["calls"][0]["name"]),
-    "apibank": Case(ApiBankMini, SplitSizes(seed=30, train=120, heldout=40), "apibank_exec", 40,
-                    lambda t: t.difficulty["features"]["target"]),
-    "alfworld": Case(AlfworldMini, SplitSizes(seed=24, train=80, heldout=40), "step_match", 30,
-                     lambda t: t.expected["task_type"]),
-    "bamboogle": Case(BamboogleMini, SplitSizes(seed=30, train=120, heldout=40), "qa_em_f1", 40,
-                      lambda t: t.difficulty["features"]["action"]),
-    "travelplanner": Case(TravelPlannerMini, SplitSizes(seed=24, train=80, heldout=40), "tp_constraints", 16,
-                          lambda t: t.prompt[0]),  # the origin city
+    "bfcl": Case(
+        BfclMini, SplitSizes(seed=30, train=120, heldout=40), "bfcl_ast", 40, lambda t: t.expected["calls"][0]["name"]
+    ),
+    "apibank": Case(
+        ApiBankMini,
+        SplitSizes(seed=30, train=120, heldout=40),
+        "apibank_exec",
+        40,
+        lambda t: t.difficulty["features"]["target"],
+    ),
+    "alfworld": Case(
+        AlfworldMini, SplitSizes(seed=24, train=80, heldout=40), "step_match", 30, lambda t: t.expected["task_type"]
+    ),
+    "bamboogle": Case(
+        BamboogleMini,
+        SplitSizes(seed=30, train=120, heldout=40),
+        "qa_em_f1",
+        40,
+        lambda t: t.difficulty["features"]["action"],
+    ),
+    "travelplanner": Case(
+        TravelPlannerMini, SplitSizes(seed=24, train=80, heldout=40), "tp_constraints", 16, lambda t: t.prompt[0]
+    ),  # the origin city
 }
 
 
@@ -62,10 +75,14 @@ def prompts_of(env: LadderEnvironment) -> dict[str, list[str]]:
 
 # ---------------------------------------------------------------- splits
 
+
 def test_splits_sizes_levels_and_ids(env, case):
     splits = env.splits()
     assert {k: len(v) for k, v in splits.items()} == {
-        "seed": case.sizes.seed, "train": case.sizes.train, "heldout": case.sizes.heldout}
+        "seed": case.sizes.seed,
+        "train": case.sizes.train,
+        "heldout": case.sizes.heldout,
+    }
     for name in ("train", "heldout"):
         counts = [sum(t.level == lv for t in splits[name]) for lv in (1, 2, 3, 4)]
         assert counts == [len(splits[name]) // 4] * 4
@@ -73,8 +90,10 @@ def test_splits_sizes_levels_and_ids(env, case):
     assert splits["train"][42].id == f"{env.name}/train/00042"
     for name, tasks in splits.items():
         assert [t.id for t in tasks] == [f"{env.name}/{name}/{i:05d}" for i in range(len(tasks))]
-        assert all((t.benchmark, t.split, t.origin, t.checker, t.granularity) ==
-                   (env.name, name, "seed", case.checker, "step") for t in tasks)
+        assert all(
+            (t.benchmark, t.split, t.origin, t.checker, t.granularity) == (env.name, name, "seed", case.checker, "step")
+            for t in tasks
+        )
 
 
 def test_splits_deterministic_and_seeded(env, case):
@@ -96,14 +115,18 @@ def test_every_gold_passes_and_revalidates(env, golds_revalidate):
 
 
 def test_describe_and_bucket(env, case):
-    assert env.describe() == {"name": env.name, "granularity": "step", "source": "built-in mini",
-                              "sizes": {"heldout": case.sizes.heldout, "train": case.sizes.train,
-                                        "seed": case.sizes.seed}}
+    assert env.describe() == {
+        "name": env.name,
+        "granularity": "step",
+        "source": "built-in mini",
+        "sizes": {"heldout": case.sizes.heldout, "train": case.sizes.train, "seed": case.sizes.seed},
+    }
     task = env.splits()["train"][0]
     assert env.bucket(task) == f"L{task.level}"
 
 
 # ---------------------------------------------------------------- validator guards
+
 
 def test_validator_rejects_copy_of_parent(env):
     parent = env.splits()["seed"][3]
@@ -125,14 +148,20 @@ def test_validator_through_simulator_text(env):
 
 def test_validator_labels_generated_tasks(env):
     parent, task = env.splits()["seed"][0], env.splits()["train"][7]
-    verdict = env.validate(task.prompt, task.answer, task_id="gen/e1/0001", parent=parent, epoch=1,
-                           generator="sim@e1")
+    verdict = env.validate(task.prompt, task.answer, task_id="gen/e1/0001", parent=parent, epoch=1, generator="sim@e1")
     assert verdict.ok and verdict.reason == ""
-    assert (verdict.task.id, verdict.task.split, verdict.task.origin, verdict.task.parent_id, verdict.task.epoch,
-            verdict.task.generator) == ("gen/e1/0001", "generated", "generated", parent.id, 1, "sim@e1")
+    assert (
+        verdict.task.id,
+        verdict.task.split,
+        verdict.task.origin,
+        verdict.task.parent_id,
+        verdict.task.epoch,
+        verdict.task.generator,
+    ) == ("gen/e1/0001", "generated", "generated", parent.id, 1, "sim@e1")
 
 
 # ---------------------------------------------------------------- siblings
+
 
 def test_sibling_pairs(env, case):
     n = case.n_siblings
@@ -161,6 +190,7 @@ def test_sibling_pairs_need_a_source(env):
 
 
 # ---------------------------------------------------------------- genenv env check
+
 
 def test_genenv_env_check_passes(case, env):
     from genenv_engine.interfaces.conformance import check_environment

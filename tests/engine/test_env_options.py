@@ -4,7 +4,6 @@ class does not accept, or any option on a built-in, fails with one line."""
 
 from __future__ import annotations
 
-
 import pytest
 
 import genenv_engine.environments as environments
@@ -57,8 +56,10 @@ def test_an_unknown_option_is_one_line_naming_benchmark_option_and_accepted(capp
     environments.resolve_benchmarks(["capped_envs:Capped"], {})
     with pytest.raises(ConfigError) as err:
         environments.get_environment("capped", 0, options={"max_coef": 9})
-    assert str(err.value) == ("config error in 'environments_options.capped.max_coef': benchmark 'capped' "
-                              "(capped_envs.Capped) takes no option 'max_coef'; it accepts: max_target")
+    assert str(err.value) == (
+        "config error in 'environments_options.capped.max_coef': benchmark 'capped' "
+        "(capped_envs.Capped) takes no option 'max_coef'; it accepts: max_target"
+    )
     with pytest.raises(ConfigError, match="'seed' is set by genenv"):
         environments.get_environment("capped", 0, options={"seed": 3})
 
@@ -67,8 +68,9 @@ def test_options_join_the_warm_start_cache_key(capped):
     from genenv_engine.training.warmstart.cache import cache_key
 
     plain = load_config("micro", overrides={"benchmarks": ["capped_envs:Capped"]})
-    with_options = load_config("micro", overrides={"benchmarks": ["capped_envs:Capped"],
-                                                   "environments_options.capped.max_target": 100})
+    with_options = load_config(
+        "micro", overrides={"benchmarks": ["capped_envs:Capped"], "environments_options.capped.max_target": 100}
+    )
     assert with_options.environments_options == {"capped": {"max_target": 100}}
     assert cache_key(plain) != cache_key(with_options)
     assert cache_key(load_config("micro")) == cache_key(load_config("micro", overrides={"environments_options": {}}))
@@ -77,8 +79,10 @@ def test_options_join_the_warm_start_cache_key(capped):
 def test_options_on_a_builtin_or_a_benchmark_not_run_are_refused():
     with pytest.raises(ConfigError) as err:
         load_config("micro", overrides={"benchmarks": ["bfcl"], "environments_options.bfcl.level": 2})
-    assert str(err.value) == ("config error in 'environments_options.bfcl': 'bfcl' is a built-in benchmark, which "
-                              "takes no options; options are for plugin environments")
+    assert str(err.value) == (
+        "config error in 'environments_options.bfcl': 'bfcl' is a built-in benchmark, which "
+        "takes no options; options are for plugin environments"
+    )
     with pytest.raises(ConfigError, match="unknown benchmark 'lineq'; options go to a plugin benchmark the run"):
         load_config("micro", overrides={"environments_options.lineq.max_coef": 9})
     with pytest.raises(ConfigError, match="must be a table of tables"):
@@ -89,8 +93,25 @@ def test_a_run_records_its_options_and_resume_rebuilds_with_them(capped, tmp_pat
     from genenv_engine.interfaces.cli import main
 
     session = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
-                 "--benchmarks", "capped_envs:Capped", "--set", "environments_options.capped.max_target=100"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(session),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--benchmarks",
+                "capped_envs:Capped",
+                "--set",
+                "environments_options.capped.max_target=100",
+            ]
+        )
+        == 0
+    )
     assert "max_target = 100" in (session / "config.toml").read_text()
     config = config_from_file(session / "config.toml")
     assert config.environments_options == {"capped": {"max_target": 100}}
@@ -108,20 +129,52 @@ def test_a_run_records_its_options_and_resume_rebuilds_with_them(capped, tmp_pat
 def test_a_run_with_an_unknown_option_exits_2_with_one_line(capped, tmp_path, capsys):
     from genenv_engine.interfaces.cli import main
 
-    code = main(["run", "--preset", "micro", "--session", str(tmp_path / "s"), "--epochs", "1", "--quiet",
-                 "--benchmarks", "capped_envs:Capped", "--set", "environments_options.capped.max_coef=9"])
+    code = main(
+        [
+            "run",
+            "--preset",
+            "micro",
+            "--session",
+            str(tmp_path / "s"),
+            "--epochs",
+            "1",
+            "--quiet",
+            "--benchmarks",
+            "capped_envs:Capped",
+            "--set",
+            "environments_options.capped.max_coef=9",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0] == ("genenv: config error in 'environments_options.capped.max_coef': benchmark 'capped' "
-                      "(capped_envs.Capped) takes no option 'max_coef'; it accepts: max_target")
+    assert err[0] == (
+        "genenv: config error in 'environments_options.capped.max_coef': benchmark 'capped' "
+        "(capped_envs.Capped) takes no option 'max_coef'; it accepts: max_target"
+    )
     assert not (tmp_path / "s" / "config.toml").exists()
 
 
 def test_options_on_a_builtin_in_a_run_exit_2_with_one_line(tmp_path, capsys):
     from genenv_engine.interfaces.cli import main
 
-    code = main(["run", "--preset", "micro", "--session", str(tmp_path / "s"), "--epochs", "1", "--quiet",
-                 "--benchmarks", "bfcl", "--set", "environments_options.bfcl.level=2"])
+    code = main(
+        [
+            "run",
+            "--preset",
+            "micro",
+            "--session",
+            str(tmp_path / "s"),
+            "--epochs",
+            "1",
+            "--quiet",
+            "--benchmarks",
+            "bfcl",
+            "--set",
+            "environments_options.bfcl.level=2",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err == ["genenv: config error in 'environments_options.bfcl': 'bfcl' is a built-in "
-                                 "benchmark, which takes no options; options are for plugin environments"]
+    assert code == 2 and err == [
+        "genenv: config error in 'environments_options.bfcl': 'bfcl' is a built-in "
+        "benchmark, which takes no options; options are for plugin environments"
+    ]

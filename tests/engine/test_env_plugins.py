@@ -17,8 +17,8 @@ import pytest
 
 import genenv_engine.environments as environments
 from genenv_engine.config import RunConfig, config_from_file, load_config, saved_config
-from genenv_engine.environments import Source, resolve_benchmarks
 from genenv_engine.core.errors import ConfigError
+from genenv_engine.environments import Source, resolve_benchmarks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "countdown"
@@ -54,13 +54,19 @@ def _dist(tmp_path: Path, name: str = "countdown", value: str = "countdown_env:C
 
 def test_the_api_is_importable_from_the_package():
     from genenv_engine import environments as api
-    from genenv_engine.environments import base
     from genenv_engine.core.records import CheckResult, Task, Validation
+    from genenv_engine.environments import base
 
     assert (api.Environment, api.LadderEnvironment) == (base.Environment, base.LadderEnvironment)
     assert (api.Task, api.CheckResult, api.Validation) == (Task, CheckResult, Validation)
-    assert api.API_VERSION == 1 and set(api.__all__) >= {"Environment", "LadderEnvironment", "Task", "CheckResult",
-                                                          "Validation", "API_VERSION"}
+    assert api.API_VERSION == 1 and set(api.__all__) >= {
+        "Environment",
+        "LadderEnvironment",
+        "Task",
+        "CheckResult",
+        "Validation",
+        "API_VERSION",
+    }
     assert {"draft", "sibling"} <= api.LadderEnvironment.__abstractmethods__
 
 
@@ -79,22 +85,26 @@ def test_builtin_names_resolve_to_themselves_and_record_nothing():
 
 
 def test_a_module_class_spelling_becomes_the_class_name_and_is_recorded(plugin):
-    config = load_config("micro", overrides={"benchmarks": ["countdown_env:Countdown"],
-                                             "curriculum.alpha_by_benchmark.countdown": 0.4})
+    config = load_config(
+        "micro", overrides={"benchmarks": ["countdown_env:Countdown"], "curriculum.alpha_by_benchmark.countdown": 0.4}
+    )
     assert config.benchmarks == ("countdown",)
     assert config.environments == {"countdown": "module countdown_env:Countdown"}
     assert config.curriculum.alpha_for("countdown") == 0.4
     assert environments.get_environment("countdown", 0).name == "countdown"
 
 
-@pytest.mark.parametrize("spelling, line", [
-    ("rg:acre", "rg:acre: the reasoning-gym dataset has no curriculum"),
-    ("rg.envs:Countdown", "a module named 'rg' is refused"),
-    ("no_such_module:Env", "no_such_module:Env is not importable here (No module named 'no_such_module')"),
-    ("genenv_engine.core.records:Task", "is not a genenv_engine.environments.Environment subclass"),
-    ("genenv_engine.environments:LadderEnvironment", "does not write check, draft, sibling, validate"),
-    ("nope", "unknown benchmark 'nope'; known: bfcl,"),
-])
+@pytest.mark.parametrize(
+    "spelling, line",
+    [
+        ("rg:acre", "rg:acre: the reasoning-gym dataset has no curriculum"),
+        ("rg.envs:Countdown", "a module named 'rg' is refused"),
+        ("no_such_module:Env", "no_such_module:Env is not importable here (No module named 'no_such_module')"),
+        ("genenv_engine.core.records:Task", "is not a genenv_engine.environments.Environment subclass"),
+        ("genenv_engine.environments:LadderEnvironment", "does not write check, draft, sibling, validate"),
+        ("nope", "unknown benchmark 'nope'; known: bfcl,"),
+    ],
+)
 def test_a_bad_spelling_is_one_config_error_line(spelling, line):
     with pytest.raises(ConfigError) as err:
         resolve_benchmarks([spelling], {})
@@ -111,8 +121,11 @@ def test_a_class_must_have_a_usable_name_and_api(plugin, monkeypatch):
     class Later(plugin.Countdown):
         api_version = environments.API_VERSION + 1
 
-    for cls, words in ((Clash, "a built-in benchmark's name"), (Dotted, "lowercase letters"),
-                       (Later, f"needs environment API {environments.API_VERSION + 1}")):
+    for cls, words in (
+        (Clash, "a built-in benchmark's name"),
+        (Dotted, "lowercase letters"),
+        (Later, f"needs environment API {environments.API_VERSION + 1}"),
+    ):
         monkeypatch.setattr(plugin, cls.__name__, cls, raising=False)
         with pytest.raises(ConfigError, match=re.escape(words)):
             resolve_benchmarks([f"countdown_env:{cls.__name__}"], {})
@@ -123,8 +136,9 @@ def test_an_entry_point_is_found_by_name_with_its_package(plugin, tmp_path, monk
     names, found = resolve_benchmarks(["countdown"], {})
     assert names == ("countdown",)
     assert found == {"countdown": "entry point countdown_env:Countdown from countdown-env-pkg 0.1.0"}
-    assert Source.parse(found["countdown"]) == Source("entry point", "countdown_env:Countdown", "countdown-env-pkg",
-                                                      "0.1.0")
+    assert Source.parse(found["countdown"]) == Source(
+        "entry point", "countdown_env:Countdown", "countdown-env-pkg", "0.1.0"
+    )
 
 
 def test_genenv_benchmarks_lists_an_installed_entry_point(plugin, tmp_path, monkeypatch, capsys):
@@ -134,20 +148,42 @@ def test_genenv_benchmarks_lists_an_installed_entry_point(plugin, tmp_path, monk
     monkeypatch.setattr(environments, "BENCHMARKS", {})  # the built-ins alone take seconds to build
     assert main(["benchmarks", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows == [{"name": "countdown", "granularity": "step", "source": "countdown example",
-                     "sizes": {"heldout": 400, "train": 2000, "seed": 200}}]
+    assert rows == [
+        {
+            "name": "countdown",
+            "granularity": "step",
+            "source": "countdown example",
+            "sizes": {"heldout": 400, "train": 2000, "seed": 200},
+        }
+    ]
 
 
 def test_the_example_installs_as_a_package_its_entry_point_names(tmp_path, monkeypatch):
     source = tmp_path / "countdown"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target",
-                    str(tmp_path / "site"), str(source)], check=True, env={**os.environ, "PIP_NO_INDEX": "1"})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            "--target",
+            str(tmp_path / "site"),
+            str(source),
+        ],
+        check=True,
+        env={**os.environ, "PIP_NO_INDEX": "1"},
+    )
     _absent(monkeypatch)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     try:
         assert resolve_benchmarks(["countdown"], {}) == (
-            ("countdown",), {"countdown": "entry point countdown_env:Countdown from countdown-env 0.1.0"})
+            ("countdown",),
+            {"countdown": "entry point countdown_env:Countdown from countdown-env 0.1.0"},
+        )
         assert environments.environment_class("countdown").__module__ == "countdown_env"
     finally:
         sys.modules.pop("countdown_env", None)
@@ -169,7 +205,8 @@ def test_a_recorded_source_reads_without_the_plugin_and_loading_it_names_what_is
     assert str(err.value) == (
         "config error in 'benchmarks': benchmark 'countdown' comes from entry point countdown_env:Countdown of group "
         "genenv.environments (package countdown-env-pkg 0.1.0), which is not importable here (No module named "
-        "'countdown_env'); install countdown-env-pkg")
+        "'countdown_env'); install countdown-env-pkg"
+    )
     with pytest.raises(ConfigError, match="environments.countdown"):
         RunConfig(benchmarks=("countdown",), environments={"countdown": "somewhere"})
 
@@ -211,8 +248,13 @@ def test_countdown_keeps_the_contract(plugin, monkeypatch):
         assert env.check(task, task.answer).success, task
         assert len(task.expected["numbers"]) == task.level + 1 and task.id.startswith("countdown/")
     task = splits["seed"][0]
-    for bad, kind in (("__import__('os').system('true')", "not_allowed"), ("1/0", "division_by_zero"),
-                      ("99 * 99 * 99", "number_not_given"), ("1 +", "unparsable"), ("1" * 81, "too_long")):
+    for bad, kind in (
+        ("__import__('os').system('true')", "not_allowed"),
+        ("1/0", "division_by_zero"),
+        ("99 * 99 * 99", "number_not_given"),
+        ("1 +", "unparsable"),
+        ("1" * 81, "too_long"),
+    ):
         assert env.check(task, bad).error_type == kind
     rng = random.Random(0)
     for source, sibling in env.sibling_pairs(splits["seed"], rng, 20):
@@ -235,8 +277,23 @@ def test_a_micro_run_on_a_module_class_then_read_and_refused_without_it(plugin, 
     from genenv_engine.storage.session import Session
 
     session = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
-                 "--benchmarks", "countdown_env:Countdown"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(session),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--benchmarks",
+                "countdown_env:Countdown",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     opened = Session.open(session)
     tasks = [opened.store.get_task(i) for i in sorted(opened.store.task_ids())]

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 import genenv_engine.environments as environments
-from genenv_engine.interfaces import interop
-from genenv_engine.interfaces.cli import main
 from genenv_engine.config import load_config
 from genenv_engine.environments import SplitSizes, Task, get_environment
+from genenv_engine.interfaces import interop
+from genenv_engine.interfaces.cli import main
 from genenv_engine.interfaces.interop import rewards
 from genenv_engine.interfaces.interop.rewards import REWARD_MODULE, compute_score, compute_success, reward, success
 from genenv_engine.storage.session import Session
@@ -63,9 +63,16 @@ def test_ability_says_what_each_task_asks(export_session, tmp_path):
     assert n == len(rows) == len(BENCHMARKS) * (SIZES.seed + SIZES.heldout)
     by = Counter((r["extra_info"]["benchmark"], r["ability"]) for r in rows)
     assert {b: a for b, a in by if b in ("bfcl", "apibank", "alfworld", "travelplanner")} == {
-        "bfcl": "tool_call", "apibank": "tool_call", "alfworld": "plan", "travelplanner": "plan"}
-    bamboogle = {json.loads(r["extra_info"]["expected"])["action"]: r["ability"] for r in rows
-                 if r["extra_info"]["benchmark"] == "bamboogle"}
+        "bfcl": "tool_call",
+        "apibank": "tool_call",
+        "alfworld": "plan",
+        "travelplanner": "plan",
+    }
+    bamboogle = {
+        json.loads(r["extra_info"]["expected"])["action"]: r["ability"]
+        for r in rows
+        if r["extra_info"]["benchmark"] == "bamboogle"
+    }
     assert bamboogle == {"answer": "answer", "search": "tool_call"}
     flags = {(r["extra_info"]["benchmark"], r["extra_info"]["source"], r["extra_info"]["structured"]) for r in rows}
     assert flags == {(b, "", b != "bamboogle") for b in BENCHMARKS}  # built in: no source; Bamboogle's F1 is graded
@@ -75,11 +82,17 @@ def test_verl_compute_score_gives_every_exported_gold_1_and_a_corrupted_answer_0
     path, _ = interop.export_tasks(export_session, tmp_path / "t.parquet", "parquet")
     rows = interop.read_rows(path)  # extra_info back from Parquet, as veRL hands it over
     assert len({r["data_source"] for r in rows}) == len(BENCHMARKS)
-    golds = [compute_score(r["data_source"], r["reward_model"]["ground_truth"], r["reward_model"]["ground_truth"],
-                           r["extra_info"]) for r in rows]
+    golds = [
+        compute_score(
+            r["data_source"], r["reward_model"]["ground_truth"], r["reward_model"]["ground_truth"], r["extra_info"]
+        )
+        for r in rows
+    ]
     assert golds == [1.0] * len(rows)
-    wrong = [compute_score(r["data_source"], answer, r["reward_model"]["ground_truth"], r["extra_info"])
-             for r, answer in corrupted(rows)]
+    wrong = [
+        compute_score(r["data_source"], answer, r["reward_model"]["ground_truth"], r["extra_info"])
+        for r, answer in corrupted(rows)
+    ]
     assert wrong == [0.0] * (2 * len(rows))
     with pytest.raises(ValueError, match="not a genenv task"):
         compute_score("openai/gsm8k", "4", "4", {})
@@ -99,9 +112,12 @@ def test_trl_reward_scores_string_and_chat_completions_with_the_dataset_columns(
     pairs = corrupted(rows)
     wrong = reward([answer for _, answer in pairs], **{k: [r[k] for r, _ in pairs] for k in columns})
     assert wrong == [0.0] * len(pairs)
-    mixed = reward(["4", golds[0]], data_source=["openai/gsm8k", rows[0]["data_source"]],
-                   reward_model=[{"ground_truth": "4"}, rows[0]["reward_model"]],
-                   extra_info=[{}, rows[0]["extra_info"]])
+    mixed = reward(
+        ["4", golds[0]],
+        data_source=["openai/gsm8k", rows[0]["data_source"]],
+        reward_model=[{"ground_truth": "4"}, rows[0]["reward_model"]],
+        extra_info=[{}, rows[0]["extra_info"]],
+    )
     assert mixed == [None, 1.0]  # another dataset's row is left to its own reward
 
 
@@ -115,8 +131,9 @@ def test_export_writes_reward_py_beside_the_file_and_it_scores(export_session, t
     row = interop.read_rows(path)[0]
     gold = row["reward_model"]["ground_truth"]
     assert module.compute_score(row["data_source"], gold, gold, row["extra_info"]) == 1.0
-    assert module.reward([gold], data_source=[row["data_source"]], reward_model=[row["reward_model"]],
-                         extra_info=[row["extra_info"]]) == [1.0]
+    assert module.reward(
+        [gold], data_source=[row["data_source"]], reward_model=[row["reward_model"]], extra_info=[row["extra_info"]]
+    ) == [1.0]
     file.write_text(rewards.REWARD_MARK + "\n(an earlier genenv's text)\n")
     interop.export_tasks(export_session, path)  # a second export beside its own (or an earlier) reward.py: fine
     assert file.read_text() == REWARD_MODULE
@@ -161,8 +178,17 @@ class Near(Countdown):
                            error_type=None if hit else "wrong_value")
 '''
 PLUGIN_SIZES = SplitSizes(seed=3, train=4, heldout=2)
-DRAFT = Task(id="lineq/gen/e1/0000", benchmark="lineq", prompt="numbers: 2 2 | target: 7", answer="",
-             split="generated", origin="generated", epoch=1, valid=False, reason="unreachable")
+DRAFT = Task(
+    id="lineq/gen/e1/0000",
+    benchmark="lineq",
+    prompt="numbers: 2 2 | target: 7",
+    answer="",
+    split="generated",
+    origin="generated",
+    epoch=1,
+    valid=False,
+    reason="unreachable",
+)
 """A rejected draft, stored as the loop stores one: no gold."""
 
 
@@ -197,14 +223,17 @@ def plugin_session(tmp_path_factory):
             sys.modules.pop(module, None)
 
 
-def test_a_module_class_plugins_rows_score_in_a_fresh_process_with_only_its_folder_on_the_path(plugin_session,
-                                                                                             tmp_path):
+def test_a_module_class_plugins_rows_score_in_a_fresh_process_with_only_its_folder_on_the_path(
+    plugin_session, tmp_path
+):
     session, folder = plugin_session
     path, n = interop.export_tasks(session, tmp_path / "out" / "tasks.jsonl")
     rows = interop.read_rows(path)
     assert n == len(rows) == 2 * (PLUGIN_SIZES.seed + PLUGIN_SIZES.heldout)
     assert {(r["extra_info"]["benchmark"], r["extra_info"]["source"], r["extra_info"]["structured"]) for r in rows} == {
-        ("lineq", "module lineq_env:LinEq", True), ("near", "module lineq_env:Near", False)}
+        ("lineq", "module lineq_env:LinEq", True),
+        ("near", "module lineq_env:Near", False),
+    }
     script = """
 import json, sys
 import genenv_engine.environments as environments
@@ -223,8 +252,9 @@ print(json.dumps({
 }))
 """
     env = {**os.environ, "PYTHONPATH": str(folder)}
-    done = subprocess.run([sys.executable, "-c", script], cwd=path.parent, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=path.parent, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout)
     assert got["known_before"] == []  # the fresh process's registry knew neither plugin before a row named it
@@ -249,8 +279,14 @@ def test_an_unknown_benchmark_fails_once_with_one_message_and_is_not_looked_for_
         with pytest.raises(ValueError) as err:
             compute_score("genenv/ghost", "x", "y", gone)
         messages.append(str(err.value))
-    assert messages == ["benchmark 'ghost' comes from module ghost_env_nowhere:Ghost, which is not importable here "
-                        "(No module named 'ghost_env_nowhere'); put its folder on PYTHONPATH"] * 3
+    assert (
+        messages
+        == [
+            "benchmark 'ghost' comes from module ghost_env_nowhere:Ghost, which is not importable here "
+            "(No module named 'ghost_env_nowhere'); put its folder on PYTHONPATH"
+        ]
+        * 3
+    )
     assert imports.count("ghost_env_nowhere") == 1  # the later rows fail without importing again
     with pytest.raises(ValueError, match="^benchmark 'ghost' comes from module") as err:
         reward(["x"], data_source=["genenv/ghost"], reward_model=[{"ground_truth": "y"}], extra_info=[gone])
@@ -258,8 +294,10 @@ def test_an_unknown_benchmark_fails_once_with_one_message_and_is_not_looked_for_
     nameless = {"benchmark": "phantom", "prompt": "Q"}
     before = len(lookups)
     for _ in range(2):
-        with pytest.raises(ValueError, match="^benchmark 'phantom' is not known here: install the package that "
-                                             "provides it .*records no source"):
+        with pytest.raises(
+            ValueError,
+            match="^benchmark 'phantom' is not known here: install the package that provides it .*records no source",
+        ):
             compute_score("genenv/phantom", "x", "y", nameless)
     assert len(lookups) == before + 1  # the installed entry points read once, for the first row
 
@@ -271,12 +309,15 @@ def test_a_family_not_structured_is_rewarded_by_its_checks_score_and_success_sta
     assert rows and all(r["extra_info"]["structured"] is False for r in rows)
     env = get_environment("near", 0)
     replies = [halved(r) for r in rows]
-    tasks = [rewards.task_of(r["extra_info"]["prompt"], r["reward_model"]["ground_truth"], r["extra_info"])
-             for r in rows]
-    checked = [env.check(t, reply) for t, reply in zip(tasks, replies)]
+    tasks = [
+        rewards.task_of(r["extra_info"]["prompt"], r["reward_model"]["ground_truth"], r["extra_info"]) for r in rows
+    ]
+    checked = [env.check(t, reply) for t, reply in zip(tasks, replies, strict=False)]
     assert [c.score for c in checked] == [0.5] * len(rows) and not any(c.success for c in checked)
-    args = [(r["data_source"], reply, r["reward_model"]["ground_truth"], r["extra_info"])
-            for r, reply in zip(rows, replies)]
+    args = [
+        (r["data_source"], reply, r["reward_model"]["ground_truth"], r["extra_info"])
+        for r, reply in zip(rows, replies, strict=False)
+    ]
     assert [compute_score(*a) for a in args] == [0.5] * len(rows)
     assert [compute_success(*a) for a in args] == [0.0] * len(rows)
     columns = {k: [r[k] for r in rows] for k in ("data_source", "reward_model", "extra_info")}

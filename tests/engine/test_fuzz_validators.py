@@ -6,21 +6,20 @@ replaced, pieces duplicated, separators and hostile fragments spliced in), in bo
 (``prompt => answer``) and the instruct (``TASK:``/``ANSWER:``) styles. Every output must come back
 as a stored task without an exception: rejected with a non-empty reason, or accepted with a gold
 answer that passes its own checker; every call must finish within `CALL_SECONDS`. The number of
-examples per benchmark is ``GENENV_FUZZ_EXAMPLES`` (default 150 for the suite; the run in docs/guide/benchmarks.md used 10,000);
+examples per benchmark is ``GENENV_FUZZ_EXAMPLES`` (default 150 for the suite; the run in docs/guide/benchmarks.md used
+10,000);
 hand edits get a third of it (``GENENV_FUZZ_EXAMPLES=30000`` gives 10,000 of them).
 """
 
 from __future__ import annotations
 
 import os
-import random
 import time
 
 import pytest
+from fuzz_outputs import mutated_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_outputs import mutated_outputs
 
 from genenv_engine.environments import PAPER_BENCHMARKS, get_environment
 from genenv_engine.training.simulator import parse_and_validate
@@ -33,8 +32,36 @@ Measured in CPU seconds of this process (``time.process_time``), not wall time: 
 niced test can be descheduled for seconds inside a millisecond call (the 10,000-example run on 2 busy
 cores saw 8-10 s of wall time around bamboogle and travelplanner hand-edit calls that replayed in ms)."""
 
-FRAGMENTS = [" => ", "TASK: ", "\nANSWER: ", "(", ")", "[", "]", "{", "}", "'", '"', ",", "=", "|", ":", "\\",
-             "\x00", "\x1b[2J", "\u202e", "9" * 40, "-1", "1e309", "nan", "None", "__import__('os')", "\n", ";", "$"]
+FRAGMENTS = [
+    " => ",
+    "TASK: ",
+    "\nANSWER: ",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "'",
+    '"',
+    ",",
+    "=",
+    "|",
+    ":",
+    "\\",
+    "\x00",
+    "\x1b[2J",
+    "\u202e",
+    "9" * 40,
+    "-1",
+    "1e309",
+    "nan",
+    "None",
+    "__import__('os')",
+    "\n",
+    ";",
+    "$",
+]
 
 _ENVS: dict[str, object] = {}
 
@@ -57,8 +84,12 @@ def test_simulator_outputs_never_crash_and_every_rejection_has_a_reason(name):
     counts = {"valid": 0, "invalid": 0}
     slowest = [0.0]
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(simulator_outputs(name))
     def fuzz(case):
         text, style = case
@@ -87,8 +118,9 @@ def test_hand_edits_and_checker_never_crash(name):
     env = env_of(name)
     tasks = env.splits()["seed"]
 
-    @settings(max_examples=max(20, EXAMPLES // 3), deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=max(20, EXAMPLES // 3), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(st.integers(0, len(tasks) - 1), st.text(max_size=200), st.text(max_size=120), st.data())
     def fuzz(i, prompt, answer, data):
         task = tasks[i]

@@ -14,14 +14,21 @@ import torch
 
 from genenv_engine.backends import hf
 from genenv_engine.backends.base import Sampling
-from genenv_engine.backends.grammar import (GrammarError, GrammarMask, compile_grammar, ll_tokenizer, matches,
-                                            random_strings, task_grammar)
+from genenv_engine.backends.grammar import (
+    GrammarError,
+    GrammarMask,
+    compile_grammar,
+    ll_tokenizer,
+    matches,
+    random_strings,
+    task_grammar,
+)
 from genenv_engine.config import ModelConfig
 from genenv_engine.training.policy import Policy, build_tiny_model
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 CFG = ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=160)
-RULES = r'''
+RULES = r"""
 prompt: "F: " sigs " | Q: " NAME " " NUM
 sigs: sig | sig " " sig | sig " " sig " " sig
 sig: NAME "(" ARG ")"
@@ -29,7 +36,7 @@ answer: NAME "(x=" NUM ")"
 NAME: "add" | "neg" | "sq" | "pow"
 ARG: "x:int"
 NUM: /-?[1-9][0-9]{0,2}|0/
-'''
+"""
 GRAMMAR = task_grammar(RULES)
 
 
@@ -52,8 +59,9 @@ def test_every_completion_is_in_the_grammar(policy, monkeypatch, fast, greedy, s
     real = hf.decode
     monkeypatch.setattr(hf, "decode", lambda *a, **k: real(*a, **{**k, "fast": fast}))
     prompts = [policy.chat([{"role": "user", "content": f"task {i}"}]) for i in range(12)]
-    outs = hf.HFBackend(policy).generate(prompts, Sampling(temperature=1.0, max_new_tokens=90, greedy=greedy,
-                                                           seed=seed, grammar=GRAMMAR))
+    outs = hf.HFBackend(policy).generate(
+        prompts, Sampling(temperature=1.0, max_new_tokens=90, greedy=greedy, seed=seed, grammar=GRAMMAR)
+    )
     assert len(outs) == 12
     for out in outs:
         assert prefix_ok(policy.tokenizer, GRAMMAR, out.token_ids), out.text
@@ -122,8 +130,16 @@ def test_a_batch_exploring_every_branch_at_once_keeps_its_matchers(name):
     for _ in range(120):
         live = [r for r in range(64) if not mask.matchers[r].is_stopped()]
         bits = mask.bitmask(live)
-        mask.advance(live, [rng.choice([t for t in allowed_ids(bits[i], mask.tok.vocab_size) if t != tok.eos_token_id]
-                                       or [tok.eos_token_id]) for i in range(len(live))])
+        mask.advance(
+            live,
+            [
+                rng.choice(
+                    [t for t in allowed_ids(bits[i], mask.tok.vocab_size) if t != tok.eos_token_id]
+                    or [tok.eos_token_id]
+                )
+                for i in range(len(live))
+            ],
+        )
         assert not any(m.is_error() for m in mask.matchers), next(m.get_error() for m in mask.matchers if m.is_error())
 
 

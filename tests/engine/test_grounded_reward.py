@@ -18,8 +18,8 @@ from genenv_engine.experiments import signals
 from genenv_engine.experiments.grounded import SIBLINGS, probe_siblings
 from genenv_engine.experiments.runs import read_session
 from genenv_engine.method.loop import run
-from genenv_engine.storage.session import Session
 from genenv_engine.method.strategies import get, resolve
+from genenv_engine.storage.session import Session
 from genenv_engine.testing import USER_TURN
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 from genenv_engine.training.trainer import RWRTrainer
@@ -90,9 +90,19 @@ def grounded_run(tmp_path_factory):
     def spy(self, examples, rng, tick=lambda: None):
         captured.append(list(examples))
         return original(self, examples, rng, tick)
-    cfg = load_config("micro", overrides={
-        "epochs": 1, "curriculum.reward": "grounded", "simulator.seeds_per_epoch": 4, "simulator.variations": 2,
-        "simulator.init_replay": 0.0, "simulator.repairs": False, "simulator.duplicate_cap": 100})
+
+    cfg = load_config(
+        "micro",
+        overrides={
+            "epochs": 1,
+            "curriculum.reward": "grounded",
+            "simulator.seeds_per_epoch": 4,
+            "simulator.variations": 2,
+            "simulator.init_replay": 0.0,
+            "simulator.repairs": False,
+            "simulator.duplicate_cap": 100,
+        },
+    )
     session = Session.create(cfg, tmp_path_factory.mktemp("grounded") / "s")
     RWRTrainer.update = spy
     try:
@@ -105,9 +115,13 @@ def grounded_run(tmp_path_factory):
 def test_the_family_the_agent_learned_gets_the_larger_rwr_weight(grounded_run):
     session, captured = grounded_run
     batches = session.store.batches(1)
-    families = {b["id"]: {t.expected["calls"][0]["name"]
-                          for t in session.store.tasks_in_batches([b["id"]], origin="generated")[b["id"]]}
-                for b in batches}
+    families = {
+        b["id"]: {
+            t.expected["calls"][0]["name"]
+            for t in session.store.tasks_in_batches([b["id"]], origin="generated")[b["id"]]
+        }
+        for b in batches
+    }
     assert all(len(f) == 1 for f in families.values())
     reward = {b["id"]: b["r_env"] for b in batches}
     learned = [reward[b] for b, f in families.items() if f == {LEARNED}]
@@ -173,13 +187,31 @@ def test_the_reward_is_a_named_strategy():
 
 
 def test_the_signal_table_marks_fields_a_record_lacks():
-    old = {"epoch": 1, "in_band_fraction": 0.5, "zero_advantage_share": 0.25, "simulator_examples": 8,
-           "tasks_trained": 10, "agent_steps": 4}
-    new = {**old, "epoch": 1, "band_fraction": 0.75, "task_band_fraction": 0.5, "fresh_tasks": 6,
-           "train_rollouts": 40, "weight_min": 0.5, "weight_max": 1.5, "weight_sd": 0.25, "drift": 0.001,
-           "eval_generations": 48}
-    results = {"arms": ["frozen", "grounded"],
-               "runs": {"frozen": {"0": {"epochs": [old]}}, "grounded": {"0": {"epochs": [new]}}}}
+    old = {
+        "epoch": 1,
+        "in_band_fraction": 0.5,
+        "zero_advantage_share": 0.25,
+        "simulator_examples": 8,
+        "tasks_trained": 10,
+        "agent_steps": 4,
+    }
+    new = {
+        **old,
+        "epoch": 1,
+        "band_fraction": 0.75,
+        "task_band_fraction": 0.5,
+        "fresh_tasks": 6,
+        "train_rollouts": 40,
+        "weight_min": 0.5,
+        "weight_max": 1.5,
+        "weight_sd": 0.25,
+        "drift": 0.001,
+        "eval_generations": 48,
+    }
+    results = {
+        "arms": ["frozen", "grounded"],
+        "runs": {"frozen": {"0": {"epochs": [old]}}, "grounded": {"0": {"epochs": [new]}}},
+    }
     lines = signals.markdown(results)
     frozen = lines[lines.index("### GenEnv-Random (frozen)") + 4]
     grounded = lines[lines.index("### Grounded reward (grounded)") + 4]
@@ -190,8 +222,15 @@ def test_the_signal_table_marks_fields_a_record_lacks():
 def test_sampler_mode_runs_the_controller_on_bfcl(tmp_path):
     from genenv_engine.testing import scripted_backends
 
-    cfg = load_config("micro", overrides={"epochs": 1, "simulator.mode": "sampler", "curriculum.sampler": "controller",
-                                          "simulator.seed_levels": [3, 4]})
+    cfg = load_config(
+        "micro",
+        overrides={
+            "epochs": 1,
+            "simulator.mode": "sampler",
+            "curriculum.sampler": "controller",
+            "simulator.seed_levels": [3, 4],
+        },
+    )
     session = Session.create(cfg, tmp_path / "s")
     run(session, backend_factory=scripted_backends())
     m = session.store.epoch_metrics()[-1]
@@ -204,8 +243,9 @@ def test_a_partial_epoch_forgets_its_siblings(tmp_path):
     from genenv_engine.core.records import Task
 
     session = Session.create(load_config("micro"), tmp_path / "s")
-    sibling = Task(id="bfcl/gen/x/probe-e2-0", benchmark="bfcl", prompt="p", answer="a", origin="probe",
-                   split="probe", epoch=2)
+    sibling = Task(
+        id="bfcl/gen/x/probe-e2-0", benchmark="bfcl", prompt="p", answer="a", origin="probe", split="probe", epoch=2
+    )
     session.store.insert_tasks([sibling, sibling.with_(id="bfcl/gen/y/probe-e1-0", epoch=1)])
     session.store.drop_epochs_from(2)
     assert session.store.get_task(sibling.id) is None and session.store.get_task("bfcl/gen/y/probe-e1-0")

@@ -33,8 +33,14 @@ def taught():
     tok = build_byte_tokenizer()
     pol = Policy(build_tiny_model(CFG, tok, seed=0), tok, torch.device("cpu"), max_length=64)
     prompts = [pol.chat([{"role": "user", "content": q}]) for q in QUESTIONS]
-    sft(pol, [(pol.encode(p), pol.completion_ids(a)) for p, a in zip(prompts, ANSWERS)], steps=40, lr=2e-2,
-        batch_size=6, rng=random.Random(0))
+    sft(
+        pol,
+        [(pol.encode(p), pol.completion_ids(a)) for p, a in zip(prompts, ANSWERS, strict=False)],
+        steps=40,
+        lr=2e-2,
+        batch_size=6,
+        rng=random.Random(0),
+    )
     pol.model.eval()
     return pol, prompts
 
@@ -47,14 +53,24 @@ def reference(pol: Policy, prompts: list[str], sampling: Sampling) -> list[tuple
     ids = torch.full((len(enc), width), tok.pad_token_id)
     attn = torch.zeros_like(ids)
     for i, e in enumerate(enc):
-        ids[i, width - len(e):], attn[i, width - len(e):] = torch.tensor(e), 1
+        ids[i, width - len(e) :], attn[i, width - len(e) :] = torch.tensor(e), 1
     torch.manual_seed(sampling.seed)
-    kwargs = dict(do_sample=False) if sampling.greedy else dict(do_sample=True, temperature=sampling.temperature,
-                                                                top_k=0, top_p=1.0)
+    kwargs = (
+        dict(do_sample=False)
+        if sampling.greedy
+        else dict(do_sample=True, temperature=sampling.temperature, top_k=0, top_p=1.0)
+    )
     with torch.no_grad():
-        res = pol.model.generate(input_ids=ids, attention_mask=attn, max_new_tokens=sampling.max_new_tokens,
-                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                                 return_dict_in_generate=True, output_scores=True, **kwargs)
+        res = pol.model.generate(
+            input_ids=ids,
+            attention_mask=attn,
+            max_new_tokens=sampling.max_new_tokens,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            return_dict_in_generate=True,
+            output_scores=True,
+            **kwargs,
+        )
     out = []
     new = res.sequences[:, width:]
     for i in range(len(enc)):
@@ -72,10 +88,15 @@ def reference(pol: Policy, prompts: list[str], sampling: Sampling) -> list[tuple
 
 
 @pytest.mark.parametrize("fast", [None, False], ids=["default", "transformers"])
-@pytest.mark.parametrize("sampling", [Sampling(temperature=1.0, max_new_tokens=24, seed=3),
-                                      Sampling(temperature=0.7, max_new_tokens=24, seed=11),
-                                      Sampling(temperature=1.5, max_new_tokens=12, seed=5),
-                                      Sampling(greedy=True, max_new_tokens=24, seed=0)])
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        Sampling(temperature=1.0, max_new_tokens=24, seed=3),
+        Sampling(temperature=0.7, max_new_tokens=24, seed=11),
+        Sampling(temperature=1.5, max_new_tokens=12, seed=5),
+        Sampling(greedy=True, max_new_tokens=24, seed=0),
+    ],
+)
 def test_decode_matches_generate_token_for_token(taught, sampling, fast, monkeypatch):
     from genenv_engine.backends import hf
 
@@ -87,7 +108,7 @@ def test_decode_matches_generate_token_for_token(taught, sampling, fast, monkeyp
     got = HFBackend(pol).generate(prompts, sampling)
     assert [c.token_ids for c in got] == [w[0] for w in want]
     assert [c.finished for c in got] == [w[2] for w in want]
-    for c, w in zip(got, want):
+    for c, w in zip(got, want, strict=False):
         assert c.logprobs == pytest.approx(w[1], abs=1e-5)
         assert c.text == pol.tokenizer.decode(w[0], skip_special_tokens=True)
     lengths = {len(c.token_ids) for c in got}
@@ -100,8 +121,16 @@ def test_tick_runs_between_steps_and_an_exception_stops_decoding(taught):
     pol, prompts = taught
     tok = pol.tokenizer
     calls = []
-    tokens, logprobs, lengths, finished = hf.decode(pol.model, *_padded(pol, prompts), 20, tok.eos_token_id,
-                                                    tok.pad_token_id, 1.0, tick=lambda: calls.append(1), every=0.0)
+    tokens, logprobs, lengths, finished = hf.decode(
+        pol.model,
+        *_padded(pol, prompts),
+        20,
+        tok.eos_token_id,
+        tok.pad_token_id,
+        1.0,
+        tick=lambda: calls.append(1),
+        every=0.0,
+    )
     assert tokens.shape == logprobs.shape == (len(prompts), 20)
     assert 1 <= len(calls) <= int(lengths.max())  # once per step while rows are decoding
 
@@ -110,6 +139,7 @@ def test_tick_runs_between_steps_and_an_exception_stops_decoding(taught):
 
     def stop() -> None:
         raise Stop()
+
     backend = HFBackend(pol)
     backend.tick = stop
     pol.model.train()
@@ -125,7 +155,7 @@ def _padded(pol: Policy, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor
     ids = torch.full((len(enc), width), pol.tokenizer.pad_token_id)
     attn = torch.zeros_like(ids)
     for i, e in enumerate(enc):
-        ids[i, width - len(e):], attn[i, width - len(e):] = torch.tensor(e), 1
+        ids[i, width - len(e) :], attn[i, width - len(e) :] = torch.tensor(e), 1
     return ids, attn
 
 
@@ -139,8 +169,9 @@ def test_repeated_prompts_are_prefilled_once_and_decode_as_if_each_were_computed
     rows = [p for p in prompts for _ in range(4)]  # adjacent repeats, as `agent.rollout` sends them
     ids, attn = _padded(pol, rows)
     seen: list[int] = []
-    hook = pol.model.register_forward_pre_hook(lambda _m, args, kwargs: seen.append(kwargs["input_ids"].shape),
-                                               with_kwargs=True)
+    hook = pol.model.register_forward_pre_hook(
+        lambda _m, args, kwargs: seen.append(kwargs["input_ids"].shape), with_kwargs=True
+    )
     try:
         torch.manual_seed(7)
         got = hf.decode(pol.model, ids, attn, 16, tok.eos_token_id, tok.pad_token_id, 1.0, fast=False)
@@ -174,9 +205,18 @@ def test_repeated_prompts_on_a_grouped_query_attention_model(monkeypatch):
 
     tok = build_byte_tokenizer()
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=48, num_hidden_layers=2,
-                                         num_attention_heads=6, num_key_value_heads=2, intermediate_size=96,
-                                         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)).eval()
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=6,
+            num_key_value_heads=2,
+            intermediate_size=96,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    ).eval()
     pol = Policy(model, tok, torch.device("cpu"), max_length=64)
     ids, attn = _padded(pol, [p for p in ("sq 5", "add 1 and 22", "x") for _ in range(3)])
 

@@ -59,16 +59,19 @@ def clean_env() -> dict[str, str]:
 
 def spin_at_torch_import(entry: str, *argv: str) -> str | None:
     """``GOMP_SPINCOUNT`` when torch was first imported while ``entry`` ran with ``argv`` (or would be, after it)."""
-    out = subprocess.run([sys.executable, "-c", PROBE, entry, *argv], env=clean_env(), capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, entry, *argv], env=clean_env(), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])["torch"]
 
 
 def test_importing_the_package_changes_no_environment_and_loads_no_submodule():
-    code = ("import json, os, sys; before = dict(os.environ); import genenv_engine; "
-            "print(json.dumps([dict(os.environ) == before, genenv_engine.__version__, "
-            "sorted(m for m in sys.modules if m.startswith('genenv_engine'))]))")
+    code = (
+        "import json, os, sys; before = dict(os.environ); import genenv_engine; "
+        "print(json.dumps([dict(os.environ) == before, genenv_engine.__version__, "
+        "sorted(m for m in sys.modules if m.startswith('genenv_engine'))]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, check=True)
     unchanged, version, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert unchanged is True
@@ -77,8 +80,10 @@ def test_importing_the_package_changes_no_environment_and_loads_no_submodule():
 
 
 def test_importing_the_spin_module_chooses_nothing():
-    code = ("import json, os, sys; before = dict(os.environ); import genenv_engine.backends.openmp; "
-            "print(json.dumps([dict(os.environ) == before, 'genenv_engine.backends.cpu_load' in sys.modules]))")
+    code = (
+        "import json, os, sys; before = dict(os.environ); import genenv_engine.backends.openmp; "
+        "print(json.dumps([dict(os.environ) == before, 'genenv_engine.backends.cpu_load' in sys.modules]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, False]
 
@@ -89,14 +94,17 @@ def test_the_probe_sees_torch_loaded_without_a_choice():
     assert spin_at_torch_import("genenv_engine.training.trainer") is None
 
 
-@pytest.mark.parametrize(("entry", "argv"), [
-    ("genenv_engine.interfaces.cli:main", ["--help"]),  # genenv
-    ("genenv_console.__main__:main", ["--help"]),  # genenv-console
-    ("genenv_engine", ["--help"]),  # python -m genenv_engine
-    ("genenv_engine.training.warmstart", ["--help"]),  # python -m genenv_engine.training.warmstart
-    ("genenv_engine.interfaces.benches.update_memory", []),  # a child of genenv bench update-memory, given no work
-    ("genenv_console.measure", ["--help"]),  # python -m genenv_console.measure
-])
+@pytest.mark.parametrize(
+    ("entry", "argv"),
+    [
+        ("genenv_engine.interfaces.cli:main", ["--help"]),  # genenv
+        ("genenv_console.__main__:main", ["--help"]),  # genenv-console
+        ("genenv_engine", ["--help"]),  # python -m genenv_engine
+        ("genenv_engine.training.warmstart", ["--help"]),  # python -m genenv_engine.training.warmstart
+        ("genenv_engine.interfaces.benches.update_memory", []),  # a child of genenv bench update-memory, given no work
+        ("genenv_console.measure", ["--help"]),  # python -m genenv_console.measure
+    ],
+)
 def test_each_entry_point_chooses_the_spin_before_torch_loads(entry, argv):
     assert spin_at_torch_import(entry, *argv) in SPINS
 
@@ -106,7 +114,7 @@ def test_a_ray_worker_chooses_the_spin_before_torch_loads():
     """A driver that chose no spin starts a local Ray through the executor's `connect`: its worker process has the
     spin set before the actor's first call, and torch not yet loaded."""
     pytest.importorskip("ray")
-    code = r'''
+    code = r"""
 import json, os, sys
 from genenv_engine.executors.ray_exec import connect
 import ray
@@ -126,7 +134,7 @@ try:
                       os.environ.get("GOMP_SPINCOUNT")]))
 finally:
     ray.shutdown()
-'''
+"""
     env = clean_env() | {"RAY_worker_niceness": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -35,13 +35,19 @@ def test_bfloat16_on_a_cpu_without_it_is_a_config_error(monkeypatch):
 
 
 def test_settings_reach_the_policy_and_its_siblings():
-    assert inference_options(ModelConfig()) == {"inference_dtype": None, "static_decode": False,
-                                                "fused_forward": False}
+    assert inference_options(ModelConfig()) == {"inference_dtype": None, "static_decode": False, "fused_forward": False}
     assert inference_options(ModelConfig(train_forward="fused"))["fused_forward"]
     tok = build_byte_tokenizer()
     cfg = ModelConfig(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_length=64)
-    pol = Policy(build_tiny_model(cfg, tok, seed=0), tok, torch.device("cpu"), 64, inference_dtype=torch.bfloat16,
-                 static_decode=True, fused_forward=True)
+    pol = Policy(
+        build_tiny_model(cfg, tok, seed=0),
+        tok,
+        torch.device("cpu"),
+        64,
+        inference_dtype=torch.bfloat16,
+        static_decode=True,
+        fused_forward=True,
+    )
     copy = pol.frozen_copy()
     assert (copy.inference_dtype, copy.static_decode, copy.fused_forward) == (torch.bfloat16, True, True)
 
@@ -62,8 +68,12 @@ def test_no_grad_log_probs_run_in_bfloat16_and_gradient_passes_in_float32():
     assert model.model.embed_tokens.weight.dtype == torch.float32
     assert not torch.equal(got, want)  # bfloat16 rounding shows
     torch.testing.assert_close(got, want, atol=0.1, rtol=0.05)
-    torch.testing.assert_close(torch.cat(rows), torch.cat([r[:len(p) + len(c) - 1] for r, p, c in
-                                                           zip(want, prompts, completions)]), atol=0.1, rtol=0.05)
+    torch.testing.assert_close(
+        torch.cat(rows),
+        torch.cat([r[: len(p) + len(c) - 1] for r, p, c in zip(want, prompts, completions, strict=False)]),
+        atol=0.1,
+        rtol=0.05,
+    )
     with_grad = half.logprobs(batch)  # gradients on: the float32 computation, exactly
     assert with_grad.requires_grad and torch.equal(with_grad.detach(), want)
 

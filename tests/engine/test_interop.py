@@ -8,17 +8,18 @@ import json
 
 import pytest
 
-from genenv_engine.interfaces import interop
-from genenv_engine.interfaces.cli import main
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
+from genenv_engine.interfaces import interop
+from genenv_engine.interfaces.cli import main
 from genenv_engine.method.loop import run
 from genenv_engine.storage.session import Session
 from genenv_engine.storage.store import Store, TaskFilter
 from genenv_engine.testing import scripted_backends
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasets") is None,
-                                reason="the interop extra (datasets) is not installed")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("datasets") is None, reason="the interop extra (datasets) is not installed"
+)
 """Checked without importing datasets (seconds): collection imports every test module in every worker."""
 
 
@@ -39,8 +40,9 @@ def session_dir(tmp_path_factory):
     return folder
 
 
-def test_export_writes_every_task_in_the_verl_layout_and_parquet_reads_back_with_datasets(session_dir, tmp_path,
-                                                                                         datasets):
+def test_export_writes_every_task_in_the_verl_layout_and_parquet_reads_back_with_datasets(
+    session_dir, tmp_path, datasets
+):
     with Store(session_dir / "genenv.db") as store:
         total = store.count_tasks()
         generated = store.count_tasks(origin="generated")
@@ -55,16 +57,24 @@ def test_export_writes_every_task_in_the_verl_layout_and_parquet_reads_back_with
     assert row["reward_model"] == {"style": "rule", "ground_truth": one["answer"]}
     info = row["extra_info"]
     assert (info["origin"], info["level"], info["epoch"], info["batch_id"]) == (
-        "generated", one["level"], one["epoch"], one["batch_id"])
+        "generated",
+        one["level"],
+        one["epoch"],
+        one["batch_id"],
+    )
     assert info["parent_id"] == one["parent_id"] and json.loads(info["expected"]) == one["expected"]
     assert info["p_hat"] == one["p_hat"] and info["simulator_version"] is not None
 
-    parquet, m = interop.export_tasks(session_dir, tmp_path / "gen.parquet", "parquet",
-                                      TaskFilter(origin="generated"))
+    parquet, m = interop.export_tasks(session_dir, tmp_path / "gen.parquet", "parquet", TaskFilter(origin="generated"))
     assert m == generated
     loaded = datasets.load_dataset("parquet", data_files=str(parquet), split="train")
-    assert len(loaded) == generated and set(loaded.column_names) == {"data_source", "prompt", "ability",
-                                                                    "reward_model", "extra_info"}
+    assert len(loaded) == generated and set(loaded.column_names) == {
+        "data_source",
+        "prompt",
+        "ability",
+        "reward_model",
+        "extra_info",
+    }
     back = {r["extra_info"]["id"]: r for r in loaded}
     assert back[one["id"]]["prompt"][0]["content"] == one["prompt"]
     assert back[one["id"]]["reward_model"]["ground_truth"] == one["answer"]
@@ -103,8 +113,9 @@ def test_import_validates_each_row_and_adds_only_the_valid_ones_to_the_pool(sess
 
 def test_cli_export_and_import(session_dir, tmp_path, capsys):
     out = tmp_path / "seed.parquet"
-    assert main(["tasks", "export", str(session_dir), "--format", "parquet", "--origin", "seed", "--out",
-                 str(out)]) == 0
+    assert (
+        main(["tasks", "export", str(session_dir), "--format", "parquet", "--origin", "seed", "--out", str(out)]) == 0
+    )
     with Store(session_dir / "genenv.db") as store:
         seeds = store.count_tasks(origin="seed")
     assert capsys.readouterr().out.strip() == f"wrote {seeds} tasks to {out}"
@@ -137,13 +148,17 @@ def test_imported_seeds_condition_the_simulator_and_stay_out_of_the_agents_pool(
 
 
 def test_round_trip_export_datasets_import_gives_the_same_tasks(session_dir, tmp_path, datasets):
-    out, n = interop.export_tasks(session_dir, tmp_path / "gen.parquet", "parquet",
-                                  TaskFilter(origin="generated", valid=True))
+    out, n = interop.export_tasks(
+        session_dir, tmp_path / "gen.parquet", "parquet", TaskFilter(origin="generated", valid=True)
+    )
     assert n > 0
     rows = list(datasets.load_dataset("parquet", data_files=str(out), split="train"))
     file = tmp_path / "rows.jsonl"
-    file.write_text("".join(json.dumps(r) + "\n" for r in rows) + json.dumps({"prompt": "\x1b[2J" * 50,
-                                                                               "answer": "rm -rf /"}) + "\n")
+    file.write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+        + json.dumps({"prompt": "\x1b[2J" * 50, "answer": "rm -rf /"})
+        + "\n"
+    )
     target = Session.create(load_config("micro", overrides={"epochs": 0}), tmp_path / "t")
     target.store.close()
     result = interop.import_tasks(tmp_path / "t", "bfcl", file)

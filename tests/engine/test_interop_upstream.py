@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.interfaces import interop
-from genenv_engine.interfaces.cli import main
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
+from genenv_engine.interfaces import interop
+from genenv_engine.interfaces.cli import main
 from genenv_engine.interfaces.interop.upstream import UNMAPPABLE, candidates
 from genenv_engine.storage.session import Session
 from genenv_engine.storage.store import Store
@@ -66,8 +66,12 @@ def test_alfworld_trials_import_as_expert_steps_and_bad_trials_say_why(session, 
     first = tasks[0]
     assert first.prompt == "G: put book in sofa | at: - | has: - | sidetable 1: book 1; sofa 1"
     assert first.answer == "go to sidetable 1"
-    assert [t.answer for t in tasks[4:]] == ["go to dresser 1", "take cd 1 from dresser 1", "go to desk 1",
-                                             "use desklamp 1"]
+    assert [t.answer for t in tasks[4:]] == [
+        "go to dresser 1",
+        "take cd 1 from dresser 1",
+        "go to desk 1",
+        "use desklamp 1",
+    ]
     assert [t.level for t in tasks] == [2, 2, 1, 1, 2, 2, 1, 1]
     assert all(t.origin == "imported" and t.split == "train" and t.valid for t in tasks)
     with Store(session / "genenv.db") as store:
@@ -103,12 +107,17 @@ def test_travelplanner_plans_over_the_sandbox_import_as_plan_steps(session, tmp_
     result = interop.import_tasks(session, "travelplanner", UPSTREAM / "travelplanner" / "train.csv")
     assert result.rows == 6 and len(result.added) == 12
     tasks = added_tasks(session, result)
-    assert [t.prompt for t in tasks[:3]] == ["A>B 1d 2p $900 | ?go", "A>B 1d 2p $900 | dAB ?bfast",
-                                             "A>B 1d 2p $900 | dAB A2 ?sight"]
+    assert [t.prompt for t in tasks[:3]] == [
+        "A>B 1d 2p $900 | ?go",
+        "A>B 1d 2p $900 | dAB ?bfast",
+        "A>B 1d 2p $900 | dAB A2 ?sight",
+    ]
     assert tasks[11].prompt == "C>J 1d 1p $600 c:thai | FCJ1 C4 Ca J5 J6 ?go"
     plans = ["dAB", "A2", "Aa", "B1", "B7", "dBA", "FCJ1", "C4", "Ca", "J5", "J6", "FJC1"]
     env = get_environment("travelplanner", 0)
-    assert all(env.check(t, code).success for t, code in zip(tasks, plans))  # each plan field passes its step
+    assert all(
+        env.check(t, code).success for t, code in zip(tasks, plans, strict=False)
+    )  # each plan field passes its step
     assert [t.answer for t in tasks[:6]] == ["dAB", "B1", "Aa", "B1", "B7", "dBA"]  # the gold: the cheapest field
     assert [t.level for t in tasks] == [1] * 6 + [2] * 6
     reasons = dict(result.rejected)
@@ -147,12 +156,18 @@ def test_bfcl_official_entries_import_with_the_answers_beside_them(tmp_path, mon
 
     entry = json.loads((UPSTREAM / "bfcl" / "BFCL_v4_simple_python.json").read_text().splitlines()[3])
     merged = tmp_path / "merged.jsonl"  # an entry carrying its own possible answer
-    merged.write_text(json.dumps({**entry, "ground_truth": [{"days_between": {"start": ["2024-01-01"],
-                                                                             "end": ["2024-03-01"]}}]}) + "\n")
+    merged.write_text(
+        json.dumps({**entry, "ground_truth": [{"days_between": {"start": ["2024-01-01"], "end": ["2024-03-01"]}}]})
+        + "\n"
+    )
     (task,) = added_tasks(folder, interop.import_tasks(folder, "bfcl_official", merged))
     assert task.answer == "days_between(start='2024-01-01', end='2024-03-01')"
-    turn = {"id": "multi_turn_base_0", "question": [[{"role": "user", "content": "cd into docs"}]],
-            "initial_config": {}, "involved_classes": ["GorillaFileSystem"]}
+    turn = {
+        "id": "multi_turn_base_0",
+        "question": [[{"role": "user", "content": "cd into docs"}]],
+        "initial_config": {},
+        "involved_classes": ["GorillaFileSystem"],
+    }
     (multi,) = candidates("bfcl_official", [(1, turn)], merged)
     assert multi.reason.startswith("multi-turn entries do not map")
     assert not (tmp_path / "PWNED").exists()
@@ -162,8 +177,11 @@ def test_benchmarks_whose_rows_cannot_map_reject_every_row_and_write_nothing(ses
     bfcl = assert_nothing_written(session, "bfcl", UPSTREAM / "bfcl" / "BFCL_v4_simple_python.json")
     assert bfcl.rejected == [(n, UNMAPPABLE["bfcl"]) for n in (1, 2, 3, 4)]
     bamboogle = assert_nothing_written(session, "bamboogle", UPSTREAM / "bamboogle" / "test.jsonl")
-    assert bamboogle.rejected == [(1, UNMAPPABLE["bamboogle"]), (2, UNMAPPABLE["bamboogle"]),
-                                  (3, "Bamboogle row: the question must be a non-empty string")]
+    assert bamboogle.rejected == [
+        (1, UNMAPPABLE["bamboogle"]),
+        (2, UNMAPPABLE["bamboogle"]),
+        (3, "Bamboogle row: the question must be a non-empty string"),
+    ]
     csv_file = FIXTURES / "bamboogle" / "upstream" / "bamboogle.csv"  # the Question/Answer CSV as published
     assert main(["tasks", "import", str(session), "bamboogle", str(csv_file)]) == 1
     captured = capsys.readouterr()

@@ -59,10 +59,10 @@ def test_engine_modules_have_no_import_cycle():
     assert cycles(graph) == []
 
 
-@pytest.mark.parametrize("graph, expected", [
-    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
-    ({"a": {"b"}, "b": set()}, []),
-])
+@pytest.mark.parametrize(
+    "graph, expected",
+    [({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]), ({"a": {"b"}, "b": set()}, [])],
+)
 def test_the_cycle_finder_itself(graph, expected):
     assert cycles(graph) == expected
 
@@ -76,8 +76,11 @@ def test_the_import_reader_sees_a_lazy_import(tmp_path):
 
 def test_the_import_reader_skips_type_checking_imports(tmp_path):
     hinted = tmp_path / "m.py"
-    hinted.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import thing\n"
-                      "else:\n    import pkg.other\n", encoding="utf-8")
+    hinted.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import thing\n"
+        "else:\n    import pkg.other\n",
+        encoding="utf-8",
+    )
     modules = {"pkg.m": hinted, "pkg.sub": hinted, "pkg.other": hinted}
     assert imports_of("pkg.m", hinted, modules) == {"pkg.other"}
 

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.storage import lease
-from genenv_engine.interfaces.cli import main
 from genenv_engine.core.errors import SessionBusy
+from genenv_engine.interfaces.cli import main
+from genenv_engine.storage import lease
 from genenv_engine.storage.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
-HOLD = "import sys, time; from genenv_engine.storage import lease; lease.acquire(sys.argv[1], 'test holder'); " \
-       "print('held', flush=True); time.sleep(600)"
+HOLD = (
+    "import sys, time; from genenv_engine.storage import lease; lease.acquire(sys.argv[1], 'test holder'); "
+    "print('held', flush=True); time.sleep(600)"
+)
 
 
 def _env() -> dict[str, str]:
@@ -50,8 +52,7 @@ def test_a_second_holder_is_refused_with_the_first_named_and_release_frees_it(tm
 
 
 def test_a_lease_left_by_a_killed_process_is_taken_over(tmp_path):
-    child = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                             env=_env())
+    child = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True, env=_env())
     try:
         assert child.stdout.readline().strip() == "held"
         assert lease.holder(tmp_path)["pid"] == child.pid
@@ -69,22 +70,30 @@ def test_a_lease_left_by_a_killed_process_is_taken_over(tmp_path):
 def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tmp_path, capsys):
     folder = tmp_path / "s"
     assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet"]) == 0
-    first = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "40",
-                              "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=_env())
+    first = subprocess.Popen(
+        [sys.executable, "-m", "genenv_engine", "resume", str(folder), "--epochs", "40", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     try:
         _wait_for(lambda: (lease.holder(folder) or {}).get("pid") == first.pid)
         db = sqlite3.connect(folder / "genenv.db")
-        _wait_for(lambda: db.execute("select count(*) from events where kind = 'EpochStarted' and epoch = 2")
-                  .fetchone()[0] == 1)
+        _wait_for(
+            lambda: (
+                db.execute("select count(*) from events where kind = 'EpochStarted' and epoch = 2").fetchone()[0] == 1
+            )
+        )
         capsys.readouterr()
         assert main(["resume", str(folder), "--epochs", "3", "--quiet"]) == 3
         err = capsys.readouterr().err
         assert f"is being run by genenv resume (PID {first.pid} on " in err and "Traceback" not in err
         assert err.count("\n") == 1
         assert (lease.holder(folder) or {}).get("pid") == first.pid  # the refusal left the holder alone
-        _wait_for(lambda: db.execute("select count(*) from epochs where status = 'done' and epoch = 3")
-                  .fetchone()[0] == 1)  # the epoch running at the refusal, and one more, finished
+        _wait_for(
+            lambda: db.execute("select count(*) from epochs where status = 'done' and epoch = 3").fetchone()[0] == 1
+        )  # the epoch running at the refusal, and one more, finished
     finally:
         first.send_signal(signal.SIGINT)  # a clean stop of the first engine
         out, _ = first.communicate(timeout=300)
@@ -99,13 +108,21 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
     # row for row, what a single resume of the same session writes up to the same finished epoch
     ref = tmp_path / "ref"
     assert main(["run", "--preset", "micro", "--session", str(ref), "--epochs", "1", "--quiet"]) == 0
-    single = subprocess.Popen([sys.executable, "-m", "genenv_engine", "resume", str(ref), "--epochs", "40",
-                               "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=_env())
+    single = subprocess.Popen(
+        [sys.executable, "-m", "genenv_engine", "resume", str(ref), "--epochs", "40", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     ref_db = sqlite3.connect(ref / "genenv.db")
     try:
-        _wait_for(lambda: ref_db.execute("select count(*) from epochs where status = 'done' and epoch = ?",
-                                         [last]).fetchone()[0] == 1)
+        _wait_for(
+            lambda: (
+                ref_db.execute("select count(*) from epochs where status = 'done' and epoch = ?", [last]).fetchone()[0]
+                == 1
+            )
+        )
     finally:
         single.send_signal(signal.SIGINT)
         single.communicate(timeout=300)
@@ -117,10 +134,16 @@ def test_a_second_resume_exits_non_zero_naming_the_holder_and_changes_nothing(tm
 
 def _rows(db: sqlite3.Connection, last: int) -> tuple[list, list]:
     """The rollouts and generated tasks of epochs up to ``last``, less timings and running statistics."""
-    rollouts = db.execute("select task_id, epoch, response, reward, success, error_type, purpose, policy_version "
-                          "from rollouts where epoch <= ? order by id", [last]).fetchall()
-    tasks = db.execute("select id, prompt, answer, valid, reason, level from tasks where origin = 'generated' "
-                       "and epoch <= ? order by id", [last]).fetchall()
+    rollouts = db.execute(
+        "select task_id, epoch, response, reward, success, error_type, purpose, policy_version "
+        "from rollouts where epoch <= ? order by id",
+        [last],
+    ).fetchall()
+    tasks = db.execute(
+        "select id, prompt, answer, valid, reason, level from tasks where origin = 'generated' "
+        "and epoch <= ? order by id",
+        [last],
+    ).fetchall()
     assert rollouts and tasks
     return rollouts, tasks
 

@@ -16,12 +16,11 @@ RECORDS = Path(__file__).parents[2] / "docs" / "results" / "steer" / "records"
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return collect(tmp_path_factory.mktemp("empty"), ("trained", "frozen", "static", "off"), (0, 1, 2),
-                   records=RECORDS)
+    return collect(tmp_path_factory.mktemp("empty"), ("trained", "frozen", "static", "off"), (0, 1, 2), records=RECORDS)
 
 
 def rate(correct: str, levels: list[str], level: str) -> float:
-    picked = [c for c, lv in zip(correct, levels) if lv == level]
+    picked = [c for c, lv in zip(correct, levels, strict=False) if lv == level]
     return picked.count("1") / len(picked)
 
 

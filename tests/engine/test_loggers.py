@@ -38,8 +38,8 @@ def _wandb_history(run_folder) -> dict[int, dict[str, float]]:
         if block - pos % block < 7:  # a block's tail too short for a header is padding
             pos += block - pos % block
             continue
-        length, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
-        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
         if kind == 0:
             break
         pending = chunk if kind in (1, 2) else pending + chunk
@@ -61,8 +61,25 @@ def test_run_and_resume_log_the_status_numbers_to_tensorboard_and_wandb(tmp_path
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     folder = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
-                 "--log", "tensorboard", "--log", "wandb"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(folder),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--log",
+                "tensorboard",
+                "--log",
+                "wandb",
+            ]
+        )
+        == 0
+    )
     with Store(folder / "genenv.db") as store:
         run_id = store.get_meta("wandb_run_id")
     assert run_id
@@ -121,18 +138,21 @@ def test_run_and_resume_log_the_status_numbers_to_trackio_locally(tmp_path, monk
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as outside the tests
     looked_up = []
     real_getaddrinfo = socket.getaddrinfo
-    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: (looked_up.append(host),
-                                                                      real_getaddrinfo(host, *a, **k))[1])
+    monkeypatch.setattr(
+        socket, "getaddrinfo", lambda host, *a, **k: (looked_up.append(host), real_getaddrinfo(host, *a, **k))[1]
+    )
     before = trackio.utils.TRACKIO_DIR
     folder = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
-                 "--log", "trackio"]) == 0
+    assert (
+        main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet", "--log", "trackio"])
+        == 0
+    )
     assert trackio.utils.TRACKIO_DIR == before  # trackio's storage folder is the session's only while logging
     with Store(folder / "genenv.db") as store:
         name = store.get_meta("trackio_run_name")
     assert name
     db = folder / "logs" / "trackio" / "s.db"  # project: the session folder's name
-    (run_id, *_), = {(r[0], r[1]) for r in _trackio_rows(db)}
+    ((run_id, *_),) = {(r[0], r[1]) for r in _trackio_rows(db)}
     assert main(["resume", str(folder), "--epochs", "2", "--quiet", "--log", "trackio"]) == 0
     capsys.readouterr()
     assert main(["status", str(folder), "--json"]) == 0
@@ -163,8 +183,13 @@ def test_trackio_logs_histograms_and_a_resumed_logger_continues_the_run(tmp_path
     meta = {}
     store = SimpleNamespace(get_meta=meta.get, set_meta=meta.__setitem__)
     session = SimpleNamespace(path=tmp_path / "h", store=store, config=SimpleNamespace(to_dict=lambda: {"seed": 3}))
-    record = {"epoch": 1, "metrics": {"heldout": {"bfcl": 0.25}}, "p_hat": [0.1, 0.5, 0.5, 0.9], "r_env": [0.2],
-              "samples": []}
+    record = {
+        "epoch": 1,
+        "metrics": {"heldout": {"bfcl": 0.25}},
+        "p_hat": [0.1, 0.5, 0.5, 0.9],
+        "r_env": [0.2],
+        "samples": [],
+    }
     for epoch in (1, 2):  # the second logger is a resume: same session, same stored run name
         logger = TrackioLogger(session)
         logger.log({**record, "epoch": epoch})
@@ -181,8 +206,10 @@ def test_trackio_logs_histograms_and_a_resumed_logger_continues_the_run(tmp_path
 def test_log_trackio_without_trackio_says_how_to_install_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "trackio", None)  # `import trackio` raises ImportError
     folder = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet",
-                 "--log", "trackio"]) == 2
+    assert (
+        main(["run", "--preset", "micro", "--session", str(folder), "--epochs", "1", "--quiet", "--log", "trackio"])
+        == 2
+    )
     assert "genenv: --log trackio needs trackio: pip install 'genenv-console[log]'" in capsys.readouterr().err
     assert not (folder / "logs" / "trackio").exists()
     with Store(folder / "genenv.db") as store:

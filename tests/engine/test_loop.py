@@ -2,7 +2,8 @@
 
 Where a test needs the simulator to write valid tasks or the agent to succeed some of the time
 (which seconds-old micro models cannot), it swaps the role's generation backend for a scripted
-test double (`ScriptedSimulator`, `ScriptedAgent` from `genenv_engine.testing`); the policies, trainers and store stay real.
+test double (`ScriptedSimulator`, `ScriptedAgent` from `genenv_engine.testing`); the policies, trainers and store stay
+real.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import threading
 
 import pytest
 
-from genenv_engine.interfaces.cli import status_json
 from genenv_engine.config import ConfigError, config_from_file, load_config
-from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.core.events import RunControl
+from genenv_engine.environments.bfcl.mini import generate_task
+from genenv_engine.interfaces.cli import status_json
 from genenv_engine.method.loop import run
-from genenv_engine.training.roles import load_roles
 from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
+from genenv_engine.training.roles import load_roles
+
 
 def scripted(sim_texts: list[str] | None = None, p: float = 0.5):
     return scripted_backends(sim_texts, p)
@@ -35,6 +37,7 @@ def always_succeeds():
         if role == "agent":
             backend.p = 1.0
         return backend
+
     return make
 
 
@@ -55,20 +58,31 @@ def test_micro_run_event_order_rows_and_checkpoints(tmp_path):
     kinds = [e.kind for e in events if e.kind not in ("BatchProgressed", "WarmStartProgressed")]
     assert kinds[:2] == ["RunStarted", "EpochStarted"] and kinds[-1] == "RunFinished"
     phases = [e.phase for e in events if e.kind == "PhaseFinished" and e.epoch == 1]
-    assert phases == ["generate", "validate", "rollout", "agent_update", "simulator_update", "heldout_eval", "checkpoint"]
+    assert phases == [
+        "generate",
+        "validate",
+        "rollout",
+        "agent_update",
+        "simulator_update",
+        "heldout_eval",
+        "checkpoint",
+    ]
     metrics = session.store.epoch_metrics()
     assert [(m["epoch"], m["status"]) for m in metrics] == [(0, "done"), (1, "done"), (2, "done")]
     cfg = session.config
     for m in metrics[1:]:
         assert m["generated"] == cfg.simulator.seeds_per_epoch * cfg.simulator.variations
-        n_rollouts = len(session.store.db.execute("select 1 from rollouts where epoch = ? and purpose = 'train'",
-                                                  [m["epoch"]]).fetchall())
+        n_rollouts = len(
+            session.store.db.execute(
+                "select 1 from rollouts where epoch = ? and purpose = 'train'", [m["epoch"]]
+            ).fetchall()
+        )
         assert n_rollouts == m["tasks_trained"] * cfg.agent.rollouts
         answers = session.store.heldout_answers(m["epoch"])  # one greedy answer per held-out task, as scored
         assert len(answers) == cfg.heldout_size
         correct = m["heldout_correct"]["bfcl"]
-        from genenv_engine.training.agent import heldout_tasks
         from genenv_engine.environments import environments_of
+        from genenv_engine.training.agent import heldout_tasks
 
         order = [t.id for t in heldout_tasks(environments_of(cfg), cfg.heldout_size)]
         assert "".join(str(int(answers[i]["success"])) for i in order) == correct
@@ -77,8 +91,17 @@ def test_micro_run_event_order_rows_and_checkpoints(tmp_path):
     assert all((session.checkpoint_dir(e) / "COMPLETE").exists() for e in (0, 1, 2))
     status = status_json(session.path)
     assert [e["epoch"] for e in status["epochs"]] == [0, 1, 2]
-    assert set(status["epochs"][1]) >= {"epoch", "generated_success", "calibration_error", "valid_fraction",
-                                         "unique_fraction", "difficulty_mix", "heldout", "phase_seconds", "tasks_trained"}
+    assert set(status["epochs"][1]) >= {
+        "epoch",
+        "generated_success",
+        "calibration_error",
+        "valid_fraction",
+        "unique_fraction",
+        "difficulty_mix",
+        "heldout",
+        "phase_seconds",
+        "tasks_trained",
+    }
     validity = status["epochs"][1]["validity"]["bfcl"]
     assert validity["drafts"] == metrics[1]["generated"] and validity["valid"] == metrics[1]["valid"]
     assert sum(validity["rejected"].values()) == validity["drafts"] - validity["valid"]
@@ -105,8 +128,12 @@ def test_resume_continues_at_next_epoch_with_same_config(tmp_path):
 
 
 def test_malformed_simulator_output_is_stored_invalid_with_reason(tmp_path):
-    texts = ["hello there", "F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)", "=> x => y",
-             "F: fly(a:int) | Q: fly 3 => fly(a=3)"]
+    texts = [
+        "hello there",
+        "F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)",
+        "=> x => y",
+        "F: fly(a:int) | Q: fly 3 => fly(a=3)",
+    ]
     session = micro_session(tmp_path, epochs=1)
     run(session, backend_factory=scripted(texts))
     rows = session.store.query_tasks(origin="generated", limit=100, order="id")
@@ -131,8 +158,12 @@ def test_rwr_changes_simulator_only_when_trained(tmp_path, mode):
         assert update["steps"] > 0
         # warm-start anchors ride along: init_replay (2.0) times the epoch's in-band and repaired examples
         assert update["anchor_examples"] == round(2.0 * (update["current_examples"] + update["repair_examples"]))
-        assert update["examples"] == (update["current_examples"] + update["replayed_examples"]
-                                      + update["anchor_examples"] + update["repair_examples"])
+        assert update["examples"] == (
+            update["current_examples"]
+            + update["replayed_examples"]
+            + update["anchor_examples"]
+            + update["repair_examples"]
+        )
     else:
         assert prints[0] == prints[1] == prints[2]
     assert agent_prints[0] != agent_prints[1]  # mixed rewards -> GRPO moved the agent
@@ -167,8 +198,10 @@ def test_simulator_version_survives_a_resume_and_stays_when_no_update_ran(tmp_pa
     still = micro_session(tmp_path, "still", epochs=2)
     run(still, backend_factory=always_succeeds())
     assert simulator_versions(still) == {1: {0}, 2: {0}}
-    assert {r["simulator_version"] for r in still.store.db.query("SELECT simulator_version FROM tasks "
-                                                                   "WHERE origin = 'seed'")} == {None}
+    assert {
+        r["simulator_version"]
+        for r in still.store.db.query("SELECT simulator_version FROM tasks WHERE origin = 'seed'")
+    } == {None}
 
 
 def test_alpha_band_filter_keeps_simulator_still_when_no_batch_in_band(tmp_path):
@@ -204,6 +237,7 @@ def test_stop_leaves_partial_epoch_that_resume_redoes(tmp_path):
     def sink(event):
         if event.kind == "PhaseFinished" and event.epoch == 1 and event.phase == "rollout":
             control.stop()
+
     summary = run(session, sink, control)
     assert summary == {"stopped_at": 1, "epochs_done": 0}
     assert [(m["epoch"], m["status"]) for m in session.store.epoch_metrics()] == [(0, "done"), (1, "partial")]
@@ -245,6 +279,7 @@ def run_pausing_at(tmp_path, kind: str, phase: str) -> tuple[Session, list]:
             control.pause()
         if event.kind == "RunPaused":
             paused.set()
+
     resumer = threading.Thread(target=lambda: (paused.wait(30), control.resume()))
     resumer.start()
     run(session, pausing_sink, control)
@@ -271,9 +306,13 @@ def test_hand_edit_made_between_epochs_is_trained_on_next_epoch(tmp_path):
     resumed = Session.open(session.path)
     resumed.set_epochs(2)
     run(resumed, backend_factory=factory)
-    trained = {r["task_id"] for r in resumed.store.db.execute(
-        "select task_id from rollouts where epoch = 2 and purpose = 'train'").fetchall()
-        for r in [dict(zip(["task_id"], r))]}
+    trained = {
+        r["task_id"]
+        for r in resumed.store.db.execute(
+            "select task_id from rollouts where epoch = 2 and purpose = 'train'"
+        ).fetchall()
+        for r in [dict(zip(["task_id"], r, strict=False))]
+    }
     assert edited.id in trained
     assert env_task.id not in trained  # the superseded revision is no longer used
 
@@ -325,6 +364,7 @@ def test_stop_during_warm_start_leaves_no_cache_and_resume_trains_it(tmp_path, m
     def sink(event):
         if event.kind == "WarmStartProgressed":
             control.stop()
+
     assert run(session, sink, control) == {"stopped_at": 0, "epochs_done": -1}
     assert not list((tmp_path / "cache").glob("warmstart/*"))
     assert [(m["epoch"], m["status"]) for m in session.store.epoch_metrics()] == [(0, "partial")]
@@ -343,8 +383,11 @@ def test_pause_takes_effect_inside_a_generate_call(tmp_path):
 def test_filter_none_agent0_reward_and_per_benchmark_alpha(tmp_path):
     # every batch has p_hat = 1 (the scripted agent always succeeds): the paper's band keeps none of them
     # (previous test); with filter = none every batch is kept with its R_env, here Agent0's 1 - 2|1 - 0.7| = 0.4
-    session = micro_session(tmp_path, epochs=1, **{"curriculum.filter": "none", "curriculum.reward": "agent0",
-                                                   "curriculum.alpha_by_benchmark": {"bfcl": 0.7}})
+    session = micro_session(
+        tmp_path,
+        epochs=1,
+        **{"curriculum.filter": "none", "curriculum.reward": "agent0", "curriculum.alpha_by_benchmark": {"bfcl": 0.7}},
+    )
     run(session, backend_factory=always_succeeds())
     m = session.store.epoch_metrics()
     batches = session.store.batches(1)
@@ -363,10 +406,14 @@ def test_seed_levels_draw_every_conditioning_seed_from_those_levels(tmp_path):
     generated = session.store.query_tasks(benchmark="bfcl", limit=10_000, text=None, origin="generated", order="id")
     assert len(generated) == session.config.simulator.seeds_per_epoch * session.config.simulator.variations
     assert {level[t["parent_id"]] for t in generated} == {4}
-    static = micro_session(tmp_path, "static", epochs=1, **{"simulator.mode": "static", "simulator.seed_levels": [2, 3]})
+    static = micro_session(
+        tmp_path, "static", epochs=1, **{"simulator.mode": "static", "simulator.seed_levels": [2, 3]}
+    )
     run(static, backend_factory=scripted())
-    parents = {t["parent_id"] for t in static.store.query_tasks(benchmark="bfcl", limit=10_000, text=None,
-                                                              origin="static", order="id")}
+    parents = {
+        t["parent_id"]
+        for t in static.store.query_tasks(benchmark="bfcl", limit=10_000, text=None, origin="static", order="id")
+    }
     assert {level[p] for p in parents} == {2, 3}
     assert len(parents) == sum(v in (2, 3) for v in level.values())  # every seed at those levels, augmented once
 
@@ -403,13 +450,20 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
     from genenv_engine.environments.base import Environment
     from genenv_engine.experiments.strategies import base_choices
 
-    session = micro_session(tmp_path, epochs=1, **{"simulator.mode": "off", "agent.base_source": "unseen",
-                                                  "agent.base_levels": [3], "agent.unseen_tasks": 300})
+    session = micro_session(
+        tmp_path,
+        epochs=1,
+        **{"simulator.mode": "off", "agent.base_source": "unseen", "agent.base_levels": [3], "agent.unseen_tasks": 300},
+    )
     run(session, backend_factory=scripted())
     env = get_environment("bfcl", session.config.seed)
     split_prompts = {t.prompt for split in env.splits().values() for t in split}
-    trained = {r[0] for r in session.store.db.execute(
-        "select task_id from rollouts where epoch = 1 and purpose != 'heldout'").fetchall()}
+    trained = {
+        r[0]
+        for r in session.store.db.execute(
+            "select task_id from rollouts where epoch = 1 and purpose != 'heldout'"
+        ).fetchall()
+    }
     assert len(trained) == session.store.epoch_metrics()[1]["tasks_trained"] > 0
     tasks = [session.store.get_task(t) for t in trained]  # stored, so the console and reports can show them
     assert all(t is not None and t.id.startswith("bfcl/unseen/") and t.split == "unseen" for t in tasks)
@@ -434,8 +488,11 @@ def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_p
     from genenv_engine.environments import get_environment
     from genenv_engine.experiments.strategies import base_choices
 
-    session = micro_session(tmp_path, epochs=2, **{"simulator.mode": "off", "agent.base_levels": [3],
-                                                  "agent.base_pool": 5, "agent.tasks_per_epoch": 24})
+    session = micro_session(
+        tmp_path,
+        epochs=2,
+        **{"simulator.mode": "off", "agent.base_levels": [3], "agent.base_pool": 5, "agent.tasks_per_epoch": 24},
+    )
     run(session, backend_factory=scripted())
     env = get_environment("bfcl", session.config.seed)
     pool = base_choices(env, (3,), "train", pool=5, seed=session.config.seed)
@@ -446,8 +503,9 @@ def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_p
     assert [t.id for t in base_choices(env, (3,), "train", pool=5, seed=1)] != [t.id for t in pool]
     assert len(base_choices(env, (3,), "train", pool=10**6)) == len(level3)  # a cap above the split keeps it all
     for epoch in (1, 2):  # every epoch trains on the 5 tasks only, replayed to the 24 the budget asks for
-        rows = session.store.db.execute("select task_id, count(*) from rollouts where epoch = ? and purpose != "
-                                        "'heldout' group by task_id", (epoch,)).fetchall()
+        rows = session.store.db.execute(
+            "select task_id, count(*) from rollouts where epoch = ? and purpose != 'heldout' group by task_id", (epoch,)
+        ).fetchall()
         assert {r[0] for r in rows} == {t.id for t in pool}
         assert sum(r[1] for r in rows) == 24 * session.config.agent.rollouts
         assert session.store.epoch_metrics()[epoch]["tasks_trained"] == 24

@@ -11,12 +11,12 @@ import random
 import pytest
 import torch
 
-from genenv_engine.training.adapters import adapter_parameters, is_adapter_folder
 from genenv_engine.config import ConfigError, ModelConfig, load_config
+from genenv_engine.training.adapters import is_adapter_folder
 from genenv_engine.training.models import load_role_policies, warmstart_agent, warmstart_simulator
 from genenv_engine.training.policy import Policy, build_tiny_model
 from genenv_engine.training.tokenizer import build_byte_tokenizer
-from genenv_engine.training.trainer import GRPOTrainer, Group, RWRTrainer, sft
+from genenv_engine.training.trainer import Group, GRPOTrainer, RWRTrainer, sft
 
 SMALL = dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128, max_length=96)
 
@@ -33,8 +33,15 @@ def base_dir(tmp_path_factory):
 
 
 def lora_cfg(base_dir, **extra) -> ModelConfig:
-    return ModelConfig(kind="hf", path=str(base_dir), agent_tuning="lora", simulator_tuning="lora", lora_r=4,
-                       lora_alpha=8, **{**SMALL, **extra})
+    return ModelConfig(
+        kind="hf",
+        path=str(base_dir),
+        agent_tuning="lora",
+        simulator_tuning="lora",
+        lora_r=4,
+        lora_alpha=8,
+        **{**SMALL, **extra},
+    )
 
 
 def pairs_for(policy: Policy, texts: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
@@ -50,7 +57,7 @@ def snapshot(params) -> list[torch.Tensor]:
 
 
 def same(a, b) -> bool:
-    return all(torch.equal(x, y) for x, y in zip(a, b))
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=False))
 
 
 def test_two_adapters_share_one_base_and_train_independently(base_dir):
@@ -76,7 +83,7 @@ def test_two_adapters_share_one_base_and_train_independently(base_dir):
     assert same(base_params, base_before)
 
     # each policy's forward pass uses its own adapter
-    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA[:1])))
+    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA[:1]), strict=False))
     with torch.no_grad():
         a, s = agent.logprobs(batch), sim.logprobs(batch)
         a_again = agent.logprobs(batch)
@@ -104,7 +111,7 @@ def test_adapter_saves_in_peft_format_and_reloads_with_plain_peft(base_dir, tmp_
     assert (tmp_path / "agent" / "adapter_model.safetensors").is_file()
     assert not (tmp_path / "agent" / "model.safetensors").exists()  # the base is not copied
     plain = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir), tmp_path / "agent").eval()
-    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA)))
+    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA), strict=False))
     agent.model.eval()
     with torch.no_grad():
         ours = agent.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
@@ -144,14 +151,19 @@ def _grads_of_one_step(policy_factory, micro_batch: int, kind: str) -> list[torc
         sft(policy, rows, steps=1, lr=1e-2, batch_size=4, rng=rng, micro_batch=micro_batch)
     elif kind == "grpo":
         ref = policy.frozen_copy()
-        groups = [Group(rows[0][0], [rows[0][1], rows[1][1], rows[2][1][:3]], [1.0, 0.0, 0.5]),
-                  Group(rows[3][0], [rows[3][1], rows[0][1]], [0.0, 1.0])]
-        GRPOTrainer(policy, ref, lr=1e-2, clip=0.2, kl_coef=0.1, minibatch=8, micro_batch=micro_batch).update(groups, rng)
+        groups = [
+            Group(rows[0][0], [rows[0][1], rows[1][1], rows[2][1][:3]], [1.0, 0.0, 0.5]),
+            Group(rows[3][0], [rows[3][1], rows[0][1]], [0.0, 1.0]),
+        ]
+        GRPOTrainer(policy, ref, lr=1e-2, clip=0.2, kl_coef=0.1, minibatch=8, micro_batch=micro_batch).update(
+            groups, rng
+        )
     else:
         ref = policy.frozen_copy()
-        examples = [(p, c, w) for (p, c), w in zip(rows, (1.0, 2.0, 0.5, 1.5))]
-        RWRTrainer(policy, ref, lr=1e-2, kl_coef=0.1, max_kl=10.0, passes=1, batch_size=4,
-                   micro_batch=micro_batch).update(examples, rng)
+        examples = [(p, c, w) for (p, c), w in zip(rows, (1.0, 2.0, 0.5, 1.5), strict=False)]
+        RWRTrainer(
+            policy, ref, lr=1e-2, kl_coef=0.1, max_kl=10.0, passes=1, batch_size=4, micro_batch=micro_batch
+        ).update(examples, rng)
     # the gradient of the (only) optimizer step stays on the parameters until the next step zeroes it
     return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in policy.parameters()]
 
@@ -160,10 +172,11 @@ def _grads_of_one_step(policy_factory, micro_batch: int, kind: str) -> list[torc
 def test_micro_batches_accumulate_to_the_whole_batch_gradient(base_dir, kind):
     def factory():
         return Policy.load(base_dir, torch.device("cpu"), max_length=96)
+
     whole = _grads_of_one_step(factory, 0, kind)
     micro = _grads_of_one_step(factory, 1, kind)
     assert sum(float(g.abs().sum()) for g in whole) > 0  # there was a gradient
-    for a, b in zip(whole, micro):
+    for a, b in zip(whole, micro, strict=False):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
 
 
@@ -176,8 +189,19 @@ def test_lora_on_a_model_trained_from_scratch_is_a_config_error():
 def test_cli_model_flags_become_config_overrides(base_dir, tmp_path):
     from genenv_engine.interfaces.cli import _overrides, build_parser
 
-    args = build_parser().parse_args(["run", "--preset", "micro", "--base-model", str(base_dir), "--lora", "simulator",
-                                      "--agent-model", str(base_dir)])
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--preset",
+            "micro",
+            "--base-model",
+            str(base_dir),
+            "--lora",
+            "simulator",
+            "--agent-model",
+            str(base_dir),
+        ]
+    )
     cfg = load_config("micro", overrides=_overrides(args))
     assert (cfg.model.kind, cfg.model.path, cfg.model.agent_path) == ("hf", str(base_dir), str(base_dir))
     assert (cfg.model.agent_tuning, cfg.model.simulator_tuning) == ("full", "lora")
@@ -188,9 +212,17 @@ def test_cli_model_flags_become_config_overrides(base_dir, tmp_path):
 
 def instruct_lora(base_dir, **extra) -> dict:
     """Overrides for a micro run with LoRA roles on ``base_dir`` and the instruct simulator prompt."""
-    over = {"model.kind": "hf", "model.path": str(base_dir), "model.agent_tuning": "lora",
-            "model.simulator_tuning": "lora", "model.lora_r": 4, "model.micro_batch": 4,
-            "simulator.prompt": "instruct", "simulator.seeds_per_epoch": 8, "simulator.variations": 4}
+    over = {
+        "model.kind": "hf",
+        "model.path": str(base_dir),
+        "model.agent_tuning": "lora",
+        "model.simulator_tuning": "lora",
+        "model.lora_r": 4,
+        "model.micro_batch": 4,
+        "simulator.prompt": "instruct",
+        "simulator.seeds_per_epoch": 8,
+        "simulator.variations": 4,
+    }
     return over | extra
 
 
@@ -211,9 +243,9 @@ def test_success_note_off_keeps_the_warm_start_line_although_success_was_measure
 
 def test_micro_run_with_lora_roles_and_instruct_prompt_checkpoints_adapters_and_resumes(base_dir, tmp_path):
     from genenv_engine.method.loop import run
-    from genenv_engine.training.roles import load_roles
     from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
+    from genenv_engine.training.roles import load_roles
 
     session = Session.create(load_config("micro", overrides=instruct_lora(base_dir, epochs=1)), tmp_path / "s")
     assert run(session, backend_factory=scripted_backends(p=0.5, style="instruct")) == {"epochs_done": 1}
@@ -230,7 +262,9 @@ def test_micro_run_with_lora_roles_and_instruct_prompt_checkpoints_adapters_and_
     assert run(again, backend_factory=factory) == {"epochs_done": 2}
     # epoch 2's simulator prompts report epoch 1's measured success against alpha
     rate = m1["generated_success_by_benchmark"]["bfcl"]
-    assert all(f"Agent success on recent bfcl tasks: {rate:.0%} (target 50%)." in p for p in factory.made["simulator"].prompts)
+    assert all(
+        f"Agent success on recent bfcl tasks: {rate:.0%} (target 50%)." in p for p in factory.made["simulator"].prompts
+    )
     roles = load_roles(again, 1)
     assert roles.agent.fingerprint() == pytest.approx(m1["agent_fingerprint"], rel=1e-6)
     assert roles.simulator.fingerprint() == pytest.approx(m1["simulator_fingerprint"], rel=1e-6)
@@ -264,7 +298,7 @@ def test_mixed_tunings_and_own_models_start_where_documented(base_dir, tmp_path)
     agent.save(tmp_path / "agent")
     sim = warmstart_simulator(cfg, agent, tmp_path / "agent")
     assert sim.adapter is None and sim.model is not agent.model
-    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA)))
+    batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA), strict=False))
     with torch.no_grad():
         torch.testing.assert_close(sim.logprobs(batch), agent.logprobs(batch), rtol=1e-4, atol=1e-5)
     # a LoRA simulator next to a full agent: a fresh adapter on the base (zero update: the base's outputs)
@@ -295,13 +329,13 @@ def test_gradient_checkpointing_gives_the_same_gradients(base_dir):
         sft(policy, pairs_for(policy, AGENT_DATA), steps=1, lr=1e-2, batch_size=2, rng=random.Random(0))
         grads.append([p.grad.clone() for p in policy.parameters()])
     assert sum(float(g.abs().sum()) for g in grads[0]) > 0
-    for a, b in zip(*grads):
+    for a, b in zip(*grads, strict=False):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
 
 
 def test_export_model_writes_plain_hf_folders_whole_adapter_and_merged(base_dir, tmp_path, capsys):
-    from transformers import AutoModelForCausalLM
     from peft import PeftModel
+    from transformers import AutoModelForCausalLM
 
     from genenv_engine.interfaces.cli import main
     from genenv_engine.method.loop import run
@@ -313,11 +347,26 @@ def test_export_model_writes_plain_hf_folders_whole_adapter_and_merged(base_dir,
     session.store.close()
     assert main(["export-model", str(tmp_path / "s"), "--out", str(tmp_path / "adapter")]) == 0
     assert "agent of epoch 1 (adapter)" in capsys.readouterr().out
-    assert main(["export-model", str(tmp_path / "s"), "--merge", "--role", "simulator", "--epoch", "0",
-                 "--out", str(tmp_path / "merged")]) == 0
+    assert (
+        main(
+            [
+                "export-model",
+                str(tmp_path / "s"),
+                "--merge",
+                "--role",
+                "simulator",
+                "--epoch",
+                "0",
+                "--out",
+                str(tmp_path / "merged"),
+            ]
+        )
+        == 0
+    )
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")  # a whole model, no peft needed
-    reference = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir),
-                                          str(session.checkpoint_dir(0) / "simulator")).merge_and_unload()
+    reference = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(base_dir), str(session.checkpoint_dir(0) / "simulator")
+    ).merge_and_unload()
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     assert torch.allclose(merged(ids).logits, reference(ids).logits, atol=1e-5)
     base = AutoModelForCausalLM.from_pretrained(base_dir)
@@ -341,13 +390,15 @@ def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys
     assert main(["export-model", str(tmp_path / "s"), "--out", str(tmp_path / "agent")]) == 0
     exported = AutoModelForCausalLM.from_pretrained(tmp_path / "agent")
     saved = AutoModelForCausalLM.from_pretrained(session.checkpoint_dir(1) / "agent")
-    assert all(torch.equal(a, b) for a, b in zip(exported.state_dict().values(), saved.state_dict().values()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(exported.state_dict().values(), saved.state_dict().values(), strict=False)
+    )
     assert not (tmp_path / "agent" / "agent_optimizer.pt").exists()
     # the exported agent answers 20 held-out tasks greedily exactly as the session's own agent does
-    from genenv_engine.training.agent import heldout_tasks, rollout
     from genenv_engine.backends import get_backend
     from genenv_engine.backends.base import Sampling
     from genenv_engine.environments import environments_of
+    from genenv_engine.training.agent import heldout_tasks, rollout
     from genenv_engine.training.policy import Policy
     from genenv_engine.training.roles import load_roles
 
@@ -357,8 +408,14 @@ def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys
     greedy = Sampling(temperature=0.0, max_new_tokens=again.config.agent.max_new_tokens, seed=0)
     own = load_roles(again, 1).agent
     outside = Policy.load(tmp_path / "agent", torch.device("cpu"), again.config.model.max_length)
-    texts = [[a.completion.text for s in rollout(get_backend("hf", policy=p), p, envs, tasks, 1, greedy, 0.5)
-              for a in s.attempts] for p in (own, outside)]
+    texts = [
+        [
+            a.completion.text
+            for s in rollout(get_backend("hf", policy=p), p, envs, tasks, 1, greedy, 0.5)
+            for a in s.attempts
+        ]
+        for p in (own, outside)
+    ]
     again.store.close()
     assert len(texts[0]) == 20 and texts[0] == texts[1]
     assert main(["export-model", str(tmp_path / "s"), "--epoch", "7", "--out", str(tmp_path / "x")]) == 2
@@ -366,7 +423,8 @@ def test_export_model_of_a_tiny_session_is_the_checkpoint_whole(tmp_path, capsys
 
 
 def test_a_model_path_that_stops_being_a_model_is_one_line_and_the_session_resumes_once_it_is_back(
-        base_dir, tmp_path, capsys, monkeypatch):
+    base_dir, tmp_path, capsys, monkeypatch
+):
     """A session started from ``--base-model PATH`` whose folder later holds no model (a moved or half-copied
     checkpoint): ``resume`` says so in one line and changes nothing; with the model back it resumes."""
     import shutil
@@ -378,8 +436,23 @@ def test_a_model_path_that_stops_being_a_model_is_one_line_and_the_session_resum
     base = tmp_path / "base"
     shutil.copytree(base_dir, base)
     folder = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--base-model", str(base), "--session", str(folder), "--epochs", "0",
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--base-model",
+                str(base),
+                "--session",
+                str(folder),
+                "--epochs",
+                "0",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     before = (folder / "config.toml").read_text()
     (base / "config.json").rename(tmp_path / "config.json.away")

@@ -26,6 +26,7 @@ def test_the_math_flags_are_read_in_their_order_and_only_whole_names(tmp_path):
 def test_the_line_names_this_machines_cpu_flags_and_torch_kernels():
     line = built_on()
     assert f"torch {torch.__version__}, CPU kernels {torch.backends.cpu.get_cpu_capability()}" in line
-    assert line == machine_line(line.split(" (")[0], cpu_math_flags(), torch.__version__,
-                                torch.backends.cpu.get_cpu_capability())
+    assert line == machine_line(
+        line.split(" (")[0], cpu_math_flags(), torch.__version__, torch.backends.cpu.get_cpu_capability()
+    )
     assert set(cpu_math_flags()) <= set(MATH_FLAGS)

@@ -140,10 +140,7 @@ def test_beta_two_makes_in_band_weights_nearly_flat():
     assert max(sharp) / min(sharp) > math.exp(0.8)
 
 
-@pytest.mark.parametrize(
-    ("k", "n", "expected"),
-    [(3, 8, 0.375), (0, 4, 0.0), (4, 4, 1.0), (1, 3, 1 / 3), (0, 0, None)],
-)
+@pytest.mark.parametrize(("k", "n", "expected"), [(3, 8, 0.375), (0, 4, 0.0), (4, 4, 1.0), (1, 3, 1 / 3), (0, 0, None)])
 def test_success_rate_table(k, n, expected):
     assert success_rate(k, n) == expected
 
@@ -175,8 +172,16 @@ def test_calibration_error_table(p_hats, alpha, expected):
 
 @pytest.mark.parametrize(
     ("reward", "threshold", "expected"),
-    [(0.6, 0.5, True), (0.5, 0.5, True), (0.4999, 0.5, False), (0.0, 0.5, False), (1.0, 1.0, True),
-     (0.999, 1.0, False), (0.3 + 0.2, 0.5, True), (0.1 + 0.2, 0.3, True)],
+    [
+        (0.6, 0.5, True),
+        (0.5, 0.5, True),
+        (0.4999, 0.5, False),
+        (0.0, 0.5, False),
+        (1.0, 1.0, True),
+        (0.999, 1.0, False),
+        (0.3 + 0.2, 0.5, True),
+        (0.1 + 0.2, 0.3, True),
+    ],
 )
 def test_is_success_table(reward, threshold, expected):
     assert is_success(reward, threshold) is expected
@@ -194,7 +199,9 @@ def test_group_advantages_hand_values():
     got = group_advantages(rewards, eps=0.0)
     torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
     # with the default eps, the values shrink by std / (std + eps)
-    torch.testing.assert_close(group_advantages(rewards), expected * torch.tensor([[s0 / (s0 + 1e-6)], [1 / (1 + 1e-6)]]))
+    torch.testing.assert_close(
+        group_advantages(rewards), expected * torch.tensor([[s0 / (s0 + 1e-6)], [1 / (1 + 1e-6)]])
+    )
 
 
 def test_group_advantages_constant_group_is_zero():

@@ -38,7 +38,11 @@ def test_the_size_rule_catches_a_long_file(tmp_path):
 
 
 def test_every_module_opens_with_a_docstring():
-    missing = [str(path) for path in python_files() if path.name != "__main__.py"
-               and path.read_text(encoding="utf-8").strip()
-               and not ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))]
+    missing = [
+        str(path)
+        for path in python_files()
+        if path.name != "__main__.py"
+        and path.read_text(encoding="utf-8").strip()
+        and not ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    ]
     assert missing == []

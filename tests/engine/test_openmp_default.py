@@ -14,12 +14,15 @@ from genenv_engine.backends.openmp import OPENMP_SPIN_BUSY, OPENMP_SPIN_IDLE, ch
 
 
 def _spin(env: dict[str, str]) -> str:
-    code = ("import os; from genenv_engine.backends.openmp import choose_spin; chosen = choose_spin(); "
-            "print(os.environ.get('GOMP_SPINCOUNT') if chosen is None or chosen == os.environ['GOMP_SPINCOUNT'] "
-            "else 'mismatch')")
+    code = (
+        "import os; from genenv_engine.backends.openmp import choose_spin; chosen = choose_spin(); "
+        "print(os.environ.get('GOMP_SPINCOUNT') if chosen is None or chosen == os.environ['GOMP_SPINCOUNT'] "
+        "else 'mismatch')"
+    )
     clean = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
-    return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_user_choices_win_and_the_default_is_one_of_the_two():

@@ -87,8 +87,12 @@ def _judge(env, text="numbers: 3 5 8 | target: 64 => 8 * (3 + 5)"):
 
 def test_a_validate_that_raises_rejects_the_task_as_plugin_error(flaky):
     task, repair = _judge(flaky.Flaky())
-    assert (task.valid, task.reason, task.id, repair) == (False, "plugin_error: RuntimeError", "gen/e1/flaky/0000-0",
-                                                          None)
+    assert (task.valid, task.reason, task.id, repair) == (
+        False,
+        "plugin_error: RuntimeError",
+        "gen/e1/flaky/0000-0",
+        None,
+    )
 
 
 def test_a_check_that_raises_fails_the_rollout_as_plugin_error(flaky):
@@ -100,11 +104,14 @@ def test_a_check_that_raises_fails_the_rollout_as_plugin_error(flaky):
     assert _judge(env)[0].reason == "plugin_error: KeyError"
 
 
-@pytest.mark.parametrize("method, mode, words", [
-    ("validate", "wrong", "validate returned list, not Validation (task gen/e1/flaky/0000-0)"),
-    ("validate", "no_task", "validate returned NoneType, not a Task in its accepted Validation"),
-    ("check", "wrong", "check returned float, not CheckResult (task flaky/train/00000)"),
-])
+@pytest.mark.parametrize(
+    "method, mode, words",
+    [
+        ("validate", "wrong", "validate returned list, not Validation (task gen/e1/flaky/0000-0)"),
+        ("validate", "no_task", "validate returned NoneType, not a Task in its accepted Validation"),
+        ("check", "wrong", "check returned float, not CheckResult (task flaky/train/00000)"),
+    ],
+)
 def test_a_wrong_return_type_is_one_line_naming_environment_method_and_task(flaky, method, mode, words):
     env = flaky.Flaky()
     flaky.MODE.update(validate="ok", check="ok")
@@ -134,8 +141,23 @@ def test_a_run_goes_on_past_plugin_errors_stops_on_a_wrong_type_and_resumes(flak
     from genenv_engine.storage.session import Session
 
     session = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
-                 "--benchmarks", "flaky_envs:Flaky"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(session),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--benchmarks",
+                "flaky_envs:Flaky",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     with sqlite3.connect(session / "genenv.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -149,16 +171,20 @@ def test_a_run_goes_on_past_plugin_errors_stops_on_a_wrong_type_and_resumes(flak
     flaky.MODE["validate"] = "wrong"
     assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("genenv: environment 'flaky' (flaky_envs.Flaky): validate returned "
-                                               "list, not Validation (task gen/e2/flaky/")
+    assert len(err) == 1 and err[0].startswith(
+        "genenv: environment 'flaky' (flaky_envs.Flaky): validate returned list, not Validation (task gen/e2/flaky/"
+    )
 
     flaky.MODE["validate"] = "raise"
     assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 0
     assert "done: 2 epochs" in capsys.readouterr().out
     opened = Session.open(session, check=True)
     try:
-        assert [(m["epoch"], m["status"]) for m in opened.store.epoch_metrics()] == [(0, "done"), (1, "done"),
-                                                                                     (2, "done")]
+        assert [(m["epoch"], m["status"]) for m in opened.store.epoch_metrics()] == [
+            (0, "done"),
+            (1, "done"),
+            (2, "done"),
+        ]
         generated = [t for t in opened.store.pool(["flaky"]) if t.split == "generated"]
         assert generated == []  # every loop-time validate raised: nothing admitted, nothing lost
         ids = opened.store.task_ids()
@@ -192,8 +218,25 @@ def test_a_run_with_a_plugin_past_its_time_limit_goes_on(flaky, tmp_path, capsys
 
     flaky.MODE["validate"] = "sleep"
     session = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
-                 "--benchmarks", "flaky_envs:Flaky", "--set", "simulator.plugin_timeout=0.3"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(session),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--benchmarks",
+                "flaky_envs:Flaky",
+                "--set",
+                "simulator.plugin_timeout=0.3",
+            ]
+        )
+        == 0
+    )
     assert "done: 1 epochs" in capsys.readouterr().out
     with sqlite3.connect(session / "genenv.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

@@ -12,7 +12,6 @@ import random
 import sqlite3
 
 import pytest
-
 from test_plugin_errors import flaky  # noqa: F401 - the fixture
 
 from genenv_engine.interfaces.cli import main
@@ -53,8 +52,13 @@ def _count(session, sql: str, *params) -> int:
 def _tables(session) -> dict[str, int]:
     with sqlite3.connect(session / "genenv.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                          "AND name NOT LIKE 'tasks_fts%' AND name NOT LIKE 'sqlite_%'")]
+        names = [
+            r[0]
+            for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'tasks_fts%' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         return {name: db.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in names}
 
 
@@ -81,8 +85,12 @@ def test_a_trained_run_whose_check_raises_finishes_and_says_so_everywhere(flaky,
     epochs = _status(session, capsys)
     assert [e["status"] for e in epochs] == ["done", "done"]
     assert epochs[0]["plugin_faults"] == {"flaky": {"heldout": {"plugin_error": HELDOUT}}}
-    expected = {"rollouts": {"plugin_error": rollouts}, "siblings": {"plugin_error": 8},  # the drift probe's 8
-                "heldout": {"plugin_error": HELDOUT}, **({"drafts": {"plugin_error": drafts}} if drafts else {})}
+    expected = {
+        "rollouts": {"plugin_error": rollouts},
+        "siblings": {"plugin_error": 8},  # the drift probe's 8
+        "heldout": {"plugin_error": HELDOUT},
+        **({"drafts": {"plugin_error": drafts}} if drafts else {}),
+    }
     assert epochs[1]["plugin_faults"] == {"flaky": expected}
     text = fault_text(epochs[1]["plugin_faults"])  # "flaky: 32 rollouts plugin_error, 8 siblings plugin_error, ..."
     assert line.endswith(f"s PLUGIN FAULTS {text}") and f"{rollouts} rollouts plugin_error" in text
@@ -120,9 +128,13 @@ def test_a_frozen_run_whose_validate_hangs_and_check_raises_counts_both(flaky, t
     assert main(["run", "--session", str(session), *RUN, "--simulator-mode", "frozen", *TIMEOUT]) == 0
     assert "PLUGIN FAULTS flaky" in capsys.readouterr().out
     epochs = _status(session, capsys)
-    assert epochs[1]["plugin_faults"] == {"flaky": {
-        "drafts": {"plugin_timeout": DRAFTS}, "rollouts": {"plugin_error": _train_rollouts(session, 1)},
-        "heldout": {"plugin_error": HELDOUT}}}
+    assert epochs[1]["plugin_faults"] == {
+        "flaky": {
+            "drafts": {"plugin_timeout": DRAFTS},
+            "rollouts": {"plugin_error": _train_rollouts(session, 1)},
+            "heldout": {"plugin_error": HELDOUT},
+        }
+    }
     assert epochs[1]["validity"]["flaky"]["rejected"] == {"plugin_timeout": DRAFTS}
 
 
@@ -147,13 +159,20 @@ def test_a_trained_run_whose_sibling_fails_skips_the_drift_probe_pairs(flaky, tm
     assert epochs[1]["plugin_faults"] == {"flaky": {"drafts": {"plugin_error": DRAFTS}, "siblings": {kind: 8}}}
 
 
-@pytest.mark.parametrize("broken, extra, error", [
-    ({"check": "raise"}, [], "sibling failed (KeyError: 'boom') for every warm-start pair of the simulator"),
-    ({"sibling": "sleep"}, TIMEOUT, "sibling failed (plugin_timeout: flaky.sibling ran past 0.3 s) for every "
-                                    "warm-start pair of the simulator"),
-])
+@pytest.mark.parametrize(
+    "broken, extra, error",
+    [
+        ({"check": "raise"}, [], "sibling failed (KeyError: 'boom') for every warm-start pair of the simulator"),
+        (
+            {"sibling": "sleep"},
+            TIMEOUT,
+            "sibling failed (plugin_timeout: flaky.sibling ran past 0.3 s) for every warm-start pair of the simulator",
+        ),
+    ],
+)
 def test_a_cold_warm_start_that_draws_no_sibling_stops_with_one_line_and_resumes(
-        flaky, tmp_path, capsys, monkeypatch, broken, extra, error):
+    flaky, tmp_path, capsys, monkeypatch, broken, extra, error
+):
     from genenv_engine.storage.store import Store
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
@@ -180,8 +199,7 @@ def test_a_cold_warm_start_that_draws_no_sibling_stops_with_one_line_and_resumes
     assert _status(session, capsys)[1]["status"] == "done"
 
 
-def test_a_cold_warm_start_without_a_simulator_shows_failed_samples_and_finishes(flaky, tmp_path, capsys,
-                                                                                monkeypatch):
+def test_a_cold_warm_start_without_a_simulator_shows_failed_samples_and_finishes(flaky, tmp_path, capsys, monkeypatch):
     from genenv_engine.storage.store import Store
 
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path / "cache"))
@@ -195,8 +213,9 @@ def test_a_cold_warm_start_without_a_simulator_shows_failed_samples_and_finishes
     finally:
         store.close()
     assert samples and all(not s["ok"] and s["detail"].endswith("(plugin_error: KeyError)") for s in samples)
-    assert _status(session, capsys)[1]["plugin_faults"] == {"flaky": {
-        "rollouts": {"plugin_error": _train_rollouts(session, 1)}, "heldout": {"plugin_error": HELDOUT}}}
+    assert _status(session, capsys)[1]["plugin_faults"] == {
+        "flaky": {"rollouts": {"plugin_error": _train_rollouts(session, 1)}, "heldout": {"plugin_error": HELDOUT}}
+    }
 
 
 def test_resume_rescores_the_heldout_a_broken_checker_scored_and_loses_no_row(flaky, tmp_path, capsys):
@@ -215,8 +234,12 @@ def test_resume_rescores_the_heldout_a_broken_checker_scored_and_loses_no_row(fl
     capsys.readouterr()
     assert main(["resume", str(session), "--rescore-heldout", "--epochs", "2", "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"re-scored {2 * HELDOUT} stored held-out answers: {2 * HELDOUT} changed (epoch 0: "
-                             "flaky 0.000 -> ") and "done: 2 epochs" in out[-1]
+    assert (
+        out[0].startswith(
+            f"re-scored {2 * HELDOUT} stored held-out answers: {2 * HELDOUT} changed (epoch 0: flaky 0.000 -> "
+        )
+        and "done: 2 epochs" in out[-1]
+    )
     after = _tables(session)
     assert all(after[name] >= n for name, n in before.items()), (before, after)
     assert _count(session, "SELECT count(*) FROM rollouts WHERE epoch <= 1") == before["rollouts"]
@@ -244,8 +267,9 @@ def test_a_plugin_raising_where_no_item_can_fail_stops_with_one_line(flaky, tmp_
     flaky.MODE.update(draft="always")  # its splits cannot be built
     assert main(["run", "--session", str(tmp_path / "s"), *RUN]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("genenv: environment 'flaky' (flaky_envs.Flaky): draft failed "
-                                               "(ZeroDivisionError: draft) at ")
+    assert len(err) == 1 and err[0].startswith(
+        "genenv: environment 'flaky' (flaky_envs.Flaky): draft failed (ZeroDivisionError: draft) at "
+    )
     assert "flaky_envs.py:" in err[0] and err[0].endswith("; fix it, then genenv resume")
 
 
@@ -293,5 +317,5 @@ def test_an_exception_of_genenv_itself_is_not_blamed_on_the_plugin_one_from_its_
         release_plugins({"flaky": env})
     assert str(plugin_failure(err.value, [get_environment("bfcl"), env])) == (
         "environment 'flaky' (flaky_envs.Flaky): check failed (plugin_timeout: flaky.check ran past 0.2 s); "
-        "fix it, then genenv resume")
-
+        "fix it, then genenv resume"
+    )

@@ -28,8 +28,12 @@ from genenv_engine.config import (
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "presets"
 SNAPSHOT_NAMES = sorted(p.stem for p in SNAPSHOTS.glob("*.json"))
 
-OLD_RAY_KEYS = {"ray": "address", "ray_workers": "workers", "validate_batch": "validate_batch",
-                "ray_call_timeout": "call_timeout"}
+OLD_RAY_KEYS = {
+    "ray": "address",
+    "ray_workers": "workers",
+    "validate_batch": "validate_batch",
+    "ray_call_timeout": "call_timeout",
+}
 """Top-level keys of the snapshots -> their name in the ``[ray]`` table (the one deliberate move)."""
 
 MAX_KEYS = 23
@@ -98,9 +102,15 @@ def test_the_snapshots_ray_settings_map_one_to_one():
 def test_dataclass_defaults_are_the_tiny_preset():
     tiny = load_config("tiny")
     assert RunConfig() == tiny
-    for cls, section in ((ModelConfig, tiny.model), (WarmStartConfig, tiny.warm_start),
-                         (SimulatorConfig, tiny.simulator), (AgentConfig, tiny.agent),
-                         (CurriculumConfig, tiny.curriculum), (VLLMConfig, tiny.vllm), (RayConfig, tiny.ray)):
+    for cls, section in (
+        (ModelConfig, tiny.model),
+        (WarmStartConfig, tiny.warm_start),
+        (SimulatorConfig, tiny.simulator),
+        (AgentConfig, tiny.agent),
+        (CurriculumConfig, tiny.curriculum),
+        (VLLMConfig, tiny.vllm),
+        (RayConfig, tiny.ray),
+    ):
         assert cls() == section, cls.__name__
 
 

@@ -26,18 +26,18 @@ ray = pytest.importorskip("ray")
 
 import torch  # noqa: E402
 
-from genenv_engine.method import loop  # noqa: E402
-from genenv_engine.training import simulator as sim  # noqa: E402
 from genenv_engine.backends import get_backend  # noqa: E402
+from genenv_engine.backends.base import Sampling  # noqa: E402
 from genenv_engine.config import load_config, replace_config  # noqa: E402
 from genenv_engine.environments import get_environment  # noqa: E402
 from genenv_engine.executors.base import GenerateJob  # noqa: E402
 from genenv_engine.executors.local import LocalExecutor  # noqa: E402
 from genenv_engine.executors.ray_exec import RayExecutor, WorkerTimeout  # noqa: E402
-from genenv_engine.backends.base import Sampling  # noqa: E402
-from genenv_engine.training.roles import load_roles  # noqa: E402
+from genenv_engine.method import loop  # noqa: E402
 from genenv_engine.storage.session import Session  # noqa: E402
 from genenv_engine.testing import ScriptedSimulator, SlowCheckerWorker  # noqa: E402
+from genenv_engine.training import simulator as sim  # noqa: E402
+from genenv_engine.training.roles import load_roles  # noqa: E402
 
 TIMING = {"phase_seconds", "tokens_per_second", "rollout_workers", "started_at", "finished_at"}
 """Metrics that are timings (or, ``rollout_workers``, the per-worker split, which differs by construction)."""
@@ -58,8 +58,14 @@ def local_ray():
     before = os.environ.get("RAY_worker_niceness")
     os.environ["RAY_worker_niceness"] = "0"
     try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 _node_ip_address="127.0.0.1")
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            _node_ip_address="127.0.0.1",
+        )
         yield
         ray.shutdown()
     finally:
@@ -100,11 +106,21 @@ def stored(session):
     verdict and reason, version...; the statistics of all), batches, metrics of the co-evolution epochs (epoch 0
     is the warm start, trained by the first run and read from the cache by the second)."""
     db = session.store.db
-    rollouts = list(db.query("SELECT task_id, epoch, response, reward, success, error_type, purpose, policy_version "
-                             "FROM rollouts ORDER BY id"))
-    tasks = [{k: v for k, v in row.items() if k != "created_at" and (row["origin"] == "generated" or k in
-                                                                         ("id", "valid", "p_hat", "r_env", "n_rollouts"))}
-             for row in db.query("SELECT * FROM tasks ORDER BY id")]
+    rollouts = list(
+        db.query(
+            "SELECT task_id, epoch, response, reward, success, error_type, purpose, policy_version "
+            "FROM rollouts ORDER BY id"
+        )
+    )
+    tasks = [
+        {
+            k: v
+            for k, v in row.items()
+            if k != "created_at"
+            and (row["origin"] == "generated" or k in ("id", "valid", "p_hat", "r_env", "n_rollouts"))
+        }
+        for row in db.query("SELECT * FROM tasks ORDER BY id")
+    ]
     batches = session.store.batches()
     metrics = [{k: v for k, v in m.items() if k not in TIMING} for m in session.store.epoch_metrics() if m["epoch"]]
     return rollouts, tasks, batches, metrics
@@ -125,7 +141,7 @@ def test_two_ray_workers_store_what_the_in_process_run_stores(tmp_path, local_ra
     assert {(r["epoch"], r["policy_version"]) for r in train} == {(1, 0), (2, 1)}
     assert {r["epoch"] for r in rollouts if r["purpose"] == "heldout"} == {0, 1, 2}
     assert got == stored(reference)
-    for m, epoch in zip(on_ray.store.epoch_metrics()[1:], metrics):
+    for m, epoch in zip(on_ray.store.epoch_metrics()[1:], metrics, strict=False):
         workers = m["rollout_workers"]
         assert len(workers) == 2 and all(w["batches"] > 0 for w in workers)
         assert sum(w["tasks"] for w in workers) == epoch["tasks_trained"]
@@ -157,6 +173,7 @@ def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ra
     def capture(*args, **kwargs):
         made.append(make(*args, **kwargs))
         return made[-1]
+
     make = loop.make_executor
     monkeypatch.setattr(loop, "make_executor", capture)
     killed = []
@@ -165,6 +182,7 @@ def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ra
         if event.kind == "BatchProgressed" and event.phase == "rollout" and event.epoch == 2 and not killed:
             ray.kill(made[-1].actors[1], no_restart=False)
             killed.append(event.done)
+
     on_ray = run_micro(tmp_path / "ray", sink, **{"ray.address": "local"})
     assert killed
     assert stored(on_ray) == stored(reference)
@@ -179,8 +197,12 @@ def drafts_of(env, n_seeds=3):
     texts = [env.simulator_text(train[i]) for i in range(n_seeds)] + ["no task here", "=> x => y"]
     if env.name == "bfcl":
         texts.append("F: add(a:int,b:int) | Q: add 3 and 5 => add(a=3,b=9)")
-    return [sim.Draft(seeds[i % n_seeds], f"e3/{seeds[i % n_seeds].id}", f"context {i}", text, [i],
-                      f"gen/e3/{env.name}/{i:04d}-0") for i, text in enumerate(texts)]
+    return [
+        sim.Draft(
+            seeds[i % n_seeds], f"e3/{seeds[i % n_seeds].id}", f"context {i}", text, [i], f"gen/e3/{env.name}/{i:04d}-0"
+        )
+        for i, text in enumerate(texts)
+    ]
 
 
 class TestOneExecutorAcrossUpdates:
@@ -192,8 +214,9 @@ class TestOneExecutorAcrossUpdates:
     @pytest.fixture(scope="class")
     def executors(self, local_ray, reference):
         ray_config = replace_config(reference.config.ray, address="local", validate_batch=2)
-        cfg = replace_config(reference.config, ray=ray_config, rollout_batch=2, generate_batch=2,
-                             benchmarks=("bfcl", "apibank"))
+        cfg = replace_config(
+            reference.config, ray=ray_config, rollout_batch=2, generate_batch=2, benchmarks=("bfcl", "apibank")
+        )
         roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
         envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
         remote = RayExecutor(cfg, roles, envs, 0)
@@ -214,6 +237,7 @@ class TestOneExecutorAcrossUpdates:
         def texts(executor):
             scored = executor.rollout(tasks, 3, sampling, 0.5, epoch=1)
             return [(a.completion.text, a.policy_version) for s in scored for a in s.attempts]
+
         before = texts(remote)
         assert before == texts(local) and {v for _, v in before} == {0}
         perturb(roles.agent, 0)
@@ -235,13 +259,17 @@ class TestOneExecutorAcrossUpdates:
         sampling = Sampling(temperature=1.0, max_new_tokens=16, seed=7)
 
         def drafts(executor):
-            return [(d.task_id, d.batch_id, d.context, d.text, d.token_ids, d.policy_version)
-                    for d in executor.generate(jobs, sampling, epoch=2, style="compact")]
+            return [
+                (d.task_id, d.batch_id, d.context, d.text, d.token_ids, d.policy_version)
+                for d in executor.generate(jobs, sampling, epoch=2, style="compact")
+            ]
+
         before = drafts(remote)
         assert before == drafts(local) and {d[-1] for d in before} == {0}
         unbatched = LocalExecutor(replace_config(cfg, generate_batch=0), roles, envs, 0)
-        assert [d[0] for d in before] == [d.task_id for d in unbatched.generate(jobs, sampling, epoch=2,
-                                                                                  style="compact")]
+        assert [d[0] for d in before] == [
+            d.task_id for d in unbatched.generate(jobs, sampling, epoch=2, style="compact")
+        ]
         perturb(roles.simulator, 1)
         local.sync_simulator(1)
         remote.sync_simulator(1)
@@ -299,8 +327,9 @@ class TestCallTimeouts:
         sampling = Sampling(temperature=1.0, max_new_tokens=4)
         got = remote.rollout(tasks, 1, sampling, 0.5, epoch=1)
         want = local.rollout(tasks, 1, sampling, 0.5, epoch=1)
-        assert [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in got for a in s.attempts] == \
-            [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in want for a in s.attempts]
+        assert [(s.task.id, a.completion.text, a.reward, a.policy_version) for s in got for a in s.attempts] == [
+            (s.task.id, a.completion.text, a.reward, a.policy_version) for s in want for a in s.attempts
+        ]
         timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
         assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [(0, "rollout", 2, 1, True)]
         assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [0]
@@ -315,13 +344,17 @@ class TestCallTimeouts:
         drafts = drafts_of(envs["bfcl"])[:3]
         slow = drafts[:1] + [replace(drafts[1], task_id=drafts[1].task_id + "/slow")] + drafts[2:]
         options = {"epoch": 3, "generator": "simulator@e2", "origin": "generated", "style": "compact"}
-        message = (r"validate batch 1 of epoch 3 \(1 task gen/e3/bfcl/0001-0/slow\) ran past ray\.call_timeout = 3 s "
-                   r"on worker 1, 2 times")
+        message = (
+            r"validate batch 1 of epoch 3 \(1 task gen/e3/bfcl/0001-0/slow\) ran past ray\.call_timeout = 3 s "
+            r"on worker 1, 2 times"
+        )
         with pytest.raises(WorkerTimeout, match=message):
             remote.validate(slow, **options)
         timeouts = [e for e in events if e.kind == "WorkerTimedOut"]
         assert [(e.worker, e.phase, e.batch, e.attempt, e.retried) for e in timeouts] == [
-            (1, "validate", 1, 1, True), (1, "validate", 1, 2, False)]
+            (1, "validate", 1, 1, True),
+            (1, "validate", 1, 2, False),
+        ]
         assert [e.worker for e in events if e.kind == "WorkerRestarted"] == [1, 1]
         assert remote.validate(drafts, **options) == local.validate(drafts, **options)
 
@@ -357,8 +390,10 @@ def test_an_unreachable_cluster_is_one_line_and_the_session_still_resumes(tmp_pa
     assert 'address = ""' in (folder / "config.toml").read_text()
     capsys.readouterr()
     assert main(["status", str(folder), "--json"]) == 0
-    assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [(0, "done"),
-                                                                                                  (1, "done")]
+    assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [
+        (0, "done"),
+        (1, "done"),
+    ]
 
 
 def test_resume_takes_a_new_ray_address_and_refuses_a_malformed_one_changing_nothing(tmp_path, capsys):

@@ -79,13 +79,19 @@ def missing_tools() -> str | None:
     if absent:
         return f"needs {', '.join(absent)} (iproute2, util-linux)"
     try:
-        trial = subprocess.run(["unshare", "-n", "sh", "-c", "ip link add gx0 type veth peer name gx1"],
-                               capture_output=True, text=True, timeout=30)
+        trial = subprocess.run(
+            ["unshare", "-n", "sh", "-c", "ip link add gx0 type veth peer name gx1"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unshare -n failed: {exc}"
     if trial.returncode != 0:
-        return f"cannot create a network namespace with a veth pair (root or CAP_SYS_ADMIN/CAP_NET_ADMIN): " \
-               f"{trial.stderr.strip()[:200]}"
+        return (
+            f"cannot create a network namespace with a veth pair (root or CAP_SYS_ADMIN/CAP_NET_ADMIN): "
+            f"{trial.stderr.strip()[:200]}"
+        )
     return None
 
 
@@ -126,6 +132,7 @@ class Forwarder:
                 except OSError:
                     return  # closed
                 threading.Thread(target=self._pipe, args=(conn,), daemon=True).start()
+
         threading.Thread(target=listen, daemon=True).start()
         ready.wait(30)
         if failed or not self.port:
@@ -175,8 +182,14 @@ class Cluster:
         """The GCS port at ``127.0.0.1`` only of the driver's namespace."""
 
     def run(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
-        return subprocess.run(["nsenter", f"--net=/proc/{self.driver.pid}/ns/net", *argv], capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=Path(__file__).parents[2])
+        return subprocess.run(
+            ["nsenter", f"--net=/proc/{self.driver.pid}/ns/net", *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            cwd=Path(__file__).parents[2],
+        )
 
 
 def wait_for(check, seconds: float, what: str, log: Path | None = None) -> None:
@@ -199,25 +212,44 @@ def cluster():
         pytest.skip(why)
     folder = Path(tempfile.mkdtemp(prefix="gx-ray-", dir="/tmp"))  # short: Ray's socket paths are length-limited
     log = folder / "head.log"
-    env = {**os.environ, "RAY_BIN": str(Path(sys.executable).with_name("ray")), "RAY_TMP": str(folder / "r"),
-           "RAY_AUTH_MODE": "disabled", "RAY_worker_niceness": "0"}
+    env = {
+        **os.environ,
+        "RAY_BIN": str(Path(sys.executable).with_name("ray")),
+        "RAY_TMP": str(folder / "r"),
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_worker_niceness": "0",
+    }
     started: list[subprocess.Popen] = []
     forwarders: list[Forwarder] = []
     try:
         with open(log, "w") as out:
-            head = subprocess.Popen(["unshare", "-n", "sh", "-c", HEAD.format(ip=NODE_IP, port=GCS_PORT)], env=env,
-                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            head = subprocess.Popen(
+                ["unshare", "-n", "sh", "-c", HEAD.format(ip=NODE_IP, port=GCS_PORT)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         started.append(head)
-        driver = subprocess.Popen(["unshare", "-n", "sh", "-c", DRIVER.format(ip=DRIVER_IP, gateway="10.77.0.1")],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  text=True, start_new_session=True)
+        driver = subprocess.Popen(
+            ["unshare", "-n", "sh", "-c", DRIVER.format(ip=DRIVER_IP, gateway="10.77.0.1")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         started.append(driver)
         line = driver.stdout.readline().strip()
         if line != "ready":
             pytest.skip(f"the driver's namespace was not built: {line} {driver.stdout.read()[:300]}")
-        wait_for(lambda: head.poll() is None and "Ray runtime started" in log.read_text(errors="replace"), 120,
-                 "the head did not start", log)
+        wait_for(
+            lambda: head.poll() is None and "Ray runtime started" in log.read_text(errors="replace"),
+            120,
+            "the head did not start",
+            log,
+        )
         here = Cluster(head, driver)
         forwarders.append(Forwarder(driver.pid, "0.0.0.0", head.pid, GCS_PORT))
         forwarders.append(Forwarder(driver.pid, "127.0.0.1", head.pid, GCS_PORT))
@@ -244,14 +276,32 @@ def test_a_run_on_a_cluster_whose_node_is_unreachable_ends_in_one_line_and_resum
     folder = tmp_path / "s"
     address = f"{DRIVER_IP}:{cluster.port}"
     began = time.monotonic()
-    done = cluster.run([sys.executable, "-m", "genenv_engine.interfaces.cli", "run", "--preset", "micro", "--session",
-                        str(folder), "--epochs", "1", "--quiet", "--ray", address], timeout=400)
+    done = cluster.run(
+        [
+            sys.executable,
+            "-m",
+            "genenv_engine.interfaces.cli",
+            "run",
+            "--preset",
+            "micro",
+            "--session",
+            str(folder),
+            "--epochs",
+            "1",
+            "--quiet",
+            "--ray",
+            address,
+        ],
+        timeout=400,
+    )
     seconds = time.monotonic() - began
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and len(err) == 1, done.stderr[-3000:]
-    assert err[0].startswith(f"genenv: config error in 'ray.address': a driver started here could not join the Ray "
-                             f"cluster at {address}, though its head answers (Ray said: "), err[0]
+    assert err[0].startswith(
+        f"genenv: config error in 'ray.address': a driver started here could not join the Ray "
+        f"cluster at {address}, though its head answers (Ray said: "
+    ), err[0]
     assert f"{NODE_IP}:" in err[0] and "loopback" not in err[0] and err[0].endswith("nothing was run"), err[0]
     assert seconds < 300, seconds
     assert main(["status", str(folder), "--json"]) == 0
@@ -260,8 +310,10 @@ def test_a_run_on_a_cluster_whose_node_is_unreachable_ends_in_one_line_and_resum
     assert main(["resume", str(folder), "--quiet", "--ray", "none"]) == 0
     capsys.readouterr()
     assert main(["status", str(folder), "--json"]) == 0
-    assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [(0, "done"),
-                                                                                                  (1, "done")]
+    assert [(e["epoch"], e["status"]) for e in json.loads(capsys.readouterr().out)["epochs"]] == [
+        (0, "done"),
+        (1, "done"),
+    ]
 
 
 def test_a_head_that_answers_on_loopback_only_is_given_up_after_the_join_limit(cluster):
@@ -269,25 +321,29 @@ def test_a_head_that_answers_on_loopback_only_is_given_up_after_the_join_limit(c
     the loopback address for the local machine's own address and retries that one for ever. `connect` gives up after
     `JOIN_SECONDS` (`LOOPBACK_JOIN` here) with one line naming both addresses, and leaves Ray uninitialised in the
     process."""
-    code = ("import sys, time\n"
-            "import ray\n"
-            "from genenv_engine.core.errors import ConfigError\n"
-            "from genenv_engine.executors import ray_exec\n"
-            f"ray_exec.JOIN_SECONDS = {LOOPBACK_JOIN}\n"
-            "began = time.monotonic()\n"
-            "try:\n"
-            "    ray_exec.connect(sys.argv[1], 1)\n"
-            "except ConfigError as exc:\n"
-            "    print(f'{time.monotonic() - began:.1f}', ray.is_initialized())\n"
-            "    print(exc)\n")
+    code = (
+        "import sys, time\n"
+        "import ray\n"
+        "from genenv_engine.core.errors import ConfigError\n"
+        "from genenv_engine.executors import ray_exec\n"
+        f"ray_exec.JOIN_SECONDS = {LOOPBACK_JOIN}\n"
+        "began = time.monotonic()\n"
+        "try:\n"
+        "    ray_exec.connect(sys.argv[1], 1)\n"
+        "except ConfigError as exc:\n"
+        "    print(f'{time.monotonic() - began:.1f}', ray.is_initialized())\n"
+        "    print(exc)\n"
+    )
     address = f"127.0.0.1:{cluster.loopback_port}"
     done = cluster.run([sys.executable, "-c", code, address], timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     timing, message = done.stdout.strip().splitlines()
     seconds, initialised = timing.split()
     assert float(seconds) < LOOPBACK_JOIN + 30 and initialised == "False", timing
-    assert message.startswith(f"config error in 'ray.address': a driver started here did not join the Ray cluster "
-                              f"at {address} within {LOOPBACK_JOIN:g} s, though its head answers (Ray said: "), message
+    assert message.startswith(
+        f"config error in 'ray.address': a driver started here did not join the Ray cluster "
+        f"at {address} within {LOOPBACK_JOIN:g} s, though its head answers (Ray said: "
+    ), message
     assert f"{DRIVER_IP}:{cluster.loopback_port}" in message  # what Ray tried instead
     assert "Ray takes a loopback address for the local machine's own" in message
     assert message.endswith("nothing was run")

@@ -73,10 +73,18 @@ def test_the_table_shows_seed2_only_where_seeds_0_and_1_split(tmp_path):
             _record(base / f"{arm}-s{seed}.json", "0" * 100, "1" * n + "0" * (100 - n))
     _record(base / "frozen-s2.json", "0" * 100)
     rows = {line.split(" | ")[0]: line.split(" | ") for line in reading.grounded_table(tmp_path).splitlines()}
-    assert rows["| `grounded` − `frozen`"][1:] == ["**+0.300 (.046)**"] * 2 + ["not needed", "2 of 2",
-                                                                              "`grounded` beats `frozen` |"]
-    assert rows["| `controller` − `frozen`"][1:] == ["**+0.300 (.046)**", "+0.000 (.000)", "**+0.300 (.046)**",
-                                                    "2 of 3", "`controller` beats `frozen` on 2 of 3 seeds |"]
+    assert rows["| `grounded` − `frozen`"][1:] == ["**+0.300 (.046)**"] * 2 + [
+        "not needed",
+        "2 of 2",
+        "`grounded` beats `frozen` |",
+    ]
+    assert rows["| `controller` − `frozen`"][1:] == [
+        "**+0.300 (.046)**",
+        "+0.000 (.000)",
+        "**+0.300 (.046)**",
+        "2 of 3",
+        "`controller` beats `frozen` on 2 of 3 seeds |",
+    ]
     assert rows["| `grounded` − `controller`"][3:] == ["no record yet", "1 of 2", "split: a third seed decides |"]
     assert rows["| `grounded` − `off(20)`"][3] == "—"  # seeds 0 and 1 not both read yet
 

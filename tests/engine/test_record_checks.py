@@ -53,8 +53,11 @@ def test_a_truncated_result_string_is_refused_with_the_reason(tmp_path):
         data["correct"]["0"]["bfcl"] = data["correct"]["0"]["bfcl"][:395]
 
     path = _copy(tmp_path, "steer", "off-s0", cut)
-    with pytest.raises(ConfigError, match=r"off-s0\.json.*epoch 0: the bfcl held-out result string has 395 "
-                                          r"results, not 400"):
+    with pytest.raises(
+        ConfigError,
+        match=r"off-s0\.json.*epoch 0: the bfcl held-out result string has 395 "
+        r"results, not 400",
+    ):
         read_record(path)
     with pytest.raises(ConfigError, match="has 395 results, not 400"):  # the bench refuses it too
         collect(tmp_path / "bench", ("off",), (0,), records=tmp_path / "records")
@@ -70,18 +73,22 @@ def test_a_flipped_result_that_no_longer_gives_the_stored_rate_is_refused(tmp_pa
     assert rate == ones / 400
 
     def flip(data):
-        data["correct"][last]["bfcl"] = s[:i] + "1" + s[i + 1:]
+        data["correct"][last]["bfcl"] = s[:i] + "1" + s[i + 1 :]
 
-    with pytest.raises(ConfigError, match=rf"epoch {last}: the bfcl held-out result string gives {ones + 1}/400 = "
-                                          rf"{(ones + 1) / 400:.6f}, not the stored held-out rate {rate:.6f}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"epoch {last}: the bfcl held-out result string gives {ones + 1}/400 = "
+        rf"{(ones + 1) / 400:.6f}, not the stored held-out rate {rate:.6f}",
+    ):
         read_record(_copy(tmp_path, "steer", "off-s0", flip))
 
     def flip_both(data):  # the string and its rate changed together is a consistent record: accepted
         flip(data)
         next(r for r in data["epochs"] if r["epoch"] == int(last))["heldout"]["bfcl"] = (ones + 1) / 400
 
-    assert read_record(_copy(tmp_path, "steer", "off-s0", flip_both))["_correct"][int(last)]["bfcl"].count("1") == \
-        ones + 1
+    assert (
+        read_record(_copy(tmp_path, "steer", "off-s0", flip_both))["_correct"][int(last)]["bfcl"].count("1") == ones + 1
+    )
 
 
 def test_characters_other_than_0_and_1_are_refused(tmp_path):
@@ -89,8 +96,11 @@ def test_characters_other_than_0_and_1_are_refused(tmp_path):
         s = data["correct"]["3"]["bfcl"]
         data["correct"]["3"]["bfcl"] = "x" + s[1:]
 
-    with pytest.raises(ConfigError, match=r"epoch 3: the bfcl held-out result string holds characters other than "
-                                          r"0 and 1 \('x'\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"epoch 3: the bfcl held-out result string holds characters other than "
+        r"0 and 1 \('x'\)",
+    ):
         read_record(_copy(tmp_path, "steer", "off-s0", other))
 
     def listed(data):
@@ -104,8 +114,9 @@ def test_rescored_strings_must_have_the_length_they_were_rescored_on(tmp_path):
     def cut(data):
         data["rescored"]["400"]["8"]["bfcl"] = data["rescored"]["400"]["8"]["bfcl"][:399]
 
-    with pytest.raises(ConfigError, match="epoch 8: the bfcl result string re-scored on 400 tasks has 399 results, "
-                                          "not 400"):
+    with pytest.raises(
+        ConfigError, match="epoch 8: the bfcl result string re-scored on 400 tasks has 399 results, not 400"
+    ):
         read_record(_copy(tmp_path, "smol-l34", "unseen-s0", cut))
 
     def bad(data):
@@ -125,14 +136,16 @@ def test_levels_of_another_length_and_a_string_without_its_rate_are_refused(tmp_
     def no_rate(data):
         data["epochs"] = [r for r in data["epochs"] if r["epoch"] != 4]
 
-    with pytest.raises(ConfigError, match="epoch 4: has a bfcl held-out result string but no stored bfcl held-out "
-                                          "rate"):
+    with pytest.raises(
+        ConfigError, match="epoch 4: has a bfcl held-out result string but no stored bfcl held-out rate"
+    ):
         read_record(_copy(tmp_path, "smol-l34", "unseen-s0", no_rate))
 
 
 def test_a_heldout_split_smaller_than_the_sample_is_the_length_to_check(tmp_path):
     """A benchmark whose held-out split has fewer tasks than ``heldout_size`` (official data) is evaluated on all of
     them: its record says so (``heldout_split``), and its strings are that long."""
+
     def smaller(data):
         for e, by in data["correct"].items():
             by["bfcl"] = by["bfcl"][:125]
@@ -166,10 +179,14 @@ def test_runs_whose_epoch0_heldout_differs_are_flagged_in_json_and_markdown(tmp_
     assert m["agent_fingerprints"] == [None, None]  # records from before fingerprints: unknown, not compared
     (vs,) = data["summary"]["_versus"]
     assert vs["per_seed"][0]["epoch0_differs"]["epoch0_heldout"] == {"bfcl": {"differ": 1, "tasks": 200}}
-    assert "**⚠ Seed 0: unseen and off started from different epoch-0 agents** (epoch-0 held-out scored " \
-           "differently on 1 of 200 bfcl tasks)" in md
-    assert "- ⚠ **unseen − off, seed 0: the epoch-0 agents differ** (epoch-0 held-out scored differently on 1 of " \
-           "200 bfcl tasks); this difference includes theirs." in md
+    assert (
+        "**⚠ Seed 0: unseen and off started from different epoch-0 agents** (epoch-0 held-out scored "
+        "differently on 1 of 200 bfcl tasks)" in md
+    )
+    assert (
+        "- ⚠ **unseen − off, seed 0: the epoch-0 agents differ** (epoch-0 held-out scored differently on 1 of "
+        "200 bfcl tasks); this difference includes theirs." in md
+    )
     assert f"s0 {vs['per_seed'][0]['diff']:+.3f} ({vs['per_seed'][0]['paired_se']:.3f}) @ 8 ⚠" in md
 
     data, md = _results(tmp_path, ("off", "unseen"), (0,), rescore=400)  # the re-scored epoch-0 strings
@@ -193,6 +210,7 @@ def test_runs_with_the_same_epoch0_agent_are_not_flagged(tmp_path):
 def _with_warm_start(key=None, **prints):
     def change(data):
         data["warm_start"] = {"key": key, "fingerprints": prints}
+
     return change
 
 
@@ -202,11 +220,17 @@ def test_agent_fingerprints_that_differ_are_flagged_even_with_equal_heldout(tmp_
     _copy(tmp_path, "steer", "off-s0", _with_warm_start("k", agent=1234.75))
     data, md = _results(tmp_path, ("trained", "off"), (0,))
     (m,) = data["warm_start_mismatches"]
-    assert (m["a"], m["b"], m["differs"], m["agent_fingerprints"]) == \
-        ("trained", "off", ["agent fingerprint"], [1234.5, 1234.75])
+    assert (m["a"], m["b"], m["differs"], m["agent_fingerprints"]) == (
+        "trained",
+        "off",
+        ["agent fingerprint"],
+        [1234.5, 1234.75],
+    )
     assert m["epoch0_heldout"] == {"bfcl": {"differ": 0, "tasks": 400}}
-    assert "(agent fingerprints differ (trained 1234.5, off 1234.75); epoch-0 held-out scored differently on 0 " \
-           "of 400 bfcl tasks)" in md
+    assert (
+        "(agent fingerprints differ (trained 1234.5, off 1234.75); epoch-0 held-out scored differently on 0 "
+        "of 400 bfcl tasks)" in md
+    )
     assert "- ⚠ **trained − off, seed 0: the epoch-0 agents differ**" in md
 
     # the same weights summed in another order: equal within the fingerprint's float precision, not flagged
@@ -217,10 +241,16 @@ def test_agent_fingerprints_that_differ_are_flagged_even_with_equal_heldout(tmp_
 
 def test_warm_start_keys_decide_only_where_a_fingerprint_is_unknown():
     base = {"_correct": {0: {"bfcl": "0110"}}}
-    assert epoch0_difference({**base, "_warm_start": "a"}, {**base, "_warm_start": "b"})["differs"] == \
-        ["warm-start key"]
-    assert epoch0_difference({**base, "_warm_start": "a", "_fingerprints": {"agent": 5.0}},
-                             {**base, "_warm_start": "b", "_fingerprints": {"agent": 5.0}}) is None
+    assert epoch0_difference({**base, "_warm_start": "a"}, {**base, "_warm_start": "b"})["differs"] == [
+        "warm-start key"
+    ]
+    assert (
+        epoch0_difference(
+            {**base, "_warm_start": "a", "_fingerprints": {"agent": 5.0}},
+            {**base, "_warm_start": "b", "_fingerprints": {"agent": 5.0}},
+        )
+        is None
+    )
     assert epoch0_difference({**base, "_warm_start": "a"}, base) is None  # nothing known to compare
     # strings of other lengths are other tasks: not compared, not flagged
     assert epoch0_difference(base, {"_correct": {0: {"bfcl": "01101"}}}) is None
@@ -237,16 +267,22 @@ def test_records_carry_the_machine_that_built_the_warm_start_and_a_mismatch_name
     def built_on(machine, agent):
         def change(data):
             data["warm_start"] = {"key": "k", "fingerprints": {"agent": agent}, "built_on": machine}
+
         return change
+
     _copy(tmp_path, "steer", "trained-s0", built_on("Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512", 7.5))
     _copy(tmp_path, "steer", "off-s0", built_on("EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2", 7.25))
     assert read_record(tmp_path / "records" / "off-s0.json")["_built_on"].startswith("EPYC (avx2)")
     data, md = _results(tmp_path, ("trained", "off"), (0,))
     (m,) = data["warm_start_mismatches"]
-    assert m["built_on"] == ["Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512",
-                             "EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2"]
-    assert "warm starts built on different machines (trained: Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels " \
-           "AVX512; off: EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2)" in md
+    assert m["built_on"] == [
+        "Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512",
+        "EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2",
+    ]
+    assert (
+        "warm starts built on different machines (trained: Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels "
+        "AVX512; off: EPYC (avx2); torch 2.13.0+cpu, CPU kernels AVX2)" in md
+    )
     # the same machine is not named as a cause; an unknown one (older records) is not compared
     _copy(tmp_path, "steer", "off-s0", built_on("Xeon (avx2 avx512f); torch 2.13.0+cpu, CPU kernels AVX512", 7.25))
     assert "built on different machines" not in _results(tmp_path, ("trained", "off"), (0,))[1]

@@ -84,8 +84,12 @@ def test_cli_reference_names_every_subcommand_and_option():
 def test_configuration_reference_names_every_field_of_every_section():
     text = reference.configuration_reference()
     tables = reference.sections()
-    assert {cls for _, cls in tables} >= {config_module.RunConfig, config_module.ModelConfig,
-                                          config_module.AgentConfig, config_module.CurriculumConfig}
+    assert {cls for _, cls in tables} >= {
+        config_module.RunConfig,
+        config_module.ModelConfig,
+        config_module.AgentConfig,
+        config_module.CurriculumConfig,
+    }
     for name, cls in tables:
         for f in dataclasses.fields(cls):
             key = f"{name}.{f.name}" if name else f.name

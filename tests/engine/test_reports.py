@@ -24,13 +24,15 @@ from genenv_engine.core.events import RunControl
 from genenv_engine.method.loop import run
 from genenv_engine.reports import add_report_parser, build_report, run_report
 from genenv_engine.storage.session import Session
-from genenv_engine.testing import scripted_backends
 from genenv_engine.storage.store import Store
+from genenv_engine.testing import scripted_backends
 from genenv_engine.training.warmstart.training import built_on
 
 USER = re.compile(r"<\|user\|>(.*)<\|assistant\|>", re.S)
-HOSTILE = ("<script>alert(1)</script> *star* _under_ `tick` | pipe |\n```\n# hash [x](y) &amp; \\ end\n"
-           "````\n<img src=x onerror=alert(2)>")
+HOSTILE = (
+    "<script>alert(1)</script> *star* _under_ `tick` | pipe |\n```\n# hash [x](y) &amp; \\ end\n"
+    "````\n<img src=x onerror=alert(2)>"
+)
 HOSTILE_ANSWER = "add(a=1,b=2) <b>bold</b> | `x`"
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -74,6 +76,7 @@ def sessions(tmp_path_factory):
     def stop_after_rollout(event):
         if event.kind == "PhaseFinished" and event.epoch == 1 and event.phase == "rollout":
             control.stop()
+
     assert run(stopped, stop_after_rollout, control, backend_factory=scripted()) == {"stopped_at": 1, "epochs_done": 0}
     shutil.copytree(stopped.path, root / "stopped-snapshot")
     out["partial"] = root / "stopped-snapshot"
@@ -149,7 +152,7 @@ def parse_html(text: str) -> Page:
 def table(page: Page, ident: str) -> list[dict[str, str]]:
     """A table of the page as dicts keyed by its header cells."""
     head, *rows = page.tables[ident]
-    return [dict(zip(head, r)) for r in rows]
+    return [dict(zip(head, r, strict=False)) for r in rows]
 
 
 def md_tables(text: str) -> list[list[dict[str, str]]]:
@@ -157,7 +160,7 @@ def md_tables(text: str) -> list[list[dict[str, str]]]:
     from markdown_it import MarkdownIt
 
     page = parse_html(MarkdownIt("commonmark").enable("table").render(text))
-    return [[dict(zip(t[0], r)) for r in t[1:]] for t in page.tables.values()]
+    return [[dict(zip(t[0], r, strict=False)) for r in t[1:]] for t in page.tables.values()]
 
 
 def md_table(text: str, first_headers: list[str]) -> list[dict[str, str]]:
@@ -171,9 +174,22 @@ def f3(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-SECTIONS = ["Run", "Runs", "Versions and machine", "Time by phase", "Generated and trained", "Configuration",
-            "Difficulty calibration", "Agent progress", "Policy updates", "Tasks",
-            "Sample of generated tasks by difficulty bucket", "Hand edits", "Pinned tasks", "Banned tasks"]
+SECTIONS = [
+    "Run",
+    "Runs",
+    "Versions and machine",
+    "Time by phase",
+    "Generated and trained",
+    "Configuration",
+    "Difficulty calibration",
+    "Agent progress",
+    "Policy updates",
+    "Tasks",
+    "Sample of generated tasks by difficulty bucket",
+    "Hand edits",
+    "Pinned tasks",
+    "Banned tasks",
+]
 
 
 def check_self_contained(html_text: str, n_images: int) -> Page:
@@ -215,7 +231,7 @@ def test_single_session_report_holds_every_section_with_database_numbers(session
     config = tomllib.loads((path / "config.toml").read_text())
     flat = {}
     for key, value in config.items():
-        for sub, item in (value.items() if isinstance(value, dict) else [(None, value)]):
+        for sub, item in value.items() if isinstance(value, dict) else [(None, value)]:
             flat[key if sub is None else f"{key}.{sub}"] = item
     cfg_rows = {r["setting"]: r["value"] for r in table(page, "config-table")}
     for key, value in flat.items():
@@ -225,19 +241,24 @@ def test_single_session_report_holds_every_section_with_database_numbers(session
     assert cfg_rows["simulator.mode"] == "trained" and cfg_rows["curriculum.alpha"] == "0.5"
     assert {r["setting"]: r["value"] for r in md_table(md, ["setting", "value"])}["agent.rollouts"] == "4"
     versions = {r["software"]: r["version"] for r in table(page, "versions-table")}
-    assert versions == {"genenv-console": importlib.metadata.version("genenv-console"),
-                        "torch": importlib.metadata.version("torch"),
-                        "transformers": importlib.metadata.version("transformers"),
-                        "python": platform.python_version()}
+    assert versions == {
+        "genenv-console": importlib.metadata.version("genenv-console"),
+        "torch": importlib.metadata.version("torch"),
+        "transformers": importlib.metadata.version("transformers"),
+        "python": platform.python_version(),
+    }
     assert {r["machine"] for r in table(page, "machine-table")} >= {"cpu", "cores", "gpu"}
     time_rows = {r["phase"]: r for r in table(page, "time-table")}
     total = sum(s for m in metrics for s in m["phase_seconds"].values())
     assert time_rows["total"]["seconds (done epochs)"] == f"{total:.1f}"
     assert float(time_rows["agent_update"]["seconds (done epochs)"]) == pytest.approx(
-        sum(m["phase_seconds"].get("agent_update", 0) for m in metrics), abs=0.06)
+        sum(m["phase_seconds"].get("agent_update", 0) for m in metrics), abs=0.06
+    )
     volume = {r["quantity"]: r["value"] for r in table(page, "volume-table")}
     assert volume["warm start: trained on (agent)"] == metrics[0]["warm_start"]["built_on"] == built_on()
-    assert volume["agent GRPO sequences trained"] == f"{sum(int(m['agent_update']['sequences']) for m in metrics[1:]):,}"
+    assert (
+        volume["agent GRPO sequences trained"] == f"{sum(int(m['agent_update']['sequences']) for m in metrics[1:]):,}"
+    )
     tokens = sum(m["tokens_generated"] for m in metrics[1:])
     assert tokens > 0 and volume["tokens generated (agent and simulator sampling, done epochs)"] == f"{tokens:,}"
 
@@ -245,11 +266,13 @@ def test_single_session_report_holds_every_section_with_database_numbers(session
     cal = table(page, "calibration-table")
     assert cal == md_table(md, ["epoch", "status", "mean p̂"])
     assert [r["epoch"] for r in cal] == ["1", "2"]
-    for row, m in zip(cal, metrics[1:]):
+    for row, m in zip(cal, metrics[1:], strict=False):
         batches = store.batches(m["epoch"])
         r_envs = [b["r_env"] for b in batches]
         assert row["status"] == "done"
-        assert row["mean p̂"] == f3(m["generated_success"]) and row["p̂ bfcl"] == f3(m["generated_success_by_benchmark"]["bfcl"])
+        assert row["mean p̂"] == f3(m["generated_success"]) and row["p̂ bfcl"] == f3(
+            m["generated_success_by_benchmark"]["bfcl"]
+        )
         assert row["batches"] == str(len(batches))
         assert row["batch p̂ mean"] == f3(sum(b["p_hat"] for b in batches) / len(batches))
         assert row["in band"] == f3(m["in_band_fraction"]) and row["calibration error"] == f3(m["calibration_error"])
@@ -272,7 +295,8 @@ def test_single_session_report_holds_every_section_with_database_numbers(session
         n = store.count_tasks(origin="generated", epoch=epoch)
         assert n > 0 and counts[(str(epoch), "generated")]["total"] == str(n)
     assert counts[("0", "seed (train split)")]["total"] == str(
-        store.db.execute("select count(*) from tasks where split = 'train' and origin = 'seed'").fetchone()[0])
+        store.db.execute("select count(*) from tasks where split = 'train' and origin = 'seed'").fetchone()[0]
+    )
     assert counts[(str(store.get_task(sessions_edit_id(store)).epoch), "edited")]["pinned"] == "1"
     levels = {r[0] for r in store.db.execute("select level from tasks where origin = 'generated' and valid = 1")}
     for level in levels:
@@ -332,7 +356,8 @@ def test_two_sessions_compare_side_by_side_labelled_by_simulator_mode(sessions, 
     assert folder.parent == Path("reports") and folder.name.startswith("compare-")
     assert sorted(p.name for p in folder.glob("*.png")) == sorted(
         ["compare_heldout.png", "compare_calibration.png"]
-        + [f"s{i}_{k}.png" for i in (1, 2) for k in ("time", "calibration", "phat_hist", "generation", "heldout")])
+        + [f"s{i}_{k}.png" for i in (1, 2) for k in ("time", "calibration", "phat_hist", "generation", "heldout")]
+    )
     page = check_self_contained(written["html"].read_text(), 12)
     md = written["md"].read_text()
     assert "Comparison" in page.headings
@@ -340,9 +365,11 @@ def test_two_sessions_compare_side_by_side_labelled_by_simulator_mode(sessions, 
     assert "Session 2: frozen (GenEnv-Random (frozen))" in page.headings
     rows = table(page, "comparison-table")
     assert rows == md_table(md, ["session", "label"])
-    assert [(r["session"], r["label"]) for r in rows] == [("trained", "GenEnv (trained)"),
-                                                          ("frozen", "GenEnv-Random (frozen)")]
-    for row, name in zip(rows, ("trained", "frozen")):
+    assert [(r["session"], r["label"]) for r in rows] == [
+        ("trained", "GenEnv (trained)"),
+        ("frozen", "GenEnv-Random (frozen)"),
+    ]
+    for row, name in zip(rows, ("trained", "frozen"), strict=False):
         store = Store(sessions[name] / "genenv.db")
         metrics = store.epoch_metrics()
         assert row["bfcl epoch 0"] == f3(metrics[0]["heldout"]["bfcl"])
@@ -354,7 +381,8 @@ def test_two_sessions_compare_side_by_side_labelled_by_simulator_mode(sessions, 
         store.close()
     # each session keeps its own full sections, with ids prefixed per session
     assert table(page, "s2-calibration-table")[0]["mean p̂"] == f3(
-        Store(sessions["frozen"] / "genenv.db").epoch_metrics()[1]["generated_success"])
+        Store(sessions["frozen"] / "genenv.db").epoch_metrics()[1]["generated_success"]
+    )
 
 
 def test_stopped_session_marks_the_partial_epoch_and_resumed_one_records_the_discarded_attempt(sessions, tmp_path):
@@ -370,11 +398,13 @@ def test_stopped_session_marks_the_partial_epoch_and_resumed_one_records_the_dis
     # the partial epoch's p-hat is rebuilt from its stored rollouts and batches
     pooled = store.db.execute(
         "select avg(success) from rollouts r join tasks t on t.id = r.task_id "
-        "where r.epoch = 1 and t.batch_id in (select id from batches where epoch = 1)").fetchone()[0]
+        "where r.epoch = 1 and t.batch_id in (select id from batches where epoch = 1)"
+    ).fetchone()[0]
     batches = store.batches(1)
     assert batches and row["mean p̂"] == f3(pooled) and row["batches"] == str(len(batches))
-    assert row["valid fraction"] == f3(store.count_tasks(origin="generated", epoch=1, valid=True)
-                                       / store.count_tasks(origin="generated", epoch=1))
+    assert row["valid fraction"] == f3(
+        store.count_tasks(origin="generated", epoch=1, valid=True) / store.count_tasks(origin="generated", epoch=1)
+    )
     held = table(page, "heldout-table")
     assert held[1]["status"].startswith("PARTIAL") and held[1]["bfcl"] == "—"
     assert "Epoch 1 is PARTIAL (stopped or crashed mid-epoch)" in md and "PARTIAL (stopped or crashed mid-epoch)" in md
@@ -455,9 +485,22 @@ def test_a_partial_epoch_is_scored_against_its_benchmarks_own_alpha(tmp_path):
     session = written_session(tmp_path, "per-benchmark", **{"curriculum.alpha_by_benchmark": {"bfcl": 0.3}})
     p_hats = [0.25, 0.5, 0.625]
     # as an older genenv stored them: no alpha column value, so the report takes the benchmark's from the config
-    session.store.upsert_batches([{"id": f"e1/s{i}", "epoch": 1, "benchmark": "bfcl", "seed_task_id": f"s{i}",
-                                   "n_generated": 2, "n_valid": 2, "p_hat": p, "r_env": 0.9, "in_band": i == 0}
-                                  for i, p in enumerate(p_hats)])
+    session.store.upsert_batches(
+        [
+            {
+                "id": f"e1/s{i}",
+                "epoch": 1,
+                "benchmark": "bfcl",
+                "seed_task_id": f"s{i}",
+                "n_generated": 2,
+                "n_valid": 2,
+                "p_hat": p,
+                "r_env": 0.9,
+                "in_band": i == 0,
+            }
+            for i, p in enumerate(p_hats)
+        ]
+    )
     session.store.mark_partial(1)
     session.store.close()
     (epoch,) = [e for e in load_session(session.path).epochs if e.epoch == 1]
@@ -471,19 +514,35 @@ def test_a_stored_batch_alpha_wins_over_the_config(tmp_path):
     from genenv_engine.reports.data import load_session
 
     session = written_session(tmp_path, "stored-alpha")
-    session.store.upsert_batches([{"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s",
-                                   "n_generated": 2, "n_valid": 2, "p_hat": 0.5, "r_env": 0.5, "in_band": False,
-                                   "alpha": 0.25}])
+    session.store.upsert_batches(
+        [
+            {
+                "id": "e1/s",
+                "epoch": 1,
+                "benchmark": "bfcl",
+                "seed_task_id": "s",
+                "n_generated": 2,
+                "n_valid": 2,
+                "p_hat": 0.5,
+                "r_env": 0.5,
+                "in_band": False,
+                "alpha": 0.25,
+            }
+        ]
+    )
     session.store.close()
     (epoch,) = [e for e in load_session(session.path).epochs if e.epoch == 1]
     assert epoch.status == "running" and epoch.calibration_error == pytest.approx(0.25)
 
 
-@pytest.mark.parametrize("reward, label, formula", [
-    ("agent0", "GenEnv (trained), agent0 R_env", "max(0, 1 - 2 |p̂ - 0.5|)"),
-    ("uniform", "GenEnv (trained), uniform R_env", "1"),
-    ("alpha", "GenEnv (trained)", "exp(-2.0 (p̂ - 0.5)²)"),
-])
+@pytest.mark.parametrize(
+    "reward, label, formula",
+    [
+        ("agent0", "GenEnv (trained), agent0 R_env", "max(0, 1 - 2 |p̂ - 0.5|)"),
+        ("uniform", "GenEnv (trained), uniform R_env", "1"),
+        ("alpha", "GenEnv (trained)", "exp(-2.0 (p̂ - 0.5)²)"),
+    ],
+)
 def test_the_report_names_the_curriculum_reward_by_its_kind(tmp_path, reward, label, formula):
     from genenv_engine.reports.data import load_session
 
@@ -509,7 +568,7 @@ def test_funnel_section_has_one_table_per_benchmark_with_the_store_funnel(sessio
     metrics = {m["epoch"]: m for m in store.epoch_metrics()}
     store.close()
     assert [r["epoch"] for r in rows] == [str(e["epoch"]) for e in funnel] == ["1", "2"]
-    for row, e in zip(rows, funnel):
+    for row, e in zip(rows, funnel, strict=False):
         m = metrics[e["epoch"]]
         assert row["drafts"] == str(e["drafts"]) == str(m["generated"])
         assert row["kept by duplicate cap"] == str(e["valid"]) == str(m["valid"])

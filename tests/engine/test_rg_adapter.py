@@ -5,12 +5,12 @@ valid tasks from the simulator's specifications."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
 import subprocess
 import sys
-import importlib.util
 from collections import Counter
 from importlib import metadata
 
@@ -43,19 +43,30 @@ def _digests() -> dict[str, str]:
     rows = {}
     for dataset in DATASETS:
         env = _env(dataset)
-        rows[dataset] = [(split, t.id, t.prompt, t.answer, env.simulator_text(t))
-                         for split, tasks in sorted(env.splits().items()) for t in tasks]
+        rows[dataset] = [
+            (split, t.id, t.prompt, t.answer, env.simulator_text(t))
+            for split, tasks in sorted(env.splits().items())
+            for t in tasks
+        ]
     return {d: json.dumps(r) for d, r in rows.items()}
 
 
 def test_splits_are_the_same_in_processes_with_other_hash_seeds():
-    code = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nimport test_rg_adapter as t\n"
-            "print(json.dumps(t._digests()))")
+    code = (
+        "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport test_rg_adapter as t\n"
+        "print(json.dumps(t._digests()))"
+    )
     here = _digests()
     hash_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # unlike this process's (random unless set)
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code, os.path.dirname(__file__)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     assert json.loads(done.stdout.strip().splitlines()[-1]) == here
 
 
@@ -72,7 +83,7 @@ def test_a_dataset_keeps_the_environment_contract(dataset):
     for i, task in enumerate(tasks):
         assert task.id.startswith(f"rg_{dataset}/") and task.benchmark == f"rg_{dataset}"
         assert env.check(task, task.answer).success  # the gold scores 1.0 with the dataset's own score_answer
-        other = next(t.answer for t in tasks[i + 1:] + tasks[:i] if t.answer != task.answer)
+        other = next(t.answer for t in tasks[i + 1 :] + tasks[:i] if t.answer != task.answer)
         assert not env.check(task, other).success and not env.check(task, "").success
         # the simulator's text is the specification alone: neither question nor gold
         text = env.simulator_text(task)
@@ -113,10 +124,12 @@ def test_validate_refuses_a_specification_out_of_range_with_its_reason():
     env = _env("basic_arithmetic")
     assert [a.name for a in env.ATTRIBUTES] == ["num_terms", "num_digits"]
     ok = env.validate("num_terms=3..5 num_digits=2..2", "seed 17", task_id="g")
-    assert ok.ok and ok.task.level == 4 and ok.task.difficulty["features"] == {"num_terms": "3..5",
-                                                                                "num_digits": "2..2"}
-    data, entry = calls.materialize("basic_arithmetic", {"min_terms": 3, "max_terms": 5, "min_digits": 2,
-                                                           "max_digits": 2}, 17)
+    assert (
+        ok.ok and ok.task.level == 4 and ok.task.difficulty["features"] == {"num_terms": "3..5", "num_digits": "2..2"}
+    )
+    data, entry = calls.materialize(
+        "basic_arithmetic", {"min_terms": 3, "max_terms": 5, "min_digits": 2, "max_digits": 2}, 17
+    )
     assert (ok.task.prompt, ok.task.answer) == (entry["question"], entry["answer"])  # the dataset's own generator
     assert ok.task.expected == {"spec": "num_terms=3..5 num_digits=2..2 => seed 17"}
     reasons = {
@@ -131,8 +144,9 @@ def test_validate_refuses_a_specification_out_of_range_with_its_reason():
         verdict = env.validate(prompt, answer, task_id="g")
         assert (verdict.ok, verdict.reason, verdict.task, verdict.repair) == (False, reason, None, None)
     source = ok.task
-    assert env.validate("num_terms=3..5 num_digits=2..2", "seed 17", task_id="g", parent=source).reason == \
-        "copy_of_parent"
+    assert (
+        env.validate("num_terms=3..5 num_digits=2..2", "seed 17", task_id="g", parent=source).reason == "copy_of_parent"
+    )
 
 
 def test_a_level_is_the_curriculum_global_level_below_it():
@@ -175,21 +189,43 @@ def test_the_sampler_draws_tasks_at_a_level_outside_the_splits():
     assert task.prompt not in {t.prompt for tasks in env.splits().values() for t in tasks}
 
 
-@pytest.mark.parametrize("spelling, line", [
-    ("rg:acre", "rg:acre: the reasoning-gym dataset has no curriculum"),
-    ("rg:graph_color", "rg:graph_color: its gold answer does not score 1.0 with its own score_answer (level 1, "
-                       "seed 0: 0.0)"),
-    ("rg:no_such_set", "rg:no_such_set: unknown reasoning-gym dataset"),
-    ("rg:codeio", "rg:codeio: not deterministic: its entries differ in a process with another PYTHONHASHSEED"),
-    ("rg:caesar_cipher", "rg:caesar_cipher: its generator fails at level 3 (AssertionError: rotation must be in "
-                         "range [1,25])"),
-])
+@pytest.mark.parametrize(
+    "spelling, line",
+    [
+        ("rg:acre", "rg:acre: the reasoning-gym dataset has no curriculum"),
+        (
+            "rg:graph_color",
+            "rg:graph_color: its gold answer does not score 1.0 with its own score_answer (level 1, seed 0: 0.0)",
+        ),
+        ("rg:no_such_set", "rg:no_such_set: unknown reasoning-gym dataset"),
+        ("rg:codeio", "rg:codeio: not deterministic: its entries differ in a process with another PYTHONHASHSEED"),
+        (
+            "rg:caesar_cipher",
+            "rg:caesar_cipher: its generator fails at level 3 (AssertionError: rotation must be in range [1,25])",
+        ),
+    ],
+)
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # codeio's own generator
 def test_an_ineligible_dataset_stops_the_run_with_one_line(spelling, line, tmp_path, capsys):
     from genenv_engine.interfaces.cli import main
 
-    assert main(["run", "--preset", "micro", "--session", str(tmp_path / "s"), "--epochs", "1", "--quiet",
-                 "--benchmarks", spelling]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(tmp_path / "s"),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--benchmarks",
+                spelling,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and line in err
 
@@ -212,11 +248,28 @@ def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path
 
     monkeypatch.setattr(environments, "_FOUND", {})  # the benchmarks this test finds stay its own
     session = tmp_path / "s"
-    assert main(["run", "--preset", "micro", "--session", str(session), "--epochs", "1", "--quiet",
-                 "--benchmarks", "rg:basic_arithmetic"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "micro",
+                "--session",
+                str(session),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--benchmarks",
+                "rg:basic_arithmetic",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert f'rg_basic_arithmetic = "adapter rg:basic_arithmetic from reasoning-gym {VERSION}"' in \
-        (session / "config.toml").read_text()
+    assert (
+        f'rg_basic_arithmetic = "adapter rg:basic_arithmetic from reasoning-gym {VERSION}"'
+        in (session / "config.toml").read_text()
+    )
     opened = Session.open(session)
     tasks = [opened.store.get_task(i) for i in sorted(opened.store.task_ids())]
     opened.store.close()
@@ -241,10 +294,12 @@ def test_a_micro_run_on_a_dataset_makes_valid_tasks_from_specifications(tmp_path
     assert main(["resume", str(session), "--epochs", "2", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0], err
-    assert err[0] == (f"genenv: config error in 'environments.rg_basic_arithmetic': benchmark 'rg_basic_arithmetic' "
-                      f"was recorded from reasoning-gym 0.0.1, but reasoning-gym {VERSION} is installed here, whose "
-                      "tasks may differ from the ones the session stored; install reasoning-gym==0.0.1 to go on "
-                      "with it, or start a new session"), err[0]
+    assert err[0] == (
+        f"genenv: config error in 'environments.rg_basic_arithmetic': benchmark 'rg_basic_arithmetic' "
+        f"was recorded from reasoning-gym 0.0.1, but reasoning-gym {VERSION} is installed here, whose "
+        "tasks may differ from the ones the session stored; install reasoning-gym==0.0.1 to go on "
+        "with it, or start a new session"
+    ), err[0]
     assert config.read_text() == before
     reopened = Session.open(session)
     assert [e["epoch"] for e in reopened.store.epoch_metrics()] == [0, 1]

@@ -22,8 +22,17 @@ from genenv_engine.environments.reasoning_gym.calls import serve  # noqa: E402
 from genenv_engine.environments.reasoning_gym.spec import config_of  # noqa: E402
 from genenv_engine.environments.sandbox import Sandbox, SandboxError, unavailable_reason  # noqa: E402
 
-RUN_TEXT = ("string_insertion", "spiral_matrix", "binary_matrix", "n_queens", "simple_integration",
-            "intermediate_integration", "puzzle24", "countdown", "polynomial_multiplication")
+RUN_TEXT = (
+    "string_insertion",
+    "spiral_matrix",
+    "binary_matrix",
+    "n_queens",
+    "simple_integration",
+    "intermediate_integration",
+    "puzzle24",
+    "countdown",
+    "polynomial_multiplication",
+)
 """The datasets whose scorers evaluate the reply (read in reasoning-gym 0.1.25's code): the control shows each one
 writing and spawning when uncontained."""
 
@@ -31,8 +40,10 @@ writing and spawning when uncontained."""
 def hostile_replies(folder: Path) -> dict[str, str]:
     """A reply that creates a file and one that starts a process creating another, as Python expressions that
     both ``eval`` and sympy's ``parse_expr`` run."""
-    return {"written": f"open({str(folder / 'written')!r}, 'w')",
-            "spawned": f"__import__('os').system('touch {folder / 'spawned'}')"}
+    return {
+        "written": f"open({str(folder / 'written')!r}, 'w')",
+        "spawned": f"__import__('os').system('touch {folder / 'spawned'}')",
+    }
 
 
 def level_one(dataset: str) -> dict:
@@ -105,10 +116,13 @@ def test_the_scan_names_every_scorer_that_evaluates_the_reply_and_passes_the_pla
     assert set(RUN_TEXT) <= flagged
     for plain in ("basic_arithmetic", "letter_counting", "knights_knaves", "chain_sum", "word_sorting"):
         assert plain not in flagged
-    assert any(f.startswith("eval@reasoning_gym.algorithmic.string_insertion:")
-               for f in scan_scorer(DATASETS["string_insertion"][0]))
-    assert any(f.startswith("sympy.parse_expr@reasoning_gym.games.puzzle24:")
-               for f in scan_scorer(DATASETS["puzzle24"][0]))
+    assert any(
+        f.startswith("eval@reasoning_gym.algorithmic.string_insertion:")
+        for f in scan_scorer(DATASETS["string_insertion"][0])
+    )
+    assert any(
+        f.startswith("sympy.parse_expr@reasoning_gym.games.puzzle24:") for f in scan_scorer(DATASETS["puzzle24"][0])
+    )
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason=f"no containment here: {unavailable_reason()}")
@@ -126,18 +140,29 @@ def test_a_sandboxed_dataset_checks_through_the_contained_worker_and_so_do_the_e
     for reply in replies.values():
         result = env.check(task, reply)
         assert not result.success and result.error_type == "wrong_answer"
-    info = {"benchmark": name, "id": task.id, "prompt": task.prompt, "expected": task.expected,
-            "checker": task.checker, "level": task.level}
+    info = {
+        "benchmark": name,
+        "id": task.id,
+        "prompt": task.prompt,
+        "expected": task.expected,
+        "checker": task.checker,
+        "level": task.level,
+    }
     for reply in replies.values():
         assert compute_score(f"genenv/{name}", reply, task.answer, info) == 0.0
-    assert reward(list(replies.values()), data_source=[f"genenv/{name}"] * 2,
-                  reward_model=[{"ground_truth": task.answer}] * 2, extra_info=[info] * 2) == [0.0, 0.0]
+    assert reward(
+        list(replies.values()),
+        data_source=[f"genenv/{name}"] * 2,
+        reward_model=[{"ground_truth": task.answer}] * 2,
+        extra_info=[info] * 2,
+    ) == [0.0, 0.0]
     assert compute_score(f"genenv/{name}", task.answer, task.answer, info) == 1.0
     assert sorted(os.listdir(tmp_path)) == []
 
 
-@pytest.mark.parametrize("dataset, share", [("puzzle24", "another entry's different gold"),
-                                            ("game_of_life_halting", "")])
+@pytest.mark.parametrize(
+    "dataset, share", [("puzzle24", "another entry's different gold"), ("game_of_life_halting", "")]
+)
 def test_a_scorer_that_accepts_wrong_answers_is_refused_with_its_share(dataset, share):
     with pytest.raises(ConfigError) as refused:
         elig.check_eligibility(dataset, (), unavailable_reason())
@@ -155,11 +180,16 @@ def test_a_plain_dataset_is_admitted_with_the_shares_it_showed():
 
 def test_a_scorer_that_runs_text_is_refused_in_one_line_where_nothing_contains_it():
     with pytest.raises(ConfigError) as refused:
-        elig.check_eligibility("string_insertion", ("eval@reasoning_gym.algorithmic.string_insertion:88",),
-                               "seccomp is not available on this platform")
-    assert str(refused.value).endswith("rg:string_insertion: its score_answer runs the reply as code "
-                                       "(eval@reasoning_gym.algorithmic.string_insertion:88) and the sandbox "
-                                       "cannot contain it here (seccomp is not available on this platform)")
+        elig.check_eligibility(
+            "string_insertion",
+            ("eval@reasoning_gym.algorithmic.string_insertion:88",),
+            "seccomp is not available on this platform",
+        )
+    assert str(refused.value).endswith(
+        "rg:string_insertion: its score_answer runs the reply as code "
+        "(eval@reasoning_gym.algorithmic.string_insertion:88) and the sandbox "
+        "cannot contain it here (seccomp is not available on this platform)"
+    )
 
 
 def test_a_probe_that_does_not_finish_is_refused_in_one_line_naming_where_it_was(monkeypatch):
@@ -219,8 +249,10 @@ def test_a_slow_entry_and_a_generation_past_its_time_are_kept_and_not_made_again
     assert failed.value.reason == "timeout: no result within 20 s"
     with open(first.kept.path, "a", encoding="utf-8") as file:
         file.write('{"key": "cut sho')  # a line a killed process left unfinished
-    assert entry_cache.EntryCache("basic_arithmetic", first.rg_version).get(config, seed) == \
-        (first.splits()["train"][0].prompt, first.splits()["train"][0].answer)
+    assert entry_cache.EntryCache("basic_arithmetic", first.rg_version).get(config, seed) == (
+        first.splits()["train"][0].prompt,
+        first.splits()["train"][0].answer,
+    )
 
 
 def test_the_worker_forgets_its_kept_entries_once_they_have_grown_it_past_its_bound(monkeypatch):

@@ -24,9 +24,18 @@ def gqa_policy(max_length: int) -> Policy:
 
     tok = build_byte_tokenizer()
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=48, num_hidden_layers=2, num_attention_heads=6,
-                      num_key_value_heads=2, intermediate_size=96, max_position_embeddings=256,
-                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        intermediate_size=96,
+        max_position_embeddings=256,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        tie_word_embeddings=True,
+    )
     return Policy(LlamaForCausalLM(cfg), tok, torch.device("cpu"), max_length)
 
 
@@ -41,8 +50,9 @@ def lora_policy(max_length: int, tmp_path) -> Policy:
     small = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=max_length)
     build_tiny_model(ModelConfig(**small), tok, seed=3).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
-    agent = warmstart_agent(ModelConfig(kind="hf", path=str(tmp_path), agent_tuning="lora", lora_r=4, lora_alpha=8,
-                                        **small), seed=0)
+    agent = warmstart_agent(
+        ModelConfig(kind="hf", path=str(tmp_path), agent_tuning="lora", lora_r=4, lora_alpha=8, **small), seed=0
+    )
     with torch.no_grad():  # LoRA's B starts at zero: make the adapter change the outputs
         for p in agent.parameters():
             p.add_(torch.randn_like(p) * 0.3)
@@ -66,8 +76,11 @@ def pairs(max_length: int) -> tuple[list[list[int]], list[list[int]]]:
 @pytest.mark.parametrize("rows", [1, 4, 64])
 def test_row_logprobs_equal_the_batched_forward(kind, rows, tmp_path):
     max_length = 40
-    pol = {"tiny": lambda: tiny_policy(max_length), "gqa": lambda: gqa_policy(max_length),
-           "lora": lambda: lora_policy(max_length, tmp_path)}[kind]()
+    pol = {
+        "tiny": lambda: tiny_policy(max_length),
+        "gqa": lambda: gqa_policy(max_length),
+        "lora": lambda: lora_policy(max_length, tmp_path),
+    }[kind]()
     pol.model.eval()
     prompts, completions = pairs(max_length)
     batch = pol.make_batch(prompts, completions)
@@ -89,13 +102,12 @@ def test_row_logprobs_run_each_prompt_once(tmp_path):
     pol.model.eval()
     prompts, completions = pairs(64)
     seen: list[torch.Tensor] = []
-    hook = pol.model.model.register_forward_pre_hook(lambda _m, _a, kw: seen.append(kw["input_ids"]),
-                                                     with_kwargs=True)
+    hook = pol.model.model.register_forward_pre_hook(lambda _m, _a, kw: seen.append(kw["input_ids"]), with_kwargs=True)
     try:
         pol.row_logprobs(prompts, completions, rows=64)
     finally:
         hook.remove()
-    fitted = [pol._fit(p, c) for p, c in zip(prompts, completions)]
+    fitted = [pol._fit(p, c) for p, c in zip(prompts, completions, strict=False)]
     distinct = {tuple(p) for p, _ in fitted}
     assert len(seen) == 1 and seen[0].shape[0] == len(distinct)  # one forward, one row per distinct prompt
     # each row holds its prompt once, then every completion of it: no prompt token is run twice
@@ -122,7 +134,7 @@ def test_pair_logprobs_equal_the_padded_forward_with_gradients():
     assert torch.equal(m_pad, m_pack)
     assert torch.allclose(lp_pad, lp_pack, atol=1e-5)
     assert float(lp_pack.abs().sum()) > 0
-    for a, b in zip(g_pad, g_pack):
+    for a, b in zip(g_pad, g_pack, strict=False):
         assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
     assert sum(float(g.abs().sum()) for g in g_pack) > 0
 
@@ -138,9 +150,9 @@ def _batched_row_logprobs(self, prompts, completions, rows):
     out = []
     with torch.no_grad():
         for start in range(0, len(prompts), rows):
-            batch = self.make_batch(prompts[start:start + rows], completions[start:start + rows])
+            batch = self.make_batch(prompts[start : start + rows], completions[start : start + rows])
             lp = self.logprobs(batch)
-            out += [lp[j, :int(batch.attention_mask[j].sum()) - 1] for j in range(len(batch))]
+            out += [lp[j, : int(batch.attention_mask[j].sum()) - 1] for j in range(len(batch))]
     return out
 
 
@@ -148,7 +160,7 @@ def _batched_row_logprobs(self, prompts, completions, rows):
 def test_trainer_steps_are_those_of_per_batch_reference_logprobs(trainer, monkeypatch):
     """A GRPO update (several steps: sampling and reference log-probs both used) and an RWR update give the
     weights they gave when every micro-batch ran its own reference forward."""
-    from genenv_engine.training.trainer import GRPOTrainer, Group, RWRTrainer
+    from genenv_engine.training.trainer import Group, GRPOTrainer, RWRTrainer
 
     prompts, completions = pairs(48)
 
@@ -164,16 +176,22 @@ def test_trainer_steps_are_those_of_per_batch_reference_logprobs(trainer, monkey
                 groups.append(Group(prompts[i], completions[i:j], [float(r % 2) for r in range(j - i)]))
                 i = j
             GRPOTrainer(pol, ref, lr=1e-2, clip=0.2, kl_coef=0.1, minibatch=4, steps=3, micro_batch=2).update(
-                groups, random.Random(0))
+                groups, random.Random(0)
+            )
         else:
-            examples = [(p, c, 1.0 + (k % 3)) for k, (p, c) in enumerate(zip(prompts, completions))]
+            examples = [(p, c, 1.0 + (k % 3)) for k, (p, c) in enumerate(zip(prompts, completions, strict=False))]
             RWRTrainer(pol, ref, lr=1e-2, kl_coef=0.1, max_kl=10.0, passes=2, batch_size=4, micro_batch=2).update(
-                examples, random.Random(0))
+                examples, random.Random(0)
+            )
         return [p.detach().clone() for p in pol.parameters()]
 
     new = run()
     monkeypatch.setattr(Policy, "row_logprobs", _batched_row_logprobs)
     old = run()
-    assert any(not torch.equal(a, b) for a, b in zip(new, tiny_policy(48).parameters()))  # the update moved it
-    for a, b in zip(new, old):  # three Adam steps at lr 1e-2 scale rounding differences up: 1e-4, not 1e-5
+    assert any(
+        not torch.equal(a, b) for a, b in zip(new, tiny_policy(48).parameters(), strict=False)
+    )  # the update moved it
+    for a, b in zip(
+        new, old, strict=False
+    ):  # three Adam steps at lr 1e-2 scale rounding differences up: 1e-4, not 1e-5
         assert torch.allclose(a, b, atol=1e-4), float((a - b).abs().max())

@@ -1,4 +1,5 @@
-"""Run records (`genenv_engine.experiments.run_records`): a finished ablation bench's runs as small JSON files that stand in for
+"""Run records (`genenv_engine.experiments.run_records`): a finished ablation bench's runs as small JSON files that
+stand in for
 their session folders on another machine: read back into the same tables, never re-run, compared with new arms
 on the same held-out tasks, re-scored only where they carry it, refused when they are another run's."""
 
@@ -9,10 +10,10 @@ import shutil
 
 import pytest
 
-from genenv_engine.experiments.arms import Plan
-from genenv_engine.experiments.ablation import run_plan
-from genenv_engine.experiments.tables import collect
 from genenv_engine.config import ConfigError
+from genenv_engine.experiments.ablation import run_plan
+from genenv_engine.experiments.arms import Plan
+from genenv_engine.experiments.tables import collect
 from genenv_engine.storage.session import Session
 from genenv_engine.training.warmstart.training import built_on
 
@@ -24,8 +25,9 @@ def _plan(out, arms, records=None, **sets):
 
 
 def _public(runs):
-    return {arm: {s: {k: v for k, v in run.items() if k != "recorded"} for s, run in by.items()}
-            for arm, by in runs.items()}
+    return {
+        arm: {s: {k: v for k, v in run.items() if k != "recorded"} for s, run in by.items()} for arm, by in runs.items()
+    }
 
 
 def test_records_stand_in_for_their_sessions_elsewhere(tmp_path):
@@ -48,11 +50,20 @@ def test_records_stand_in_for_their_sessions_elsewhere(tmp_path):
     # machine that trained it
     machine = zero["off"]["warm_start"]["built_on"]
     assert machine == built_on()
-    assert record["warm_start"] == {"key": zero["off"]["warm_start"]["key"], "built_on": machine,
-                                    "fingerprints": {"agent": zero["off"]["agent_fingerprint"]}}
+    assert record["warm_start"] == {
+        "key": zero["off"]["warm_start"]["key"],
+        "built_on": machine,
+        "fingerprints": {"agent": zero["off"]["agent_fingerprint"]},
+    }
     trained = json.loads((here.records_folder() / "trained-s0.json").read_text())
-    assert trained["warm_start"] == {"key": zero["off"]["warm_start"]["key"], "built_on": machine, "fingerprints": {
-        "agent": zero["trained"]["agent_fingerprint"], "simulator": zero["trained"]["simulator_fingerprint"]}}
+    assert trained["warm_start"] == {
+        "key": zero["off"]["warm_start"]["key"],
+        "built_on": machine,
+        "fingerprints": {
+            "agent": zero["trained"]["agent_fingerprint"],
+            "simulator": zero["trained"]["simulator_fingerprint"],
+        },
+    }
     assert record["heldout_split"] == {"bfcl": 400} and record["heldout_size"] == 24
     assert results["warm_start_mismatches"] == []  # one seed, one cached warm start: nothing to flag
     assert set(record["rescored"]["30"]) == {"0", "2"} and len(record["rescored"]["30"]["2"]["bfcl"]) == 30
@@ -66,8 +77,7 @@ def test_records_stand_in_for_their_sessions_elsewhere(tmp_path):
     assert again["summary"] == results["summary"] and again["budget"] == results["budget"]
     assert again["runs"]["off"]["0"]["recorded"] == str(committed / "off-s0.json")
     assert "Read from run records" in (there.out / "ablation.md").read_text()
-    assert collect(there.out, there.arms, there.seeds, rescore=30, records=committed)["summary"] == \
-        rescored["summary"]
+    assert collect(there.out, there.arms, there.seeds, rescore=30, records=committed)["summary"] == rescored["summary"]
     with pytest.raises(ConfigError, match="re-scored on 40 tasks"):
         collect(there.out, there.arms, there.seeds, rescore=40, records=committed)
 

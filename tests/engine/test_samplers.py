@@ -18,7 +18,7 @@ from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.chain.grammar import join_calls, read_prompt
-from genenv_engine.experiments.arms import ARMS, arm_config, check_equal_compute, Plan
+from genenv_engine.experiments.arms import ARMS, Plan, arm_config, check_equal_compute
 from genenv_engine.method.loop import run
 from genenv_engine.method.samplers import controller_policy, history_of, parse_cell, schedule_levels
 from genenv_engine.storage.session import Session
@@ -58,10 +58,20 @@ def chain_agent(role, policy):
 
 
 def sampler_session(tmp_path, sampler: str, epochs: int = 3) -> Session:
-    config = load_config("micro", overrides={
-        "benchmarks": ["chain"], "epochs": epochs, "simulator.mode": "sampler", "curriculum.sampler": sampler,
-        "simulator.seed_levels": list(LEVELS), "simulator.variations": 5, "agent.tasks_per_epoch": 20,
-        "agent.steps_per_epoch": 2, "heldout_size": 16})
+    config = load_config(
+        "micro",
+        overrides={
+            "benchmarks": ["chain"],
+            "epochs": epochs,
+            "simulator.mode": "sampler",
+            "curriculum.sampler": sampler,
+            "simulator.seed_levels": list(LEVELS),
+            "simulator.variations": 5,
+            "agent.tasks_per_epoch": 20,
+            "agent.steps_per_epoch": 2,
+            "heldout_size": 16,
+        },
+    )
     return Session.create(config, tmp_path / sampler)
 
 
@@ -177,8 +187,12 @@ def test_sampler_arms_have_equal_compute_with_genenv_on_the_chain_preset(tmp_pat
         cfg = configs[arm]
         assert cfg.simulator.mode == "sampler" and cfg.curriculum.sampler == ARMS[arm][0]["curriculum.sampler"]
         assert cfg.simulator.seeds_per_epoch * cfg.simulator.variations == cfg.agent.tasks_per_epoch
-    broken = dict(configs, target=arm_config(Plan(out=tmp_path, arms=("target",), preset="chain",
-                                                  sets={"agent.steps_per_epoch": 9}), "target", 0))
+    broken = dict(
+        configs,
+        target=arm_config(
+            Plan(out=tmp_path, arms=("target",), preset="chain", sets={"agent.steps_per_epoch": 9}), "target", 0
+        ),
+    )
     with pytest.raises(ConfigError, match="steps_per_epoch"):
         check_equal_compute(broken)
 
@@ -197,8 +211,8 @@ def test_sampler_setting_needs_sampler_mode_and_a_generated_benchmark(tmp_path):
 
 
 def test_task_at_asks_for_the_knob_and_refuses_unknown_ones():
-    from genenv_engine.environments.chain import ChainEnv
     from genenv_engine.environments.base import SplitSizes
+    from genenv_engine.environments.chain import ChainEnv
 
     env = ChainEnv(seed=0, sizes=SplitSizes(seed=8, train=16, heldout=8))
     rng, taken = random.Random(1), set()

@@ -29,7 +29,12 @@ import sympy  # imported here, so that the forked worker has it loaded
 
 from genenv_engine.environments import sandbox, seccomp
 from genenv_engine.environments.sandbox import (
-    Sandbox, SandboxError, SandboxFailed, SandboxRaised, SandboxTimeout, unavailable_reason,
+    Sandbox,
+    SandboxError,
+    SandboxFailed,
+    SandboxRaised,
+    SandboxTimeout,
+    unavailable_reason,
 )
 
 REASON = unavailable_reason()
@@ -211,12 +216,47 @@ def parse(text):
     return str(sympy.parse_expr(text))
 
 
-ACTIONS = {function.__name__: function for function in (
-    write_new, os_open_new, append, overwrite, remove, rename, make_dir, truncate, chmod, symlink, touch_times,
-    lock, posix_lock, system, run, fork, execv, posix_spawn, write_descriptor, reopen_parents_descriptor,
-    read_file, open_socket, signal_process, signal_itself, start_thread, loop_forever, allocate_at_once,
-    allocate_gradually,
-    not_json, too_large, garble, exit_with, kill_itself, parse, echo, add)}
+ACTIONS = {
+    function.__name__: function
+    for function in (
+        write_new,
+        os_open_new,
+        append,
+        overwrite,
+        remove,
+        rename,
+        make_dir,
+        truncate,
+        chmod,
+        symlink,
+        touch_times,
+        lock,
+        posix_lock,
+        system,
+        run,
+        fork,
+        execv,
+        posix_spawn,
+        write_descriptor,
+        reopen_parents_descriptor,
+        read_file,
+        open_socket,
+        signal_process,
+        signal_itself,
+        start_thread,
+        loop_forever,
+        allocate_at_once,
+        allocate_gradually,
+        not_json,
+        too_large,
+        garble,
+        exit_with,
+        kill_itself,
+        parse,
+        echo,
+        add,
+    )
+}
 
 
 def attempt(action, *args):
@@ -305,9 +345,24 @@ def test_sympy_parses_in_the_contained_worker(worker):
 
 
 @contained_only
-@pytest.mark.parametrize("action", ["write_new", "os_open_new", "append", "overwrite", "remove", "rename",
-                                    "make_dir", "truncate", "chmod", "symlink", "touch_times", "lock",
-                                    "posix_lock"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "write_new",
+        "os_open_new",
+        "append",
+        "overwrite",
+        "remove",
+        "rename",
+        "make_dir",
+        "truncate",
+        "chmod",
+        "symlink",
+        "touch_times",
+        "lock",
+        "posix_lock",
+    ],
+)
 def test_no_change_to_the_filesystem(worker, folder, action):
     before = snapshot(folder)
     error = raised(worker, action, str(folder))
@@ -440,12 +495,15 @@ def test_an_oversized_result_fails_and_the_worker_stays(worker):
     assert worker.call("add", 1) == 1 and (pid is None or worker.pid == pid)
 
 
-@pytest.mark.parametrize("body, size, message", [
-    ("{}", 1 << 40, "claims 1099511627776 bytes"),
-    ("not json {", None, "not JSON"),
-    ("[1, 2]", None, "not an object"),
-    ('{"id": "x", "raised": "no"}', None, "neither a value"),
-])
+@pytest.mark.parametrize(
+    "body, size, message",
+    [
+        ("{}", 1 << 40, "claims 1099511627776 bytes"),
+        ("not json {", None, "not JSON"),
+        ("[1, 2]", None, "not an object"),
+        ('{"id": "x", "raised": "no"}', None, "neither a value"),
+    ],
+)
 def test_garbage_on_the_reply_pipe_fails_and_kills_the_worker(body, size, message):
     box = Sandbox(attempt, seconds=5, contained=REASON is None)
     assert box.call("add", 1) == 1
@@ -466,10 +524,9 @@ def test_a_reply_forged_for_another_call_is_skipped():
     box.stop()
 
 
-@pytest.mark.parametrize("action, args, message", [
-    ("exit_with", (3,), "exited with code 3"),
-    ("kill_itself", (), "was killed by SIGKILL"),
-])
+@pytest.mark.parametrize(
+    "action, args, message", [("exit_with", (3,), "exited with code 3"), ("kill_itself", (), "was killed by SIGKILL")]
+)
 def test_a_worker_that_dies_mid_call_fails_and_is_replaced(action, args, message):
     box = Sandbox(attempt, seconds=5, contained=REASON is None)
     with pytest.raises(SandboxFailed, match=message):
@@ -499,8 +556,13 @@ def test_contain_holds_a_child_process_of_its_own_keeping_its_output(tmp_path):
     target.write_bytes(PRECIOUS)
     fd = os.open(target, os.O_WRONLY)
     try:
-        result = subprocess.run([sys.executable, "-c", CONTAINED_CHILD, str(tmp_path / "new.txt"), str(fd)],
-                                pass_fds=(fd,), capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-c", CONTAINED_CHILD, str(tmp_path / "new.txt"), str(fd)],
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         os.close(fd)
     assert (result.returncode, result.stdout) == (0, "11\nrefused\n"), result.stderr
@@ -543,18 +605,27 @@ def test_the_filter_refuses_each_denied_syscall_and_allows_the_rest(machine):
         return seccomp.evaluate(program, machine, nr[name], args)
 
     assert {name: answer(name) for name in seccomp.DENIED if name in nr} == {
-        name: "errno EPERM" for name in seccomp.DENIED if name in nr}
+        name: "errno EPERM" for name in seccomp.DENIED if name in nr
+    }
     assert [answer(name) for name in seccomp.NOSYS] == ["errno ENOSYS"] * 2
     assert [answer("read"), answer("write"), answer("seccomp")] == ["allow"] * 3
     assert [answer("openat", -100, 0, flags) for flags in (0, 0o2000000, 1, 2, 0o100, 0o1000, 0o2000)] == [
-        "allow", "allow"] + ["errno EPERM"] * 5
+        "allow",
+        "allow",
+    ] + ["errno EPERM"] * 5
     assert [answer("clone", 0x3D0F00), answer("clone", 0x1200011)] == ["allow", "errno EPERM"]
     assert [answer(name, 4242) for name in seccomp.SELF_ONLY] == ["allow"] * 5
     assert [answer(name, 4243) for name in seccomp.SELF_ONLY] == ["errno EPERM"] * 5
     assert [answer("ioctl", 0, 0x5401), answer("ioctl", 0, 0x5412), answer("ioctl", 0, 0x40086602)] == [
-        "allow", "errno EPERM", "errno EPERM"]
+        "allow",
+        "errno EPERM",
+        "errno EPERM",
+    ]
     assert [answer("fcntl", 0, 1), answer("fcntl", 0, 6), answer("fcntl", 0, 1024)] == [
-        "allow", "errno EPERM", "errno EPERM"]
+        "allow",
+        "errno EPERM",
+        "errno EPERM",
+    ]
     assert [answer("prlimit64", 0, 7, 0, 1), answer("prlimit64", 0, 7, 1 << 40)] == ["allow", "errno EPERM"]
     assert seccomp.evaluate(program, machine, 0, (), arch=0x40000003) == "kill"  # i386
     assert seccomp.evaluate(program, machine, seccomp.FIRST_UNKNOWN) == "errno ENOSYS"

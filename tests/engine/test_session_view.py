@@ -17,21 +17,29 @@ import pytest
 from genenv_engine.config import load_config
 from genenv_engine.core.curriculum import agent0_reward, alpha_reward
 from genenv_engine.method.loop import run
-from genenv_engine.storage.session import Session
-from genenv_engine.storage.session_view import BatchView, PromptNote, SessionView
-from genenv_engine.training.simulator import STEER_WORDS
 from genenv_engine.method.simulator_update import success_by_epoch, success_history
 from genenv_engine.method.strategies import epoch_note
+from genenv_engine.storage.session import Session
+from genenv_engine.storage.session_view import BatchView, PromptNote, SessionView
 from genenv_engine.storage.store import Store
 from genenv_engine.testing import scripted_backends
+from genenv_engine.training.simulator import STEER_WORDS
 
 ALPHAS = {"curriculum.reward": "agent0", "curriculum.alpha": 0.5, "curriculum.alpha_by_benchmark": {"bfcl": 0.3}}
 
 
 def batch(id: str, epoch: int, p_hat: float | None, **stored) -> dict:
     """A `batches` row as the loop writes one (``stored``: r_env, alpha, in_band, prompt_note; unset ones NULL)."""
-    return {"id": id, "epoch": epoch, "benchmark": "bfcl", "seed_task_id": "bfcl/seed/00000", "n_generated": 2,
-            "n_valid": 2, "p_hat": p_hat, **stored}
+    return {
+        "id": id,
+        "epoch": epoch,
+        "benchmark": "bfcl",
+        "seed_task_id": "bfcl/seed/00000",
+        "n_generated": 2,
+        "n_valid": 2,
+        "p_hat": p_hat,
+        **stored,
+    }
 
 
 @pytest.fixture
@@ -41,11 +49,23 @@ def written(tmp_path):
     session = Session.create(load_config("micro", overrides=ALPHAS), tmp_path / "written")
     store = session.store
     store.start_epoch(0)
-    store.finish_epoch(0, {"heldout": {"bfcl": 0.25}, "heldout_correct": {"bfcl": "0101"},
-                           "phase_seconds": {"warm_start": 1.5}})
+    store.finish_epoch(
+        0, {"heldout": {"bfcl": 0.25}, "heldout_correct": {"bfcl": "0101"}, "phase_seconds": {"warm_start": 1.5}}
+    )
     store.start_epoch(1)
-    store.upsert_batches([batch("e1/a", 1, 0.5, r_env=0.123, alpha=0.35, in_band=True,
-                                prompt_note={"steer": "harder", "success_line": None})])
+    store.upsert_batches(
+        [
+            batch(
+                "e1/a",
+                1,
+                0.5,
+                r_env=0.123,
+                alpha=0.35,
+                in_band=True,
+                prompt_note={"steer": "harder", "success_line": None},
+            )
+        ]
+    )
     store.upsert_batches([batch("e1/b", 1, 0.55), batch("e1/c", 1, None)])
     store.close()
     return session.path
@@ -85,9 +105,15 @@ def test_a_view_is_read_only_and_its_rows_are_copies(written):
     row = view.epochs[0].row()
     row["heldout"]["bfcl"] = 1.0
     assert view.heldout(0) == {"bfcl": 0.25}
-    assert row == {"epoch": 0, "status": "done", "started_at": view.epochs[0].started_at,
-                   "finished_at": view.epochs[0].finished_at, "heldout": {"bfcl": 1.0},
-                   "heldout_correct": {"bfcl": "0101"}, "phase_seconds": {"warm_start": 1.5}}
+    assert row == {
+        "epoch": 0,
+        "status": "done",
+        "started_at": view.epochs[0].started_at,
+        "finished_at": view.epochs[0].finished_at,
+        "heldout": {"bfcl": 1.0},
+        "heldout_correct": {"bfcl": "0101"},
+        "phase_seconds": {"warm_start": 1.5},
+    }
     with Store(written / "genenv.db") as store:  # the same rows as the store's own readers give
         assert view.epochs[0].row() == store.epoch_metrics()[0]
         assert SessionView.from_store(store, view.config) == dataclasses.replace(view, path=None)
@@ -100,9 +126,11 @@ def test_opening_a_folder_without_a_session_is_a_clear_error(tmp_path):
 
 def test_the_alpha_of_an_old_batch_follows_the_config_not_a_fixed_default():
     rows = [batch("e1/x", 1, 0.2)]
-    for overrides, alpha, r_env in (({"curriculum.reward": "uniform"}, 0.5, 1.0),
-                                    ({"curriculum.alpha": 0.2}, 0.2, 1.0),
-                                    ({"curriculum.beta": 10.0}, 0.5, math.exp(-10 * 0.09))):
+    for overrides, alpha, r_env in (
+        ({"curriculum.reward": "uniform"}, 0.5, 1.0),
+        ({"curriculum.alpha": 0.2}, 0.2, 1.0),
+        ({"curriculum.beta": 10.0}, 0.5, math.exp(-10 * 0.09)),
+    ):
         (view,) = SessionView.from_rows(load_config("micro", overrides=overrides), [], rows).batches
         assert isinstance(view, BatchView) and (view.alpha, view.r_env) == (alpha, pytest.approx(r_env)), overrides
 
@@ -114,8 +142,13 @@ def test_the_alpha_of_an_old_batch_follows_the_config_not_a_fixed_default():
 def agent0(tmp_path_factory):
     """A 2-epoch micro session scored with the agent0 reward and asking with the steer word; the scripted agent
     solves 80% of its tasks, so batch p-hats sit away from 0.5, where the agent0 and alpha rewards differ."""
-    overrides = {"curriculum.reward": "agent0", "simulator.steer": True, "heldout_size": 12,
-                 "agent.replay_tasks": 4, "simulator.seeds_per_epoch": 3}
+    overrides = {
+        "curriculum.reward": "agent0",
+        "simulator.steer": True,
+        "heldout_size": 12,
+        "agent.replay_tasks": 4,
+        "simulator.seeds_per_epoch": 3,
+    }
     session = Session.create(load_config("micro", overrides=overrides), tmp_path_factory.mktemp("view") / "agent0")
     factory = scripted_backends(p=0.8)
     assert run(session, backend_factory=factory) == {"epochs_done": 2}
@@ -130,7 +163,7 @@ def test_the_loop_stores_each_batchs_r_env_alpha_and_prompt_note(agent0):
         rows = store.batches()
         rates = success_by_epoch(store)
     assert rows and {r["epoch"] for r in rows} == {1, 2}
-    for row, b in zip(rows, view.batches):
+    for row, b in zip(rows, view.batches, strict=False):
         assert b.r_env_stored and b.alpha_stored and b.in_band_stored
         assert (b.r_env, b.alpha) == (row["r_env"], 0.5)
         assert b.r_env == pytest.approx(agent0_reward(b.p_hat, 0.5))
@@ -155,7 +188,7 @@ def test_a_reopened_agent0_session_shows_the_stored_r_env_in_the_console(agent0)
     assert hist.epoch == 2 and hist.p_hats == [b["p_hat"] for b in stored]
     assert hist.r_envs == [b["r_env"] for b in stored]
     assert hist.in_band_fraction() == sum(b["in_band"] for b in stored) / len(stored)
-    assert any(not math.isclose(r, alpha_reward(p, 0.5, 2.0)) for p, r in zip(hist.p_hats, hist.r_envs))
+    assert any(not math.isclose(r, alpha_reward(p, 0.5, 2.0)) for p, r in zip(hist.p_hats, hist.r_envs, strict=False))
     # without the batches (metrics only) the state scores p-hats with the session's reward kind, not the alpha one
     rows_only = RunState.from_session("agent0", view.config, [e.row() for e in view.epochs]).histogram()
     assert rows_only.r_envs == [agent0_reward(p, 0.5) for p in rows_only.p_hats]

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.training import warmstart
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.method.loop import run
-from genenv_engine.training.models import DONE
 from genenv_engine.storage.session import Session
+from genenv_engine.training import warmstart
+from genenv_engine.training.models import DONE
 
 TINY = load_config("tiny")
 KEY = warmstart.cache_key(TINY)
@@ -29,8 +29,10 @@ SHIPPED = warmstart.SHIPPED_ROOT / KEY
 SHIPPED_PRESETS = ("tiny", "five")
 """The presets whose seed-0 warm start ships: the default first run's, and the five-benchmark preset's (80 minutes
 to train on a slow 2-core CPU)."""
-REBUILD = ("the warm-start recipe or the {preset} preset changed: rebuild its shipped warm start with "
-           "`make shipped-warmstart PRESET={preset}`")
+REBUILD = (
+    "the warm-start recipe or the {preset} preset changed: rebuild its shipped warm start with "
+    "`make shipped-warmstart PRESET={preset}`"
+)
 
 
 class Trained(Exception):
@@ -44,6 +46,7 @@ def manifest(folder: Path = SHIPPED) -> dict:
 def stub_training(monkeypatch) -> None:
     def train(*args, **kwargs):
         raise Trained
+
     monkeypatch.setattr(warmstart.training, "train_agent", train)
     monkeypatch.setattr(warmstart.training, "train_simulator", train)
 
@@ -68,7 +71,11 @@ def test_each_shipped_warm_start_has_its_presets_current_key(preset):
     assert key in shipped, REBUILD.format(preset=preset)
     m = manifest(warmstart.SHIPPED_ROOT / key)
     assert (m["key"], m["preset"], m["seed"], m["warm_start_version"]) == (
-        key, preset, 0, warmstart.WARM_START_VERSION), REBUILD.format(preset=preset)
+        key,
+        preset,
+        0,
+        warmstart.WARM_START_VERSION,
+    ), REBUILD.format(preset=preset)
     assert m["heldout_tasks"] == config.heldout_size and set(m["heldout"]) == set(config.benchmarks)
     assert warmstart.shipped_problems(warmstart.SHIPPED_ROOT / key) == []
 
@@ -126,13 +133,17 @@ def test_an_agent_only_entry_of_the_key_is_completed_by_the_shipped_one(tmp_path
     assert folder == half and (half / "simulator" / "model.safetensors").is_file() and info["key"] == KEY
 
 
-@pytest.mark.parametrize("config", [
-    replace(TINY, seed=1),
-    load_config("tiny", overrides={"warm_start.agent_steps": 699}),
-    load_config("tiny", overrides={"model.threads": 1}),
-    load_config("micro"),
-    replace(TINY, preset="tiny2"),  # the same hash under another preset's name: still not the exact key
-], ids=["seed-1", "another-recipe", "one-thread", "micro", "another-preset-name"])
+@pytest.mark.parametrize(
+    "config",
+    [
+        replace(TINY, seed=1),
+        load_config("tiny", overrides={"warm_start.agent_steps": 699}),
+        load_config("tiny", overrides={"model.threads": 1}),
+        load_config("micro"),
+        replace(TINY, preset="tiny2"),  # the same hash under another preset's name: still not the exact key
+    ],
+    ids=["seed-1", "another-recipe", "one-thread", "micro", "another-preset-name"],
+)
 def test_a_run_of_another_key_never_uses_the_shipped_warm_start(tmp_path, monkeypatch, config):
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path))
     stub_training(monkeypatch)
@@ -170,13 +181,18 @@ def flip_a_byte(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda p: flip_a_byte(p / "agent" / "model.safetensors"), "agent/model.safetensors: sha256 does not match"),
-    (lambda p: (p / "simulator" / "model.safetensors").unlink(), "simulator/model.safetensors: missing"),
-    (lambda p: (p / DONE).write_text("{}"), f"{DONE}: sha256 does not match"),
-], ids=["flipped-byte", "missing-file", "edited-marker"])
-def test_a_corrupted_shipped_file_is_refused_with_a_clear_message_and_training_proceeds(tmp_path, monkeypatch,
-                                                                                         damage, reason):
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda p: flip_a_byte(p / "agent" / "model.safetensors"), "agent/model.safetensors: sha256 does not match"),
+        (lambda p: (p / "simulator" / "model.safetensors").unlink(), "simulator/model.safetensors: missing"),
+        (lambda p: (p / DONE).write_text("{}"), f"{DONE}: sha256 does not match"),
+    ],
+    ids=["flipped-byte", "missing-file", "edited-marker"],
+)
+def test_a_corrupted_shipped_file_is_refused_with_a_clear_message_and_training_proceeds(
+    tmp_path, monkeypatch, damage, reason
+):
     root = shipped_copy(tmp_path)
     damage(root / KEY)
     monkeypatch.setattr(warmstart.shipped, "SHIPPED_ROOT", root)
@@ -196,6 +212,7 @@ def test_a_file_corrupted_on_its_way_into_the_cache_is_refused(tmp_path, monkeyp
         copy(src, dst)
         if Path(dst).name == "rng.pt":
             flip_a_byte(Path(dst))
+
     monkeypatch.setattr(warmstart.shipped.shutil, "copyfile", bad_copy)
     with pytest.warns(UserWarning, match="rng.pt: sha256 of the copy does not match"):
         assert warmstart.install_shipped(TINY, tmp_path / "warmstart" / KEY) is None

@@ -72,9 +72,11 @@ FAMILY = textwrap.dedent('''
             return super().draft(level, rng)
 ''')
 
-LINE = ("benchmark 'lineq': level 1 gave 378 distinct prompts in 3,042 draws; the splits need 600 (train 500 + "
-        "heldout 100 at level 1): lower Lineq.DEFAULT_SIZES (now seed=200, train=2000, heldout=400, the sizes a run "
-        "builds it at) or widen level 1 of its draft")
+LINE = (
+    "benchmark 'lineq': level 1 gave 378 distinct prompts in 3,042 draws; the splits need 600 (train 500 + "
+    "heldout 100 at level 1): lower Lineq.DEFAULT_SIZES (now seed=200, train=2000, heldout=400, the sizes a run "
+    "builds it at) or widen level 1 of its draft"
+)
 """The one line of the 378-prompt family at its own (the run's) sizes, seed 0."""
 
 
@@ -107,8 +109,10 @@ def test_a_level_out_of_prompts_stops_the_splits_with_one_line(family):
 def test_sizes_given_are_named_as_given(family):
     with pytest.raises(SplitsExhausted) as caught:
         _env("lineq_env:Lineq", SplitSizes(seed=30, train=1600, heldout=40)).splits()
-    assert str(caught.value).endswith("the splits need 410 (train 400 + heldout 10 at level 1): lower the split "
-                                      "sizes asked for (seed=30, train=1600, heldout=40) or widen level 1 of its draft")
+    assert str(caught.value).endswith(
+        "the splits need 410 (train 400 + heldout 10 at level 1): lower the split "
+        "sizes asked for (seed=30, train=1600, heldout=40) or widen level 1 of its draft"
+    )
 
 
 def test_small_sizes_fit(family):
@@ -123,8 +127,20 @@ def test_a_subclass_that_bounds_its_draws_leaves_tasks_out(family):
 
 
 def test_genenv_run_ends_with_the_line(family, tmp_path, capsys):
-    code = main(["run", "--preset", "micro", "--seed", "0", "--benchmarks", "lineq_env:Lineq",
-                 "--session", str(tmp_path / "s"), "--quiet"])
+    code = main(
+        [
+            "run",
+            "--preset",
+            "micro",
+            "--seed",
+            "0",
+            "--benchmarks",
+            "lineq_env:Lineq",
+            "--session",
+            str(tmp_path / "s"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert (code, err.splitlines()) == (2, [f"genenv: {LINE}"])
 
@@ -154,11 +170,14 @@ def test_a_contract_out_of_time_names_the_split_and_level(family):
     loop = next(i for i, line in enumerate(FAMILY.splitlines(), 1) if "while self.calls" in line)
     assert report.failures[0].line == (
         "splits_deterministic: did not finish in 1 s: building the heldout split (8 of 40 tasks made, drawing at "
-        f"level 1: 4 distinct prompts in 4 draws); in draft at lineq_env.py:{loop}")
+        f"level 1: 4 distinct prompts in 4 draws); in draft at lineq_env.py:{loop}"
+    )
 
 
-DIGESTS = {None: "790ce41e40b3e6429a44d25d9f563f15a36ba32f47c524e7d3c2e875bb09c69d",
-           CHECK_SIZES: "b7a8adb4b8a1360904016f24b233e4a7930207866d1bd13f08c6aed8e532d758"}
+DIGESTS = {
+    None: "790ce41e40b3e6429a44d25d9f563f15a36ba32f47c524e7d3c2e875bb09c69d",
+    CHECK_SIZES: "b7a8adb4b8a1360904016f24b233e4a7930207866d1bd13f08c6aed8e532d758",
+}
 """The countdown example's splits digests (seed 0) as the code made them before levels were bounded."""
 
 

@@ -18,8 +18,21 @@ from genenv_engine.training.policy import build_tiny_model
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 CFG = ModelConfig(hidden_size=32, num_layers=3, num_heads=4, intermediate_size=48, max_length=96)
-TEXTS = ["a", "add 1 and 2", "the quick brown fox jumps", "sq 5", "mul 3 4 then add 7 and 8 and 9", "x y",
-         "what is 2+2?", "neg 7", "add 1 and 2", "add 1 and 22", "the quick brown cat", "mul 3 4", "sq 5 and 6"]
+TEXTS = [
+    "a",
+    "add 1 and 2",
+    "the quick brown fox jumps",
+    "sq 5",
+    "mul 3 4 then add 7 and 8 and 9",
+    "x y",
+    "what is 2+2?",
+    "neg 7",
+    "add 1 and 2",
+    "add 1 and 22",
+    "the quick brown cat",
+    "mul 3 4",
+    "sq 5 and 6",
+]
 """Prompts of several lengths; some equal, some a prefix of another, some sharing a few leading tokens."""
 
 
@@ -42,7 +55,7 @@ def padded(tok, texts: list[str], group_rows: int = 8, share: int = 0):
     ids = torch.full((len(enc), width), tok.pad_token_id)
     attn = torch.zeros_like(ids)
     for i, e in enumerate(enc):
-        ids[i, width - len(e):], attn[i, width - len(e):] = torch.tensor(e), 1
+        ids[i, width - len(e) :], attn[i, width - len(e) :] = torch.tensor(e), 1
     plan = plan_prefill(enc, group_rows, share)
     order = torch.tensor(plan.order)
     return ids[order], attn[order], plan
@@ -113,7 +126,9 @@ def test_decode_draws_the_same_tokens_on_both_paths(model, temperature, monkeypa
         out[fast] = hf.decode(m, ids, attn, 16, tok.eos_token_id, tok.pad_token_id, temperature, fast=fast)
         out[fast] += (torch.rand(3),)  # the generator is left where ``generate`` leaves it
     (tokens, logprobs, lengths, finished, after), (tokens_hf, logprobs_hf, lengths_hf, finished_hf, after_hf) = (
-        out[True], out[False])
+        out[True],
+        out[False],
+    )
     assert torch.equal(lengths, lengths_hf) and torch.equal(finished, finished_hf)
     assert torch.equal(after, after_hf)
     real = torch.arange(16)[None] < lengths[:, None]
@@ -129,9 +144,16 @@ def test_only_plain_float32_cpu_llamas_fit(model):
     m, tok = model
     assert fits(m)
     assert not fits(build_tiny_model(CFG, tok, seed=0).to(torch.bfloat16))
-    gqa = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                      num_attention_heads=4, num_key_value_heads=2)
+    gqa = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     assert not fits(LlamaForCausalLM(gqa))
-    lora = new_adapter(build_tiny_model(CFG, tok, seed=0), "agent",
-                       ModelConfig(kind="tiny", lora_targets=("q_proj", "v_proj")))
+    lora = new_adapter(
+        build_tiny_model(CFG, tok, seed=0), "agent", ModelConfig(kind="tiny", lora_targets=("q_proj", "v_proj"))
+    )
     assert not fits(lora) and not fits(lora.base_model.model)

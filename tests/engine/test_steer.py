@@ -38,7 +38,7 @@ def test_warm_start_pairs_ask_for_the_level_change_each_sibling_shows():
     pool = env.splits()["train"] + env.splits()["seed"]
     same_draw = env.sibling_pairs(pool, random.Random(3), len(pairs))
     words = []
-    for (prompt, _), (src, sib) in zip(pairs, same_draw):
+    for (prompt, _), (src, sib) in zip(pairs, same_draw, strict=False):
         word, seed_text = _user(prompt).split("| ", 1)
         assert seed_text == env.simulator_text(src)
         assert word == direction(src.level, sib.level)
@@ -92,14 +92,16 @@ def test_steer_hold_keeps_the_word_that_reached_the_band(tmp_path, hold):
     def sink(event):  # the agent double turns from weak to just-right after epoch 1
         if isinstance(event, EpochFinished) and event.epoch == 1:
             factory.made["agent"].p = 0.6
+
     assert run(session, sink=sink, backend_factory=factory) == {"epochs_done": 3}
     rates = [session.store.epoch_metrics()[e]["generated_success_by_benchmark"]["bfcl"] for e in (1, 2)]
     assert rates[0] < cfg.curriculum.alpha - cfg.curriculum.k_min
     assert abs(rates[1] - cfg.curriculum.alpha) <= cfg.curriculum.k_min
     prompts = factory.made["simulator"].prompts
     per_epoch = cfg.simulator.seeds_per_epoch * cfg.simulator.variations
-    words = [{p.split("| ", 1)[0].rsplit(">", 1)[-1] for p in prompts[i * per_epoch:(i + 1) * per_epoch]}
-             for i in range(3)]
+    words = [
+        {p.split("| ", 1)[0].rsplit(">", 1)[-1] for p in prompts[i * per_epoch : (i + 1) * per_epoch]} for i in range(3)
+    ]
     assert words == [{"same"}, {"easier"}, {"easier" if hold else "same"}]
 
 

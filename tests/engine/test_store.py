@@ -6,7 +6,6 @@ import sqlite3
 import threading
 
 import pytest
-
 from sqlite_utils import Database
 
 from genenv_engine.core.records import Task
@@ -36,7 +35,7 @@ def test_insert_get_roundtrip_with_nested_dicts(file_store):
         id="gen/e1/0001",
         benchmark="bfcl",
         prompt="Call add with 2 and 3.",
-        answer='add(a=2, b=3)',
+        answer="add(a=2, b=3)",
         expected={"calls": [{"name": "add", "args": {"a": [2], "b": [3, 3.0]}}]},
         tools=[{"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}],
         difficulty={"level": 3, "features": {"n_calls": 1, "nested": True}},
@@ -82,10 +81,16 @@ def test_migrations_idempotent(tmp_path):
         first.insert_tasks([task("t1")])
     with Store(path) as second:
         assert list(second.db.query("SELECT migration_set, name FROM _sqlite_migrations ORDER BY id")) == applied
-        assert second.applied_migrations() == ["m001_initial", "m002_fts", "m003_page_indexes",
-                                                "m004_search_indexes", "m005_rollout_policy_version",
-                                                "m006_task_simulator_version", "m007_batch_alpha_and_prompt_note",
-                                                    "m008_epoch_funnels"]
+        assert second.applied_migrations() == [
+            "m001_initial",
+            "m002_fts",
+            "m003_page_indexes",
+            "m004_search_indexes",
+            "m005_rollout_policy_version",
+            "m006_task_simulator_version",
+            "m007_batch_alpha_and_prompt_note",
+            "m008_epoch_funnels",
+        ]
         assert second.get_meta("schema_version") == "8"
         assert second.get_task("t1") == task("t1")
     assert applied == [
@@ -105,22 +110,60 @@ def test_a_database_without_the_batch_note_columns_is_migrated_on_open(tmp_path)
     old = Database(path)
     MIGRATIONS.apply(old, stop_before="m007_batch_alpha_and_prompt_note")  # the schema of genenv before m007
     old["meta"].insert({"key": "schema_version", "value": "6"})
-    old["batches"].insert({"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s", "n_generated": 2,
-                           "n_valid": 2, "p_hat": 0.25, "r_env": 0.5, "in_band": 0})
+    old["batches"].insert(
+        {
+            "id": "e1/s",
+            "epoch": 1,
+            "benchmark": "bfcl",
+            "seed_task_id": "s",
+            "n_generated": 2,
+            "n_valid": 2,
+            "p_hat": 0.25,
+            "r_env": 0.5,
+            "in_band": 0,
+        }
+    )
     assert "prompt_note" not in {c.name for c in old["batches"].columns}
     old.close()
     with Store(path) as store:
         assert "m007_batch_alpha_and_prompt_note" in store.applied_migrations()
         assert store.get_meta("schema_version") == "8"
-        assert store.batches() == [{"id": "e1/s", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "s",
-                                    "n_generated": 2, "n_valid": 2, "p_hat": 0.25, "r_env": 0.5, "in_band": False,
-                                    "alpha": None, "prompt_note": None}]
+        assert store.batches() == [
+            {
+                "id": "e1/s",
+                "epoch": 1,
+                "benchmark": "bfcl",
+                "seed_task_id": "s",
+                "n_generated": 2,
+                "n_valid": 2,
+                "p_hat": 0.25,
+                "r_env": 0.5,
+                "in_band": False,
+                "alpha": None,
+                "prompt_note": None,
+            }
+        ]
         note = {"steer": "harder", "success_line": None}
-        store.upsert_batches([{"id": "e2/s", "epoch": 2, "benchmark": "bfcl", "seed_task_id": "s", "p_hat": 0.5,
-                               "r_env": 1.0, "in_band": True, "alpha": 0.4, "prompt_note": note}])
+        store.upsert_batches(
+            [
+                {
+                    "id": "e2/s",
+                    "epoch": 2,
+                    "benchmark": "bfcl",
+                    "seed_task_id": "s",
+                    "p_hat": 0.5,
+                    "r_env": 1.0,
+                    "in_band": True,
+                    "alpha": 0.4,
+                    "prompt_note": note,
+                }
+            ]
+        )
     with Store(path) as store:  # reopened: the note comes back as it was written, the old row keeps None
         assert [(b["id"], b["alpha"], b["prompt_note"]) for b in store.batches()] == [
-            ("e1/s", None, None), ("e2/s", 0.4, note)]
+            ("e1/s", None, None),
+            ("e2/s", 0.4, note),
+        ]
         raw = store.db.execute("SELECT prompt_note FROM batches WHERE id = 'e2/s'").fetchone()[0]
         assert raw == '{"steer": "harder", "success_line": null}'
 
@@ -298,15 +341,17 @@ def test_rollouts_and_batches(store):
              "n_generated": 4, "n_valid": 3, "p_hat": None, "r_env": None, "in_band": False}  # fmt: skip
     store.upsert_batches([batch])
     store.upsert_batches([{"id": "e3/bfcl/seed/00012", "p_hat": 0.5, "r_env": 1.0, "in_band": True}])
-    assert store.batches(3) == [{**batch, "p_hat": 0.5, "r_env": 1.0, "in_band": True, "alpha": None,
-                                 "prompt_note": None}]
+    assert store.batches(3) == [
+        {**batch, "p_hat": 0.5, "r_env": 1.0, "in_band": True, "alpha": None, "prompt_note": None}
+    ]
     assert store.batches(2) == []
     # the prompt note goes in as a dict and comes back as one; a later upsert that leaves it out keeps it
     note = {"steer": None, "success_line": "Agent success on recent bfcl tasks: 25% (target 40%)."}
     store.upsert_batches([{"id": "e3/bfcl/seed/00012", "alpha": 0.4, "prompt_note": note}])
     store.upsert_batches([{"id": "e3/bfcl/seed/00012", "epoch": 4, "p_hat": 0.75}])
-    assert store.batches(4) == [{**batch, "epoch": 4, "p_hat": 0.75, "r_env": 1.0, "in_band": True, "alpha": 0.4,
-                                 "prompt_note": note}]
+    assert store.batches(4) == [
+        {**batch, "epoch": 4, "p_hat": 0.75, "r_env": 1.0, "in_band": True, "alpha": 0.4, "prompt_note": note}
+    ]
 
 
 def test_epochs(store):
@@ -345,8 +390,12 @@ def test_events_and_meta(store):
 
 def test_task_pages_use_the_page_index(tmp_path):
     store = Store(tmp_path / "s.db")
-    plan = " ".join(str(r[-1]) for r in store.db.execute(
-        "EXPLAIN QUERY PLAN SELECT id FROM tasks ORDER BY epoch DESC, id LIMIT 50 OFFSET 1000").fetchall())
+    plan = " ".join(
+        str(r[-1])
+        for r in store.db.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM tasks ORDER BY epoch DESC, id LIMIT 50 OFFSET 1000"
+        ).fetchall()
+    )
     assert "idx_tasks_epoch_desc_id" in plan and "TEMP B-TREE" not in plan
 
 
@@ -358,11 +407,18 @@ def test_bulk_stats_and_batch_lookup(tmp_path):
     store.add_rollout_stats([("g/1", 0.25, 4), ("g/2", 0.5, 4)])
     store.add_rollout_stats([("g/1", 0.75, 4)])
     store.set_r_env([("g/1", 0.9), ("g/2", 0.8)])
-    assert {k: store.task_stats("g/1")[k] for k in ("p_hat", "n_rollouts", "r_env")} == \
-        {"p_hat": 0.75, "n_rollouts": 8, "r_env": 0.9}
+    assert {k: store.task_stats("g/1")[k] for k in ("p_hat", "n_rollouts", "r_env")} == {
+        "p_hat": 0.75,
+        "n_rollouts": 8,
+        "r_env": 0.9,
+    }
     assert store.task_stats("g/2")["n_rollouts"] == 4 and store.task_stats("g/4")["r_env"] is None
     grouped = store.tasks_in_batches(["e1/a", "e1/b", "e1/none"], origin="generated")
-    assert {b: [t.id for t in ts] for b, ts in grouped.items()} == {"e1/a": ["g/1", "g/2"], "e1/b": ["g/4"], "e1/none": []}
+    assert {b: [t.id for t in ts] for b, ts in grouped.items()} == {
+        "e1/a": ["g/1", "g/2"],
+        "e1/b": ["g/4"],
+        "e1/none": [],
+    }
     assert [t.id for t in store.tasks_in_batches(["e1/a"], origin="generated", valid=False)["e1/a"]] == ["g/3"]
 
 
@@ -370,8 +426,17 @@ def test_common_word_pages_walk_the_page_index_and_match_the_plain_search(tmp_pa
     import genenv_engine.storage.store.search as store_module
 
     store = Store(tmp_path / "s.db")
-    store.insert_tasks([task(f"g{i:02d}", epoch=i % 5, origin="generated" if i % 3 else "edited",
-                             prompt=("add two numbers" if i % 2 else "subtract") + f" case {i}") for i in range(40)])
+    store.insert_tasks(
+        [
+            task(
+                f"g{i:02d}",
+                epoch=i % 5,
+                origin="generated" if i % 3 else "edited",
+                prompt=("add two numbers" if i % 2 else "subtract") + f" case {i}",
+            )
+            for i in range(40)
+        ]
+    )
     expected_ids = sorted((f"g{i:02d}" for i in range(1, 40, 2)), key=lambda t: (-(int(t[1:]) % 5), t))
     searches = [dict(text="add"), dict(text="add", origin="generated"), dict(text="add", epoch=3), dict(text="case")]
     plain = {}
@@ -379,13 +444,18 @@ def test_common_word_pages_walk_the_page_index_and_match_the_plain_search(tmp_pa
         monkeypatch.setattr(store_module, "SCAN_MATCHES", scan)
         assert [r["id"] for r in store.query_tasks(text="add")] == expected_ids
         assert [r["id"] for r in store.query_tasks(text="add", limit=5, offset=15)] == expected_ids[15:]
-        got = {str(f): ([r["id"] for r in store.query_tasks(**f, limit=7, offset=3)], store.count_tasks(**f))
-               for f in searches}
+        got = {
+            str(f): ([r["id"] for r in store.query_tasks(**f, limit=7, offset=3)], store.count_tasks(**f))
+            for f in searches
+        }
         plain = plain or got
         assert got == plain
     assert store.count_tasks(text="add") == 20 and store.count_tasks(text="add", origin="generated") == 13
     sql = "SELECT tasks.rowid FROM tasks{} ORDER BY tasks.epoch DESC, tasks.id ASC LIMIT 50"
-    walk = " ".join(str(r[-1]) for r in store.db.execute(
-        "EXPLAIN QUERY PLAN " + sql.format(store._where(TaskFilter(text="add"), scan_matches=True)[0]),
-        ['"add"']).fetchall())
+    walk = " ".join(
+        str(r[-1])
+        for r in store.db.execute(
+            "EXPLAIN QUERY PLAN " + sql.format(store._where(TaskFilter(text="add"), scan_matches=True)[0]), ['"add"']
+        ).fetchall()
+    )
     assert "idx_tasks_epoch_desc_id" in walk and "TEMP B-TREE" not in walk

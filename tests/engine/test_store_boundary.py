@@ -30,8 +30,11 @@ def _is_store_type(annotation: ast.expr | None) -> bool:
     """Whether an annotation names `Store` (``Store``, ``Store | None``, ``"Store"``, ``Optional[Store]``)."""
     if annotation is None:
         return False
-    text = annotation.value if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) \
+    text = (
+        annotation.value
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)
         else ast.unparse(annotation)
+    )
     return any(part.strip() == "Store" for part in text.replace("[", "|").replace("]", "|").split("|"))
 
 
@@ -39,7 +42,8 @@ def _is_store_call(node: ast.expr | None) -> bool:
     """Whether ``node`` is a call of ``Store`` (or ``something.Store``)."""
     return isinstance(node, ast.Call) and (
         (isinstance(node.func, ast.Name) and node.func.id == "Store")
-        or (isinstance(node.func, ast.Attribute) and node.func.attr == "Store"))
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "Store")
+    )
 
 
 def store_names(tree: ast.AST) -> set[str]:
@@ -49,12 +53,18 @@ def store_names(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and _is_store_call(node.value):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and (
-                _is_store_type(node.annotation) or _is_store_call(node.value)):
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and (_is_store_type(node.annotation) or _is_store_call(node.value))
+        ):
             names.add(node.target.id)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            names |= {item.optional_vars.id for item in node.items
-                      if _is_store_call(item.context_expr) and isinstance(item.optional_vars, ast.Name)}
+            names |= {
+                item.optional_vars.id
+                for item in node.items
+                if _is_store_call(item.context_expr) and isinstance(item.optional_vars, ast.Name)
+            }
         elif isinstance(node, ast.arg) and _is_store_type(node.annotation):
             names.add(node.arg)
     return names
@@ -104,30 +114,39 @@ def test_the_store_itself_breaks_the_rules_so_the_check_sees_them():
     assert any("imports sqlite_utils" in v for v in violations((STORE / "core.py").read_text(encoding="utf-8")))
 
 
-@pytest.mark.parametrize(("snippet", "expected"), [
-    ("store.db.execute('SELECT 1')", ["1: runs SQL (store.db.execute)", "1: reaches a store's connection (store.db)"]),
-    ("conn.executemany('INSERT', rows)", ["1: runs SQL (conn.executemany)"]),
-    ("cursor.executescript(script)", ["1: runs SQL (cursor.executescript)"]),
-    ("rows = self.ui_store.db.query('x')", ["1: reaches a store's connection (self.ui_store.db)"]),
-    ("with Store(p) as s:\n    s.db", ["2: reaches a store's connection (s.db)"]),
-    ("s = Store(p)\nt = s.db", ["2: reaches a store's connection (s.db)"]),
-    ("def f(s: Store | None):\n    return s.db", ["2: reaches a store's connection (s.db)"]),
-    ("x: Store = make()\nx.db", ["2: reaches a store's connection (x.db)"]),
-    ("Store(p).db", ["1: reaches a store's connection (Store(p).db)"]),
-    ("import sqlite_utils", ["1: imports sqlite_utils"]),
-    ("from sqlite_utils.db import Database", ["1: imports sqlite_utils"]),
-])
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        (
+            "store.db.execute('SELECT 1')",
+            ["1: runs SQL (store.db.execute)", "1: reaches a store's connection (store.db)"],
+        ),
+        ("conn.executemany('INSERT', rows)", ["1: runs SQL (conn.executemany)"]),
+        ("cursor.executescript(script)", ["1: runs SQL (cursor.executescript)"]),
+        ("rows = self.ui_store.db.query('x')", ["1: reaches a store's connection (self.ui_store.db)"]),
+        ("with Store(p) as s:\n    s.db", ["2: reaches a store's connection (s.db)"]),
+        ("s = Store(p)\nt = s.db", ["2: reaches a store's connection (s.db)"]),
+        ("def f(s: Store | None):\n    return s.db", ["2: reaches a store's connection (s.db)"]),
+        ("x: Store = make()\nx.db", ["2: reaches a store's connection (x.db)"]),
+        ("Store(p).db", ["1: reaches a store's connection (Store(p).db)"]),
+        ("import sqlite_utils", ["1: imports sqlite_utils"]),
+        ("from sqlite_utils.db import Database", ["1: imports sqlite_utils"]),
+    ],
+)
 def test_a_snippet_that_breaks_a_rule_is_caught(snippet, expected):
     assert violations(snippet) == expected
 
 
-@pytest.mark.parametrize("snippet", [
-    "self.db = db\nself.db.stays.values()",  # a benchmark's own sandbox named db
-    "import sqlite3\ntry:\n    pass\nexcept sqlite3.DatabaseError:\n    pass",
-    "screen.query(Select)",
-    "store.query_tasks(text='add')",
-    "execute(state, call)",  # a plain function named execute
-    "s = Sandbox()\ns.db",
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "self.db = db\nself.db.stays.values()",  # a benchmark's own sandbox named db
+        "import sqlite3\ntry:\n    pass\nexcept sqlite3.DatabaseError:\n    pass",
+        "screen.query(Select)",
+        "store.query_tasks(text='add')",
+        "execute(state, call)",  # a plain function named execute
+        "s = Sandbox()\ns.db",
+    ],
+)
 def test_a_snippet_within_the_rules_passes(snippet):
     assert violations(snippet) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,16 @@ def _texts() -> list[str]:
     rng = random.Random(11)
     valid = [" => ".join(generate_task(level, rng)[:2]) for level in (1, 2, 3, 2)]
     heldout = get_environment("bfcl", 0).splits()["heldout"][0]
-    return [valid[0], valid[0], "hello there", f"{heldout.prompt} => {heldout.answer}", valid[1],
-            "F: fly(a:int) | Q: fly 3 => fly(a=3)", valid[2], valid[3]]
+    return [
+        valid[0],
+        valid[0],
+        "hello there",
+        f"{heldout.prompt} => {heldout.answer}",
+        valid[1],
+        "F: fly(a:int) | Q: fly 3 => fly(a=3)",
+        valid[2],
+        valid[3],
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +101,10 @@ def test_funnel_matches_the_tasks_generated_events(session):
     for ev in events:
         (entry,) = [e for e in session.store.funnel(ev["epoch"]) if e["benchmark"] == ev["payload"]["benchmark"]]
         assert (entry["drafts"], entry["valid"], entry["rejected"]) == (
-            ev["payload"]["generated"], ev["payload"]["valid"], dict(sorted(ev["payload"]["reasons"].items())))
+            ev["payload"]["generated"],
+            ev["payload"]["valid"],
+            dict(sorted(ev["payload"]["reasons"].items())),
+        )
 
 
 def test_second_epoch_trains_on_pinned_edited_replayed_and_base_tasks(session):
@@ -121,7 +133,7 @@ def test_read_only_funnel_equals_the_stores_and_writes_nothing(session, tmp_path
         read_only_funnel(tmp_path / "missing.db")
 
 
-def _copy_without_snapshots(session, tmp_path, where: str) -> "Path":
+def _copy_without_snapshots(session, tmp_path, where: str) -> Path:
     import shutil
     import sqlite3
 
@@ -158,8 +170,7 @@ def test_a_snapshot_keeps_the_epoch_as_it_ended_and_a_dropped_epoch_loses_it(ses
     shutil.copy(session.path / "genenv.db", folder / "genenv.db")
     with Store(folder / "genenv.db") as store:
         before = store.funnel(1)
-        fresh = next(t for t in store.query_tasks(origin="generated", valid=True, epoch=1, limit=50)
-                     if t["n_rollouts"])
+        fresh = next(t for t in store.query_tasks(origin="generated", valid=True, epoch=1, limit=50) if t["n_rollouts"])
         store.set_status(fresh["id"], "pinned")  # after the epoch ended
         assert store.funnel(1) == before
         store.drop_epochs_from(2)

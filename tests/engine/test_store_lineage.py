@@ -15,32 +15,50 @@ def task(id: str, **changes) -> Task:
 
 
 def gen(id: str, parent: str, epoch: int, version: int | None, **changes) -> Task:
-    return task(id, origin="generated", split="generated", parent_id=parent, epoch=epoch,
-                simulator_version=version, generator=f"sim@e{epoch - 1}", **changes)
+    return task(
+        id,
+        origin="generated",
+        split="generated",
+        parent_id=parent,
+        epoch=epoch,
+        simulator_version=version,
+        generator=f"sim@e{epoch - 1}",
+        **changes,
+    )
 
 
 @pytest.fixture
 def store(tmp_path):
     with Store(tmp_path / "genenv.db") as s:
         s.insert_tasks([task("seed/1", split="seed"), task("seed/2", split="seed"), task("other/x", parent_id="gone")])
-        s.insert_tasks([gen("g/e1/0", "seed/1", 1, 0), gen("g/e1/1", "seed/1", 1, 0, valid=False, reason="dup: x")],
-                       batch_id="e1/seed/1")
+        s.insert_tasks(
+            [gen("g/e1/0", "seed/1", 1, 0), gen("g/e1/1", "seed/1", 1, 0, valid=False, reason="dup: x")],
+            batch_id="e1/seed/1",
+        )
         s.insert_tasks([gen("g/e1/2", "seed/2", 1, 0)], batch_id="e1/seed/2")
         s.insert_tasks([gen("g/e2/0", "seed/1", 2, 1, prompt="y" * 1000)], batch_id="e2/seed/1")
-        s.upsert_batches([{"id": "e1/seed/1", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "seed/1",
-                           "prompt_note": None}])
+        s.upsert_batches(
+            [{"id": "e1/seed/1", "epoch": 1, "benchmark": "bfcl", "seed_task_id": "seed/1", "prompt_note": None}]
+        )
         s.set_task_stats("g/e1/0", p_hat=0.25, r_env=0.9, n_rollouts=4)
         s.set_task_stats("g/e2/0", p_hat=0.75)
-        s.insert_rollouts([{"task_id": "g/e1/0", "epoch": e, "reward": float(ok), "success": ok, "response": "r"}
-                           for e, ok in ((1, True), (1, False), (1, False), (1, False), (2, True))])
+        s.insert_rollouts(
+            [
+                {"task_id": "g/e1/0", "epoch": e, "reward": float(ok), "success": ok, "response": "r"}
+                for e, ok in ((1, True), (1, False), (1, False), (1, False), (2, True))
+            ]
+        )
         s.insert_rollouts([{"task_id": "g/e1/0", "epoch": 1, "reward": 1.0, "success": True, "purpose": "heldout"}])
         yield s
 
 
 def test_batch_tasks_are_the_seed_then_the_variations_with_their_training_rollouts(store):
     rows = store.batch_tasks("e1/seed/1")
-    assert [(r["role"], r["id"]) for r in rows] == [("seed", "seed/1"), ("variation", "g/e1/0"),
-                                                     ("variation", "g/e1/1")]
+    assert [(r["role"], r["id"]) for r in rows] == [
+        ("seed", "seed/1"),
+        ("variation", "g/e1/0"),
+        ("variation", "g/e1/1"),
+    ]
     assert [(r["train_rollouts"], r["train_successes"]) for r in rows] == [(0, 0), (5, 2), (0, 0)]  # heldout: not
     seed, first, second = rows
     assert first["p_hat"] == 0.25 and first["r_env"] == 0.9 and first["simulator_version"] == 0
@@ -62,7 +80,12 @@ def test_lineage_tree_from_the_seed_through_every_simulator_version(store):
     for start in ("seed/1", "g/e2/0", revised.id):  # any member gives the whole tree
         nodes = store.lineage_tree(start)
         assert [(n["id"], n["depth"]) for n in nodes] == [
-            ("seed/1", 0), ("g/e1/0", 1), ("g/e1/1", 1), ("g/e2/0", 1), ("g/e1/0/r1", 2)]
+            ("seed/1", 0),
+            ("g/e1/0", 1),
+            ("g/e1/1", 1),
+            ("g/e2/0", 1),
+            ("g/e1/0/r1", 2),
+        ]
     by_id = {n["id"]: n for n in nodes}
     assert by_id["g/e1/0"]["simulator_version"] == 0 and by_id["g/e2/0"]["simulator_version"] == 1
     assert by_id["g/e1/0"]["p_hat"] == 0.25 and by_id["g/e2/0"]["p_hat"] == 0.75

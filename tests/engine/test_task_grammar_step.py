@@ -10,7 +10,6 @@ prompt's grammar is, and is printed with the rejection reasons.
 
 from __future__ import annotations
 
-
 import llguidance
 import pytest
 
@@ -27,8 +26,15 @@ SIZES = {"chain": SplitSizes(seed=200, train=300, heldout=200)}
 test's)."""
 LEFT_TO_VALIDATOR = {
     "bfcl": {"answer_mismatch", "duplicate_function", "verb_not_listed", "too_long"},
-    "apibank": {"answer_mismatch", "duplicate_api", "api_not_listed", "context_mismatch", "too_long",
-                "context_exec_error", "gold_exec_error"},
+    "apibank": {
+        "answer_mismatch",
+        "duplicate_api",
+        "api_not_listed",
+        "context_mismatch",
+        "too_long",
+        "context_exec_error",
+        "gold_exec_error",
+    },
     "chain": {"answer_mismatch", "duplicate_function", "unknown_function", "value_out_of_range", "bad_hint"},
 }
 """The rejections a random string of each grammar may get: what the grammar cannot carry (a name listed once or
@@ -144,8 +150,11 @@ def test_apibank_value_terminals_are_the_readers():
 
     candidates = {f"{m:02d}-{d:02d}" for m in range(100) for d in range(100)}
     candidates |= {f"{m}/{d}" for m in range(1, 13) for d in range(1, 40)}
-    candidates |= {f"{mon} {d}" for mon in ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
-                                             "nov", "dec") for d in range(1, 40)}
+    candidates |= {
+        f"{mon} {d}"
+        for mon in ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+        for d in range(1, 40)
+    }
     readable = {c for c in candidates if (_DATE.fullmatch(c) or _MON_DAY.fullmatch(c)) and norm_date(c)}
     assert set(date_forms()) == readable
     assert "\\d" not in TIME and "[0-9]" in TIME
@@ -154,8 +163,10 @@ def test_apibank_value_terminals_are_the_readers():
 @pytest.fixture(scope="module")
 def verdicts(tok):
     """Per benchmark, the validator's reasons for 100 random strings of its grammar ("" when accepted)."""
-    return {name: grammar_verdicts(get_environment(name, 0, sizes=SIZES.get(name)), grammar_of(name), tok)
-            for name in BENCHES}
+    return {
+        name: grammar_verdicts(get_environment(name, 0, sizes=SIZES.get(name)), grammar_of(name), tok)
+        for name in BENCHES
+    }
 
 
 @pytest.mark.parametrize("name", BENCHES)

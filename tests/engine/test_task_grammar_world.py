@@ -10,7 +10,7 @@ prompt's grammar is, and is printed with the rejection reasons.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import llguidance
 import pytest
@@ -22,8 +22,16 @@ from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 BENCHES = ("alfworld", "bamboogle", "travelplanner")
 LEFT_TO_VALIDATOR = {
-    "alfworld": {"answer_mismatch", "too_long", "too_big", "duplicate_name", "unsolvable", "already_solved",
-                 "too_hard", "budget"},
+    "alfworld": {
+        "answer_mismatch",
+        "too_long",
+        "too_big",
+        "duplicate_name",
+        "unsolvable",
+        "already_solved",
+        "too_hard",
+        "budget",
+    },
     "bamboogle": {"answer_mismatch", "too_long", "duplicate_passage", "too_many_distractors"},
     "travelplanner": {"answer_mismatch", "too_long", "infeasible_prefix", "bad_prefix", "budget"},
 }
@@ -101,7 +109,7 @@ def grammar_of(name: str, seed: int = 0) -> str:
     return task_grammar(get_environment(name, seed).task_grammar())
 
 
-@lru_cache(maxsize=None)
+@cache
 def matcher(name: str, seed: int = 0):
     """``accepts(text)``: whether ``text`` is a string of the benchmark's grammar, as `matches` says (one compiled
     matcher, copied per text, since a large grammar takes a while to compile)."""

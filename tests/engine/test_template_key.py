@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.environments import get_environment
 from genenv_engine.core.records import Task
+from genenv_engine.environments import get_environment
 from genenv_engine.training.simulator import Generation, cap_duplicates, near_duplicate_key
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "countdown"
@@ -28,13 +28,27 @@ def countdown(monkeypatch):
 
 def _gens(prompts: list[str]) -> list[Generation]:
     seed = Task(id="countdown/seed/00000", benchmark="countdown", prompt="numbers: 1 2 | target: 3", answer="1 + 2")
-    return [Generation(seed, "b", "ctx", p, [1], Task(id=f"g{i}", benchmark="countdown", prompt=p, answer="x",
-                                                      split="generated", origin="generated"))
-            for i, p in enumerate(prompts)]
+    return [
+        Generation(
+            seed,
+            "b",
+            "ctx",
+            p,
+            [1],
+            Task(id=f"g{i}", benchmark="countdown", prompt=p, answer="x", split="generated", origin="generated"),
+        )
+        for i, p in enumerate(prompts)
+    ]
 
 
-PROMPTS = ["numbers: 3 5 8 | target: 64", "numbers: 4 6 9 | target: 19", "numbers: 2 7 7 | target: 16",
-           "numbers: 8 5 3 | target: 64", "numbers: 5 8 3 | target: 64", "numbers: 1 1 9 | target: 11"]
+PROMPTS = [
+    "numbers: 3 5 8 | target: 64",
+    "numbers: 4 6 9 | target: 19",
+    "numbers: 2 7 7 | target: 16",
+    "numbers: 8 5 3 | target: 64",
+    "numbers: 5 8 3 | target: 64",
+    "numbers: 1 1 9 | target: 11",
+]
 
 
 def test_the_default_key_masks_numbers_as_the_cap_always_did():
@@ -63,7 +77,12 @@ def test_the_loop_caps_each_benchmark_by_its_own_key(countdown):
     pool = [Task(id="g0", benchmark="countdown", prompt="numbers: 9 9 | target: 18", answer="9 + 9")]
     store = Fake(pool=lambda names: pool, insert_tasks=lambda tasks, batch_id: stored.extend(tasks))
     gens = _gens(PROMPTS)
-    ep = Fake(session=Fake(config=load_config("micro"), store=store), envs={"countdown": countdown}, epoch=1,
-              executor=Fake(validate=lambda drafts, **_: gens), emit=lambda event: None)
+    ep = Fake(
+        session=Fake(config=load_config("micro"), store=store),
+        envs={"countdown": countdown},
+        epoch=1,
+        executor=Fake(validate=lambda drafts, **_: gens),
+        emit=lambda event: None,
+    )
     out, _ = validate_and_store(ep, gens, "generated")
     assert [t.valid for t in stored] == [True, True, True, True, False, True] and out["valid"] == 5

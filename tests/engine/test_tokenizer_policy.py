@@ -148,7 +148,7 @@ def test_make_batch_right_pads_and_excludes_padding(policy):
     assert b.attention_mask.tolist() == [[1, 1, 1, 0, 0, 0, 0], [1] * 7]
     assert b.mask.tolist() == [[0, 1, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]]
     # masked targets are exactly the completions
-    for row, comp in zip(range(2), [[7], [8, 9, 10]]):
+    for row, comp in zip(range(2), [[7], [8, 9, 10]], strict=False):
         assert b.targets[row][b.mask[row] == 1].tolist() == comp
 
 
@@ -199,7 +199,7 @@ def test_chunked_logprob_gather_matches_full_values_and_gradients(policy):
     policy.logprob_chunk = 2048
     for lp, g in grads[:-1]:
         torch.testing.assert_close(lp, grads[-1][0], rtol=1e-5, atol=1e-6)
-        for a, c in zip(g, grads[-1][1]):
+        for a, c in zip(g, grads[-1][1], strict=False):
             torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-6)
 
 
@@ -250,11 +250,7 @@ def test_pick_device():
 
 # --- HF backend ---------------------------------------------------------------------------------
 
-PROMPTS = [
-    "<|system|>gen<|user|>hi<|assistant|>",
-    "<|user|>What is 2+2?<|assistant|>",
-    "<|user|>x<|assistant|>",
-]
+PROMPTS = ["<|system|>gen<|user|>hi<|assistant|>", "<|user|>What is 2+2?<|assistant|>", "<|user|>x<|assistant|>"]
 ANSWERS = ["hello", "four", "xyz"]
 
 
@@ -267,7 +263,7 @@ def taught(tok):
 
     torch.set_num_threads(1)
     pol = Policy(build_tiny_model(CFG, tok, seed=0), tok, torch.device("cpu"), max_length=64)
-    pairs = [(pol.encode(p), pol.completion_ids(a)) for p, a in zip(PROMPTS, ANSWERS)]
+    pairs = [(pol.encode(p), pol.completion_ids(a)) for p, a in zip(PROMPTS, ANSWERS, strict=False)]
     sft(pol, pairs, steps=80, lr=2e-2, batch_size=6, rng=random.Random(0))
     pol.model.eval()
     return pol
@@ -284,9 +280,9 @@ def test_hf_backend_greedy_one_completion_per_prompt_in_order(taught):
     assert all(c.finished for c in first)  # each stopped on end-of-sequence, which is not kept
     assert [c.token_ids for c in first] == [taught.encode(a) for a in ANSWERS]
     assert [c.token_ids for c in second] == [c.token_ids for c in first]  # greedy is deterministic
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=False):
         assert b.logprobs == pytest.approx(a.logprobs, abs=1e-6)
-    for prompt, comp in zip(PROMPTS, first):
+    for prompt, comp in zip(PROMPTS, first, strict=False):
         assert len(comp.logprobs) == len(comp.token_ids)
         assert all(lp <= 0.0 for lp in comp.logprobs)
         # the reported log-probs are this prompt's own and each token is the argmax
@@ -352,9 +348,9 @@ def test_hf_backend_logprobs_are_the_teacher_forced_ones_whatever_the_chunking(p
     greedy = Sampling(max_new_tokens=6, greedy=True)
     whole = hf.HFBackend(policy).generate(prompts, greedy)
     split = hf.HFBackend(policy, chunk_size=1).generate(prompts, greedy)  # chunks of one prompt
-    for a, b in zip(whole, split):
+    for a, b in zip(whole, split, strict=False):
         assert a.token_ids == b.token_ids and a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
-    for prompt, comp in zip(prompts, one):
+    for prompt, comp in zip(prompts, one, strict=False):
         ids = comp.token_ids + ([policy.tokenizer.eos_token_id] if comp.finished else [])
         batch = policy.make_batch([policy.encode(prompt)], [ids])
         with torch.no_grad():

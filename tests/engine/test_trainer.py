@@ -10,7 +10,7 @@ import torch
 from genenv_engine.config import ModelConfig
 from genenv_engine.training.policy import Policy, build_tiny_model
 from genenv_engine.training.tokenizer import build_byte_tokenizer
-from genenv_engine.training.trainer import GRPOTrainer, Group, RWRTrainer, _Trainer, sft
+from genenv_engine.training.trainer import Group, GRPOTrainer, RWRTrainer, _Trainer, sft
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
 
@@ -109,8 +109,9 @@ def test_grpo_runs_each_prompt_of_a_step_once(policy, task, monkeypatch):
     real = policy.pair_logprobs
     monkeypatch.setattr(policy, "pair_logprobs", lambda p, c: calls.append(p) or real(p, c))
     seen: list[torch.Size] = []
-    hook = policy.model.model.register_forward_pre_hook(lambda _m, _a, kw: seen.append(kw["input_ids"].shape),
-                                                        with_kwargs=True)
+    hook = policy.model.model.register_forward_pre_hook(
+        lambda _m, _a, kw: seen.append(kw["input_ids"].shape), with_kwargs=True
+    )
     prompts = [prompt, prompt[2:], prompt[4:], prompt[6:]]
     groups = [Group(p, [good, bad, good], [1.0, 0.0, 0.5]) for p in prompts]
     trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-3, clip=0.2, kl_coef=0.0, minibatch=12)
@@ -126,8 +127,9 @@ def test_grpo_runs_each_prompt_of_a_step_once(policy, task, monkeypatch):
 
 def test_grpo_without_dropping_trains_on_constant_groups_with_zero_advantage(policy, task):
     prompt, good, bad = task
-    trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-2, clip=0.2, kl_coef=0.0, minibatch=4,
-                          drop_zero_variance=False)
+    trainer = GRPOTrainer(
+        policy, policy.frozen_copy(), lr=1e-2, clip=0.2, kl_coef=0.0, minibatch=4, drop_zero_variance=False
+    )
     info = trainer.update([Group(prompt, [good, bad], [1.0, 1.0])], random.Random(0))
     assert info["sequences"] == 2.0
     assert info["loss"] == pytest.approx(0.0, abs=1e-7)  # zero advantages, no KL
@@ -223,11 +225,12 @@ def test_sft_lowers_loss_on_fixed_pairs(policy):
 
     before = pair_nll()
     seen: list[tuple[int, float]] = []
-    losses = sft(policy, pairs, steps=30, lr=1e-2, batch_size=4, rng=random.Random(0),
-                 on_step=lambda s, l: seen.append((s, l)))
+    losses = sft(
+        policy, pairs, steps=30, lr=1e-2, batch_size=4, rng=random.Random(0), on_step=lambda s, v: seen.append((s, v))
+    )
     assert len(losses) == 30
     assert [s for s, _ in seen] == list(range(30))
-    assert [l for _, l in seen] == losses
+    assert [loss for _, loss in seen] == losses
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 1.0
     assert pair_nll() < before - 1.0
 
@@ -265,6 +268,7 @@ def test_trainer_step_counts_and_clips_gradients(policy, task):
     def loss_of(part):
         batch = policy.make_batch([p for p, _ in part], [c for _, c in part])
         return -(policy.logprobs(batch) * batch.mask).sum() * 1000.0, {}, 1.0  # a huge gradient
+
     norm = trainer._accumulate([(prompt, good)], loss_of)["grad_norm"]
     assert trainer.steps == 1
     assert norm > 1.0  # the pre-clip norm is reported
@@ -275,17 +279,22 @@ def test_trainer_step_counts_and_clips_gradients(policy, task):
 def test_grpo_groups_train_on_the_token_that_ended_each_rollout(policy):
     """End-of-sequence or a sampled padding token is appended (the decoder strips both); a cut-off rollout gets
     nothing, and a rollout that sampled padding first is not empty (an empty completion cannot be scored)."""
-    from genenv_engine.training.agent import Attempt, TaskAttempts, grpo_groups
     from genenv_engine.backends.base import Completion
     from genenv_engine.core.records import CheckResult, Task
+    from genenv_engine.training.agent import Attempt, TaskAttempts, grpo_groups
 
     tok = policy.tokenizer
     eos, pad = tok.eos_token_id, tok.pad_token_id
-    completions = [Completion("ab", [1, 2], finished=True), Completion("ab", [1, 2], finished=True, end_token=eos),
-                   Completion("", [], finished=False, end_token=pad), Completion("abc", [1, 2, 3], finished=False)]
+    completions = [
+        Completion("ab", [1, 2], finished=True),
+        Completion("ab", [1, 2], finished=True, end_token=eos),
+        Completion("", [], finished=False, end_token=pad),
+        Completion("abc", [1, 2, 3], finished=False),
+    ]
     task = Task(id="t", benchmark="bfcl", prompt="p", answer="a")
-    attempts = [Attempt(c, CheckResult(bool(i % 2), float(i % 2)), float(i % 2), bool(i % 2))
-                for i, c in enumerate(completions)]
+    attempts = [
+        Attempt(c, CheckResult(bool(i % 2), float(i % 2)), float(i % 2), bool(i % 2)) for i, c in enumerate(completions)
+    ]
     (group,) = grpo_groups(policy, [TaskAttempts(task, "p", attempts)])
     assert group.completions == [[1, 2, eos], [1, 2, eos], [pad], [1, 2, 3]]
     assert group.rewards == [0.0, 1.0, 0.0, 1.0]
@@ -309,12 +318,14 @@ def _one_step_grads(tok, monkeypatch, budget: int, kind: str) -> tuple[list[torc
     monkeypatch.setattr(policy, "pair_logprobs", lambda p, c: sizes.append(len(p)) or real(p, c))
     if kind == "grpo":
         trainer = GRPOTrainer(policy, policy.frozen_copy(), lr=1e-3, clip=0.2, kl_coef=0.1, minibatch=8)
-        trainer.update([Group(p, [c, c[:1] + c], [1.0, 0.0]) for p, c in zip(prompts, completions)],
-                       random.Random(0))
+        trainer.update(
+            [Group(p, [c, c[:1] + c], [1.0, 0.0]) for p, c in zip(prompts, completions, strict=False)], random.Random(0)
+        )
     else:
-        trainer = RWRTrainer(policy, policy.frozen_copy(), lr=1e-3, kl_coef=0.1, max_kl=100.0, passes=1,
-                             batch_size=8)
-        trainer.update([(p, c, w) for p, c, w in zip(prompts, completions, (1.0, 2.0, 0.5, 1.5))], random.Random(0))
+        trainer = RWRTrainer(policy, policy.frozen_copy(), lr=1e-3, kl_coef=0.1, max_kl=100.0, passes=1, batch_size=8)
+        trainer.update(
+            [(p, c, w) for p, c, w in zip(prompts, completions, (1.0, 2.0, 0.5, 1.5), strict=False)], random.Random(0)
+        )
     grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in policy.parameters()]
     return grads, sizes
 
@@ -325,5 +336,5 @@ def test_length_sorted_micro_batches_give_the_whole_steps_gradient(tok, monkeypa
     parts, many = _one_step_grads(tok, monkeypatch, 60, kind)
     assert len(one) == 1 and len(many) > 1  # the small budget did split the step
     assert sum(float(g.abs().sum()) for g in whole) > 0
-    for a, b in zip(whole, parts):
+    for a, b in zip(whole, parts, strict=False):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)

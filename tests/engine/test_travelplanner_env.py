@@ -8,16 +8,25 @@ from pathlib import Path
 
 import pytest
 
+from genenv_engine.core.records import Task
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.environments.travelplanner.mini import (
-    ERROR_TYPES, TravelPlannerMini, check_step, read_prompt, render_prompt)
 from genenv_engine.environments.travelplanner.constraints import COMMONSENSE, aggregate, score_plan
-from genenv_engine.environments.travelplanner.formats import (
-    query_from_upstream, query_to_upstream, render_compact, to_upstream_plan)
 from genenv_engine.environments.travelplanner.db import CUISINES, Query, sandbox, schedule
+from genenv_engine.environments.travelplanner.formats import (
+    query_from_upstream,
+    query_to_upstream,
+    render_compact,
+    to_upstream_plan,
+)
+from genenv_engine.environments.travelplanner.mini import (
+    ERROR_TYPES,
+    TravelPlannerMini,
+    check_step,
+    read_prompt,
+    render_prompt,
+)
 from genenv_engine.environments.travelplanner.solver import candidates, replay, solve
 from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
-from genenv_engine.core.records import Task
 
 SMALL = SplitSizes(seed=24, train=80, heldout=40)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "travelplanner"
@@ -47,6 +56,7 @@ THREE = "A>B 3d 1p $900 | dAB A2 Aa A4 A5 ?stay"
 
 # ---------------------------------------------------------------- step checker
 
+
 def test_gold_and_other_feasible_answers_pass(env):
     task = make(env, TRIP)
     assert task.answer == "dAB"
@@ -55,7 +65,8 @@ def test_gold_and_other_feasible_answers_pass(env):
         result = env.check(task, answer)
         assert (result.success, result.score, result.error_type) == (True, 1.0, None), answer
     assert env.check(task, "dAB").sub_scores == dict.fromkeys(
-        ("parsed", "in_sandbox", "commonsense", "hard", "completable"), 1.0)
+        ("parsed", "in_sandbox", "commonsense", "hard", "completable"), 1.0
+    )
     assert make(env, TRIP_BF).answer == "B1"  # B1 ($9) is the cheapest restaurant in Arden or Brook
 
 
@@ -75,8 +86,11 @@ STEP_CASES = [
     (TRIP, "FAC1", "violates_commonsense:reasonable_city_route"),
     ("A>B 1d 1p $500 | dAB B1 Ba ?lunch", "B1", "violates_commonsense:diverse_restaurants"),
     ("A>B 3d 1p $900 | dAB A2 Ba A4 A5 Bh2 / B3 ?sight", "Ba", "violates_commonsense:diverse_attractions"),
-    ("A>B 3d 1p $900 | dAB A2 Aa A4 A5 Bh2 / B3 Ba B5 B7 Bh2 / ?go", "FBA1",
-     "violates_commonsense:non_conflicting_transportation"),
+    (
+        "A>B 3d 1p $900 | dAB A2 Aa A4 A5 Bh2 / B3 Ba B5 B7 Bh2 / ?go",
+        "FBA1",
+        "violates_commonsense:non_conflicting_transportation",
+    ),
     ("K>C 3d 1p $2000 | dKC C1 Ca C2 C3 Ch1 / C4 Cb C5 C6 ?stay", "Ch2", "violates_commonsense:minimum_nights"),
     ("K>X*2 5d 1p $3000 | dKC C1 Ca C2 C3 Ch2 / C4 Cb C5 C6 ?stay", "Ch1", "violates_commonsense:minimum_nights"),
     ("A>B 3d 1p $900 h:pets | dAB A2 Aa A4 A5 ?stay", "Bh3", "violates_hard:room_rule"),
@@ -111,11 +125,17 @@ def test_partial_credit_follows_stages(env):
     assert env.check(task, "FAB9").score == pytest.approx(0.2)
     assert env.check(task, "FAC1").score == pytest.approx(0.4)
     budget = make(env, "A>B 1d 1p $110 | ?go")
-    assert env.check(budget, "FAB1").sub_scores == {"parsed": 1.0, "in_sandbox": 1.0, "commonsense": 1.0,
-                                                    "hard": 1.0, "completable": 0.0}
+    assert env.check(budget, "FAB1").sub_scores == {
+        "parsed": 1.0,
+        "in_sandbox": 1.0,
+        "commonsense": 1.0,
+        "hard": 1.0,
+        "completable": 0.0,
+    }
 
 
 # ---------------------------------------------------------------- episode scoring
+
 
 def _gold(query: Query) -> str:
     return render_compact(query, solve(query, (), DB).codes)
@@ -131,7 +151,12 @@ def test_gold_plan_passes_all_checks():
     result = score_plan(TRI, plan)
     assert result.success and result.error_type is None
     assert {k: result.sub_scores[k] for k in ("cs_passed", "cs_total", "hd_passed", "hd_total", "unchecked")} == {
-        "cs_passed": 8.0, "cs_total": 8.0, "hd_passed": 1.0, "hd_total": 1.0, "unchecked": 0.0}
+        "cs_passed": 8.0,
+        "cs_total": 8.0,
+        "hd_passed": 1.0,
+        "hd_total": 1.0,
+        "unchecked": 0.0,
+    }
     assert all(result.sub_scores[f"cs:{c}"] == 1.0 for c in COMMONSENSE)
 
 
@@ -146,11 +171,17 @@ EPISODE_CASES = [
     (TRI, "dAB A2 Aa A4 A5 Bh2 / B3 Aa B5 B7 Bh2 / dBA A6 Ab A8 B1", "violates_commonsense:within_current_city"),
     (TRI, "dAB A2 Ba A4 A5 Bh2 / B3 Ba B5 B7 Bh2 / dBA A6 Ab A8 B1", "violates_commonsense:diverse_attractions"),
     (DAY, "dAB A2 Aa B1 B7 FBA1", "violates_commonsense:non_conflicting_transportation"),
-    (Query("K", "C", 3, 1, 1, 2000), "dKC C1 Ca C2 C3 Ch1 / C4 Cb C5 C6 Ch2 / dCK K6 Cc K7 K8",
-     "violates_commonsense:minimum_nights"),
+    (
+        Query("K", "C", 3, 1, 1, 2000),
+        "dKC C1 Ca C2 C3 Ch1 / C4 Cb C5 C6 Ch2 / dCK K6 Cc K7 K8",
+        "violates_commonsense:minimum_nights",
+    ),
     (Query("A", "B", 3, 1, 1, 300), None, "violates_hard:budget"),
-    (Query("A", "B", 3, 1, 1, 900, house_rule="pets"), "dAB A2 Aa A4 A5 Bh3 / B3 Ba B5 B7 Bh3 / dBA A6 Ab A8 B1",
-     "violates_hard:room_rule"),
+    (
+        Query("A", "B", 3, 1, 1, 900, house_rule="pets"),
+        "dAB A2 Aa A4 A5 Bh3 / B3 Ba B5 B7 Bh3 / dBA A6 Ab A8 B1",
+        "violates_hard:room_rule",
+    ),
     (Query("A", "B", 3, 1, 1, 900, room_type="entire"), None, "violates_hard:room_type"),
     (Query("A", "B", 3, 1, 1, 900, cuisines=("french",)), None, "violates_hard:cuisine"),
     (Query("A", "B", 3, 1, 1, 900, transport="nodrive"), None, "violates_hard:transportation"),
@@ -158,8 +189,15 @@ EPISODE_CASES = [
 
 
 def _episode_task(query: Query) -> Task:
-    return Task(id="tp/ep", benchmark="travelplanner", prompt="plan it", answer="",
-                expected={"query": query_to_upstream(query, DB)}, checker="tp_constraints", granularity="episode")
+    return Task(
+        id="tp/ep",
+        benchmark="travelplanner",
+        prompt="plan it",
+        answer="",
+        expected={"query": query_to_upstream(query, DB)},
+        checker="tp_constraints",
+        granularity="episode",
+    )
 
 
 @pytest.mark.parametrize("query, plan, error", EPISODE_CASES)
@@ -220,18 +258,23 @@ def test_aggregate_rates():
 def test_query_round_trip():
     q = Query("A", "Y", 5, 2, 3, 2400, "children", ("thai", "mex"), "notshared", "nodrive", ("2022-03-01",) * 5)
     row = query_to_upstream(q, DB)
-    assert row["local_constraint"] == {"house rule": "children under 10", "cuisine": ["Thai", "Mexican"],
-                                       "room type": "not shared room", "transportation": "no self-driving"}
+    assert row["local_constraint"] == {
+        "house rule": "children under 10",
+        "cuisine": ["Thai", "Mexican"],
+        "room type": "not shared room",
+        "transportation": "no self-driving",
+    }
     assert (row["dest"], row["level"]) == ("Yarrow", "hard")
     assert query_from_upstream(row, DB) == q
 
 
 # ---------------------------------------------------------------- solver
 
+
 def _brute_min(query: Query, prefix: tuple[str, ...] = ()) -> int | None:
     """Cheapest valid completion by exhaustive branch-and-bound search, judged by :func:`score_plan`."""
-    slots, best = schedule(query.days, query.cities), [10 ** 9]
-    unlimited = replace(query, budget=10 ** 6)
+    slots, best = schedule(query.days, query.cities), [10**9]
+    unlimited = replace(query, budget=10**6)
 
     def walk(plan: list[str], cost: int) -> None:
         if cost >= best[0]:
@@ -246,17 +289,22 @@ def _brute_min(query: Query, prefix: tuple[str, ...] = ()) -> int | None:
             walk(plan + [code], cost + DB.item_cost(code, query.people))
 
     walk(list(prefix), sum(DB.item_cost(c, query.people) for c in prefix))
-    return best[0] if best[0] < 10 ** 9 else None
+    return best[0] if best[0] < 10**9 else None
 
 
-@pytest.mark.parametrize("query, prefix", [
-    (Query("L", "C", 1, 1, 2, 0, cuisines=("ital", "mex")), ()),
-    (Query("G", "J", 1, 1, 4, 0, cuisines=("bbq", "jpn")), ("tGJ", "G2")),
-    (Query("C", "J", 1, 1, 5, 0, transport="noflight"), ()),
-    (Query("K", "C", 3, 1, 2, 0, cuisines=("thai",)), tuple("dKC C1 Ca C2 C3 Ch1 C4 Cb C5 C6".split())),
-    (Query("K", "X", 5, 2, 2, 0, house_rule="pets"), tuple(
-        "dKC C1 Ca C2 C3 Ch1 C4 Cb C5 C6 Ch1 dCB B1 Ba B2 B3 Bh2 B4 Bb B5 B6".split())),
-])
+@pytest.mark.parametrize(
+    "query, prefix",
+    [
+        (Query("L", "C", 1, 1, 2, 0, cuisines=("ital", "mex")), ()),
+        (Query("G", "J", 1, 1, 4, 0, cuisines=("bbq", "jpn")), ("tGJ", "G2")),
+        (Query("C", "J", 1, 1, 5, 0, transport="noflight"), ()),
+        (Query("K", "C", 3, 1, 2, 0, cuisines=("thai",)), tuple("dKC C1 Ca C2 C3 Ch1 C4 Cb C5 C6".split())),
+        (
+            Query("K", "X", 5, 2, 2, 0, house_rule="pets"),
+            tuple("dKC C1 Ca C2 C3 Ch1 C4 Cb C5 C6 Ch1 dCB B1 Ba B2 B3 Bh2 B4 Bb B5 B6".split()),
+        ),
+    ],
+)
 def test_solver_matches_exhaustive_search(query, prefix):
     found = solve(query, prefix, DB)
     assert (found.cost if found else None) == _brute_min(query, prefix)
@@ -272,45 +320,71 @@ def test_solver_gold_plans_pass_scoring(env):
 
 # ---------------------------------------------------------------- validator
 
+
 def test_validator_accepts_and_recomputes(env):
     parent = env.splits()["seed"][0]
-    verdict = env.validate("A>B 3d 2p $1500 h:pets | dAB A2 Aa A4 A5 ?stay", "Bh1", task_id="gen/e1/0001",
-                           parent=parent, epoch=1, generator="sim@e1")
+    verdict = env.validate(
+        "A>B 3d 2p $1500 h:pets | dAB A2 Aa A4 A5 ?stay",
+        "Bh1",
+        task_id="gen/e1/0001",
+        parent=parent,
+        epoch=1,
+        generator="sim@e1",
+    )
     assert verdict.ok and verdict.reason == ""
     task = verdict.task
     assert task.answer == "Bh2"
     assert (task.split, task.origin, task.parent_id, task.epoch, task.generator, task.checker, task.granularity) == (
-        "generated", "generated", parent.id, 1, "sim@e1", "tp_constraints", "step")
+        "generated",
+        "generated",
+        parent.id,
+        1,
+        "sim@e1",
+        "tp_constraints",
+        "step",
+    )
     assert task.difficulty["level"] == 2
     features = task.difficulty["features"]
-    assert {k: features[k] for k in ("days", "cities", "people", "n_constraints", "tight", "step", "n_steps",
-                                     "field")} == {"days": 3, "cities": 1, "people": 2, "n_constraints": 1,
-                                                   "tight": False, "step": 5, "n_steps": 16, "field": "stay"}
+    assert {
+        k: features[k] for k in ("days", "cities", "people", "n_constraints", "tight", "step", "n_steps", "field")
+    } == {
+        "days": 3,
+        "cities": 1,
+        "people": 2,
+        "n_constraints": 1,
+        "tight": False,
+        "step": 5,
+        "n_steps": 16,
+        "field": "stay",
+    }
     assert task.expected["query"]["local_constraint"]["house rule"] == "pets"
     assert task.expected["prefix"] == ["dAB", "A2", "Aa", "A4", "A5"]
 
 
-@pytest.mark.parametrize("prompt, answer, reason", [
-    (TRIP, "FAC1", "answer_mismatch: violates_commonsense:reasonable_city_route"),
-    (TRIP, "??", "answer_mismatch: parse_error"),
-    ("A>B 1d 1p $500", "dAB", "bad_format"),
-    ("lorem ipsum => x", "dAB", "bad_format"),
-    ("A>Q 1d 1p $500 | ?go", "dAB", "bad_query"),
-    ("A>A 1d 1p $500 | ?go", "dAB", "bad_query"),
-    ("A>X*2 5d 1p $5000 | ?go", "dAB", "bad_query"),
-    ("A>B 1d 1p $500 h:pets | ?go", "dAB", "bad_query"),
-    ("A>B 3d 1p $500 r:entire h:pets | ?go", "dAB", "bad_query"),
-    ("A>B 3d 1p $500 c:mex,thai | ?go", "dAB", "bad_query"),
-    ("A>B 3d 1p $500 c:sushi | ?go", "dAB", "bad_query"),
-    ("A>B 1d 1p $500 | dAB A2 Aa B1 B7", "dBA", "bad_plan"),
-    ("A>B 1d 1p $500 | dAB A2 / ?go", "dBA", "bad_plan"),
-    ("A>B 1d 1p $500 | dAB A2 Aa B1 B7 dBA / ?go", "dAB", "bad_plan"),
-    ("A>B 1d 1p $500 | dAB A2 Aa B1 ?lunch", "B7", "wrong_field"),
-    ("A>B 1d 1p $500 | dAB C2 ?sight", "Ba", "bad_prefix: violates_commonsense:within_current_city"),
-    ("A>B 1d 1p $500 | FAB9 ?bfast", "B1", "bad_prefix: not_in_sandbox"),
-    ("A>B 1d 1p $120 | FAB1 ?bfast", "B1", "infeasible_prefix"),
-    ("A>B 1d 1p $500 | ?go" + " " * 200, "dAB", "too_long"),
-])
+@pytest.mark.parametrize(
+    "prompt, answer, reason",
+    [
+        (TRIP, "FAC1", "answer_mismatch: violates_commonsense:reasonable_city_route"),
+        (TRIP, "??", "answer_mismatch: parse_error"),
+        ("A>B 1d 1p $500", "dAB", "bad_format"),
+        ("lorem ipsum => x", "dAB", "bad_format"),
+        ("A>Q 1d 1p $500 | ?go", "dAB", "bad_query"),
+        ("A>A 1d 1p $500 | ?go", "dAB", "bad_query"),
+        ("A>X*2 5d 1p $5000 | ?go", "dAB", "bad_query"),
+        ("A>B 1d 1p $500 h:pets | ?go", "dAB", "bad_query"),
+        ("A>B 3d 1p $500 r:entire h:pets | ?go", "dAB", "bad_query"),
+        ("A>B 3d 1p $500 c:mex,thai | ?go", "dAB", "bad_query"),
+        ("A>B 3d 1p $500 c:sushi | ?go", "dAB", "bad_query"),
+        ("A>B 1d 1p $500 | dAB A2 Aa B1 B7", "dBA", "bad_plan"),
+        ("A>B 1d 1p $500 | dAB A2 / ?go", "dBA", "bad_plan"),
+        ("A>B 1d 1p $500 | dAB A2 Aa B1 B7 dBA / ?go", "dAB", "bad_plan"),
+        ("A>B 1d 1p $500 | dAB A2 Aa B1 ?lunch", "B7", "wrong_field"),
+        ("A>B 1d 1p $500 | dAB C2 ?sight", "Ba", "bad_prefix: violates_commonsense:within_current_city"),
+        ("A>B 1d 1p $500 | FAB9 ?bfast", "B1", "bad_prefix: not_in_sandbox"),
+        ("A>B 1d 1p $120 | FAB1 ?bfast", "B1", "infeasible_prefix"),
+        ("A>B 1d 1p $500 | ?go" + " " * 200, "dAB", "too_long"),
+    ],
+)
 def test_validator_rejects(env, assert_rejected, prompt, answer, reason):
     assert_rejected(env, prompt, answer, reason)
 
@@ -324,6 +398,7 @@ def test_render_and_read_are_inverse():
 
 
 # ---------------------------------------------------------------- splits
+
 
 def test_splits_short(env):
     tasks = [t for ts in env.splits().values() for t in ts]
@@ -348,7 +423,7 @@ def test_gold_is_the_cheapest_completable_field(env):
     for task in env.splits()["heldout"][:20]:
         step = read_prompt(task.prompt)
         options = candidates(step.query, replay(step.query, step.prefix, DB), step.slot, DB)
-        cheaper = options[:options.index(task.answer)]
+        cheaper = options[: options.index(task.answer)]
         assert all(not check_step(step.query, step.prefix, c).success for c in cheaper)
 
 
@@ -365,11 +440,14 @@ def test_sandbox_shape():
 
 # ---------------------------------------------------------------- upstream loader
 
+
 def test_loader_reads_the_fixture():
     tasks = load_upstream(FIXTURES)
     assert [t.id for t in tasks] == [f"travelplanner/heldout/{i:05d}" for i in range(3)]
-    assert all(t.origin == "official" and t.split == "heldout" and t.granularity == "episode"
-               and t.checker == "tp_constraints" for t in tasks)
+    assert all(
+        t.origin == "official" and t.split == "heldout" and t.granularity == "episode" and t.checker == "tp_constraints"
+        for t in tasks
+    )
     assert [t.level for t in tasks] == [2, 4, 3]
     first = tasks[0]
     assert first.prompt.startswith("Please plan a 3-day trip from Fernvale to Ostara")
@@ -377,8 +455,13 @@ def test_loader_reads_the_fixture():
     assert first.expected["query"]["date"] == ["2022-03-16", "2022-03-17", "2022-03-18"]
     assert len(first.expected["annotated_plan"]) == 3 and first.answer.startswith('[{"days": 1')
     assert tasks[1].expected["query"]["budget"] == 4200
-    assert tasks[1].difficulty["features"] == {"days": 5, "cities": 2, "people": 3, "n_constraints": 3,
-                                               "upstream_level": "hard"}
+    assert tasks[1].difficulty["features"] == {
+        "days": 5,
+        "cities": 2,
+        "people": 3,
+        "n_constraints": 3,
+        "upstream_level": "hard",
+    }
     assert tasks[1].answer == "" and tasks[1].expected["annotated_plan"] is None
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.experiments.arms import Plan
 from genenv_engine.experiments.ablation import run_plan
+from genenv_engine.experiments.arms import Plan
 from genenv_engine.experiments.markdown import markdown
 from genenv_engine.experiments.tables import collect, summarise
 from genenv_engine.storage.session import Session
@@ -38,8 +38,16 @@ def _funnel_sums(folder: Path) -> tuple[dict[str, dict], list[dict]]:
 
 
 def test_validity_is_the_sum_of_the_stored_funnel_and_survives_the_run_record(tmp_path):
-    plan = Plan(tmp_path / "bench", ("trained", "off"), (0,), 2, "micro", None, None,
-                {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3})
+    plan = Plan(
+        tmp_path / "bench",
+        ("trained", "off"),
+        (0,),
+        2,
+        "micro",
+        None,
+        None,
+        {"agent.tasks_per_epoch": 24, "agent.steps_per_epoch": 3},
+    )
     results = run_plan(plan, quiet=True)
     sums, metrics = _funnel_sums(plan.out / "trained-s0")
     v = results["summary"]["trained"]["validity"]["bfcl"]
@@ -50,7 +58,8 @@ def test_validity_is_the_sum_of_the_stored_funnel_and_survives_the_run_record(tm
     # each epoch row agrees with the epoch metrics the loop stored (one benchmark: its totals are the epoch's)
     rows = {r["epoch"]: r["validity"]["bfcl"] for r in results["runs"]["trained"]["0"]["epochs"] if r["epoch"]}
     assert [(e, r["drafts"], r["valid"], r["rejected"]) for e, r in rows.items()] == [
-        (m["epoch"], m["generated"], m["valid"], m["invalid_reasons"]) for m in metrics if m["epoch"] >= 1]
+        (m["epoch"], m["generated"], m["valid"], m["invalid_reasons"]) for m in metrics if m["epoch"] >= 1
+    ]
     assert sum(v["rejected"].values()) == v["drafts"] - v["valid"]
     # the off arm writes no drafts: every epoch row says so, and the section names it instead of tabling it
     assert all(r["validity"] == {} for r in results["runs"]["off"]["0"]["epochs"])
@@ -72,34 +81,57 @@ def test_validity_is_the_sum_of_the_stored_funnel_and_survives_the_run_record(tm
 
 
 def _rows(*epochs):
-    return {"epochs": [{"epoch": e, "heldout": {}, "tasks_trained": 0, "p_hat": None, **({"validity": v}
-                                                                                          if v is not None else {})}
-                       for e, v in epochs], "_correct": {}, "heldout_size": 4}
+    return {
+        "epochs": [
+            {"epoch": e, "heldout": {}, "tasks_trained": 0, "p_hat": None, **({"validity": v} if v is not None else {})}
+            for e, v in epochs
+        ],
+        "_correct": {},
+        "heldout_size": 4,
+    }
 
 
 def test_summary_sums_epochs_from_one_over_seeds_and_the_section_names_the_top_three():
-    seed0 = _rows((0, {"bfcl": {"drafts": 50, "valid": 50, "rejected": {}}}),  # epoch 0 is not counted
-                  (1, {"bfcl": {"drafts": 10, "valid": 6, "rejected": {"parse_error": 3, "duplicate": 1}}}),
-                  (2, {"bfcl": {"drafts": 10, "valid": 5, "rejected": {"parse_error": 2, "no_answer": 2,
-                                                                            "checker_failed": 1}}}))
+    seed0 = _rows(
+        (0, {"bfcl": {"drafts": 50, "valid": 50, "rejected": {}}}),  # epoch 0 is not counted
+        (1, {"bfcl": {"drafts": 10, "valid": 6, "rejected": {"parse_error": 3, "duplicate": 1}}}),
+        (2, {"bfcl": {"drafts": 10, "valid": 5, "rejected": {"parse_error": 2, "no_answer": 2, "checker_failed": 1}}}),
+    )
     seed1 = _rows((1, {"bfcl": {"drafts": 8, "valid": 4, "rejected": {"duplicate_cap": 4}}}), (2, {}))
     summary = summarise({"trained": {0: seed0, 1: seed1}, "off": {0: _rows((1, {}), (2, {}))}}, 0.5, ["bfcl"])
     v = summary["trained"]["validity"]["bfcl"]
     assert (v["drafts"], v["valid"], v["valid_fraction"]) == (28, 15, pytest.approx(15 / 28))
-    assert list(v["rejected"].items()) == [("parse_error", 5), ("duplicate_cap", 4), ("no_answer", 2),
-                                           ("checker_failed", 1), ("duplicate", 1)]
+    assert list(v["rejected"].items()) == [
+        ("parse_error", 5),
+        ("duplicate_cap", 4),
+        ("no_answer", 2),
+        ("checker_failed", 1),
+        ("duplicate", 1),
+    ]
     assert (v["seeds"], v["seeds_with_data"]) == (2, 2)
-    results = {"arms": ["trained", "off"], "seeds": [0, 1], "alpha": 0.5, "benchmarks": ["bfcl"],
-               "runs": {"trained": {"0": seed0, "1": seed1}, "off": {"0": _rows((1, {}))}}, "summary": summary}
+    results = {
+        "arms": ["trained", "off"],
+        "seeds": [0, 1],
+        "alpha": 0.5,
+        "benchmarks": ["bfcl"],
+        "runs": {"trained": {"0": seed0, "1": seed1}, "off": {"0": _rows((1, {}))}},
+        "summary": summary,
+    }
     from genenv_engine.experiments.validity import markdown as section
 
     assert section(results) == [
-        "## Validity by benchmark", "",
+        "## Validity by benchmark",
+        "",
         "The simulator's drafts from epoch 1 on, summed over seeds: the share the store kept as valid, and the 3 "
-        "most frequent rejection reasons (reason prefix: count).", "",
-        "| arm | benchmark | drafts | valid fraction (valid) | top rejections | seeds |", "|---|---|---|---|---|---|",
-        "| trained | bfcl | 28 | 0.536 (15) | parse_error: 5, duplicate_cap: 4, no_answer: 2 | 2/2 |", "",
-        "No drafts: off.", ""]
+        "most frequent rejection reasons (reason prefix: count).",
+        "",
+        "| arm | benchmark | drafts | valid fraction (valid) | top rejections | seeds |",
+        "|---|---|---|---|---|---|",
+        "| trained | bfcl | 28 | 0.536 (15) | parse_error: 5, duplicate_cap: 4, no_answer: 2 | 2/2 |",
+        "",
+        "No drafts: off.",
+        "",
+    ]
 
 
 def test_rows_without_validity_are_no_data_and_a_partly_recorded_arm_counts_its_seeds():
@@ -129,17 +161,36 @@ def test_committed_records_written_before_validity_still_render(tmp_path):
 def test_the_section_splits_valid_tasks_by_how_they_were_admitted_where_runs_counted_it():
     from genenv_engine.experiments.validity import markdown as section
 
-    counted = _rows((1, {"bfcl": {"drafts": 10, "valid": 6, "rejected": {"x": 4},
-                                  "admitted": {"as_written": 1, "on_gold": 2, "mended": 3}}}),
-                    (2, {"bfcl": {"drafts": 10, "valid": 2, "rejected": {"x": 8}, "admitted": {"mended": 2}}}))
+    counted = _rows(
+        (
+            1,
+            {
+                "bfcl": {
+                    "drafts": 10,
+                    "valid": 6,
+                    "rejected": {"x": 4},
+                    "admitted": {"as_written": 1, "on_gold": 2, "mended": 3},
+                }
+            },
+        ),
+        (2, {"bfcl": {"drafts": 10, "valid": 2, "rejected": {"x": 8}, "admitted": {"mended": 2}}}),
+    )
     older = _rows((1, {"bfcl": {"drafts": 5, "valid": 5, "rejected": {}}}))
     summary = summarise({"trained": {0: counted}, "frozen": {0: older}}, 0.5, ["bfcl"])
     assert summary["trained"]["validity"]["bfcl"]["admitted"] == {"as_written": 1, "on_gold": 2, "mended": 5}
     assert "admitted" not in summary["frozen"]["validity"]["bfcl"]
-    results = {"arms": ["trained", "frozen"], "seeds": [0], "alpha": 0.5, "benchmarks": ["bfcl"],
-               "runs": {"trained": {"0": counted}, "frozen": {"0": older}}, "summary": summary}
+    results = {
+        "arms": ["trained", "frozen"],
+        "seeds": [0],
+        "alpha": 0.5,
+        "benchmarks": ["bfcl"],
+        "runs": {"trained": {"0": counted}, "frozen": {"0": older}},
+        "summary": summary,
+    }
     lines = section(results)
-    assert "| arm | benchmark | drafts | valid fraction (valid) | admitted as written / on the gold / mended | " \
-           "top rejections | seeds |" in lines
+    assert (
+        "| arm | benchmark | drafts | valid fraction (valid) | admitted as written / on the gold / mended | "
+        "top rejections | seeds |" in lines
+    )
     assert "| trained | bfcl | 20 | 0.400 (8) | 1 / 2 / 5 | x: 12 | 1/1 |" in lines
     assert "| frozen | bfcl | 5 | 1.000 (5) | – | – | 1/1 |" in lines

@@ -40,8 +40,9 @@ def vf():
 def package(export_session, tmp_path_factory, vf) -> Path:  # noqa: F811
     """The session exported as a taskset package, its folder on ``sys.path`` while the module's tests run."""
     out = tmp_path_factory.mktemp("vf")
-    assert main(["tasks", "export", str(export_session), "--format", "verifiers", "--out", str(out),
-                 "--name", NAME]) == 0
+    assert (
+        main(["tasks", "export", str(export_session), "--format", "verifiers", "--out", str(out), "--name", NAME]) == 0
+    )
     sys.path.insert(0, str(out))
     yield out
     sys.path.remove(str(out))
@@ -51,8 +52,11 @@ def package(export_session, tmp_path_factory, vf) -> Path:  # noqa: F811
 def scored(vf, task, reply: str, metrics: dict | None = None) -> float:
     """The reward verifiers records for a trace whose reply is ``reply`` (scored as a rollout is, no runtime); its
     metrics are put in ``metrics`` when given."""
-    trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-                     agent=vf.AgentInfo(config=vf.AgentConfig(), name="check", trainable=False), root_reply=reply)
+    trace = vf.Trace(
+        task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+        agent=vf.AgentInfo(config=vf.AgentConfig(), name="check", trainable=False),
+        root_reply=reply,
+    )
     asyncio.run(task.score(trace))
     assert set(trace.rewards) == {"correct"} and set(trace.metrics) == {"success"}
     if metrics is not None:
@@ -77,11 +81,20 @@ def test_the_package_loads_by_id_and_scores_gold_1_and_corrupted_0(package, vf):
 
 
 def test_vf_validate_finds_every_gold_valid(package, tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")]),
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")]),
+        "HF_HUB_OFFLINE": "1",
+    }
     cli = Path(sys.executable).with_name("vf-validate")
-    done = subprocess.run([str(cli), NAME, "--runtime.type", "subprocess"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(cli), NAME, "--runtime.type", "subprocess"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (summary,) = tmp_path.glob("outputs/*/summary.json")
     result = json.loads(summary.read_text())
@@ -102,8 +115,7 @@ def test_export_refuses_a_foreign_folder_and_a_bad_name(export_session, tmp_path
     assert main(["tasks", "export", str(export_session), "--format", "verifiers"]) == 2  # --out is required
 
 
-def test_a_family_not_structured_gets_its_score_and_a_rejected_draft_stays_out(
-        plugin_session, tmp_path, vf):  # noqa: F811
+def test_a_family_not_structured_gets_its_score_and_a_rejected_draft_stays_out(plugin_session, tmp_path, vf):  # noqa: F811
     session, _ = plugin_session
     name = "genenv_plugin_check"
     folder, n = export_verifiers(session, tmp_path, name)

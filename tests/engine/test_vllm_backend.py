@@ -84,11 +84,11 @@ class FakeLLM:
     def generate(self, prompts, sampling_params, *, use_tqdm=True, lora_request=None):
         self.calls.append(dict(prompts=prompts, params=sampling_params, lora=lora_request))
         results = []
-        for prompt, params in zip(prompts, sampling_params):
+        for prompt, params in zip(prompts, sampling_params, strict=False):
             ids = prompt["prompt_token_ids"]
             tokens = [ids[-1]] * (len(ids) % 4 + 1) + [params.stop_token_ids[0]]
             reason = "stop" if len(tokens) <= params.max_tokens else "length"
-            tokens = tokens[:params.max_tokens]
+            tokens = tokens[: params.max_tokens]
             logprobs = [{t: FakeLogprob(-(i + 1) / 10)} for i, t in enumerate(tokens)] if params.logprobs == 0 else None
             out = types.SimpleNamespace(token_ids=tokens, logprobs=logprobs, finish_reason=reason)
             results.append(types.SimpleNamespace(outputs=[out]))
@@ -117,8 +117,12 @@ def fake_vllm(monkeypatch):
     request.LoRARequest = FakeLoRARequest
     params = types.ModuleType("vllm.sampling_params")
     params.StructuredOutputsParams = FakeStructuredOutputsParams
-    for name, module in (("vllm", root), ("vllm.lora", lora), ("vllm.lora.request", request),
-                         ("vllm.sampling_params", params)):
+    for name, module in (
+        ("vllm", root),
+        ("vllm.lora", lora),
+        ("vllm.lora.request", request),
+        ("vllm.sampling_params", params),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
     FAKE_ENGINES.clear()
     backend.close_engines()
@@ -133,7 +137,13 @@ class PolicyDouble:
     """
 
     def __init__(self, model, tokenizer, source: Path | None, adapter: str | None = None, max_length: int = 64):
-        self.model, self.tokenizer, self.source, self.adapter, self.max_length = model, tokenizer, source, adapter, max_length
+        self.model, self.tokenizer, self.source, self.adapter, self.max_length = (
+            model,
+            tokenizer,
+            source,
+            adapter,
+            max_length,
+        )
         self.saved: list[Path] = []
 
     @property
@@ -164,10 +174,20 @@ def tiny_base(tmp: Path, seed: int = 0, hidden: int = 32, heads: int = 2, scale:
 
     tok = build_byte_tokenizer()
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
-                         num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=256,
-                         tie_word_embeddings=True, initializer_range=scale, eos_token_id=tok.eos_token_id,
-                         pad_token_id=tok.pad_token_id, bos_token_id=None)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=2,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        initializer_range=scale,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )
     model = LlamaForCausalLM(config).eval()
     model.save_pretrained(str(tmp))
     tok.save_pretrained(str(tmp))
@@ -178,7 +198,9 @@ def add_adapters(model, names=("agent", "simulator"), r: int = 8, seed: int = 1,
     """A ``PeftModel`` with one LoRA adapter per name; ``std`` > 0 draws each adapter's B matrices at random."""
     from peft import LoraConfig, get_peft_model
 
-    config = LoraConfig(r=r, lora_alpha=2 * r, target_modules=TARGETS, lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=r, lora_alpha=2 * r, target_modules=TARGETS, lora_dropout=0.0, bias="none", task_type="CAUSAL_LM"
+    )
     peft = get_peft_model(model, config, adapter_name=names[0])
     for name in names[1:]:
         peft.add_adapter(name, config)
@@ -225,7 +247,7 @@ def test_completions_map_in_order_with_finished_flag_and_logprobs(fake_vllm, tmp
     assert llm.kwargs["max_model_len"] == 64 and "enable_lora" not in llm.kwargs
     prompts = ["a", "bb", "ccc", "dddd"]  # 1..4 byte tokens: 2, 3, 4, 1 scripted copies
     out = backend.generate(prompts, Sampling(max_new_tokens=4, temperature=0.7, seed=5))
-    for prompt, completion in zip(prompts, out):
+    for prompt, completion in zip(prompts, out, strict=False):
         copies = len(prompt) % 4 + 1
         kept = min(copies, 4)
         assert completion.token_ids == [tok.convert_tokens_to_ids(prompt[-1])] * kept
@@ -279,7 +301,9 @@ def test_lora_roles_share_one_engine_per_base(fake_vllm, tmp_path):
     model, tok = tiny_base(tmp_path / "base")
     peft = add_adapters(model, r=16)
     agent = get_backend("vllm", policy=PolicyDouble(peft, tok, tmp_path / "base", "agent"), gpu_memory_utilization=0.5)
-    simulator = get_backend("vllm", policy=PolicyDouble(peft, tok, tmp_path / "base", "simulator"), gpu_memory_utilization=0.5)
+    simulator = get_backend(
+        "vllm", policy=PolicyDouble(peft, tok, tmp_path / "base", "simulator"), gpu_memory_utilization=0.5
+    )
     assert len(fake_vllm) == 1 and agent.llm is simulator.llm
     kwargs = fake_vllm[0].kwargs
     assert (kwargs["enable_lora"], kwargs["max_lora_rank"], kwargs["max_loras"]) == (True, 16, 2)
@@ -378,10 +402,16 @@ def test_weight_sync_extension_reloads_then_refreshes_prepacked_layers():
 def hf_greedy(model, ids: list[int], max_new: int, eos: int, pad: int) -> tuple[list[int], bool]:
     """Reference greedy continuation with transformers ``generate`` (one unpadded prompt): ids before EOS, EOS seen."""
     with torch.no_grad():
-        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                             max_new_tokens=max_new, do_sample=False, eos_token_id=eos, pad_token_id=pad)
-    new = out[0, len(ids):].tolist()
-    return (new[:new.index(eos)], True) if eos in new else (new, False)
+        out = model.generate(
+            torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            max_new_tokens=max_new,
+            do_sample=False,
+            eos_token_id=eos,
+            pad_token_id=pad,
+        )
+    new = out[0, len(ids) :].tolist()
+    return (new[: new.index(eos)], True) if eos in new else (new, False)
 
 
 PROMPTS = ["<|user|>add 2 and 3<|assistant|>", "<|user|>weather in Paris?<|assistant|>", "hello world", "zzz 123"]
@@ -395,14 +425,16 @@ def expected(model, backend, adapter: str | None) -> list[tuple[list[int], bool]
     if adapter is not None:
         model.set_adapter(adapter)
     tok = backend.policy.tokenizer
-    return [hf_greedy(model, backend.prompt_ids(p, GREEDY), GREEDY.max_new_tokens, tok.eos_token_id, tok.pad_token_id)
-            for p in PROMPTS]
+    return [
+        hf_greedy(model, backend.prompt_ids(p, GREEDY), GREEDY.max_new_tokens, tok.eos_token_id, tok.pad_token_id)
+        for p in PROMPTS
+    ]
 
 
 @torch.no_grad()
 def teacher_forced(model, prompt: list[int], completion: list[int]) -> list[float]:
     """log p(token) of each completion token under ``model`` (its active adapter), at temperature 1."""
-    logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1:-1].float()
+    logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1].float()
     return logits.log_softmax(-1).gather(-1, torch.tensor(completion)[:, None])[:, 0].tolist()
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from genenv_engine.training import warmstart
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.training.policy import Policy
-from genenv_engine.training.policy import pick_device
+from genenv_engine.training import warmstart
+from genenv_engine.training.policy import Policy, pick_device
 
 
 def _warm(tmp_path, monkeypatch, name):

@@ -8,13 +8,13 @@ import json
 import pytest
 from safetensors.torch import load_file
 
-from genenv_engine.training import warmstart
 from genenv_engine.config import ModelConfig, load_config
 from genenv_engine.environments import get_environment
 from genenv_engine.method.loop import run
+from genenv_engine.storage.session import Session
+from genenv_engine.training import warmstart
 from genenv_engine.training.policy import build_tiny_model
 from genenv_engine.training.roles import load_roles
-from genenv_engine.storage.session import Session
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
 SMALL = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_length=384)
@@ -33,8 +33,16 @@ def base_dir(tmp_path_factory):
 def config(mode: str, base=None):
     overrides = {"simulator.mode": mode}
     if base is not None:
-        overrides.update({"model.kind": "hf", "model.path": str(base), "model.agent_tuning": "lora",
-                          "model.simulator_tuning": "lora", "model.lora_r": 4, "model.lora_alpha": 8})
+        overrides.update(
+            {
+                "model.kind": "hf",
+                "model.path": str(base),
+                "model.agent_tuning": "lora",
+                "model.simulator_tuning": "lora",
+                "model.lora_r": 4,
+                "model.lora_alpha": 8,
+            }
+        )
     return load_config("micro", overrides=overrides)
 
 
@@ -104,6 +112,7 @@ def test_without_restored_random_states_the_simulator_would_differ(tmp_path, mon
         rng, info = real(folder)
         rng.seed(12345)
         return rng, info
+
     monkeypatch.setattr(warmstart.training, "restore", fresh_states)
     done, _ = warm(monkeypatch, tmp_path / "b", config("trained"))
     wa, wb = weights(done / "simulator"), weights(one_go / "simulator")
@@ -132,6 +141,7 @@ def test_a_stop_during_the_simulators_sft_keeps_the_trained_agent(tmp_path, monk
     def sink(event):
         if event.kind == "WarmStartProgressed" and event.role == "simulator":
             raise Stop
+
     with pytest.raises(Stop):
         warm(monkeypatch, tmp_path / "c", config("trained"), sink=sink)
     (entry,) = (tmp_path / "c" / "warmstart").iterdir()
@@ -152,6 +162,7 @@ def test_a_run_that_finished_the_entry_first_wins(tmp_path, monkeypatch):
         (half / "simulator").mkdir()
         (half / "info.json").write_text(json.dumps({"by": "the other run"}))
         return info
+
     monkeypatch.setattr(warmstart.training, "train_simulator", and_another_run_finishes)
     folder, info = warm(monkeypatch, tmp_path / "d", config("trained"))
     assert folder == half and info == {"by": "the other run"}
@@ -163,8 +174,8 @@ def test_only_an_agent_only_warm_start_lends_the_agent_to_the_simulator(tmp_path
     """A finished warm start (or a checkpoint) missing simulator/ is damaged, not agent-only: loading it fails."""
     import shutil
 
-    from genenv_engine.training.models import load_role_policies
     from genenv_engine.training.models import is_agent_only as is_agent_only_warm_start
+    from genenv_engine.training.models import load_role_policies
 
     half, _ = warm(monkeypatch, tmp_path / "e", config("off"))
     assert is_agent_only_warm_start(half)
@@ -190,7 +201,11 @@ def test_a_second_process_waits_for_the_entry_another_one_trains_then_reuses_it(
     cfg = config("trained")
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path))
     folder = warmstart.cache_root() / "warmstart" / warmstart.cache_key(cfg)
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import json, pathlib, time
         from genenv_engine.storage.lease import waiting_lock
         folder = pathlib.Path({str(folder)!r})
@@ -200,7 +215,11 @@ def test_a_second_process_waits_for_the_entry_another_one_trains_then_reuses_it(
             for part in ("agent", "simulator"):
                 (folder / part).mkdir(parents=True)
             (folder / {warmstart.DONE!r}).write_text(json.dumps({{"trained_by": "the other process"}}))
-    """)], stdout=subprocess.PIPE, text=True)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout.readline().strip() == "held"
         monkeypatch.setattr(warmstart.training, "train_agent", lambda *a, **k: pytest.fail("trained a second time"))

@@ -30,15 +30,30 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.alfworld.planner import Solution, solve
 from genenv_engine.environments.alfworld.tasks import infer_level, make_task
 from genenv_engine.environments.alfworld.text import PromptError, first_names, read_state, render_state
 from genenv_engine.environments.alfworld.upstream import load_upstream
 from genenv_engine.environments.alfworld.world import (
-    KIND_OF, LAMPS, MAX_OBJECTS, MAX_RECEPTACLES, NOWHERE, OPENABLE, PROCESS, TASK_TYPES, Command, CommandError, Goal,
-    World, apply, parse_command, rtype, won)
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes
-from genenv_engine.core.records import CheckResult, Task, Validation
+    KIND_OF,
+    LAMPS,
+    MAX_OBJECTS,
+    MAX_RECEPTACLES,
+    NOWHERE,
+    OPENABLE,
+    PROCESS,
+    TASK_TYPES,
+    Command,
+    CommandError,
+    Goal,
+    World,
+    apply,
+    parse_command,
+    rtype,
+    won,
+)
+from genenv_engine.environments.base import LadderEnvironment
 
 ERROR_TYPES = ("parse_error", "invalid_command", "not_admissible", "suboptimal")
 """Step errors: not one short line; not a command of the grammar; not executable in this state;
@@ -49,19 +64,71 @@ MAX_PROMPT_CHARS = 180
 MAX_ANSWER_CHARS = 60
 MAX_GOAL_OBJECTS = 3
 
-MINI_RECEPTACLES = ("armchair", "bed", "cabinet", "cart", "coffeetable", "countertop", "desk", "diningtable",
-                    "drawer", "dresser", "fridge", "garbagecan", "microwave", "ottoman", "safe", "shelf",
-                    "sidetable", "sinkbasin", "sofa", "toilet")
+MINI_RECEPTACLES = (
+    "armchair",
+    "bed",
+    "cabinet",
+    "cart",
+    "coffeetable",
+    "countertop",
+    "desk",
+    "diningtable",
+    "drawer",
+    "dresser",
+    "fridge",
+    "garbagecan",
+    "microwave",
+    "ottoman",
+    "safe",
+    "shelf",
+    "sidetable",
+    "sinkbasin",
+    "sofa",
+    "toilet",
+)
 REPEATABLE = ("cabinet", "countertop", "drawer", "shelf")
 """Receptacle types that may appear twice in one game (``cabinet 1``, ``cabinet 2``)."""
 LAMP_HOSTS = ("coffeetable", "countertop", "desk", "diningtable", "dresser", "shelf", "sidetable")
-SMALL_THINGS = ("book", "cd", "cellphone", "creditcard", "keychain", "laptop", "pen", "pencil", "pillow",
-                "statue", "vase", "watch", "candle")
-MINI_OBJECTS = ("apple", "bowl", "bread", "cloth", "cup", "egg", "fork", "knife", "lettuce", "mug", "pan",
-                "plate", "pot", "potato", "soapbar", "spoon", "tomato") + SMALL_THINGS
+SMALL_THINGS = (
+    "book",
+    "cd",
+    "cellphone",
+    "creditcard",
+    "keychain",
+    "laptop",
+    "pen",
+    "pencil",
+    "pillow",
+    "statue",
+    "vase",
+    "watch",
+    "candle",
+)
+MINI_OBJECTS = (
+    "apple",
+    "bowl",
+    "bread",
+    "cloth",
+    "cup",
+    "egg",
+    "fork",
+    "knife",
+    "lettuce",
+    "mug",
+    "pan",
+    "plate",
+    "pot",
+    "potato",
+    "soapbar",
+    "spoon",
+    "tomato",
+) + SMALL_THINGS
 GOAL_OBJECTS = {
-    "pick": MINI_OBJECTS, "two": MINI_OBJECTS, "look": SMALL_THINGS + ("mug", "bowl"),
-    **{kind: tuple(o for o in MINI_OBJECTS if o in spec[4]) for kind, spec in PROCESS.items()}}
+    "pick": MINI_OBJECTS,
+    "two": MINI_OBJECTS,
+    "look": SMALL_THINGS + ("mug", "bowl"),
+    **{kind: tuple(o for o in MINI_OBJECTS if o in spec[4]) for kind, spec in PROCESS.items()},
+}
 _LADDER = {1: (2, 3), 2: (3, 4), 3: (4, 5), 4: (5, 5, 5, 6)}
 """Level -> receptacle counts to draw from (at L4, five receptacles need an 8+ step plan, six do not)."""
 _CLUTTER = {1: (0, 1), 2: (0, 2), 3: (0, 2), 4: (0, 2)}
@@ -69,6 +136,7 @@ _CLUTTER = {1: (0, 1), 2: (0, 2), 3: (0, 2), 4: (0, 2)}
 
 
 # ---------------------------------------------------------------- the checker
+
 
 def check_step(task: Task, response: str) -> CheckResult:
     """``step_match``: success iff the response is an admissible action on some optimal plan (scores as
@@ -99,12 +167,14 @@ def grade_step(task: Task, response: str, verdict: Callable[[Task, Command], str
     if grade == "optimal":
         return CheckResult(True, 1.0, {"parsed": 1.0, "admissible": 1.0, "optimal": 1.0, "verb": verb}, None)
     if grade == "not_admissible":
-        return CheckResult(False, 0.0, {"parsed": 1.0, "admissible": 0.0, "optimal": 0.0, "verb": verb},
-                           "not_admissible")
+        return CheckResult(
+            False, 0.0, {"parsed": 1.0, "admissible": 0.0, "optimal": 0.0, "verb": verb}, "not_admissible"
+        )
     return CheckResult(False, 0.5, {"parsed": 1.0, "admissible": 1.0, "optimal": 0.0, "verb": verb}, "suboptimal")
 
 
 # ---------------------------------------------------------------- episode-level play
+
 
 def play_episode(game: Task | World | str, act: Callable[[str], str], max_steps: int = 50) -> CheckResult:
     """Play a whole game from a task's state: ``act`` reads the state line and returns a command.
@@ -131,8 +201,13 @@ def play_episode(game: Task | World | str, act: Callable[[str], str], max_steps:
         else:
             world = outcome
     success = won(world)
-    sub = {"granularity_episode": 1.0, "won": float(success), "steps": float(steps),
-           "optimal_steps": float(optimal), "invalid_actions": float(invalid)}
+    sub = {
+        "granularity_episode": 1.0,
+        "won": float(success),
+        "steps": float(steps),
+        "optimal_steps": float(optimal),
+        "invalid_actions": float(invalid),
+    }
     return CheckResult(success, float(success), sub, None if success else "max_steps")
 
 
@@ -142,6 +217,7 @@ def expert_act(state_line: str) -> str:
 
 
 # ---------------------------------------------------------------- generation
+
 
 def random_world(level: int, rng: random.Random, kind: str | None = None) -> World:
     """A fresh game (initial state) sized for ``level``; the goal is never already satisfied."""
@@ -178,8 +254,7 @@ def _random_world(level: int, rng: random.Random, kind: str) -> World | None:
     return World(goal, tuple(recs), tuple(objs), tuple(where), (0,) * len(objs), closed, at)
 
 
-def _place_objects(goal: Goal, recs: list[str], level: int,
-                   rng: random.Random) -> tuple[list[str], list[int]] | None:
+def _place_objects(goal: Goal, recs: list[str], level: int, rng: random.Random) -> tuple[list[str], list[int]] | None:
     """Goal objects (one more than needed w.p. 1/4), distractors and lamps, each in a random receptacle."""
     count = (2 if goal.kind == "two" else 1) + (rng.random() < 0.25)
     types = [goal.obj] * count
@@ -222,17 +297,17 @@ def generate_state(level: int, rng: random.Random, kind: str | None = None) -> t
         if plan.status != "solved":
             continue
         n = len(start.recs)
-        steps = [k for k in range(plan.dist)
-                 if infer_level({"plan_len": plan.dist - k, "n_receptacles": n}) == level]
+        steps = [k for k in range(plan.dist) if infer_level({"plan_len": plan.dist - k, "n_receptacles": n}) == level]
         if not steps:
             continue
-        state = read_state(render_state(_replay(start, plan.plan[:rng.choice(steps)])))
+        state = read_state(render_state(_replay(start, plan.plan[: rng.choice(steps)])))
         if len(render_state(state)) <= MAX_PROMPT_CHARS:
             return state, solve(state)
 
 
-def generate_task(level: int, rng: random.Random,
-                  kind: str | None = None) -> tuple[str, str, dict[str, Any], list, dict[str, Any]]:
+def generate_task(
+    level: int, rng: random.Random, kind: str | None = None
+) -> tuple[str, str, dict[str, Any], list, dict[str, Any]]:
     """Sample one step task at ``level``: (prompt, answer, expected, tools, features).
 
     >>> prompt, answer, expected, tools, features = generate_task(1, random.Random(3))
@@ -244,6 +319,7 @@ def generate_task(level: int, rng: random.Random,
 
 
 # ---------------------------------------------------------------- the environment
+
 
 class StateLineEnvironment(LadderEnvironment):
     """What the ALFWorld step benchmarks share: a state line as the prompt, a validator that reads and sizes the
@@ -262,8 +338,16 @@ class StateLineEnvironment(LadderEnvironment):
         """``build(task_id, **fields)`` of the task a generated ``prompt`` (read as ``world``) states, or why it is
         rejected (``reason: detail``)."""
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Rebuild the world from the prompt (:func:`generated_world`), plan it (:meth:`_plan`), recompute the
         gold and accept the answer iff it passes the checker against it."""
         world = generated_world(self, prompt, answer, parent)
@@ -301,8 +385,9 @@ class AlfworldMini(StateLineEnvironment):
         """Check the world is solvable by the planner and recompute its optimal actions."""
         solution = solve(world)
         if solution.status != "solved":
-            reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard",
-                      "budget": "budget"}[solution.status]
+            reason = {"won": "already_solved", "unsolvable": "unsolvable", "too_long": "too_hard", "budget": "budget"}[
+                solution.status
+            ]
             return f"{reason}: {solution.reason}"
         return partial(make_task, world, solution)
 
@@ -345,6 +430,19 @@ def _size_problem(world: World) -> str:
     return ""
 
 
-__all__ = ["AlfworldMini", "ERROR_TYPES", "EPISODE_ERROR_TYPES", "StateLineEnvironment", "check_step", "expert_act",
-           "generate_task", "generate_state", "grade_step", "infer_level", "load_upstream", "make_task", "play_episode",
-           "random_world"]
+__all__ = [
+    "AlfworldMini",
+    "ERROR_TYPES",
+    "EPISODE_ERROR_TYPES",
+    "StateLineEnvironment",
+    "check_step",
+    "expert_act",
+    "generate_task",
+    "generate_state",
+    "grade_step",
+    "infer_level",
+    "load_upstream",
+    "make_task",
+    "play_episode",
+    "random_world",
+]

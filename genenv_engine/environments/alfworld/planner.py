@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from genenv_engine.environments.alfworld.world import (
-    HELD, LIT, PROCESS, World, rtype, won)
 from genenv_engine.core.limits import Budget, BudgetExceeded
+from genenv_engine.environments.alfworld.world import HELD, LIT, PROCESS, World, rtype, won
 
 MAX_PLAN = 16
 """Longest plan searched for; a longer optimum is reported as ``too_long``."""
@@ -36,8 +35,10 @@ MAX_STATES = 100_000
 """Search budget: distinct states one :func:`solve` may reach before giving up (status ``budget``)."""
 DROPPED = -2
 """Search-only location of a put-down object of another type (it never matters again)."""
-VERB_RANK = {v: i for i, v in enumerate(
-    ("go", "open", "take", "put", "heat", "cool", "clean", "use", "toggle", "close", "examine"))}
+VERB_RANK = {
+    v: i
+    for i, v in enumerate(("go", "open", "take", "put", "heat", "cool", "clean", "use", "toggle", "close", "examine"))
+}
 
 State = tuple[int, tuple[int, ...], tuple[int, ...], tuple[bool, ...]]
 Label = tuple
@@ -76,8 +77,7 @@ class _Problem:
         self.world = world
         self.kind = goal.kind
         self.mine = tuple(o for o, name in enumerate(world.objs) if rtype(name) == goal.obj)
-        self.lamps = tuple(o for o, name in enumerate(world.objs)
-                           if goal.kind == "look" and rtype(name) == goal.target)
+        self.lamps = tuple(o for o, name in enumerate(world.objs) if goal.kind == "look" and rtype(name) == goal.target)
         self.target = tuple(rtype(r) == goal.target for r in world.recs)
         _, self.mark, self.clears, appliances, _ = PROCESS.get(goal.kind, (None, 0, 0, (), ()))
         self.appliance = tuple(rtype(r) in appliances for r in world.recs)
@@ -98,8 +98,10 @@ class _Problem:
             if not closed[at]:
                 yield ("put", held, at), (at, _set(where, held, at if mine else DROPPED), marks, closed)
             if mine and self.appliance[at] and marks[held] & self.mark != self.mark:
-                yield ("proc", held, at), (at, where, _set(marks, held, (marks[held] | self.mark) & ~self.clears),
-                                           closed)
+                yield (
+                    ("proc", held, at),
+                    (at, where, _set(marks, held, (marks[held] | self.mark) & ~self.clears), closed),
+                )
         elif not closed[at]:
             for o in self.mine:
                 if where[o] == at:
@@ -112,10 +114,10 @@ class _Problem:
         at, where, marks, _ = s
         if self.kind == "look":
             held = where.index(HELD) if HELD in where else None
-            return held in self.mine and at >= 0 and any(
-                where[lamp] == at and marks[lamp] & LIT for lamp in self.lamps)
-        placed = [where[o] for o in self.mine
-                  if where[o] >= 0 and self.target[where[o]] and marks[o] & self.mark == self.mark]
+            return held in self.mine and at >= 0 and any(where[lamp] == at and marks[lamp] & LIT for lamp in self.lamps)
+        placed = [
+            where[o] for o in self.mine if where[o] >= 0 and self.target[where[o]] and marks[o] & self.mark == self.mark
+        ]
         if self.kind == "two":
             return len(placed) != len(set(placed))
         return bool(placed)
@@ -136,7 +138,7 @@ class _Problem:
 
 
 def _set(values: tuple, i: int, value: object) -> tuple:
-    return values[:i] + (value,) + values[i + 1:]
+    return values[:i] + (value,) + values[i + 1 :]
 
 
 def diagnose(world: World) -> str:
@@ -155,8 +157,9 @@ def diagnose(world: World) -> str:
     return ""
 
 
-def solve(world: World, *, max_depth: int = MAX_PLAN, want_plan: bool = True,
-          max_states: int | None = None) -> Solution:
+def solve(
+    world: World, *, max_depth: int = MAX_PLAN, want_plan: bool = True, max_states: int | None = None
+) -> Solution:
     """Breadth-first search from ``world``: optimal distance, all optimal first actions, one plan.
 
     ``max_states`` (default :data:`MAX_STATES`, read at call time) bounds the distinct states reached;
@@ -200,8 +203,13 @@ def _solve(world: World, max_depth: int, want_plan: bool, budget: Budget) -> Sol
     return Solution("too_long", reason=f"no plan within {max_depth} steps")
 
 
-def _expand(problem: _Problem, frontier: dict[State, int], seen: set[State],
-            parents: dict[State, tuple[State, Label]] | None, budget: Budget) -> dict[State, int]:
+def _expand(
+    problem: _Problem,
+    frontier: dict[State, int],
+    seen: set[State],
+    parents: dict[State, tuple[State, Label]] | None,
+    budget: Budget,
+) -> dict[State, int]:
     layer: dict[State, int] = {}
     for state, mask in frontier.items():
         for label, nxt in problem.moves(state):

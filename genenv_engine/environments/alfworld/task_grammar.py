@@ -19,7 +19,17 @@ see the prompt).
 from __future__ import annotations
 
 from genenv_engine.environments.alfworld.world import (
-    CLEANABLE, COOLABLE, HEATABLE, LAMPS, MAX_OBJECTS, MAX_RECEPTACLES, OBJECTS, OPENABLE, PROCESS, RECEPTACLES)
+    CLEANABLE,
+    COOLABLE,
+    HEATABLE,
+    LAMPS,
+    MAX_OBJECTS,
+    MAX_RECEPTACLES,
+    OBJECTS,
+    OPENABLE,
+    PROCESS,
+    RECEPTACLES,
+)
 
 REC_NUMBER = f"[1-{MAX_RECEPTACLES}]"
 """A receptacle's instance number: the mini numbers each type's receptacles 1, 2, ... in listing order."""
@@ -55,7 +65,7 @@ def _standing(name: str) -> str:
     lists = []
     for before in range(MAX_RECEPTACLES):
         after = MAX_RECEPTACLES - 1 - before
-        lists.append(f"{f'before{before} ' if before else ''}\"{name}\"{inside}{f' after{after}' if after else ''}")
+        lists.append(f'{f"before{before} " if before else ""}"{name}"{inside}{f" after{after}" if after else ""}')
     return f'at_{name.replace(" ", "_")}: "{name} | has: " held " | " ({" | ".join(lists)})'
 
 
@@ -68,7 +78,7 @@ def task_rules() -> str:
     more, inside = MAX_RECEPTACLES - 1, MAX_OBJECTS - 1
     rules = [
         'prompt: "G: " goal " | at: " located',
-        'located: "- | has: " held " | " rec ("; " rec){0,%d} | ' % more
+        f'located: "- | has: " held " | " rec ("; " rec){{0,{more}}} | '
         + " | ".join(rule.split(":", 1)[0] for rule in standing),
         *standing,
         *(f'before{k}: (rec "; "){{{k}}}' for k in range(1, MAX_RECEPTACLES)),
@@ -77,8 +87,8 @@ def task_rules() -> str:
         'putgoal: OBJ_TYPE | "two " OBJ_TYPE | "clean " CLEAN_TYPE | "hot " HEAT_TYPE | "cool " COOL_TYPE',
         'held: "-" | thing',
         'rec: SHUT (" open" | " closed") shut_inside | PLAIN plain_inside',
-        'shut_inside: (": " thing (", " thing){0,%d})?' % inside,
-        'plain_inside: (": " item (", " item){0,%d})?' % inside,
+        f'shut_inside: (": " thing (", " thing){{0,{inside}}})?',
+        f'plain_inside: (": " item (", " item){{0,{inside}}})?',
         "item: thing | LAMP",
         "thing: " + " | ".join(things),
         'answer: "go to " (SHUT | PLAIN) | "open " SHUT | "take " OBJ " from " (SHUT | PLAIN)'

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from genenv_engine.core.records import Task
 from genenv_engine.environments.alfworld.planner import Solution
 from genenv_engine.environments.alfworld.text import render_state
 from genenv_engine.environments.alfworld.world import World
-from genenv_engine.core.records import Task
 
 
 def infer_level(features: dict[str, Any]) -> int:
@@ -30,18 +30,44 @@ def infer_level(features: dict[str, Any]) -> int:
 
 def step_features(world: World, solution: Solution) -> dict[str, Any]:
     """Difficulty features of a state: task type, plan length, game size, closed receptacles, choices."""
-    return {"task_type": world.goal.task_type, "plan_len": solution.dist, "n_receptacles": len(world.recs),
-            "n_objects": len(world.objs), "n_closed": sum(world.closed), "n_optimal": len(solution.optimal),
-            "holding": world.held is not None}
+    return {
+        "task_type": world.goal.task_type,
+        "plan_len": solution.dist,
+        "n_receptacles": len(world.recs),
+        "n_objects": len(world.objs),
+        "n_closed": sum(world.closed),
+        "n_optimal": len(solution.optimal),
+        "holding": world.held is not None,
+    }
 
 
-def make_task(world: World, solution: Solution, task_id: str, *, answer: str | None = None,
-              extra: dict[str, Any] | None = None, **fields: Any) -> Task:
+def make_task(
+    world: World,
+    solution: Solution,
+    task_id: str,
+    *,
+    answer: str | None = None,
+    extra: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Task:
     """A step task for a state: gold = the canonical optimal action (or ``answer``), expected = all optimal."""
     features = step_features(world, solution)
     optimal = list(solution.optimal) + ([answer] if answer and answer not in solution.optimal else [])
-    expected = {"optimal": optimal, "plan": list(solution.plan), "plan_len": solution.dist,
-                "task_type": world.goal.task_type, **(extra or {})}
-    return Task(id=task_id, benchmark="alfworld", prompt=render_state(world), answer=answer or solution.canonical,
-                expected=expected, difficulty={"level": infer_level(features), "features": features},
-                checker="step_match", granularity="step", **fields)
+    expected = {
+        "optimal": optimal,
+        "plan": list(solution.plan),
+        "plan_len": solution.dist,
+        "task_type": world.goal.task_type,
+        **(extra or {}),
+    }
+    return Task(
+        id=task_id,
+        benchmark="alfworld",
+        prompt=render_state(world),
+        answer=answer or solution.canonical,
+        expected=expected,
+        difficulty={"level": infer_level(features), "features": features},
+        checker="step_match",
+        granularity="step",
+        **fields,
+    )

@@ -20,8 +20,26 @@ from __future__ import annotations
 import re
 
 from genenv_engine.environments.alfworld.world import (
-    ADJECTIVES, CLEAN, CLEANABLE, COOL, COOLABLE, HEATABLE, HELD, HOT, LAMPS, LIT, NAME_RE, NOWHERE, OBJECTS,
-    OPENABLE, PROCESS, RECEPTACLES, Goal, World, rtype)
+    ADJECTIVES,
+    CLEAN,
+    CLEANABLE,
+    COOL,
+    COOLABLE,
+    HEATABLE,
+    HELD,
+    HOT,
+    LAMPS,
+    LIT,
+    NAME_RE,
+    NOWHERE,
+    OBJECTS,
+    OPENABLE,
+    PROCESS,
+    RECEPTACLES,
+    Goal,
+    World,
+    rtype,
+)
 
 
 class PromptError(ValueError):
@@ -33,8 +51,10 @@ class PromptError(ValueError):
 _GOAL_RES = (
     (re.compile(r"look at ([a-z]+) under ([a-z]+)"), lambda m: ("look", m[1], m[2])),
     (re.compile(r"put two ([a-z]+) in ([a-z]+)"), lambda m: ("two", m[1], m[2])),
-    (re.compile(r"put (clean|hot|cool) ([a-z]+) in ([a-z]+)"),
-     lambda m: ({"clean": "clean", "hot": "heat", "cool": "cool"}[m[1]], m[2], m[3])),
+    (
+        re.compile(r"put (clean|hot|cool) ([a-z]+) in ([a-z]+)"),
+        lambda m: ({"clean": "clean", "hot": "heat", "cool": "cool"}[m[1]], m[2], m[3]),
+    ),
     (re.compile(r"put ([a-z]+) in ([a-z]+)"), lambda m: ("pick", m[1], m[2])),
 )
 
@@ -72,6 +92,7 @@ def _check_goal(goal: Goal) -> None:
 
 # ---------------------------------------------------------------- the state line
 
+
 def object_text(world: World, o: int) -> str:
     """``[clean ][hot |cool ][lit ]<name>``."""
     words = [word for word, bit in ADJECTIVES if world.marks[o] & bit]
@@ -100,8 +121,12 @@ def read_state(prompt: str) -> World:
     genenv_engine.environments.alfworld.text.PromptError: duplicate_name: desk 1
     """
     parts = prompt.split(" | ")
-    if len(parts) != 4 or not parts[0].startswith("G: ") or not parts[1].startswith("at: ") \
-            or not parts[2].startswith("has: "):
+    if (
+        len(parts) != 4
+        or not parts[0].startswith("G: ")
+        or not parts[1].startswith("at: ")
+        or not parts[2].startswith("has: ")
+    ):
         raise PromptError("bad_format: expected 'G: <goal> | at: <place> | has: <object> | <receptacles>'")
     goal = read_goal(parts[0][3:])
     recs, closed, objs, where, marks = [], [], [], [], []
@@ -121,8 +146,15 @@ def read_state(prompt: str) -> World:
     at_name = parts[1][4:]
     if at_name != "-" and at_name not in recs:
         raise PromptError(f"inconsistent: agent at unlisted {at_name[:30]!r}")
-    world = World(goal, tuple(recs), tuple(objs), tuple(where), tuple(marks), tuple(closed),
-                  recs.index(at_name) if at_name != "-" else NOWHERE)
+    world = World(
+        goal,
+        tuple(recs),
+        tuple(objs),
+        tuple(where),
+        tuple(marks),
+        tuple(closed),
+        recs.index(at_name) if at_name != "-" else NOWHERE,
+    )
     if render_state(world) != prompt:
         raise PromptError("bad_format: not in canonical form")
     for o, name in enumerate(world.objs):
@@ -195,8 +227,12 @@ def _check_marks(name: str, bits: int, place: int) -> None:
         if bits & ~LIT or place == HELD:
             raise PromptError(f"bad_state: {name} is a lamp")
         return
-    for word, bit, types in (("lit", LIT, ()), ("clean", CLEAN, CLEANABLE), ("hot", HOT, HEATABLE),
-                             ("cool", COOL, COOLABLE)):
+    for word, bit, types in (
+        ("lit", LIT, ()),
+        ("clean", CLEAN, CLEANABLE),
+        ("hot", HOT, HEATABLE),
+        ("cool", COOL, COOLABLE),
+    ):
         if bits & bit and kind not in types:
             raise PromptError(f"bad_state: {name} cannot be {word}")
     if bits & HOT and bits & COOL:

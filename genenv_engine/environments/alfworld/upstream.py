@@ -27,12 +27,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.core.records import Task
 from genenv_engine.environments.alfworld.planner import solve
 from genenv_engine.environments.alfworld.tasks import make_task
 from genenv_engine.environments.alfworld.text import PromptError, read_goal, read_state, render_state
 from genenv_engine.environments.alfworld.world import (
-    KIND_OF, NOWHERE, OPENABLE, Goal, World, apply, parse_command, rtype, won)
-from genenv_engine.core.records import Task
+    KIND_OF,
+    NOWHERE,
+    OPENABLE,
+    Goal,
+    World,
+    apply,
+    parse_command,
+    rtype,
+    won,
+)
 
 SPLITS = ("valid_seen", "valid_unseen")
 _PROCESS_VERBS = {"HeatObject": "heat", "CoolObject": "cool", "CleanObject": "clean"}
@@ -42,8 +51,9 @@ class SkipTrial(Exception):
     """A well-formed trial that the mini grammar cannot express."""
 
 
-def load_upstream(data_dir: str | Path, *, splits: tuple[str, ...] = SPLITS,
-                  skipped: list[str] | None = None) -> list[Task]:
+def load_upstream(
+    data_dir: str | Path, *, splits: tuple[str, ...] = SPLITS, skipped: list[str] | None = None
+) -> list[Task]:
     """Step tasks (split ``heldout``, origin ``official``) from every mappable trial under ``data_dir``.
 
     ``data_dir`` is ``$ALFWORLD_DATA`` (holding ``json_2.1.1``) or the ``json_2.1.1`` folder itself.
@@ -53,8 +63,9 @@ def load_upstream(data_dir: str | Path, *, splits: tuple[str, ...] = SPLITS,
         root = root / "json_2.1.1"
     folders = [root / split for split in splits if (root / split).is_dir()]
     if not folders:
-        raise FileNotFoundError(f"{data_dir}: no json_2.1.1/{{{','.join(splits)}}} folder "
-                                f"(expected the $ALFWORLD_DATA layout)")
+        raise FileNotFoundError(
+            f"{data_dir}: no json_2.1.1/{{{','.join(splits)}}} folder (expected the $ALFWORLD_DATA layout)"
+        )
     tasks: list[Task] = []
     for folder in folders:
         for path in sorted(folder.glob("*/trial_*/traj_data.json")):
@@ -68,8 +79,17 @@ def load_upstream(data_dir: str | Path, *, splits: tuple[str, ...] = SPLITS,
             for k, (state, action) in enumerate(steps):
                 world = read_state(render_state(state))
                 extra = {"source": source, "step": k, "expert": action}
-                tasks.append(make_task(world, solve(world), f"alfworld/heldout/{len(tasks):05d}", answer=action,
-                                       extra=extra, split="heldout", origin="official"))
+                tasks.append(
+                    make_task(
+                        world,
+                        solve(world),
+                        f"alfworld/heldout/{len(tasks):05d}",
+                        answer=action,
+                        extra=extra,
+                        split="heldout",
+                        origin="official",
+                    )
+                )
     return tasks
 
 
@@ -153,8 +173,15 @@ class _Builder:
         return name
 
     def world(self, goal: Goal) -> World:
-        return World(goal, tuple(self.recs), tuple(self.objs), tuple(self.where), (0,) * len(self.objs),
-                     tuple(rtype(r) in OPENABLE for r in self.recs), NOWHERE)
+        return World(
+            goal,
+            tuple(self.recs),
+            tuple(self.objs),
+            tuple(self.where),
+            (0,) * len(self.objs),
+            tuple(rtype(r) in OPENABLE for r in self.recs),
+            NOWHERE,
+        )
 
 
 def trial_steps(traj: dict[str, Any], path: str | Path) -> list[tuple[World, str]]:
@@ -209,7 +236,7 @@ def _walk(builder: _Builder, action: str, args: list[str], high: list[Any], i: i
 
 def _receptacle_key(kind: str, high: list[Any], i: int) -> str:
     """Tell receptacles of one type apart by the receptacle id of the actions done there."""
-    for step in high[i + 1:]:
+    for step in high[i + 1 :]:
         planner = (step.get("planner_action") or {}) if isinstance(step, dict) else {}
         if not isinstance(planner, dict):
             continue

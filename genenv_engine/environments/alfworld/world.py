@@ -25,11 +25,39 @@ from dataclasses import dataclass, replace
 
 # ---------------------------------------------------------------- catalog (ALFWorld types, lower-case)
 
-RECEPTACLES = frozenset((
-    "armchair", "bathtubbasin", "bed", "cabinet", "cart", "coffeemachine", "coffeetable", "countertop",
-    "desk", "diningtable", "drawer", "dresser", "fridge", "garbagecan", "handtowelholder", "laundryhamper",
-    "microwave", "ottoman", "safe", "shelf", "sidetable", "sinkbasin", "sofa", "stoveburner", "toaster",
-    "toilet", "toiletpaperhanger", "towelholder", "tvstand"))
+RECEPTACLES = frozenset(
+    (
+        "armchair",
+        "bathtubbasin",
+        "bed",
+        "cabinet",
+        "cart",
+        "coffeemachine",
+        "coffeetable",
+        "countertop",
+        "desk",
+        "diningtable",
+        "drawer",
+        "dresser",
+        "fridge",
+        "garbagecan",
+        "handtowelholder",
+        "laundryhamper",
+        "microwave",
+        "ottoman",
+        "safe",
+        "shelf",
+        "sidetable",
+        "sinkbasin",
+        "sofa",
+        "stoveburner",
+        "toaster",
+        "toilet",
+        "toiletpaperhanger",
+        "towelholder",
+        "tvstand",
+    )
+)
 MAX_RECEPTACLES = 7
 """Most receptacles one mini world (a generated state line) lists."""
 MAX_OBJECTS = 9
@@ -37,21 +65,97 @@ MAX_OBJECTS = 9
 OPENABLE = frozenset(("cabinet", "drawer", "fridge", "microwave", "safe"))
 LAMPS = frozenset(("desklamp", "floorlamp"))
 """Toggleable, never pickable: the light of a look_at_obj_in_light task."""
-OBJECTS = frozenset((
-    "alarmclock", "apple", "baseballbat", "basketball", "book", "bowl", "box", "bread", "butterknife",
-    "candle", "cd", "cellphone", "cloth", "creditcard", "cup", "dishsponge", "egg", "fork", "glassbottle",
-    "handtowel", "kettle", "keychain", "knife", "ladle", "laptop", "lettuce", "mug", "newspaper", "pan",
-    "papertowelroll", "pen", "pencil", "peppershaker", "pillow", "plate", "plunger", "pot", "potato",
-    "remotecontrol", "saltshaker", "scrubbrush", "soapbar", "soapbottle", "spatula", "spoon", "spraybottle",
-    "statue", "teddybear", "tennisracket", "tissuebox", "toiletpaper", "tomato", "towel", "vase", "watch",
-    "wateringcan", "winebottle"))
+OBJECTS = frozenset(
+    (
+        "alarmclock",
+        "apple",
+        "baseballbat",
+        "basketball",
+        "book",
+        "bowl",
+        "box",
+        "bread",
+        "butterknife",
+        "candle",
+        "cd",
+        "cellphone",
+        "cloth",
+        "creditcard",
+        "cup",
+        "dishsponge",
+        "egg",
+        "fork",
+        "glassbottle",
+        "handtowel",
+        "kettle",
+        "keychain",
+        "knife",
+        "ladle",
+        "laptop",
+        "lettuce",
+        "mug",
+        "newspaper",
+        "pan",
+        "papertowelroll",
+        "pen",
+        "pencil",
+        "peppershaker",
+        "pillow",
+        "plate",
+        "plunger",
+        "pot",
+        "potato",
+        "remotecontrol",
+        "saltshaker",
+        "scrubbrush",
+        "soapbar",
+        "soapbottle",
+        "spatula",
+        "spoon",
+        "spraybottle",
+        "statue",
+        "teddybear",
+        "tennisracket",
+        "tissuebox",
+        "toiletpaper",
+        "tomato",
+        "towel",
+        "vase",
+        "watch",
+        "wateringcan",
+        "winebottle",
+    )
+)
 """Pickable object types (lamps excluded)."""
 HEATABLE = frozenset(("apple", "bread", "cup", "egg", "mug", "plate", "potato", "tomato"))
-COOLABLE = frozenset(("apple", "bowl", "bread", "cup", "egg", "lettuce", "mug", "pan", "plate", "pot",
-                      "potato", "tomato", "winebottle"))
-CLEANABLE = frozenset(("apple", "bowl", "butterknife", "cloth", "cup", "dishsponge", "egg", "fork", "kettle",
-                       "knife", "ladle", "lettuce", "mug", "pan", "plate", "pot", "potato", "soapbar",
-                       "spatula", "spoon", "tomato"))
+COOLABLE = frozenset(
+    ("apple", "bowl", "bread", "cup", "egg", "lettuce", "mug", "pan", "plate", "pot", "potato", "tomato", "winebottle")
+)
+CLEANABLE = frozenset(
+    (
+        "apple",
+        "bowl",
+        "butterknife",
+        "cloth",
+        "cup",
+        "dishsponge",
+        "egg",
+        "fork",
+        "kettle",
+        "knife",
+        "ladle",
+        "lettuce",
+        "mug",
+        "pan",
+        "plate",
+        "pot",
+        "potato",
+        "soapbar",
+        "spatula",
+        "spoon",
+        "tomato",
+    )
+)
 
 CLEAN, HOT, COOL, LIT = 1, 2, 4, 8
 ADJECTIVES = (("clean", CLEAN), ("hot", HOT), ("cool", COOL), ("lit", LIT))
@@ -62,9 +166,13 @@ PROCESS = {  # goal kind -> (verb, mark it sets, marks it clears, appliance type
     "cool": ("cool", COOL, HOT, ("fridge",), COOLABLE),
 }
 TASK_TYPES = {
-    "pick": "pick_and_place_simple", "look": "look_at_obj_in_light",
-    "clean": "pick_clean_then_place_in_recep", "heat": "pick_heat_then_place_in_recep",
-    "cool": "pick_cool_then_place_in_recep", "two": "pick_two_obj_and_place"}
+    "pick": "pick_and_place_simple",
+    "look": "look_at_obj_in_light",
+    "clean": "pick_clean_then_place_in_recep",
+    "heat": "pick_heat_then_place_in_recep",
+    "cool": "pick_cool_then_place_in_recep",
+    "two": "pick_two_obj_and_place",
+}
 """Goal kind -> ALFWorld task type."""
 KIND_OF = {task_type: kind for kind, task_type in TASK_TYPES.items()}
 """ALFWorld task type -> goal kind."""
@@ -82,6 +190,7 @@ def rtype(name: str) -> str:
 
 
 # ---------------------------------------------------------------- goals
+
 
 @dataclass(frozen=True)
 class Goal:
@@ -108,6 +217,7 @@ class Goal:
 
 
 # ---------------------------------------------------------------- state
+
 
 @dataclass(frozen=True)
 class World:
@@ -146,18 +256,27 @@ def won(world: World) -> bool:
     goal = world.goal
     mine = [o for o, name in enumerate(world.objs) if rtype(name) == goal.obj]
     if goal.kind == "look":
-        return world.held in mine and world.at >= 0 and any(
-            rtype(name) == goal.target and world.where[o] == world.at and world.marks[o] & LIT
-            for o, name in enumerate(world.objs))
+        return (
+            world.held in mine
+            and world.at >= 0
+            and any(
+                rtype(name) == goal.target and world.where[o] == world.at and world.marks[o] & LIT
+                for o, name in enumerate(world.objs)
+            )
+        )
     need = PROCESS[goal.kind][1] if goal.kind in PROCESS else 0
-    placed = [world.where[o] for o in mine if world.where[o] >= 0 and world.marks[o] & need == need
-              and rtype(world.recs[world.where[o]]) == goal.target]
+    placed = [
+        world.where[o]
+        for o in mine
+        if world.where[o] >= 0 and world.marks[o] & need == need and rtype(world.recs[world.where[o]]) == goal.target
+    ]
     if goal.kind == "two":
         return any(placed.count(r) >= 2 for r in placed)
     return bool(placed)
 
 
 # ---------------------------------------------------------------- commands
+
 
 @dataclass(frozen=True)
 class Command:
@@ -169,10 +288,13 @@ class Command:
     @property
     def text(self) -> str:
         a = self.args
-        return {"go": lambda: f"go to {a[0]}", "take": lambda: f"take {a[0]} from {a[1]}",
-                "put": lambda: f"put {a[0]} in/on {a[1]}", "look": lambda: "look",
-                "inventory": lambda: "inventory"}.get(
-            self.verb, lambda: f"{self.verb} {a[0]}" + (f" with {a[1]}" if len(a) > 1 else ""))()
+        return {
+            "go": lambda: f"go to {a[0]}",
+            "take": lambda: f"take {a[0]} from {a[1]}",
+            "put": lambda: f"put {a[0]} in/on {a[1]}",
+            "look": lambda: "look",
+            "inventory": lambda: "inventory",
+        }.get(self.verb, lambda: f"{self.verb} {a[0]}" + (f" with {a[1]}" if len(a) > 1 else ""))()
 
 
 _COMMAND_RES = (
@@ -221,6 +343,7 @@ def parse_command(text: str) -> Command:
 
 
 # ---------------------------------------------------------------- rules
+
 
 def apply(world: World, cmd: Command) -> World | str:
     """The state after ``cmd``, or a short reason why it is not admissible here."""
@@ -325,7 +448,7 @@ def _examine(world: World, name: str) -> World | str:
 
 
 def _set(values: tuple, i: int, value: object) -> tuple:
-    return values[:i] + (value,) + values[i + 1:]
+    return values[:i] + (value,) + values[i + 1 :]
 
 
 def admissible_commands(world: World) -> list[str]:

@@ -42,6 +42,7 @@ class ApiError(Exception):
 
 # ---------------------------------------------------------------- API specs
 
+
 @dataclass(frozen=True)
 class Api:
     """One mock API: typed parameters (``text``/``code``/``formula``/``int``/``time``/``date``/``datetime``)."""
@@ -57,51 +58,90 @@ class Api:
 
     def tool(self) -> dict[str, Any]:
         """JSON-schema doc in the shared task schema."""
-        props = {p: ({"type": "integer"} if kind == "int" else {"type": "string", "format": kind})
-                 for p, kind in self.params}
-        return {"name": self.name, "description": self.description,
-                "parameters": {"type": "object", "properties": props, "required": [p for p, _ in self.params]}}
+        props = {
+            p: ({"type": "integer"} if kind == "int" else {"type": "string", "format": kind}) for p, kind in self.params
+        }
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": {"type": "object", "properties": props, "required": [p for p, _ in self.params]},
+        }
 
 
-APIS: dict[str, Api] = {a.name: a for a in (
-    Api("Calculator", (("formula", "formula"),),
-        "calculate compute work out a math formula with numbers + - * / and brackets"),
-    Api("AddAlarm", (("time", "time"),), "add set a new alarm clock: wake me at a time"),
-    Api("DeleteAlarm", (("time", "time"),), "delete cancel remove the alarm clock at a time"),
-    Api("QueryAlarm", (), "query list show all alarms"),
-    Api("AddAgenda", (("what", "text"), ("date", "date"), ("place", "text")),
-        "add plan note down an agenda item: what, date and place"),
-    Api("QueryAgenda", (("date", "date"),), "query show agenda items: what is planned on a date"),
-    Api("AddMeeting", (("topic", "text"), ("time", "datetime")),
-        "add book set up a meeting with a topic at a date and time"),
-    Api("QueryMeeting", (("date", "date"),), "query list any meetings on a date"),
-    Api("RecordHealthData", (("kind", "text"), ("value", "int")),
-        "record log save health data: a kind and its value"),
-    Api("QueryHealthData", (("kind", "text"),), "query show check health data history for a kind"),
-    Api("QueryStock", (("code", "code"), ("date", "date")), "query the stock price of a stock code on a date"),
-    Api("ToolSearcher", (("keywords", "text"),), "search the api tools by keywords"),
-)}
+APIS: dict[str, Api] = {
+    a.name: a
+    for a in (
+        Api(
+            "Calculator",
+            (("formula", "formula"),),
+            "calculate compute work out a math formula with numbers + - * / and brackets",
+        ),
+        Api("AddAlarm", (("time", "time"),), "add set a new alarm clock: wake me at a time"),
+        Api("DeleteAlarm", (("time", "time"),), "delete cancel remove the alarm clock at a time"),
+        Api("QueryAlarm", (), "query list show all alarms"),
+        Api(
+            "AddAgenda",
+            (("what", "text"), ("date", "date"), ("place", "text")),
+            "add plan note down an agenda item: what, date and place",
+        ),
+        Api("QueryAgenda", (("date", "date"),), "query show agenda items: what is planned on a date"),
+        Api(
+            "AddMeeting",
+            (("topic", "text"), ("time", "datetime")),
+            "add book set up a meeting with a topic at a date and time",
+        ),
+        Api("QueryMeeting", (("date", "date"),), "query list any meetings on a date"),
+        Api(
+            "RecordHealthData",
+            (("kind", "text"), ("value", "int")),
+            "record log save health data: a kind and its value",
+        ),
+        Api("QueryHealthData", (("kind", "text"),), "query show check health data history for a kind"),
+        Api("QueryStock", (("code", "code"), ("date", "date")), "query the stock price of a stock code on a date"),
+        Api("ToolSearcher", (("keywords", "text"),), "search the api tools by keywords"),
+    )
+}
 SEARCHABLE = tuple(name for name in APIS if name != "ToolSearcher")
 
 
 # ---------------------------------------------------------------- the database
 
+
 def _stock_table() -> dict[str, dict[str, float]]:
     bases = (41.0, 12.5, 88.0, 150.0, 7.5)
-    return {code: {date: base + ((int(date[3:]) * 7 + i * 3) % 11) * 0.5 for date in STOCK_DATES}
-            for i, (code, base) in enumerate(zip(STOCK_CODES, bases))}
+    return {
+        code: {date: base + ((int(date[3:]) * 7 + i * 3) % 11) * 0.5 for date in STOCK_DATES}
+        for i, (code, base) in enumerate(zip(STOCK_CODES, bases, strict=False))
+    }
 
 
 _INIT_DB: dict[str, Any] = {
     "alarms": ["06:30", "07:00", "07:45", "12:00", "18:30", "21:15"],
-    "agenda": [{"what": w, "date": d, "place": p} for w, d, p in (
-        ("dentist", "03-22", "clinic"), ("gym", "03-24", "park"), ("lunch", "03-24", "cafe"),
-        ("piano", "03-27", "home"), ("movie", "04-01", "mall"), ("swim", "04-03", "pool"))],
-    "meetings": [{"topic": t, "time": when} for t, when in (
-        ("budget", "03-23 10:00"), ("sync", "03-24 09:30"), ("review", "03-27 14:00"),
-        ("demo", "03-30 16:00"), ("hiring", "04-04 11:00"))],
-    "health": [{"kind": k, "value": v} for k, v in (
-        ("bp", 118), ("bp", 125), ("hr", 72), ("steps", 8400), ("sleep", 420), ("weight", 70))],
+    "agenda": [
+        {"what": w, "date": d, "place": p}
+        for w, d, p in (
+            ("dentist", "03-22", "clinic"),
+            ("gym", "03-24", "park"),
+            ("lunch", "03-24", "cafe"),
+            ("piano", "03-27", "home"),
+            ("movie", "04-01", "mall"),
+            ("swim", "04-03", "pool"),
+        )
+    ],
+    "meetings": [
+        {"topic": t, "time": when}
+        for t, when in (
+            ("budget", "03-23 10:00"),
+            ("sync", "03-24 09:30"),
+            ("review", "03-27 14:00"),
+            ("demo", "03-30 16:00"),
+            ("hiring", "04-04 11:00"),
+        )
+    ],
+    "health": [
+        {"kind": k, "value": v}
+        for k, v in (("bp", 118), ("bp", 125), ("hr", 72), ("steps", 8400), ("sleep", 420), ("weight", 70))
+    ],
     "stocks": _stock_table(),
 }
 
@@ -133,6 +173,7 @@ def normalise_args(name: str, args: dict[str, Any]) -> tuple[dict[str, Any] | No
 
 
 # ---------------------------------------------------------------- calculator (safe arithmetic, no eval)
+
 
 def calculate(formula: str) -> float:
     """Evaluate ``+ - * /`` and brackets over numbers by walking the AST; raise ApiError otherwise.
@@ -166,12 +207,18 @@ def _arith(node: ast.expr) -> float:
             if right == 0:
                 raise ApiError("division by zero")
             return left / right
-        return left + right if isinstance(node.op, ast.Add) else left - right if isinstance(node.op, ast.Sub) \
+        return (
+            left + right
+            if isinstance(node.op, ast.Add)
+            else left - right
+            if isinstance(node.op, ast.Sub)
             else left * right
+        )
     raise ApiError("invalid formula")
 
 
 # ---------------------------------------------------------------- ToolSearcher: BM25 over descriptions
+
 
 def _tokens(text: str) -> list[str]:
     return re.findall(r"[a-z]+", text.lower())
@@ -186,8 +233,9 @@ class Bm25:
         self.avg = sum(map(len, self.docs)) / len(self.docs)
         n = len(self.docs)
         vocab = {t for d in self.docs for t in d}
-        self.idf = {t: math.log((n - df + 0.5) / (df + 0.5) + 1)
-                    for t in vocab for df in [sum(t in d for d in self.docs)]}
+        self.idf = {
+            t: math.log((n - df + 0.5) / (df + 0.5) + 1) for t in vocab for df in [sum(t in d for d in self.docs)]
+        }
 
     def scores(self, query: str) -> list[float]:
         """One score per document for the (deduplicated) query tokens."""
@@ -195,8 +243,9 @@ class Bm25:
         out = []
         for doc in self.docs:
             norm = self.k1 * (1 - self.b + self.b * len(doc) / self.avg)
-            out.append(sum(self.idf[t] * doc.count(t) * (self.k1 + 1) / (doc.count(t) + norm)
-                           for t in terms if t in self.idf))
+            out.append(
+                sum(self.idf[t] * doc.count(t) * (self.k1 + 1) / (doc.count(t) + norm) for t in terms if t in self.idf)
+            )
         return out
 
 
@@ -213,6 +262,7 @@ def tool_search(keywords: str) -> str:
 
 
 # ---------------------------------------------------------------- execution
+
 
 def execute(db: dict[str, Any], name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
     """Run API ``name`` with normalised ``args`` on ``db`` (mutated): (output, None) or (None, exception)."""
@@ -277,10 +327,11 @@ _HANDLERS = {
     "DeleteAlarm": _delete_alarm,
     "QueryAlarm": lambda db: list(db["alarms"]),
     "AddAgenda": _add_agenda,
-    "QueryAgenda": lambda db, date: sorted(([e["what"], e["place"]] for e in db["agenda"] if e["date"] == date)),
+    "QueryAgenda": lambda db, date: sorted([e["what"], e["place"]] for e in db["agenda"] if e["date"] == date),
     "AddMeeting": _add_meeting,
-    "QueryMeeting": lambda db, date: sorted([m["topic"], m["time"]] for m in db["meetings"]
-                                            if m["time"].startswith(date)),
+    "QueryMeeting": lambda db, date: sorted(
+        [m["topic"], m["time"]] for m in db["meetings"] if m["time"].startswith(date)
+    ),
     "RecordHealthData": _record_health,
     "QueryHealthData": _query_health,
     "QueryStock": _query_stock,
@@ -289,6 +340,7 @@ _HANDLERS = {
 
 
 # ---------------------------------------------------------------- per-API correctness rules
+
 
 def jaccard(a: str, b: str) -> float:
     """Token Jaccard similarity ignoring a few filler words.
@@ -311,6 +363,7 @@ def results_match(name: str, gold_args: dict[str, Any], gold_out: Any, args: dic
     if name == "ToolSearcher":
         return out == gold_out
     if name == "AddAgenda":
-        return (args["date"], args["place"]) == (gold_args["date"], gold_args["place"]) \
-            and jaccard(args["what"], gold_args["what"]) > 0.5
+        return (args["date"], args["place"]) == (gold_args["date"], gold_args["place"]) and jaccard(
+            args["what"], gold_args["what"]
+        ) > 0.5
     return args == gold_args and out == gold_out

@@ -49,12 +49,27 @@ GRAMMAR: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {
 }
 """API -> (verbs, canonical first; slots in order as (cue, slot))."""
 VERBS: dict[str, tuple[str, int]] = {v: (api, i) for api, (verbs, _) in GRAMMAR.items() for i, v in enumerate(verbs)}
-REFS = {"time": "then", "date": "that day", "place": "there", "what": "same", "topic": "same", "kind": "same",
-        "code": "that stock"}
+REFS = {
+    "time": "then",
+    "date": "that day",
+    "place": "there",
+    "what": "same",
+    "topic": "same",
+    "kind": "same",
+    "code": "that stock",
+}
 """Slot -> the phrase that takes its value from the previous call (replaces cue and value)."""
-QUESTIONS = {"time": "what time?", "date": "which day?", "place": "where?", "what": "what is it?",
-             "topic": "what topic?", "kind": "which kind?", "value": "what value?", "code": "which stock?",
-             "formula": "what formula?"}
+QUESTIONS = {
+    "time": "what time?",
+    "date": "which day?",
+    "place": "where?",
+    "what": "what is it?",
+    "topic": "what topic?",
+    "kind": "which kind?",
+    "value": "what value?",
+    "code": "which stock?",
+    "formula": "what formula?",
+}
 """Slot -> the AI turn that asks for it (slot filling)."""
 RESERVED = frozenset({"on", "at", "then", "there", "same", "that"})
 _WORD = re.compile(r"[a-z]{2,8}")
@@ -69,6 +84,7 @@ class PromptError(ValueError):
 
 
 # ---------------------------------------------------------------- slots <-> arguments
+
 
 def build_args(api: str, slots: dict[str, Any]) -> dict[str, Any]:
     """Canonical call arguments from slot values (AddMeeting joins date and time)."""
@@ -91,6 +107,7 @@ def slots_of(api: str) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- rendering (used by the generator)
+
 
 def phrase_value(slot: str, value: Any, nl: bool, rng: random.Random) -> str:
     """The text of a canonical slot value; ``nl`` picks a natural form for times and dates.
@@ -132,6 +149,7 @@ def answer_text(api: str, args: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- the parsed task
 
+
 @dataclass(frozen=True)
 class Draft:
     """A prompt read back through the grammar: gold call, its executed output, context and features."""
@@ -156,9 +174,14 @@ class Draft:
     @property
     def expected(self) -> dict[str, Any]:
         """The checker's gold: API, args, the context calls to replay, available APIs and the output."""
-        return {"mode": "exec", "api": self.api, "args": dict(self.args),
-                "context": [{"api": a, "args": dict(k)} for a, k in self.context],
-                "available": list(self.available), "output": self.output}
+        return {
+            "mode": "exec",
+            "api": self.api,
+            "args": dict(self.args),
+            "context": [{"api": a, "args": dict(k)} for a, k in self.context],
+            "available": list(self.available),
+            "output": self.output,
+        }
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -192,6 +215,7 @@ class _Utterance:
 
 # ---------------------------------------------------------------- the strict reader
 
+
 def read_prompt(prompt: str) -> Draft:
     """Strictly parse a prompt, execute its context and gold call; raise :class:`PromptError`.
 
@@ -203,7 +227,7 @@ def read_prompt(prompt: str) -> Draft:
     parts = prompt.split(TURN_SEP)
     if not prompt.startswith(HEAD) or len(parts) < 2 or " => " in prompt:
         raise PromptError("bad_format: expected 'APIs: <signatures> | U: <text>'")
-    apis = _read_apis(parts[0][len(HEAD):])
+    apis = _read_apis(parts[0][len(HEAD) :])
     turns = parts[1:]
     shape = "".join(_turn_kind(t) for t in turns)
     searching = apis == ("ToolSearcher",)
@@ -214,8 +238,9 @@ def read_prompt(prompt: str) -> Draft:
 
 
 def _read_apis(text: str) -> tuple[str, ...]:
-    names = read_signatures(text, APIS, pattern=r"[A-Za-z]+\([a-z,]*\)", noun="api", limit=MAX_APIS,
-                            error=PromptError, clip=24)
+    names = read_signatures(
+        text, APIS, pattern=r"[A-Za-z]+\([a-z,]*\)", noun="api", limit=MAX_APIS, error=PromptError, clip=24
+    )
     if "ToolSearcher" in names and len(names) > 1:
         raise PromptError("bad_api_list: ToolSearcher is listed alone")
     return names
@@ -236,8 +261,9 @@ def _single(prompt: str, apis: tuple[str, ...], turns: list[str]) -> Draft:
         found = tool_search(utt.verb)
         if found != APIS[utt.api].signature:
             raise PromptError(f"retrieval_mismatch: {utt.verb!r} finds {found}")
-        return _finish(prompt, apis, apis, "ToolSearcher", {"keywords": utt.verb}, (), [utt],
-                       retrieval="search", target=utt.api)
+        return _finish(
+            prompt, apis, apis, "ToolSearcher", {"keywords": utt.verb}, (), [utt], retrieval="search", target=utt.api
+        )
     utt = _read_utterance(turns[0][3:], set(apis))
     return _finish(prompt, apis, apis, utt.api, build_args(utt.api, utt.slots), (), [utt])
 
@@ -261,8 +287,16 @@ def _follow_up(prompt: str, apis: tuple[str, ...], turns: list[str]) -> Draft:
     utt = _read_utterance(turns[2][3:], set(apis), ctx=call_slots(first.api, first_args))
     if "ref" not in utt.forms.values():
         raise PromptError("no_ref: the follow-up must refer to the previous call")
-    return _finish(prompt, apis, apis, utt.api, build_args(utt.api, utt.slots), ((first.api, first_args),),
-                   [first, utt], multi_turn="ref")
+    return _finish(
+        prompt,
+        apis,
+        apis,
+        utt.api,
+        build_args(utt.api, utt.slots),
+        ((first.api, first_args),),
+        [first, utt],
+        multi_turn="ref",
+    )
 
 
 def _slot_fill(prompt: str, apis: tuple[str, ...], turns: list[str]) -> Draft:
@@ -278,9 +312,19 @@ def _slot_fill(prompt: str, apis: tuple[str, ...], turns: list[str]) -> Draft:
     return _finish(prompt, apis, apis, utt.api, build_args(utt.api, utt.slots), (), [utt], multi_turn="fill")
 
 
-def _finish(prompt: str, apis: tuple[str, ...], available: tuple[str, ...], api: str, args: dict[str, Any],
-            context: tuple[tuple[str, dict[str, Any]], ...], utts: list[_Utterance], *,
-            retrieval: str = "none", multi_turn: str = "none", target: str | None = None) -> Draft:
+def _finish(
+    prompt: str,
+    apis: tuple[str, ...],
+    available: tuple[str, ...],
+    api: str,
+    args: dict[str, Any],
+    context: tuple[tuple[str, dict[str, Any]], ...],
+    utts: list[_Utterance],
+    *,
+    retrieval: str = "none",
+    multi_turn: str = "none",
+    target: str | None = None,
+) -> Draft:
     db = initial_db()
     for name, ctx_args in context:
         error = execute(db, name, ctx_args)[1]
@@ -289,17 +333,25 @@ def _finish(prompt: str, apis: tuple[str, ...], available: tuple[str, ...], api:
     output, error = execute(db, api, args)
     if error is not None:
         raise PromptError(f"gold_exec_error: {error}")
-    features = {"api": api, "target": target or api, "n_apis": len(apis), "n_args": len(args),
-                "synonym": any(VERBS[u.verb][1] > 0 for u in utts),
-                "nl_value": any(form == "nl" for u in utts for form in u.forms.values()),
-                "retrieval": retrieval, "multi_turn": multi_turn, "n_turns": prompt.count(TURN_SEP)}
+    features = {
+        "api": api,
+        "target": target or api,
+        "n_apis": len(apis),
+        "n_args": len(args),
+        "synonym": any(VERBS[u.verb][1] > 0 for u in utts),
+        "nl_value": any(form == "nl" for u in utts for form in u.forms.values()),
+        "retrieval": retrieval,
+        "multi_turn": multi_turn,
+        "n_turns": prompt.count(TURN_SEP),
+    }
     return Draft(prompt, apis, available, api, args, output, context, features)
 
 
-def _read_utterance(text: str, allowed: set[str], ctx: dict[str, Any] | None = None,
-                    omit: str | None = None) -> _Utterance:
+def _read_utterance(
+    text: str, allowed: set[str], ctx: dict[str, Any] | None = None, omit: str | None = None
+) -> _Utterance:
     words = text.split(" ")
-    verb = next((v for v in sorted(VERBS, key=len, reverse=True) if words[:len(v.split())] == v.split()), None)
+    verb = next((v for v in sorted(VERBS, key=len, reverse=True) if words[: len(v.split())] == v.split()), None)
     if verb is None:
         raise PromptError(f"unknown_verb: {words[0][:20]}")
     api = VERBS[verb][0]
@@ -307,7 +359,7 @@ def _read_utterance(text: str, allowed: set[str], ctx: dict[str, Any] | None = N
         raise PromptError(f"api_not_listed: {api}")
     if omit is not None and omit not in slots_of(api):
         raise PromptError(f"bad_dialogue: {api} has no {omit} to ask for")
-    utt, rest = _Utterance(api, verb), words[len(verb.split()):]
+    utt, rest = _Utterance(api, verb), words[len(verb.split()) :]
     for cue, slot in GRAMMAR[api][1]:
         if slot != omit:
             rest = _read_segment(utt, cue, slot, rest, ctx)
@@ -318,11 +370,11 @@ def _read_utterance(text: str, allowed: set[str], ctx: dict[str, Any] | None = N
 
 def _read_segment(utt: _Utterance, cue: str, slot: str, rest: list[str], ctx: dict[str, Any] | None) -> list[str]:
     ref = REFS.get(slot, "\0").split(" ")
-    if rest[:len(ref)] == ref:
+    if rest[: len(ref)] == ref:
         if ctx is None or slot not in ctx:
             raise PromptError(f"unresolved_ref: {slot}")
         utt.slots[slot], utt.forms[slot] = ctx[slot], "ref"
-        return rest[len(ref):]
+        return rest[len(ref) :]
     if cue:
         if rest[:1] != [cue]:
             raise PromptError(f"unparseable_query: {utt.api} needs '{cue} <{slot}>'")
@@ -349,10 +401,11 @@ def _read_value(slot: str, words: list[str], ctx: dict[str, Any] | None) -> tupl
         return value, 1, value != word
     if slot == "formula":
         return _formula(word, ctx), 1, False
-    fits = {"kind": lambda w: w in KINDS,
-            "value": lambda w: re.fullmatch(r"[1-9]\d{0,4}", w) is not None,
-            "code": lambda w: re.fullmatch(r"[A-Z]{3,5}", w) is not None}.get(
-        slot, lambda w: _WORD.fullmatch(w) is not None and w not in RESERVED)
+    fits = {
+        "kind": lambda w: w in KINDS,
+        "value": lambda w: re.fullmatch(r"[1-9]\d{0,4}", w) is not None,
+        "code": lambda w: re.fullmatch(r"[A-Z]{3,5}", w) is not None,
+    }.get(slot, lambda w: _WORD.fullmatch(w) is not None and w not in RESERVED)
     if not fits(word):
         raise PromptError(f"bad_value: {slot} {word[:12]!r}")
     return (int(word) if slot == "value" else word), 1, False

@@ -34,20 +34,57 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from genenv_engine.environments.apibank.db import (
-    APIS, KINDS, SEARCHABLE, STOCK_CODES, STOCK_DATES, ApiError, calculate, copy_db, execute, initial_db,
-    jaccard, normalise_args, results_match)
-from genenv_engine.environments.apibank.dialogue import (
-    GRAMMAR, QUESTIONS, REFS, Draft, PromptError, build_args, phrase_value, read_prompt, render_prompt,
-    render_utterance, slots_of)
-from genenv_engine.environments.apibank.syntax import (
-    CallSyntaxError, norm_date, norm_datetime, norm_time, norm_value, parse_call, render_call)
-from genenv_engine.environments.apibank.task_grammar import build_rules
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, first_listings, step_draft
 from genenv_engine.core.records import CheckResult, Task, Validation
+from genenv_engine.environments.apibank.db import (
+    APIS,
+    KINDS,
+    SEARCHABLE,
+    STOCK_CODES,
+    STOCK_DATES,
+    ApiError,
+    calculate,
+    copy_db,
+    execute,
+    initial_db,
+    jaccard,
+    normalise_args,
+    results_match,
+)
+from genenv_engine.environments.apibank.dialogue import (
+    GRAMMAR,
+    QUESTIONS,
+    REFS,
+    Draft,
+    PromptError,
+    build_args,
+    phrase_value,
+    read_prompt,
+    render_prompt,
+    render_utterance,
+    slots_of,
+)
+from genenv_engine.environments.apibank.syntax import (
+    CallSyntaxError,
+    norm_date,
+    norm_datetime,
+    norm_time,
+    norm_value,
+    parse_call,
+    render_call,
+)
+from genenv_engine.environments.apibank.task_grammar import build_rules
+from genenv_engine.environments.base import LadderEnvironment, first_listings, step_draft
 
-ERROR_TYPES = ("parse_error", "unknown_api", "wrong_api", "missing_arg", "unexpected_arg", "bad_arg_type",
-               "exec_error", "wrong_result")
+ERROR_TYPES = (
+    "parse_error",
+    "unknown_api",
+    "wrong_api",
+    "missing_arg",
+    "unexpected_arg",
+    "bad_arg_type",
+    "exec_error",
+    "wrong_result",
+)
 CHECKER = "apibank_exec"
 """The checker name on every task (execution on the mock APIs)."""
 MAX_PROMPT_CHARS = 180
@@ -67,6 +104,7 @@ _VALUE_RANGES = {"bp": (90, 160), "hr": (50, 120), "steps": (1000, 20000), "slee
 
 # ---------------------------------------------------------------- response parsing and checking
 
+
 def parse_response(text: str) -> tuple[str, dict[str, Any]]:
     """(name, raw args) from ``API-Request: [Call]``, ``[Call]`` or ``Call``; CallSyntaxError otherwise.
 
@@ -77,7 +115,7 @@ def parse_response(text: str) -> tuple[str, dict[str, Any]]:
         raise CallSyntaxError("too long")
     body = text.strip()
     if body.startswith("API-Request:"):
-        body = body[len("API-Request:"):].strip()
+        body = body[len("API-Request:") :].strip()
     if body.startswith("[") and body.endswith("]"):
         body = body[1:-1]
     return parse_call(body)
@@ -185,7 +223,7 @@ def loose_equal(a: Any, b: Any) -> bool:
         strip = str.maketrans("", "", " ,./-_*^'\"")
         return a.lower().translate(strip) == b.lower().translate(strip)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(loose_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(loose_equal(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(loose_equal(a[k], b[k]) for k in a)
     if _kind(a) == _kind(b) == "number":
@@ -194,6 +232,7 @@ def loose_equal(a: Any, b: Any) -> bool:
 
 
 # ---------------------------------------------------------------- task generation
+
 
 def allowed_levels(target: str) -> tuple[int, ...]:
     """Levels whose tasks can have ``target`` as the API the user wants."""
@@ -234,8 +273,9 @@ def _sample_prompt(level: int, rng: random.Random, target: str | None) -> str:
 
 
 def _level3(rng: random.Random, target: str | None) -> str:
-    mode = rng.choice(("search", "result", "multi", "multi") if target in MULTI or target is None
-                      else ("search", "result"))
+    mode = rng.choice(
+        ("search", "result", "multi", "multi") if target in MULTI or target is None else ("search", "result")
+    )
     if mode == "multi":
         api = target or rng.choice(MULTI)
         return render_prompt(_listing(api, rng, 1, 2), ["U: " + _utterance(api, rng, rng.random() < 0.5, 0.5)])
@@ -264,8 +304,11 @@ def _follow_up(rng: random.Random, api: str) -> str:
             phrases[s] = f"that{_formula_tail(rng)}" if s == "formula" else REFS[s]
     listing = list(dict.fromkeys([first, api] + rng.sample(SEARCHABLE, int(rng.random() < 0.3))))
     rng.shuffle(listing)
-    turns = [f"U: {first_text}", f"[{render_call(first, build_args(first, first_slots))}]",
-             "U: " + render_utterance(api, rng.choice(GRAMMAR[api][0]), phrases)]
+    turns = [
+        f"U: {first_text}",
+        f"[{render_call(first, build_args(first, first_slots))}]",
+        "U: " + render_utterance(api, rng.choice(GRAMMAR[api][0]), phrases),
+    ]
     return render_prompt(listing, turns)
 
 
@@ -280,8 +323,7 @@ def _listing(api: str, rng: random.Random, lo: int, hi: int) -> list[str]:
     return listing
 
 
-def _utterance(api: str, rng: random.Random, synonym: bool, nl: float,
-               slots: dict[str, Any] | None = None) -> str:
+def _utterance(api: str, rng: random.Random, synonym: bool, nl: float, slots: dict[str, Any] | None = None) -> str:
     slots = sample_slots(api, rng) if slots is None else slots
     phrases = {s: phrase_value(s, v, rng.random() < nl, rng) for s, v in slots.items()}
     verbs = GRAMMAR[api][0]
@@ -337,6 +379,7 @@ def _read_sized(prompt: str) -> Draft:
 
 # ---------------------------------------------------------------- the environment
 
+
 class ApiBankMini(LadderEnvironment):
     """Built-in mini API-Bank: next API call after a short dialogue, checked by executing it on mock APIs."""
 
@@ -359,12 +402,31 @@ class ApiBankMini(LadderEnvironment):
         """Execute the response's call on the task's database and compare with the gold by API-Bank's rules."""
         return check_response(task.expected, response)
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept a generated pair only if the prompt parses, its gold executes and the answer matches it."""
-        return self._validate_step(prompt, answer, _read_sized, PromptError, MAX_PROMPT_CHARS,
-                                   MAX_GENERATED_ANSWER_CHARS, checker=CHECKER, task_id=task_id, parent=parent,
-                                   epoch=epoch, generator=generator, too_long="too_long: prompt or answer")
+        return self._validate_step(
+            prompt,
+            answer,
+            _read_sized,
+            PromptError,
+            MAX_PROMPT_CHARS,
+            MAX_GENERATED_ANSWER_CHARS,
+            checker=CHECKER,
+            task_id=task_id,
+            parent=parent,
+            epoch=epoch,
+            generator=generator,
+            too_long="too_long: prompt or answer",
+        )
 
     def repair_prompt(self, prompt: str, reason: str) -> str | None:
         """A signature listed twice: the list with each at its first listing."""

@@ -40,6 +40,7 @@ def quiet_parse(text: str) -> ast.Expression:
 
 # ---------------------------------------------------------------- value normalisation (agent side)
 
+
 def norm_time(text: str) -> str | None:
     """``HH:MM`` (24 h) from ``7:30``, ``07:30:00``, ``7:30pm``, ``7 PM``, ``noon``; None if not a time.
 
@@ -88,8 +89,20 @@ def norm_date(text: str) -> str | None:
 
 
 def _month(word: str) -> int | None:
-    full = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-            "october", "november", "december")
+    full = (
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    )
     for i, name in enumerate(full):
         if word == MONTHS[i] or (len(word) >= 3 and name.startswith(word)):
             return i + 1
@@ -130,6 +143,7 @@ def norm_value(kind: str, value: Any) -> Any:
 
 # ---------------------------------------------------------------- API-Request call syntax
 
+
 def literal_text(value: Any) -> str:
     """Canonical literal text: strings single-quoted (repr), no spaces inside containers."""
     if isinstance(value, list):
@@ -169,12 +183,17 @@ def parse_call(text: str) -> tuple[str, dict[str, Any]]:
 def _literal(node: ast.expr) -> Any:
     if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (str, int, float, bool)):
         return node.value
-    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
-            and type(node.operand.value) in (int, float)):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
         return -node.operand.value
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(item) for item in node.elts]
-    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and type(k.value) in (str, int)
-                                          for k in node.keys):
-        return {k.value: _literal(v) for k, v in zip(node.keys, node.values)}  # type: ignore[union-attr]
+    if isinstance(node, ast.Dict) and all(
+        isinstance(k, ast.Constant) and type(k.value) in (str, int) for k in node.keys
+    ):
+        return {k.value: _literal(v) for k, v in zip(node.keys, node.values, strict=False)}  # type: ignore[union-attr]
     raise CallSyntaxError("argument is not a literal")

@@ -32,7 +32,18 @@ import re
 
 from genenv_engine.environments.apibank.db import APIS, KINDS, SEARCHABLE, STOCK_CODES, STOCK_DATES, initial_db
 from genenv_engine.environments.apibank.dialogue import (
-    GRAMMAR, HEAD, MAX_APIS, QUESTIONS, REFS, RESERVED, TURN_SEP, _TIME, answer_text, call_slots, slots_of)
+    _TIME,
+    GRAMMAR,
+    HEAD,
+    MAX_APIS,
+    QUESTIONS,
+    REFS,
+    RESERVED,
+    TURN_SEP,
+    answer_text,
+    call_slots,
+    slots_of,
+)
 from genenv_engine.environments.apibank.syntax import MONTHS, YEAR, norm_time
 
 ALARMS = tuple(initial_db()["alarms"])
@@ -63,15 +74,20 @@ def _time_forms(times) -> list[str]:
     """Every way the reader takes to write one of ``times`` (``HH:MM``)."""
     forms = [f"{h}:{m:02d}" for h in range(24) for m in range(60)]
     forms += [f"{h:02d}:{m:02d}" for h in range(10) for m in range(60)]
-    forms += [f"{h}{m}{half}" for h in range(1, 13) for m in ["", *(f":{m:02d}" for m in range(60))]
-              for half in ("am", "pm")]
+    forms += [
+        f"{h}{m}{half}" for h in range(1, 13) for m in ["", *(f":{m:02d}" for m in range(60))] for half in ("am", "pm")
+    ]
     return sorted({f for f in forms if _TIME.fullmatch(f) and norm_time(f) in times})
 
 
 def date_forms(dates=None) -> list[str]:
     """The ways the reader takes to write each day of the year (``03-26``, ``3/26``, ``mar 26``), or of ``dates``."""
-    days = [(m, d) for m in range(1, 13) for d in range(1, calendar.monthrange(YEAR, m)[1] + 1)
-            if dates is None or f"{m:02d}-{d:02d}" in dates]
+    days = [
+        (m, d)
+        for m in range(1, 13)
+        for d in range(1, calendar.monthrange(YEAR, m)[1] + 1)
+        if dates is None or f"{m:02d}-{d:02d}" in dates
+    ]
     return [form for m, d in days for form in (f"{m:02d}-{d:02d}", f"{m}/{d}", f"{MONTHS[m - 1]} {d}")]
 
 
@@ -135,13 +151,16 @@ def _couple(alt: list[str], budget: int | None) -> list[list[str]]:
     """An alternative with its agenda words filled in: both within ``budget`` characters together when both are
     written and the gold answer holds them (``budget`` given), any words otherwise."""
     if budget and "{what}" in alt and "{place}" in alt:
-        return [[{"{what}": f"W{i}_{i}", "{place}": f"W2_{budget - i}"}.get(t, t) for t in alt]
-                for i in range(2, budget - 1)]
+        return [
+            [{"{what}": f"W{i}_{i}", "{place}": f"W2_{budget - i}"}.get(t, t) for t in alt]
+            for i in range(2, budget - 1)
+        ]
     return [[f"W2_{WORD_MAX}" if t in ("{what}", "{place}") else t for t in alt]]
 
 
-def _utterances(api: str, mode: str, omit: str | None = None, refs: frozenset[str] = frozenset(),
-                tail: tuple[str, ...] = ()) -> list[list[str]]:
+def _utterances(
+    api: str, mode: str, omit: str | None = None, refs: frozenset[str] = frozenset(), tail: tuple[str, ...] = ()
+) -> list[list[str]]:
     """Alternatives of a request for ``api``: its verb, each slot (but ``omit``) as its cue and value, or as its
     reference phrase for a slot in ``refs`` (then at least one is), then the ``tail`` tokens."""
     options = []
@@ -166,9 +185,18 @@ def _call(api: str, budget: int | None) -> list[list[str]]:
     """The canonical call of ``api``: the gold one (``budget``: its agenda words' characters), or without a
     ``budget`` the replayed one of a follow-up, its values executing on the initial database."""
     context = budget is None
-    values = {"formula": "formula" if context else "aformula", "date": "CDATE", "topic": f"W2_{WORD_MAX}",
-              "kind": "kind", "value": "VALUE", "code": "code", "what": "{what}", "place": "{place}",
-              "keywords": "verb", "time": "CTIME"}
+    values = {
+        "formula": "formula" if context else "aformula",
+        "date": "CDATE",
+        "topic": f"W2_{WORD_MAX}",
+        "kind": "kind",
+        "value": "VALUE",
+        "code": "code",
+        "what": "{what}",
+        "place": "{place}",
+        "keywords": "verb",
+        "time": "CTIME",
+    }
     if api == "AddAlarm" and context:
         values["time"] = "CTIME_NEW"
     if api == "DeleteAlarm" and context:
@@ -207,12 +235,14 @@ def _turns(api: str, budget: int) -> list[list[str]]:
     sep, user = TURN_SEP, _lit("U: ")
     alts = [[user, *alt] for utt in _utterances(api, "exec") for alt in _couple(utt, budget)]
     if _follow_ups(api, budget):
-        alts += [[user, *first, _lit(f"{sep}["), f"ctx_{api.lower()}", _lit(f"]{sep}U: "), f"follow_{api.lower()}"]
-                 for utt in _utterances(api, "exec") for first in _couple(utt, None)]
+        alts += [
+            [user, *first, _lit(f"{sep}["), f"ctx_{api.lower()}", _lit(f"]{sep}U: "), f"follow_{api.lower()}"]
+            for utt in _utterances(api, "exec")
+            for first in _couple(utt, None)
+        ]
     for slot in slots_of(api):
         tail = (_lit(f"{sep}AI: {QUESTIONS[slot]}{sep}U: "), _value(api, slot, "exec"))
-        alts += [[user, *alt] for utt in _utterances(api, "exec", omit=slot, tail=tail)
-                 for alt in _couple(utt, budget)]
+        alts += [[user, *alt] for utt in _utterances(api, "exec", omit=slot, tail=tail) for alt in _couple(utt, budget)]
     return alts
 
 
@@ -232,7 +262,7 @@ def build_rules(answer_cap: int) -> str:
     """The grammar's rules, ``prompt``, ``answer`` and the per-API rules they use, for gold answers of at most
     ``answer_cap`` characters (the reader's cap)."""
     budget = answer_cap - len(answer_text("AddAgenda", {"what": "", "date": "01-01", "place": ""}))
-    search = _lit(f'{HEAD}{APIS["ToolSearcher"].signature}{TURN_SEP}U: ')
+    search = _lit(f"{HEAD}{APIS['ToolSearcher'].signature}{TURN_SEP}U: ")
     lines = [
         "prompt: search | " + " | ".join(f"{_lit(HEAD)} HEAD_{a.upper()} turns_{a.lower()}" for a in SEARCHABLE),
         f"search: {search} (" + " | ".join(f"request_{a.lower()} | retrieved_{a.lower()}" for a in SEARCHABLE) + ")",
@@ -248,8 +278,14 @@ def build_rules(answer_cap: int) -> str:
             "verb_" + low + ": " + " | ".join(map(_lit, GRAMMAR[api][0])),
             _rule(f"turns_{low}", _turns(api, budget)),
             _rule(f"request_{low}", [alt for utt in _utterances(api, "search") for alt in _couple(utt, None)]),
-            _rule(f"retrieved_{low}", [alt + [_lit(f"{TURN_SEP}R: {APIS[api].signature}")]
-                                       for utt in _utterances(api, "exec") for alt in _couple(utt, budget)]),
+            _rule(
+                f"retrieved_{low}",
+                [
+                    alt + [_lit(f"{TURN_SEP}R: {APIS[api].signature}")]
+                    for utt in _utterances(api, "exec")
+                    for alt in _couple(utt, budget)
+                ],
+            ),
         ]
         if _follow_ups(api, budget):
             lines += [_rule(f"ctx_{low}", _call(api, None)), _rule(f"follow_{low}", _follow_ups(api, budget))]

@@ -25,9 +25,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.core.records import Task
 from genenv_engine.environments.apibank.dialogue import HEAD, TURN_SEP, infer_level
 from genenv_engine.environments.apibank.syntax import render_call
-from genenv_engine.core.records import Task
 
 ROLES = ("User", "AI", "API")
 
@@ -90,8 +90,13 @@ def read_turn(turn: Any, where: str) -> dict[str, Any]:
     result = turn.get("result") or {}
     if not isinstance(result, dict):
         raise UpstreamFormatError(f"{where}: 'result' must be an object")
-    return {"role": "API", "api_name": name, "param_dict": params,
-            "output": result.get("output"), "exception": result.get("exception")}
+    return {
+        "role": "API",
+        "api_name": name,
+        "param_dict": params,
+        "output": result.get("output"),
+        "exception": result.get("exception"),
+    }
 
 
 def _signature(name: str, params: dict[str, Any]) -> str:
@@ -122,21 +127,54 @@ def step_task(turns: list[dict[str, Any]], index: int, file: str, number: int) -
     prompt = TURN_SEP.join([head] + [text for t in turns[:index] for text in _render_turn(t)])
     name, params = gold["api_name"], gold["param_dict"]
     earlier = [t for t in turns[:index] if t["role"] == "API"]
-    features = {"api": name, "target": name, "n_apis": len(listed), "n_args": len(params), "synonym": False,
-                "nl_value": False,
-                "multi_turn": "ref" if any(t["api_name"] != "ToolSearcher" for t in earlier) else "none",
-                "retrieval": "search" if name == "ToolSearcher" else "result" if searching else "none",
-                "n_turns": prompt.count(TURN_SEP), "file": file, "line": gold["line"]}
-    expected = {"mode": "upstream", "api": name, "args": params,
-                "available": sorted(set(listed) | {t["api_name"] for t in earlier} | {name}),
-                "output": gold["output"], "exception": gold["exception"], "file": file, "line": gold["line"]}
-    tools = [{"name": n, "description": "", "parameters": {
-        "type": "object", "properties": {k: {"type": _json_type(v)} for k, v in t["param_dict"].items()},
-        "required": list(t["param_dict"])}} for n, t in listed.items()]
-    return Task(id=f"apibank/heldout/{number:05d}", benchmark="apibank", prompt=prompt,
-                answer=f"API-Request: [{render_call(name, params)}]", expected=expected, tools=tools,
-                difficulty={"level": infer_level(features), "features": features}, checker="apibank_exec",
-                granularity="step", split="heldout", origin="official")
+    features = {
+        "api": name,
+        "target": name,
+        "n_apis": len(listed),
+        "n_args": len(params),
+        "synonym": False,
+        "nl_value": False,
+        "multi_turn": "ref" if any(t["api_name"] != "ToolSearcher" for t in earlier) else "none",
+        "retrieval": "search" if name == "ToolSearcher" else "result" if searching else "none",
+        "n_turns": prompt.count(TURN_SEP),
+        "file": file,
+        "line": gold["line"],
+    }
+    expected = {
+        "mode": "upstream",
+        "api": name,
+        "args": params,
+        "available": sorted(set(listed) | {t["api_name"] for t in earlier} | {name}),
+        "output": gold["output"],
+        "exception": gold["exception"],
+        "file": file,
+        "line": gold["line"],
+    }
+    tools = [
+        {
+            "name": n,
+            "description": "",
+            "parameters": {
+                "type": "object",
+                "properties": {k: {"type": _json_type(v)} for k, v in t["param_dict"].items()},
+                "required": list(t["param_dict"]),
+            },
+        }
+        for n, t in listed.items()
+    ]
+    return Task(
+        id=f"apibank/heldout/{number:05d}",
+        benchmark="apibank",
+        prompt=prompt,
+        answer=f"API-Request: [{render_call(name, params)}]",
+        expected=expected,
+        tools=tools,
+        difficulty={"level": infer_level(features), "features": features},
+        checker="apibank_exec",
+        granularity="step",
+        split="heldout",
+        origin="official",
+    )
 
 
 def _json_type(value: Any) -> str:

@@ -36,11 +36,25 @@ N_COUPLES = 24
 N_COMPANIES = 60
 YEARS = range(1900, 2000)
 
-STOPWORDS = frozenset("a an the of is was in to by and or who what where when which did does do are were at on "
-                      "for it its first".split())
-ALIASES = {"founder": "founded", "found": "founded", "birthplace": "born", "birth": "born", "spouse": "married",
-           "wife": "married", "husband": "married", "marry": "married", "base": "based", "hq": "based",
-           "headquarters": "based", "open": "opened", "opening": "opened", "capitol": "capital"}
+STOPWORDS = frozenset(
+    "a an the of is was in to by and or who what where when which did does do are were at on for it its first".split()
+)
+ALIASES = {
+    "founder": "founded",
+    "found": "founded",
+    "birthplace": "born",
+    "birth": "born",
+    "spouse": "married",
+    "wife": "married",
+    "husband": "married",
+    "marry": "married",
+    "base": "based",
+    "hq": "based",
+    "headquarters": "based",
+    "open": "opened",
+    "opening": "opened",
+    "capitol": "capital",
+}
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 
@@ -65,29 +79,64 @@ class Relation:
         return f"{subject} {self.keyword}"
 
 
-RELATIONS: dict[str, Relation] = {r.name: r for r in (
-    Relation("founder", "company", "person", "{x} was founded by {y}.", "founded", "founder", "who founded {x}?"),
-    Relation("ceo", "company", "person", "The CEO of {x} is {y}.", "CEO", "CEO", None),
-    Relation("base", "company", "city", "{x} is based in {y}.", "based", "base", "where is {x} based?"),
-    Relation("opened", "company", "year", "{x} opened in {y}.", "opened", None, "when did {x} open?"),
-    Relation("born", "person", "city", "{x} was born in {y}.", "born", "birthplace", "where was {x} born?"),
-    Relation("spouse", "person", "person", "{x} is married to {y}.", "married", "spouse", "who is {x} married to?"),
-    Relation("country", "city", "country", "{x} is in the country {y}.", "country", "country",
-             "which country is {x} in?"),
-    Relation("capital", "country", "city", "The capital of {x} is {y}.", "capital", "capital", None),
-)}
+RELATIONS: dict[str, Relation] = {
+    r.name: r
+    for r in (
+        Relation("founder", "company", "person", "{x} was founded by {y}.", "founded", "founder", "who founded {x}?"),
+        Relation("ceo", "company", "person", "The CEO of {x} is {y}.", "CEO", "CEO", None),
+        Relation("base", "company", "city", "{x} is based in {y}.", "based", "base", "where is {x} based?"),
+        Relation("opened", "company", "year", "{x} opened in {y}.", "opened", None, "when did {x} open?"),
+        Relation("born", "person", "city", "{x} was born in {y}.", "born", "birthplace", "where was {x} born?"),
+        Relation("spouse", "person", "person", "{x} is married to {y}.", "married", "spouse", "who is {x} married to?"),
+        Relation(
+            "country", "city", "country", "{x} is in the country {y}.", "country", "country", "which country is {x} in?"
+        ),
+        Relation("capital", "country", "city", "The capital of {x} is {y}.", "capital", "capital", None),
+    )
+}
 """The eight relations, in the order their passages are listed."""
 RELATIONS_FROM: dict[str, tuple[str, ...]] = {
-    t: tuple(r.name for r in RELATIONS.values() if r.domain == t) for t in ("company", "person", "city", "country")}
+    t: tuple(r.name for r in RELATIONS.values() if r.domain == t) for t in ("company", "person", "city", "country")
+}
 """Entity type -> the relations defined on it."""
 
 _SHAPES = {  # C consonant, V vowel, L sonorant, F final after a sonorant, E word-final consonant
-    "country": ("CVLF", "VCVE"), "city": ("CVCV", "CVCVE"), "first": ("CVCV", "VCV", "CVE"),
-    "last": ("CVLF", "CVE"), "company": ("CVLCVE", "CVCVE", "CVLCV"),
+    "country": ("CVLF", "VCVE"),
+    "city": ("CVCV", "CVCVE"),
+    "first": ("CVCV", "VCV", "CVE"),
+    "last": ("CVLF", "CVE"),
+    "company": ("CVLCVE", "CVCVE", "CVLCV"),
 }
 _LETTERS = {"C": "bdfgklmnprstvz", "V": "aeiou", "L": "lnrs", "F": "ktd", "E": "klnrstx"}
-_BLOCKED = ("fuk", "fuc", "sex", "nig", "fag", "cum", "tit", "dik", "pis", "pus", "ass", "rap", "naz", "gay",
-            "kun", "ped", "poo", "vag", "bum", "sux", "fut", "dum", "pen", "pot", "kil", "rip", "gun")
+_BLOCKED = (
+    "fuk",
+    "fuc",
+    "sex",
+    "nig",
+    "fag",
+    "cum",
+    "tit",
+    "dik",
+    "pis",
+    "pus",
+    "ass",
+    "rap",
+    "naz",
+    "gay",
+    "kun",
+    "ped",
+    "poo",
+    "vag",
+    "bum",
+    "sux",
+    "fut",
+    "dum",
+    "pen",
+    "pot",
+    "kil",
+    "rip",
+    "gun",
+)
 """Substrings a generated name may not contain (keeps the invented words neutral)."""
 
 
@@ -190,18 +239,28 @@ def build_kb(seed: int) -> KnowledgeBase:
     cities = [_name(rng, "city", used) for _ in range(N_CITIES)]
     people = [f"{_name(rng, 'first', used)} {_name(rng, 'last', used)}" for _ in range(N_PEOPLE)]
     companies = [_name(rng, "company", used) for _ in range(N_COMPANIES)]
-    types = {**{c: "company" for c in companies}, **{p: "person" for p in people},
-             **{c: "city" for c in cities}, **{c: "country" for c in countries}}
+    types = {
+        **{c: "company" for c in companies},
+        **{p: "person" for p in people},
+        **{c: "city" for c in cities},
+        **{c: "country" for c in countries},
+    }
     facts: dict[tuple[str, str], str] = {}
     years = rng.sample(list(YEARS), N_COMPANIES)
-    for company, year in zip(companies, years):
+    for company, year in zip(companies, years, strict=False):
         founder, ceo = rng.sample(people, 2)
-        facts.update({("founder", company): founder, ("ceo", company): ceo,
-                      ("base", company): rng.choice(cities), ("opened", company): str(year)})
+        facts.update(
+            {
+                ("founder", company): founder,
+                ("ceo", company): ceo,
+                ("base", company): rng.choice(cities),
+                ("opened", company): str(year),
+            }
+        )
     for person in people:
         facts[("born", person)] = rng.choice(cities)
     married = rng.sample(people, 2 * N_COUPLES)
-    for a, b in zip(married[::2], married[1::2]):
+    for a, b in zip(married[::2], married[1::2], strict=False):
         facts[("spouse", a)], facts[("spouse", b)] = b, a
     for i, city in enumerate(cities):
         facts[("country", city)] = countries[i % N_COUNTRIES] if i < 2 * N_COUNTRIES else rng.choice(countries)
@@ -233,7 +292,7 @@ def _name(rng: random.Random, kind: str, used: set[str]) -> str:
     while True:
         shape = rng.choice(_SHAPES[kind])
         word = "".join(rng.choice(_LETTERS[c]) for c in shape)
-        clean = all(a != b for a, b in zip(word, word[1:])) and not any(b in word for b in _BLOCKED)
+        clean = all(a != b for a, b in zip(word, word[1:], strict=False)) and not any(b in word for b in _BLOCKED)
         if clean and word not in used:
             used.add(word)
             return word.capitalize()

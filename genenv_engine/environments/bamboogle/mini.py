@@ -39,21 +39,52 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes
+from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.bamboogle.kb import RELATIONS, RELATIONS_FROM, KnowledgeBase, kb_for
 from genenv_engine.environments.bamboogle.prompt import (
-    TOOLS, Draft, PromptError, read_prompt, render_compare, render_prompt, render_question)
+    TOOLS,
+    Draft,
+    PromptError,
+    read_prompt,
+    render_compare,
+    render_prompt,
+    render_question,
+)
 from genenv_engine.environments.bamboogle.task_grammar import rules_for
 from genenv_engine.environments.bamboogle.upstream import UpstreamError, load_upstream
-from genenv_engine.core.records import CheckResult, Task, Validation
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 
-__all__ = ["BamboogleMini", "ERROR_TYPES", "REJECT_REASONS", "UpstreamError", "exact_match", "generate_draft",
-           "load_upstream", "normalize_answer", "parse_action", "token_f1"]
+__all__ = [
+    "BamboogleMini",
+    "ERROR_TYPES",
+    "REJECT_REASONS",
+    "UpstreamError",
+    "exact_match",
+    "generate_draft",
+    "load_upstream",
+    "normalize_answer",
+    "parse_action",
+    "token_f1",
+]
 
 ERROR_TYPES = ("parse_error", "wrong_action", "wrong_answer", "bad_search")
-REJECT_REASONS = ("too_long", "copy_of_parent", "bad_format", "bad_question", "unknown_relation", "unknown_entity",
-                  "type_mismatch", "too_many_hops", "unanswerable", "degenerate", "bad_evidence",
-                  "inconsistent_evidence", "duplicate_passage", "too_many_distractors", "answer_mismatch")
+REJECT_REASONS = (
+    "too_long",
+    "copy_of_parent",
+    "bad_format",
+    "bad_question",
+    "unknown_relation",
+    "unknown_entity",
+    "type_mismatch",
+    "too_many_hops",
+    "unanswerable",
+    "degenerate",
+    "bad_evidence",
+    "inconsistent_evidence",
+    "duplicate_passage",
+    "too_many_distractors",
+    "answer_mismatch",
+)
 """Closed set of validator reason codes (the text before ``:`` in ``Validation.reason``)."""
 MAX_PROMPT_CHARS = 180
 MAX_ANSWER_CHARS = 60
@@ -68,6 +99,7 @@ class ActionError(ValueError):
 
 
 # ---------------------------------------------------------------- SQuAD-style scoring
+
 
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation: lower-case, drop punctuation, drop articles, squeeze whitespace.
@@ -134,6 +166,7 @@ def check_action(expected: dict[str, Any], response: str) -> CheckResult:
 
 # ---------------------------------------------------------------- task generation
 
+
 def _plan(level: int, rng: random.Random) -> tuple[str, int, int, int]:
     """(kind, hops, distractors, step) for one task of ``level``."""
     if level == 1:
@@ -151,8 +184,9 @@ def _paths(hops: int) -> list[tuple[str, ...]]:
     """Type-compatible relation sequences of length ``hops`` (``opened`` only last, no 2-step cycles)."""
     paths: list[tuple[str, ...]] = [(r,) for r in RELATIONS]
     for _ in range(hops - 1):
-        paths = [p + (r,) for p in paths for r in RELATIONS_FROM.get(RELATIONS[p[-1]].range, ())
-                 if (p[-1], r) not in _CYCLES]
+        paths = [
+            p + (r,) for p in paths for r in RELATIONS_FROM.get(RELATIONS[p[-1]].range, ()) if (p[-1], r) not in _CYCLES
+        ]
     return paths
 
 
@@ -161,8 +195,7 @@ PATHS = {hops: _paths(hops) for hops in (1, 2, 3)}
 """Hops -> every relation path the generator may walk (sampled uniformly, so relations stay balanced)."""
 
 
-def _sample_chain(hops: int, rng: random.Random, kb: KnowledgeBase,
-                  first: str | None) -> tuple[str, list[str]] | None:
+def _sample_chain(hops: int, rng: random.Random, kb: KnowledgeBase, first: str | None) -> tuple[str, list[str]] | None:
     """A uniformly chosen relation path from a random name of its type (None when the walk fails)."""
     options = [p for p in PATHS[hops] if first is None or p[0] == first]
     if not options:
@@ -192,8 +225,13 @@ def _question(kind: str, hops: int, rng: random.Random, kb: KnowledgeBase, first
 
 def _distractors(draft: Draft, n: int, rng: random.Random, kb: KnowledgeBase) -> list[str]:
     """Confusable passages: other facts about names on the path, or the same relations of other names."""
-    pool = {kb.passage_of[(r, e)] for e in draft.question.entities if e in kb.types
-            for r in RELATIONS_FROM[kb.types[e]] if (r, e) in kb.passage_of}
+    pool = {
+        kb.passage_of[(r, e)]
+        for e in draft.question.entities
+        if e in kb.types
+        for r in RELATIONS_FROM[kb.types[e]]
+        if (r, e) in kb.passage_of
+    }
     for rel in sorted(set(draft.question.relations)):
         subjects = [s for (r, s) in kb.passage_of if r == rel]
         pool.update(kb.passage_of[(rel, s)] for s in rng.sample(subjects, min(3, len(subjects))))
@@ -227,6 +265,7 @@ def generate_draft(level: int, rng: random.Random, kb: KnowledgeBase, first: str
 
 
 # ---------------------------------------------------------------- the environment
+
 
 class BamboogleMini(LadderEnvironment):
     """Built-in mini Bamboogle: step-level search/answer tasks over an invented knowledge base."""
@@ -265,8 +304,16 @@ class BamboogleMini(LadderEnvironment):
         """A question over this seed's knowledge base with its passages, and an action (see :mod:`.task_grammar`)."""
         return rules_for(self.seed)
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept a generated step only if its question resolves over the KB, its evidence is KB passages
         consistent with the question, and its action passes the checker against the recomputed gold."""
         rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
@@ -294,7 +341,15 @@ class BamboogleMini(LadderEnvironment):
 
 
 def _task(draft: Draft, task_id: str, **fields: Any) -> Task:
-    return Task(id=task_id, benchmark="bamboogle", prompt=draft.prompt, answer=draft.answer,
-                expected=draft.expected, tools=[dict(t) for t in TOOLS],
-                difficulty={"level": draft.level, "features": draft.features},
-                checker="qa_em_f1", granularity="step", **fields)
+    return Task(
+        id=task_id,
+        benchmark="bamboogle",
+        prompt=draft.prompt,
+        answer=draft.answer,
+        expected=draft.expected,
+        tools=[dict(t) for t in TOOLS],
+        difficulty={"level": draft.level, "features": draft.features},
+        checker="qa_em_f1",
+        granularity="step",
+        **fields,
+    )

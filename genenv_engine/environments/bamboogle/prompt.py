@@ -41,10 +41,16 @@ _GENERIC_RE = re.compile(r"(who|what) is (.+)\?")
 _NP_RE = re.compile(r"the (\S+) of (.+)")
 _YEAR_RE = re.compile(r"[12][0-9]{3}")
 TOOLS: list[dict[str, Any]] = [
-    {"name": "search", "description": "Local BM25 search over the knowledge-base passages; returns the top passage.",
-     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
-    {"name": "answer", "description": "Give the final answer to the question.",
-     "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {
+        "name": "search",
+        "description": "Local BM25 search over the knowledge-base passages; returns the top passage.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+    {
+        "name": "answer",
+        "description": "Give the final answer to the question.",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
 ]
 """The two actions, written ``search[<query>]`` and ``answer[<text>]``."""
 NOUNS = {r.noun: r.name for r in RELATIONS.values() if r.noun}
@@ -119,6 +125,7 @@ def render_prompt(question: str, evidence: list[str] | tuple[str, ...]) -> str:
 
 # ---------------------------------------------------------------- reading questions
 
+
 def parse_question(text: str, kb: KnowledgeBase) -> Question:
     """Parse and resolve a question; raise :class:`PromptError` when outside the grammar or the KB."""
     match = _COMPARE_RE.fullmatch(text)
@@ -189,11 +196,20 @@ def _compare(text: str, a: str, b: str, kb: KnowledgeBase) -> Question:
     if year_a == year_b:
         raise PromptError("unanswerable: same year")
     opened = RELATIONS["opened"]
-    return Question(text, "compare", "compare", (a, b), ("opened", "opened"), a if year_a < year_b else b,
-                    (kb.passage_of[("opened", a)], kb.passage_of[("opened", b)]), (opened.query(a), opened.query(b)))
+    return Question(
+        text,
+        "compare",
+        "compare",
+        (a, b),
+        ("opened", "opened"),
+        a if year_a < year_b else b,
+        (kb.passage_of[("opened", a)], kb.passage_of[("opened", b)]),
+        (opened.query(a), opened.query(b)),
+    )
 
 
 # ---------------------------------------------------------------- reading evidence
+
 
 def _check_passage(text: str, kb: KnowledgeBase) -> None:
     """Accept a KB passage; otherwise say whether it names unknown entities, contradicts the KB, or is noise."""
@@ -206,8 +222,7 @@ def _check_passage(text: str, kb: KnowledgeBase) -> None:
             continue
         x, y = match.groups()
         year = RELATIONS[name].range == "year"
-        missing = [n for n, ok in ((x, x in kb.types), (y, _YEAR_RE.fullmatch(y) if year else y in kb.types))
-                   if not ok]
+        missing = [n for n, ok in ((x, x in kb.types), (y, _YEAR_RE.fullmatch(y) if year else y in kb.types)) if not ok]
         if missing:
             unknown = unknown or missing[0]
         elif kb.facts.get((name, x)) == y:
@@ -233,6 +248,7 @@ def _read_evidence(text: str | None, kb: KnowledgeBase) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- drafts
+
 
 @dataclass(frozen=True)
 class Draft:
@@ -278,9 +294,17 @@ class Draft:
     @property
     def features(self) -> dict[str, Any]:
         q = self.question
-        return {"hops": len(q.support), "kind": q.kind, "form": q.form, "relations": ">".join(q.relations),
-                "answer_type": q.answer_type, "action": self.action, "step": self.step,
-                "n_evidence": len(self.evidence), "n_distractors": len(self.evidence) - self.step}
+        return {
+            "hops": len(q.support),
+            "kind": q.kind,
+            "form": q.form,
+            "relations": ">".join(q.relations),
+            "answer_type": q.answer_type,
+            "action": self.action,
+            "step": self.step,
+            "n_evidence": len(self.evidence),
+            "n_distractors": len(self.evidence) - self.step,
+        }
 
     @property
     def level(self) -> int:

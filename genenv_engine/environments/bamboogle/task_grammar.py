@@ -69,7 +69,7 @@ class _Rules:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self.passage = {p: f"p{i}" for i, p in enumerate(kb.passages)}
-        self.blocks = [kb.passages[i:i + BLOCK] for i in range(0, len(kb.passages), BLOCK)]
+        self.blocks = [kb.passages[i : i + BLOCK] for i in range(0, len(kb.passages), BLOCK)]
         self.named: dict[str, str] = {}
         """Rule body -> rule name."""
 
@@ -82,8 +82,11 @@ class _Rules:
         """Any knowledge-base passage but the ``excluded`` ones: the blocks holding none of them (one shared rule)
         and the rest of the blocks holding them."""
         hit = [i for i, block in enumerate(self.blocks) if any(p in excluded for p in block)]
-        whole = [self.rule(" | ".join(self.passage[p] for p in block), "b")
-                 for i, block in enumerate(self.blocks) if i not in hit]
+        whole = [
+            self.rule(" | ".join(self.passage[p] for p in block), "b")
+            for i, block in enumerate(self.blocks)
+            if i not in hit
+        ]
         parts = [self.rule(" | ".join(whole), "w")] if whole else []
         parts += [self.passage[p] for i in hit for p in self.blocks[i] if p not in excluded]
         return self.rule(" | ".join(parts), "d")
@@ -102,8 +105,10 @@ class _Rules:
         """`` | E: <passages>`` or nothing: the first supporting passages in hop order, with at most
         :data:`MAX_DISTRACTORS` other passages among them."""
         other = self.others(support)
-        first = [f"{other} {self.chain(support, MAX_DISTRACTORS - 1, other)}",
-                 f"{self.passage[support[0]]} {self.chain(support[1:], MAX_DISTRACTORS, other)}"]
+        first = [
+            f"{other} {self.chain(support, MAX_DISTRACTORS - 1, other)}",
+            f"{self.passage[support[0]]} {self.chain(support[1:], MAX_DISTRACTORS, other)}",
+        ]
         return self.rule(f'"" | " | E: " ({" | ".join(first)})', "e")
 
     def compared(self, opened: list[str]) -> str:

@@ -22,12 +22,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.environments.bamboogle.prompt import TOOLS, infer_level
 from genenv_engine.core.records import Task
+from genenv_engine.environments.bamboogle.prompt import TOOLS, infer_level
 
 SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
-OFFICIAL_FEATURES = {"hops": 2, "kind": "official", "form": "official", "relations": "", "answer_type": "text",
-                     "action": "answer", "step": 0, "n_evidence": 0, "n_distractors": 0}
+OFFICIAL_FEATURES = {
+    "hops": 2,
+    "kind": "official",
+    "form": "official",
+    "relations": "",
+    "answer_type": "text",
+    "action": "answer",
+    "step": 0,
+    "n_evidence": 0,
+    "n_distractors": 0,
+}
 """Ladder features of an upstream item: a 2-hop question answered closed-book (no evidence)."""
 
 
@@ -68,11 +77,19 @@ def official_task(question: str, answers: list[str], index: int) -> Task:
     """One upstream pair as a closed-book answer step (prompt and gold kept free of `` => `` and brackets)."""
     text = " ".join(question.split()).replace(" => ", " -> ")
     gold = " ".join(answers[0].split()).replace(" => ", " -> ").replace("[", "(").replace("]", ")")
-    return Task(id=f"bamboogle/heldout/{index:05d}", benchmark="bamboogle", prompt=f"Q: {text}",
-                answer=f"answer[{gold}]", expected={"action": "answer", "answers": list(answers)},
-                tools=[dict(t) for t in TOOLS],
-                difficulty={"level": infer_level(OFFICIAL_FEATURES), "features": dict(OFFICIAL_FEATURES)},
-                checker="qa_em_f1", granularity="step", split="heldout", origin="official")
+    return Task(
+        id=f"bamboogle/heldout/{index:05d}",
+        benchmark="bamboogle",
+        prompt=f"Q: {text}",
+        answer=f"answer[{gold}]",
+        expected={"action": "answer", "answers": list(answers)},
+        tools=[dict(t) for t in TOOLS],
+        difficulty={"level": infer_level(OFFICIAL_FEATURES), "features": dict(OFFICIAL_FEATURES)},
+        checker="qa_em_f1",
+        granularity="step",
+        split="heldout",
+        origin="official",
+    )
 
 
 def _read_file(path: Path) -> Iterator[tuple[str, list[str]]]:
@@ -131,8 +148,10 @@ def _read_parquet(path: Path) -> Iterator[tuple[str, list[str]]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise UpstreamError(f"{path}: reading parquet needs pyarrow, which is not installed; "
-                            "pip install pyarrow, or convert the file to CSV or JSONL") from None
+        raise UpstreamError(
+            f"{path}: reading parquet needs pyarrow, which is not installed; "
+            "pip install pyarrow, or convert the file to CSV or JSONL"
+        ) from None
     try:
         rows = pq.read_table(path).to_pylist()
     except Exception as err:  # pyarrow raises several error types for unreadable files
@@ -161,8 +180,7 @@ def read_pair(item: Any, where: str) -> tuple[str, list[str]]:
         answers = [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a for a in answers]
     if not isinstance(question, str) or not question.strip():
         raise UpstreamError(f"{where}: the question must be a non-empty string")
-    if (not isinstance(answers, list) or not answers
-            or not all(isinstance(a, str) and a.strip() for a in answers)):
+    if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
         raise UpstreamError(f"{where}: the answer must be a non-empty string or list of strings")
     return question.strip(), [a.strip() for a in answers]
 

@@ -91,9 +91,15 @@ class Function:
 
     def tool(self) -> dict[str, Any]:
         """BFCL-style JSON-schema function doc."""
-        return {"name": self.name, "description": self.description,
-                "parameters": {"type": "dict", "properties": {p.name: p.schema() for p in self.params},
-                               "required": [p.name for p in self.params if not p.optional]}}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": {
+                "type": "dict",
+                "properties": {p.name: p.schema() for p in self.params},
+                "required": [p.name for p in self.params if not p.optional],
+            },
+        }
 
 
 def _binary(name: str, verbs: tuple[str, ...], description: str) -> Function:
@@ -104,32 +110,54 @@ def _unary(name: str, verbs: tuple[str, ...], description: str) -> Function:
     return Function(name, (Param("x"),), verbs, description)
 
 
-CATALOG: dict[str, Function] = {f.name: f for f in (
-    _binary("add", ("add", "sum", "plus"), "Add a and b."),
-    _binary("sub", ("sub", "minus", "subtract"), "Subtract b from a."),
-    _binary("mul", ("mul", "times", "multiply"), "Multiply a by b."),
-    _binary("div", ("div", "divide", "split"), "Divide a by b."),
-    _binary("mod", ("mod", "modulo", "remainder"), "Remainder of a divided by b."),
-    _binary("pow", ("pow", "power", "raise"), "Raise a to the power b."),
-    _binary("max", ("max", "larger", "bigger"), "The larger of a and b."),
-    _binary("min", ("min", "smaller", "lesser"), "The smaller of a and b."),
-    _unary("neg", ("neg", "negate", "flip"), "Negate x."),
-    _unary("sq", ("sq", "square", "sqr"), "Square x."),
-    _unary("abs", ("abs", "absolute", "magnitude"), "Absolute value of x."),
-    Function("set_temp", (Param("t"), Param("u", "enum", ("c", "f"))),
-             ("set temp", "heat", "warm"), "Set the thermostat to t degrees in unit u."),
-    Function("move", (Param("d", "enum", ("n", "s", "e", "w")), Param("k", default=1, cue="by")),
-             ("move", "go", "walk"), "Move k steps in direction d."),
-    Function("alarm", (Param("h"), Param("m", default=0, cue="min")),
-             ("alarm", "wake", "ring"), "Set an alarm at hour h, minute m."),
-    Function("tip", (Param("b"), Param("p", default=15, cue="pct")),
-             ("tip", "gratuity", "bonus"), "Tip p percent on bill b."),
-    Function("play", (Param("s", "enum", ("pop", "jazz", "rock")), Param("v", default=5, cue="vol")),
-             ("play", "stream", "spin"), "Play genre s at volume v."),
-)}
+CATALOG: dict[str, Function] = {
+    f.name: f
+    for f in (
+        _binary("add", ("add", "sum", "plus"), "Add a and b."),
+        _binary("sub", ("sub", "minus", "subtract"), "Subtract b from a."),
+        _binary("mul", ("mul", "times", "multiply"), "Multiply a by b."),
+        _binary("div", ("div", "divide", "split"), "Divide a by b."),
+        _binary("mod", ("mod", "modulo", "remainder"), "Remainder of a divided by b."),
+        _binary("pow", ("pow", "power", "raise"), "Raise a to the power b."),
+        _binary("max", ("max", "larger", "bigger"), "The larger of a and b."),
+        _binary("min", ("min", "smaller", "lesser"), "The smaller of a and b."),
+        _unary("neg", ("neg", "negate", "flip"), "Negate x."),
+        _unary("sq", ("sq", "square", "sqr"), "Square x."),
+        _unary("abs", ("abs", "absolute", "magnitude"), "Absolute value of x."),
+        Function(
+            "set_temp",
+            (Param("t"), Param("u", "enum", ("c", "f"))),
+            ("set temp", "heat", "warm"),
+            "Set the thermostat to t degrees in unit u.",
+        ),
+        Function(
+            "move",
+            (Param("d", "enum", ("n", "s", "e", "w")), Param("k", default=1, cue="by")),
+            ("move", "go", "walk"),
+            "Move k steps in direction d.",
+        ),
+        Function(
+            "alarm",
+            (Param("h"), Param("m", default=0, cue="min")),
+            ("alarm", "wake", "ring"),
+            "Set an alarm at hour h, minute m.",
+        ),
+        Function(
+            "tip",
+            (Param("b"), Param("p", default=15, cue="pct")),
+            ("tip", "gratuity", "bonus"),
+            "Tip p percent on bill b.",
+        ),
+        Function(
+            "play",
+            (Param("s", "enum", ("pop", "jazz", "rock")), Param("v", default=5, cue="vol")),
+            ("play", "stream", "spin"),
+            "Play genre s at volume v.",
+        ),
+    )
+}
 
-VERBS: dict[str, tuple[str, bool]] = {
-    verb: (f.name, i > 0) for f in CATALOG.values() for i, verb in enumerate(f.verbs)}
+VERBS: dict[str, tuple[str, bool]] = {verb: (f.name, i > 0) for f in CATALOG.values() for i, verb in enumerate(f.verbs)}
 """Verb phrase -> (function name, is_synonym)."""
 PLAIN = tuple(name for name, f in CATALOG.items() if not f.rich)
 RICH = tuple(name for name, f in CATALOG.items() if f.rich)
@@ -202,13 +230,15 @@ class Draft:
     @property
     def features(self) -> dict[str, Any]:
         values = [v for c in self.calls for v in c.args.values() if isinstance(v, int)]
-        return {"n_functions": len(self.functions),
-                "n_args": sum(len(c.args) for c in self.calls),
-                "n_calls": len(self.calls),
-                "n_distractors": len(self.functions) - len({c.name for c in self.calls}),
-                "synonym": any(VERBS[c.verb][1] for c in self.calls),
-                "rich": any(c.function.rich for c in self.calls),
-                "max_value": max(values, default=0)}
+        return {
+            "n_functions": len(self.functions),
+            "n_args": sum(len(c.args) for c in self.calls),
+            "n_calls": len(self.calls),
+            "n_distractors": len(self.functions) - len({c.name for c in self.calls}),
+            "synonym": any(VERBS[c.verb][1] for c in self.calls),
+            "rich": any(c.function.rich for c in self.calls),
+            "max_value": max(values, default=0),
+        }
 
     @property
     def level(self) -> int:
@@ -257,28 +287,29 @@ def read_prompt(prompt: str) -> Draft:
 
 
 def _read_functions(text: str) -> tuple[str, ...]:
-    return read_signatures(text, CATALOG, pattern=r"[a-z_]+\(\S*\)", noun="function", limit=MAX_FUNCTIONS,
-                           error=PromptError)
+    return read_signatures(
+        text, CATALOG, pattern=r"[a-z_]+\(\S*\)", noun="function", limit=MAX_FUNCTIONS, error=PromptError
+    )
 
 
 def _read_call(part: str, functions: tuple[str, ...]) -> Call:
     words = part.split(" ")
-    verb = next((v for v in sorted(VERBS, key=len, reverse=True) if words[:len(v.split())] == v.split()), None)
+    verb = next((v for v in sorted(VERBS, key=len, reverse=True) if words[: len(v.split())] == v.split()), None)
     if verb is None:
         raise PromptError(f"unknown_verb: {words[0][:20]}")
     name = VERBS[verb][0]
     if name not in functions:
         raise PromptError(f"verb_not_listed: {name}")
-    rest = words[len(verb.split()):]
+    rest = words[len(verb.split()) :]
     args: dict[str, int | str] = {}
     for p in CATALOG[name].params:
         cue = p.cue.split() if p.cue else []
-        if p.optional and rest[:len(cue)] != cue:
+        if p.optional and rest[: len(cue)] != cue:
             continue
-        if rest[:len(cue)] != cue or len(rest) <= len(cue):
+        if rest[: len(cue)] != cue or len(rest) <= len(cue):
             raise PromptError(f"unparseable_query: {name} needs {p.name}")
         args[p.name] = _read_value(p, rest[len(cue)])
-        rest = rest[len(cue) + 1:]
+        rest = rest[len(cue) + 1 :]
     if rest:
         raise PromptError(f"unparseable_query: trailing {' '.join(rest)[:20]!r}")
     return Call(name, verb, args)

@@ -26,14 +26,21 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, first_listings, step_draft
-from genenv_engine.environments.bfcl.catalog import (
-    CATALOG, PLAIN, RICH, Call, Draft, PromptError, read_prompt, render_prompt)
-from genenv_engine.environments.bfcl.task_grammar import RULES
 from genenv_engine.core.records import CheckResult, Task, Validation
+from genenv_engine.environments.base import LadderEnvironment, first_listings, step_draft
+from genenv_engine.environments.bfcl.catalog import (
+    CATALOG,
+    PLAIN,
+    RICH,
+    Call,
+    Draft,
+    PromptError,
+    read_prompt,
+    render_prompt,
+)
+from genenv_engine.environments.bfcl.task_grammar import RULES
 
-ERROR_TYPES = ("parse_error", "wrong_count", "wrong_name", "missing_arg", "unexpected_arg",
-               "type_error", "value_error")
+ERROR_TYPES = ("parse_error", "wrong_count", "wrong_name", "missing_arg", "unexpected_arg", "type_error", "value_error")
 CHECKER = "bfcl_ast"
 """The checker name on every task (BFCL's AST rules)."""
 MAX_PROMPT_CHARS = 180
@@ -54,6 +61,7 @@ class _ParseError(ValueError):
 
 
 # ---------------------------------------------------------------- response parsing (never eval)
+
 
 def parse_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
     """Parse ``;``-separated keyword calls into (name, args) pairs without executing anything.
@@ -97,19 +105,24 @@ def _literal(node: ast.expr) -> Any:
         return node.value
     if isinstance(node, ast.Name):
         return node.id
-    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))
-            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, (ast.USub, ast.UAdd))
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
         return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(item) for item in node.elts]
     if isinstance(node, ast.Dict):
         if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
             raise _ParseError("dict keys must be string literals")
-        return {k.value: _literal(v) for k, v in zip(node.keys, node.values)}  # type: ignore[union-attr]
+        return {k.value: _literal(v) for k, v in zip(node.keys, node.values, strict=False)}  # type: ignore[union-attr]
     raise _ParseError("argument is not a literal")
 
 
 # ---------------------------------------------------------------- BFCL AST rules
+
 
 def standardize(text: str) -> str:
     """BFCL string standardisation: lower-case, drop spaces and ``,./-_*^``, ``'`` -> ``"``.
@@ -123,8 +136,16 @@ def standardize(text: str) -> str:
 def _type_ok(value: Any, json_type: str | None) -> bool:
     if isinstance(value, bool):
         return json_type in (None, "boolean")
-    checks = {"integer": (int,), "number": (int, float), "float": (int, float), "string": (str,),
-              "boolean": (bool,), "array": (list,), "dict": (dict,), "object": (dict,)}
+    checks = {
+        "integer": (int,),
+        "number": (int, float),
+        "float": (int, float),
+        "string": (str,),
+        "boolean": (bool,),
+        "array": (list,),
+        "dict": (dict,),
+        "object": (dict,),
+    }
     return isinstance(value, checks.get(json_type or "", (object,)))
 
 
@@ -132,7 +153,7 @@ def _same(value: Any, allowed: Any) -> bool:
     if isinstance(value, str) and isinstance(allowed, str):
         return standardize(value) == standardize(allowed)
     if isinstance(value, list) and isinstance(allowed, list):
-        return len(value) == len(allowed) and all(_same(v, a) for v, a in zip(value, allowed))
+        return len(value) == len(allowed) and all(_same(v, a) for v, a in zip(value, allowed, strict=False))
     if isinstance(value, dict) and isinstance(allowed, dict):
         return _same_dict(value, allowed)
     if isinstance(value, (str, list, dict)) or isinstance(allowed, (str, list, dict)):
@@ -238,6 +259,7 @@ def _name_recall(gold_names: list[str], names: list[str]) -> float:
 
 # ---------------------------------------------------------------- task generation
 
+
 def generate_draft(level: int, rng: random.Random, first: str | None = None) -> Draft:
     """Sample a prompt at ``level`` (optionally forcing the first call's function) and read it back."""
     (lo, hi), n_calls, synonym, rich, top = _LADDER[level]
@@ -265,7 +287,9 @@ def _sample_call(name: str, rng: random.Random, synonym: bool, top: int) -> Call
     return Call(name, verb, args)
 
 
-def generate_task(level: int, rng: random.Random) -> tuple[str, str, dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+def generate_task(
+    level: int, rng: random.Random
+) -> tuple[str, str, dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """Sample one task at ``level``: (prompt, answer, expected, tools, features).
 
     >>> prompt, answer, expected, tools, features = generate_task(1, random.Random(3))
@@ -283,6 +307,7 @@ def min_level(function: str) -> int:
 
 # ---------------------------------------------------------------- the environment
 
+
 class BfclMini(LadderEnvironment):
     """Built-in mini BFCL: single-step function calling, checked with BFCL's AST rules."""
 
@@ -297,11 +322,30 @@ class BfclMini(LadderEnvironment):
         """BFCL AST check of ``response`` against the task's possible-answer gold."""
         return check_calls(task.expected, task.tools, response)
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept a generated pair only if the prompt parses and its answer matches the recomputed gold."""
-        return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
-                                   checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+        return self._validate_step(
+            prompt,
+            answer,
+            read_prompt,
+            PromptError,
+            MAX_PROMPT_CHARS,
+            MAX_ANSWER_CHARS,
+            checker=CHECKER,
+            task_id=task_id,
+            parent=parent,
+            epoch=epoch,
+            generator=generator,
+        )
 
     def repair_prompt(self, prompt: str, reason: str) -> str | None:
         """A signature listed twice: the list with each at its first listing."""

@@ -17,7 +17,14 @@ import json
 import re
 
 from genenv_engine.environments.bfcl.catalog import (
-    ANSWER_JOIN, CATALOG, MAX_CALLS, MAX_FUNCTIONS, QUERY_JOIN, Function, Param)
+    ANSWER_JOIN,
+    CATALOG,
+    MAX_CALLS,
+    MAX_FUNCTIONS,
+    QUERY_JOIN,
+    Function,
+    Param,
+)
 
 INT = r"/0|[1-9][0-9]{0,2}/"
 """An integer 0-999 as the reader takes it (no sign, no leading zero)."""
@@ -35,7 +42,7 @@ def _query(function: Function) -> str:
     """A call as the query phrases it: a verb, each required value after its cue, optional ones with theirs."""
     parts = ["(" + " | ".join(map(_lit, function.verbs)) + ")"]
     for p in function.params:
-        piece = f'{_lit(" " + p.cue + " " if p.cue else " ")} {_value(p)}'
+        piece = f"{_lit(' ' + p.cue + ' ' if p.cue else ' ')} {_value(p)}"
         parts.append(f"({piece})?" if p.optional else piece)
     return " ".join(parts)
 
@@ -45,7 +52,7 @@ def _answer(function: Function) -> str:
     assert not function.params[0].optional, "a signature starts with a required parameter"
     parts = [_lit(f"{function.name}(")]
     for i, p in enumerate(function.params):
-        piece = f'{_lit(("," if i else "") + p.name + "=")} {_value(p)}'
+        piece = f"{_lit((',' if i else '') + p.name + '=')} {_value(p)}"
         parts.append(f"({piece})?" if p.optional else piece)
     return " ".join(parts + [_lit(")")])
 
@@ -71,8 +78,10 @@ def build_rules() -> str:
     """The grammar's rules: ``prompt``, ``answer`` and the per-function rules they use."""
     names = list(CATALOG)
     lines = [
-        "prompt: " + " | ".join(f'"F: " HEAD_{n.upper()} query_{n} ({_lit(QUERY_JOIN)} query){{0,{MAX_CALLS - 1}}}'
-                                for n in names),
+        "prompt: "
+        + " | ".join(
+            f'"F: " HEAD_{n.upper()} query_{n} ({_lit(QUERY_JOIN)} query){{0,{MAX_CALLS - 1}}}' for n in names
+        ),
         f"answer: call ({_lit(ANSWER_JOIN)} call){{0,{MAX_CALLS - 1}}}",
         "query: " + " | ".join(f"query_{n}" for n in names),
         "call: " + " | ".join(f"call_{n}" for n in names),

@@ -81,8 +81,11 @@ class Rule:
 
     def tool(self) -> dict[str, Any]:
         """JSON-schema documentation of the function."""
-        return {"name": self.name, "description": self.text,
-                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}
+        return {
+            "name": self.name,
+            "description": self.text,
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+        }
 
 
 @dataclass(frozen=True)
@@ -142,9 +145,12 @@ class Draft:
 
     @property
     def expected(self) -> dict[str, Any]:
-        return {"start": self.start, "order": list(self.order),
-                "rules": {r.name: [r.op, r.c] for r in self.rules},
-                "calls": [{"name": c.name, "arg": c.arg, "result": c.result} for c in self.calls]}
+        return {
+            "start": self.start,
+            "order": list(self.order),
+            "rules": {r.name: [r.op, r.c] for r in self.rules},
+            "calls": [{"name": c.name, "arg": c.arg, "result": c.result} for c in self.calls],
+        }
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -160,13 +166,18 @@ class Draft:
         """The difficulty knobs: ``k`` (calls in the chain), ``functions`` listed, ``distractors`` (listed, never
         applied), ``hint`` (calls given worked out) and ``max_value`` (largest value of the chain)."""
         used = set(self.order)
-        return {"k": len(self.order), "functions": len(self.rules),
-                "distractors": sum(r.name not in used for r in self.rules), "hint": self.hint,
-                "max_value": max([self.start] + [c.result for c in self.calls])}
+        return {
+            "k": len(self.order),
+            "functions": len(self.rules),
+            "distractors": sum(r.name not in used for r in self.rules),
+            "hint": self.hint,
+            "max_value": max([self.start] + [c.result for c in self.calls]),
+        }
 
 
-def render_prompt(rules: list[Rule] | tuple[Rule, ...], start: int, order: list[str] | tuple[str, ...],
-                  hint: int = 0) -> str:
+def render_prompt(
+    rules: list[Rule] | tuple[Rule, ...], start: int, order: list[str] | tuple[str, ...], hint: int = 0
+) -> str:
     """The prompt of a chain (``hint``: how many leading calls to give worked out, 0 for none).
 
     The ``apply`` section comes first, so that its first name sits at a fixed place whatever the chain's length
@@ -195,17 +206,17 @@ def read_prompt(prompt: str) -> Draft:
     kinds = ["apply" if p.startswith("apply") else "start" if p.startswith("start ") else "defs" for p in parts]
     if len(parts) != 3 or sorted(kinds) != ["apply", "defs", "start"]:
         raise PromptError("bad_format: expected 'apply <names> | start <n> | <functions>[ | hint <calls>]'")
-    section = dict(zip(kinds, parts))
+    section = dict(zip(kinds, parts, strict=False))
     if section["apply"].strip() == "apply":
         raise PromptError(f"bad_k: 0 calls (allowed {MIN_K}-{MAX_K})")
     if not section["apply"].startswith("apply "):
         raise PromptError("bad_format: expected 'apply <names>'")
     rules = _read_rules(section["defs"])
-    start_text = section["start"][len("start "):]
+    start_text = section["start"][len("start ") :]
     if not _NUMBER.fullmatch(start_text):
         raise PromptError(f"bad_start: {start_text[:_CLIP]!r} (an integer 0-{MAX_VALUE})")
     start = int(start_text)
-    order = tuple(section["apply"][len("apply "):].split(" "))
+    order = tuple(section["apply"][len("apply ") :].split(" "))
     if not MIN_K <= len(order) <= MAX_K:
         raise PromptError(f"bad_k: {len(order)} calls (allowed {MIN_K}-{MAX_K})")
     for name in order:
@@ -228,8 +239,9 @@ def _read_rules(text: str) -> dict[str, Rule]:
             raise PromptError(f"bad_rule: {part[:_CLIP]!r} (allowed x+c, x-c, x*c, x%c)")
         op, c = rule.group(1), int(rule.group(2))
         if c not in CONSTANTS[op]:
-            raise PromptError(f"bad_constant: {part!r} (x{op}c needs c in {CONSTANTS[op].start}-"
-                              f"{CONSTANTS[op].stop - 1})")
+            raise PromptError(
+                f"bad_constant: {part!r} (x{op}c needs c in {CONSTANTS[op].start}-{CONSTANTS[op].stop - 1})"
+            )
         if name in rules:
             raise PromptError(f"duplicate_function: {name}")
         rules[name] = Rule(name, op, c)
@@ -242,11 +254,11 @@ def _read_hint(text: str, calls: tuple[Call, ...]) -> int:
     """The number of calls a ``hint <calls>`` section gives; they must be the chain's first ones, fewer than all."""
     if not text.startswith("hint "):
         raise PromptError("bad_format: the fourth section must be 'hint <calls>'")
-    pieces = text[len("hint "):].split(CALL_JOIN)
+    pieces = text[len("hint ") :].split(CALL_JOIN)
     if not all(_CALL.fullmatch(p) for p in pieces):
-        raise PromptError(f"bad_hint: {text[5:5 + _CLIP]!r} is not a list of name(arg)=result")
+        raise PromptError(f"bad_hint: {text[5 : 5 + _CLIP]!r} is not a list of name(arg)=result")
     if len(pieces) >= len(calls):
         raise PromptError(f"bad_hint: it gives {len(pieces)} of {len(calls)} calls (at most {len(calls) - 1})")
-    if pieces != [c.text for c in calls[:len(pieces)]]:
+    if pieces != [c.text for c in calls[: len(pieces)]]:
         raise PromptError("bad_hint: it is not the start of the chain")
     return len(pieces)

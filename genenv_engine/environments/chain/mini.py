@@ -7,7 +7,8 @@ every call with its argument and result, each argument being the previous result
     apply f g h | start 5 | f(x)=x+3 g(x)=x*2 h(x)=x-4   =>   f(5)=8; g(8)=16; h(16)=12
 
 After a call an answer may name, in brackets, the functions still to apply (``f(5)=8 [g h]``); a bracket that is
-written must be right. The answer is right only if the whole chain is: a target level earns no reward unless every step of it can
+written must be right. The answer is right only if the whole chain is: a target level earns no reward unless every step
+of it can
 be computed, which is the setting where a curriculum through the lower levels pays. Knobs beside ``k``
 (kept in the task's ``difficulty.features``): ``distractors`` (functions listed but never applied) and
 ``hint`` (the first ``j`` calls given worked out, as a fourth prompt section ``hint f(5)=8; ...``, which the
@@ -32,17 +33,37 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
 from genenv_engine.environments.chain.grammar import (
-    CALL_JOIN, LEVELS, MAX_FUNCTIONS, MAX_K, MIN_K, Call, Draft, PromptError, Rule, join_calls, read_prompt,
-    render_prompt, run_chain)
+    CALL_JOIN,
+    LEVELS,
+    MAX_FUNCTIONS,
+    MAX_K,
+    MIN_K,
+    Call,
+    Draft,
+    PromptError,
+    Rule,
+    join_calls,
+    read_prompt,
+    render_prompt,
+    run_chain,
+)
 from genenv_engine.environments.chain.task_grammar import RULES
-from genenv_engine.core.records import CheckResult, Task, Validation
 
 CHECKER = "chain_exact"
 """The checker name on every task: the whole chain, every name, argument and result, must match."""
-ERROR_TYPES = ("parse_error", "too_long", "wrong_call", "wrong_arg", "wrong_value", "wrong_rest", "missing_calls",
-               "extra_calls")
+ERROR_TYPES = (
+    "parse_error",
+    "too_long",
+    "wrong_call",
+    "wrong_arg",
+    "wrong_value",
+    "wrong_rest",
+    "missing_calls",
+    "extra_calls",
+)
 """``too_long``: the response is over :data:`MAX_RESPONSE_CHARS` (the same meaning as in
 :mod:`genenv_engine.core.limits`); the others name the first fault of a parsed chain, in chain order."""
 MAX_PROMPT_CHARS = 240
@@ -76,6 +97,7 @@ class _ParseError(ValueError):
 
 
 # ---------------------------------------------------------------- checker
+
 
 def parse_chain(text: str) -> list[Call]:
     """The calls of a response, whitespace-tolerant (one trailing ``;`` allowed); never evaluated. A call's
@@ -123,14 +145,14 @@ def check_chain(expected: dict[str, Any], response: str) -> CheckResult:
     calls = [call for call, _ in parsed]
     names = tuple(c.name for c in gold)
     prefix, error = 0, None
-    for i, (want, (got, rest)) in enumerate(zip(gold, parsed)):
+    for i, (want, (got, rest)) in enumerate(zip(gold, parsed, strict=False)):
         if got.name != want.name:
             error = "wrong_call"
         elif got.arg != want.arg:
             error = "wrong_arg"
         elif got.result != want.result:
             error = "wrong_value"
-        elif rest is not None and rest != names[i + 1:]:
+        elif rest is not None and rest != names[i + 1 :]:
             error = "wrong_rest"
         if error:
             break
@@ -145,13 +167,15 @@ def check_chain(expected: dict[str, Any], response: str) -> CheckResult:
 
 # ---------------------------------------------------------------- generation
 
+
 def _draw_rule(name: str, rng: random.Random) -> Rule:
     op = rng.choice(tuple(DRAW_CONSTANTS))
     return Rule(name, op, rng.choice(DRAW_CONSTANTS[op]))
 
 
 def draw_order(rules: list[Rule], start: int, k: int, rng: random.Random) -> list[str] | None:
-    """``k`` names of ``rules`` whose chain from ``start`` stays in 0..DRAW_MAX_VALUE, changes the value at every call (no
+    """``k`` names of ``rules`` whose chain from ``start`` stays in 0..DRAW_MAX_VALUE, changes the value at every call
+    (no
     ``x%7`` of a value under 7, no ``x*2`` of 0: each step needs computing, and a chain cannot collapse to a
     run of zeros) and applies every rule at least once, drawn step by step among the rules that fit; None if
     the draw runs into a dead end."""
@@ -185,8 +209,9 @@ _DRAW_SHAPES = tuple(Rule("", op, c) for op, cs in DRAW_CONSTANTS.items() for c 
 """Every rule shape the generator draws, unnamed (built once: `_fresh_chain` names the one it picks)."""
 
 
-def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint: int = 0,
-                   n_chain: int | None = None) -> Draft:
+def generate_draft(
+    level: int, rng: random.Random, *, distractors: int = 0, hint: int = 0, n_chain: int | None = None
+) -> Draft:
     """Sample a chain of ``k = level + hint`` calls, each of a function of its own (`_fresh_chain`; or over
     ``n_chain`` functions drawn with `draw_order`, names repeated), plus ``distractors`` unused functions, with
     the first ``hint`` calls given; read back through the grammar.
@@ -224,6 +249,7 @@ def generate_draft(level: int, rng: random.Random, *, distractors: int = 0, hint
 
 
 # ---------------------------------------------------------------- the environment
+
 
 class ChainEnv(LadderEnvironment):
     """Built-in chain benchmark: ``k`` chained integer calls, checked as a whole; the level is the calls left to
@@ -284,8 +310,9 @@ class ChainEnv(LadderEnvironment):
         self._prefixes: list[tuple[Task, str]] | None = None
         super().__init__(seed, sizes, data_dir)
 
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str], tries: int | None = None) -> list[Task]:
+    def _make_split(
+        self, split: str, n: int, levels: tuple[int, ...], rng: random.Random, seen: set[str], tries: int | None = None
+    ) -> list[Task]:
         self._hint_rate = self.HINT_RATE if split in self.HINTED_SPLITS else 0.0
         try:
             return super()._make_split(split, n, levels, rng, seen, tries)
@@ -306,8 +333,9 @@ class ChainEnv(LadderEnvironment):
             rng = random.Random(f"{self.name}-prefix-{self.seed}")
             tasks = self._make_split("prefix", self.PREFIX_PAIRS, self.PREFIX_LEVELS, rng, set(self._split_prompts()))
             cut = random.Random(f"{self.name}-prefix-cut-{self.seed}")
-            self._prefixes = [(t, CALL_JOIN.join(t.answer.split(CALL_JOIN)[:cut.choice((1, 2))]) + CALL_JOIN)
-                              for t in tasks]
+            self._prefixes = [
+                (t, CALL_JOIN.join(t.answer.split(CALL_JOIN)[: cut.choice((1, 2))]) + CALL_JOIN) for t in tasks
+            ]
         return list(self._prefixes)
 
     def unseen_tasks(self, n: int, levels: tuple[int, ...] = ()) -> list[Task]:
@@ -323,19 +351,39 @@ class ChainEnv(LadderEnvironment):
             raise ValueError(f"chain's knobs are {sorted(self.KNOBS)}; got {sorted(unknown)}")
         distractors = knobs["distractors"] if "distractors" in knobs else rng.choice(self.DISTRACTORS)
         hint = rng.randint(1, MAX_K - level) if level < MAX_K and rng.random() < self._hint_rate else 0
-        return step_draft(generate_draft(level, rng, distractors=distractors, hint=hint),
-                          benchmark=self.name, checker=CHECKER)
+        return step_draft(
+            generate_draft(level, rng, distractors=distractors, hint=hint), benchmark=self.name, checker=CHECKER
+        )
 
     def check(self, task: Task, response: str) -> CheckResult:
         """The whole chain must match: every call's name, argument and result, none missing or extra."""
         return check_chain(task.expected, response)
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept a generated pair only if the prompt is in the grammar and its answer is the chain recomputed
         from the prompt's rules (``answer_mismatch: <error type>`` otherwise, as BFCL-mini does)."""
-        return self._validate_step(prompt, answer, read_prompt, PromptError, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS,
-                                   checker=CHECKER, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+        return self._validate_step(
+            prompt,
+            answer,
+            read_prompt,
+            PromptError,
+            MAX_PROMPT_CHARS,
+            MAX_ANSWER_CHARS,
+            checker=CHECKER,
+            task_id=task_id,
+            parent=parent,
+            epoch=epoch,
+            generator=generator,
+        )
 
     def task_grammar(self) -> str:
         """The Lark rules of a task as the simulator writes it (see :mod:`.task_grammar`)."""
@@ -350,12 +398,14 @@ class ChainEnv(LadderEnvironment):
         be made (no call keeps the chain in range, no other start fits) the others are tried, same level first.
         """
         draft = read_prompt(source.prompt)
-        k = len(draft.order)
+        drafted = len(draft.order)
         want = min(MAX_K, self._sibling_level(source, rng, MIN_K, MAX_K) + draft.hint)  # the level's chain length
-        for k in dict.fromkeys((want, k, k - 1, k + 1)):
+        for k in dict.fromkeys((want, drafted, drafted - 1, drafted + 1)):
             for start, order in self._variants(draft, k, rng):
                 prompt = render_prompt(draft.rules, start, order, min(draft.hint, k - 1))
-                sibling = self._as_sibling(source, prompt, join_calls(run_chain(_by_name(draft), start, order)), task_id)
+                sibling = self._as_sibling(
+                    source, prompt, join_calls(run_chain(_by_name(draft), start, order)), task_id
+                )
                 if sibling is not None:
                     return sibling
         raise AssertionError(f"no sibling of {source.prompt!r}")  # unreachable: k=1 always has another start

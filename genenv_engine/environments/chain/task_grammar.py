@@ -18,7 +18,14 @@ import json
 import re
 
 from genenv_engine.environments.chain.grammar import (
-    CALL_JOIN, CONSTANTS, MAX_FUNCTIONS, MAX_K, MAX_VALUE, NAMES, SECTION_JOIN)
+    CALL_JOIN,
+    CONSTANTS,
+    MAX_FUNCTIONS,
+    MAX_K,
+    MAX_VALUE,
+    NAMES,
+    SECTION_JOIN,
+)
 
 VALUES = range(MAX_VALUE + 1)
 NUM = "/0|[1-9][0-9]?/"
@@ -51,13 +58,18 @@ def build_rules() -> str:
     """The grammar's rules: ``prompt``, ``answer`` and the sections they use."""
     sep = json.dumps(SECTION_JOIN)
     lines = [
-        "prompt: " + " | ".join(f'"apply " NAME (" " NAME){{{n - 1}}} " | start " s{n}' if n > 1
-                                else '"apply " NAME " | start " s1' for n in range(1, MAX_K + 1)),
+        "prompt: "
+        + " | ".join(
+            f'"apply " NAME (" " NAME){{{n - 1}}} " | start " s{n}' if n > 1 else '"apply " NAME " | start " s1'
+            for n in range(1, MAX_K + 1)
+        ),
         f"answer: {_calls('NUM', MAX_K)}",
     ]
     for n in range(1, MAX_K + 1):  # s<n>: the start value, definitions and a hint of fewer than n calls from it
         hints = [f' ({sep} "hint " {_calls(json.dumps(str(a)), n - 1)})?' if n > 1 else "" for a in VALUES]
-        lines.append(f"s{n}: " + " | ".join(f'"{a}{SECTION_JOIN}" defs{hint}' for a, hint in zip(VALUES, hints)))
+        lines.append(
+            f"s{n}: " + " | ".join(f'"{a}{SECTION_JOIN}" defs{hint}' for a, hint in zip(VALUES, hints, strict=False))
+        )
     lines += [
         f'defs: def (" " def){{0,{MAX_FUNCTIONS - 1}}}',
         'def: NAME "(x)=x" SHAPE',

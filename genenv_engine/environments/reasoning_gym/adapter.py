@@ -35,7 +35,15 @@ from genenv_engine.environments.reasoning_gym.calls import MAX_LEVELS, CallFaile
 from genenv_engine.environments.reasoning_gym.eligibility import Eligibility
 from genenv_engine.environments.reasoning_gym.entry_cache import EntryCache
 from genenv_engine.environments.reasoning_gym.spec import (
-    SEED_LIMIT, Attribute, SpecError, config_of, grammar_rules, read_spec, spec_level, spec_text)
+    SEED_LIMIT,
+    Attribute,
+    SpecError,
+    config_of,
+    grammar_rules,
+    read_spec,
+    spec_level,
+    spec_text,
+)
 
 DISTRIBUTION = "reasoning-gym"
 """The distribution whose version a session records for its ``rg:`` benchmarks."""
@@ -63,7 +71,7 @@ def version_number(version: str) -> int:
     """
     parts = [int(re.match(r"\d*", part)[0] or 0) for part in version.split(".")[:3]]
     parts += [0] * (3 - len(parts))
-    return parts[0] * 10 ** 6 + parts[1] * 10 ** 3 + parts[2]
+    return parts[0] * 10**6 + parts[1] * 10**3 + parts[2]
 
 
 def rg_version() -> str:
@@ -71,8 +79,9 @@ def rg_version() -> str:
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
-        raise ConfigError("benchmarks", "rg: benchmarks need the reasoning-gym package: pip install "
-                                        "'genenv-console[environments]'") from None
+        raise ConfigError(
+            "benchmarks", "rg: benchmarks need the reasoning-gym package: pip install 'genenv-console[environments]'"
+        ) from None
 
 
 def rg_environment_origin() -> tuple[str, str]:
@@ -93,11 +102,15 @@ def eligibility(dataset: str) -> Eligibility:
     from genenv_engine.environments.sandbox import unavailable_reason
 
     if dataset not in DATASETS:
-        raise ConfigError("benchmarks", f"rg:{dataset}: unknown reasoning-gym dataset (reasoning-gym {version} "
-                                        f"has {len(DATASETS)}: {', '.join(sorted(DATASETS)[:6])}, ...)")
+        raise ConfigError(
+            "benchmarks",
+            f"rg:{dataset}: unknown reasoning-gym dataset (reasoning-gym {version} "
+            f"has {len(DATASETS)}: {', '.join(sorted(DATASETS)[:6])}, ...)",
+        )
     if not has_curriculum(dataset):
-        raise ConfigError("benchmarks", f"rg:{dataset}: the reasoning-gym dataset has no curriculum, so it has no "
-                                        "difficulty levels")
+        raise ConfigError(
+            "benchmarks", f"rg:{dataset}: the reasoning-gym dataset has no curriculum, so it has no difficulty levels"
+        )
     return check_eligibility(dataset, tuple(scan_scorer(dataset_class(dataset))), unavailable_reason())
 
 
@@ -120,13 +133,24 @@ def rg_environment(dataset: str) -> type[RgEnvironment]:
     attributes = read_curriculum(dataset)
     levels = tuple(range(1, len(attributes[0].levels) + 1))
     title = "".join(part.title() for part in dataset.split("_"))
-    return type(f"Rg{title}", (RgEnvironment,), {
-        "__module__": __name__, "name": f"rg_{dataset}", "dataset": dataset, "rg_version": version,
-        "data_version": version_number(version), "ATTRIBUTES": attributes, "LEVELS": levels,
-        "SPLIT_PLAN": tuple((split, levels) for split in ("heldout", "train", "seed")),
-        "scoring": verdict.scoring, "contained": verdict.contained,
-        "max_response": reply_bound(verdict.longest_gold),
-        "source": f"reasoning-gym {version} dataset {dataset}"})
+    return type(
+        f"Rg{title}",
+        (RgEnvironment,),
+        {
+            "__module__": __name__,
+            "name": f"rg_{dataset}",
+            "dataset": dataset,
+            "rg_version": version,
+            "data_version": version_number(version),
+            "ATTRIBUTES": attributes,
+            "LEVELS": levels,
+            "SPLIT_PLAN": tuple((split, levels) for split in ("heldout", "train", "seed")),
+            "scoring": verdict.scoring,
+            "contained": verdict.contained,
+            "max_response": reply_bound(verdict.longest_gold),
+            "source": f"reasoning-gym {version} dataset {dataset}",
+        },
+    )
 
 
 def _rebuild(dataset: str, seed: int, sizes: SplitSizes, data_dir: str | None) -> RgEnvironment:
@@ -155,8 +179,7 @@ class RgEnvironment(LadderEnvironment):
 
     def __init__(self, seed: int = 0, sizes: SplitSizes | None = None, data_dir: str | None = None) -> None:
         if data_dir is not None:
-            raise ConfigError(f"data_dirs.{self.name}", "reasoning-gym tasks are generated; they have no upstream "
-                                                        "data")
+            raise ConfigError(f"data_dirs.{self.name}", "reasoning-gym tasks are generated; they have no upstream data")
         super().__init__(seed, sizes, data_dir)
         self._entries: dict[str, tuple[str, str]] = {}
         self.calls = RgCalls(self.dataset, self.contained)
@@ -199,12 +222,20 @@ class RgEnvironment(LadderEnvironment):
     def _draft_spec(self, settings: tuple[Any, ...], seed: int, level: int) -> tuple[str, Callable[..., Task]]:
         spec = spec_text(self.ATTRIBUTES, settings, seed)
         question, gold = self._entry(spec)
-        features = {a.name: a.text(s).partition("=")[2] for a, s in zip(self.ATTRIBUTES, settings)}
+        features = {a.name: a.text(s).partition("=")[2] for a, s in zip(self.ATTRIBUTES, settings, strict=False)}
 
         def build(task_id: str, **fields: Any) -> Task:
-            return Task(id=task_id, benchmark=self.name, prompt=question, answer=gold,
-                        expected={"spec": spec}, difficulty={"level": level, "features": features},
-                        checker=CHECKER, granularity=self.granularity, **fields)
+            return Task(
+                id=task_id,
+                benchmark=self.name,
+                prompt=question,
+                answer=gold,
+                expected={"spec": spec},
+                difficulty={"level": level, "features": features},
+                checker=CHECKER,
+                granularity=self.granularity,
+                **fields,
+            )
 
         return question, build
 
@@ -223,11 +254,15 @@ class RgEnvironment(LadderEnvironment):
                 return self._draft_spec(settings, rng.randrange(SEED_LIMIT), level)
             except CallFailed as failed:  # the dataset's own generator, in the worker
                 failure = failed.reason
-        raise ConfigError("benchmarks", f"rg:{self.dataset}: its generator failed on {DRAFT_TRIES} seeds in a row "
-                                        f"at level {level} (the last: {failure})")
+        raise ConfigError(
+            "benchmarks",
+            f"rg:{self.dataset}: its generator failed on {DRAFT_TRIES} seeds in a row "
+            f"at level {level} (the last: {failure})",
+        )
 
-    def _make_split(self, split: str, n: int, levels: tuple[int, ...], rng: random.Random,
-                    seen: set[str], tries: int | None = None) -> list[Task]:
+    def _make_split(
+        self, split: str, n: int, levels: tuple[int, ...], rng: random.Random, seen: set[str], tries: int | None = None
+    ) -> list[Task]:
         """As :meth:`LadderEnvironment._make_split`, always with a bound on the draws per task: a low level may
         have fewer distinct questions than its share of a split (``chain_sum``'s level 1 has 200), and then
         gives fewer tasks rather than drawing forever."""
@@ -260,8 +295,16 @@ class RgEnvironment(LadderEnvironment):
         """The task's specification (``<attributes> => seed <n>``): the simulator never sees question or gold."""
         return str(task.expected["spec"])
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Admit a specification (``prompt``: the attributes, ``answer``: ``seed <n>``) within the curriculum's
         ranges with the question and gold the dataset's generator materializes from it; refuse any other with
         its reason (``bad_spec``, ``out_of_range``, ``bad_seed``, ``bad_config``, ``gold_fails``)."""

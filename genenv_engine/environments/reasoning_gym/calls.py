@@ -170,8 +170,7 @@ class RgCalls:
         except SandboxTimeout:
             raise CallFailed(f"timeout: no result within {self.seconds:g} s", "score_timeout") from None
         except SandboxError as err:
-            raise CallFailed(" ".join(str(err).split())[:200], getattr(err, "genenv_reason", "score_error")
-                             ) from None
+            raise CallFailed(" ".join(str(err).split())[:200], getattr(err, "genenv_reason", "score_error")) from None
 
     def entry(self, config: dict[str, Any], seed: int) -> tuple[str, str]:
         """The question and gold of the entry ``(config, seed)``."""

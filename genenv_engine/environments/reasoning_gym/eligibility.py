@@ -87,13 +87,15 @@ def probe(dataset: str, contained: bool) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - the dataset's own generator, reported in one line
                 return {"error": f"its generator fails at level {level} ({type(exc).__name__}: {_line(exc)})"}
             if points != 1.0:
-                return {"error": f"its gold answer does not score 1.0 with its own score_answer (level {level}, "
-                                 f"seed {seed}: {points})"}
+                return {
+                    "error": f"its gold answer does not score 1.0 with its own score_answer (level {level}, "
+                    f"seed {seed}: {points})"
+                }
             digest.update(json.dumps([entry["question"], gold]).encode())
             made.append((data, entry, gold))
     other = constant = asked_other = asked_constant = 0
     for i, (data, entry, gold) in enumerate(made):
-        wrong = next((g for _, _, g in made[i + 1:] + made[:i] if g != gold), None)
+        wrong = next((g for _, _, g in made[i + 1 :] + made[:i] if g != gold), None)
         for reply, is_other in ((wrong, True), (None if gold == CONSTANT_REPLY else CONSTANT_REPLY, False)):
             if reply is None:
                 continue
@@ -107,9 +109,13 @@ def probe(dataset: str, contained: bool) -> dict[str, Any]:
             else:
                 asked_constant += 1
                 constant += accepted
-    return {"digest": digest.hexdigest(), "entries": len(made), "longest_gold": max(len(g) for _, _, g in made),
-            "other": [other, asked_other],
-            "constant": [constant, asked_constant]}
+    return {
+        "digest": digest.hexdigest(),
+        "entries": len(made),
+        "longest_gold": max(len(g) for _, _, g in made),
+        "other": [other, asked_other],
+        "constant": [constant, asked_constant],
+    }
 
 
 def _line(exc: BaseException | str) -> str:
@@ -129,10 +135,18 @@ def _start(dataset: str, contained: bool, hash_seed: str) -> subprocess.Popen[st
     env = dict(os.environ, PYTHONHASHSEED=hash_seed, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    code = ("import json, sys\nfrom genenv_engine.environments.reasoning_gym.eligibility import probe, RESULT_TAG\n"
-            "print('\\n' + RESULT_TAG + json.dumps(probe(sys.argv[1], sys.argv[2] == '1')), flush=True)")
-    return subprocess.Popen([sys.executable, "-c", code, dataset, "1" if contained else "0"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    code = (
+        "import json, sys\nfrom genenv_engine.environments.reasoning_gym.eligibility import probe, RESULT_TAG\n"
+        "print('\\n' + RESULT_TAG + json.dumps(probe(sys.argv[1], sys.argv[2] == '1')), flush=True)"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code, dataset, "1" if contained else "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def _results(dataset: str, contained: bool, seconds: float) -> list[dict[str, Any]]:
@@ -150,13 +164,15 @@ def _results(dataset: str, contained: bool, seconds: float) -> list[dict[str, An
                 out, _ = child.communicate()
                 where = re.findall(r"^level \d+ seed \d+$", out or "", flags=re.MULTILINE)
                 at = f" (it was generating {where[-1]})" if where else ""
-                raise ConfigError("benchmarks", f"rg:{dataset}: the eligibility probe did not finish within "
-                                                f"{seconds:g} s{at}") from None
-            found = [line[len(RESULT_TAG):] for line in out.splitlines() if line.startswith(RESULT_TAG)]
+                raise ConfigError(
+                    "benchmarks", f"rg:{dataset}: the eligibility probe did not finish within {seconds:g} s{at}"
+                ) from None
+            found = [line[len(RESULT_TAG) :] for line in out.splitlines() if line.startswith(RESULT_TAG)]
             if child.returncode != 0 or not found:
                 tail = (err.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
-                raise ConfigError("benchmarks", f"rg:{dataset}: the eligibility probe failed in a child process "
-                                                f"({_line(tail)})")
+                raise ConfigError(
+                    "benchmarks", f"rg:{dataset}: the eligibility probe failed in a child process ({_line(tail)})"
+                )
             outputs.append(json.loads(found[-1]))
     finally:
         for c in children:
@@ -166,30 +182,51 @@ def _results(dataset: str, contained: bool, seconds: float) -> list[dict[str, An
     return outputs
 
 
-def check_eligibility(dataset: str, findings: tuple[str, ...], sandbox_missing: str | None,
-                      seconds: float = PROBE_SECONDS) -> Eligibility:
+def check_eligibility(
+    dataset: str, findings: tuple[str, ...], sandbox_missing: str | None, seconds: float = PROBE_SECONDS
+) -> Eligibility:
     """The verdict on ``dataset`` given its scorer's scan ``findings`` and why the sandbox is missing here (None
     when it works); a one-line `ConfigError` naming the first condition that refuses it."""
     if findings and sandbox_missing:
-        raise ConfigError("benchmarks", f"rg:{dataset}: its score_answer runs the reply as code ({findings[0]}) "
-                                        f"and the sandbox cannot contain it here ({sandbox_missing})")
+        raise ConfigError(
+            "benchmarks",
+            f"rg:{dataset}: its score_answer runs the reply as code ({findings[0]}) "
+            f"and the sandbox cannot contain it here ({sandbox_missing})",
+        )
     started = time.monotonic()
     first, second = _results(dataset, sandbox_missing is None, seconds)
     for result in (first, second):
         if "error" in result:
             raise ConfigError("benchmarks", f"rg:{dataset}: {result['error']}")
     if first["digest"] != second["digest"]:
-        raise ConfigError("benchmarks", f"rg:{dataset}: not deterministic: its entries differ in a process with "
-                                        "another PYTHONHASHSEED")
+        raise ConfigError(
+            "benchmarks",
+            f"rg:{dataset}: not deterministic: its entries differ in a process with another PYTHONHASHSEED",
+        )
     other, constant = _share(first["other"]), _share(first["constant"])
     if constant > MAX_WRONG_SHARE:
-        raise ConfigError("benchmarks", f"rg:{dataset}: its score_answer accepts the constant reply "
-                                        f"{CONSTANT_REPLY!r} on {first['constant'][0]} of {first['constant'][1]} "
-                                        "probed entries")
+        raise ConfigError(
+            "benchmarks",
+            f"rg:{dataset}: its score_answer accepts the constant reply "
+            f"{CONSTANT_REPLY!r} on {first['constant'][0]} of {first['constant'][1]} "
+            "probed entries",
+        )
     if other > MAX_WRONG_SHARE and dataset not in WRONG_SHARE_EXCEPTIONS:
-        raise ConfigError("benchmarks", f"rg:{dataset}: its score_answer accepts another entry's different gold on "
-                                        f"{first['other'][0]} of {first['other'][1]} probed entries")
+        raise ConfigError(
+            "benchmarks",
+            f"rg:{dataset}: its score_answer accepts another entry's different gold on "
+            f"{first['other'][0]} of {first['other'][1]} probed entries",
+        )
     notes = (WRONG_SHARE_EXCEPTIONS[dataset],) if other > MAX_WRONG_SHARE else ()
-    return Eligibility(dataset, "sandboxed" if findings else "direct", tuple(findings), other, constant,
-                       sandbox_missing is None, int(first["entries"]), int(first["longest_gold"]),
-                       round(time.monotonic() - started, 2), notes)
+    return Eligibility(
+        dataset,
+        "sandboxed" if findings else "direct",
+        tuple(findings),
+        other,
+        constant,
+        sandbox_missing is None,
+        int(first["entries"]),
+        int(first["longest_gold"]),
+        round(time.monotonic() - started, 2),
+        notes,
+    )

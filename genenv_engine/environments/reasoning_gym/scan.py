@@ -23,17 +23,51 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-RUNS_TEXT = frozenset({
-    "eval", "exec", "compile", "__import__", "parse_expr", "sympify", "parse_latex", "parse_mathematica",
-    "literal_eval_unsafe", "execfile", "run_path", "run_module", "import_module", "system", "popen", "Popen",
-    "loads", "load_module", "exec_module",
-})
+RUNS_TEXT = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "parse_expr",
+        "sympify",
+        "parse_latex",
+        "parse_mathematica",
+        "literal_eval_unsafe",
+        "execfile",
+        "run_path",
+        "run_module",
+        "import_module",
+        "system",
+        "popen",
+        "Popen",
+        "loads",
+        "load_module",
+        "exec_module",
+    }
+)
 """Call names that run or load text as code (a bare builtin, or the attribute of an object the scan cannot
 resolve; ``compile`` only as the builtin, so ``re.compile`` is not one)."""
 ATTRIBUTE_EXEMPT = frozenset({"compile"})
 """Names in `RUNS_TEXT` that are flagged only as bare builtins, never as an unresolved attribute."""
-RUNS_TEXT_MODULES = ("sympy", "subprocess", "pickle", "marshal", "shelve", "dill", "cloudpickle", "importlib",
-                     "runpy", "code", "codeop", "ctypes", "multiprocessing", "os", "shutil", "socket")
+RUNS_TEXT_MODULES = (
+    "sympy",
+    "subprocess",
+    "pickle",
+    "marshal",
+    "shelve",
+    "dill",
+    "cloudpickle",
+    "importlib",
+    "runpy",
+    "code",
+    "codeop",
+    "ctypes",
+    "multiprocessing",
+    "os",
+    "shutil",
+    "socket",
+)
 """Modules whose functions, when a scorer calls them, count as a finding."""
 MAX_DEPTH = 6
 """How many calls deep the scan follows a scorer's helpers."""
@@ -59,8 +93,9 @@ def _stdlib(module: str) -> bool:
 def _follows(obj: Any) -> bool:
     """A function whose source the scan reads: pure Python, outside the standard library and the flagged modules."""
     module = _module_of(obj)
-    return (inspect.isfunction(obj) and not _stdlib(module) and not _in(module, RUNS_TEXT_MODULES)
-            and module != "builtins")
+    return (
+        inspect.isfunction(obj) and not _stdlib(module) and not _in(module, RUNS_TEXT_MODULES) and module != "builtins"
+    )
 
 
 def _callee(node: ast.expr, scope: dict[str, Any], owner: type | None) -> tuple[Any, str]:
@@ -90,8 +125,11 @@ def _targets(obj: Any) -> list[Any]:
     if isinstance(obj, (staticmethod, classmethod)):
         obj = obj.__func__
     if inspect.isclass(obj):
-        return [f for f in (vars(c).get(n) for c in obj.__mro__ for n in ("__init__", "__call__")) if f is not None
-                and inspect.isfunction(f)]
+        return [
+            f
+            for f in (vars(c).get(n) for c in obj.__mro__ for n in ("__init__", "__call__"))
+            if f is not None and inspect.isfunction(f)
+        ]
     return [obj] if inspect.isfunction(obj) else []
 
 
@@ -134,8 +172,11 @@ def scan_function(function: Callable[..., Any], owner: type | None = None, depth
                 findings.append(f"{module.split('.')[0]}.{name}{where}")
             elif target is not None and module == "builtins" and name in RUNS_TEXT:
                 findings.append(f"{name}{where}")
-            elif target is None and name in RUNS_TEXT and (isinstance(node.func, ast.Name)
-                                                            or name not in ATTRIBUTE_EXEMPT):
+            elif (
+                target is None
+                and name in RUNS_TEXT
+                and (isinstance(node.func, ast.Name) or name not in ATTRIBUTE_EXEMPT)
+            ):
                 findings.append(f"{name}{where}")
             elif target is not None and level < depth:
                 todo.extend((t, level + 1) for t in _targets(target) if _follows(t))

@@ -11,7 +11,8 @@ Provides :class:`Attribute` (one attribute: its configuration fields, its settin
 values a specification may give it), :func:`render_value`, :func:`spec_text`, :func:`read_spec` (a strict reader
 that says why a specification is refused), :func:`spec_level` (the lowest genenv level whose configuration covers
 a specification), :func:`config_of`, :func:`settings_of` and :func:`grammar_rules` (the Lark rules of a
-specification, llguidance's dialect). Nothing here imports reasoning-gym: the adapter reads the curriculum into `Attribute` records.
+specification, llguidance's dialect). Nothing here imports reasoning-gym: the adapter reads the curriculum into
+`Attribute` records.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ SEED_LIMIT = 1_000_000
 """A specification's seed is an integer in ``[0, SEED_LIMIT)``."""
 SEED_PATTERN = "0|[1-9][0-9]{0,5}"
 """A seed as the reader takes it (no leading zero, fewer than seven digits)."""
-assert SEED_LIMIT == 10 ** 6, "SEED_PATTERN spells out the seed's digits"
+assert SEED_LIMIT == 10**6, "SEED_PATTERN spells out the seed's digits"
 RANGE_JOIN = ".."
 """Between a range attribute's lower and upper value."""
 
@@ -81,8 +82,9 @@ class Attribute:
             return by_text[parts[0]]
         lo, hi = (by_text[p] for p in parts)
         if lo > hi or (self.ensure_interval and lo == hi):
-            raise SpecError(f"out_of_range: {self.name}={text} (lower {'below' if self.ensure_interval else 'at most'}"
-                            " upper)")
+            raise SpecError(
+                f"out_of_range: {self.name}={text} (lower {'below' if self.ensure_interval else 'at most'} upper)"
+            )
         return (lo, hi)
 
     def level_of(self, setting: Any) -> int | None:
@@ -100,7 +102,7 @@ def spec_text(attributes: Sequence[Attribute], settings: Sequence[Any], seed: in
     >>> spec_text([terms], [(2, 3)], 41)
     'num_terms=2..3 => seed 41'
     """
-    return " ".join(a.text(s) for a, s in zip(attributes, settings)) + f" => seed {seed}"
+    return " ".join(a.text(s) for a, s in zip(attributes, settings, strict=False)) + f" => seed {seed}"
 
 
 def read_spec(attributes: Sequence[Attribute], prompt: str, answer: str) -> tuple[tuple[Any, ...], int]:
@@ -122,10 +124,11 @@ def read_spec(attributes: Sequence[Attribute], prompt: str, answer: str) -> tupl
     """
     parts = prompt.split(" ")
     if len(parts) != len(attributes):
-        raise SpecError(f"bad_spec: {len(attributes)} attributes ({', '.join(a.name for a in attributes)}), "
-                        f"got {len(parts)} parts")
+        raise SpecError(
+            f"bad_spec: {len(attributes)} attributes ({', '.join(a.name for a in attributes)}), got {len(parts)} parts"
+        )
     settings = []
-    for i, (attribute, part) in enumerate(zip(attributes, parts)):
+    for i, (attribute, part) in enumerate(zip(attributes, parts, strict=False)):
         name, eq, value = part.partition("=")
         if name != attribute.name or not eq:
             place = "first" if i == 0 else f"after {attributes[i - 1].name}"
@@ -145,8 +148,8 @@ def spec_level(attributes: Sequence[Attribute], settings: Sequence[Any]) -> int:
     >>> spec_level([terms, people], [(3, 3), 2]), spec_level([terms, people], [(2, 4), 3])
     (2, 3)
     """
-    levels = [a.level_of(s) for a, s in zip(attributes, settings)]
-    missing = [a.text(s) for a, s, level in zip(attributes, settings, levels) if level is None]
+    levels = [a.level_of(s) for a, s in zip(attributes, settings, strict=False)]
+    missing = [a.text(s) for a, s, level in zip(attributes, settings, levels, strict=False) if level is None]
     if missing:
         raise SpecError(f"out_of_range: {' '.join(missing)} is no level's setting")
     return max([1, *levels])  # type: ignore[list-item]
@@ -161,8 +164,8 @@ def config_of(attributes: Sequence[Attribute], settings: Sequence[Any]) -> dict[
     {'min_terms': 2, 'max_terms': 5, 'n_people': 3}
     """
     config: dict[str, Any] = {}
-    for attribute, setting in zip(attributes, settings):
-        config.update(zip(attribute.fields, setting if attribute.is_range else (setting,)))
+    for attribute, setting in zip(attributes, settings, strict=False):
+        config.update(zip(attribute.fields, setting if attribute.is_range else (setting,), strict=False))
     return config
 
 
@@ -177,7 +180,7 @@ def settings_of(attribute: Attribute) -> list[Any]:
     if not attribute.is_range:
         return list(attribute.values)
     values = attribute.values
-    return [(lo, hi) for i, lo in enumerate(values) for hi in values[i + attribute.ensure_interval:]]
+    return [(lo, hi) for i, lo in enumerate(values) for hi in values[i + attribute.ensure_interval :]]
 
 
 def grammar_rules(attributes: Sequence[Attribute]) -> str:

@@ -39,19 +39,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv_engine.environments.travelplanner.db import ROOM_WANTS, TRANSPORT_BANS, Query, Sandbox, sandbox
-from genenv_engine.environments.travelplanner.formats import (
-    DayPlan, PlanError, parse_plan, query_from_upstream)
 from genenv_engine.core.records import CheckResult
+from genenv_engine.environments.travelplanner.db import ROOM_WANTS, TRANSPORT_BANS, Query, Sandbox, sandbox
+from genenv_engine.environments.travelplanner.formats import DayPlan, PlanError, parse_plan, query_from_upstream
 
-COMMONSENSE = ("within_sandbox", "complete_information", "within_current_city", "reasonable_city_route",
-               "diverse_restaurants", "diverse_attractions", "non_conflicting_transportation", "minimum_nights")
+COMMONSENSE = (
+    "within_sandbox",
+    "complete_information",
+    "within_current_city",
+    "reasonable_city_route",
+    "diverse_restaurants",
+    "diverse_attractions",
+    "non_conflicting_transportation",
+    "minimum_nights",
+)
 HARD = ("budget", "room_rule", "room_type", "cuisine", "transportation")
 _NEEDS_DB = {"within_sandbox", "minimum_nights", "budget", "room_rule", "room_type", "cuisine"}
 """Checks that need the sandbox database (skipped for official queries)."""
 
 
 # ---------------------------------------------------------------- the checks
+
 
 def commonsense(query: Query, days: list[DayPlan], db: Sandbox | None) -> dict[str, bool | None]:
     """The 8 commonsense checks (None = needs the database, which is absent)."""
@@ -60,11 +68,15 @@ def commonsense(query: Query, days: list[DayPlan], db: Sandbox | None) -> dict[s
     items = meals + sights + [d.stay for d in days if d.stay is not None]
     modes = {leg.mode for d in days for leg in d.legs}
     return {
-        "within_sandbox": None if db is None else all(e.known for e in items)
-        and all(leg.known for d in days for leg in d.legs),
+        "within_sandbox": None
+        if db is None
+        else all(e.known for e in items) and all(leg.known for d in days for leg in d.legs),
         "complete_information": _complete(query, days),
-        "within_current_city": all(all(e.city in d.path for e in (*d.meals, *d.sights) if e is not None)
-                                   and (d.stay is None or d.stay.city == d.path[-1]) for d in days),
+        "within_current_city": all(
+            all(e.city in d.path for e in (*d.meals, *d.sights) if e is not None)
+            and (d.stay is None or d.stay.city == d.path[-1])
+            for d in days
+        ),
         "reasonable_city_route": _route(query, days, db),
         "diverse_restaurants": len({m.key for m in meals}) == len(meals),
         "diverse_attractions": len({s.key for s in sights}) == len(sights),
@@ -87,7 +99,7 @@ def _complete(query: Query, days: list[DayPlan]) -> bool:
 def _route(query: Query, days: list[DayPlan], db: Sandbox | None) -> bool:
     here, seq = query.org, [query.org]
     for d in days:
-        hops = list(zip(d.path, d.path[1:]))
+        hops = list(zip(d.path, d.path[1:], strict=False))
         if d.path[0] != here or (d.legs and [(leg.org, leg.dest) for leg in d.legs] != hops):
             return False
         seq += d.path[1:]
@@ -114,8 +126,13 @@ def _min_nights(days: list[DayPlan], db: Sandbox) -> bool:
 def hard(query: Query, days: list[DayPlan], db: Sandbox | None, gate: bool) -> dict[str, bool | None]:
     """The applicable hard checks; all fail when ``gate`` (sandbox and completeness) fails."""
     stays = [db.stays[d.stay.key] for d in days if d.stay is not None and db is not None and d.stay.key in db.stays]
-    applicable = {"budget": True, "room_rule": query.house_rule is not None, "room_type": query.room_type is not None,
-                  "cuisine": bool(query.cuisines), "transportation": query.transport is not None}
+    applicable = {
+        "budget": True,
+        "room_rule": query.house_rule is not None,
+        "room_type": query.room_type is not None,
+        "cuisine": bool(query.cuisines),
+        "transportation": query.transport is not None,
+    }
     out: dict[str, bool | None] = {}
     for name in HARD:
         if not applicable[name]:
@@ -131,8 +148,13 @@ def hard(query: Query, days: list[DayPlan], db: Sandbox | None, gate: bool) -> d
         elif name == "room_type":
             out[name] = all(s.room_type in ROOM_WANTS[query.room_type or ""] for s in stays)
         elif name == "cuisine":
-            served = {c for d in days for m in d.meals if m is not None and db is not None and m.key in db.restaurants
-                      and m.city != query.org for c in db.restaurants[m.key].cuisines}
+            served = {
+                c
+                for d in days
+                for m in d.meals
+                if m is not None and db is not None and m.key in db.restaurants and m.city != query.org
+                for c in db.restaurants[m.key].cuisines
+            }
             out[name] = set(query.cuisines) <= served
         else:
             out[name] = TRANSPORT_BANS[query.transport or ""] not in {leg.mode for d in days for leg in d.legs}
@@ -146,6 +168,7 @@ def _plan_cost(query: Query, days: list[DayPlan], db: Sandbox) -> int:
 
 
 # ---------------------------------------------------------------- scoring
+
 
 def score_plan(query: Query | dict[str, Any], plan: Any, db: Sandbox | None = None) -> CheckResult:
     """Episode-level score of a whole plan: success = final pass; score = the four-rate mean.
@@ -174,16 +197,28 @@ def _result(cs: dict[str, bool | None], hd: dict[str, bool | None], delivered: b
     hd_micro = sum(hd_done.values()) / len(hd_done) if hd_done else float(delivered)
     cs_macro = float(delivered and all(cs_done.values()))
     hd_macro = float(delivered and all(hd_done.values()))
-    sub = {"delivered": float(delivered), "cs_micro": cs_micro, "cs_macro": cs_macro, "hd_micro": hd_micro,
-           "hd_macro": hd_macro, "final": cs_macro * hd_macro,
-           "four_rate_mean": (cs_micro + cs_macro + hd_micro + hd_macro) / 4,
-           "cs_passed": float(sum(cs_done.values())), "cs_total": float(len(cs_done)),
-           "hd_passed": float(sum(hd_done.values())), "hd_total": float(len(hd_done)),
-           "unchecked": float(len(cs) - len(cs_done) + len(hd) - len(hd_done))}
+    sub = {
+        "delivered": float(delivered),
+        "cs_micro": cs_micro,
+        "cs_macro": cs_macro,
+        "hd_micro": hd_micro,
+        "hd_macro": hd_macro,
+        "final": cs_macro * hd_macro,
+        "four_rate_mean": (cs_micro + cs_macro + hd_micro + hd_macro) / 4,
+        "cs_passed": float(sum(cs_done.values())),
+        "cs_total": float(len(cs_done)),
+        "hd_passed": float(sum(hd_done.values())),
+        "hd_total": float(len(hd_done)),
+        "unchecked": float(len(cs) - len(cs_done) + len(hd) - len(hd_done)),
+    }
     sub.update({f"cs:{k}": float(v) for k, v in cs_done.items()})
     sub.update({f"hd:{k}": float(v) for k, v in hd_done.items()})
-    return CheckResult(bool(sub["final"]), sub["four_rate_mean"], sub, None if sub["final"] else
-                       _first_error(cs_done, hd_done, delivered))
+    return CheckResult(
+        bool(sub["final"]),
+        sub["four_rate_mean"],
+        sub,
+        None if sub["final"] else _first_error(cs_done, hd_done, delivered),
+    )
 
 
 def _first_error(cs: dict[str, bool], hd: dict[str, bool], delivered: bool) -> str:
@@ -215,7 +250,16 @@ def aggregate(results: list[CheckResult]) -> dict[str, float]:
     def total(key: str) -> float:
         return sum(r.sub_scores.get(key, 0.0) for r in results)
 
-    rates = {"cs_micro": total("cs_passed") / max(total("cs_total"), 1.0), "cs_macro": total("cs_macro") / n,
-             "hd_micro": total("hd_passed") / max(total("hd_total"), 1.0), "hd_macro": total("hd_macro") / n}
-    return {"n": float(n), "delivery_rate": total("delivered") / n, **rates, "final_pass": total("final") / n,
-            "four_rate_mean": sum(rates.values()) / 4}
+    rates = {
+        "cs_micro": total("cs_passed") / max(total("cs_total"), 1.0),
+        "cs_macro": total("cs_macro") / n,
+        "hd_micro": total("hd_passed") / max(total("hd_total"), 1.0),
+        "hd_macro": total("hd_macro") / n,
+    }
+    return {
+        "n": float(n),
+        "delivery_rate": total("delivered") / n,
+        **rates,
+        "final_pass": total("final") / n,
+        "four_rate_mean": sum(rates.values()) / 4,
+    }

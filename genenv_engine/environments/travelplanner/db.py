@@ -30,32 +30,74 @@ from functools import lru_cache
 
 SANDBOX_SEED = "travelplanner-sandbox-v1"
 CUISINES = ("thai", "ital", "mex", "ind", "jpn", "french", "bbq", "cafe")
-CUISINE_NAMES = {"thai": "Thai", "ital": "Italian", "mex": "Mexican", "ind": "Indian", "jpn": "Japanese",
-                 "french": "French", "bbq": "BBQ", "cafe": "Cafe"}
+CUISINE_NAMES = {
+    "thai": "Thai",
+    "ital": "Italian",
+    "mex": "Mexican",
+    "ind": "Indian",
+    "jpn": "Japanese",
+    "french": "French",
+    "bbq": "BBQ",
+    "cafe": "Cafe",
+}
 HOUSE_RULES = ("parties", "smoking", "children", "pets", "visitors")
-RULE_TEXT = {"parties": "No parties", "smoking": "No smoking", "children": "No children under 10",
-             "pets": "No pets", "visitors": "No visitors"}
+RULE_TEXT = {
+    "parties": "No parties",
+    "smoking": "No smoking",
+    "children": "No children under 10",
+    "pets": "No pets",
+    "visitors": "No visitors",
+}
 ROOM_TYPES = ("entire", "private", "shared")
 ROOM_TEXT = {"entire": "Entire home/apt", "private": "Private room", "shared": "Shared room"}
-ROOM_WANTS = {"entire": ("entire",), "private": ("private",), "shared": ("shared",),
-              "notshared": ("entire", "private")}
+ROOM_WANTS = {"entire": ("entire",), "private": ("private",), "shared": ("shared",), "notshared": ("entire", "private")}
 """Room-type constraint value -> room types that satisfy it."""
 TRANSPORT_BANS = {"noflight": "flight", "nodrive": "drive"}
 """Transportation constraint value -> the banned mode."""
 MEALS = ("bfast", "lunch", "dinner")
-SLOT_ITEM = {"go": "leg", "bfast": "restaurant", "lunch": "restaurant", "dinner": "restaurant",
-             "sight": "sight", "stay": "stay"}
+SLOT_ITEM = {
+    "go": "leg",
+    "bfast": "restaurant",
+    "lunch": "restaurant",
+    "dinner": "restaurant",
+    "sight": "sight",
+    "stay": "stay",
+}
 """Slot kind -> the kind of sandbox item that fills it."""
 MAX_ROAD_KM = 1100
-_CODE_RES = (("leg", re.compile(r"F[A-Z]{2}[1-9]|[dt][A-Z]{2}")), ("restaurant", re.compile(r"[A-Z][1-9]")),
-             ("sight", re.compile(r"[A-Z][a-z]")), ("stay", re.compile(r"[A-Z]h[1-9]")))
-_CITIES = {"A": ("Arden", "X"), "B": ("Brook", "X"), "C": ("Corin", "X"), "E": ("Esker", "Y"),
-           "G": ("Glenn", "Y"), "J": ("Juno", "Y"), "K": ("Kestrel", "Z"), "L": ("Lyme", "Z")}
+_CODE_RES = (
+    ("leg", re.compile(r"F[A-Z]{2}[1-9]|[dt][A-Z]{2}")),
+    ("restaurant", re.compile(r"[A-Z][1-9]")),
+    ("sight", re.compile(r"[A-Z][a-z]")),
+    ("stay", re.compile(r"[A-Z]h[1-9]")),
+)
+_CITIES = {
+    "A": ("Arden", "X"),
+    "B": ("Brook", "X"),
+    "C": ("Corin", "X"),
+    "E": ("Esker", "Y"),
+    "G": ("Glenn", "Y"),
+    "J": ("Juno", "Y"),
+    "K": ("Kestrel", "Z"),
+    "L": ("Lyme", "Z"),
+}
 _REGIONS = {"X": ("Xanthe", (0, 0)), "Y": ("Yarrow", (1300, 250)), "Z": ("Zephyr", (550, 1000))}
 _ADJ = ("Golden", "Blue", "Little", "Old", "Red", "Green", "Silver", "Happy", "Lucky", "Rustic", "Urban", "Salty")
 _NOUN = ("Spoon", "Wok", "Fork", "Table", "Oven", "Kettle", "Garden", "Lantern", "Harbor", "Corner", "Grill", "Bean")
-_SIGHTS = ("Museum", "Old Mill", "Botanic Garden", "Clock Tower", "Art Gallery", "Zoo", "Castle", "Lighthouse",
-           "Market Hall", "Observatory", "River Walk", "Cathedral")
+_SIGHTS = (
+    "Museum",
+    "Old Mill",
+    "Botanic Garden",
+    "Clock Tower",
+    "Art Gallery",
+    "Zoo",
+    "Castle",
+    "Lighthouse",
+    "Market Hall",
+    "Observatory",
+    "River Walk",
+    "Cathedral",
+)
 _STAY_ADJ = ("Sunny", "Quiet", "Cozy", "Bright", "Modern", "Charming", "Spacious", "Tidy")
 _STAY_NOUN = ("Loft", "Studio", "Cottage", "Flat", "Suite", "Bungalow", "Room", "Nook")
 
@@ -127,11 +169,18 @@ class Leg:
 class Sandbox:
     """The database: lookups by code and by (name, city), plus route queries."""
 
-    def __init__(self, cities: dict[str, City], restaurants: list[Restaurant], attractions: list[Attraction],
-                 stays: list[Stay], flights: list[Leg]) -> None:
+    def __init__(
+        self,
+        cities: dict[str, City],
+        restaurants: list[Restaurant],
+        attractions: list[Attraction],
+        stays: list[Stay],
+        flights: list[Leg],
+    ) -> None:
         self.cities = cities
-        self.regions = {r: (name, tuple(c for c in cities if cities[c].region == r))
-                        for r, (name, _) in _REGIONS.items()}
+        self.regions = {
+            r: (name, tuple(c for c in cities if cities[c].region == r)) for r, (name, _) in _REGIONS.items()
+        }
         self.restaurants = {r.code: r for r in restaurants}
         self.attractions = {a.code: a for a in attractions}
         self.stays = {s.code: s for s in stays}
@@ -142,13 +191,17 @@ class Sandbox:
                 if a != b and dist <= MAX_ROAD_KM:
                     self.legs[f"d{a}{b}"] = Leg(f"d{a}{b}", "drive", a, b, math.ceil(dist * 0.06), dist)
                     self.legs[f"t{a}{b}"] = Leg(f"t{a}{b}", "taxi", a, b, math.ceil(dist * 0.5), dist)
-        self._from = {c: sorted((leg for leg in self.legs.values() if leg.org == c), key=lambda leg: leg.code)
-                      for c in cities}
-        self._by_name = {(kind, item.name.lower(), item.city): item.code
-                         for kind, group in (("restaurant", self.restaurants), ("sight", self.attractions),
-                                             ("stay", self.stays)) for item in group.values()}
-        self.menus = {c: sorted((r for r in restaurants if r.city == c), key=lambda r: (r.cost, r.code))
-                      for c in cities}
+        self._from = {
+            c: sorted((leg for leg in self.legs.values() if leg.org == c), key=lambda leg: leg.code) for c in cities
+        }
+        self._by_name = {
+            (kind, item.name.lower(), item.city): item.code
+            for kind, group in (("restaurant", self.restaurants), ("sight", self.attractions), ("stay", self.stays))
+            for item in group.values()
+        }
+        self.menus = {
+            c: sorted((r for r in restaurants if r.city == c), key=lambda r: (r.cost, r.code)) for c in cities
+        }
         """City -> its restaurants, cheapest first."""
         self.city_by_name = {c.name.lower(): c.code for c in cities.values()}
         self.region_by_name = {name.lower(): r for r, (name, _) in self.regions.items()}
@@ -214,8 +267,10 @@ def sandbox() -> Sandbox:
     restaurants, attractions, stays = [], [], []
     for code, city in cities.items():
         restaurants += _restaurants(code, rng)
-        attractions += [Attraction(f"{code}{'abcde'[i]}", f"{city.name} {noun}", code)
-                        for i, noun in enumerate(rng.sample(_SIGHTS, 5))]
+        attractions += [
+            Attraction(f"{code}{'abcde'[i]}", f"{city.name} {noun}", code)
+            for i, noun in enumerate(rng.sample(_SIGHTS, 5))
+        ]
         stays += _stays(code, rng)
     return Sandbox(cities, restaurants, attractions, stays, _flights(cities, rng))
 
@@ -224,7 +279,7 @@ def _restaurants(city: str, rng: random.Random) -> list[Restaurant]:
     primaries = rng.sample(CUISINES, 6) + rng.sample(CUISINES, 2)
     names = rng.sample([f"{a} {n}" for a in _ADJ for n in _NOUN], 8)
     out = []
-    for i, (name, first) in enumerate(zip(names, primaries)):
+    for i, (name, first) in enumerate(zip(names, primaries, strict=False)):
         cuisines = (first,) if rng.random() < 0.7 else tuple(sorted({first, rng.choice(CUISINES)}, key=CUISINES.index))
         out.append(Restaurant(f"{city}{i + 1}", name, city, cuisines, rng.randint(8, 55)))
     return out
@@ -235,12 +290,22 @@ def _stays(city: str, rng: random.Random) -> list[Stay]:
     rng.shuffle(types)
     names = rng.sample([f"{a} {n}" for a in _STAY_ADJ for n in _STAY_NOUN], 4)
     out = []
-    for i, (kind, name) in enumerate(zip(types, names)):
+    for i, (kind, name) in enumerate(zip(types, names, strict=False)):
         price = {"entire": rng.randint(120, 380), "private": rng.randint(50, 160), "shared": rng.randint(25, 80)}[kind]
         occupancy = {"entire": rng.randint(2, 6), "private": rng.randint(1, 3), "shared": rng.randint(1, 2)}[kind]
         rules = frozenset(rule for rule in HOUSE_RULES if rng.random() < 0.3)
-        out.append(Stay(f"{city}h{i + 1}", name, city, price, kind, occupancy, rules,
-                        rng.choices((1, 2, 3), weights=(6, 3, 1))[0]))
+        out.append(
+            Stay(
+                f"{city}h{i + 1}",
+                name,
+                city,
+                price,
+                kind,
+                occupancy,
+                rules,
+                rng.choices((1, 2, 3), weights=(6, 3, 1))[0],
+            )
+        )
     return out
 
 
@@ -255,12 +320,23 @@ def _flights(cities: dict[str, City], rng: random.Random) -> list[Leg]:
             for i in range(rng.choice((0, 1, 1, 2))):
                 dep = rng.randint(6 * 60, 20 * 60)
                 arr = dep + 30 + dist * 60 // 700
-                out.append(Leg(f"F{a}{b}{i + 1}", "flight", a, b, 40 + dist // 9 + rng.randint(-15, 25), dist,
-                               f"{dep // 60:02d}:{dep % 60:02d}", f"{arr // 60 % 24:02d}:{arr % 60:02d}"))
+                out.append(
+                    Leg(
+                        f"F{a}{b}{i + 1}",
+                        "flight",
+                        a,
+                        b,
+                        40 + dist // 9 + rng.randint(-15, 25),
+                        dist,
+                        f"{dep // 60:02d}:{dep % 60:02d}",
+                        f"{arr // 60 % 24:02d}:{arr % 60:02d}",
+                    )
+                )
     return out
 
 
 # ---------------------------------------------------------------- queries and the day schedule
+
 
 @dataclass(frozen=True)
 class Query:
@@ -286,8 +362,9 @@ class Query:
     @property
     def n_constraints(self) -> int:
         """Number of local (hard, non-budget) constraints."""
-        return sum((self.house_rule is not None, bool(self.cuisines), self.room_type is not None,
-                    self.transport is not None))
+        return sum(
+            (self.house_rule is not None, bool(self.cuisines), self.room_type is not None, self.transport is not None)
+        )
 
     @property
     def level_name(self) -> str:

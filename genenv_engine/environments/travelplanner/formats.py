@@ -5,7 +5,8 @@ Provides :func:`query_from_upstream` / :func:`query_to_upstream` (the upstream q
 :func:`parse_plan` (a plan as upstream day records, their JSON text, or the mini's compact text, read
 into :class:`DayPlan` records that the constraint checks consume), the renderers
 :func:`render_compact` and :func:`to_upstream_plan`, and :func:`plan_codes` (day records back to
-codes). Entities are matched to the sandbox by ``"Name, City"`` text as upstream plans write them; anything unmatched is kept as normalised text so
+codes). Entities are matched to the sandbox by ``"Name, City"`` text as upstream plans write them; anything unmatched
+is kept as normalised text so
 the within-sandbox check can fail it, and when no database applies (official queries) names are
 compared as text.
 
@@ -24,10 +25,20 @@ from typing import Any
 
 from genenv_engine.environments.travelplanner.db import CUISINE_NAMES, Query, Sandbox, schedule
 
-HOUSE_RULE_IN = {"parties": "parties", "smoking": "smoking", "children under 10": "children", "children": "children",
-                 "pets": "pets", "visitors": "visitors"}
-ROOM_TYPE_IN = {"entire room": "entire", "private room": "private", "shared room": "shared",
-                "not shared room": "notshared"}
+HOUSE_RULE_IN = {
+    "parties": "parties",
+    "smoking": "smoking",
+    "children under 10": "children",
+    "children": "children",
+    "pets": "pets",
+    "visitors": "visitors",
+}
+ROOM_TYPE_IN = {
+    "entire room": "entire",
+    "private room": "private",
+    "shared room": "shared",
+    "not shared room": "notshared",
+}
 TRANSPORT_IN = {"no flight": "noflight", "no self-driving": "nodrive"}
 _CUISINE_IN = {name.lower(): code for code, name in CUISINE_NAMES.items()}
 _LEG_CODE = re.compile(r"(F)([A-Z])([A-Z])[1-9]|([dt])([A-Z])([A-Z])")
@@ -70,6 +81,7 @@ class DayPlan:
 
 # ---------------------------------------------------------------- query conversion
 
+
 def query_from_upstream(row: dict[str, Any], db: Sandbox | None = None) -> Query:
     """Build a :class:`Query` from upstream fields; cities become sandbox codes when ``db`` knows them.
 
@@ -87,13 +99,18 @@ def query_from_upstream(row: dict[str, Any], db: Sandbox | None = None) -> Query
     if isinstance(cuisines, str):
         cuisines = [cuisines]
     return Query(
-        org=_city(str(row["org"]), db), dest=_city(str(row["dest"]), db, region=True),
-        days=int(row["days"]), cities=int(row["visiting_city_number"]), people=int(row["people_number"]),
-        budget=int(float(row["budget"])), house_rule=_lookup(HOUSE_RULE_IN, lc.get("house rule"), "house rule"),
+        org=_city(str(row["org"]), db),
+        dest=_city(str(row["dest"]), db, region=True),
+        days=int(row["days"]),
+        cities=int(row["visiting_city_number"]),
+        people=int(row["people_number"]),
+        budget=int(float(row["budget"])),
+        house_rule=_lookup(HOUSE_RULE_IN, lc.get("house rule"), "house rule"),
         cuisines=tuple(_CUISINE_IN.get(str(c).strip().lower(), str(c).strip().lower()) for c in cuisines),
         room_type=_lookup(ROOM_TYPE_IN, lc.get("room type"), "room type"),
         transport=_lookup(TRANSPORT_IN, lc.get("transportation"), "transportation"),
-        date=tuple(str(d) for d in row.get("date") or ()))
+        date=tuple(str(d) for d in row.get("date") or ()),
+    )
 
 
 def _lookup(table: dict[str, str], value: Any, what: str) -> str | None:
@@ -121,29 +138,46 @@ def query_to_upstream(query: Query, db: Sandbox) -> dict[str, Any]:
     ways = {v: k for k, v in TRANSPORT_IN.items()}
     org = db.cities[query.org].name
     dest = db.regions[query.dest][0] if query.dest in db.regions else db.cities[query.dest].name
-    lc = {"house rule": rules.get(query.house_rule or ""),
-          "cuisine": [CUISINE_NAMES[c] for c in query.cuisines] or None,
-          "room type": rooms.get(query.room_type or ""), "transportation": ways.get(query.transport or "")}
+    lc = {
+        "house rule": rules.get(query.house_rule or ""),
+        "cuisine": [CUISINE_NAMES[c] for c in query.cuisines] or None,
+        "room type": rooms.get(query.room_type or ""),
+        "transportation": ways.get(query.transport or ""),
+    }
     party = f"{query.people} {'person' if query.people == 1 else 'people'}"
-    text = (f"Plan a {query.days}-day trip for {party} from {org} to {dest}"
-            + (f" visiting {query.cities} cities" if query.cities > 1 else "")
-            + f" with a budget of ${query.budget}.")
-    wants = [f"the stay must allow {lc['house rule']}" if lc["house rule"] else "",
-             f"we want {' and '.join(lc['cuisine'])} food" if lc["cuisine"] else "",
-             f"we need a {lc['room type']}" if lc["room type"] else "",
-             f"{lc['transportation']} please" if lc["transportation"] else ""]
+    text = (
+        f"Plan a {query.days}-day trip for {party} from {org} to {dest}"
+        + (f" visiting {query.cities} cities" if query.cities > 1 else "")
+        + f" with a budget of ${query.budget}."
+    )
+    wants = [
+        f"the stay must allow {lc['house rule']}" if lc["house rule"] else "",
+        f"we want {' and '.join(lc['cuisine'])} food" if lc["cuisine"] else "",
+        f"we need a {lc['room type']}" if lc["room type"] else "",
+        f"{lc['transportation']} please" if lc["transportation"] else "",
+    ]
     text += "".join(f" {w[0].upper()}{w[1:]}." for w in wants if w)
-    return {"org": org, "dest": dest, "days": query.days, "visiting_city_number": query.cities,
-            "date": list(query.date), "people_number": query.people, "local_constraint": lc,
-            "budget": query.budget, "query": text, "level": query.level_name}
+    return {
+        "org": org,
+        "dest": dest,
+        "days": query.days,
+        "visiting_city_number": query.cities,
+        "date": list(query.date),
+        "people_number": query.people,
+        "local_constraint": lc,
+        "budget": query.budget,
+        "query": text,
+        "level": query.level_name,
+    }
 
 
 # ---------------------------------------------------------------- plan parsing and rendering
 
+
 def render_compact(query: Query, codes: tuple[str, ...] | list[str]) -> str:
     """A full (or partial) plan as compact text: one chunk of codes per day, joined by `` / ``."""
     days: list[list[str]] = []
-    for slot, code in zip(schedule(query.days, query.cities), codes):
+    for slot, code in zip(schedule(query.days, query.cities), codes, strict=False):
         while len(days) < slot.day:
             days.append([])
         days[-1].append(code)
@@ -179,8 +213,8 @@ def _parse_compact(text: str, query: Query, db: Sandbox | None) -> list[DayPlan]
     for chunk in text.split(" / "):
         tokens = chunk.split()
         head = list(_leading_legs(tokens))
-        tail = list(_leading_legs(tokens[len(head):][::-1]))[::-1]
-        mid = tokens[len(head): len(tokens) - len(tail)]
+        tail = list(_leading_legs(tokens[len(head) :][::-1]))[::-1]
+        mid = tokens[len(head) : len(tokens) - len(tail)]
         if len(mid) not in (4, 5):
             raise PlanError(f"day {len(out) + 1}: expected bfast sight lunch dinner [stay], got {mid}")
         legs = tuple(_code_leg(t, db) for t in head + tail)
@@ -188,8 +222,15 @@ def _parse_compact(text: str, query: Query, db: Sandbox | None) -> list[DayPlan]
         path = (legs[0].org, *(leg.dest for leg in legs)) if legs else (start,)
         meals = tuple(_code_item(t, db, "restaurant") for t in (mid[0], mid[2], mid[3]))
         sight = _code_item(mid[1], db, "sight")
-        out.append(DayPlan(path, legs, meals, (sight,) if sight else (),  # type: ignore[arg-type]
-                           _code_item(mid[4], db, "stay") if len(mid) == 5 else None))
+        out.append(
+            DayPlan(
+                path,
+                legs,
+                meals,
+                (sight,) if sight else (),  # type: ignore[arg-type]
+                _code_item(mid[4], db, "stay") if len(mid) == 5 else None,
+            )
+        )
     return out
 
 
@@ -227,8 +268,7 @@ def _parse_record(record: dict[str, Any], start: str, db: Sandbox | None) -> Day
         path = (_city(current, db),) if current else (start,)
     legs = tuple(_text_leg(t, db) for t in _field(record, "transportation").split(";") if t.strip())
     meals = tuple(_text_item(_field(record, k), db, "restaurant") for k in ("breakfast", "lunch", "dinner"))
-    sights = tuple(e for t in _field(record, "attraction").split(";")
-                   if (e := _text_item(t, db, "sight")) is not None)
+    sights = tuple(e for t in _field(record, "attraction").split(";") if (e := _text_item(t, db, "sight")) is not None)
     stay = _text_item(_field(record, "accommodation"), db, "stay")
     return DayPlan(path, legs, meals, sights, stay)  # type: ignore[arg-type]
 
@@ -268,14 +308,18 @@ def to_upstream_plan(query: Query, codes: tuple[str, ...] | list[str], db: Sandb
     records = []
     for day in parse_plan(render_compact(query, codes), query, db):
         names = [db.cities[c].name for c in day.path]
-        records.append({
-            "days": len(records) + 1,
-            "current_city": names[0] if len(names) == 1 else "from " + " to ".join(names),
-            "transportation": "; ".join(_leg_text(leg.key, query, db) for leg in day.legs) or "-",
-            "breakfast": _item_text(day.meals[0], db), "attraction": "".join(
-                _item_text(s, db) + ";" for s in day.sights) or "-",
-            "lunch": _item_text(day.meals[1], db), "dinner": _item_text(day.meals[2], db),
-            "accommodation": _item_text(day.stay, db)})
+        records.append(
+            {
+                "days": len(records) + 1,
+                "current_city": names[0] if len(names) == 1 else "from " + " to ".join(names),
+                "transportation": "; ".join(_leg_text(leg.key, query, db) for leg in day.legs) or "-",
+                "breakfast": _item_text(day.meals[0], db),
+                "attraction": "".join(_item_text(s, db) + ";" for s in day.sights) or "-",
+                "lunch": _item_text(day.meals[1], db),
+                "dinner": _item_text(day.meals[2], db),
+                "accommodation": _item_text(day.stay, db),
+            }
+        )
     return records
 
 
@@ -317,5 +361,7 @@ def _leg_text(code: str, query: Query, db: Sandbox) -> str:
     if leg.mode == "flight":
         return f"Flight Number: {code}, {where}, Departure Time: {leg.dep}, Arrival Time: {leg.arr}"
     minutes = leg.distance * 60 // 80
-    return (f"{'Self-driving' if leg.mode == 'drive' else 'Taxi'}, {where}, duration: {minutes // 60} hours "
-            f"{minutes % 60} mins, distance: {leg.distance} km, cost: {leg.cost(query.people)}")
+    return (
+        f"{'Self-driving' if leg.mode == 'drive' else 'Taxi'}, {where}, duration: {minutes // 60} hours "
+        f"{minutes % 60} mins, distance: {leg.distance} km, cost: {leg.cost(query.people)}"
+    )

@@ -31,28 +31,53 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from datetime import date, timedelta
+from functools import partial
 from typing import Any
 
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes
-from genenv_engine.environments.travelplanner.constraints import COMMONSENSE, HARD, aggregate, score_plan
-from genenv_engine.environments.travelplanner.formats import query_to_upstream, render_compact
-from genenv_engine.environments.travelplanner.db import (
-    CUISINES, HOUSE_RULES, ROOM_WANTS, SANDBOX_SEED, TRANSPORT_BANS, Query, Sandbox, Slot, sandbox, schedule)
-from genenv_engine.environments.travelplanner.solver import (
-    Solution, apply, candidates, field_error, replay, solve)
-from genenv_engine.environments.travelplanner.task_grammar import task_grammar_rules
-from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
 from genenv_engine.core.limits import BudgetExceeded
 from genenv_engine.core.records import CheckResult, Task, Validation
+from genenv_engine.environments.base import LadderEnvironment
+from genenv_engine.environments.travelplanner.constraints import COMMONSENSE, HARD, aggregate, score_plan
+from genenv_engine.environments.travelplanner.db import (
+    CUISINES,
+    HOUSE_RULES,
+    ROOM_WANTS,
+    SANDBOX_SEED,
+    TRANSPORT_BANS,
+    Query,
+    Sandbox,
+    Slot,
+    sandbox,
+    schedule,
+)
+from genenv_engine.environments.travelplanner.formats import query_to_upstream, render_compact
+from genenv_engine.environments.travelplanner.solver import Solution, apply, candidates, field_error, replay, solve
+from genenv_engine.environments.travelplanner.task_grammar import task_grammar_rules
+from genenv_engine.environments.travelplanner.upstream import LiteralError, load_upstream, parse_literal
 
-__all__ = ["ERROR_TYPES", "TravelPlannerMini", "aggregate", "check_step", "generate_step", "gold_field",
-           "infer_level", "load_upstream", "read_prompt", "render_prompt", "score_plan"]
+__all__ = [
+    "ERROR_TYPES",
+    "TravelPlannerMini",
+    "aggregate",
+    "check_step",
+    "generate_step",
+    "gold_field",
+    "infer_level",
+    "load_upstream",
+    "read_prompt",
+    "render_prompt",
+    "score_plan",
+]
 
-ERROR_TYPES = ("parse_error", "wrong_kind", "not_in_sandbox",
-               *(f"violates_commonsense:{c}" for c in COMMONSENSE[1:]),
-               *(f"violates_hard:{h}" for h in HARD), "infeasible_continuation")
+ERROR_TYPES = (
+    "parse_error",
+    "wrong_kind",
+    "not_in_sandbox",
+    *(f"violates_commonsense:{c}" for c in COMMONSENSE[1:]),
+    *(f"violates_hard:{h}" for h in HARD),
+    "infeasible_continuation",
+)
 """Every error type :meth:`TravelPlannerMini.check` can return (None on success)."""
 MAX_PROMPT_CHARS = 180
 MAX_ANSWER_CHARS = 8
@@ -87,6 +112,7 @@ class Step:
 
 
 # ---------------------------------------------------------------- the step grammar
+
 
 def render_head(query: Query) -> str:
     """The compact query summary, e.g. ``A>Y*2 5d 2p $2400 h:pets c:thai``."""
@@ -145,8 +171,20 @@ def _read_query(match: re.Match[str], db: Sandbox) -> Query:
     if not 1 <= int(days) <= 7 or (cities > 1 and int(days) - 1 < cities) or not 1 <= int(people) <= 8:
         raise PromptError("bad_query: days, cities and people do not fit")
     fields = _read_constraints(extra.split(), int(days))
-    return with_dates(Query(org, dest, int(days), cities, int(people), int(budget), fields.get("h"),
-                            tuple(fields["c"].split(",")) if "c" in fields else (), fields.get("r"), fields.get("t")))
+    return with_dates(
+        Query(
+            org,
+            dest,
+            int(days),
+            cities,
+            int(people),
+            int(budget),
+            fields.get("h"),
+            tuple(fields["c"].split(",")) if "c" in fields else (),
+            fields.get("r"),
+            fields.get("t"),
+        )
+    )
 
 
 def _read_constraints(tokens: list[str], days: int) -> dict[str, str]:
@@ -156,8 +194,11 @@ def _read_constraints(tokens: list[str], days: int) -> dict[str, str]:
         if key not in "hcrt" or (fields and "hcrt".index(key) <= "hcrt".index(list(fields)[-1])):
             raise PromptError(f"bad_query: constraint {token!r} out of order or repeated")
         fields[key] = value
-    if fields.get("h", HOUSE_RULES[0]) not in HOUSE_RULES or fields.get("r", "notshared") not in ROOM_WANTS \
-            or fields.get("t", "noflight") not in TRANSPORT_BANS:
+    if (
+        fields.get("h", HOUSE_RULES[0]) not in HOUSE_RULES
+        or fields.get("r", "notshared") not in ROOM_WANTS
+        or fields.get("t", "noflight") not in TRANSPORT_BANS
+    ):
         raise PromptError("bad_query: unknown constraint value")
     wanted = fields.get("c", "thai").split(",")
     if len(wanted) > 2 or any(c not in CUISINES for c in wanted) or wanted != sorted(set(wanted), key=CUISINES.index):
@@ -191,6 +232,7 @@ def _read_plan(plan: str, query: Query) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- checking one step
 
+
 def check_step(query: Query, prefix: tuple[str, ...], response: str, db: Sandbox | None = None) -> CheckResult:
     """Score one field: success iff the plan stays completable under all constraints and the budget."""
     db = db or sandbox()
@@ -201,14 +243,25 @@ def check_step(query: Query, prefix: tuple[str, ...], response: str, db: Sandbox
     error = field_error(query, replay(query, prefix, db), slot, text, db)
     if error is None:
         found = solve(query, (*prefix, text), db, budget=query.budget)
-        error = ("infeasible_continuation" if found is None
-                 else "violates_hard:budget" if found.cost > query.budget else None)
+        error = (
+            "infeasible_continuation"
+            if found is None
+            else "violates_hard:budget"
+            if found.cost > query.budget
+            else None
+        )
     return _step_result(error)
 
 
 def _step_result(error: str | None) -> CheckResult:
-    stage = {"parse_error": 0, "wrong_kind": 0, "not_in_sandbox": 1, "infeasible_continuation": 4,
-             "violates_hard:budget": 4, None: 5}.get(error, 3 if error and error.startswith("violates_hard") else 2)
+    stage = {
+        "parse_error": 0,
+        "wrong_kind": 0,
+        "not_in_sandbox": 1,
+        "infeasible_continuation": 4,
+        "violates_hard:budget": 4,
+        None: 5,
+    }.get(error, 3 if error and error.startswith("violates_hard") else 2)
     sub = {name: float(i < stage) for i, name in enumerate(_STAGES)}
     return CheckResult(error is None, stage / len(_STAGES), sub, error)
 
@@ -227,9 +280,17 @@ def gold_field(query: Query, prefix: tuple[str, ...], db: Sandbox) -> tuple[str,
 def step_features(step: Step, min_cost: int) -> dict[str, Any]:
     q = step.query
     slack = round(q.budget / min_cost - 1, 3)
-    return {"days": q.days, "cities": q.cities, "people": q.people, "n_constraints": q.n_constraints,
-            "slack": slack, "tight": slack < TIGHT_SLACK, "step": len(step.prefix),
-            "n_steps": len(schedule(q.days, q.cities)), "field": step.slot.kind}
+    return {
+        "days": q.days,
+        "cities": q.cities,
+        "people": q.people,
+        "n_constraints": q.n_constraints,
+        "slack": slack,
+        "tight": slack < TIGHT_SLACK,
+        "step": len(step.prefix),
+        "n_steps": len(schedule(q.days, q.cities)),
+        "field": step.slot.kind,
+    }
 
 
 def infer_level(features: dict[str, Any]) -> int:
@@ -251,6 +312,7 @@ def infer_level(features: dict[str, Any]) -> int:
 
 # ---------------------------------------------------------------- generation
 
+
 def sample_query(level: int, rng: random.Random, db: Sandbox, org: str | None = None) -> tuple[Query, Solution]:
     """A feasible query on ``level``'s rung, budgeted from its cheapest plan; returns (query, cheapest plan)."""
     days, cities, max_people, counts, (lo, hi) = _LADDER[level]
@@ -259,16 +321,23 @@ def sample_query(level: int, rng: random.Random, db: Sandbox, org: str | None = 
             start = org or rng.choice(sorted(db.cities))
             dest = rng.choice([c for c in sorted(db.cities) if c != start])
         else:
-            dest = rng.choice([r for r in sorted(db.regions) if len(db.regions[r][1]) >= cities
-                               and org not in db.regions[r][1]])
+            dest = rng.choice(
+                [r for r in sorted(db.regions) if len(db.regions[r][1]) >= cities and org not in db.regions[r][1]]
+            )
             start = org or rng.choice([c for c in sorted(db.cities) if c not in db.regions[dest][1]])
         kinds = rng.sample(("h", "c", "r", "t"), rng.choice(counts))
-        q = Query(start, dest, days, cities, rng.randint(1, max_people), 0,
-                  rng.choice(HOUSE_RULES) if "h" in kinds else None,
-                  tuple(sorted(rng.sample(CUISINES, 1 + (rng.random() < 0.3)), key=CUISINES.index))
-                  if "c" in kinds else (),
-                  rng.choice(sorted(ROOM_WANTS)) if "r" in kinds else None,
-                  rng.choice(sorted(TRANSPORT_BANS)) if "t" in kinds else None)
+        q = Query(
+            start,
+            dest,
+            days,
+            cities,
+            rng.randint(1, max_people),
+            0,
+            rng.choice(HOUSE_RULES) if "h" in kinds else None,
+            tuple(sorted(rng.sample(CUISINES, 1 + (rng.random() < 0.3)), key=CUISINES.index)) if "c" in kinds else (),
+            rng.choice(sorted(ROOM_WANTS)) if "r" in kinds else None,
+            rng.choice(sorted(TRANSPORT_BANS)) if "t" in kinds else None,
+        )
         best = solve(q, (), db)
         if best is not None:
             slack = rng.uniform(0.02, 0.1) if level == 3 and q.n_constraints < 2 else rng.uniform(lo, hi)
@@ -281,8 +350,9 @@ def with_dates(query: Query) -> Query:
     return replace(query, date=tuple(str(start + timedelta(days=i)) for i in range(query.days)))
 
 
-def generate_step(level: int, rng: random.Random, db: Sandbox | None = None,
-                  org: str | None = None) -> tuple[Step, int]:
+def generate_step(
+    level: int, rng: random.Random, db: Sandbox | None = None, org: str | None = None
+) -> tuple[Step, int]:
     """Sample a step on ``level``: a query, a completable random partial plan, and its min plan cost."""
     db = db or sandbox()
     query, cheapest = sample_query(level, rng, db, org)
@@ -293,7 +363,7 @@ def generate_step(level: int, rng: random.Random, db: Sandbox | None = None,
 def _walk(query: Query, plan: tuple[str, ...], k: int, rng: random.Random, db: Sandbox) -> tuple[str, ...]:
     """A partial plan of ``k`` fields mixing the cheapest plan with nearby alternatives, kept completable."""
     state, prefix = replay(query, (), db), []
-    for slot, cheap in zip(schedule(query.days, query.cities)[:k], plan):
+    for slot, cheap in zip(schedule(query.days, query.cities)[:k], plan, strict=False):
         options = candidates(query, state, slot, db)
         code = cheap if cheap in options and rng.random() < 0.5 else rng.choice(options[:4] or [cheap])
         if field_error(query, state, slot, code, db) is not None:
@@ -305,6 +375,7 @@ def _walk(query: Query, plan: tuple[str, ...], k: int, rng: random.Random, db: S
 
 
 # ---------------------------------------------------------------- the environment
+
 
 class TravelPlannerMini(LadderEnvironment):
     """Built-in TravelPlanner mini: next-field steps over the synthetic sandbox, checked by constraints."""
@@ -332,8 +403,16 @@ class TravelPlannerMini(LadderEnvironment):
         """A query head, a plan so far that the sandbox allows, and a code (see :mod:`.task_grammar`)."""
         return task_grammar_rules()
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept a generated step if it parses, its plan so far is valid and completable, and the answer works."""
         rejected = self._guard(prompt, answer, parent, MAX_PROMPT_CHARS, MAX_ANSWER_CHARS)
         if rejected:
@@ -353,8 +432,9 @@ class TravelPlannerMini(LadderEnvironment):
                 return Validation(False, "infeasible_prefix: no completion within budget")
             cheapest = solve(step.query, (), db)
             assert cheapest is not None
-            return self._accept(_task(step, cheapest.cost, task_id, **self._generated(parent, epoch, generator)),
-                                answer)
+            return self._accept(
+                _task(step, cheapest.cost, task_id, **self._generated(parent, epoch, generator)), answer
+            )
         except BudgetExceeded as err:  # a query whose search would explode is rejected, not searched on
             return Validation(False, f"budget: {err}")
 
@@ -377,7 +457,7 @@ class TravelPlannerMini(LadderEnvironment):
 def first_violation(step: Step, db: Sandbox) -> tuple[int, str, Slot] | None:
     """The first field of the plan so far that the sandbox refuses: its index, the error and its slot; or None."""
     state = replay(step.query, (), db)
-    for i, (slot, code) in enumerate(zip(schedule(step.query.days, step.query.cities), step.prefix)):
+    for i, (slot, code) in enumerate(zip(schedule(step.query.days, step.query.cities), step.prefix, strict=False)):
         error = field_error(step.query, state, slot, code, db)
         if error is not None:
             return i, error, slot
@@ -400,7 +480,7 @@ def cut_at_violation(prompt: str) -> str | None:
     except PromptError:
         return None
     broken = first_violation(step, db)
-    return None if broken is None else render_prompt(step.query, step.prefix[:broken[0]])
+    return None if broken is None else render_prompt(step.query, step.prefix[: broken[0]])
 
 
 def _org_of(task: Task) -> str | None:
@@ -426,9 +506,24 @@ def _task(step: Step, min_cost: int, task_id: str, **fields: Any) -> Task:
     db = sandbox()
     gold, plan = gold_field(step.query, step.prefix, db)
     features = step_features(step, min_cost)
-    expected = {"query": query_to_upstream(step.query, db), "prefix": list(step.prefix), "day": step.slot.day,
-                "field": step.slot.kind, "gold": gold, "gold_plan": render_compact(step.query, plan),
-                "min_cost": min_cost, "sandbox": SANDBOX_SEED}
-    return Task(id=task_id, benchmark="travelplanner", prompt=step.prompt, answer=gold, expected=expected,
-                difficulty={"level": infer_level(features), "features": features},
-                checker="tp_constraints", granularity="step", **fields)
+    expected = {
+        "query": query_to_upstream(step.query, db),
+        "prefix": list(step.prefix),
+        "day": step.slot.day,
+        "field": step.slot.kind,
+        "gold": gold,
+        "gold_plan": render_compact(step.query, plan),
+        "min_cost": min_cost,
+        "sandbox": SANDBOX_SEED,
+    }
+    return Task(
+        id=task_id,
+        benchmark="travelplanner",
+        prompt=step.prompt,
+        answer=gold,
+        expected=expected,
+        difficulty={"level": infer_level(features), "features": features},
+        checker="tp_constraints",
+        granularity="step",
+        **fields,
+    )

@@ -25,11 +25,20 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from genenv_engine.environments.travelplanner.db import (
-    MEALS, ROOM_WANTS, SLOT_ITEM, TRANSPORT_BANS, Query, Sandbox, Slot, same_segment, schedule)
 from genenv_engine.core.limits import Budget
+from genenv_engine.environments.travelplanner.db import (
+    MEALS,
+    ROOM_WANTS,
+    SLOT_ITEM,
+    TRANSPORT_BANS,
+    Query,
+    Sandbox,
+    Slot,
+    same_segment,
+    schedule,
+)
 
-INF = 10 ** 9
+INF = 10**9
 MAX_NODES = 50_000
 """Search budget of one :func:`solve`: routes, meal splits, restaurant combinations and sight picks tried."""
 
@@ -75,7 +84,7 @@ class Solution:
 def replay(query: Query, prefix: tuple[str, ...], db: Sandbox) -> State:
     """Rebuild the state of a partial plan (its fields are assumed to have passed :func:`field_error`)."""
     state = State(route=[query.org])
-    for slot, code in zip(schedule(query.days, query.cities), prefix):
+    for slot, code in zip(schedule(query.days, query.cities), prefix, strict=False):
         apply(query, state, slot, code, db)
     return state
 
@@ -99,6 +108,7 @@ def apply(query: Query, state: State, slot: Slot, code: str, db: Sandbox) -> Non
 
 
 # ---------------------------------------------------------------- one field, checked on its own
+
 
 def field_error(query: Query, state: State, slot: Slot, code: str, db: Sandbox) -> str | None:
     """The constraint one new field breaks given the plan so far (None if none; feasibility not checked)."""
@@ -172,8 +182,10 @@ def candidates(query: Query, state: State, slot: Slot, db: Sandbox) -> list[str]
 
 # ---------------------------------------------------------------- the completion search
 
-def solve(query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None = None,
-          max_nodes: int | None = None) -> Solution | None:
+
+def solve(
+    query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None = None, max_nodes: int | None = None
+) -> Solution | None:
     """The cheapest completion of ``prefix`` ignoring the budget, or None if no completion exists.
 
     With ``budget`` it stops at the first completion costing at most ``budget`` (a feasibility proof,
@@ -188,13 +200,15 @@ def solve(query: Query, prefix: tuple[str, ...], db: Sandbox, budget: int | None
     for route in _routes(query, state, db):
         work.spend()
         paths = _day_paths(query, route)
-        legs = _best_legs(query, state, list(zip(route[len(state.route) - 1:], route[len(state.route):])), db)
+        legs = _best_legs(
+            query, state, list(zip(route[len(state.route) - 1 :], route[len(state.route) :], strict=False)), db
+        )
         stays = _best_stays(query, state, paths, db)
         if legs is not None and stays is not None:
             tried.append((legs[0] + stays[0], route, paths, legs, stays))
     best: Solution | None = None
     cache: dict = {}
-    for _, route, paths, legs, stays in sorted(tried, key=lambda t: t[0]):
+    for _, _route, paths, legs, stays in sorted(tried, key=lambda t: t[0]):
         found = _complete(query, slots, prefix, state, paths, legs, stays, db, cache, work)
         if found is not None and (best is None or found.cost < best.cost):
             best = found
@@ -216,14 +230,23 @@ def _day_paths(query: Query, route: list[str]) -> list[list[str]]:
     for day in range(1, query.days + 1):
         here = route[leg]
         legs_today = [s for s in schedule(query.days, query.cities) if s.day == day and s.kind == "go"]
-        paths.append([here] + route[leg + 1: leg + 1 + len(legs_today)])
+        paths.append([here] + route[leg + 1 : leg + 1 + len(legs_today)])
         leg += len(legs_today)
     return paths
 
 
-def _complete(query: Query, slots: tuple[Slot, ...], prefix: tuple[str, ...], state: State,
-              paths: list[list[str]], legs: tuple[int, list[str]], stays: tuple[int, list[str]],
-              db: Sandbox, cache: dict, work: Budget) -> Solution | None:
+def _complete(
+    query: Query,
+    slots: tuple[Slot, ...],
+    prefix: tuple[str, ...],
+    state: State,
+    paths: list[list[str]],
+    legs: tuple[int, list[str]],
+    stays: tuple[int, list[str]],
+    db: Sandbox,
+    cache: dict,
+    work: Budget,
+) -> Solution | None:
     rest = list(range(len(prefix), len(slots)))
     meals = _best_meals(query, state, paths, [i for i in rest if slots[i].kind in MEALS], slots, db, cache, work)
     sights = _assign_sights(state, paths, [i for i in rest if slots[i].kind == "sight"], slots, db, work)
@@ -261,15 +284,19 @@ def _best_stays(query: Query, state: State, paths: list[list[str]], db: Sandbox)
     total, codes = 0, []
     night = len(state.nights) + 1
     last, length = state.run()
-    if last is not None and not same_segment(night - 1, night, query.days, query.cities) \
-            and length < db.stays[last].min_nights:
+    if (
+        last is not None
+        and not same_segment(night - 1, night, query.days, query.cities)
+        and length < db.stays[last].min_nights
+    ):
         return None
     while night < query.days:
         end = night
         while end + 1 < query.days and same_segment(night, end + 1, query.days, query.cities):
             end += 1
-        open_run = (last, length) if last is not None and same_segment(night - 1, night, query.days, query.cities) \
-            else None
+        open_run = (
+            (last, length) if last is not None and same_segment(night - 1, night, query.days, query.cities) else None
+        )
         found = _stint(query, paths[night - 1][-1], end - night + 1, open_run, db)
         if found is None:
             return None
@@ -279,12 +306,17 @@ def _best_stays(query: Query, state: State, paths: list[list[str]], db: Sandbox)
     return total, codes
 
 
-def _stint(query: Query, city: str, nights: int, open_run: tuple[str, int] | None,
-           db: Sandbox) -> tuple[int, list[str]] | None:
+def _stint(
+    query: Query, city: str, nights: int, open_run: tuple[str, int] | None, db: Sandbox
+) -> tuple[int, list[str]] | None:
     """Cheapest stays for ``nights`` consecutive nights in ``city``, possibly continuing an open run."""
-    allowed = [s for s in db.stays.values() if s.city == city
-               and not (query.house_rule and query.house_rule in s.rules)
-               and not (query.room_type and s.room_type not in ROOM_WANTS[query.room_type])]
+    allowed = [
+        s
+        for s in db.stays.values()
+        if s.city == city
+        and not (query.house_rule and query.house_rule in s.rules)
+        and not (query.room_type and s.room_type not in ROOM_WANTS[query.room_type])
+    ]
 
     def fresh(m: int) -> tuple[int, list[str]] | None:
         if m == 0:
@@ -308,8 +340,16 @@ def _stint(query: Query, city: str, nights: int, open_run: tuple[str, int] | Non
     return best
 
 
-def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[int], slots: tuple[Slot, ...],
-                db: Sandbox, memo: dict, work: Budget) -> tuple[int, dict[int, str]] | None:
+def _best_meals(
+    query: Query,
+    state: State,
+    paths: list[list[str]],
+    todo: list[int],
+    slots: tuple[Slot, ...],
+    db: Sandbox,
+    memo: dict,
+    work: Budget,
+) -> tuple[int, dict[int, str]] | None:
     """Cheapest distinct restaurants for the open meal slots, covering the still-missing cuisines.
 
     Slots of a travel day accept either city; every split of those slots between the two cities is
@@ -346,7 +386,7 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
         for key, ids in groups.items():
             if len(key) == 1:
                 demand[key[0]] += len(ids)
-        for key, x in zip(multi, split):
+        for key, x in zip(multi, split, strict=False):
             demand[key[0]] += x
             demand[key[1]] += len(groups[key]) - x
         vector = tuple(demand[c] for c in cities)
@@ -359,8 +399,8 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
     if best is None:
         return None
     cost, vector, masks, split = best
-    pools = {c: sorted(pick(c, n, m)[1]) for c, n, m in zip(cities, vector, masks)}  # type: ignore[index]
-    split_of = dict(zip(multi, split))
+    pools = {c: sorted(pick(c, n, m)[1]) for c, n, m in zip(cities, vector, masks, strict=False)}  # type: ignore[index]
+    split_of = dict(zip(multi, split, strict=False))
     fill: dict[int, str] = {}
     for key, ids in groups.items():
         first = split_of.get(key, len(ids))
@@ -369,15 +409,16 @@ def _best_meals(query: Query, state: State, paths: list[list[str]], todo: list[i
     return cost * query.people, fill
 
 
-def _cover(cities: list[str], demand: tuple[int, ...], nbits: int,
-           options, work: Budget) -> tuple[int, tuple[int, ...]] | None:
+def _cover(
+    cities: list[str], demand: tuple[int, ...], nbits: int, options, work: Budget
+) -> tuple[int, tuple[int, ...]] | None:
     """Cheapest per-city picks meeting ``demand`` whose cuisine masks together cover all ``nbits`` cuisines.
 
     ``options(city, n)`` lists (cuisine mask, cost) of that city's cheapest ``n`` picks per mask.
     """
     full = (1 << nbits) - 1
     states: dict[int, tuple[int, tuple[int, ...]]] = {0: (0, ())}
-    for city, n in zip(cities, demand):
+    for city, n in zip(cities, demand, strict=False):
         nxt: dict[int, tuple[int, tuple[int, ...]]] = {}
         for mask, (cost, masks) in states.items():
             work.spend()
@@ -409,15 +450,18 @@ def _city_pick(pool: list, n: int, must: tuple[str, ...], work: Budget) -> tuple
     return best
 
 
-def _assign_sights(state: State, paths: list[list[str]], todo: list[int], slots: tuple[Slot, ...],
-                   db: Sandbox, work: Budget) -> dict[int, str] | None:
-    free = {c: sorted(a.code for a in db.attractions.values() if a.city == c and a.code not in state.used)
-            for c in db.cities}
+def _assign_sights(
+    state: State, paths: list[list[str]], todo: list[int], slots: tuple[Slot, ...], db: Sandbox, work: Budget
+) -> dict[int, str] | None:
+    free = {
+        c: sorted(a.code for a in db.attractions.values() if a.city == c and a.code not in state.used)
+        for c in db.cities
+    }
     options = [sorted(set(paths[slots[i].day - 1])) for i in todo]
     for pick in itertools.product(*options):
         work.spend()
         counts = {c: pick.count(c) for c in set(pick)}
         if all(len(free[c]) >= n for c, n in counts.items()):
             pools = {c: list(free[c]) for c in counts}
-            return {i: pools[c].pop(0) for i, c in zip(todo, pick)}
+            return {i: pools[c].pop(0) for i, c in zip(todo, pick, strict=False)}
     return None

@@ -22,7 +22,16 @@ from __future__ import annotations
 from functools import lru_cache
 
 from genenv_engine.environments.travelplanner.db import (
-    CUISINES, HOUSE_RULES, ROOM_WANTS, TRANSPORT_BANS, Query, Sandbox, same_segment, sandbox, schedule)
+    CUISINES,
+    HOUSE_RULES,
+    ROOM_WANTS,
+    TRANSPORT_BANS,
+    Query,
+    Sandbox,
+    same_segment,
+    sandbox,
+    schedule,
+)
 from genenv_engine.environments.travelplanner.solver import solve
 
 MAX_DAYS = 7
@@ -62,8 +71,9 @@ class _Plans:
     def items(self, group: dict, path: tuple[str, ...]) -> str:
         return self.codes(item.code for item in group.values() if item.city in path)
 
-    def node(self, query: Query, i: int, route: tuple[str, ...], path: tuple[str, ...],
-             modes: tuple[str, ...]) -> str | None:
+    def node(
+        self, query: Query, i: int, route: tuple[str, ...], path: tuple[str, ...], modes: tuple[str, ...]
+    ) -> str | None:
         """The rest of the plan from slot ``i`` (``route`` so far, ``path`` of the day, ``modes`` still open), or
         None when no legs can finish the route from there."""
         key = (query.org, query.dest, query.days, query.cities, i, route, path, modes)
@@ -71,8 +81,9 @@ class _Plans:
             self.done[key] = self._node(query, i, route, path, modes)
         return self.done[key]
 
-    def _node(self, query: Query, i: int, route: tuple[str, ...], path: tuple[str, ...],
-              modes: tuple[str, ...]) -> str | None:
+    def _node(
+        self, query: Query, i: int, route: tuple[str, ...], path: tuple[str, ...], modes: tuple[str, ...]
+    ) -> str | None:
         slots = schedule(query.days, query.cities)
         slot = slots[i]
         ask = f'"?{slot.kind}"'
@@ -95,8 +106,10 @@ class _Plans:
                         alternatives.append(f"{self.codes(legs)} {sep} {rest}")
         else:
             if slot.kind == "stay":
-                stint = sum(same_segment(*sorted((slot.day, n)), query.days, query.cities) or n == slot.day
-                            for n in range(1, query.days))
+                stint = sum(
+                    same_segment(*sorted((slot.day, n)), query.days, query.cities) or n == slot.day
+                    for n in range(1, query.days)
+                )
                 here = self.stays(path[-1], stint)
             else:
                 here = self.items(self.db.attractions if slot.kind == "sight" else self.db.restaurants, path)
@@ -116,8 +129,11 @@ def at_least(cost: int) -> str:
     text = str(cost)
     text = text[:2] + "0" * (len(text) - 2)
     digits = len(text)
-    alternatives = [text[:i] + f"[{int(text[i]) + 1}-9]" + (f"[0-9]{{{digits - i - 1}}}" if i < digits - 1 else "")
-                    for i in range(min(2, digits)) if text[i] != "9"]
+    alternatives = [
+        text[:i] + f"[{int(text[i]) + 1}-9]" + (f"[0-9]{{{digits - i - 1}}}" if i < digits - 1 else "")
+        for i in range(min(2, digits))
+        if text[i] != "9"
+    ]
     alternatives.append(text[:2] + (f"[0-9]{{{digits - 2}}}" if digits > 2 else ""))
     if digits < MAX_BUDGET_DIGITS:
         alternatives.append(f"[1-9][0-9]{{{digits},{MAX_BUDGET_DIGITS - 1}}}")
@@ -153,13 +169,16 @@ def task_rules(db: Sandbox) -> str:
             local = "day_one" if days == 1 else "stays"
             party = f'/[1-{MAX_PEOPLE}]/ "p $" /{at_least(cheapest.cost)}/'
             heads.append(f'"{org}>{name} {days}d " {plans.rule(party, "b")} {local} ({" | ".join(tails)})')
-    cuisines = [*CUISINES] + [f"{a},{b}" for i, a in enumerate(CUISINES) for b in CUISINES[i + 1:]]
+    cuisines = [*CUISINES] + [f"{a},{b}" for i, a in enumerate(CUISINES) for b in CUISINES[i + 1 :]]
     codes = sorted([*db.legs, *db.restaurants, *db.attractions, *db.stays])
     rules = [
         "prompt: " + " | ".join(heads),
         'day_one: (" c:" cuisine)?',
-        'stays: (" h:" (' + " | ".join(f'"{r}"' for r in HOUSE_RULES) + '))? (" c:" cuisine)? (" r:" ('
-        + " | ".join(f'"{r}"' for r in sorted(ROOM_WANTS)) + "))?",
+        'stays: (" h:" ('
+        + " | ".join(f'"{r}"' for r in HOUSE_RULES)
+        + '))? (" c:" cuisine)? (" r:" ('
+        + " | ".join(f'"{r}"' for r in sorted(ROOM_WANTS))
+        + "))?",
         "cuisine: " + " | ".join(f'"{c}"' for c in cuisines),
         *(f"{name}: {body}" for body, name in plans.named.items()),
         "answer: " + " | ".join(f'"{c}"' for c in codes),

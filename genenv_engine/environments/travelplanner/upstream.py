@@ -31,11 +31,21 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.environments.travelplanner.constraints import query_from_upstream
 from genenv_engine.core.records import Task
+from genenv_engine.environments.travelplanner.constraints import query_from_upstream
 
-REQUIRED = ("org", "dest", "days", "visiting_city_number", "date", "people_number", "local_constraint",
-            "budget", "query", "level")
+REQUIRED = (
+    "org",
+    "dest",
+    "days",
+    "visiting_city_number",
+    "date",
+    "people_number",
+    "local_constraint",
+    "budget",
+    "query",
+    "level",
+)
 FILES = ("validation.csv", "train.csv")
 _LEVELS = {"easy": 2, "medium": 3, "hard": 4}
 """Upstream level -> mini ladder level (official trips are 3-7 days, all above the 1-day rung)."""
@@ -60,15 +70,19 @@ def parse_literal(text: str) -> Any:
 def _walk(node: ast.expr) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) in (int, float):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
         return -node.operand.value
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_walk(e) for e in node.elts]
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise LiteralError("dict unpacking is not a literal")
-        return {_walk(k): _walk(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+        return {_walk(k): _walk(v) for k, v in zip(node.keys, node.values, strict=False)}  # type: ignore[arg-type]
     raise LiteralError(f"not a literal: {type(node).__name__}")
 
 
@@ -131,12 +145,25 @@ def _row_task(row: dict[str, str], index: int) -> Task:
     query, plan = read_row(row)
     parsed = query_from_upstream(query)
     level = 4 if parsed.days >= 5 or parsed.cities >= 2 else _LEVELS[row["level"]]
-    features = {"days": parsed.days, "cities": parsed.cities, "people": parsed.people,
-                "n_constraints": parsed.n_constraints, "upstream_level": row["level"]}
-    return Task(id=f"travelplanner/heldout/{index:05d}", benchmark="travelplanner", prompt=row["query"].strip(),
-                answer=json.dumps(plan) if plan else "", expected={"query": query, "annotated_plan": plan},
-                difficulty={"level": level, "features": features}, checker="tp_constraints",
-                granularity="episode", split="heldout", origin="official")
+    features = {
+        "days": parsed.days,
+        "cities": parsed.cities,
+        "people": parsed.people,
+        "n_constraints": parsed.n_constraints,
+        "upstream_level": row["level"],
+    }
+    return Task(
+        id=f"travelplanner/heldout/{index:05d}",
+        benchmark="travelplanner",
+        prompt=row["query"].strip(),
+        answer=json.dumps(plan) if plan else "",
+        expected={"query": query, "annotated_plan": plan},
+        difficulty={"level": level, "features": features},
+        checker="tp_constraints",
+        granularity="episode",
+        split="heldout",
+        origin="official",
+    )
 
 
 def _int(text: Any, key: str) -> int:

@@ -22,10 +22,15 @@ def machine() -> dict[str, Any]:
     import torch
     import transformers
 
-    return {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "load_average": [round(x, 2) for x in os.getloadavg()], "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": transformers.__version__,
-            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
 
 
 def peak_rss_mb() -> float:
@@ -62,8 +67,12 @@ def median(values: list[float]) -> float:
 
 def finish(name: str, result: dict[str, Any], load_before: list[float], out_dir: Path | None) -> dict[str, Any]:
     """Add the bench name and machine state to ``result`` and write ``bench-NAME.json`` under ``out_dir``."""
-    result = {"bench": name, **result, "machine": {**machine(), "load_average_before": load_before},
-              "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    result = {
+        "bench": name,
+        **result,
+        "machine": {**machine(), "load_average_before": load_before},
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"bench-{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")

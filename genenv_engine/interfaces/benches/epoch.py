@@ -54,6 +54,7 @@ class PhaseTokens:
             backend = get_backend(config.backend, policy=policy, **options)
             self.backends.append(backend)
             return backend
+
         return make
 
     def _total(self) -> tuple[int, float]:
@@ -78,8 +79,13 @@ class PhaseTokens:
             self.passes[(event.epoch, event.phase)] = {k: v - passes0[k] for k, v in passes.items()}
 
 
-def epoch_rows(metrics: list[dict[str, Any]], tokens: dict[tuple[int, str], int], k: int,
-               heldout_tasks: int, grammar: dict[tuple[int, str], float] | None = None) -> list[dict[str, Any]]:
+def epoch_rows(
+    metrics: list[dict[str, Any]],
+    tokens: dict[tuple[int, str], int],
+    k: int,
+    heldout_tasks: int,
+    grammar: dict[tuple[int, str], float] | None = None,
+) -> list[dict[str, Any]]:
     """Per epoch (1..): seconds and work of every phase, from the stored epoch metrics and the token counts (and
     the generate phase's seconds spent on grammar masks, ``grammar``)."""
     grammar = grammar or {}
@@ -91,15 +97,27 @@ def epoch_rows(metrics: list[dict[str, Any]], tokens: dict[tuple[int, str], int]
         secs = m.get("phase_seconds") or {}
         agent, sim = m.get("agent_update") or {}, m.get("simulator_update") or {}
         work = {
-            "generate": {"tasks": m.get("generated", 0), "tokens_generated": tokens.get((e, "generate"), 0),
-                         "grammar_seconds": round(grammar.get((e, "generate"), 0.0), 3)},
+            "generate": {
+                "tasks": m.get("generated", 0),
+                "tokens_generated": tokens.get((e, "generate"), 0),
+                "grammar_seconds": round(grammar.get((e, "generate"), 0.0), 3),
+            },
             "validate": {"tasks": m.get("generated", 0), "valid": m.get("valid", 0)},
-            "rollout": {"tasks": m.get("tasks_trained", 0), "rollouts": m.get("tasks_trained", 0) * k,
-                        "tokens_generated": tokens.get((e, "rollout"), 0)},
-            "agent_update": {"sequences": int(agent.get("sequences", 0)), "steps": int(agent.get("steps", 0)),
-                             "tokens_trained": int(agent.get("tokens", 0))},
-            "simulator_update": {"examples": int(sim.get("examples", 0)), "steps": int(sim.get("steps", 0)),
-                                 "tokens_trained": int(sim.get("tokens", 0))},
+            "rollout": {
+                "tasks": m.get("tasks_trained", 0),
+                "rollouts": m.get("tasks_trained", 0) * k,
+                "tokens_generated": tokens.get((e, "rollout"), 0),
+            },
+            "agent_update": {
+                "sequences": int(agent.get("sequences", 0)),
+                "steps": int(agent.get("steps", 0)),
+                "tokens_trained": int(agent.get("tokens", 0)),
+            },
+            "simulator_update": {
+                "examples": int(sim.get("examples", 0)),
+                "steps": int(sim.get("steps", 0)),
+                "tokens_trained": int(sim.get("tokens", 0)),
+            },
             "heldout_eval": {"tasks": heldout_tasks, "tokens_generated": tokens.get((e, "heldout_eval"), 0)},
             "checkpoint": {},
         }
@@ -111,8 +129,15 @@ def epoch_rows(metrics: list[dict[str, Any]], tokens: dict[tuple[int, str], int]
             if toks is not None:
                 w["tokens_per_second"] = round(toks / s, 1) if s > 0 else None
             phases[p] = {"seconds": round(s, 3), **w}
-        rows.append({"epoch": e, "seconds": round(sum(float(v) for v in secs.values()), 3), "phases": phases,
-                     "tokens_generated": m.get("tokens_generated"), "heldout": m.get("heldout")})
+        rows.append(
+            {
+                "epoch": e,
+                "seconds": round(sum(float(v) for v in secs.values()), 3),
+                "phases": phases,
+                "tokens_generated": m.get("tokens_generated"),
+                "heldout": m.get("heldout"),
+            }
+        )
     return rows
 
 
@@ -133,8 +158,9 @@ def phase_flops(phase: str, epoch: int, counter: PhaseTokens, roles: dict[str, f
     return None
 
 
-def add_bounds(rows: list[dict[str, Any]], counter: PhaseTokens, roles: dict[str, fl.RoleFlops],
-               peak: dict[str, float | None]) -> None:
+def add_bounds(
+    rows: list[dict[str, Any]], counter: PhaseTokens, roles: dict[str, fl.RoleFlops], peak: dict[str, float | None]
+) -> None:
     """Add each phase's tokens, FLOPs, compute bound and multiple of it to `epoch_rows`' rows."""
     for row in rows:
         for phase, entry in row["phases"].items():
@@ -153,8 +179,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for p in PHASES:
         keys = [k for k in rows[0]["phases"][p] if k != "seconds"]
         work[p] = {k: statistics.median(r["phases"][p][k] or 0 for r in rows) for k in keys}
-    return {"median_seconds": round(statistics.median(r["seconds"] for r in rows), 3),
-            "phase_seconds": phase_seconds, "phase_work": work}
+    return {
+        "median_seconds": round(statistics.median(r["seconds"] for r in rows), 3),
+        "phase_seconds": phase_seconds,
+        "phase_work": work,
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,16 +191,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--epochs", type=int, default=5, help="co-evolution epochs to time (median over them)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override, as for genenv run (changes the epoch measured: for tests)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, as for genenv run (changes the epoch measured: for tests)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
     from genenv_engine.config import load_config, parse_sets
     from genenv_engine.method.loop import run as run_loop
-    from genenv_engine.training.policy import quiet_transformers
     from genenv_engine.storage.session import Session
+    from genenv_engine.training.policy import quiet_transformers
     from genenv_engine.training.warmstart import is_cached
 
     quiet_transformers()
@@ -190,28 +224,47 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = epoch_rows(metrics, counter.tokens, config.agent.rollouts, heldout_tasks, counter.grammar_seconds)
     peak = fl.peaks()
     add_bounds(rows, counter, fl.roles(config), peak)
-    out = {"preset": args.preset, "epochs": args.epochs, "seed": args.seed, "overrides": args.set,
-           "warm_start_cached": cached, "epoch0_seconds": round(sum((metrics[0].get("phase_seconds") or {}).values()), 2),
-           "wall_seconds": round(time.perf_counter() - started, 1), **summarize(rows), "epochs_measured": rows,
-           "peak_rss_mb": peak_rss_mb(), "matmul_peak_flops": peak}
+    out = {
+        "preset": args.preset,
+        "epochs": args.epochs,
+        "seed": args.seed,
+        "overrides": args.set,
+        "warm_start_cached": cached,
+        "epoch0_seconds": round(sum((metrics[0].get("phase_seconds") or {}).values()), 2),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        **summarize(rows),
+        "epochs_measured": rows,
+        "peak_rss_mb": peak_rss_mb(),
+        "matmul_peak_flops": peak,
+    }
     if args.preset == "tiny" and not args.set:
-        out["goals"] = [goal("median_seconds", out["median_seconds"], GOAL_SECONDS, at_most=True),
-                        goal("peak_rss_mb", out["peak_rss_mb"], GOAL_RSS_MB, at_most=True)]
+        out["goals"] = [
+            goal("median_seconds", out["median_seconds"], GOAL_SECONDS, at_most=True),
+            goal("peak_rss_mb", out["peak_rss_mb"], GOAL_RSS_MB, at_most=True),
+        ]
     return out
 
 
 def table(result: dict[str, Any]):
     """Rich table: median seconds and work per phase."""
-    t = rich_table(f"epoch: {result['preset']} preset, median of {len(result['epochs_measured'])} epochs: "
-                   f"{result['median_seconds']} s, peak RSS {result['peak_rss_mb']:.0f} MB "
-                   f"(warm start {'cached' if result['warm_start_cached'] else 'trained in this run'})",
-                   ("phase", "median s", "work (median per epoch)", "tokens/s", "GFLOP", "x bound"),
-                   left=("phase", "work (median per epoch)"))
+    t = rich_table(
+        f"epoch: {result['preset']} preset, median of {len(result['epochs_measured'])} epochs: "
+        f"{result['median_seconds']} s, peak RSS {result['peak_rss_mb']:.0f} MB "
+        f"(warm start {'cached' if result['warm_start_cached'] else 'trained in this run'})",
+        ("phase", "median s", "work (median per epoch)", "tokens/s", "GFLOP", "x bound"),
+        left=("phase", "work (median per epoch)"),
+    )
     bound_keys = ("tokens_per_second", "model_tokens", "flops", "bound_seconds", "multiple", "multiple_bf16")
     for p, secs in result["phase_seconds"].items():
         phase = result["phase_work"][p]
         work = {k: v for k, v in phase.items() if k not in bound_keys}
         tps, flops, multiple = phase.get("tokens_per_second"), phase.get("flops"), phase.get("multiple")
-        t.add_row(p, f"{secs:.2f}", ", ".join(f"{k}={v:g}" for k, v in work.items()), "-" if not tps else f"{tps:.0f}",
-                  "-" if not flops else f"{flops / 1e9:.1f}", "-" if not multiple else f"{multiple:.1f}")
+        t.add_row(
+            p,
+            f"{secs:.2f}",
+            ", ".join(f"{k}={v:g}" for k, v in work.items()),
+            "-" if not tps else f"{tps:.0f}",
+            "-" if not flops else f"{flops / 1e9:.1f}",
+            "-" if not multiple else f"{multiple:.1f}",
+        )
     return t

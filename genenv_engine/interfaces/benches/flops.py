@@ -40,9 +40,15 @@ class Shape:
         (32, 16)
         """
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        return {"q_proj": (self.hidden, q), "k_proj": (self.hidden, kv), "v_proj": (self.hidden, kv),
-                "o_proj": (q, self.hidden), "gate_proj": (self.hidden, self.intermediate),
-                "up_proj": (self.hidden, self.intermediate), "down_proj": (self.intermediate, self.hidden)}
+        return {
+            "q_proj": (self.hidden, q),
+            "k_proj": (self.hidden, kv),
+            "v_proj": (self.hidden, kv),
+            "o_proj": (q, self.hidden),
+            "gate_proj": (self.hidden, self.intermediate),
+            "up_proj": (self.hidden, self.intermediate),
+            "down_proj": (self.intermediate, self.hidden),
+        }
 
     def body(self) -> int:
         """Weights of the decoder's matrix products (all layers), the FLOPs per token of a forward over 2.
@@ -104,8 +110,11 @@ class RoleFlops:
         """FLOPs of log-prob passes counted as `genenv_engine.training.policy.PASS_TOKENS` counts them (the differences
         over a phase): forwards without gradients, forwards and backwards with them."""
         grad = self.forward(passes["grad_forward"], passes["grad_head"])
-        return (self.forward(passes["forward"], passes["head"]) + grad
-                + self.backward(passes["grad_forward"], passes["grad_head"]))
+        return (
+            self.forward(passes["forward"], passes["head"])
+            + grad
+            + self.backward(passes["grad_forward"], passes["grad_head"])
+        )
 
 
 def role_flops(shape: Shape, tuning: str, rank: int, targets: tuple[str, ...]) -> RoleFlops:
@@ -126,20 +135,36 @@ def model_shape(config) -> Shape:
     if folder is None:
         from genenv_engine.training.tokenizer import build_byte_tokenizer
 
-        return Shape(cfg.hidden_size, cfg.intermediate_size, cfg.num_layers, cfg.num_heads, cfg.num_heads,
-                     cfg.hidden_size // cfg.num_heads, len(build_byte_tokenizer()))
+        return Shape(
+            cfg.hidden_size,
+            cfg.intermediate_size,
+            cfg.num_layers,
+            cfg.num_heads,
+            cfg.num_heads,
+            cfg.hidden_size // cfg.num_heads,
+            len(build_byte_tokenizer()),
+        )
     c = json.loads((folder / "config.json").read_text())
     heads = c["num_attention_heads"]
-    return Shape(c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], heads,
-                 c.get("num_key_value_heads") or heads, c.get("head_dim") or c["hidden_size"] // heads, c["vocab_size"])
+    return Shape(
+        c["hidden_size"],
+        c["intermediate_size"],
+        c["num_hidden_layers"],
+        heads,
+        c.get("num_key_value_heads") or heads,
+        c.get("head_dim") or c["hidden_size"] // heads,
+        c["vocab_size"],
+    )
 
 
 def roles(config) -> dict[str, RoleFlops]:
     """The agent's and the simulator's `RoleFlops` for a run's config."""
     shape = model_shape(config)
     cfg = config.model
-    return {role: role_flops(shape, cfg.tuning(role), cfg.lora_r, tuple(cfg.lora_targets))
-            for role in ("agent", "simulator")}
+    return {
+        role: role_flops(shape, cfg.tuning(role), cfg.lora_r, tuple(cfg.lora_targets))
+        for role in ("agent", "simulator")
+    }
 
 
 def matmul_peak(dtype_name: str = "float32", size: int = PEAK_SIZE, seconds: float = PEAK_SECONDS) -> float | None:
@@ -161,7 +186,7 @@ def matmul_peak(dtype_name: str = "float32", size: int = PEAK_SIZE, seconds: flo
         count += 1
         elapsed = time.perf_counter() - started
         if elapsed >= seconds:
-            return 2 * size ** 3 * count / elapsed
+            return 2 * size**3 * count / elapsed
 
 
 def peaks() -> dict[str, float | None]:

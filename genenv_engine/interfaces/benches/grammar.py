@@ -56,49 +56,84 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from genenv_engine.training.simulator import job_grammar, parse_and_validate, simulator_prompt
 
     quiet_transformers()
-    config = load_config(args.preset, None, {"seed": args.seed, **parse_sets(args.set),
-                                             "simulator.constrained": True})
+    config = load_config(args.preset, None, {"seed": args.seed, **parse_sets(args.set), "simulator.constrained": True})
     policy, source = simulator_policy(config)
     policy.model.eval()
     style = config.simulator.prompt
     rows = []
     for name, env in environments_of(config).items():
-        seeds = env.splits()["seed"][:args.seeds]
+        seeds = env.splits()["seed"][: args.seeds]
         drafted = [s for s in seeds for _ in range(args.variations)]
         prompts = [simulator_prompt(policy, env, s, style) for s in drafted]
         grammar = job_grammar(config, env)
         for way, g in (("free", None), ("grammar, first call", grammar), ("grammar", grammar)):
             backend = HFBackend(policy)
             start = time.perf_counter()
-            outs = backend.generate(prompts, Sampling(temperature=config.simulator.temperature,
-                                                      max_new_tokens=config.simulator.max_new_tokens, seed=0,
-                                                      grammar=g))
+            outs = backend.generate(
+                prompts,
+                Sampling(
+                    temperature=config.simulator.temperature,
+                    max_new_tokens=config.simulator.max_new_tokens,
+                    seed=0,
+                    grammar=g,
+                ),
+            )
             seconds = time.perf_counter() - start
-            tasks = [parse_and_validate(env, o.text, task_id=f"bench/{i}", seed=s, epoch=1, generator="bench",
-                                        style=style) for i, (o, s) in enumerate(zip(outs, drafted))]
+            tasks = [
+                parse_and_validate(env, o.text, task_id=f"bench/{i}", seed=s, epoch=1, generator="bench", style=style)
+                for i, (o, s) in enumerate(zip(outs, drafted, strict=False))
+            ]
             reasons = Counter(t.reason.split(":", 1)[0] for t in tasks if not t.valid)
-            rows.append({"benchmark": name, "way": way, "drafts": len(tasks), "seconds": round(seconds, 3),
-                         "tokens": backend.tokens_generated, "grammar_seconds": round(backend.grammar_seconds, 3),
-                         "grammar_share": round(backend.grammar_seconds / seconds, 3) if seconds else None,
-                         "grammar_us_per_token": (round(1e6 * backend.grammar_seconds / backend.tokens_generated, 1)
-                                                  if backend.tokens_generated and g else None),
-                         "valid_fraction": round(sum(t.valid for t in tasks) / len(tasks), 3),
-                         "rejected": dict(reasons.most_common())})
+            rows.append(
+                {
+                    "benchmark": name,
+                    "way": way,
+                    "drafts": len(tasks),
+                    "seconds": round(seconds, 3),
+                    "tokens": backend.tokens_generated,
+                    "grammar_seconds": round(backend.grammar_seconds, 3),
+                    "grammar_share": round(backend.grammar_seconds / seconds, 3) if seconds else None,
+                    "grammar_us_per_token": (
+                        round(1e6 * backend.grammar_seconds / backend.tokens_generated, 1)
+                        if backend.tokens_generated and g
+                        else None
+                    ),
+                    "valid_fraction": round(sum(t.valid for t in tasks) / len(tasks), 3),
+                    "rejected": dict(reasons.most_common()),
+                }
+            )
     shares = [r["grammar_share"] for r in rows if r["way"] == "grammar" and r["grammar_share"] is not None]  # warm
-    return {"preset": args.preset, "seed": args.seed, "overrides": args.set, "simulator": source,
-            "seeds": args.seeds, "variations": args.variations, "rows": rows,
-            "goals": [goal("grammar_share", max(shares, default=None), GOAL_SHARE, at_most=True)]}
+    return {
+        "preset": args.preset,
+        "seed": args.seed,
+        "overrides": args.set,
+        "simulator": source,
+        "seeds": args.seeds,
+        "variations": args.variations,
+        "rows": rows,
+        "goals": [goal("grammar_share", max(shares, default=None), GOAL_SHARE, at_most=True)],
+    }
 
 
 def table(result: dict[str, Any]):
     """Per benchmark and way: time, tokens, mask share, valid fraction and the main rejections."""
-    t = rich_table(f"grammar-constrained drafts ({result['simulator']})",
-                   ["benchmark", "way", "drafts", "s", "tokens", "mask s", "mask share", "µs/token", "valid",
-                    "top rejections"], left={"benchmark", "way", "top rejections"})
+    t = rich_table(
+        f"grammar-constrained drafts ({result['simulator']})",
+        ["benchmark", "way", "drafts", "s", "tokens", "mask s", "mask share", "µs/token", "valid", "top rejections"],
+        left={"benchmark", "way", "top rejections"},
+    )
     for r in result["rows"]:
         top = ", ".join(f"{k} {v}" for k, v in list(r["rejected"].items())[:3])
-        t.add_row(r["benchmark"], r["way"], str(r["drafts"]), f"{r['seconds']:.2f}", str(r["tokens"]),
-                  f"{r['grammar_seconds']:.2f}", "-" if r["way"] == "free" else f"{r['grammar_share']:.0%}",
-                  "-" if r["grammar_us_per_token"] is None else f"{r['grammar_us_per_token']:.0f}",
-                  f"{r['valid_fraction']:.2f}", top)
+        t.add_row(
+            r["benchmark"],
+            r["way"],
+            str(r["drafts"]),
+            f"{r['seconds']:.2f}",
+            str(r["tokens"]),
+            f"{r['grammar_seconds']:.2f}",
+            "-" if r["way"] == "free" else f"{r['grammar_share']:.0%}",
+            "-" if r["grammar_us_per_token"] is None else f"{r['grammar_us_per_token']:.0f}",
+            f"{r['valid_fraction']:.2f}",
+            top,
+        )
     return t

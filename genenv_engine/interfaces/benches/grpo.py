@@ -1,4 +1,5 @@
-"""``genenv bench grpo``: one agent GRPO step (generate a group per prompt, score, update) against TRL's ``GRPOTrainer``.
+"""``genenv bench grpo``: one agent GRPO step (generate a group per prompt, score, update) against TRL's
+``GRPOTrainer``.
 
 Both sides get the same randomly initialised tiny-preset model, the same bfcl agent prompts, group
 size, completion length, sampling temperature, learning rate, clip ε and KL coefficient β (to a
@@ -19,7 +20,8 @@ bfloat16 instructions (AVX512-BF16 or AMX); elsewhere PyTorch falls back to a sl
 ``ONEDNN_MAX_CPU_ISA``: 9 ms uncapped, 51 ms at ``AVX512_CORE``, 167 ms at ``AVX2``; 26 ms in float32 at
 all three). This accounts for TRL's step taking 4.3 s on one CPU and 45.6 s on another with the same
 versions, the slow step's time in the linear layers: capped at ``AVX2``, one 1-thread TRL step of the
-default bench goes from 3.8 s to 23 s with that profile. The bench sets ``bf16=False``: both sides compute in float32, as the engine does on a CPU.
+default bench goes from 3.8 s to 23 s with that profile. The bench sets ``bf16=False``: both sides compute in float32,
+as the engine does on a CPU.
 (2) ``gradient_checkpointing=True``: TRL recomputes every layer's forward in the backward pass; ours
 follows the preset's ``model.gradient_checkpointing`` (off for the tiny model), and so does TRL here.
 `torch.utils.checkpoint` calls each layer through a ``torch._dynamo``-disabled wrapper, so a profile
@@ -58,9 +60,9 @@ def reward(text: str) -> float:
 def _setup(prompts_n: int, seed: int):
     import torch
 
-    from genenv_engine.training.agent import agent_prompt
     from genenv_engine.config import load_config
     from genenv_engine.environments import get_environment
+    from genenv_engine.training.agent import agent_prompt
     from genenv_engine.training.models import warmstart_agent
 
     cfg = load_config("tiny")
@@ -87,31 +89,48 @@ def ours(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: 
 
     from genenv_engine.backends.base import Sampling
     from genenv_engine.backends.hf import HFBackend
-    from genenv_engine.training.trainer import GRPOTrainer, Group
+    from genenv_engine.training.trainer import Group, GRPOTrainer
 
     cfg, policy, prompts = _setup(prompts_n, seed)
     reference = policy.frozen_copy()
-    trainer = GRPOTrainer(policy, reference, lr=lr, clip=cfg.agent.clip, kl_coef=beta, minibatch=prompts_n * group,
-                          drop_zero_variance=False)
+    trainer = GRPOTrainer(
+        policy,
+        reference,
+        lr=lr,
+        clip=cfg.agent.clip,
+        kl_coef=beta,
+        minibatch=prompts_n * group,
+        drop_zero_variance=False,
+    )
     backend = HFBackend(policy)
     rng = random.Random(seed)
     eos, pad = policy.tokenizer.eos_token_id, policy.tokenizer.pad_token_id
     seconds, generate_s, generated, trained = [], [], [], []
     for step in range(steps):
         start = time.perf_counter()
-        outs = backend.generate([p for p in prompts for _ in range(group)],
-                                Sampling(temperature=1.0, max_new_tokens=max_new, seed=seed + step))
+        outs = backend.generate(
+            [p for p in prompts for _ in range(group)],
+            Sampling(temperature=1.0, max_new_tokens=max_new, seed=seed + step),
+        )
         generate_s.append(time.perf_counter() - start)
         groups = []
         for i, p in enumerate(prompts):
-            comps = outs[i * group:(i + 1) * group]
-            groups.append(Group(policy.encode(p), [_with_end(c, max_new, eos, pad) for c in comps],
-                                [reward(c.text) for c in comps]))
+            comps = outs[i * group : (i + 1) * group]
+            groups.append(
+                Group(
+                    policy.encode(p), [_with_end(c, max_new, eos, pad) for c in comps], [reward(c.text) for c in comps]
+                )
+            )
         info = trainer.update(groups, rng)
         seconds.append(time.perf_counter() - start)
         generated.append(sum(len(c) for g in groups for c in g.completions))
         trained.append(int(info.get("tokens", 0)))
-    return {"seconds": seconds, "generate_seconds": generate_s, "tokens_generated": generated, "tokens_trained": trained}
+    return {
+        "seconds": seconds,
+        "generate_seconds": generate_s,
+        "tokens_generated": generated,
+        "tokens_trained": trained,
+    }
 
 
 def trl(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: float, seed: int) -> dict[str, Any]:
@@ -120,7 +139,8 @@ def trl(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: f
     import trl as trl_module
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer as TRLGRPOTrainer
+    from trl import GRPOConfig
+    from trl import GRPOTrainer as TRLGRPOTrainer
 
     cfg, policy, prompts = _setup(prompts_n, seed)
     tok = policy.tokenizer
@@ -142,20 +162,47 @@ def trl(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: f
         # our decoder ends a row at the end-of-sequence or the padding token: TRL stops (and masks) at both too
         policy.model.generation_config.eos_token_id = [tok.eos_token_id, tok.pad_token_id]
         policy.save(f"{tmp}/model")  # TRL loads the policy and its KL reference from a folder
-        args = GRPOConfig(output_dir=tmp, model_init_kwargs={"dtype": "float32"},
-                          per_device_train_batch_size=prompts_n * group, num_generations=group,
-                          max_completion_length=max_new, max_steps=steps, learning_rate=lr, beta=beta,
-                          epsilon=cfg.agent.clip, temperature=1.0, top_k=0, top_p=1.0, use_cpu=True,
-                          report_to="none", save_strategy="no", logging_steps=10**6, disable_tqdm=True, seed=seed,
-                          dataloader_num_workers=0, gradient_accumulation_steps=1, num_iterations=1,
-                          weight_decay=0.0, lr_scheduler_type="constant", warmup_steps=0, max_grad_norm=1.0,
-                          # float32 like ours (TRL's default is bfloat16 autocast, slow on CPUs without native
-                          # bfloat16), checkpointing as the preset has it (TRL's default: on), prompts in order
-                          bf16=False, fp16=False, gradient_checkpointing=cfg.model.gradient_checkpointing,
-                          shuffle_dataset=False)
-        trainer = TRLGRPOTrainer(model=f"{tmp}/model", reward_funcs=reward_fn, args=args,
-                                 train_dataset=Dataset.from_dict({"prompt": prompts * steps}),
-                                 processing_class=tok, callbacks=[StepTimer()])
+        args = GRPOConfig(
+            output_dir=tmp,
+            model_init_kwargs={"dtype": "float32"},
+            per_device_train_batch_size=prompts_n * group,
+            num_generations=group,
+            max_completion_length=max_new,
+            max_steps=steps,
+            learning_rate=lr,
+            beta=beta,
+            epsilon=cfg.agent.clip,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
+            use_cpu=True,
+            report_to="none",
+            save_strategy="no",
+            logging_steps=10**6,
+            disable_tqdm=True,
+            seed=seed,
+            dataloader_num_workers=0,
+            gradient_accumulation_steps=1,
+            num_iterations=1,
+            weight_decay=0.0,
+            lr_scheduler_type="constant",
+            warmup_steps=0,
+            max_grad_norm=1.0,
+            # float32 like ours (TRL's default is bfloat16 autocast, slow on CPUs without native
+            # bfloat16), checkpointing as the preset has it (TRL's default: on), prompts in order
+            bf16=False,
+            fp16=False,
+            gradient_checkpointing=cfg.model.gradient_checkpointing,
+            shuffle_dataset=False,
+        )
+        trainer = TRLGRPOTrainer(
+            model=f"{tmp}/model",
+            reward_funcs=reward_fn,
+            args=args,
+            train_dataset=Dataset.from_dict({"prompt": prompts * steps}),
+            processing_class=tok,
+            callbacks=[StepTimer()],
+        )
         generate = getattr(trainer, "_generate_single_turn", None)  # TRL's sampling step (a private method)
 
         def timed_generate(*a, **kw):  # timed, and its completion tokens counted (the ending token included)
@@ -164,14 +211,22 @@ def trl(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: f
             generate_s.append(time.perf_counter() - start)
             generated.append(sum(len(ids) for ids in out[0]))
             return out
+
         if generate is not None:  # else the JSON has no generation seconds and no update_ratio
             trainer._generate_single_turn = timed_generate
         with contextlib.redirect_stdout(io.StringIO()):  # the Trainer prints its summary dict
             trainer.train()
-    return {"seconds": times, "generate_seconds": generate_s, "tokens_generated": generated,
-            "version": trl_module.__version__,
-            "settings": {"bf16": args.bf16, "gradient_checkpointing": args.gradient_checkpointing,
-                         "end_tokens": getattr(trainer, "eos_token_ids", None)}}
+    return {
+        "seconds": times,
+        "generate_seconds": generate_s,
+        "tokens_generated": generated,
+        "version": trl_module.__version__,
+        "settings": {
+            "bf16": args.bf16,
+            "gradient_checkpointing": args.gradient_checkpointing,
+            "end_tokens": getattr(trainer, "eos_token_ids", None),
+        },
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -179,7 +234,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompts", type=int, default=8, help="prompts per step")
     parser.add_argument("--group", type=int, default=8, help="completions per prompt (the preset's rollouts k)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=3, help="steps timed on each side (median; the first is a warm-up)")
+    parser.add_argument(
+        "--steps", type=int, default=3, help="steps timed on each side (median; the first is a warm-up)"
+    )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--beta", type=float, default=0.01, help="KL coefficient (the tiny preset's agent.kl_coef)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the presets' model.threads)")
@@ -199,14 +256,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     quiet_transformers()
     torch.set_num_threads(args.threads)
     same = (args.prompts, args.group, args.max_new_tokens, args.steps, args.lr, args.beta, 0)
-    out: dict[str, Any] = {"prompts": args.prompts, "group": args.group, "max_new_tokens": args.max_new_tokens,
-                           "steps": args.steps, "lr": args.lr, "beta": args.beta, "threads": args.threads,
-                           "ours": _medians(ours(*same))}
+    out: dict[str, Any] = {
+        "prompts": args.prompts,
+        "group": args.group,
+        "max_new_tokens": args.max_new_tokens,
+        "steps": args.steps,
+        "lr": args.lr,
+        "beta": args.beta,
+        "threads": args.threads,
+        "ours": _medians(ours(*same)),
+    }
     try:
         theirs = trl(*same)
     except ImportError as exc:
-        out["trl"] = {"missing": True, "error": str(exc),
-                      "install": "pip install -c constraints-cpu.txt -e '.[bench]' (pin transformers to this venv's)"}
+        out["trl"] = {
+            "missing": True,
+            "error": str(exc),
+            "install": "pip install -c constraints-cpu.txt -e '.[bench]' (pin transformers to this venv's)",
+        }
         out["ratio"] = out["update_ratio"] = None
         out["goals"] = [goal("ratio (TRL s / ours s per step)", None, 1.0, at_most=False)]
         return out
@@ -221,29 +288,44 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _medians(side: dict[str, Any]) -> dict[str, Any]:
     """A side's steps with the median (after the first) of its step, generation and rest-of-step seconds."""
-    rest = [s - g for s, g in zip(side["seconds"], side["generate_seconds"])]
-    return {**side, "median_seconds": _median_after_first(side["seconds"]),
-            "median_generate_seconds": _median_after_first(side["generate_seconds"]),
-            "median_update_seconds": _median_after_first(rest)}
+    rest = [s - g for s, g in zip(side["seconds"], side["generate_seconds"], strict=False)]
+    return {
+        **side,
+        "median_seconds": _median_after_first(side["seconds"]),
+        "median_generate_seconds": _median_after_first(side["generate_seconds"]),
+        "median_update_seconds": _median_after_first(rest),
+    }
 
 
 def table(result: dict[str, Any]):
     """Rich table: seconds per step of each side."""
-    t = rich_table(f"grpo: one step = {result['prompts']} prompts × {result['group']} completions "
-                   f"(≤{result['max_new_tokens']} tokens), generate + score + update, {result['threads']} threads",
-                   ("trainer", "median s/step", "generate / update s", "steps (s)", "note"))
+    t = rich_table(
+        f"grpo: one step = {result['prompts']} prompts × {result['group']} completions "
+        f"(≤{result['max_new_tokens']} tokens), generate + score + update, {result['threads']} threads",
+        ("trainer", "median s/step", "generate / update s", "steps (s)", "note"),
+    )
     o = result["ours"]
 
     def split(side: dict[str, Any]) -> str:
         return f"{side.get('median_generate_seconds')} / {side.get('median_update_seconds')}"
-    t.add_row("genenv", str(o["median_seconds"]), split(o), ", ".join(f"{s:.2f}" for s in o["seconds"]),
-              f"generated {o['tokens_generated']}, trained {o['tokens_trained']} tokens")
+
+    t.add_row(
+        "genenv",
+        str(o["median_seconds"]),
+        split(o),
+        ", ".join(f"{s:.2f}" for s in o["seconds"]),
+        f"generated {o['tokens_generated']}, trained {o['tokens_trained']} tokens",
+    )
     r = result["trl"]
     if r.get("missing"):
         t.add_row("TRL", "-", "-", "-", f"not installed: {r['install']}")
     else:
-        t.add_row(f"TRL {r['version']}", str(r["median_seconds"]), split(r),
-                  ", ".join(f"{s:.2f}" for s in r["seconds"]),
-                  f"generated {r['tokens_generated']} tokens; ratio {result['ratio']} "
-                  f"(rest of the step: {result['update_ratio']})")
+        t.add_row(
+            f"TRL {r['version']}",
+            str(r["median_seconds"]),
+            split(r),
+            ", ".join(f"{s:.2f}" for s in r["seconds"]),
+            f"generated {r['tokens_generated']} tokens; ratio {result['ratio']} "
+            f"(rest of the step: {result['update_ratio']})",
+        )
     return t

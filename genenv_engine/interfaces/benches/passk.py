@@ -61,12 +61,25 @@ def summarize(greedy: list[int], successes: list[int], n: int, ks: tuple[int, ..
     """
     tasks = len(successes)
     if not tasks:
-        return {"tasks": 0, "greedy_solved": 0, "greedy": None, "mean_success": None, "solved_any": 0,
-                "pass_at_n": None, "pass_at_k": {str(k): None for k in ks}}
+        return {
+            "tasks": 0,
+            "greedy_solved": 0,
+            "greedy": None,
+            "mean_success": None,
+            "solved_any": 0,
+            "pass_at_n": None,
+            "pass_at_k": {str(k): None for k in ks},
+        }
     solved_any = sum(c > 0 for c in successes)
-    return {"tasks": tasks, "greedy_solved": sum(greedy), "greedy": sum(greedy) / tasks,
-            "mean_success": sum(successes) / (tasks * n), "solved_any": solved_any, "pass_at_n": solved_any / tasks,
-            "pass_at_k": {str(k): sum(pass_at_k(n, c, k) for c in successes) / tasks for k in ks}}
+    return {
+        "tasks": tasks,
+        "greedy_solved": sum(greedy),
+        "greedy": sum(greedy) / tasks,
+        "mean_success": sum(successes) / (tasks * n),
+        "solved_any": solved_any,
+        "pass_at_n": solved_any / tasks,
+        "pass_at_k": {str(k): sum(pass_at_k(n, c, k) for c in successes) / tasks for k in ks},
+    }
 
 
 def level_key(bucket: str, levels: list[int]) -> tuple[int, str]:
@@ -78,18 +91,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``genenv bench passk``."""
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--seed", type=int, default=0, help="the run's seed (warm start) and the sampling seed")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override, as for genenv run (part of the warm-start key when it is a warm-start "
-                             "setting)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, as for genenv run (part of the warm-start key when it is a warm-start setting)",
+    )
     parser.add_argument("--n", type=int, default=8, help="samples per task (default 8)")
-    parser.add_argument("--tasks", type=int, default=None,
-                        help="first N held-out tasks per benchmark (default: the config's heldout_size)")
-    parser.add_argument("--temperature", type=float, default=None,
-                        help="sampling temperature (default: the config's agent.temperature)")
-    parser.add_argument("--k", type=int, action="append", default=[],
-                        help="another k for the pass@k estimator, besides 1 and n")
-    parser.add_argument("--samples", type=Path, default=None, metavar="PATH",
-                        help="also write every sample as a JSON line: task id, level, completion, success, error type")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=None,
+        help="first N held-out tasks per benchmark (default: the config's heldout_size)",
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=None, help="sampling temperature (default: the config's agent.temperature)"
+    )
+    parser.add_argument(
+        "--k", type=int, action="append", default=[], help="another k for the pass@k estimator, besides 1 and n"
+    )
+    parser.add_argument(
+        "--samples",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write every sample as a JSON line: task id, level, completion, success, error type",
+    )
 
 
 def _rows_per_call(backend, policy, max_new_tokens: int) -> int:
@@ -102,16 +130,26 @@ def _rows_per_call(backend, policy, max_new_tokens: int) -> int:
     return ROWS_PER_CALL
 
 
-def sample_successes(backend, policy, envs, tasks, n: int, temperature: float, max_new_tokens: int,
-                     threshold: float, seed: int, sink: list[dict[str, Any]] | None = None) -> tuple[list[int], str]:
+def sample_successes(
+    backend,
+    policy,
+    envs,
+    tasks,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    threshold: float,
+    seed: int,
+    sink: list[dict[str, Any]] | None = None,
+) -> tuple[list[int], str]:
     """Right samples out of ``n`` for each task, and a digest of every sampled text (two runs that drew the same
     completions have the same digest). The ``n`` copies of every task are sampled in calls of at most one
     decoding chunk, each call with its own seed drawn from ``seed``: the same numbers for the same seed.
     ``sink``, when given, receives one row per sample (task id, level, completion, success, error type)."""
     import hashlib
 
-    from genenv_engine.training.agent import rollout
     from genenv_engine.backends.base import Sampling
+    from genenv_engine.training.agent import rollout
 
     flat = [i for i in range(len(tasks)) for _ in range(n)]
     rows = max(1, _rows_per_call(backend, policy, max_new_tokens))
@@ -119,28 +157,35 @@ def sample_successes(backend, policy, envs, tasks, n: int, temperature: float, m
     successes = [0] * len(tasks)
     digest = hashlib.sha256()
     for start in range(0, len(flat), rows):
-        part = flat[start:start + rows]
+        part = flat[start : start + rows]
         sampling = Sampling(temperature=temperature, max_new_tokens=max_new_tokens, seed=rng.randrange(2**31))
         scored = rollout(backend, policy, envs, [tasks[i] for i in part], 1, sampling, threshold, chunk=rows)
-        for i, s in zip(part, scored):
+        for i, s in zip(part, scored, strict=False):
             successes[i] += s.successes
             attempt = s.attempts[0]
             digest.update(attempt.completion.text.encode() + b"\0")
             if sink is not None:
-                sink.append({"id": tasks[i].id, "level": tasks[i].level, "completion": attempt.completion.text,
-                             "success": attempt.success, "error_type": attempt.result.error_type})
+                sink.append(
+                    {
+                        "id": tasks[i].id,
+                        "level": tasks[i].level,
+                        "completion": attempt.completion.text,
+                        "success": attempt.success,
+                        "error_type": attempt.result.error_type,
+                    }
+                )
     return successes, digest.hexdigest()[:16]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
-    from genenv_engine.training.agent import heldout_tasks
     from genenv_engine.config import load_config, parse_sets, replace_config
     from genenv_engine.environments import environments_of
     from genenv_engine.method.loop import run as run_loop
+    from genenv_engine.storage.session import Session
+    from genenv_engine.training.agent import heldout_tasks
     from genenv_engine.training.policy import quiet_transformers
     from genenv_engine.training.roles import load_roles
-    from genenv_engine.storage.session import Session
     from genenv_engine.training.warmstart import cache_key, cache_root, is_cached
 
     if args.n < 1:
@@ -184,8 +229,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             tasks = heldout_tasks(envs, tasks_n)
             sampling_started = time.perf_counter()
             rows: list[dict[str, Any]] | None = [] if args.samples else None
-            successes, digest = sample_successes(roles.agent_backend, roles.agent, envs, tasks, n, temperature,
-                                                 max_new, config.agent.success_threshold, args.seed, rows)
+            successes, digest = sample_successes(
+                roles.agent_backend,
+                roles.agent,
+                envs,
+                tasks,
+                n,
+                temperature,
+                max_new,
+                config.agent.success_threshold,
+                args.seed,
+                rows,
+            )
             sampling_seconds = time.perf_counter() - sampling_started
         finally:
             session.store.close()
@@ -211,24 +266,44 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         order = sorted(buckets, key=lambda b: level_key(b, [tasks[i].level for i in buckets[b]]))
         benchmarks[name] = {
             **summarize([greedy[i] for i in idx], [successes[i] for i in idx], n, ks),
-            "levels": {b: summarize([greedy[i] for i in buckets[b]], [successes[i] for i in buckets[b]], n, ks)
-                       for b in order}}
-        per_task[name] = [{"id": tasks[i].id, "level": env.bucket(tasks[i]), "greedy": greedy[i],
-                           "successes": successes[i]} for i in idx]
+            "levels": {
+                b: summarize([greedy[i] for i in buckets[b]], [successes[i] for i in buckets[b]], n, ks) for b in order
+            },
+        }
+        per_task[name] = [
+            {"id": tasks[i].id, "level": env.bucket(tasks[i]), "greedy": greedy[i], "successes": successes[i]}
+            for i in idx
+        ]
     phase = m.get("phase_seconds") or {}
     return {
-        "preset": args.preset, "seed": args.seed, "overrides": args.set, "benchmarks_measured": list(envs),
-        "n": n, "ks": list(ks), "tasks_per_benchmark": tasks_n, "tasks": len(tasks),
-        "temperature": temperature, "max_new_tokens": max_new, "success_threshold": config.agent.success_threshold,
-        "warm_start_key": key, "warm_start_folder": str(cache_root() / "warmstart" / key),
-        "warm_start_cached": was_cached, "warm_start": m.get("warm_start"),
-        "agent_fingerprint": m.get("agent_fingerprint"), "loaded_agent_fingerprint": fingerprint,
-        "epoch0_heldout": m.get("heldout"), "epoch0_heldout_size": session_config.heldout_size,
+        "preset": args.preset,
+        "seed": args.seed,
+        "overrides": args.set,
+        "benchmarks_measured": list(envs),
+        "n": n,
+        "ks": list(ks),
+        "tasks_per_benchmark": tasks_n,
+        "tasks": len(tasks),
+        "temperature": temperature,
+        "max_new_tokens": max_new,
+        "success_threshold": config.agent.success_threshold,
+        "warm_start_key": key,
+        "warm_start_folder": str(cache_root() / "warmstart" / key),
+        "warm_start_cached": was_cached,
+        "warm_start": m.get("warm_start"),
+        "agent_fingerprint": m.get("agent_fingerprint"),
+        "loaded_agent_fingerprint": fingerprint,
+        "epoch0_heldout": m.get("heldout"),
+        "epoch0_heldout_size": session_config.heldout_size,
         "greedy_correct": {b: s[:tasks_n] for b, s in stored.items()},
-        "benchmarks": benchmarks, "per_task": per_task, "sample_digest": digest,
+        "benchmarks": benchmarks,
+        "per_task": per_task,
+        "sample_digest": digest,
         "warm_start_seconds": round(phase.get("warm_start", 0.0), 1),
-        "greedy_seconds": round(phase.get("heldout_eval", 0.0), 1), "sampling_seconds": round(sampling_seconds, 1),
-        "wall_seconds": round(time.perf_counter() - started, 1), "peak_rss_mb": peak_rss_mb(),
+        "greedy_seconds": round(phase.get("heldout_eval", 0.0), 1),
+        "sampling_seconds": round(sampling_seconds, 1),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
@@ -241,18 +316,27 @@ def table(result: dict[str, Any]):
     n = result["n"]
     others = [k for k in result["ks"] if k not in (1, n)]
     fp = result["agent_fingerprint"]
-    t = rich_table(f"passk: {result['preset']} preset, seed {result['seed']}, epoch-0 agent "
-                   f"(warm start {result['warm_start_key']}, fingerprint {fp if fp is None else round(fp, 4)}); "
-                   f"n={n} samples at temperature {result['temperature']}, first {result['tasks_per_benchmark']} "
-                   f"held-out tasks per benchmark",
-                   ("benchmark", "level", "tasks", "greedy", "mean", *(f"pass@{k}" for k in others), f"pass@{n}"),
-                   left=("benchmark", "level"),
-                   caption="greedy: the stored epoch-0 held-out result; mean: per-sample success (= pass@1); "
-                           f"pass@{n}: share of tasks with at least 1 of {n} right; pass@k: unbiased estimator")
+    t = rich_table(
+        f"passk: {result['preset']} preset, seed {result['seed']}, epoch-0 agent "
+        f"(warm start {result['warm_start_key']}, fingerprint {fp if fp is None else round(fp, 4)}); "
+        f"n={n} samples at temperature {result['temperature']}, first {result['tasks_per_benchmark']} "
+        f"held-out tasks per benchmark",
+        ("benchmark", "level", "tasks", "greedy", "mean", *(f"pass@{k}" for k in others), f"pass@{n}"),
+        left=("benchmark", "level"),
+        caption="greedy: the stored epoch-0 held-out result; mean: per-sample success (= pass@1); "
+        f"pass@{n}: share of tasks with at least 1 of {n} right; pass@k: unbiased estimator",
+    )
     for name, b in result["benchmarks"].items():
         rows = [*b["levels"].items(), ("all", b)]
         for level, r in rows:
-            t.add_row(name if level == "all" or level == next(iter(b["levels"])) else "", level, str(r["tasks"]),
-                      _fmt(r["greedy"]), _fmt(r["mean_success"]), *(_fmt(r["pass_at_k"][str(k)]) for k in others),
-                      _fmt(r["pass_at_n"]), end_section=level == "all")
+            t.add_row(
+                name if level == "all" or level == next(iter(b["levels"])) else "",
+                level,
+                str(r["tasks"]),
+                _fmt(r["greedy"]),
+                _fmt(r["mean_success"]),
+                *(_fmt(r["pass_at_k"][str(k)]) for k in others),
+                _fmt(r["pass_at_n"]),
+                end_section=level == "all",
+            )
     return t

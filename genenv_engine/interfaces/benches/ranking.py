@@ -62,7 +62,9 @@ def bound(delta1: float, delta2: float, n: int) -> float:
     return 4 * math.exp(-(2 / 9) * (delta2 - delta1) ** 2 * n)
 
 
-def compute(pairs: list[tuple[float, float]], ns: list[int], alpha: float, trials: int, seed: int = 0) -> dict[str, Any]:
+def compute(
+    pairs: list[tuple[float, float]], ns: list[int], alpha: float, trials: int, seed: int = 0
+) -> dict[str, Any]:
     """The table of (p1, p2, Δ1, Δ2, n, Monte Carlo, exact, bound, holds) rows for every pair and n, and for
     each pair the smallest n at which the bound says anything (drops below 1)."""
     rows = []
@@ -73,20 +75,41 @@ def compute(pairs: list[tuple[float, float]], ns: list[int], alpha: float, trial
         for n in ns:
             exact = misrank_exact(p1, p2, n, alpha)
             b = bound(d1, d2, n)
-            rows.append({"p1": p1, "p2": p2, "delta1": round(d1, 4), "delta2": round(d2, 4), "n": n,
-                         "empirical": round(misrank_monte_carlo(p1, p2, n, alpha, trials, seed), 5) if trials else None,
-                         "exact": round(exact, 6), "bound": round(b, 6), "bound_holds": exact <= b + 1e-12})
-    informative = {f"{p1}:{p2}": math.ceil(9 * math.log(4) / (2 * (abs(p2 - alpha) - abs(p1 - alpha)) ** 2))
-                   for p1, p2 in pairs}
-    return {"alpha": alpha, "trials": trials, "table": rows, "bound_holds_everywhere": all(r["bound_holds"] for r in rows),
-            "bound_below_one_from_n": informative}
+            rows.append(
+                {
+                    "p1": p1,
+                    "p2": p2,
+                    "delta1": round(d1, 4),
+                    "delta2": round(d2, 4),
+                    "n": n,
+                    "empirical": round(misrank_monte_carlo(p1, p2, n, alpha, trials, seed), 5) if trials else None,
+                    "exact": round(exact, 6),
+                    "bound": round(b, 6),
+                    "bound_holds": exact <= b + 1e-12,
+                }
+            )
+    informative = {
+        f"{p1}:{p2}": math.ceil(9 * math.log(4) / (2 * (abs(p2 - alpha) - abs(p1 - alpha)) ** 2)) for p1, p2 in pairs
+    }
+    return {
+        "alpha": alpha,
+        "trials": trials,
+        "table": rows,
+        "bound_holds_everywhere": all(r["bound_holds"] for r in rows),
+        "bound_below_one_from_n": informative,
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``genenv bench ranking``."""
     parser.add_argument("--alpha", type=float, default=0.5)
-    parser.add_argument("--pair", action="append", default=[], metavar="P1:P2",
-                        help="success probabilities of the nearer and the farther family (repeatable)")
+    parser.add_argument(
+        "--pair",
+        action="append",
+        default=[],
+        metavar="P1:P2",
+        help="success probabilities of the nearer and the farther family (repeatable)",
+    )
     parser.add_argument("--n", action="append", type=int, default=[], help="rollouts per family (repeatable)")
     parser.add_argument("--trials", type=int, default=20000, help="Monte Carlo trials per cell (0: exact only)")
 
@@ -99,10 +122,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: empirical and exact mis-ranking probability against the bound."""
-    t = rich_table(f"Theorem 1: Pr[R_env mis-ranks] vs 4·exp(−(2/9)(Δ2−Δ1)²n), α={result['alpha']}",
-                   ("p1", "p2", "Δ1", "Δ2", "n", "empirical (MC)", "exact", "bound", "holds"), left=())
+    t = rich_table(
+        f"Theorem 1: Pr[R_env mis-ranks] vs 4·exp(−(2/9)(Δ2−Δ1)²n), α={result['alpha']}",
+        ("p1", "p2", "Δ1", "Δ2", "n", "empirical (MC)", "exact", "bound", "holds"),
+        left=(),
+    )
     for r in result["table"]:
-        t.add_row(str(r["p1"]), str(r["p2"]), str(r["delta1"]), str(r["delta2"]), str(r["n"]),
-                  "-" if r["empirical"] is None else f"{r['empirical']:.4f}", f"{r['exact']:.4f}",
-                  f"{r['bound']:.4f}" if r["bound"] < 1e3 else f"{r['bound']:.3g}", "yes" if r["bound_holds"] else "NO")
+        t.add_row(
+            str(r["p1"]),
+            str(r["p2"]),
+            str(r["delta1"]),
+            str(r["delta2"]),
+            str(r["n"]),
+            "-" if r["empirical"] is None else f"{r['empirical']:.4f}",
+            f"{r['exact']:.4f}",
+            f"{r['bound']:.4f}" if r["bound"] < 1e3 else f"{r['bound']:.3g}",
+            "yes" if r["bound_holds"] else "NO",
+        )
     return t

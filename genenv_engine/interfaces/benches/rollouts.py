@@ -31,9 +31,9 @@ def tiny_agent(warm_steps: int):
 
     import torch
 
-    from genenv_engine.training.agent import agent_prompt
     from genenv_engine.config import load_config
     from genenv_engine.environments import get_environment
+    from genenv_engine.training.agent import agent_prompt
     from genenv_engine.training.models import warmstart_agent
     from genenv_engine.training.policy import Policy
     from genenv_engine.training.trainer import sft
@@ -42,7 +42,9 @@ def tiny_agent(warm_steps: int):
     cfg = load_config("tiny")
     folder = cached_agent(cfg)
     if folder is not None:
-        return Policy.load(folder / "agent", torch.device("cpu"), cfg.model.max_length), f"cached warm start {folder.name}"
+        return Policy.load(
+            folder / "agent", torch.device("cpu"), cfg.model.max_length
+        ), f"cached warm start {folder.name}"
     agent = warmstart_agent(cfg.model, 0)
     env = get_environment("bfcl", 0)
     pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer)) for t in env.splits()["train"]]
@@ -61,7 +63,9 @@ def load_policy(model: str, warm_steps: int):
     if model == "tiny":
         return tiny_agent(warm_steps)
     if model == "smollm2":
-        return warmstart_agent(ModelConfig(kind="smollm2", agent_tuning="lora", max_length=320), 0), "SmolLM2-135M-Instruct (LoRA agent)"
+        return warmstart_agent(
+            ModelConfig(kind="smollm2", agent_tuning="lora", max_length=320), 0
+        ), "SmolLM2-135M-Instruct (LoRA agent)"
     return Policy.load(model, torch.device("cpu"), 384), f"checkpoint {model}"
 
 
@@ -84,10 +88,18 @@ def naive(policy, prompts: list[str], temperature: float, max_new: int) -> int:
     with torch.no_grad():
         for p in prompts:
             ids = torch.tensor([policy.encode(p)], device=policy.device)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
-                                 temperature=temperature, top_k=0, top_p=1.0, max_new_tokens=max_new,
-                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-            total += _count(out[0, ids.shape[1]:].tolist(), tok.eos_token_id, tok.pad_token_id)
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new,
+                eos_token_id=tok.eos_token_id,
+                pad_token_id=tok.pad_token_id,
+            )
+            total += _count(out[0, ids.shape[1] :].tolist(), tok.eos_token_id, tok.pad_token_id)
     return total
 
 
@@ -99,19 +111,28 @@ def batched_generate(policy, prompts: list[str], temperature: float, max_new: in
     total = 0
     with torch.no_grad():
         for start in range(0, len(prompts), chunk):
-            enc = [policy.encode(p) for p in prompts[start:start + chunk]]
+            enc = [policy.encode(p) for p in prompts[start : start + chunk]]
             width = max(map(len, enc))
             ids = torch.full((len(enc), width), tok.pad_token_id, dtype=torch.long)
             attn = torch.zeros_like(ids)
             for i, e in enumerate(enc):
-                ids[i, width - len(e):] = torch.tensor(e)
-                attn[i, width - len(e):] = 1
-            res = model.generate(input_ids=ids.to(policy.device), attention_mask=attn.to(policy.device),
-                                 do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
-                                 max_new_tokens=max_new, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                                 return_dict_in_generate=True, output_scores=True)
+                ids[i, width - len(e) :] = torch.tensor(e)
+                attn[i, width - len(e) :] = 1
+            res = model.generate(
+                input_ids=ids.to(policy.device),
+                attention_mask=attn.to(policy.device),
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new,
+                eos_token_id=tok.eos_token_id,
+                pad_token_id=tok.pad_token_id,
+                return_dict_in_generate=True,
+                output_scores=True,
+            )
             new = res.sequences[:, width:]
-            _ = [s.float().log_softmax(-1).gather(1, new[:, t:t + 1]) for t, s in enumerate(res.scores)]
+            _ = [s.float().log_softmax(-1).gather(1, new[:, t : t + 1]) for t, s in enumerate(res.scores)]
             total += sum(_count(row, tok.eos_token_id, tok.pad_token_id) for row in new.tolist())
     return total
 
@@ -120,16 +141,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``genenv bench rollouts``."""
     parser.add_argument("--model", default="tiny", help="tiny (default), smollm2 or a local checkpoint folder")
     parser.add_argument("--prompts", type=int, default=128, help="bfcl agent prompts (held-out split)")
-    parser.add_argument("--rollouts", type=int, default=1,
-                        help="samples per prompt, sent as adjacent repeats the way an epoch's rollouts are (k)")
+    parser.add_argument(
+        "--rollouts",
+        type=int,
+        default=1,
+        help="samples per prompt, sent as adjacent repeats the way an epoch's rollouts are (k)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=1, help="timed runs of each way (median)")
-    parser.add_argument("--warm-steps", type=int, default=150,
-                        help="SFT steps for a fresh tiny agent when no warm start is cached")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="torch threads of the process (the presets' model.threads); the engine decodes small "
-                             "models on one thread whatever this says")
+    parser.add_argument(
+        "--warm-steps", type=int, default=150, help="SFT steps for a fresh tiny agent when no warm start is cached"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="torch threads of the process (the presets' model.threads); the engine decodes small "
+        "models on one thread whatever this says",
+    )
     parser.add_argument("--skip-batched-generate", action="store_true")
 
 
@@ -137,10 +167,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
     import torch
 
-    from genenv_engine.training.agent import agent_prompt
     from genenv_engine.backends.base import Sampling
     from genenv_engine.backends.hf import HFBackend, chunk_for
     from genenv_engine.environments import get_environment
+    from genenv_engine.training.agent import agent_prompt
     from genenv_engine.training.policy import quiet_transformers
 
     quiet_transformers()
@@ -151,7 +181,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     heldout = env.splits()["heldout"]
     if args.rollouts < 1:
         raise SystemExit("--rollouts must be >= 1")
-    prompts = [agent_prompt(policy, heldout[i % len(heldout)]) for i in range(args.prompts) for _ in range(args.rollouts)]
+    prompts = [
+        agent_prompt(policy, heldout[i % len(heldout)]) for i in range(args.prompts) for _ in range(args.rollouts)
+    ]
     sampling = Sampling(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=0)
     backend = HFBackend(policy)
     chunk = chunk_for(len(policy.tokenizer), args.max_new_tokens, backend.chunk_size)
@@ -161,13 +193,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         backend.generate(prompts, sampling)
         return backend.tokens_generated - before
 
-    ways = {"naive": lambda: naive(policy, prompts, args.temperature, args.max_new_tokens),
-            "generate batched": lambda: batched_generate(policy, prompts, args.temperature, args.max_new_tokens, chunk),
-            "engine": engine}
-    warm = {"naive": lambda: naive(policy, prompts[:WARM_PROMPTS], args.temperature, args.max_new_tokens),
-            "generate batched": lambda: batched_generate(policy, prompts[:WARM_PROMPTS], args.temperature,
-                                                         args.max_new_tokens, chunk),
-            "engine": engine}
+    ways = {
+        "naive": lambda: naive(policy, prompts, args.temperature, args.max_new_tokens),
+        "generate batched": lambda: batched_generate(policy, prompts, args.temperature, args.max_new_tokens, chunk),
+        "engine": engine,
+    }
+    warm = {
+        "naive": lambda: naive(policy, prompts[:WARM_PROMPTS], args.temperature, args.max_new_tokens),
+        "generate batched": lambda: batched_generate(
+            policy, prompts[:WARM_PROMPTS], args.temperature, args.max_new_tokens, chunk
+        ),
+        "engine": engine,
+    }
     if args.skip_batched_generate:
         del ways["generate batched"]
     rows = []
@@ -182,8 +219,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             walls.append(time.perf_counter() - w0)
             cpus.append(time.process_time() - c0)
         wall, cpu = median(walls), median(cpus)
-        rows.append({"way": name, "tokens": tokens, "seconds": wall, "cpu_seconds": cpu,
-                     "tokens_per_second": round(tokens / wall, 1), "tokens_per_cpu_second": round(tokens / cpu, 1)})
+        rows.append(
+            {
+                "way": name,
+                "tokens": tokens,
+                "seconds": wall,
+                "cpu_seconds": cpu,
+                "tokens_per_second": round(tokens / wall, 1),
+                "tokens_per_cpu_second": round(tokens / cpu, 1),
+            }
+        )
     by = {r["way"]: r for r in rows}
     ratio = round(by["engine"]["tokens_per_second"] / by["naive"]["tokens_per_second"], 2)
     ratio_cpu = round(by["engine"]["tokens_per_cpu_second"] / by["naive"]["tokens_per_cpu_second"], 2)
@@ -193,13 +238,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     small = policy.num_parameters() < SMALL_MODEL and policy.device.type == "cpu"
     engine_threads = 1 if small else args.threads
     forward = "static_llama" if small and fits(policy.model) else "transformers"
-    out = {"model": source, "threads": args.threads, "engine_threads": engine_threads, "engine_forward": forward,
-           "prompts": args.prompts, "rollouts": args.rollouts, "max_new_tokens": args.max_new_tokens,
-           "temperature": args.temperature, "chunk": chunk, "repeats": args.repeats,
-           "mean_completion_tokens": round(by["engine"]["tokens"] / len(prompts), 1), "ways": rows,
-           "ratio": ratio, "ratio_cpu": ratio_cpu}
+    out = {
+        "model": source,
+        "threads": args.threads,
+        "engine_threads": engine_threads,
+        "engine_forward": forward,
+        "prompts": args.prompts,
+        "rollouts": args.rollouts,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "chunk": chunk,
+        "repeats": args.repeats,
+        "mean_completion_tokens": round(by["engine"]["tokens"] / len(prompts), 1),
+        "ways": rows,
+        "ratio": ratio,
+        "ratio_cpu": ratio_cpu,
+    }
     if "generate batched" in by:
-        out["ratio_generate_batched"] = round(by["generate batched"]["tokens_per_second"] / by["naive"]["tokens_per_second"], 2)
+        out["ratio_generate_batched"] = round(
+            by["generate batched"]["tokens_per_second"] / by["naive"]["tokens_per_second"], 2
+        )
     if args.model == "tiny":
         out["goals"] = [goal("ratio (engine / naive tokens/s)", ratio, GOAL_RATIO, at_most=False)]
     return out
@@ -207,16 +265,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]):
     """Rich table: one row per way of generating."""
-    t = rich_table(f"rollouts: {result['prompts']} bfcl prompts × {result.get('rollouts', 1)} samples, "
-                   f"{result['max_new_tokens']} new tokens max, "
-                   f"T={result['temperature']}, mean completion {result['mean_completion_tokens']} tokens, "
-                   f"{result['threads']} torch threads (engine decode: {result['engine_threads']}, "
-                   f"{result.get('engine_forward', 'transformers')} forward)\n"
-                   f"{result['model']}",
-                   ("way", "tokens", "wall s", "CPU s", "tokens/s", "tokens/CPU s", "× naive"), left=("way",))
+    t = rich_table(
+        f"rollouts: {result['prompts']} bfcl prompts × {result.get('rollouts', 1)} samples, "
+        f"{result['max_new_tokens']} new tokens max, "
+        f"T={result['temperature']}, mean completion {result['mean_completion_tokens']} tokens, "
+        f"{result['threads']} torch threads (engine decode: {result['engine_threads']}, "
+        f"{result.get('engine_forward', 'transformers')} forward)\n"
+        f"{result['model']}",
+        ("way", "tokens", "wall s", "CPU s", "tokens/s", "tokens/CPU s", "× naive"),
+        left=("way",),
+    )
     naive_tps = result["ways"][0]["tokens_per_second"]
     for r in result["ways"]:
-        t.add_row(r["way"], str(r["tokens"]), f"{r['seconds']:.2f}", f"{r['cpu_seconds']:.2f}",
-                  f"{r['tokens_per_second']:.0f}", f"{r['tokens_per_cpu_second']:.0f}",
-                  f"{r['tokens_per_second'] / naive_tps:.2f}")
+        t.add_row(
+            r["way"],
+            str(r["tokens"]),
+            f"{r['seconds']:.2f}",
+            f"{r['cpu_seconds']:.2f}",
+            f"{r['tokens_per_second']:.0f}",
+            f"{r['tokens_per_cpu_second']:.0f}",
+            f"{r['tokens_per_second'] / naive_tps:.2f}",
+        )
     return t

@@ -36,8 +36,17 @@ def fill(store, n: int, seed: int = 0, chunk: int = 5000) -> float:
         for i in range(lo, min(n, lo + chunk)):
             t = templates[i % len(templates)]
             epoch = 1 + i // 1000
-            batch.append(t.with_(id=f"gen/e{epoch}/bfcl/{i:06d}", origin=rng.choice(origins), split="generated",
-                                 epoch=epoch, parent_id=t.id, valid=rng.random() < 0.8, status=rng.choice(statuses)))
+            batch.append(
+                t.with_(
+                    id=f"gen/e{epoch}/bfcl/{i:06d}",
+                    origin=rng.choice(origins),
+                    split="generated",
+                    epoch=epoch,
+                    parent_id=t.id,
+                    valid=rng.random() < 0.8,
+                    status=rng.choice(statuses),
+                )
+            )
         store.insert_tasks(batch)
         store.set_rollout_scores((t.id, round(rng.random(), 3), round(rng.random(), 3), 8) for t in batch)
     return time.perf_counter() - start
@@ -79,8 +88,16 @@ def measure(store, n: int, repeats: int) -> list[dict[str, Any]]:
             t0 = time.perf_counter()
             total, got = page(store, filters, page_no)
             ms.append((time.perf_counter() - t0) * 1000)
-        rows.append({"case": name, "kind": kind, "matches": total, "rows": got,
-                     "median_ms": round(median(ms), 2), "max_ms": round(max(ms), 2)})
+        rows.append(
+            {
+                "case": name,
+                "kind": kind,
+                "matches": total,
+                "rows": got,
+                "median_ms": round(median(ms), 2),
+                "max_ms": round(max(ms), 2),
+            }
+        )
     return rows
 
 
@@ -100,15 +117,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = measure(store, args.tasks, args.repeats)
         store.close()
     by_kind = {k: max(r["median_ms"] for r in rows if r["kind"] == k) for k in ("page", "filter", "search")}
-    return {"tasks": args.tasks, "repeats": args.repeats, "fill_seconds": round(fill_s, 1), "cases": rows,
-            "page_ms": by_kind["page"], "filter_ms": by_kind["filter"], "search_ms": by_kind["search"],
-            "goals": [goal(f"{k}_ms (worst case, median)", by_kind[k], GOAL_MS, at_most=True) for k in by_kind]}
+    return {
+        "tasks": args.tasks,
+        "repeats": args.repeats,
+        "fill_seconds": round(fill_s, 1),
+        "cases": rows,
+        "page_ms": by_kind["page"],
+        "filter_ms": by_kind["filter"],
+        "search_ms": by_kind["search"],
+        "goals": [goal(f"{k}_ms (worst case, median)", by_kind[k], GOAL_MS, at_most=True) for k in by_kind],
+    }
 
 
 def table(result: dict[str, Any]):
     """Rich table: one row per case."""
-    t = rich_table(f"store: one console page over {result['tasks']:,} tasks (count + {PAGE_SIZE} rows), "
-                   f"median of {result['repeats']}", ("case", "matches", "rows", "median ms", "max ms"), left=("case",))
+    t = rich_table(
+        f"store: one console page over {result['tasks']:,} tasks (count + {PAGE_SIZE} rows), "
+        f"median of {result['repeats']}",
+        ("case", "matches", "rows", "median ms", "max ms"),
+        left=("case",),
+    )
     for r in result["cases"]:
         t.add_row(r["case"], f"{r['matches']:,}", str(r["rows"]), f"{r['median_ms']:.1f}", f"{r['max_ms']:.1f}")
     return t

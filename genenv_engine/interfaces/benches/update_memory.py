@@ -26,11 +26,16 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int, checkpointing
 
     from genenv_engine.config import ModelConfig
     from genenv_engine.training.models import warmstart_agent
-    from genenv_engine.training.trainer import GRPOTrainer, Group
+    from genenv_engine.training.trainer import Group, GRPOTrainer
 
     torch.set_num_threads(2)
-    common = dict(agent_tuning="lora", max_length=seq, micro_batch=micro, logprob_chunk=max(1, chunk),
-                  gradient_checkpointing=checkpointing)
+    common = dict(
+        agent_tuning="lora",
+        max_length=seq,
+        micro_batch=micro,
+        logprob_chunk=max(1, chunk),
+        gradient_checkpointing=checkpointing,
+    )
     cfg = ModelConfig(kind="smollm2", **common) if model == "smollm2" else ModelConfig(kind="hf", path=model, **common)
     policy = warmstart_agent(cfg, 0)
     reference = policy.frozen_copy()
@@ -41,6 +46,7 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int, checkpointing
             self.activate()
             logits = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1]
             return logits.float().log_softmax(-1).gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1) * batch.mask
+
         for p in (policy, reference):
             p.logprobs = types.MethodType(naive_logprobs, p)
     loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -48,27 +54,49 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int, checkpointing
     vocab = len(policy.tokenizer)
     half = seq // 2
     groups = []
-    for g in range(batch // 4):  # groups of 4 rollouts with mixed rewards
+    for _g in range(batch // 4):  # groups of 4 rollouts with mixed rewards
         prompt = [rng.randrange(vocab) for _ in range(half)]
-        groups.append(Group(prompt, [[rng.randrange(vocab) for _ in range(seq - half)] for _ in range(4)],
-                            [1.0, 0.0, 1.0, 0.0]))
+        groups.append(
+            Group(prompt, [[rng.randrange(vocab) for _ in range(seq - half)] for _ in range(4)], [1.0, 0.0, 1.0, 0.0])
+        )
     trainer = GRPOTrainer(policy, reference, lr=1e-4, clip=0.2, kl_coef=0.01, minibatch=batch, micro_batch=micro)
     started = time.perf_counter()
     info = trainer.update(groups, rng)
     seconds = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"micro_batch": micro, "logprob_chunk": chunk, "gradient_checkpointing": checkpointing,
-            "batch": batch, "seq": seq, "steps": info["steps"],
-            "seconds": round(seconds, 3), "peak_rss_mb": round(peak_mb), "after_load_mb": round(loaded_mb)}
+    return {
+        "micro_batch": micro,
+        "logprob_chunk": chunk,
+        "gradient_checkpointing": checkpointing,
+        "batch": batch,
+        "seq": seq,
+        "steps": info["steps"],
+        "seconds": round(seconds, 3),
+        "peak_rss_mb": round(peak_mb),
+        "after_load_mb": round(loaded_mb),
+    }
 
 
 def update_memory(model: str, batch: int, seq: int, settings: list[tuple[int, int, bool]]) -> list[dict[str, float]]:
     """Each (micro_batch, logprob_chunk, gradient checkpointing) setting in its own process; returns their figures."""
     rows = []
     for micro, chunk, checkpointing in settings:
-        out = subprocess.run([sys.executable, "-m", "genenv_engine.interfaces.benches.update_memory", "_one", model,
-                              str(batch), str(seq),
-                              str(micro), str(chunk), str(int(checkpointing))], capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "genenv_engine.interfaces.benches.update_memory",
+                "_one",
+                model,
+                str(batch),
+                str(seq),
+                str(micro),
+                str(chunk),
+                str(int(checkpointing)),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode != 0:
             rows.append({"micro_batch": micro, "logprob_chunk": chunk, "error": out.stderr.strip().splitlines()[-1]})
         else:

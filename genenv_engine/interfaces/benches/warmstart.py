@@ -2,7 +2,8 @@
 
 Runs ``genenv run --epochs 0`` on a temporary session with a temporary warm-start cache (so the
 real cache is neither read nor written, and the warm start shipped in the package is not used): SFT of
-the agent, then of the simulator (not with ``--set simulator.mode=off``: such a run trains the agent alone), then the greedy held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
+the agent, then of the simulator (not with ``--set simulator.mode=off``: such a run trains the agent alone), then the
+greedy held-out evaluation of epoch 0. Reports the seconds of each role's SFT and of the whole warm start,
 steps per second, the final losses and held-out success per benchmark, and for each role's SFT and the held-out
 decoding their tokens, model FLOPs and time as a multiple of the compute bound at the matmul peak measured in the
 same run (`genenv_engine.interfaces.benches.flops`). ``--set`` tries another
@@ -36,8 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    parser.add_argument("--keep", action="store_true",
-                        help="move the trained warm start into $GENENV_CACHE (if it has none for these settings)")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="move the trained warm start into $GENENV_CACHE (if it has none for these settings)",
+    )
 
 
 class SftTokens(PhaseTokens):
@@ -60,23 +64,32 @@ class SftTokens(PhaseTokens):
     def sft(self, end: dict[str, int]) -> dict[str, dict[str, int]]:
         """The pass tokens of each role's SFT (the agent's alone when the simulator's did not run)."""
         middle = self.agent_end or end
-        return {"agent": {k: middle[k] - self.first[k] for k in end},
-                "simulator": {k: end[k] - middle[k] for k in end}}
+        return {"agent": {k: middle[k] - self.first[k] for k in end}, "simulator": {k: end[k] - middle[k] for k in end}}
 
 
-def bounds(info: dict, counter: SftTokens, end: dict[str, int], heldout_seconds: float,
-           roles: dict[str, fl.RoleFlops], peak: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+def bounds(
+    info: dict,
+    counter: SftTokens,
+    end: dict[str, int],
+    heldout_seconds: float,
+    roles: dict[str, fl.RoleFlops],
+    peak: dict[str, float | None],
+) -> dict[str, dict[str, Any]]:
     """Tokens, FLOPs and compute-bound multiple of each role's SFT and of the epoch-0 held-out decoding."""
     out = {}
     for role, passes in counter.sft(end).items():
         seconds = info.get(f"{role}_seconds")
         if seconds:
-            out[f"{role}_sft"] = {"tokens": passes["grad_forward"] + passes["forward"],
-                                  **fl.bound(seconds, roles[role].update(passes), peak)}
+            out[f"{role}_sft"] = {
+                "tokens": passes["grad_forward"] + passes["forward"],
+                **fl.bound(seconds, roles[role].update(passes), peak),
+            }
     prompt, generated = counter.prompted.get((0, "heldout_eval"), 0), counter.tokens.get((0, "heldout_eval"), 0)
     if heldout_seconds:
-        out["heldout_eval"] = {"tokens": prompt + generated,
-                               **fl.bound(heldout_seconds, roles["agent"].decode(prompt, generated), peak)}
+        out["heldout_eval"] = {
+            "tokens": prompt + generated,
+            **fl.bound(heldout_seconds, roles["agent"].decode(prompt, generated), peak),
+        }
     return out
 
 
@@ -119,8 +132,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Entry point."""
     from genenv_engine.config import load_config, parse_sets
     from genenv_engine.method.loop import run as run_loop
-    from genenv_engine.training.policy import PASS_TOKENS, quiet_transformers
     from genenv_engine.storage.session import Session
+    from genenv_engine.training.policy import PASS_TOKENS, quiet_transformers
     from genenv_engine.training.warmstart import SHIPPED_ENV, cache_key, cache_root, serves
 
     quiet_transformers()
@@ -157,46 +170,80 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     info = m.get("warm_start") or {}
     seconds = (m.get("phase_seconds") or {}).get("warm_start")
     ws = config.warm_start
-    out = {"preset": args.preset, "seed": args.seed, "overrides": args.set,
-           "agent_steps": ws.agent_steps, "simulator_steps": ws.simulator_steps, "batch_size": ws.batch_size,
-           "seconds": round(seconds, 1) if seconds is not None else None,
-           "agent_seconds": info.get("agent_seconds"), "simulator_seconds": info.get("simulator_seconds"),
-           "agent_steps_per_second": round(ws.agent_steps / info["agent_seconds"], 2) if info.get("agent_seconds") else None,
-           "simulator_steps_per_second": round(ws.simulator_steps / info["simulator_seconds"], 2)
-           if info.get("simulator_seconds") else None,
-           "agent_final_loss": info.get("agent_final_loss"), "simulator_final_loss": info.get("simulator_final_loss"),
-           "heldout": m.get("heldout"), "heldout_seconds": round((m.get("phase_seconds") or {}).get("heldout_eval", 0), 1),
-           "wall_seconds": round(time.perf_counter() - started, 1), "peak_rss_mb": peak_rss_mb(),
-           "kept": str(kept_in) if kept else None}
+    out = {
+        "preset": args.preset,
+        "seed": args.seed,
+        "overrides": args.set,
+        "agent_steps": ws.agent_steps,
+        "simulator_steps": ws.simulator_steps,
+        "batch_size": ws.batch_size,
+        "seconds": round(seconds, 1) if seconds is not None else None,
+        "agent_seconds": info.get("agent_seconds"),
+        "simulator_seconds": info.get("simulator_seconds"),
+        "agent_steps_per_second": round(ws.agent_steps / info["agent_seconds"], 2)
+        if info.get("agent_seconds")
+        else None,
+        "simulator_steps_per_second": round(ws.simulator_steps / info["simulator_seconds"], 2)
+        if info.get("simulator_seconds")
+        else None,
+        "agent_final_loss": info.get("agent_final_loss"),
+        "simulator_final_loss": info.get("simulator_final_loss"),
+        "heldout": m.get("heldout"),
+        "heldout_seconds": round((m.get("phase_seconds") or {}).get("heldout_eval", 0), 1),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "peak_rss_mb": peak_rss_mb(),
+        "kept": str(kept_in) if kept else None,
+    }
     peak = fl.peaks()
     out["matmul_peak_flops"] = peak
-    out["bounds"] = bounds(info, counter, end, (m.get("phase_seconds") or {}).get("heldout_eval", 0.0),
-                           fl.roles(config), peak)
+    out["bounds"] = bounds(
+        info, counter, end, (m.get("phase_seconds") or {}).get("heldout_eval", 0.0), fl.roles(config), peak
+    )
     if args.preset == "tiny" and not args.set:
         out["goals"] = [goal("seconds", out["seconds"], GOAL_SECONDS, at_most=True)]
         if args.seed in REFERENCE_HELDOUT and "bfcl" in (out["heldout"] or {}):
-            out["goals"].append(goal("heldout bfcl", out["heldout"]["bfcl"], REFERENCE_HELDOUT[args.seed], at_most=False))
+            out["goals"].append(
+                goal("heldout bfcl", out["heldout"]["bfcl"], REFERENCE_HELDOUT[args.seed], at_most=False)
+            )
     return out
 
 
 def table(result: dict[str, Any]):
     """Rich table: the warm start's parts."""
-    t = rich_table(f"warmstart: {result['preset']} preset, seed {result['seed']} "
-                   f"({result['agent_steps']} + {result['simulator_steps']} SFT steps of {result['batch_size']})",
-                   ("part", "seconds", "steps/s", "final loss", "GFLOP", "x bound"))
+    t = rich_table(
+        f"warmstart: {result['preset']} preset, seed {result['seed']} "
+        f"({result['agent_steps']} + {result['simulator_steps']} SFT steps of {result['batch_size']})",
+        ("part", "seconds", "steps/s", "final loss", "GFLOP", "x bound"),
+    )
     b = result.get("bounds") or {}
 
     def flops(part: str) -> tuple[str, str]:
         entry = b.get(part) or {}
-        return (f"{entry['flops'] / 1e9:.1f}" if entry.get("flops") else "-",
-                f"{entry['multiple']:.1f}" if entry.get("multiple") else "-")
+        return (
+            f"{entry['flops'] / 1e9:.1f}" if entry.get("flops") else "-",
+            f"{entry['multiple']:.1f}" if entry.get("multiple") else "-",
+        )
 
-    t.add_row("agent SFT", str(result["agent_seconds"]), str(result["agent_steps_per_second"]),
-              str(result["agent_final_loss"]), *flops("agent_sft"))
-    t.add_row("simulator SFT", str(result["simulator_seconds"]), str(result["simulator_steps_per_second"]),
-              str(result["simulator_final_loss"]), *flops("simulator_sft"))
+    t.add_row(
+        "agent SFT",
+        str(result["agent_seconds"]),
+        str(result["agent_steps_per_second"]),
+        str(result["agent_final_loss"]),
+        *flops("agent_sft"),
+    )
+    t.add_row(
+        "simulator SFT",
+        str(result["simulator_seconds"]),
+        str(result["simulator_steps_per_second"]),
+        str(result["simulator_final_loss"]),
+        *flops("simulator_sft"),
+    )
     t.add_row("warm start (all)", str(result["seconds"]), "-", "-", "-", "-")
-    t.add_row("held-out eval", str(result["heldout_seconds"]), "-",
-              " ".join(f"{k}={v:.3f}" for k, v in (result["heldout"] or {}).items()), *flops("heldout_eval"))
+    t.add_row(
+        "held-out eval",
+        str(result["heldout_seconds"]),
+        "-",
+        " ".join(f"{k}={v:.3f}" for k, v in (result["heldout"] or {}).items()),
+        *flops("heldout_eval"),
+    )
     return t
-

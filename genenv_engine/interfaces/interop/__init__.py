@@ -46,8 +46,9 @@ PLAN_CHECKERS = ("step_match", "tw_step_match", "tp_constraints")
 """Checkers whose tasks ask for the next step of a plan (an ALFWorld command, a TravelPlanner plan field)."""
 
 
-def ability(granularity: str | None, checker: str | None, expected: dict[str, Any] | None,
-            tools: list[Any] | None) -> str:
+def ability(
+    granularity: str | None, checker: str | None, expected: dict[str, Any] | None, tools: list[Any] | None
+) -> str:
     """veRL's ``ability`` by what a task asks: ``episode`` (a whole episode), ``tool_call`` (function calls, or a
     search action), ``plan`` (a plan's next step) or ``answer`` (a final answer; also any other checker's task
     without tools).
@@ -81,6 +82,7 @@ def verl_row(row: dict[str, Any], source: str = "", structured: bool | None = No
     >>> r["extra_info"]["id"], r["extra_info"]["level"], r["extra_info"]["p_hat"], r["extra_info"]["expected"]
     ('bfcl/train/00001', 2, None, '{"calls": []}')
     """
+
     def num(value: Any) -> float | None:
         return None if value is None else float(value)
 
@@ -90,16 +92,29 @@ def verl_row(row: dict[str, Any], source: str = "", structured: bool | None = No
         "ability": ability(row.get("granularity") or "step", row.get("checker"), row.get("expected"), row.get("tools")),
         "reward_model": {"style": "rule", "ground_truth": row["answer"]},
         "extra_info": {
-            "id": row["id"], "benchmark": row["benchmark"], "level": row.get("level"),
-            "split": row.get("split"), "origin": row.get("origin"), "status": row.get("status"),
-            "parent_id": row.get("parent_id"), "epoch": row.get("epoch"), "generator": row.get("generator"),
-            "simulator_version": row.get("simulator_version"), "batch_id": row.get("batch_id"),
-            "p_hat": num(row.get("p_hat")), "r_env": num(row.get("r_env")),
-            "n_rollouts": row.get("n_rollouts"), "valid": None if row.get("valid") is None else bool(row["valid"]),
-            "checker": row.get("checker"), "expected": json.dumps(row.get("expected") or {}, sort_keys=True),
-            "granularity": row.get("granularity") or "step", "tools": json.dumps(row.get("tools") or []),
-            "difficulty": json.dumps(row.get("difficulty") or {}, sort_keys=True), "prompt": row["prompt"],
-            "source": source, "structured": structured,
+            "id": row["id"],
+            "benchmark": row["benchmark"],
+            "level": row.get("level"),
+            "split": row.get("split"),
+            "origin": row.get("origin"),
+            "status": row.get("status"),
+            "parent_id": row.get("parent_id"),
+            "epoch": row.get("epoch"),
+            "generator": row.get("generator"),
+            "simulator_version": row.get("simulator_version"),
+            "batch_id": row.get("batch_id"),
+            "p_hat": num(row.get("p_hat")),
+            "r_env": num(row.get("r_env")),
+            "n_rollouts": row.get("n_rollouts"),
+            "valid": None if row.get("valid") is None else bool(row["valid"]),
+            "checker": row.get("checker"),
+            "expected": json.dumps(row.get("expected") or {}, sort_keys=True),
+            "granularity": row.get("granularity") or "step",
+            "tools": json.dumps(row.get("tools") or []),
+            "difficulty": json.dumps(row.get("difficulty") or {}, sort_keys=True),
+            "prompt": row["prompt"],
+            "source": source,
+            "structured": structured,
         },
     }
 
@@ -133,8 +148,9 @@ def is_structured(benchmark: str) -> bool | None:
         return None
 
 
-def task_rows(store: Store, where: TaskFilter | None = None, sources: dict[str, str] | None = None,
-              include_rejected: bool = False) -> list[dict[str, Any]]:
+def task_rows(
+    store: Store, where: TaskFilter | None = None, sources: dict[str, str] | None = None, include_rejected: bool = False
+) -> list[dict[str, Any]]:
     """Every task matching ``where`` in the veRL layout, in id order (read a page at a time): the admitted ones
     (`admitted`), and the rejected drafts too with ``include_rejected`` or a filter asking for invalid tasks
     (``valid=False``); ``sources`` is `session_sources`."""
@@ -160,8 +176,9 @@ def _pyarrow():
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise ValueError("Parquet needs pyarrow: pip install 'genenv-console[interop]' "
-                         "(or use --format jsonl)") from None
+        raise ValueError(
+            "Parquet needs pyarrow: pip install 'genenv-console[interop]' (or use --format jsonl)"
+        ) from None
     return pyarrow
 
 
@@ -182,8 +199,13 @@ def write_rows(rows: list[dict[str, Any]], path: Path, fmt: str) -> None:
     tmp.replace(path)
 
 
-def export_tasks(session_dir: str | Path, out: str | Path | None = None, fmt: str = "jsonl",
-                 where: TaskFilter | None = None, include_rejected: bool = False) -> tuple[Path, int]:
+def export_tasks(
+    session_dir: str | Path,
+    out: str | Path | None = None,
+    fmt: str = "jsonl",
+    where: TaskFilter | None = None,
+    include_rejected: bool = False,
+) -> tuple[Path, int]:
     """Write the session's admitted tasks matching ``where`` (the rejected drafts too with ``include_rejected``)
     to ``out`` (default ``SESSION/export/tasks.<fmt>``), and ``reward.py`` beside it
     (`genenv_engine.interfaces.interop.rewards`); return the path and the number of rows."""
@@ -293,7 +315,7 @@ def printable(text: str, limit: int = REASON_CHARS) -> str:
     'bad \\x1b[2J row\\n'
     """
     out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return out if len(out) <= limit else out[:limit - 3] + "..."
+    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 def row_candidates(benchmark: str, rows: list[dict[str, Any]], path: Path) -> list[Candidate]:
@@ -330,8 +352,12 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
     config = config_from_file(session_dir / "config.toml")
     if benchmark not in config.benchmarks:
         raise ValueError(f"{benchmark!r} is not one of the session's benchmarks ({', '.join(config.benchmarks)})")
-    env = get_environment(benchmark, config.seed, data_dir=config.data_dirs.get(benchmark),
-                          options=config.environments_options.get(benchmark))
+    env = get_environment(
+        benchmark,
+        config.seed,
+        data_dir=config.data_dirs.get(benchmark),
+        options=config.environments_options.get(benchmark),
+    )
     rows = read_rows(path)
     found = row_candidates(benchmark, rows, Path(path))
     result = ImportResult(rows=len(rows))
@@ -344,8 +370,11 @@ def import_tasks(session_dir: str | Path, benchmark: str, path: str | Path, spli
         heldout = {t.prompt for t in env.splits()["heldout"]}  # stored or not yet: never trained on
         for c in found:
             if c.reason or c.prompt in taken or c.prompt in heldout:
-                reason = c.reason or ("heldout_copy: the prompt of a held-out task" if c.prompt in heldout
-                                      else "duplicate: the session already has a task with this prompt")
+                reason = c.reason or (
+                    "heldout_copy: the prompt of a held-out task"
+                    if c.prompt in heldout
+                    else "duplicate: the session already has a task with this prompt"
+                )
                 result.rejected.append((c.row, printable(c.label + reason)))
                 continue
             task_id = c.own_id if c.own_id and c.own_id not in ids else None

@@ -79,10 +79,17 @@ def task_of(prompt: str, answer: str, info: Mapping[str, Any]) -> Task:
     """
     level = info.get("level")
     difficulty = _json(info.get("difficulty"), {"level": level} if level is not None else {})
-    return Task(id=str(info.get("id") or ""), benchmark=str(info["benchmark"]), prompt=prompt, answer=answer,
-                expected=_json(info.get("expected"), {}), tools=_json(info.get("tools"), []),
-                difficulty=difficulty, checker=str(info.get("checker") or "step_match"),
-                granularity=str(info.get("granularity") or "step"))
+    return Task(
+        id=str(info.get("id") or ""),
+        benchmark=str(info["benchmark"]),
+        prompt=prompt,
+        answer=answer,
+        expected=_json(info.get("expected"), {}),
+        tools=_json(info.get("tools"), []),
+        difficulty=difficulty,
+        checker=str(info.get("checker") or "step_match"),
+        granularity=str(info.get("granularity") or "step"),
+    )
 
 
 def _build(benchmark: str, source: str):
@@ -96,8 +103,10 @@ def _build(benchmark: str, source: str):
             resolve_benchmarks([benchmark], {benchmark: source})
         return get_environment(benchmark, 0)
     except KeyError:
-        hint = ("install the package that provides it (genenv itself for the built-in ones); the row records no "
-                "source to find it by")
+        hint = (
+            "install the package that provides it (genenv itself for the built-in ones); the row records no "
+            "source to find it by"
+        )
     except ConfigError as exc:
         hint = str(exc).removeprefix(f"config error in '{exc.field}': ")
     except ImportError as exc:
@@ -142,8 +151,10 @@ def success_task(task: Task, reply: str, source: str = "") -> float:
 
 def _info(extra_info: Any) -> Mapping[str, Any]:
     if not isinstance(extra_info, Mapping) or not extra_info.get("benchmark"):
-        raise ValueError("a genenv row is scored from its extra_info (benchmark, prompt, expected, ...): pass the "
-                         "exported row's extra_info")
+        raise ValueError(
+            "a genenv row is scored from its extra_info (benchmark, prompt, expected, ...): pass the "
+            "exported row's extra_info"
+        )
     return extra_info
 
 
@@ -155,16 +166,18 @@ def _row_task(data_source: Any, answer: str, extra_info: Any) -> tuple[Task, str
     return task_of(str(info.get("prompt") or ""), answer, info), str(info.get("source") or "")
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str,
-                  extra_info: Mapping[str, Any] | None = None) -> float:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: Mapping[str, Any] | None = None
+) -> float:
     """veRL's reward function: the environment's reward for ``solution_str`` on the exported task (`score_task`).
     ``extra_info`` is the row's own (veRL passes it); a row that is not genenv's raises ValueError."""
     task, source = _row_task(data_source, ground_truth, extra_info)
     return score_task(task, solution_str, source)
 
 
-def compute_success(data_source: str, solution_str: str, ground_truth: str,
-                    extra_info: Mapping[str, Any] | None = None) -> float:
+def compute_success(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: Mapping[str, Any] | None = None
+) -> float:
     """`compute_score`'s arguments, the checker's success alone: 1.0 when it accepts ``solution_str``, else 0.0."""
     task, source = _row_task(data_source, ground_truth, extra_info)
     return success_task(task, solution_str, source)

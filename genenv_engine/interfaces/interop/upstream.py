@@ -39,17 +39,19 @@ class Candidate:
 
 UNMAPPABLE = {
     "bfcl": "BFCL items do not map to bfcl (the mini): its tasks are compact queries over its own function catalog "
-            "('F: <signatures> | Q: <query>'), while a BFCL item brings its own functions and a free-text "
-            "question; import BFCL files into a bfcl_official session",
+    "('F: <signatures> | Q: <query>'), while a BFCL item brings its own functions and a free-text "
+    "question; import BFCL files into a bfcl_official session",
     "bamboogle": "Bamboogle rows do not map to bamboogle (the mini): its task is one step of a search over the "
-                 "mini's invented knowledge base (the question and the passages found so far -> the next "
-                 "action, a search first), while an upstream row is a real-world question with only its final "
-                 "answer: no passages, no search steps, no knowledge-base entities",
+    "mini's invented knowledge base (the question and the passages found so far -> the next "
+    "action, a search first), while an upstream row is a real-world question with only its final "
+    "answer: no passages, no search steps, no knowledge-base entities",
 }
 """Why each benchmark whose upstream rows cannot be converted rejects them."""
-_FLAT_APIBANK = ("API-Bank's flattened test rows (instruction/input/expected_output) and level-3 rows do not map: "
-                 "their API docs and dialogue are one free-text prompt; import the dialogue files "
-                 "(lv1-lv2-samples/*/*.jsonl, a turn a row) instead")
+_FLAT_APIBANK = (
+    "API-Bank's flattened test rows (instruction/input/expected_output) and level-3 rows do not map: "
+    "their API docs and dialogue are one free-text prompt; import the dialogue files "
+    "(lv1-lv2-samples/*/*.jsonl, a turn a row) instead"
+)
 _MALFORMED = (TypeError, KeyError, AttributeError, IndexError, RecursionError)
 """Errors an upstream reader may raise on a hostile row beside its own ValueError."""
 Pairs = list[tuple[str, str, str]]
@@ -87,6 +89,7 @@ def candidates(benchmark: str, rows: list[tuple[int, dict[str, Any]]], path: Pat
 
 # ---------------------------------------------------------------- one row at a time
 
+
 def _alfworld(row: dict[str, Any], _: dict[str, Any]) -> Pairs:
     from genenv_engine.environments.alfworld.upstream import SkipTrial, trial_pairs
 
@@ -111,15 +114,21 @@ def _travelplanner(row: dict[str, Any], _: dict[str, Any]) -> Pairs:
         if code not in db.cities and code not in db.regions:
             cities = ", ".join(sorted(c.name for c in db.cities.values()))
             regions = ", ".join(sorted(r[0] for r in db.regions.values()))
-            raise ValueError(f"{name!r} is not a city or region of the mini's sandbox ({cities}; regions {regions}): "
-                             "travelplanner tasks are plan steps over that synthetic sandbox, and the real "
-                             "TravelPlanner database is not supported")
+            raise ValueError(
+                f"{name!r} is not a city or region of the mini's sandbox ({cities}; regions {regions}): "
+                "travelplanner tasks are plan steps over that synthetic sandbox, and the real "
+                "TravelPlanner database is not supported"
+            )
     if plan is None:
-        raise ValueError("no annotated_plan: a travelplanner task is one step of a plan, its gold that step's "
-                         "field (of the upstream splits only train carries plans)")
+        raise ValueError(
+            "no annotated_plan: a travelplanner task is one step of a plan, its gold that step's "
+            "field (of the upstream splits only train carries plans)"
+        )
     codes = plan_codes(parsed, parse_plan(plan, parsed, db))
-    return [(f"step {k + 1} of {len(codes)}: ", render_prompt(parsed, tuple(codes[:k])), code)
-            for k, code in enumerate(codes)]
+    return [
+        (f"step {k + 1} of {len(codes)}: ", render_prompt(parsed, tuple(codes[:k])), code)
+        for k, code in enumerate(codes)
+    ]
 
 
 def _bfcl_official(row: dict[str, Any], answers: dict[str, Any]) -> Pairs:
@@ -146,10 +155,12 @@ def _unmappable(benchmark: str) -> Callable[[dict[str, Any], dict[str, Any]], Pa
 
             read_pair(row, "Bamboogle row")  # a malformed row is reported as such
         raise ValueError(UNMAPPABLE[benchmark])
+
     return read
 
 
 # ---------------------------------------------------------------- API-Bank: the rows are one dialogue
+
 
 def _dialogue(rows: list[tuple[int, dict[str, Any]]]) -> list[Candidate]:
     """A step per API turn of the dialogue the rows make, converted as `load_upstream` converts a dialogue file
@@ -184,15 +195,22 @@ def _dialogue(rows: list[tuple[int, dict[str, Any]]]) -> list[Candidate]:
 
 
 _KEYS: dict[str, set[str]] = {
-    "alfworld": {"task_type", "pddl_params", "plan"}, "alfworld_textworld": {"task_type", "pddl_params", "plan"},
-    "apibank": {"role", "expected_output", "apis"}, "bamboogle": {"question", "answer"},
+    "alfworld": {"task_type", "pddl_params", "plan"},
+    "alfworld_textworld": {"task_type", "pddl_params", "plan"},
+    "apibank": {"role", "expected_output", "apis"},
+    "bamboogle": {"question", "answer"},
     "travelplanner": {"query", "org", "dest", "annotated_plan"},
-    "bfcl": {"question", "function", "ground_truth"}, "bfcl_official": {"question", "function", "ground_truth"},
+    "bfcl": {"question", "function", "ground_truth"},
+    "bfcl_official": {"question", "function", "ground_truth"},
 }
 """Keys (lower-case) that mark a row as in each benchmark's upstream layout."""
 _ROW_READERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], Pairs]] = {
-    "alfworld": _alfworld, "alfworld_textworld": _alfworld, "travelplanner": _travelplanner,
-    "bfcl_official": _bfcl_official, "bfcl": _unmappable("bfcl"), "bamboogle": _unmappable("bamboogle"),
+    "alfworld": _alfworld,
+    "alfworld_textworld": _alfworld,
+    "travelplanner": _travelplanner,
+    "bfcl_official": _bfcl_official,
+    "bfcl": _unmappable("bfcl"),
+    "bamboogle": _unmappable("bamboogle"),
 }
 
 __all__ = ["Candidate", "UNMAPPABLE", "candidates", "claims"]

@@ -101,8 +101,13 @@ def default_name(session_dir: str | Path) -> str:
     return "genenv_" + re.sub(r"[^a-z0-9_]+", "_", Path(session_dir).resolve().name.lower()).strip("_")
 
 
-def export_verifiers(session_dir: str | Path, out: str | Path, name: str | None = None,
-                     where: TaskFilter | None = None, include_rejected: bool = False) -> tuple[Path, int]:
+def export_verifiers(
+    session_dir: str | Path,
+    out: str | Path,
+    name: str | None = None,
+    where: TaskFilter | None = None,
+    include_rejected: bool = False,
+) -> tuple[Path, int]:
     """Write the session's admitted tasks matching ``where`` (the rejected drafts too with ``include_rejected``) as
     the taskset package ``out/<name>/`` (default name: `default_name`); return the package folder and the number of
     tasks. A folder of that name that is not a taskset genenv wrote is left alone (ValueError)."""

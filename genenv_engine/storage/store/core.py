@@ -32,8 +32,13 @@ from sqlite_utils import Database
 from genenv_engine.core.records import STATUSES, Task
 from genenv_engine.storage.store.lineage import LineageReads
 from genenv_engine.storage.store.migrations import MIGRATIONS
-from genenv_engine.storage.store.readers import (_BATCHES_SQL, _COMPUTED_TABLES, _EPOCHS_SQL, BUSY_TIMEOUT_MS,
-                                                 _funnel_read)
+from genenv_engine.storage.store.readers import (
+    _BATCHES_SQL,
+    _COMPUTED_TABLES,
+    _EPOCHS_SQL,
+    BUSY_TIMEOUT_MS,
+    _funnel_read,
+)
 from genenv_engine.storage.store.reads import TaskReads
 from genenv_engine.storage.store.rows import _batch_rows, _epoch_rows, _note_json, _now, _task_row
 from genenv_engine.storage.store.search import TaskSearch
@@ -134,12 +139,7 @@ class Store(TaskReads, TaskSearch, LineageReads):
                 self.db["tasks"].upsert_all(rows, pk="id")
 
     def set_task_stats(
-        self,
-        task_id: str,
-        *,
-        p_hat: float | None = None,
-        r_env: float | None = None,
-        n_rollouts: int | None = None,
+        self, task_id: str, *, p_hat: float | None = None, r_env: float | None = None, n_rollouts: int | None = None
     ) -> None:
         """Set the given success-rate statistics of a task (None means leave unchanged)."""
         values = {"p_hat": p_hat, "r_env": r_env, "n_rollouts": n_rollouts}
@@ -155,7 +155,8 @@ class Store(TaskReads, TaskSearch, LineageReads):
         rows = [(p_hat, n, task_id) for task_id, p_hat, n in stats]
         with self.write():
             self.db.conn.executemany(
-                "UPDATE tasks SET p_hat = ?, n_rollouts = coalesce(n_rollouts, 0) + ? WHERE id = ?", rows)
+                "UPDATE tasks SET p_hat = ?, n_rollouts = coalesce(n_rollouts, 0) + ? WHERE id = ?", rows
+            )
 
     def set_r_env(self, values: Iterable[tuple[str, float]]) -> None:
         """Set R_env for many tasks at once (``(task_id, r_env)`` pairs), in one transaction."""
@@ -198,23 +199,28 @@ class Store(TaskReads, TaskSearch, LineageReads):
     def set_rollout_scores(self, rows: Iterable[tuple[str, float, float, int]]) -> None:
         """Set (p_hat, r_env, n_rollouts) of many tasks at once: ``(task_id, p_hat, r_env, n_rollouts)`` rows."""
         with self.write():
-            self.db.conn.executemany("UPDATE tasks SET p_hat = ?, r_env = ?, n_rollouts = ? WHERE id = ?",
-                                     [(p, r, n, i) for i, p, r, n in rows])
+            self.db.conn.executemany(
+                "UPDATE tasks SET p_hat = ?, r_env = ?, n_rollouts = ? WHERE id = ?",
+                [(p, r, n, i) for i, p, r, n in rows],
+            )
 
     def rescore_rollouts(self, rows: Iterable[tuple[int, float, bool, str | None]]) -> None:
         """Set the reward, success and error type of stored rollouts by id (``(id, reward, success, error_type)``
         rows), in one transaction: a re-scored answer keeps its row, response and epoch."""
         with self.write():
-            self.db.conn.executemany("UPDATE rollouts SET reward = ?, success = ?, error_type = ? WHERE id = ?",
-                                     [(r, int(ok), e, i) for i, r, ok, e in rows])
+            self.db.conn.executemany(
+                "UPDATE rollouts SET reward = ?, success = ?, error_type = ? WHERE id = ?",
+                [(r, int(ok), e, i) for i, r, ok, e in rows],
+            )
 
     def upsert_batches(self, rows: list[dict[str, Any]]) -> None:
         """Insert or update variation-batch rows by id. A column that no row of the call names keeps its stored
         values (one that only some rows name is set to NULL in the others); ``prompt_note`` is given as a dict (or
         None, or JSON text) and stored as JSON."""
         if rows:
-            encoded = [{**row, "prompt_note": _note_json(row["prompt_note"])} if "prompt_note" in row else row
-                       for row in rows]
+            encoded = [
+                {**row, "prompt_note": _note_json(row["prompt_note"])} if "prompt_note" in row else row for row in rows
+            ]
             with self.write():
                 self.db["batches"].upsert_all(encoded, pk="id")
 

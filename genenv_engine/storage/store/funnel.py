@@ -33,13 +33,17 @@ def funnel_validity(funnel: list[dict[str, Any]]) -> dict[int, dict[str, dict[st
     for e in funnel:
         if e["drafts"]:
             out.setdefault(e["epoch"], {})[e["benchmark"]] = {
-                "drafts": e["drafts"], "valid": e["valid"], "valid_fraction": round(e["valid"] / e["drafts"], 4),
-                "rejected": dict(e["rejected"])}
+                "drafts": e["drafts"],
+                "valid": e["valid"],
+                "valid_fraction": round(e["valid"] / e["drafts"], 4),
+                "rejected": dict(e["rejected"]),
+            }
     return out
 
 
-def with_admitted(validity: dict[str, dict[str, Any]], admitted: dict[str, dict[str, int]]
-                  ) -> dict[str, dict[str, Any]]:
+def with_admitted(
+    validity: dict[str, dict[str, Any]], admitted: dict[str, dict[str, int]]
+) -> dict[str, dict[str, Any]]:
     """An epoch's validity per benchmark with how its valid tasks were admitted (the epoch metrics' ``admitted``:
     as written, on the recomputed gold, mended), where the run counted it.
 
@@ -73,10 +77,21 @@ def _fold_funnel(drafts: Iterable[dict[str, Any]], trained: Iterable[dict[str, A
     def entry(row: dict[str, Any]) -> dict[str, Any]:
         key = (row["epoch"], row["benchmark"])
         if key not in out:
-            out[key] = {"epoch": key[0], "benchmark": key[1], "drafts": 0, "passed": 0, "valid": 0, "rejected": {},
-                        "trained": 0, "train_rollouts": 0, "trained_by_origin": {}, "trained_by_source": {},
-                        "levels": {stage: {} for stage in FUNNEL_STAGES}}
+            out[key] = {
+                "epoch": key[0],
+                "benchmark": key[1],
+                "drafts": 0,
+                "passed": 0,
+                "valid": 0,
+                "rejected": {},
+                "trained": 0,
+                "train_rollouts": 0,
+                "trained_by_origin": {},
+                "trained_by_source": {},
+                "levels": {stage: {} for stage in FUNNEL_STAGES},
+            }
         return out[key]
+
     for row in drafts:
         e, n, level = entry(row), row["n"], "L?" if row["level"] is None else f"L{row['level']}"
         stages = ["drafts"]

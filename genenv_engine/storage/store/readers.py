@@ -27,7 +27,8 @@ _PREFIX_SQL = "CASE WHEN instr(reason, ':') > 0 THEN substr(reason, 1, instr(rea
 _FUNNEL_DRAFTS_SQL = (
     f"SELECT epoch, benchmark, valid, {_PREFIX_SQL} AS reason, level, count(*) AS n FROM tasks "
     f"WHERE origin IN ({', '.join(repr(o) for o in GENERATED_ORIGINS)}) AND epoch IS NOT NULL{{where}} "
-    "GROUP BY 1, 2, 3, 4, 5")
+    "GROUP BY 1, 2, 3, 4, 5"
+)
 _FUNNEL_TRAIN_SQL = (
     "SELECT r.epoch AS epoch, t.benchmark AS benchmark, t.origin AS origin, CASE "
     "WHEN t.origin IN ('generated', 'static') AND (t.epoch = r.epoch OR b.epoch = r.epoch) THEN 'fresh' "
@@ -35,7 +36,8 @@ _FUNNEL_TRAIN_SQL = (
     "WHEN t.origin IN ('generated', 'static') THEN 'replayed' WHEN t.origin = 'imported' THEN 'imported' "
     "ELSE 'base' END AS source, t.level AS level, count(DISTINCT r.task_id) AS n, count(*) AS rollouts "
     "FROM rollouts r JOIN tasks t ON t.id = r.task_id LEFT JOIN batches b ON b.id = t.batch_id "
-    "WHERE r.purpose = 'train'{where} GROUP BY 1, 2, 3, 4, 5")
+    "WHERE r.purpose = 'train'{where} GROUP BY 1, 2, 3, 4, 5"
+)
 
 
 _COMPUTED_TABLES = frozenset({"tasks", "rollouts", "batches"})
@@ -44,8 +46,9 @@ _FUNNEL_TABLES = _COMPUTED_TABLES | {"funnels", "epochs"}
 """The tables a migrated store reads its funnel from (snapshots first)."""
 
 
-def _funnel_read(rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tables: set[str],
-                 epoch: int | None = None) -> list[dict[str, Any]]:
+def _funnel_read(
+    rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tables: set[str], epoch: int | None = None
+) -> list[dict[str, Any]]:
     """`Store.funnel`'s entries through ``rows(sql, params)``, from a database holding ``tables``: a finished
     epoch's stored snapshot (table ``funnels``), else computed from the tasks and rollouts (an epoch still running,
     or finished before snapshots were stored). Every epoch (``epoch`` None) of a database without any snapshot is
@@ -58,10 +61,14 @@ def _funnel_read(rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tab
         drafts = rows(_FUNNEL_DRAFTS_SQL.format(where=where.format("")), params)
         trained = rows(_FUNNEL_TRAIN_SQL.format(where=where.format("r.")), params)
         return _fold_funnel(list(drafts), list(trained))
+
     stored: dict[int, list[dict[str, Any]]] = {}
     if "funnels" in tables:
-        sql, params = ("SELECT epoch, entries FROM funnels", []) if epoch is None else (
-            "SELECT epoch, entries FROM funnels WHERE epoch = ?", [epoch])
+        sql, params = (
+            ("SELECT epoch, entries FROM funnels", [])
+            if epoch is None
+            else ("SELECT epoch, entries FROM funnels WHERE epoch = ?", [epoch])
+        )
         stored = {row["epoch"]: json.loads(row["entries"]) for row in rows(sql, params)}
     if epoch is not None:
         return stored[epoch] if epoch in stored else compute(epoch)
@@ -82,14 +89,19 @@ def probe_database(path: Path) -> dict[str, Any]:
     propagates for a file that is not a database."""
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
     try:
-        out: dict[str, Any] = {"quick_check": [row[0] for row in conn.execute("PRAGMA quick_check(5)")],
-                               "applied": None, "schema_version": None}
+        out: dict[str, Any] = {
+            "quick_check": [row[0] for row in conn.execute("PRAGMA quick_check(5)")],
+            "applied": None,
+            "schema_version": None,
+        }
         if out["quick_check"] != ["ok"]:
             return out
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "_sqlite_migrations" in tables:
-            out["applied"] = [r[0] for r in conn.execute(
-                "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATIONS.name])]
+            out["applied"] = [
+                r[0]
+                for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATIONS.name])
+            ]
         if "meta" in tables:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             out["schema_version"] = None if row is None else str(row[0])
@@ -103,18 +115,22 @@ def read_only_rows(path: str | Path, batches: bool = True) -> tuple[list[dict[st
     file, read through a read-only connection (`read_only`): no migration, no meta update, no journal-mode switch,
     so a session another process runs (or an older database) is read without being written. With ``batches``
     False the batches are not read (an empty list)."""
+
     def read(conn: sqlite3.Connection, tables: set[str]):
         epochs = [dict(r) for r in conn.execute(_EPOCHS_SQL)] if "epochs" in tables else []
         rows = [dict(r) for r in conn.execute(_BATCHES_SQL)] if batches and "batches" in tables else []
         return _epoch_rows(epochs), _batch_rows(rows)
+
     return read_only(path, read)
 
 
 def read_only_funnel(path: str | Path) -> list[dict[str, Any]]:
     """`Store.funnel` of every epoch of a database file, read through a read-only connection (`read_only`).
     Empty for a database without tasks, rollouts or batches."""
+
     def read(conn: sqlite3.Connection, tables: set[str]):
         return _funnel_read(lambda sql, params: [dict(r) for r in conn.execute(sql, params)], tables)
+
     return read_only(path, read)
 
 

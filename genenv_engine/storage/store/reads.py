@@ -11,7 +11,13 @@ from typing import Any
 from genenv_engine.core.records import Task
 from genenv_engine.storage.store.readers import _FUNNEL_TABLES, _funnel_read
 from genenv_engine.storage.store.rows import (
-    _POOL_ORIGINS, _STAT_FIELDS, GENERATED_ORIGINS, _bools, _json_or_none, _marks, _to_task,
+    _POOL_ORIGINS,
+    _STAT_FIELDS,
+    GENERATED_ORIGINS,
+    _bools,
+    _json_or_none,
+    _marks,
+    _to_task,
 )
 
 
@@ -34,8 +40,10 @@ class TaskReads:
         ids = list(batch_ids)
         out: dict[str, list[Task]] = {b: [] for b in ids}
         if ids:
-            sql = (f"SELECT * FROM tasks WHERE origin = ? AND valid = ? AND batch_id IN ({', '.join('?' * len(ids))}) "
-                   "ORDER BY id")
+            sql = (
+                f"SELECT * FROM tasks WHERE origin = ? AND valid = ? AND batch_id IN ({', '.join('?' * len(ids))}) "
+                "ORDER BY id"
+            )
             for row in self._rows(sql, [origin, int(valid), *ids]):
                 out[row["batch_id"]].append(_to_task(row))
         return out
@@ -43,8 +51,10 @@ class TaskReads:
     def imported_seeds(self, benchmark: str, levels: Sequence[int] = ()) -> list[Task]:
         """Tasks imported into the simulator's seed split (`genenv_engine.interfaces.interop`): valid, active,
         unsuperseded, at ``levels`` (all when empty), in id order."""
-        sql = ("SELECT * FROM tasks WHERE origin = 'imported' AND split = 'seed' AND benchmark = ? AND valid = 1 "
-               "AND status = 'active' AND superseded_by IS NULL")
+        sql = (
+            "SELECT * FROM tasks WHERE origin = 'imported' AND split = 'seed' AND benchmark = ? AND valid = 1 "
+            "AND status = 'active' AND superseded_by IS NULL"
+        )
         params: list[Any] = [benchmark]
         if levels:
             sql += f" AND level IN ({', '.join('?' for _ in levels)})"
@@ -81,28 +91,34 @@ class TaskReads:
 
     def static_batch_ids(self) -> list[str]:
         """Ids of the variation batches holding at least one valid, active static task, sorted."""
-        sql = ("SELECT DISTINCT batch_id FROM tasks WHERE origin = 'static' AND valid = 1 AND status = 'active' "
-               "ORDER BY batch_id")
+        sql = (
+            "SELECT DISTINCT batch_id FROM tasks WHERE origin = 'static' AND valid = 1 AND status = 'active' "
+            "ORDER BY batch_id"
+        )
         return [row["batch_id"] for row in self._rows(sql)]
 
     def inactive_train_ids(self) -> set[str]:
         """Base-data task ids (the train split and the ``unseen`` pool) the user banned, pinned or superseded by an
         edit (not plain base data)."""
-        sql = ("SELECT id FROM tasks WHERE split IN ('train', 'unseen') "
-               "AND (status != 'active' OR superseded_by IS NOT NULL)")
+        sql = (
+            "SELECT id FROM tasks WHERE split IN ('train', 'unseen') "
+            "AND (status != 'active' OR superseded_by IS NOT NULL)"
+        )
         return {row["id"] for row in self._rows(sql)}
 
     def generated_verdicts(self, epoch: int, origins: Sequence[str] = GENERATED_ORIGINS) -> list[dict[str, Any]]:
         """(valid, reason) of every task of the given origins made in ``epoch``, in id order."""
-        sql = (f"SELECT valid, reason FROM tasks WHERE epoch = ? AND origin IN ({_marks(origins)}) ORDER BY id")
+        sql = f"SELECT valid, reason FROM tasks WHERE epoch = ? AND origin IN ({_marks(origins)}) ORDER BY id"
         return [_bools(row, "valid") for row in self._rows(sql, [epoch, *origins])]
 
     def batch_task_successes(self, epoch: int) -> list[dict[str, Any]]:
         """(id, benchmark, success) of every rollout made in ``epoch`` of a task in one of that epoch's
         variation batches: what p-hat of the generated tasks is computed from."""
-        sql = ("SELECT t.id AS id, t.benchmark AS benchmark, r.success AS success FROM rollouts r "
-               "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND t.batch_id IN "
-               "(SELECT id FROM batches WHERE epoch = ?) ORDER BY r.id")
+        sql = (
+            "SELECT t.id AS id, t.benchmark AS benchmark, r.success AS success FROM rollouts r "
+            "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND t.batch_id IN "
+            "(SELECT id FROM batches WHERE epoch = ?) ORDER BY r.id"
+        )
         return list(self._rows(sql, [epoch, epoch]))
 
     def created_at(self, task_id: str) -> str | None:
@@ -113,8 +129,10 @@ class TaskReads:
     def generated_summaries(self, origins: Sequence[str] = GENERATED_ORIGINS) -> list[dict[str, Any]]:
         """(id, benchmark, difficulty, epoch) of every valid task of the given origins, newest epoch first;
         ``difficulty`` decoded."""
-        sql = (f"SELECT id, benchmark, difficulty, epoch FROM tasks WHERE origin IN ({_marks(origins)}) "
-               "AND valid = 1 ORDER BY epoch DESC, id")
+        sql = (
+            f"SELECT id, benchmark, difficulty, epoch FROM tasks WHERE origin IN ({_marks(origins)}) "
+            "AND valid = 1 ORDER BY epoch DESC, id"
+        )
         return [{**row, "difficulty": _json_or_none(row["difficulty"])} for row in self._rows(sql, list(origins))]
 
     def rejected_ids(self, limit: int, origins: Sequence[str] = GENERATED_ORIGINS) -> list[str]:
@@ -133,8 +151,10 @@ class TaskReads:
 
     def task_census(self) -> list[dict[str, Any]]:
         """Task counts grouped by (epoch, origin, split, status, valid, superseded), ordered by them."""
-        sql = ("SELECT epoch, origin, split, status, valid, superseded_by IS NOT NULL AS superseded, count(*) AS n "
-               "FROM tasks GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6")
+        sql = (
+            "SELECT epoch, origin, split, status, valid, superseded_by IS NOT NULL AS superseded, count(*) AS n "
+            "FROM tasks GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6"
+        )
         return list(self._rows(sql))
 
     def funnel(self, epoch: int | None = None) -> list[dict[str, Any]]:
@@ -162,15 +182,19 @@ class TaskReads:
     def heldout_answers(self, epoch: int) -> dict[str, dict[str, Any]]:
         """The agent's greedy held-out answer of ``epoch`` per task id: response, success, error type (empty for
         an epoch evaluated before answers were stored)."""
-        sql = ("SELECT task_id, response, success, error_type FROM rollouts WHERE epoch = ? AND purpose = 'heldout' "
-               "ORDER BY id")
+        sql = (
+            "SELECT task_id, response, success, error_type FROM rollouts WHERE epoch = ? AND purpose = 'heldout' "
+            "ORDER BY id"
+        )
         return {row["task_id"]: _bools(row, "success") for row in self._rows(sql, [epoch])}
 
     def heldout_rollouts(self, epoch: int) -> list[dict[str, Any]]:
         """The stored held-out answers of ``epoch`` in the order they were evaluated: id, task_id, response,
         reward, success (0/1 as stored) and error_type."""
-        sql = ("SELECT id, task_id, response, reward, success, error_type FROM rollouts "
-               "WHERE epoch = ? AND purpose = 'heldout' ORDER BY id")
+        sql = (
+            "SELECT id, task_id, response, reward, success, error_type FROM rollouts "
+            "WHERE epoch = ? AND purpose = 'heldout' ORDER BY id"
+        )
         return list(self._rows(sql, [epoch]))
 
     def plugin_faults(self, epochs: Sequence[int]) -> dict[int, dict[str, dict[str, dict[str, int]]]]:
@@ -184,13 +208,15 @@ class TaskReads:
         kind = "CASE WHEN {0} = 'plugin_timeout' THEN 'plugin_timeout' ELSE 'plugin_error' END"
         fault = "({0} = 'plugin_timeout' OR {0} LIKE 'plugin\\_error%' ESCAPE '\\')"
         where = "CASE r.purpose WHEN 'train' THEN 'rollouts' WHEN 'heldout' THEN 'heldout' ELSE 'probes' END"
-        sqls = (f"SELECT r.epoch AS epoch, t.benchmark AS benchmark, {where} AS place, "
-                f"{kind.format('r.error_type')} AS kind, count(*) AS n "
-                f"FROM rollouts r JOIN tasks t ON t.id = r.task_id "
-                f"WHERE r.epoch IN ({marks}) AND {fault.format('r.error_type')} GROUP BY 1, 2, 3, 4",
-                f"SELECT epoch, benchmark, 'drafts' AS place, {kind.format('reason')} AS kind, count(*) AS n "
-                f"FROM tasks WHERE origin IN ({', '.join(repr(o) for o in GENERATED_ORIGINS)}) AND epoch IN ({marks}) "
-                f"AND {fault.format('reason')} GROUP BY 1, 2, 3, 4")
+        sqls = (
+            f"SELECT r.epoch AS epoch, t.benchmark AS benchmark, {where} AS place, "
+            f"{kind.format('r.error_type')} AS kind, count(*) AS n "
+            f"FROM rollouts r JOIN tasks t ON t.id = r.task_id "
+            f"WHERE r.epoch IN ({marks}) AND {fault.format('r.error_type')} GROUP BY 1, 2, 3, 4",
+            f"SELECT epoch, benchmark, 'drafts' AS place, {kind.format('reason')} AS kind, count(*) AS n "
+            f"FROM tasks WHERE origin IN ({', '.join(repr(o) for o in GENERATED_ORIGINS)}) AND epoch IN ({marks}) "
+            f"AND {fault.format('reason')} GROUP BY 1, 2, 3, 4",
+        )
         for sql in sqls:
             for row in self._rows(sql, list(epochs)):
                 places = out.setdefault(int(row["epoch"]), {}).setdefault(row["benchmark"], {})
@@ -232,7 +258,9 @@ class TaskReads:
     def sample_rollouts(self, epoch: int, limit: int) -> list[dict[str, Any]]:
         """The first ``limit`` rollouts of ``epoch`` that are not held-out answers, oldest first, each with its task:
         benchmark, level, origin, prompt, response, reward, success (0/1 as stored)."""
-        sql = ("SELECT t.benchmark AS benchmark, t.level AS level, t.origin AS origin, t.prompt AS prompt, "
-               "r.response AS response, r.reward AS reward, r.success AS success FROM rollouts r "
-               "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND r.purpose != 'heldout' ORDER BY r.id LIMIT ?")
+        sql = (
+            "SELECT t.benchmark AS benchmark, t.level AS level, t.origin AS origin, t.prompt AS prompt, "
+            "r.response AS response, r.reward AS reward, r.success AS success FROM rollouts r "
+            "JOIN tasks t ON t.id = r.task_id WHERE r.epoch = ? AND r.purpose != 'heldout' ORDER BY r.id LIMIT ?"
+        )
         return list(self._rows(sql, [epoch, limit]))

@@ -61,8 +61,15 @@ class TaskSearch:
             params.append(match)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
-    def query_tasks(self, where: TaskFilter | None = None, *, limit: int = 50, offset: int = 0,
-                    order: str = "epoch DESC, id", **fields: Any) -> list[dict[str, Any]]:
+    def query_tasks(
+        self,
+        where: TaskFilter | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "epoch DESC, id",
+        **fields: Any,
+    ) -> list[dict[str, Any]]:
         """One page of task rows (all columns, JSON decoded) matching ``where`` (or the `TaskFilter` fields given
         as keywords); ``text`` is a word search.
 

@@ -16,10 +16,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "cache": ("DONE", "WARM_START_VERSION", "cache_key", "cache_root", "cached_folder", "entry_lock",
-              "needs_simulator", "remove_stale_temp", "serves"),
-    "shipped": ("MANIFEST", "SHIPPED_COPY", "SHIPPED_ENV", "SHIPPED_PARTS", "SHIPPED_ROOT", "install_shipped",
-                "ship", "shipped_folder", "shipped_problems"),
+    "cache": (
+        "DONE",
+        "WARM_START_VERSION",
+        "cache_key",
+        "cache_root",
+        "cached_folder",
+        "entry_lock",
+        "needs_simulator",
+        "remove_stale_temp",
+        "serves",
+    ),
+    "shipped": (
+        "MANIFEST",
+        "SHIPPED_COPY",
+        "SHIPPED_ENV",
+        "SHIPPED_PARTS",
+        "SHIPPED_ROOT",
+        "install_shipped",
+        "ship",
+        "shipped_folder",
+        "shipped_problems",
+    ),
     "training": ("SAMPLES", "SAMPLE_SHARE", "EncodedPairs", "Sample", "agent_pairs", "simulator_pairs", "tail_mean"),
     "stages": ("cached_agent", "is_cached", "warm_start"),
     "command": ("main",),
@@ -44,12 +62,36 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from genenv_engine.training.warmstart.cache import (DONE, WARM_START_VERSION, cache_key, cache_root, cached_folder,
-                                               entry_lock, needs_simulator, remove_stale_temp, serves)
+    from genenv_engine.training.warmstart.cache import (
+        DONE,
+        WARM_START_VERSION,
+        cache_key,
+        cache_root,
+        cached_folder,
+        entry_lock,
+        needs_simulator,
+        remove_stale_temp,
+        serves,
+    )
     from genenv_engine.training.warmstart.command import main
-    from genenv_engine.training.warmstart.shipped import (MANIFEST, SHIPPED_COPY, SHIPPED_ENV, SHIPPED_PARTS,
-                                                          SHIPPED_ROOT,
-                                                 install_shipped, ship, shipped_folder, shipped_problems)
+    from genenv_engine.training.warmstart.shipped import (
+        MANIFEST,
+        SHIPPED_COPY,
+        SHIPPED_ENV,
+        SHIPPED_PARTS,
+        SHIPPED_ROOT,
+        install_shipped,
+        ship,
+        shipped_folder,
+        shipped_problems,
+    )
     from genenv_engine.training.warmstart.stages import cached_agent, is_cached, warm_start
-    from genenv_engine.training.warmstart.training import (SAMPLE_SHARE, SAMPLES, EncodedPairs, Sample, agent_pairs,
-                                                  simulator_pairs, tail_mean)
+    from genenv_engine.training.warmstart.training import (
+        SAMPLE_SHARE,
+        SAMPLES,
+        EncodedPairs,
+        Sample,
+        agent_pairs,
+        simulator_pairs,
+        tail_mean,
+    )

@@ -23,9 +23,22 @@ WARM_START_VERSION = 1
 """Bump when the warm-start recipe changes so stale caches are not reused."""
 
 
-_LATER_FIELDS = {name: getattr(ModelConfig(), name) for name in (
-    "hub_download", "agent_path", "simulator_path", "agent_tuning", "simulator_tuning", "lora_r", "lora_alpha",
-    "lora_dropout", "lora_targets", "dtype", "train_forward")} | {"sft_length_groups": 0}
+_LATER_FIELDS = {
+    name: getattr(ModelConfig(), name)
+    for name in (
+        "hub_download",
+        "agent_path",
+        "simulator_path",
+        "agent_tuning",
+        "simulator_tuning",
+        "lora_r",
+        "lora_alpha",
+        "lora_dropout",
+        "lora_targets",
+        "dtype",
+        "train_forward",
+    )
+} | {"sft_length_groups": 0}
 """Model fields added after warm-start version 1, with the value each had before it existed (see `cache_key`;
 ``sft_length_groups`` was 0, off, before it became the default 4). ``sft_length_groups`` joins the key although
 it computes the same gradient up to float rounding: a tiny warm start is sensitive enough to rounding that its
@@ -45,13 +58,21 @@ def cache_key(config: RunConfig) -> str:
     the same way. How an update is executed (micro-batches, log-prob chunks, gradient checkpointing)
     does not change its result, so it is left out, as is how the passes without gradients run (`INFERENCE_FIELDS`).
     """
-    model = {k: v for k, v in asdict(config.model).items()
-             if k not in EXECUTION_FIELDS + INFERENCE_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])}
+    model = {
+        k: v
+        for k, v in asdict(config.model).items()
+        if k not in EXECUTION_FIELDS + INFERENCE_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])
+    }
     warm = asdict(config.warm_start)
     if not warm["agent_levels"]:  # a setting added later joins the key only when set (earlier keys stay valid)
         del warm["agent_levels"]
-    parts: dict[str, object] = {"v": WARM_START_VERSION, "model": model, "warm": warm,
-                                "seed": config.seed, "benchmarks": list(config.benchmarks)}
+    parts: dict[str, object] = {
+        "v": WARM_START_VERSION,
+        "model": model,
+        "warm": warm,
+        "seed": config.seed,
+        "benchmarks": list(config.benchmarks),
+    }
     from genenv_engine.environments import environment_class
 
     versions = {name: environment_class(name).data_version for name in config.benchmarks}

@@ -29,8 +29,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     cmd = sub.add_parser("ship", help="copy a finished warm start into the package with its manifest")
     cmd.add_argument("--preset", default="tiny")
     cmd.add_argument("--seed", type=int, default=0)
-    cmd.add_argument("--bench", type=Path, required=True,
-                     help="bench-warmstart.json of the `genenv bench warmstart --keep` run that trained the entry")
+    cmd.add_argument(
+        "--bench",
+        type=Path,
+        required=True,
+        help="bench-warmstart.json of the `genenv bench warmstart --keep` run that trained the entry",
+    )
     cmd.add_argument("--entry", type=Path, help="the entry to ship (default: its key's folder in $GENENV_CACHE)")
     args = parser.parse_args(argv)
     config = load_config(args.preset, None, {"seed": args.seed})
@@ -40,9 +44,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     entry = args.entry or cache_root() / "warmstart" / cache_key(config)
     if bench.get("kept") and Path(bench["kept"]).resolve() != entry.resolve():
         raise SystemExit(f"{args.bench} kept its warm start in {bench['kept']}, not {entry}")
-    shipped = ship(entry, bench["heldout"], config,
-                   f"genenv bench warmstart --preset {args.preset} --seed {args.seed} --keep "
-                   f"({bench.get('seconds')} s, {bench.get('finished_at')})")
+    shipped = ship(
+        entry,
+        bench["heldout"],
+        config,
+        f"genenv bench warmstart --preset {args.preset} --seed {args.seed} --keep "
+        f"({bench.get('seconds')} s, {bench.get('finished_at')})",
+    )
     manifest = json.loads((shipped / MANIFEST).read_text())
-    print(f"shipped {shipped} ({manifest['bytes'] / 1e6:.1f} MB, {len(manifest['files'])} files, "
-          f"epoch-0 held-out {manifest['heldout']})")
+    print(
+        f"shipped {shipped} ({manifest['bytes'] / 1e6:.1f} MB, {len(manifest['files'])} files, "
+        f"epoch-0 held-out {manifest['heldout']})"
+    )

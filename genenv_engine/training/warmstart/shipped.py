@@ -17,8 +17,8 @@ import warnings
 from pathlib import Path
 
 from genenv_engine.config import RunConfig
-from genenv_engine.training.models import AGENT_INFO, DONE, TORCH_RNG
 from genenv_engine.storage.session import file_sha256
+from genenv_engine.training.models import AGENT_INFO, DONE, TORCH_RNG
 from genenv_engine.training.warmstart.cache import WARM_START_VERSION, cache_key, fresh_temp
 
 SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "shipped" / "warmstart"
@@ -93,8 +93,11 @@ def install_shipped(config: RunConfig, folder: Path) -> Path | None:
                 if file_sha256(tmp / name) != digest:
                     problems.append(f"{name}: sha256 of the copy does not match {MANIFEST}")
         if problems:
-            warnings.warn(f"shipped warm start {source.name} refused, it will be trained instead "
-                          f"({source}): " + "; ".join(problems), stacklevel=2)
+            warnings.warn(
+                f"shipped warm start {source.name} refused, it will be trained instead "
+                f"({source}): " + "; ".join(problems),
+                stacklevel=2,
+            )
             return None
         shutil.copyfile(source / MANIFEST, tmp / SHIPPED_COPY)
         if (folder / DONE).exists():  # another run finished this entry meanwhile
@@ -106,8 +109,7 @@ def install_shipped(config: RunConfig, folder: Path) -> Path | None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def ship(entry: Path, heldout: dict[str, float], config: RunConfig, made_with: str,
-         root: Path | None = None) -> Path:
+def ship(entry: Path, heldout: dict[str, float], config: RunConfig, made_with: str, root: Path | None = None) -> Path:
     """Copy the finished warm start ``entry`` (``config``'s key) into the shipped folder with its manifest,
     replacing every shipped entry of the same preset and seed (an older recipe's); ``heldout`` is the epoch-0
     held-out the training path measured on it. Returns the shipped folder."""
@@ -128,17 +130,28 @@ def ship(entry: Path, heldout: dict[str, float], config: RunConfig, made_with: s
     tmp.mkdir(parents=True)
     try:
         for part in SHIPPED_PARTS:
-            paths = sorted(p for p in (entry / part).rglob("*") if p.is_file()) if (entry / part).is_dir() \
+            paths = (
+                sorted(p for p in (entry / part).rglob("*") if p.is_file())
+                if (entry / part).is_dir()
                 else [entry / part]
+            )
             for path in paths:
                 name = path.relative_to(entry).as_posix()
                 (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, tmp / name)
                 files[name] = file_sha256(tmp / name)
-        manifest = {"key": key, "preset": config.preset, "seed": config.seed, "warm_start_version": WARM_START_VERSION,
-                    "heldout": heldout, "heldout_tasks": config.heldout_size, "made_with": made_with,
-                    "torch": torch.__version__, "bytes": sum((tmp / n).stat().st_size for n in files),
-                    "files": files}
+        manifest = {
+            "key": key,
+            "preset": config.preset,
+            "seed": config.seed,
+            "warm_start_version": WARM_START_VERSION,
+            "heldout": heldout,
+            "heldout_tasks": config.heldout_size,
+            "made_with": made_with,
+            "torch": torch.__version__,
+            "bytes": sum((tmp / n).stat().st_size for n in files),
+            "files": files,
+        }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         for old in root.glob(f"{config.preset}-s{config.seed}-*"):
             shutil.rmtree(old)

@@ -38,14 +38,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from genenv_engine.config import RunConfig
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.events import EventSink, null_sink
+from genenv_engine.environments.base import Environment
 from genenv_engine.storage.lease import describe, waiting_lock
 from genenv_engine.training.models import AGENT_INFO, DONE, load_warm_agent
 from genenv_engine.training.policy import Policy
 from genenv_engine.training.warmstart import training
-from genenv_engine.training.warmstart.cache import (cache_key, cache_root, cached_folder, entry_lock, fresh_temp,
-                                           needs_simulator, remove_stale_temp, serves)
+from genenv_engine.training.warmstart.cache import (
+    cache_key,
+    cache_root,
+    cached_folder,
+    entry_lock,
+    fresh_temp,
+    needs_simulator,
+    remove_stale_temp,
+    serves,
+)
 from genenv_engine.training.warmstart.shipped import install_shipped
 
 
@@ -61,8 +69,12 @@ def cached_agent(config: RunConfig) -> Path | None:
     return cached_folder(folder) or install_shipped(config, folder) or cached_folder(folder, AGENT_INFO)
 
 
-def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink = null_sink,
-               check: Callable[[], None] = lambda: None) -> tuple[Path, dict]:
+def warm_start(
+    config: RunConfig,
+    envs: dict[str, Environment],
+    sink: EventSink = null_sink,
+    check: Callable[[], None] = lambda: None,
+) -> tuple[Path, dict]:
     """Return the folder holding the warm-started ``agent/`` and, when the run needs one, ``simulator/``
     (training what is not cached; see the module docstring for the two stages).
 
@@ -79,15 +91,18 @@ def warm_start(config: RunConfig, envs: dict[str, Environment], sink: EventSink 
         return half, _agent_only_info(half)
 
     def waiting(holder: dict | None) -> None:
-        warnings.warn(f"warm start {folder.name} is being trained by {describe(holder)}: waiting to reuse it",
-                      stacklevel=4)
+        warnings.warn(
+            f"warm start {folder.name} is being trained by {describe(holder)}: waiting to reuse it", stacklevel=4
+        )
+
     # one process trains an entry at a time; another one waits, then finds it cached
     with waiting_lock(entry_lock(folder), check, waiting, what="a warm start training it"):
         return _warm_start(config, envs, folder, sink, check)
 
 
-def _warm_start(config: RunConfig, envs: dict[str, Environment], folder: Path, sink: EventSink,
-                check: Callable[[], None]) -> tuple[Path, dict]:
+def _warm_start(
+    config: RunConfig, envs: dict[str, Environment], folder: Path, sink: EventSink, check: Callable[[], None]
+) -> tuple[Path, dict]:
     need_sim = needs_simulator(config)
     if config.warm_start.cache:
         found = cached_folder(folder) or install_shipped(config, folder)
@@ -121,14 +136,25 @@ def _agent_only_info(folder: Path) -> dict:
     return {**info, "key": folder.name, "simulator": "not trained: the run has no simulator (simulator.mode off)"}
 
 
-def _finish(config: RunConfig, envs: dict[str, Environment], folder: Path, agent: Policy, rng: random.Random,
-            info: dict, sink: EventSink, check: Callable[[], None]) -> dict:
+def _finish(
+    config: RunConfig,
+    envs: dict[str, Environment],
+    folder: Path,
+    agent: Policy,
+    rng: random.Random,
+    info: dict,
+    sink: EventSink,
+    check: Callable[[], None],
+) -> dict:
     """Stage 2: train the simulator of the agent-only entry ``folder`` and mark the entry finished. Another run
     that finished the same entry meanwhile wins: its simulator is kept and this one's discarded."""
     tmp = fresh_temp(folder)
     try:
-        info = {**info, **training.train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check),
-                "key": folder.name}
+        info = {
+            **info,
+            **training.train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check),
+            "key": folder.name,
+        }
         if _install_simulator(tmp, folder, info):
             return info
     finally:

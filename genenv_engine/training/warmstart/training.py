@@ -24,17 +24,22 @@ from typing import Any
 
 import torch
 
-from genenv_engine.training.agent import agent_prompt
 from genenv_engine.config import RunConfig
-from genenv_engine.environments.base import Environment
 from genenv_engine.core.events import EventSink, WarmStartProgressed, WarmStartSample
 from genenv_engine.core.limits import PluginFailed, check_response, fault_kind
+from genenv_engine.core.records import Task
+from genenv_engine.environments.base import Environment
 from genenv_engine.environments.plugin_worker import sibling_pairs
+from genenv_engine.training.agent import agent_prompt
 from genenv_engine.training.models import AGENT_INFO, TORCH_RNG, warmstart_agent, warmstart_simulator
 from genenv_engine.training.policy import Policy
-from genenv_engine.core.records import Task
-from genenv_engine.training.simulator import (job_grammar, parse_and_validate, sibling_prompt, simulator_prompt,
-                                     simulator_target)
+from genenv_engine.training.simulator import (
+    job_grammar,
+    parse_and_validate,
+    sibling_prompt,
+    simulator_prompt,
+    simulator_target,
+)
 from genenv_engine.training.trainer import sft
 
 
@@ -44,8 +49,7 @@ def built_on() -> str:
     from genenv_engine.core.machine import cpu_math_flags, local_cpu, machine_line
 
     gpu = torch.cuda.get_device_name() if torch.cuda.is_initialized() else None
-    return machine_line(local_cpu(), cpu_math_flags(), torch.__version__,
-                        torch.backends.cpu.get_cpu_capability(), gpu)
+    return machine_line(local_cpu(), cpu_math_flags(), torch.__version__, torch.backends.cpu.get_cpu_capability(), gpu)
 
 
 def read_agent_info(folder: Path) -> tuple[dict, list]:
@@ -54,8 +58,9 @@ def read_agent_info(folder: Path) -> tuple[dict, list]:
     return info, info.pop("rng")
 
 
-def train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink,
-                 check: Callable[[], None]) -> tuple[Policy, random.Random, dict]:
+def train_agent(
+    config: RunConfig, envs: dict[str, Environment], out: Path, sink: EventSink, check: Callable[[], None]
+) -> tuple[Policy, random.Random, dict]:
     """Stage 1: the agent's SFT, saved as ``out/agent``; returns the agent, the random generator as its SFT left
     it, and its figures."""
     ws = config.warm_start
@@ -71,11 +76,19 @@ def train_agent(config: RunConfig, envs: dict[str, Environment], out: Path, sink
     groups = config.model.sft_length_groups
     agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro, groups)
     agent.save(out / "agent")
-    return agent, rng, {
-        "parameters": agent.num_parameters(), "agent_trainable": agent.num_trainable(), "agent_steps": ws.agent_steps,
-        "agent_final_loss": tail_mean(agent_losses), "agent_seconds": round(time.perf_counter() - started, 1),
-        "agent_pairs": len(pairs), "built_on": built_on(),
-    }
+    return (
+        agent,
+        rng,
+        {
+            "parameters": agent.num_parameters(),
+            "agent_trainable": agent.num_trainable(),
+            "agent_steps": ws.agent_steps,
+            "agent_final_loss": tail_mean(agent_losses),
+            "agent_seconds": round(time.perf_counter() - started, 1),
+            "agent_pairs": len(pairs),
+            "built_on": built_on(),
+        },
+    )
 
 
 def save_agent_state(out: Path, rng: random.Random, info: dict) -> None:
@@ -96,14 +109,25 @@ def restore(folder: Path) -> tuple[random.Random, dict]:
         if torch.cuda.is_available() and len(states["cuda"]) == torch.cuda.device_count():
             torch.cuda.set_rng_state_all(states["cuda"])
         else:
-            warnings.warn(f"{folder.name}: its agent was trained on {len(states['cuda'])} GPU(s) and this run has "
-                          f"{torch.cuda.device_count()}; the simulator's warm start cannot continue the same random "
-                          "states, so it will differ from a warm start made in one go", stacklevel=2)
+            warnings.warn(
+                f"{folder.name}: its agent was trained on {len(states['cuda'])} GPU(s) and this run has "
+                f"{torch.cuda.device_count()}; the simulator's warm start cannot continue the same random "
+                "states, so it will differ from a warm start made in one go",
+                stacklevel=2,
+            )
     return rng, info
 
 
-def train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Policy, agent_folder: Path,
-                     rng: random.Random, out: Path, sink: EventSink, check: Callable[[], None]) -> dict:
+def train_simulator(
+    config: RunConfig,
+    envs: dict[str, Environment],
+    agent: Policy,
+    agent_folder: Path,
+    rng: random.Random,
+    out: Path,
+    sink: EventSink,
+    check: Callable[[], None],
+) -> dict:
     """Stage 2: the simulator's SFT from the agent saved in ``agent_folder``, saved as ``out/simulator``; returns
     its figures."""
     ws = config.warm_start
@@ -114,16 +138,18 @@ def train_simulator(config: RunConfig, envs: dict[str, Environment], agent: Poli
     sim_pairs = simulator_pairs(sim, envs, config, rng, failed)
     env0 = next(iter(envs.values()))
     seed = env0.splits()["seed"][0]
-    report = _reporter(sink, "simulator", ws.simulator_steps, check,
-                       lambda: _simulator_sample(sim, env0, seed, config))
+    report = _reporter(sink, "simulator", ws.simulator_steps, check, lambda: _simulator_sample(sim, env0, seed, config))
     micro = config.model.micro_batch
     groups = config.model.sft_length_groups
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro, groups)
     sim.save(out / "simulator")
     return {
-        "simulator_trainable": sim.num_trainable(), "simulator_steps": ws.simulator_steps,
-        "simulator_final_loss": tail_mean(sim_losses), "simulator_seconds": round(time.perf_counter() - started, 1),
-        "simulator_pairs": len(sim_pairs), "simulator_built_on": built_on(),
+        "simulator_trainable": sim.num_trainable(),
+        "simulator_steps": ws.simulator_steps,
+        "simulator_final_loss": tail_mean(sim_losses),
+        "simulator_seconds": round(time.perf_counter() - started, 1),
+        "simulator_pairs": len(sim_pairs),
+        "simulator_built_on": built_on(),
         **({"simulator_pairs_failed": failed} if failed else {}),
     }
 
@@ -154,18 +180,25 @@ def agent_pairs(agent, envs: dict[str, Environment], levels: tuple[int, ...] = (
     benchmark's train split, or of its tasks at ``levels`` (``warm_start.agent_levels``); then each benchmark's
     `warm_start_prefixes` (whatever their level), (prompt ids, the prefix's ids) with no end of sequence."""
     items: list[tuple[Task, str | None]] = [
-        (t, None) for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")]
+        (t, None) for env in envs.values() for t in env.split_at_levels("train", levels, "warm_start.agent_levels")
+    ]
     items += [(t, cut) for env in envs.values() for t, cut in env.warm_start_prefixes()]
 
     def encode(item: tuple[Task, str | None]) -> tuple[list[int], list[int]]:
         task, cut = item
         prompt = agent.encode(agent_prompt(agent, task))
         return prompt, agent.completion_ids(task.answer) if cut is None else agent.encode(cut)
+
     return EncodedPairs(items, encode)
 
 
-def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig, rng: random.Random,
-                    failed: dict[str, dict[str, int]] | None = None) -> list[tuple[list[int], list[int]]]:
+def simulator_pairs(
+    sim,
+    envs: dict[str, Environment],
+    config: RunConfig,
+    rng: random.Random,
+    failed: dict[str, dict[str, int]] | None = None,
+) -> list[tuple[list[int], list[int]]]:
     """The simulator's SFT pairs: (prompt on a seed, a sibling task as the target), drawn from each benchmark's
     train and seed splits, about a quarter of the steps' sequences per benchmark plus 256. A plugin's pair whose
     sibling fails is left out and counted in ``failed`` (benchmark -> fault kind -> pairs); `PluginFailed` when
@@ -177,13 +210,21 @@ def simulator_pairs(sim, envs: dict[str, Environment], config: RunConfig, rng: r
         pool = env.splits()["train"] + env.splits()["seed"]
         drawn = sibling_pairs(env, pool, rng, per_env)
         if drawn.failed and not drawn.pairs:
-            raise PluginFailed(env, "sibling", drawn.error, f"for every warm-start pair of the simulator "
-                               f"({sum(drawn.failed.values())} of {per_env})")
+            raise PluginFailed(
+                env,
+                "sibling",
+                drawn.error,
+                f"for every warm-start pair of the simulator ({sum(drawn.failed.values())} of {per_env})",
+            )
         if drawn.failed and failed is not None:
             failed[env.name] = dict(drawn.failed)
         for src, sib in drawn.pairs:
-            out.append((sim.encode(sibling_prompt(sim, env, src, sib, config)),
-                        sim.completion_ids(simulator_target(env, sib, style))))
+            out.append(
+                (
+                    sim.encode(sibling_prompt(sim, env, src, sib, config)),
+                    sim.completion_ids(simulator_target(env, sib, style)),
+                )
+            )
     return out
 
 
@@ -208,8 +249,11 @@ def _agent_sample(agent, env: Environment, task: Task, config: RunConfig) -> Sam
     from genenv_engine.backends.base import Sampling
     from genenv_engine.backends.hf import HFBackend
 
-    out = HFBackend(agent).generate([agent_prompt(agent, task)],
-                                    Sampling(max_new_tokens=config.agent.max_new_tokens, greedy=True))[0].text
+    out = (
+        HFBackend(agent)
+        .generate([agent_prompt(agent, task)], Sampling(max_new_tokens=config.agent.max_new_tokens, greedy=True))[0]
+        .text
+    )
     result = check_response(env, task, out)  # a plugin's fault fails the sample, named, as it fails a rollout
     fault = f" ({result.error_type})" if fault_kind(result.error_type) else ""
     return task.prompt, out, result.success, f"gold: {task.answer}{fault}"
@@ -224,13 +268,15 @@ def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig) -> S
     note = "same" if config.simulator.steer and style == "compact" else None
     sampling = Sampling(max_new_tokens=config.simulator.max_new_tokens, greedy=True, grammar=job_grammar(config, env))
     out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style, note)], sampling)[0].text
-    task = parse_and_validate(env, out, task_id="warm-start-sample", seed=seed, epoch=0, generator="warm_start",
-                              style=style)
+    task = parse_and_validate(
+        env, out, task_id="warm-start-sample", seed=seed, epoch=0, generator="warm_start", style=style
+    )
     return seed.prompt, out, task.valid, task.reason
 
 
-def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None],
-              sample: Callable[[], Sample] | None = None):
+def _reporter(
+    sink: EventSink, role: str, steps: int, check: Callable[[], None], sample: Callable[[], Sample] | None = None
+):
     """The per-step callback of one role's SFT: pause/stop check, progress every ~2 %, a sample every eighth."""
     every = max(1, steps // 50)
     sample_every = max(1, steps // SAMPLES)
@@ -251,4 +297,5 @@ def _reporter(sink: EventSink, role: str, steps: int, check: Callable[[], None],
         prompt, text, ok, detail = sample()
         sampling += time.perf_counter() - began
         sink(WarmStartSample(0, role, step + 1, steps, prompt, text, ok, detail))
+
     return report

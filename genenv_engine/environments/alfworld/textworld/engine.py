@@ -38,8 +38,8 @@ def require_package() -> dict[str, str]:
     """The installed versions of the extra's packages; raise :class:`AlfworldUnavailable` if one is missing."""
     try:
         import fast_downward  # noqa: F401
-        from textworld.envs.pddl import PddlEnv  # noqa: F401
         from alfworld.gen import constants  # noqa: F401
+        from textworld.envs.pddl import PddlEnv  # noqa: F401
     except ImportError as err:
         raise AlfworldUnavailable(f"{err}; {INSTALL_HINT}") from None
     return {name: importlib.metadata.version(name) for name in PACKAGES}
@@ -57,8 +57,9 @@ def _game_logic():  # -> textworld.envs.pddl.logic.GameLogic
     from textworld.envs.pddl import logic as pddl_logic
 
     data = files("alfworld").joinpath("data")
-    return pddl_logic.GameLogic(domain=data.joinpath("alfred.pddl").read_text(),
-                                grammar=data.joinpath("alfred.twl2").read_text())
+    return pddl_logic.GameLogic(
+        domain=data.joinpath("alfred.pddl").read_text(), grammar=data.joinpath("alfred.twl2").read_text()
+    )
 
 
 @cache
@@ -85,8 +86,9 @@ class Game:
         import textworld
 
         self.world = world
-        self.env = _env_class()(textworld.EnvInfos(admissible_commands=True, policy_commands=True, won=True,
-                                                   feedback=True, facts=True))
+        self.env = _env_class()(
+            textworld.EnvInfos(admissible_commands=True, policy_commands=True, won=True, feedback=True, facts=True)
+        )
         self.env.load({"pddl_problem": problem_pddl(world)})
         for info in self.env._entity_infos.values():  # ALFWorld's demangled names ("apple 1")
             if info.type in ("object", "receptacle"):

@@ -32,37 +32,77 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from genenv_engine.core.records import CheckResult, Task
 from genenv_engine.environments.alfworld.mini import (
-    EPISODE_ERROR_TYPES, ERROR_TYPES, StateLineEnvironment, generate_state, grade_step)
+    EPISODE_ERROR_TYPES,
+    ERROR_TYPES,
+    StateLineEnvironment,
+    generate_state,
+    grade_step,
+)
 from genenv_engine.environments.alfworld.planner import MAX_PLAN
 from genenv_engine.environments.alfworld.tasks import infer_level
 from genenv_engine.environments.alfworld.text import read_state, render_state
-from genenv_engine.environments.alfworld.textworld.engine import (
-    Analysis, Game, analyse, require_package, step_verdict)
+from genenv_engine.environments.alfworld.textworld.engine import Analysis, Game, analyse, require_package, step_verdict
 from genenv_engine.environments.alfworld.textworld.pddl import static_problem, tw_command
 from genenv_engine.environments.alfworld.world import Command, CommandError, World, parse_command
 from genenv_engine.environments.base import SplitSizes
-from genenv_engine.core.records import CheckResult, Task
 
 NAME = "alfworld_textworld"
 CHECKER = "tw_step_match"
 
-__all__ = ["AlfworldTextWorld", "CHECKER", "EPISODE_ERROR_TYPES", "ERROR_TYPES", "NAME", "check_step",
-           "load_official", "make_task", "planner_act", "play_episode"]
+__all__ = [
+    "AlfworldTextWorld",
+    "CHECKER",
+    "EPISODE_ERROR_TYPES",
+    "ERROR_TYPES",
+    "NAME",
+    "check_step",
+    "load_official",
+    "make_task",
+    "planner_act",
+    "play_episode",
+]
 
 
-def make_task(world: World, analysis: Analysis, task_id: str, *, answer: str | None = None,
-              extra: dict[str, Any] | None = None, **fields: Any) -> Task:
+def make_task(
+    world: World,
+    analysis: Analysis,
+    task_id: str,
+    *,
+    answer: str | None = None,
+    extra: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Task:
     """A step task for a planned state: gold = the plan's first action (or ``answer``, e.g. an expert's)."""
     plan = list(analysis.plan)
     gold = answer or plan[0]
-    features = {"task_type": world.goal.task_type, "plan_len": len(plan), "n_receptacles": len(world.recs),
-                "n_objects": len(world.objs), "n_closed": sum(world.closed), "holding": world.held is not None}
-    expected = {"optimal": list(dict.fromkeys([gold, plan[0]])), "plan": plan, "plan_len": len(plan),
-                "task_type": world.goal.task_type, **(extra or {})}
-    return Task(id=task_id, benchmark=NAME, prompt=render_state(world), answer=gold, expected=expected,
-                difficulty={"level": infer_level(features), "features": features}, checker=CHECKER,
-                granularity="step", **fields)
+    features = {
+        "task_type": world.goal.task_type,
+        "plan_len": len(plan),
+        "n_receptacles": len(world.recs),
+        "n_objects": len(world.objs),
+        "n_closed": sum(world.closed),
+        "holding": world.held is not None,
+    }
+    expected = {
+        "optimal": list(dict.fromkeys([gold, plan[0]])),
+        "plan": plan,
+        "plan_len": len(plan),
+        "task_type": world.goal.task_type,
+        **(extra or {}),
+    }
+    return Task(
+        id=task_id,
+        benchmark=NAME,
+        prompt=render_state(world),
+        answer=gold,
+        expected=expected,
+        difficulty={"level": infer_level(features), "features": features},
+        checker=CHECKER,
+        granularity="step",
+        **fields,
+    )
 
 
 def check_step(task: Task, response: str) -> CheckResult:
@@ -94,8 +134,13 @@ def play_episode(game: Task | str, act: Callable[[str], str], max_steps: int = 5
         except CommandError:
             command = "not a command"
         invalid += not tw.step(command)
-    sub = {"granularity_episode": 1.0, "won": float(tw.won), "steps": float(tw.steps),
-           "optimal_steps": float(optimal), "invalid_actions": float(invalid)}
+    sub = {
+        "granularity_episode": 1.0,
+        "won": float(tw.won),
+        "steps": float(tw.steps),
+        "optimal_steps": float(optimal),
+        "invalid_actions": float(invalid),
+    }
     return CheckResult(tw.won, float(tw.won), sub, None if tw.won else "max_steps")
 
 
@@ -120,8 +165,9 @@ def load_official(data_dir: str | Path, skipped: list[str] | None = None) -> lis
     root = root / "json_2.1.1" if (root / "json_2.1.1").is_dir() else root
     folders = [root / split for split in SPLITS if (root / split).is_dir()]
     if not folders:
-        raise FileNotFoundError(f"{data_dir}: no json_2.1.1/{{{','.join(SPLITS)}}} folder "
-                                f"(expected the $ALFWORLD_DATA layout)")
+        raise FileNotFoundError(
+            f"{data_dir}: no json_2.1.1/{{{','.join(SPLITS)}}} folder (expected the $ALFWORLD_DATA layout)"
+        )
     tasks: list[Task] = []
     for path in (p for folder in folders for p in sorted(folder.glob("*/trial_*/traj_data.json"))):
         try:
@@ -134,14 +180,25 @@ def load_official(data_dir: str | Path, skipped: list[str] | None = None) -> lis
             prompt, command = render_state(state), tw_command(parse_command(action))
             why = static_problem(state)
             analysis = analyse(prompt) if not why else Analysis("unsolvable", reason=why)
-            why = analysis.reason if analysis.status != "solved" else (
-                "" if step_verdict(prompt, command) != "not_admissible" else f"{command!r} is not admissible")
+            why = (
+                analysis.reason
+                if analysis.status != "solved"
+                else ("" if step_verdict(prompt, command) != "not_admissible" else f"{command!r} is not admissible")
+            )
             if why:
                 skip.append(f"{path} step {k}: {why}")
                 continue
-            tasks.append(make_task(read_state(prompt), analysis, f"{NAME}/heldout/{len(tasks):05d}", answer=command,
-                                   extra={"source": source, "step": k, "expert": command},
-                                   split="heldout", origin="official"))
+            tasks.append(
+                make_task(
+                    read_state(prompt),
+                    analysis,
+                    f"{NAME}/heldout/{len(tasks):05d}",
+                    answer=command,
+                    extra={"source": source, "step": k, "expert": command},
+                    split="heldout",
+                    origin="official",
+                )
+            )
     return tasks
 
 
@@ -166,9 +223,12 @@ class AlfworldTextWorld(StateLineEnvironment):
         The generated splits always have the configured sizes; an official held-out split is loaded to count it.
         """
         heldout = len(self._official_heldout() or ()) if self.data_dir else self.sizes.heldout
-        return {"name": self.name, "granularity": self.granularity,
-                "source": "upstream folder" if self.data_dir else self.source,
-                "sizes": {"heldout": heldout, "train": self.sizes.train, "seed": self.sizes.seed}}
+        return {
+            "name": self.name,
+            "granularity": self.granularity,
+            "source": "upstream folder" if self.data_dir else self.source,
+            "sizes": {"heldout": heldout, "train": self.sizes.train, "seed": self.sizes.seed},
+        }
 
     def draft(self, level: int, rng: random.Random, kind: str | None = None) -> tuple[str, Callable[..., Task]]:
         """A state on a mini plan at ``level`` that ALFWorld allows and Fast-Downward plans at that level."""
@@ -178,8 +238,10 @@ class AlfworldTextWorld(StateLineEnvironment):
                 continue
             prompt = render_state(state)
             analysis = analyse(prompt)
-            if analysis.status == "solved" and infer_level(
-                    {"plan_len": len(analysis.plan), "n_receptacles": len(state.recs)}) == level:
+            if (
+                analysis.status == "solved"
+                and infer_level({"plan_len": len(analysis.plan), "n_receptacles": len(state.recs)}) == level
+            ):
                 return prompt, partial(make_task, state, analysis)
 
     def _plan(self, prompt: str, world: World) -> Callable[..., Task] | str:

@@ -30,7 +30,18 @@ from types import SimpleNamespace
 
 from genenv_engine.environments.alfworld.planner import diagnose
 from genenv_engine.environments.alfworld.world import (
-    CLEAN, COOL, HELD, HOT, LAMPS, LIT, OPENABLE, TASK_TYPES, Command, World, rtype)
+    CLEAN,
+    COOL,
+    HELD,
+    HOT,
+    LAMPS,
+    LIT,
+    OPENABLE,
+    TASK_TYPES,
+    Command,
+    World,
+    rtype,
+)
 
 START = "loc_start"
 """The agent's location before it goes anywhere."""
@@ -95,8 +106,10 @@ def problem_pddl(world: World, name: str = "genenv") -> str:
         init += _object_facts(world, o, obj, cat)
         objects.append(f"{pddl_id(obj)} - object")
     init.append(f"(atLocation agent1 {START if world.at < 0 else 'loc_' + pddl_id(world.recs[world.at])})")
-    return (f"(define (problem {name})\n (:domain alfred)\n (:objects\n  " + "\n  ".join(objects) + ")\n"
-            " (:init\n  " + "\n  ".join(init) + ")\n" + goal_pddl(world) + "\n")
+    return (
+        f"(define (problem {name})\n (:domain alfred)\n (:objects\n  " + "\n  ".join(objects) + ")\n"
+        " (:init\n  " + "\n  ".join(init) + ")\n" + goal_pddl(world) + "\n"
+    )
 
 
 def _object_facts(world: World, o: int, obj: str, cat: SimpleNamespace) -> list[str]:
@@ -107,10 +120,12 @@ def _object_facts(world: World, o: int, obj: str, cat: SimpleNamespace) -> list[
         facts += [f"(isOn {oid})", f"(isToggled {oid})"] if marks & LIT else []
     else:
         facts.append(f"(pickupable {oid})")
-    facts += [f"({fact} {oid})" for fact, table in (("heatable", "heatable"), ("coolable", "coolable"),
-                                                     ("cleanable", "cleanable")) if kind in cat.actions[table]]
-    facts += [f"({fact} {oid})" for fact, bit in (("isHot", HOT), ("isCool", COOL), ("isClean", CLEAN))
-              if marks & bit]
+    facts += [
+        f"({fact} {oid})"
+        for fact, table in (("heatable", "heatable"), ("coolable", "coolable"), ("cleanable", "cleanable"))
+        if kind in cat.actions[table]
+    ]
+    facts += [f"({fact} {oid})" for fact, bit in (("isHot", HOT), ("isCool", COOL), ("isClean", CLEAN)) if marks & bit]
     where = world.where[o]
     if where == HELD:
         return facts + [f"(holds agent1 {oid})", "(holdsAny agent1)"]
@@ -123,8 +138,12 @@ def goal_pddl(world: World) -> str:
     goal = world.goal
     template = catalog().goals[goal.task_type]
     camel = catalog().camel
-    text = template.format(obj=camel.get(goal.obj, goal.obj), recep=camel.get(goal.target, goal.target),
-                           toggle=camel.get(goal.target, goal.target), mrecep="")
+    text = template.format(
+        obj=camel.get(goal.obj, goal.obj),
+        recep=camel.get(goal.target, goal.target),
+        toggle=camel.get(goal.target, goal.target),
+        mrecep="",
+    )
     return text.replace("#", "-").strip()
 
 
@@ -168,4 +187,3 @@ def world_from_facts(template: World, facts: list) -> World:
     if None in where:
         raise ValueError(f"TextWorld state places no {template.objs[where.index(None)]}")
     return World(template.goal, template.recs, template.objs, tuple(where), tuple(marks), tuple(closed), at)
-

@@ -47,6 +47,7 @@ class DecodeError(ValueError):
 
 # ---------------------------------------------------------------- decoding (never eval)
 
+
 def decode_calls(text: str) -> list[dict[str, dict[str, Any]]]:
     """Decode a response into BFCL's form ``[{name: {arg: value}}]``; raise :class:`DecodeError`.
 
@@ -125,7 +126,7 @@ def _value(node: ast.expr) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise DecodeError("** in a dict literal")
-        return {_hashable(_value(k)): _value(v) for k, v in zip(node.keys, node.values)}
+        return {_hashable(_value(k)): _value(v) for k, v in zip(node.keys, node.values, strict=False)}
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Call):
@@ -144,6 +145,7 @@ def _hashable(key: Any) -> Any:
 
 
 # ---------------------------------------------------------------- rendering
+
 
 def render_calls(calls: list[dict[str, dict[str, Any]]]) -> str:
     """The canonical answer text of decoded calls (``[]`` when there are none)."""

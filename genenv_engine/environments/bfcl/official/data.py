@@ -41,15 +41,23 @@ import re
 import sys
 import types
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 PINNED_VERSION = "2026.3.23"
 """The bfcl-eval release this environment is built and tested against (data and answers change)."""
 INSTALL_HINT = f"run `make setup-bfcl` (pip install --no-deps bfcl-eval=={PINNED_VERSION})"
-AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
-                  "live_multiple", "live_parallel", "live_parallel_multiple")
+AST_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
 IRRELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance")
 MULTI_TURN_CATEGORIES = ("multi_turn_base",)
 CATEGORIES = AST_CATEGORIES + IRRELEVANCE_CATEGORIES + MULTI_TURN_CATEGORIES
@@ -58,8 +66,10 @@ format_sensitivity and the other multi-turn variants are left out (see the envir
 TYPES = ("string", "integer", "float", "boolean", "array", "tuple", "dict", "any")
 """Parameter types the official Python AST checker knows."""
 HEADER = "Functions you may call (JSON):"
-INSTRUCTION = ('Answer with the call(s) only, as name(arg=value, ...); join several calls with "; "; '
-               "answer [] if no function fits.")
+INSTRUCTION = (
+    'Answer with the call(s) only, as name(arg=value, ...); join several calls with "; "; '
+    "answer [] if no function fits."
+)
 ROLES = ("system", "user", "assistant")
 MAX_FUNCTIONS = 64
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -75,6 +85,7 @@ class PromptError(ValueError):
 
 
 # ---------------------------------------------------------------- the package (lazy)
+
 
 class _AnyModelConfig(dict):
     """Stub ``MODEL_CONFIG_MAPPING``: every model name keeps dotted function names as they are."""
@@ -93,7 +104,7 @@ def require_package() -> str:
     return version
 
 
-@lru_cache(maxsize=None)
+@cache
 def official(module: str) -> types.ModuleType:
     """Import an official checker module (``ast`` or ``multi_turn``) behind the provider-config stub."""
     require_package()
@@ -101,10 +112,12 @@ def official(module: str) -> types.ModuleType:
         stub = types.ModuleType(_STUB_NAME, "genenv stand-in: the checker needs only MODEL_CONFIG_MAPPING.")
         stub.MODEL_CONFIG_MAPPING = _AnyModelConfig()  # type: ignore[attr-defined]
         sys.modules[_STUB_NAME] = stub
-    names = {"ast": "bfcl_eval.eval_checker.ast_eval.ast_checker",
-             "multi_turn": "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker",
-             "backends": "bfcl_eval.constants.executable_backend_config",
-             "enums": "bfcl_eval.constants.enums"}
+    names = {
+        "ast": "bfcl_eval.eval_checker.ast_eval.ast_checker",
+        "multi_turn": "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker",
+        "backends": "bfcl_eval.constants.executable_backend_config",
+        "enums": "bfcl_eval.constants.enums",
+    }
     return importlib.import_module(names[module])
 
 
@@ -117,6 +130,7 @@ def package_data_dir() -> Path:
 
 
 # ---------------------------------------------------------------- loading
+
 
 @dataclass(frozen=True)
 class Item:
@@ -177,8 +191,11 @@ def _answers(root: Path, category: str, entries: list[dict[str, Any]]) -> dict[s
 
 def _multi_turn_docs(root: Path) -> dict[str, list[dict[str, Any]]]:
     mapping = official("backends").MULTI_TURN_FUNC_DOC_FILE_MAPPING
-    return {cls: read_jsonl_docs(root / "multi_turn_func_doc" / name) for cls, name in mapping.items()
-            if (root / "multi_turn_func_doc" / name).is_file()}
+    return {
+        cls: read_jsonl_docs(root / "multi_turn_func_doc" / name)
+        for cls, name in mapping.items()
+        if (root / "multi_turn_func_doc" / name).is_file()
+    }
 
 
 def read_jsonl_docs(path: Path) -> list[dict[str, Any]]:
@@ -186,16 +203,16 @@ def read_jsonl_docs(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _item(category: str, entry: dict[str, Any], truth: list[Any], docs: dict[str, list[dict[str, Any]]],
-          path: Path) -> Item:
+def _item(
+    category: str, entry: dict[str, Any], truth: list[Any], docs: dict[str, list[dict[str, Any]]], path: Path
+) -> Item:
     question = entry.get("question")
     if not isinstance(question, list) or not all(isinstance(turn, list) for turn in question):
         raise ValueError(f"{path}: {entry['id']}: 'question' must be a list of message lists")
     if category not in MULTI_TURN_CATEGORIES:
         return Item(category, entry["id"], question, entry.get("function") or [], truth)
     excluded = set(entry.get("excluded_function") or [])
-    functions = [doc for cls in entry["involved_classes"] for doc in docs.get(cls, [])
-                 if doc["name"] not in excluded]
+    functions = [doc for cls in entry["involved_classes"] for doc in docs.get(cls, []) if doc["name"] not in excluded]
     extra = {"initial_config": entry.get("initial_config") or {}, "involved_classes": entry["involved_classes"]}
     return Item(category, entry["id"], question, functions, truth, extra)
 
@@ -218,14 +235,18 @@ def entry_pair(entry: dict[str, Any], truth: list[Any] | None) -> tuple[str, str
 
     category = category_of(entry["id"])
     if category.startswith("multi_turn") or "involved_classes" in entry:
-        raise ValueError("multi-turn entries do not map: their turns are scored on BFCL's stateful backends from "
-                         "initial_config and their function docs are not in the row (bfcl_official loads them "
-                         "from the wheel itself)")
+        raise ValueError(
+            "multi-turn entries do not map: their turns are scored on BFCL's stateful backends from "
+            "initial_config and their function docs are not in the row (bfcl_official loads them "
+            "from the wheel itself)"
+        )
     if category in IRRELEVANCE_CATEGORIES:
         truth = []
     elif not isinstance(truth, list) or not truth or not all(isinstance(c, dict) and len(c) == 1 for c in truth):
-        raise ValueError("no ground truth: BFCL keeps it in possible_answer/<the same file name> beside the data "
-                         "file (put that folder beside the imported file, or give the row a 'ground_truth' list)")
+        raise ValueError(
+            "no ground truth: BFCL keeps it in possible_answer/<the same file name> beside the data "
+            "file (put that folder beside the imported file, or give the row a 'ground_truth' list)"
+        )
     functions = entry.get("function")
     if not isinstance(functions, list):
         raise ValueError("'function' must be a list of function docs")
@@ -236,6 +257,7 @@ def entry_pair(entry: dict[str, Any], truth: list[Any] | None) -> tuple[str, str
 
 
 # ---------------------------------------------------------------- prompt rendering and reading
+
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).replace("=>", "=\\u003e")
@@ -255,7 +277,7 @@ def read_prompt(prompt: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]
     Traceback (most recent call last):
     ...
     genenv_engine.environments.bfcl.official.data.PromptError: bad_format: expected header, docs, instruction and message lines
-    """
+    """  # noqa: E501
     lines = prompt.split("\n")
     if len(lines) < 4 or lines[0] != HEADER or lines[2] != INSTRUCTION:
         raise PromptError("bad_format: expected header, docs, instruction and message lines")
@@ -327,8 +349,10 @@ def item_messages(item: Item, turn: int = 0, history: list[str] | None = None) -
 
 # ---------------------------------------------------------------- gold calls from possible answers
 
-def gold_calls(truth: list[dict[str, dict[str, list[Any]]]],
-               functions: list[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+
+def gold_calls(
+    truth: list[dict[str, dict[str, list[Any]]]], functions: list[dict[str, Any]]
+) -> list[dict[str, dict[str, Any]]]:
     """One canonical call set from BFCL possible answers: the first allowed value of each argument.
 
     An argument is left out when ``""`` (may be omitted) is allowed and the doc does not require it.
@@ -342,7 +366,7 @@ def gold_calls(truth: list[dict[str, dict[str, list[Any]]]],
     by_name = {doc["name"]: doc for doc in functions}
     calls = []
     for call in truth:
-        (name, allowed_by_arg), = call.items()
+        ((name, allowed_by_arg),) = call.items()
         params = by_name.get(name, {}).get("parameters", {})
         props, required = params.get("properties", {}), set(params.get("required", []))
         args = {}

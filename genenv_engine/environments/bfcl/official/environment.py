@@ -42,15 +42,25 @@ import random
 from collections import defaultdict
 from typing import Any
 
+from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.base import Environment, SplitSizes
 from genenv_engine.environments.bfcl.official import multiturn
-from genenv_engine.environments.bfcl.official.calls import (
-    DecodeError, decode_calls, render_calls)
+from genenv_engine.environments.bfcl.official.calls import DecodeError, decode_calls, render_calls
 from genenv_engine.environments.bfcl.official.data import (
-    AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, MULTI_TURN_CATEGORIES, BfclUnavailable, Item,
-    PromptError, gold_calls, item_messages, load_items, official, read_prompt, render_prompt,
-    require_package)
-from genenv_engine.core.records import CheckResult, Task, Validation
+    CATEGORIES,
+    IRRELEVANCE_CATEGORIES,
+    MULTI_TURN_CATEGORIES,
+    BfclUnavailable,
+    Item,
+    PromptError,
+    gold_calls,
+    item_messages,
+    load_items,
+    official,
+    read_prompt,
+    render_prompt,
+    require_package,
+)
 
 __all__ = ["BfclOfficial", "BfclUnavailable", "ERROR_TYPES", "ast_verdict", "infer_level"]
 
@@ -59,25 +69,44 @@ MODEL_NAME = "genenv"
 """Model name passed to the official checker (only its stubbed config is ever read)."""
 ERROR_TYPES = (
     "ast_decoder:decoder_failed",
-    "simple_function_checker:wrong_count", "simple_function_checker:wrong_func_name",
-    "simple_function_checker:missing_required", "simple_function_checker:unexpected_param",
+    "simple_function_checker:wrong_count",
+    "simple_function_checker:wrong_func_name",
+    "simple_function_checker:missing_required",
+    "simple_function_checker:unexpected_param",
     "simple_function_checker:missing_optional",
-    "type_error:simple", "type_error:nested",
-    "value_error:string", "value_error:list/tuple", "value_error:dict_key", "value_error:dict_value",
-    "value_error:list_dict_count", "value_error:others", "dict_checker:unclear", "list_dict_checker:unclear",
+    "type_error:simple",
+    "type_error:nested",
+    "value_error:string",
+    "value_error:list/tuple",
+    "value_error:dict_key",
+    "value_error:dict_value",
+    "value_error:list_dict_count",
+    "value_error:others",
+    "dict_checker:unclear",
+    "list_dict_checker:unclear",
     "multiple_function_checker:wrong_count",
-    "parallel_function_checker_no_order:wrong_count", "parallel_function_checker_no_order:cannot_find_match",
+    "parallel_function_checker_no_order:wrong_count",
+    "parallel_function_checker_no_order:cannot_find_match",
     "irrelevance_error:decoder_success",
-    "multi_turn:empty_turn_model_response", "multi_turn:instance_state_mismatch",
-    "multi_turn:execution_response_mismatch", "multi_turn:irrelevance_error:decoder_success",
+    "multi_turn:empty_turn_model_response",
+    "multi_turn:instance_state_mismatch",
+    "multi_turn:execution_response_mismatch",
+    "multi_turn:irrelevance_error:decoder_success",
     "checker_error",
 )
 """Every error type :meth:`BfclOfficial.check` can return (BFCL's strings plus ``checker_error``)."""
 MAX_PROMPT_CHARS = 60_000
 MAX_ANSWER_CHARS = 10_000
 _PY_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "float": (int, float), "boolean": (bool,), "array": (list,),
-    "tuple": (list, tuple), "dict": (dict,), "any": (str,)}
+    "string": (str,),
+    "integer": (int,),
+    "float": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "tuple": (list, tuple),
+    "dict": (dict,),
+    "any": (str,),
+}
 
 
 def infer_level(features: dict[str, Any]) -> int:
@@ -95,8 +124,9 @@ def infer_level(features: dict[str, Any]) -> int:
     return 1
 
 
-def ast_verdict(functions: list[dict[str, Any]], decoded: list[dict[str, Any]],
-                possible_answer: list[dict[str, Any]], category: str) -> dict[str, Any]:
+def ast_verdict(
+    functions: list[dict[str, Any]], decoded: list[dict[str, Any]], possible_answer: list[dict[str, Any]], category: str
+) -> dict[str, Any]:
     """The official ``ast_checker`` verdict (``{"valid": bool, "error_type": ...}``) for decoded calls."""
     checker = official("ast")
     language = official("enums").Language.PYTHON
@@ -191,38 +221,81 @@ class BfclOfficial(Environment):
         messages = item_messages(item)
         expected = {"category": item.category, "bfcl_id": item.id, "possible_answer": truth}
         features = self._features(item.category, item.functions, messages, len(truth))
-        return [self._task(f"{NAME}/{item.category}/{item.id}", render_prompt(item.functions, messages), answer,
-                           expected, item.functions, features, split=split, origin="official")]
+        return [
+            self._task(
+                f"{NAME}/{item.category}/{item.id}",
+                render_prompt(item.functions, messages),
+                answer,
+                expected,
+                item.functions,
+                features,
+                split=split,
+                origin="official",
+            )
+        ]
 
     def _turn_tasks(self, item: Item, split: str) -> list[Task]:
         tasks, history = [], []
         base = {"category": item.category, "bfcl_id": item.id, **item.extra}
         for turn, gold in enumerate(item.ground_truth):
-            expected = {**base, "turn": turn, "ground_truth": item.ground_truth[:turn + 1]}
+            expected = {**base, "turn": turn, "ground_truth": item.ground_truth[: turn + 1]}
             answer = multiturn.render_turn(multiturn.keyword_answer(expected, gold))
             messages = item_messages(item, turn, history)
             features = self._features(item.category, item.functions, messages, len(gold))
-            tasks.append(self._task(f"{NAME}/{item.category}/{item.id}/t{turn}",
-                                    render_prompt(item.functions, messages), answer, expected, item.functions,
-                                    features, split=split, origin="official"))
+            tasks.append(
+                self._task(
+                    f"{NAME}/{item.category}/{item.id}/t{turn}",
+                    render_prompt(item.functions, messages),
+                    answer,
+                    expected,
+                    item.functions,
+                    features,
+                    split=split,
+                    origin="official",
+                )
+            )
             history.append(answer)
         return tasks
 
     @staticmethod
-    def _features(category: str, functions: list[dict[str, Any]], messages: list[dict[str, str]],
-                  n_calls: int) -> dict[str, Any]:
+    def _features(
+        category: str, functions: list[dict[str, Any]], messages: list[dict[str, str]], n_calls: int
+    ) -> dict[str, Any]:
         history = sum(m["role"] == "assistant" for m in messages)
-        return {"category": category, "n_functions": len(functions), "n_calls": n_calls,
-                "n_messages": len(messages), "history": history, "live": category.startswith("live_"),
-                "multi_turn": category in MULTI_TURN_CATEGORIES or (category not in CATEGORIES and history > 0)}
+        return {
+            "category": category,
+            "n_functions": len(functions),
+            "n_calls": n_calls,
+            "n_messages": len(messages),
+            "history": history,
+            "live": category.startswith("live_"),
+            "multi_turn": category in MULTI_TURN_CATEGORIES or (category not in CATEGORIES and history > 0),
+        }
 
-    def _task(self, task_id: str, prompt: str, answer: str, expected: dict[str, Any],
-              tools: list[dict[str, Any]], features: dict[str, Any], **fields: Any) -> Task:
+    def _task(
+        self,
+        task_id: str,
+        prompt: str,
+        answer: str,
+        expected: dict[str, Any],
+        tools: list[dict[str, Any]],
+        features: dict[str, Any],
+        **fields: Any,
+    ) -> Task:
         checker = "bfcl_multi_turn_official" if expected["category"] in MULTI_TURN_CATEGORIES else "bfcl_ast_official"
         features = {**features, "prompt_chars": len(prompt)}
-        return Task(id=task_id, benchmark=NAME, prompt=prompt, answer=answer, expected=expected, tools=tools,
-                    difficulty={"level": infer_level(features), "features": features},
-                    checker=checker, granularity="step", **fields)
+        return Task(
+            id=task_id,
+            benchmark=NAME,
+            prompt=prompt,
+            answer=answer,
+            expected=expected,
+            tools=tools,
+            difficulty={"level": infer_level(features), "features": features},
+            checker=checker,
+            granularity="step",
+            **fields,
+        )
 
     # ------------------------------------------------------------ checker
 
@@ -240,8 +313,14 @@ class BfclOfficial(Environment):
             return self._result(valid, error, decoded, gold, no_call_gold=not turn, response=response)
         if category in IRRELEVANCE_CATEGORIES or not task.expected["possible_answer"]:
             called = bool(decoded)  # BFCL: a decodable, non-empty call list is a function call
-            return self._result(not called, "irrelevance_error:decoder_success" if called else None, decoded, [],
-                                no_call_gold=True, response=response)
+            return self._result(
+                not called,
+                "irrelevance_error:decoder_success" if called else None,
+                decoded,
+                [],
+                no_call_gold=True,
+                response=response,
+            )
         gold = task.expected["possible_answer"]
         if decoded is None:
             return self._result(False, "ast_decoder:decoder_failed", decoded, gold)
@@ -249,8 +328,14 @@ class BfclOfficial(Environment):
         return self._result(bool(verdict["valid"]), None if verdict["valid"] else verdict["error_type"], decoded, gold)
 
     @staticmethod
-    def _result(valid: bool, error: str | None, decoded: list[dict[str, Any]] | None,
-                gold: list[dict[str, Any]], no_call_gold: bool = False, response: str = "") -> CheckResult:
+    def _result(
+        valid: bool,
+        error: str | None,
+        decoded: list[dict[str, Any]] | None,
+        gold: list[dict[str, Any]],
+        no_call_gold: bool = False,
+        response: str = "",
+    ) -> CheckResult:
         sub = {"decoded": float(decoded is not None), "name": _name_recall(gold, decoded or [])}
         if no_call_gold:
             sub["no_call_gold"] = 1.0
@@ -268,8 +353,16 @@ class BfclOfficial(Environment):
 
     # ------------------------------------------------------------ validator
 
-    def validate(self, prompt: str, answer: str, *, task_id: str, parent: Task | None = None,
-                 epoch: int = 0, generator: str | None = None) -> Validation:
+    def validate(
+        self,
+        prompt: str,
+        answer: str,
+        *,
+        task_id: str,
+        parent: Task | None = None,
+        epoch: int = 0,
+        generator: str | None = None,
+    ) -> Validation:
         """Accept a generated task whose docs are well formed and whose gold call is consistent with them.
 
         The environment cannot execute a real API, so "recomputed" means: the gold answer is decoded,
@@ -292,8 +385,15 @@ class BfclOfficial(Environment):
         problem = _doc_problem(functions, decoded)
         if problem:
             return Validation(False, problem)
-        category = ("irrelevance" if not decoded else "parallel_multiple" if len(decoded) >= 2
-                    else "multiple" if len(functions) >= 2 else "simple")
+        category = (
+            "irrelevance"
+            if not decoded
+            else "parallel_multiple"
+            if len(decoded) >= 2
+            else "multiple"
+            if len(functions) >= 2
+            else "simple"
+        )
         possible = [_possible_call(call, functions) for call in decoded]
         if decoded:
             verdict = ast_verdict(functions, decoded, possible, category)
@@ -301,9 +401,19 @@ class BfclOfficial(Environment):
                 return Validation(False, f"answer_mismatch: {verdict['error_type']}")
         features = self._features(f"generated_{category}", functions, messages, len(decoded))
         expected = {"category": category, "bfcl_id": None, "possible_answer": possible}
-        task = self._task(task_id, prompt, render_calls(decoded), expected, functions, features,
-                          split="generated", origin="generated", parent_id=parent.id if parent else None,
-                          epoch=epoch, generator=generator)
+        task = self._task(
+            task_id,
+            prompt,
+            render_calls(decoded),
+            expected,
+            functions,
+            features,
+            split="generated",
+            origin="generated",
+            parent_id=parent.id if parent else None,
+            epoch=epoch,
+            generator=generator,
+        )
         return Validation(True, "", task)
 
     # ------------------------------------------------------------ siblings
@@ -330,11 +440,12 @@ class BfclOfficial(Environment):
 
 # ---------------------------------------------------------------- validator helpers
 
+
 def _doc_problem(functions: list[dict[str, Any]], decoded: list[dict[str, Any]]) -> str | None:
     """The first inconsistency of the decoded calls with the docs, as ``reason_code: detail``."""
     docs = {doc["name"]: doc for doc in functions}
     for call in decoded:
-        (name, args), = call.items()
+        ((name, args),) = call.items()
         if name not in docs:
             return f"unknown_function: {name}"
         params = docs[name]["parameters"]
@@ -371,7 +482,7 @@ def _type_ok(value: Any, kind: str) -> bool:
 
 def _possible_call(call: dict[str, Any], functions: list[dict[str, Any]]) -> dict[str, Any]:
     """A BFCL possible answer accepting exactly this call (optional arguments may also be omitted)."""
-    (name, args), = call.items()
+    ((name, args),) = call.items()
     props = next(doc for doc in functions if doc["name"] == name)["parameters"]["properties"]
     allowed: dict[str, list[Any]] = {arg: [_allowed(value, props[arg])] for arg, value in args.items()}
     for param, prop in props.items():

@@ -105,7 +105,7 @@ def state_before(expected: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Backends after replaying the gold turns before ``expected['turn']``, and those turns' results."""
     instances = fresh_instances(expected["initial_config"], expected["involved_classes"])
     results: list[str] = []
-    for turn in expected["ground_truth"][:expected["turn"]]:
+    for turn in expected["ground_truth"][: expected["turn"]]:
         results += execute(instances, [parse_gold(c) for c in turn])
     return instances, results
 
