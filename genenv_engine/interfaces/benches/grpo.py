@@ -1,5 +1,4 @@
-"""``genenv bench grpo``: one agent GRPO step (generate a group per prompt, score, update) against TRL's
-``GRPOTrainer``.
+"""``genenv bench grpo``: one agent GRPO step (generate a group per prompt, score, update) against TRL's GRPOTrainer.
 
 Both sides get the same randomly initialised tiny-preset model, the same bfcl agent prompts, group
 size, completion length, sampling temperature, learning rate, clip ε and KL coefficient β (to a
