@@ -72,11 +72,11 @@ test: setup-ray setup-environments
 # The edit loop's quick check: the import contracts, then the unit-level tests (pure functions, config and presets,
 # layout and references, the store, every benchmark's checker and validator, the doctests of the engine's pure
 # modules); no end-to-end engine run. `make test` (and CI) runs everything.
-CHECK_TESTS := tests/engine/test_math.py tests/engine/test_config.py tests/engine/test_presets.py \
-	tests/engine/test_layout.py tests/engine/test_reference.py tests/engine/test_store.py \
-	tests/engine/test_calibration_goals.py tests/engine/test_checker_limits.py tests/engine/test_env_contract.py \
-	tests/engine/test_bfcl_env.py tests/engine/test_apibank_env.py tests/engine/test_bamboogle_env.py \
-	tests/engine/test_alfworld_env.py tests/engine/test_travelplanner_env.py tests/engine/test_core_strategies.py \
+CHECK_TESTS := tests/engine/core/test_math.py tests/engine/config/test_config.py tests/engine/config/test_presets.py \
+	tests/architecture/test_layout.py tests/engine/interfaces/test_reference.py tests/engine/storage/test_store.py \
+	tests/engine/experiments/test_calibration_goals.py tests/engine/environments/test_checker_limits.py tests/engine/environments/test_env_contract.py \
+	tests/engine/environments/test_bfcl_env.py tests/engine/environments/test_apibank_env.py tests/engine/environments/test_bamboogle_env.py \
+	tests/engine/environments/test_alfworld_env.py tests/engine/environments/test_travelplanner_env.py tests/engine/method/test_core_strategies.py \
 	genenv_engine/method/strategies.py genenv_engine/core/curriculum.py genenv_engine/method/samplers.py genenv_engine/core/algorithms.py genenv_engine/config genenv_engine/core/errors.py \
 	genenv_engine/experiments
 .PHONY: check
@@ -96,7 +96,7 @@ clean-venv:
 
 # The default first run's warm start (tiny preset, seed 0) ships in the package (genenv_engine/shipped/warmstart/),
 # so `make run` starts at epoch 1 in seconds. Rebuild it whenever the warm-start recipe changes (the cache key moves
-# and tests/engine/test_shipped_warmstart.py fails): trains it afresh in a temporary cache (about 18 minutes on 2
+# and tests/engine/training/test_shipped_warmstart.py fails): trains it afresh in a temporary cache (about 18 minutes on 2
 # cores), then copies it into the package with its manifest (key, sha256 of every file, epoch-0 held-out).
 .PHONY: shipped-warmstart
 # `make shipped-warmstart PRESET=five` rebuilds the five preset's shipped warm start (about 30 min on 2 cores).

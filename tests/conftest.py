@@ -76,21 +76,21 @@ def smollm2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 LONGEST_FILES = (
-    "engine/test_ray_executor.py",
-    "engine/test_ray_unreachable_node.py",
-    "engine/test_task_grammar_step.py",
-    "engine/test_static_llama_wide.py",
+    "engine/executors/test_ray_executor.py",
+    "engine/executors/test_ray_unreachable_node.py",
+    "engine/environments/test_task_grammar_step.py",
+    "engine/backends/test_static_llama_wide.py",
     "console/test_hostile_text.py",
-    "engine/test_loop.py",
-    "engine/test_task_grammar_world.py",
-    "engine/test_rg_adapter.py",
-    "engine/test_samplers.py",
-    "engine/test_lease.py",
-    "engine/test_lora_roles.py",
-    "engine/test_import_side_effects.py",
-    "engine/test_bench_passk.py",
+    "engine/method/test_loop.py",
+    "engine/environments/test_task_grammar_world.py",
+    "engine/environments/test_rg_adapter.py",
+    "engine/method/test_samplers.py",
+    "engine/storage/test_lease.py",
+    "engine/training/test_lora_roles.py",
+    "architecture/test_import_side_effects.py",
+    "engine/interfaces/test_bench_passk.py",
     "console/test_console_attach.py",
-    "engine/test_benches.py",
+    "engine/interfaces/test_benches.py",
 )
 """The test files that take longest (``--durations``), longest first. pytest-xdist hands whole files to the workers
 in collection order when told not to reorder them (``--no-loadscope-reorder``, as `make test` does; by default it

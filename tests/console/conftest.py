@@ -1,6 +1,6 @@
 """Console test helpers: scripted generation doubles, a fixed session written without the engine, waits.
 
-`ScriptedSimulator` and `ScriptedAgent` are the engine tests' doubles (tests/engine/test_loop.py):
+`ScriptedSimulator` and `ScriptedAgent` are the engine tests' doubles (tests/engine/method/test_loop.py):
 seconds-old micro models cannot write valid tasks, so the console's end-to-end tests swap the roles'
 generation backends for them while the policies, trainers, loop and store stay real.
 `fixed_session` writes a small deterministic session (tasks, rollouts, batches, epoch metrics,

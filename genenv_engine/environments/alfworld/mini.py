@@ -53,7 +53,7 @@ from genenv_engine.environments.alfworld.world import (
     rtype,
     won,
 )
-from genenv_engine.environments.base import LadderEnvironment
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes  # noqa: F401 (the docstring's example)
 
 ERROR_TYPES = ("parse_error", "invalid_command", "not_admissible", "suboptimal")
 """Step errors: not one short line; not a command of the grammar; not executable in this state;

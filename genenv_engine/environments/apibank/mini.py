@@ -73,7 +73,12 @@ from genenv_engine.environments.apibank.syntax import (
     render_call,
 )
 from genenv_engine.environments.apibank.task_grammar import build_rules
-from genenv_engine.environments.base import LadderEnvironment, first_listings, step_draft
+from genenv_engine.environments.base import (  # noqa: F401 (SplitSizes: the docstring's example)
+    LadderEnvironment,
+    SplitSizes,
+    first_listings,
+    step_draft,
+)
 
 ERROR_TYPES = (
     "parse_error",

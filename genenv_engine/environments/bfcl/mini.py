@@ -27,7 +27,12 @@ from collections.abc import Callable
 from typing import Any
 
 from genenv_engine.core.records import CheckResult, Task, Validation
-from genenv_engine.environments.base import LadderEnvironment, first_listings, step_draft
+from genenv_engine.environments.base import (  # noqa: F401 (SplitSizes: the docstring's example)
+    LadderEnvironment,
+    SplitSizes,
+    first_listings,
+    step_draft,
+)
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG,
     PLAIN,

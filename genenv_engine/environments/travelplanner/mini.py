@@ -37,7 +37,7 @@ from typing import Any
 
 from genenv_engine.core.limits import BudgetExceeded
 from genenv_engine.core.records import CheckResult, Task, Validation
-from genenv_engine.environments.base import LadderEnvironment
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes  # noqa: F401 (the docstring's example)
 from genenv_engine.environments.travelplanner.constraints import COMMONSENSE, HARD, aggregate, score_plan
 from genenv_engine.environments.travelplanner.db import (
     CUISINES,

@@ -20,7 +20,7 @@ A run without a simulator (``simulator.mode = "off"``, and the ``unseen`` oracle
 stage 1: the simulator's SFT is the larger part and it would never use it. A later run of the same key
 that needs the simulator loads that agent, restores the random states and trains the simulator to the same
 weights as a warm start made in one go (checked bit for bit on CPU, full and LoRA roles:
-`tests/engine/test_warmstart_stages.py`; CUDA kernels are not bit-reproducible anyway). A run stopped during
+`tests/engine/training/test_warmstart_stages.py`; CUDA kernels are not bit-reproducible anyway). A run stopped during
 the simulator's SFT keeps the trained agent.
 
 A key whose entry is missing installs the shipped one when the package holds it
