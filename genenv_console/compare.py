@@ -21,7 +21,7 @@ from genenv_console.compare_funnel import TOTAL_COLUMNS, funnel_epoch_rows, funn
 from genenv_console.safe import clean
 from genenv_console.state import RunState
 from genenv_engine.experiments.arms import ARMS
-from genenv_engine.reports.document import Block, Bullets, Heading, Para, Table
+from genenv_engine.reports.blocks import Block, Bullets, Heading, Para, Table
 from genenv_engine.reports.markdown import render_markdown
 from genenv_engine.storage.session_view import SessionView
 from genenv_engine.storage.store import read_only_funnel

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from genenv_engine.reports.document import visible
+from genenv_engine.reports.blocks import visible
 
 MAX_CHARS = 4000
 """Longest text shown in one place (the detail pane's prompt, answer, a rollout); longer text is cut."""

@@ -10,7 +10,7 @@ import base64
 import html
 import re
 
-from genenv_engine.reports.document import Block, Bullets, Code, Heading, Image, Note, Para, Table, visible
+from genenv_engine.reports.blocks import Block, Bullets, Code, Heading, Image, Note, Para, Table, visible
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from genenv_engine.reports.document import Block, Bullets, Code, Heading, Image, Note, Para, Table, visible
+from genenv_engine.reports.blocks import Block, Bullets, Code, Heading, Image, Note, Para, Table, visible
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _ESCAPE = set("\\`*_[]|#~!")

@@ -14,7 +14,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_engine.reports.document import Code, Para, Table, visible
+from genenv_engine.reports.blocks import Code, Para, Table, visible
 from genenv_engine.reports.html import esc, render_html
 from genenv_engine.reports.markdown import code_block, md_text, render_markdown
 
