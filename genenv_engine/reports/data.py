@@ -95,7 +95,13 @@ def load_session(session_dir: str | Path) -> SessionData:
             for ev in events
             if ev["kind"] == "PartialEpochDiscarded"
         ]
-        reader = TaskReader(store, int(config.get("seed", 0)), dict(config.get("data_dirs") or {}))
+        reader = TaskReader(
+            store,
+            int(config.get("seed", 0)),
+            dict(config.get("data_dirs") or {}),
+            sources=dict(config.get("environments") or {}),
+            options=dict(config.get("environments_options") or {}),
+        )
         samples, rejected = sample_tasks(store, reader)
         return SessionData(
             path=folder,

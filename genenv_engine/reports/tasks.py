@@ -28,18 +28,32 @@ def _cut(text: str | None) -> str:
 
 
 class TaskReader:
-    """Turns task rows into TaskViews, loading each benchmark's environment once for buckets and checks."""
+    """Turns task rows into TaskViews, loading each benchmark's environment once for buckets and checks, built as
+    the session built it: a plugin from the source its config recorded (``sources``, name -> source text), with
+    its data folder and constructor options."""
 
-    def __init__(self, store: Store, seed: int, data_dirs: dict[str, str]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        seed: int,
+        data_dirs: dict[str, str],
+        sources: dict[str, str] | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.store, self.seed, self.data_dirs = store, seed, data_dirs
+        self.sources, self.options = dict(sources or {}), dict(options or {})
         self._envs: dict[str, Any] = {}
 
     def env(self, name: str) -> Any:
         if name not in self._envs:
-            from genenv_engine.environments import get_environment
+            from genenv_engine.environments import get_environment, resolve_benchmarks
 
             try:
-                self._envs[name] = get_environment(name, self.seed)
+                if name in self.sources:
+                    resolve_benchmarks([name], {name: self.sources[name]})
+                self._envs[name] = get_environment(
+                    name, self.seed, data_dir=self.data_dirs.get(name), options=self.options.get(name)
+                )
             except Exception:  # an unknown or broken benchmark must not stop the report
                 self._envs[name] = None
         return self._envs[name]

@@ -125,6 +125,12 @@ def test_a_run_records_its_options_and_resume_rebuilds_with_them(capped, tmp_pat
     built = environments.environments_of(config_from_file(session / "config.toml"))["capped"]
     assert built.max_target == 100
 
+    from genenv_engine.reports.data import load_session
+
+    capped.BUILT.clear()
+    load_session(session)  # the report's task reader builds the environment as the session did
+    assert capped.BUILT and set(capped.BUILT) == {100}
+
 
 def test_a_run_with_an_unknown_option_exits_2_with_one_line(capped, tmp_path, capsys):
     from genenv_engine.interfaces.cli import main
