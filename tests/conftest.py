@@ -11,12 +11,14 @@ start two busy OpenMP threads.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
+from timings import RECORD_ENV, Recorder, counting_children, file_order, read_record, recorded_markers
 
 from genenv_engine.backends.openmp import choose_spin
 
@@ -75,34 +77,42 @@ def smollm2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return smollm2.smollm2_checkpoint(root / "SmolLM2")
 
 
-LONGEST_FILES = (
-    "engine/executors/test_ray_executor.py",
-    "engine/executors/test_ray_unreachable_node.py",
-    "engine/environments/test_task_grammar_step.py",
-    "engine/backends/test_static_llama_wide.py",
-    "console/test_hostile_text.py",
-    "engine/method/test_loop.py",
-    "engine/environments/test_task_grammar_world.py",
-    "engine/environments/test_rg_adapter.py",
-    "engine/method/test_samplers.py",
-    "engine/storage/test_lease.py",
-    "engine/training/test_lora_roles.py",
-    "architecture/test_import_side_effects.py",
-    "engine/interfaces/test_bench_passk.py",
-    "console/test_console_attach.py",
-    "engine/interfaces/test_benches.py",
-)
-"""The test files that take longest (``--durations``), longest first. pytest-xdist hands whole files to the workers
-in collection order when told not to reorder them (``--no-loadscope-reorder``, as `make test` does; by default it
-sends the files with the most tests first), so these go first: a long file started last would leave the other
-worker idle at the end."""
+RECORD = read_record()
+"""The suite's recorded timings (`tests/timings.py`)."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the items of `LONGEST_FILES` to the front, in that order; every other item keeps its place."""
-    here = Path(__file__).resolve().parent
-    missing = [name for name in LONGEST_FILES if not (here / name).is_file()]
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py LONGEST_FILES names files that do not exist: {missing}")
-    rank = {here / name: i for i, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(rank)))
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each item from its recorded timing (``slow``, ``subprocess``) and put the test files in order of their
+    recorded seconds, longest first: pytest-xdist hands whole files to the workers in collection order when told
+    not to reorder them (``--no-loadscope-reorder``, as `make test` does), so a long file is not started last and
+    does not leave the other workers idle at the end. Items of one file keep their order."""
+    for item in items:
+        for name in recorded_markers(RECORD.get(item.nodeid)):
+            item.add_marker(name)
+    rank = file_order([item.nodeid for item in items], RECORD)
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
+RECORDER = Recorder() if os.environ.get(RECORD_ENV) else None
+"""Set while ``make durations`` records the suite's timings."""
+
+
+@pytest.fixture(autouse=True)
+def _count_children(request: pytest.FixtureRequest) -> Iterator[None]:
+    """While recording: note whether the test started a child process (read back on the controller)."""
+    if RECORDER is None:
+        yield
+        return
+    with counting_children() as count:
+        yield
+    request.node.user_properties.append(("children", count[0] > 0))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if RECORDER is not None and not os.environ.get("PYTEST_XDIST_WORKER"):
+        RECORDER.add(report.nodeid, report.duration, report.user_properties)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if RECORDER is not None and not os.environ.get("PYTEST_XDIST_WORKER") and RECORDER.entries:
+        RECORDER.write()

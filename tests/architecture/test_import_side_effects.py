@@ -109,6 +109,7 @@ def test_each_entry_point_chooses_the_spin_before_torch_loads(entry, argv):
     assert spin_at_torch_import(entry, *argv) in SPINS
 
 
+@pytest.mark.ray
 @pytest.mark.slow  # 31 s on the 2-core machine beside other jobs: starting a local Ray and one worker
 def test_a_ray_worker_chooses_the_spin_before_torch_loads():
     """A driver that chose no spin starts a local Ray through the executor's `connect`: its worker process has the

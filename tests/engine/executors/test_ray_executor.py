@@ -39,6 +39,8 @@ from genenv_engine.testing import ScriptedSimulator, SlowCheckerWorker  # noqa: 
 from genenv_engine.training import simulator as sim  # noqa: E402
 from genenv_engine.training.roles import load_roles  # noqa: E402
 
+pytestmark = pytest.mark.ray
+
 TIMING = {"phase_seconds", "tokens_per_second", "rollout_workers", "started_at", "finished_at"}
 """Metrics that are timings (or, ``rollout_workers``, the per-worker split, which differs by construction)."""
 

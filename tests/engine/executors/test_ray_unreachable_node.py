@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ray
+
 ray = pytest.importorskip("ray")
 
 NODE_IP = "198.51.100.7"
@@ -325,8 +327,8 @@ def test_a_head_that_answers_on_loopback_only_is_given_up_after_the_join_limit(c
         "import sys, time\n"
         "import ray\n"
         "from genenv_engine.core.errors import ConfigError\n"
-        "from genenv_engine.executors import ray_exec\n"
-        f"ray_exec.JOIN_SECONDS = {LOOPBACK_JOIN}\n"
+        "from genenv_engine.executors import ray_exec, ray_join\n"
+        f"ray_join.JOIN_SECONDS = {LOOPBACK_JOIN}\n"
         "began = time.monotonic()\n"
         "try:\n"
         "    ray_exec.connect(sys.argv[1], 1)\n"
