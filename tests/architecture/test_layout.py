@@ -22,8 +22,9 @@ from genenv_engine.environments import ADAPTERS, BENCHMARKS
 ROOT = Path(environments.__file__).parent
 PACKAGE = environments.__name__
 ENGINE_ROOT = Path(genenv_engine.__file__).parent
-SHARED = {"__init__.py", "base.py", "plugin_worker.py", "sandbox.py", "seccomp.py"}
-"""The only modules directly in ``environments/``: the registry, the shared interface, the worker process that
+SHARED = {"__init__.py", "base.py", "drafts.py", "plugin_worker.py", "sandbox.py", "seccomp.py"}
+"""The only modules directly in ``environments/``: the registry, the shared interface and the parsing and step-task
+records benchmarks share, the worker process that
 runs third-party environment code under a time limit, and the contained worker (and its seccomp filter) that runs
 untrusted scoring code."""
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from genenv_engine.environments.apibank.db import APIS, KINDS, SEARCHABLE, execute, initial_db, tool_search
 from genenv_engine.environments.apibank.syntax import MONTHS, norm_date, norm_time, render_call
-from genenv_engine.environments.base import read_signatures
+from genenv_engine.environments.drafts import read_signatures
 
 HEAD = "APIs: "
 TURN_SEP = " | "

@@ -76,9 +76,8 @@ from genenv_engine.environments.apibank.task_grammar import build_rules
 from genenv_engine.environments.base import (  # noqa: F401 (SplitSizes: the docstring's example)
     LadderEnvironment,
     SplitSizes,
-    first_listings,
-    step_draft,
 )
+from genenv_engine.environments.drafts import first_listings, step_draft
 
 ERROR_TYPES = (
     "parse_error",

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from genenv_engine.environments.base import read_signatures
+from genenv_engine.environments.drafts import read_signatures
 
 MAX_FUNCTIONS = 6
 MAX_CALLS = 3

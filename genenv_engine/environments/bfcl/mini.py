@@ -30,8 +30,6 @@ from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.base import (  # noqa: F401 (SplitSizes: the docstring's example)
     LadderEnvironment,
     SplitSizes,
-    first_listings,
-    step_draft,
 )
 from genenv_engine.environments.bfcl.catalog import (
     CATALOG,
@@ -44,6 +42,7 @@ from genenv_engine.environments.bfcl.catalog import (
     render_prompt,
 )
 from genenv_engine.environments.bfcl.task_grammar import RULES
+from genenv_engine.environments.drafts import first_listings, step_draft
 
 ERROR_TYPES = ("parse_error", "wrong_count", "wrong_name", "missing_arg", "unexpected_arg", "type_error", "value_error")
 CHECKER = "bfcl_ast"

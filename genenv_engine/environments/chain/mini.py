@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from genenv_engine.core.records import CheckResult, Task, Validation
-from genenv_engine.environments.base import LadderEnvironment, SplitSizes, step_draft
+from genenv_engine.environments.base import LadderEnvironment, SplitSizes
 from genenv_engine.environments.chain.grammar import (
     CALL_JOIN,
     LEVELS,
@@ -51,6 +51,7 @@ from genenv_engine.environments.chain.grammar import (
     run_chain,
 )
 from genenv_engine.environments.chain.task_grammar import RULES
+from genenv_engine.environments.drafts import step_draft
 
 CHECKER = "chain_exact"
 """The checker name on every task: the whole chain, every name, argument and result, must match."""
