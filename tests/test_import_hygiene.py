@@ -22,6 +22,7 @@ ENGINE_MODULES = [
     "genenv_engine.executors.local",
     "genenv_engine.executors.worker",
     "genenv_engine.executors.ray_exec",
+    "genenv_engine.executors.ray_join",
 ]
 
 
