@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_model.add_argument("--role", choices=("agent", "simulator"), default="agent")
     export_model.add_argument("--merge", action="store_true", help="fold a LoRA adapter into its base weights")
     from genenv_engine.interfaces.bench_command import add_bench_parser
-    from genenv_engine.interfaces.conformance import add_env_parser
+    from genenv_engine.interfaces.env_command import add_env_parser
     from genenv_engine.reports import add_report_parser
 
     add_report_parser(sub)
@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_bench(args)
         if args.command == "env":
-            from genenv_engine.interfaces.conformance import run_env
+            from genenv_engine.interfaces.env_command import run_env
 
             return run_env(args)
         from genenv_engine.storage.session import Session

@@ -4,15 +4,14 @@ Provides `check_environment` (every contract of `CONTRACTS` checked on the envir
 any spelling the registry accepts: built-in, ``module:Class``, entry point, ``rg:<dataset>``), its result
 `Conformance` (one `Failure` per broken contract, the time per ``check`` and ``validate`` call), `splits_digest`
 (the fingerprint of an environment's splits that a second process, run with another ``PYTHONHASHSEED``, computes
-again), and the ``genenv env`` command (`add_env_parser`, `run_env`: ``check`` here, ``new`` by
-`genenv_engine.interfaces.scaffold`). The checks call the environment's public methods only, as the loop does; one that
-raises fails its contract with the exception's type and message, one that runs out of time with where it was (the
-split being built and its level, the function running). ``--sizes run`` checks at the sizes a run builds.
+again) and `parse_sizes` (``--sizes``); the ``genenv env`` command that prints it is
+`genenv_engine.interfaces.env_command`. The checks call the environment's public methods only, as the loop does;
+one that raises fails its contract with the exception's type and message, one that runs out of time with where it
+was (the split being built and its level, the function running). ``--sizes run`` checks at the sizes a run builds.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -25,7 +24,6 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 
 from genenv_engine.core.errors import SplitsExhausted
@@ -39,7 +37,6 @@ from genenv_engine.environments import (
     resolve_benchmarks,
 )
 from genenv_engine.environments import base as _base
-from genenv_engine.interfaces.rg_table import add_rg_table_parser, run_rg_table
 
 CONTRACTS: dict[str, str] = {
     "construct": "the class builds with the keywords (seed=, sizes=, data_dir=)",
@@ -144,35 +141,6 @@ def scoring_of(env: Environment) -> dict[str, object]:
     return {"mode": "sandboxed" if sandboxed else "direct", "contained": sandboxed}
 
 
-def scoring_line(name: str, scoring: dict[str, object]) -> str:
-    """The line ``genenv env check`` prints about how replies are scored.
-
-    >>> line = scoring_line("rg_x", {"mode": "sandboxed", "contained": True, "findings": ["eval@m:3"],
-    ...                               "other_gold_share": 0.0, "constant_share": 0.0, "probed_entries": 15})
-    >>> for part in line.split("; "):
-    ...     print(part)
-    rg_x: replies scored sandboxed (its scorer runs text: eval@m:3), in a contained worker
-    wrong answers accepted on 0% of 15 probed entries (another gold), 0% (a constant)
-    >>> scoring_line("bfcl", {"mode": "direct", "contained": False})
-    'bfcl: replies scored direct, in this process'
-    """
-    findings = scoring.get("findings") or []
-    why = f" (its scorer runs text: {', '.join(map(str, findings[:2]))})" if findings else ""
-    where = (
-        "in a contained worker"
-        if scoring.get("contained")
-        else ("in a worker" if "probed_entries" in scoring else "in this process")
-    )
-    line = f"{name}: replies scored {scoring['mode']}{why}, {where}"
-    if "probed_entries" in scoring:
-        line += (
-            f"; wrong answers accepted on {float(scoring['other_gold_share']):.0%} of "  # type: ignore[arg-type]
-            f"{scoring['probed_entries']} probed entries (another gold), "
-            f"{float(scoring['constant_share']):.0%} (a constant)"
-        )  # type: ignore[arg-type]
-    return line
-
-
 class _Broken(Exception):
     """A contract found broken (its detail is the message)."""
 
@@ -244,7 +212,8 @@ def other_hash_seed(current: str | None) -> str:
     return "1" if current == "0" else "0"
 
 
-def _sizes_text(sizes: SplitSizes) -> str:
+def sizes_text(sizes: SplitSizes) -> str:
+    """``seed,train,heldout``, as `parse_sizes` reads it back."""
     return f"{sizes.seed},{sizes.train},{sizes.heldout}"
 
 
@@ -277,7 +246,7 @@ def _digest_elsewhere(spelling: str, seed: int, sizes: SplitSizes, data_dir: str
             "genenv_engine.interfaces.conformance",
             spelling,
             str(seed),
-            _sizes_text(sizes),
+            sizes_text(sizes),
             data_dir or "",
         ],
         capture_output=True,
@@ -549,72 +518,6 @@ def check_environment(
                 report.checked.append(contract)
     report.seconds = {k: sum(v) / len(v) for k, v in checker.timing.items() if v}
     return report
-
-
-def add_env_parser(sub: argparse._SubParsersAction) -> None:
-    """``genenv env check`` and ``genenv env new``."""
-    env = sub.add_parser("env", help="check an environment against the environment API, or write a new one")
-    env_sub = env.add_subparsers(dest="env_command", required=True)
-    check = env_sub.add_parser(
-        "check",
-        help="check every contract of the environment API (one line per failure; "
-        "exit 1 on any) and time its check and validate",
-    )
-    check.add_argument(
-        "name", help="a benchmark as --benchmarks names it: built-in, entry point, module:Class or rg:<dataset>"
-    )
-    check.add_argument("--seed", type=int, default=0, help="the splits' seed")
-    check.add_argument(
-        "--sizes",
-        default=_sizes_text(CHECK_SIZES),
-        help=f"the split sizes: seed,train,heldout, or '{RUN_SIZES}' for those a genenv run builds "
-        "(the class's DEFAULT_SIZES)",
-    )
-    check.add_argument("--samples", type=int, default=100, help="how many split tasks each contract checks")
-    check.add_argument("--data-dir", default=None, metavar="PATH", help="upstream data for the environment")
-    check.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    new = env_sub.add_parser(
-        "new",
-        help="write a package holding a new environment (its pyproject with the "
-        "genenv.environments entry point, the module, its tests)",
-    )
-    new.add_argument("name", help="the benchmark's name: lowercase letters, digits and '_', starting with a letter")
-    new.add_argument("--out", type=Path, default=None, help="the folder to write (default ./NAME)")
-    add_rg_table_parser(env_sub)
-
-
-def run_env(args: argparse.Namespace) -> int:
-    """Run ``genenv env check`` or ``genenv env new``: 0 when it passes or is written, 1 when a contract fails."""
-    if args.env_command == "rg-table":
-        return run_rg_table(args)
-    if args.env_command == "new":
-        from genenv_engine.interfaces.scaffold import write_package
-
-        folder = write_package(args.name, args.out)
-        where = str(folder) if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
-        print(
-            f"wrote the environment {args.name} in {where}; try it with: pip install {where} && genenv env "
-            f"check {args.name}"
-        )
-        return 0
-    report = check_environment(args.name, args.seed, parse_sizes(args.sizes), args.samples, args.data_dir)
-    if args.json:
-        print(report.as_json())
-        return 0 if report.ok else 1
-    if report.scoring:
-        print(scoring_line(report.name, report.scoring))
-    for failure in report.failures:
-        print(f"FAIL {failure.line}")
-    for contract in report.checked:
-        print(f"ok   {contract}")
-    for contract, why in report.skipped.items():
-        print(f"--   {contract}: skipped ({why})")
-    timing = ", ".join(f"{k} {v * 1000:.3g} ms/call" for k, v in report.seconds.items())
-    print(
-        f"{report.name}: {len(report.failures)} of {len(report.failures) + len(report.checked)} contracts broken"
-        + (f"; {timing}" if timing else "")
-    )
-    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":  # the second process of splits_cross_process: spelling, seed, sizes, data_dir
