@@ -1,6 +1,7 @@
-"""The strategies an epoch calls, by name, resolved from the config once per run (`resolve`).
+"""The strategies an epoch calls, by name, resolved from the config once per run (`resolve`), and their registry.
 
-Five kinds, each a registry of factories by name (``factory(config) -> strategy``):
+Five kinds (`genenv_engine.method.protocols`: a Protocol each), each a registry of factories by name
+(``factory(config) -> strategy``):
 
 - ``tasks``, where an epoch's fresh tasks come from, named by ``simulator.mode``: the simulator writes and the
   environment validates them (``trained``, ``frozen``), a one-off static augmentation resampled every epoch
@@ -13,29 +14,42 @@ Five kinds, each a registry of factories by name (``factory(config) -> strategy`
   ``uniform`` score a batch by its p-hat when it is scored (`CurriculumReward`); a reward that measures the agent
   around its update hooks in before and after it (`CurriculumReward.before`, `CurriculumReward.after`).
 
-The paper's method is registered here. The study variants (`genenv_engine.experiments.strategies`: the sampler
-task source, the ``alpha`` seed sampler, the level-, pool- and unseen-restricted replays, the steer word, the
-withheld success line and the ``grounded`` reward) register themselves when that module is imported, which `get`
-does, by its module name, the first time it is asked for a name not registered here: the method's modules never
-import the study code.
+The paper's method is registered here. Other strategies (the study variants among them) register themselves when
+their module is imported: `get`, asked for a name not registered, imports every module installed under the
+``genenv.strategies`` entry-point group (once; `load_plugins`), so the engine never imports them by name. `register`
+refuses a name another factory holds (`DuplicateStrategy`).
 """
 
 from __future__ import annotations
 
-import importlib
-import random
+import functools
+import inspect
+import os
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import env_reward
-from genenv_engine.core.events import BatchProgressed, EventSink, PhaseTimer, TasksGenerated
+from genenv_engine.core.events import BatchProgressed, PhaseTimer, TasksGenerated
 from genenv_engine.core.records import ScoredBatch, Task
-from genenv_engine.environments.base import Environment
-from genenv_engine.executors.base import GenerateJob, RolloutExecutor
+from genenv_engine.environments.base import Environment, near_duplicate_key
+from genenv_engine.executors.base import GenerateJob
+from genenv_engine.method.protocols import Drafts as Drafts
+from genenv_engine.method.protocols import Epoch as Epoch
+from genenv_engine.method.protocols import FreshTasks as FreshTasks
+from genenv_engine.method.protocols import (
+    PromptNote,
+    ReplaySource,
+    SeedSampler,
+    SimulatorReward,
+    TaskSource,
+    ValidationMetrics,
+)
+from genenv_engine.method.protocols import Strategies as Strategies
 from genenv_engine.method.simulator_update import success_by_epoch, success_history
 from genenv_engine.storage.session import Session
 from genenv_engine.training import simulator as sim
@@ -43,32 +57,119 @@ from genenv_engine.training import simulator as sim
 if TYPE_CHECKING:
     from genenv_engine.training.roles import Roles
 
-STUDY_MODULE = "genenv_engine.experiments.strategies"
-"""The module whose import registers the study variants (loaded by name, on first need)."""
+GROUP = "genenv.strategies"
+"""The entry-point group whose modules register strategies when imported."""
 
-REGISTRY: dict[str, dict[str, Callable[[RunConfig], Any]]] = {
-    "tasks": {},
-    "seeds": {},
-    "replay": {},
-    "note": {},
-    "reward": {},
-}
+KINDS = ("tasks", "seeds", "replay", "note", "reward")
+
+Factory = Callable[[RunConfig], object]
+REGISTRY: dict[str, dict[str, Factory]] = {kind: {} for kind in KINDS}
 """Kind -> name -> factory."""
 
 
-def register(kind: str, *names: str) -> Callable[[Callable], Callable]:
-    """Class or function decorator: register a factory of ``kind`` under each of ``names``."""
+class DuplicateStrategy(ValueError):
+    """A second factory registered under a name of a kind that another factory holds."""
 
-    def add(factory: Callable) -> Callable:
+
+_Tasks = TypeVar("_Tasks", bound=Callable[[RunConfig], TaskSource])
+_Seeds = TypeVar("_Seeds", bound=Callable[[RunConfig], SeedSampler])
+_Replay = TypeVar("_Replay", bound=Callable[[RunConfig], ReplaySource])
+_Note = TypeVar("_Note", bound=Callable[[RunConfig], PromptNote])
+_Reward = TypeVar("_Reward", bound=Callable[[RunConfig], SimulatorReward])
+_Factory = TypeVar("_Factory", bound=Factory)
+
+
+@overload
+def register(kind: Literal["tasks"], *names: str) -> Callable[[_Tasks], _Tasks]: ...
+@overload
+def register(kind: Literal["seeds"], *names: str) -> Callable[[_Seeds], _Seeds]: ...
+@overload
+def register(kind: Literal["replay"], *names: str) -> Callable[[_Replay], _Replay]: ...
+@overload
+def register(kind: Literal["note"], *names: str) -> Callable[[_Note], _Note]: ...
+@overload
+def register(kind: Literal["reward"], *names: str) -> Callable[[_Reward], _Reward]: ...
+def register(kind: str, *names: str) -> Callable[[_Factory], _Factory]:
+    """Class or function decorator: register a factory of ``kind`` under each of ``names``.
+
+    A name another factory of the kind holds raises `DuplicateStrategy` (nothing is registered then). The same
+    factory again is allowed: the same object, or the same definition imported again (its module reloaded, or
+    imported under a second name from the same file), which replaces the one registered."""
+
+    def add(factory: _Factory) -> _Factory:
+        mine = REGISTRY[kind]
         for name in names:
-            REGISTRY[kind][name] = factory
+            held = mine.get(name)
+            if held is not None and not same_factory(held, factory):
+                raise DuplicateStrategy(
+                    f"{kind} strategy {name!r} is taken: {describe(held)} holds it, {describe(factory)} cannot "
+                    "register under it too"
+                )
+        for name in names:
+            mine[name] = factory
         return factory
 
     return add
 
 
-def get(kind: str, name: str) -> Callable[[RunConfig], Any]:
-    """The factory registered as ``name`` of ``kind`` (the study variants are loaded on first need).
+def describe(factory: object) -> str:
+    """A factory's dotted name, ``module.QualifiedName``.
+
+    >>> describe(UniformSeeds)
+    'genenv_engine.method.strategies.UniformSeeds'
+    """
+    module = getattr(factory, "__module__", None) or "?"
+    return f"{module}.{getattr(factory, '__qualname__', repr(factory))}"
+
+
+def same_factory(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are one factory: the same object, or one definition (same qualified name) from the
+    same file, as a module reloaded or imported under a second name defines it again.
+
+    >>> same_factory(UniformSeeds, UniformSeeds), same_factory(UniformSeeds, TrainReplay)
+    (True, False)
+    """
+    if a is b:
+        return True
+    return getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None) and _defined_in(a) == _defined_in(b)
+
+
+def _defined_in(factory: object) -> str:
+    """The file that defines ``factory`` (its module's name when that cannot be told)."""
+    try:
+        return os.path.realpath(inspect.getfile(factory))  # type: ignore[arg-type]
+    except TypeError:
+        return str(getattr(factory, "__module__", ""))
+
+
+@functools.cache
+def load_plugins() -> tuple[str, ...]:
+    """Import every module installed under the ``genenv.strategies`` entry-point group, once per process (its import
+    registers its strategies); returns one line for each that failed to import, each also given as a warning."""
+    failed = []
+    for entry in entry_points(group=GROUP):
+        try:
+            entry.load()
+        except Exception as exc:  # a broken plugin: one line naming it, not a traceback
+            line = f"{GROUP} entry point {entry.name!r} ({entry.value}) failed to import: {type(exc).__name__}: {exc}"
+            warnings.warn(line, RuntimeWarning, stacklevel=2)
+            failed.append(line)
+    return tuple(failed)
+
+
+@overload
+def get(kind: Literal["tasks"], name: str) -> Callable[[RunConfig], TaskSource]: ...
+@overload
+def get(kind: Literal["seeds"], name: str) -> Callable[[RunConfig], SeedSampler]: ...
+@overload
+def get(kind: Literal["replay"], name: str) -> Callable[[RunConfig], ReplaySource]: ...
+@overload
+def get(kind: Literal["note"], name: str) -> Callable[[RunConfig], PromptNote]: ...
+@overload
+def get(kind: Literal["reward"], name: str) -> Callable[[RunConfig], SimulatorReward]: ...
+def get(kind: str, name: str) -> Factory:
+    """The factory registered as ``name`` of ``kind``; a name not registered first loads the installed plugins
+    (`load_plugins`), then raises ``KeyError`` naming what is registered and any plugin that failed to import.
 
     >>> get("seeds", "uniform").__name__, get("seeds", "alpha").__name__
     ('UniformSeeds', 'AlphaSeeds')
@@ -78,11 +179,11 @@ def get(kind: str, name: str) -> Callable[[RunConfig], Any]:
     KeyError: "no note strategy 'shout' (registered: ['fixed_line', 'none', 'steer', 'success_line'])"
     """
     if name not in REGISTRY[kind]:
-        importlib.import_module(STUDY_MODULE)
-    try:
-        return REGISTRY[kind][name]
-    except KeyError:
-        raise KeyError(f"no {kind} strategy {name!r} (registered: {sorted(REGISTRY[kind])})") from None
+        failed = load_plugins()
+        if name not in REGISTRY[kind]:
+            broken = f"; {'; '.join(failed)}" if failed else ""
+            raise KeyError(f"no {kind} strategy {name!r} (registered: {sorted(REGISTRY[kind])}){broken}")
+    return REGISTRY[kind][name]
 
 
 def replay_name(config: RunConfig) -> str:
@@ -114,22 +215,6 @@ def note_name(config: RunConfig) -> str:
     return "steer" if s.steer else "none"
 
 
-@dataclass(frozen=True)
-class Strategies:
-    """One run's resolved strategies."""
-
-    tasks: Any
-    seeds: Any
-    replay: Any
-    note: Any
-    reward: Any
-
-    def check(self, env: Environment) -> None:
-        """Fail (``ConfigError``) before the warm start when a strategy cannot serve ``env``."""
-        for strategy in (self.seeds, self.replay, self.tasks, self.reward):
-            strategy.check(env)
-
-
 def resolve(config: RunConfig) -> Strategies:
     """The strategies ``config`` names, built once."""
     return Strategies(
@@ -156,25 +241,6 @@ def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None])
     (None, 'harder')
     """
     return get("note", note_name(config))(config).text(benchmark, rates)
-
-
-@dataclass
-class Epoch:
-    """What a task source works with in one epoch: the session, the executor, the epoch's rng, the event sink and
-    pause check, the phase timings, the metrics it adds to, each batch's prompt note, and the run's strategies."""
-
-    session: Session
-    executor: RolloutExecutor
-    envs: dict[str, Environment]
-    epoch: int
-    rng: random.Random
-    emit: EventSink
-    check: Callable[[], None]
-    seconds: dict[str, float]
-    metrics: dict[str, Any]
-    plan: Strategies
-    notes: dict[str, str | None] = field(default_factory=dict)
-    """Batch id -> the note its simulator prompt carried."""
 
 
 # --- simulator rewards ---------------------------------------------------------------------------------------
@@ -280,22 +346,24 @@ class TrainReplay:
         return []
 
 
-def replay_budget(cfg: RunConfig, n_fresh: int, n_benchmarks: int) -> int:
+def replay_budget(cfg: RunConfig, tasks: TaskSource, n_fresh: int, n_benchmarks: int) -> int:
     """How many D_train tasks ride along with ``n_fresh`` fresh ones this epoch.
 
     With ``agent.tasks_per_epoch`` set, the replay sample fills the budget, so every arm trains on the same
-    number of tasks; otherwise ``replay_tasks``, plus what the task source adds (``off``: the generation budget).
+    number of tasks; otherwise ``replay_tasks``, plus what the run's task source ``tasks`` adds (``off``: the
+    generation budget).
 
     >>> from genenv_engine.config import load_config
-    >>> off = load_config("tiny", overrides={"simulator.mode": "off"})
-    >>> replay_budget(load_config("tiny"), 40, 1), replay_budget(off, 0, 1)
+    >>> tiny, off = load_config("tiny"), load_config("tiny", overrides={"simulator.mode": "off"})
+    >>> replay_budget(tiny, resolve(tiny).tasks, 40, 1), replay_budget(off, resolve(off).tasks, 0, 1)
     (32, 96)
-    >>> replay_budget(load_config("tiny", overrides={"agent.tasks_per_epoch": 96}), 40, 1)
+    >>> budget = load_config("tiny", overrides={"agent.tasks_per_epoch": 96})
+    >>> replay_budget(budget, resolve(budget).tasks, 40, 1)
     56
     """
     if cfg.agent.tasks_per_epoch:
         return max(0, cfg.agent.tasks_per_epoch - n_fresh)
-    return cfg.agent.replay_tasks + get("tasks", cfg.simulator.mode)(cfg).extra_replay(n_benchmarks)
+    return cfg.agent.replay_tasks + tasks.extra_replay(n_benchmarks)
 
 
 # --- task sources ---------------------------------------------------------------------------------------------
@@ -323,33 +391,9 @@ class SimulatorTasks:
         """Replay tasks added to ``agent.replay_tasks`` when no ``agent.tasks_per_epoch`` budget is set."""
         return 0
 
-    def fresh(self, ep: Epoch) -> tuple[list[Task], dict[str, str], list[sim.Generation]]:
-        """This epoch's fresh tasks, each one's batch id, and the validated generations (for the simulator's
-        update); the generate and validate phases are timed."""
-        drafts = self.drafts(ep)
-        with PhaseTimer(ep.emit, ep.epoch, "validate", ep.seconds):
-            validated, gens = validate_and_store(ep, drafts, self.origin)
-            ep.metrics.update(validated)
-        ep.check()
-        fresh, batch_of = self.pick(ep, gens)
-        return fresh, batch_of, gens
-
-    def pick(self, ep: Epoch, gens: list[sim.Generation]) -> tuple[list[Task], dict[str, str]]:
-        """The fresh tasks among this epoch's validated generations: the valid ones."""
-        valid = [g for g in gens if g.task.valid]
-        return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}
-
-    def job(self, ep: Epoch, name: str, seeds: list[Task]) -> tuple[list[Task], int, str | None]:
-        """One benchmark's seeds to condition on, variations per seed, and task id prefix (None: the default);
-        the seed levels drawn go into the metrics."""
-        chosen = ep.plan.seeds.draw(ep, name, seeds)
-        drawn = Counter(f"L{t.level}" for t in chosen)
-        ep.metrics.setdefault("seed_levels_drawn", {})[name] = dict(sorted(drawn.items()))
-        return chosen, self.config.simulator.variations, None
-
-    def drafts(self, ep: Epoch) -> list[sim.Draft]:
-        """Sample this epoch's drafts (by the executor); each draft's batch id and the note its prompt carried go
-        into ``ep.notes``."""
+    def generate(self, ep: Epoch) -> Drafts:
+        """Sample this epoch's drafts (by the executor, timed ``generate``), with each batch's prompt note and the
+        levels of the seeds drawn."""
         cfg, store = self.config, ep.session.store
         sampling = Sampling(
             temperature=cfg.simulator.temperature,
@@ -357,6 +401,7 @@ class SimulatorTasks:
             seed=ep.rng.randrange(2**31),
         )
         rates = success_by_epoch(store)
+        out = Drafts()
 
         def progress(name: str, done: int, total: int) -> None:
             ep.emit(BatchProgressed(ep.epoch, f"generate:{name}", done, total))
@@ -365,13 +410,38 @@ class SimulatorTasks:
         with PhaseTimer(ep.emit, ep.epoch, "generate", ep.seconds):
             jobs = []
             for name, env in ep.envs.items():
-                seeds, n, prefix = self.job(ep, name, ep.plan.seeds.pool(env, ep.session))
+                seeds, n, prefix, drawn = self.job(ep, name, ep.plan.seeds.pool(env, ep.session))
+                if drawn:
+                    out.seed_levels_drawn[name] = dict(sorted(Counter(f"L{t.level}" for t in seeds).items()))
                 note = ep.plan.note.text(name, success_history(rates, name, ep.epoch))
                 jobs.append(GenerateJob(name, seeds, n, prefix, note, sim.job_grammar(cfg, env)))
-            drafts = ep.executor.generate(jobs, sampling, epoch=ep.epoch, style=cfg.simulator.prompt, progress=progress)
+            out.drafts = ep.executor.generate(
+                jobs, sampling, epoch=ep.epoch, style=cfg.simulator.prompt, progress=progress
+            )
         by_benchmark = {job.benchmark: job.note for job in jobs}
-        ep.notes.update((d.batch_id, by_benchmark.get(d.seed.benchmark)) for d in drafts)
-        return drafts
+        out.notes = {d.batch_id: by_benchmark.get(d.seed.benchmark) for d in out.drafts}
+        return out
+
+    def job(self, ep: Epoch, name: str, seeds: list[Task]) -> tuple[list[Task], int, str | None, bool]:
+        """One benchmark's seeds to condition on, variations per seed, task id prefix (None: the default), and
+        whether the seed sampler drew the seeds (their levels join the epoch's metrics)."""
+        return ep.plan.seeds.draw(ep, name, seeds), self.config.simulator.variations, None, True
+
+    def validate(self, ep: Epoch, drafts: Drafts) -> FreshTasks:
+        """Validate and store the drafts (timed ``validate``); the fresh tasks are picked among them (`pick`). Tasks
+        written valid by construction (`Drafts.written`) pass through."""
+        if drafts.written is not None:
+            return drafts.written
+        with PhaseTimer(ep.emit, ep.epoch, "validate", ep.seconds):
+            metrics, gens = validate_and_store(ep, drafts.drafts, self.origin)
+        ep.check()
+        tasks, batch_of = self.pick(ep, gens)
+        return FreshTasks(tasks, batch_of, gens, metrics)
+
+    def pick(self, ep: Epoch, gens: list[sim.Generation]) -> tuple[list[Task], dict[str, str]]:
+        """The fresh tasks among this epoch's validated generations: the valid ones."""
+        valid = [g for g in gens if g.task.valid]
+        return [g.task for g in valid], {g.task.id: g.batch_id for g in valid}
 
 
 @register("tasks", "trained")
@@ -388,13 +458,13 @@ class StaticTasks(SimulatorTasks):
 
     origin = "static"
 
-    def drafts(self, ep: Epoch) -> list[sim.Draft]:
+    def generate(self, ep: Epoch) -> Drafts:
         if ep.session.store.count_tasks(origin="static") > 0:
-            return []
-        return super().drafts(ep)
+            return Drafts()
+        return super().generate(ep)
 
-    def job(self, ep: Epoch, name: str, seeds: list[Task]) -> tuple[list[Task], int, str | None]:
-        return seeds, self.config.simulator.static_multiplier, f"static/{name}"
+    def job(self, ep: Epoch, name: str, seeds: list[Task]) -> tuple[list[Task], int, str | None, bool]:
+        return seeds, self.config.simulator.static_multiplier, f"static/{name}", False
 
     def pick(self, ep: Epoch, gens: list[sim.Generation]) -> tuple[list[Task], dict[str, str]]:
         """A sample of the stored static batches, ``simulator.seeds_per_epoch`` per benchmark."""
@@ -413,15 +483,17 @@ class NoTasks(SimulatorTasks):
 
     replays_pool = False
 
-    def drafts(self, ep: Epoch) -> list[sim.Draft]:
-        return []
+    def generate(self, ep: Epoch) -> Drafts:
+        return Drafts()
 
     def extra_replay(self, n_benchmarks: int) -> int:
         s = self.config.simulator
         return s.seeds_per_epoch * s.variations * n_benchmarks
 
 
-def validate_and_store(ep: Epoch, drafts: list[sim.Draft], origin: str) -> tuple[dict[str, Any], list[sim.Generation]]:
+def validate_and_store(
+    ep: Epoch, drafts: list[sim.Draft], origin: str
+) -> tuple[ValidationMetrics, list[sim.Generation]]:
     """Validate generations (by the executor), cap near-duplicates against the pool, store every one with its
     verdict; returns the validation metrics and the generations."""
     cfg, store, envs, epoch = ep.session.config, ep.session.store, ep.envs, ep.epoch
@@ -431,11 +503,9 @@ def validate_and_store(ep: Epoch, drafts: list[sim.Draft], origin: str) -> tuple
     pool = store.pool(list(cfg.benchmarks))
     existing = {t.prompt for t in pool} | {t.prompt for env in envs.values() for t in env.splits()["seed"]}
     keys = Counter(
-        envs[t.benchmark].template_key(t.prompt) if t.benchmark in envs else sim.near_duplicate_key(t.prompt)
-        for t in pool
+        envs[t.benchmark].template_key(t.prompt) if t.benchmark in envs else near_duplicate_key(t.prompt) for t in pool
     )
-    out: dict[str, Any] = {"generated": len(drafts)}
-    uniques = []
+    uniques: list[float] = []
 
     def cap(name: str, env: Environment, mine: list[sim.Generation]) -> list[sim.Generation]:
         heldout = frozenset(t.prompt for t in env.splits()["heldout"])
@@ -456,14 +526,16 @@ def validate_and_store(ep: Epoch, drafts: list[sim.Draft], origin: str) -> tuple
     for batch_id, tasks in by_batch.items():
         store.insert_tasks(tasks, batch_id=batch_id)
     valid = [g.task for g in gens if g.task.valid]
-    out["valid"] = len(valid)
-    out["valid_fraction"] = len(valid) / len(drafts)
-    admitted: dict[str, Counter] = {}  # per benchmark: valid as written, on the recomputed gold, mended
+    admitted: dict[str, Counter[str]] = {}  # per benchmark: valid as written, on the recomputed gold, mended
     for g in gens:
         if g.task.valid:
             admitted.setdefault(g.task.benchmark, Counter())[g.admission] += 1
-    out["admitted"] = {name: dict(ways) for name, ways in sorted(admitted.items())}
-    out["unique_fraction"] = sum(uniques) / len(uniques) if uniques else None
-    out["invalid_reasons"] = dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid))
-    out["difficulty_mix"] = dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items()))
-    return out, gens
+    return {
+        "generated": len(drafts),
+        "valid": len(valid),
+        "valid_fraction": len(valid) / len(drafts),
+        "admitted": {name: dict(ways) for name, ways in sorted(admitted.items())},
+        "unique_fraction": sum(uniques) / len(uniques) if uniques else None,
+        "invalid_reasons": dict(Counter(g.task.reason.split(":")[0] for g in gens if not g.task.valid)),
+        "difficulty_mix": dict(sorted(Counter(envs[t.benchmark].bucket(t) for t in valid).items())),
+    }, gens

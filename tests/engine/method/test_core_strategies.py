@@ -1,5 +1,5 @@
 """The epoch calls the strategies its run resolved (`genenv_engine.method.strategies`) instead of branching on study
-settings: the modules `run_epoch` and the simulator's update live in read no setting named in
+settings: the modules `run_epoch`, its steps and the simulator's update live in read no setting named in
 `EXPERIMENTAL_FIELDS` and compare nothing on ``simulator.mode``; each setting resolves to its strategy by name."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.config import EXPERIMENTAL_FIELDS, load_config
-from genenv_engine.method import loop, simulator_update
+from genenv_engine.method import loop, phases, simulator_update
 from genenv_engine.method.strategies import REGISTRY, get, note_name, replay_name, resolve
 
-CORE_MODULES = (loop, simulator_update)
+CORE_MODULES = (loop, phases, simulator_update)
 """The modules the epoch's method lives in."""
 
 

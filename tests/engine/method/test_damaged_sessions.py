@@ -177,15 +177,15 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(copy, capsys, 
 
 
 def test_full_disk_while_checkpointing(copy, capsys, monkeypatch):
-    import genenv_engine.method.loop as loop
+    import genenv_engine.method.phases as phases  # the epoch's checkpoint step
 
-    real = loop.save_roles
+    real = phases.save_roles
 
     def full_disk(roles, folder):
         real(roles, folder)  # most of the files land, then the disk fills up
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(loop, "save_roles", full_disk)
+    monkeypatch.setattr(phases, "save_roles", full_disk)
     before = {k: v for k, v in snapshot(copy).items() if k.startswith("checkpoints/")}
     assert cli.main(["resume", str(copy), "--epochs", "3", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -193,7 +193,7 @@ def test_full_disk_while_checkpointing(copy, capsys, monkeypatch):
     assert "epoch_003" in err[0] and f"genenv resume {copy}" in err[0]
     after = {k: v for k, v in snapshot(copy).items() if k.startswith("checkpoints/")}
     assert after == before  # no temp folder left, the earlier checkpoints untouched
-    monkeypatch.setattr(loop, "save_roles", real)
+    monkeypatch.setattr(phases, "save_roles", real)
     assert cli.main(["resume", str(copy), "--quiet"]) == 0  # and the session resumes
     assert Session.open(copy).store.last_finished_epoch() == 3
 

@@ -339,7 +339,8 @@ def test_generated_copies_of_heldout_tasks_are_rejected(tmp_path):
 
 def test_banned_and_edited_base_tasks_leave_the_replay_sample(tmp_path):
     from genenv_engine.environments import get_environment
-    from genenv_engine.method.loop import _base_tasks, _replay_tasks
+    from genenv_engine.method.phases import base_tasks, replay_tasks
+    from genenv_engine.method.strategies import resolve
 
     session = micro_session(tmp_path, epochs=0)
     run(session, backend_factory=scripted())
@@ -349,9 +350,10 @@ def test_banned_and_edited_base_tasks_leave_the_replay_sample(tmp_path):
     session.store.set_status(banned.id, "banned")
     session.store.set_status(pinned.id, "pinned")
     session.store.revise_task(edited.id, edited.with_(id=edited.id + "/r1", prompt=edited.prompt + " "))
-    base_ids = {t.id for t in _base_tasks(session, envs)}
+    plan = resolve(session.config)
+    base_ids = {t.id for t in base_tasks(session, envs, plan)}
     assert len(base_ids) == len(train) - 3 and not {banned.id, edited.id, pinned.id} & base_ids
-    replay = {t.id for t in _replay_tasks(session, envs, set(), random.Random(0), 0)}
+    replay = {t.id for t in replay_tasks(session, envs, set(), random.Random(0), 0, plan)}
     assert pinned.id in replay and edited.id + "/r1" in replay  # pinned always, a fresh edit once
     assert banned.id not in replay and edited.id not in replay
 
@@ -468,11 +470,12 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
     tasks = [session.store.get_task(t) for t in trained]  # stored, so the console and reports can show them
     assert all(t is not None and t.id.startswith("bfcl/unseen/") and t.split == "unseen" for t in tasks)
     assert {t.level for t in tasks} == {3} and not {t.prompt for t in tasks} & split_prompts
-    from genenv_engine.method.loop import _base_tasks
+    from genenv_engine.method.phases import base_tasks
+    from genenv_engine.method.strategies import resolve
 
     banned = sorted(trained)[0]  # a ban in the console keeps an unseen task out of later epochs, as for train tasks
     session.store.set_status(banned, "banned")
-    choices = {t.id for t in _base_tasks(session, {"bfcl": env})}
+    choices = {t.id for t in base_tasks(session, {"bfcl": env}, resolve(session.config))}
     assert banned not in choices and len(choices) == 299
     again = get_environment("bfcl", session.config.seed).unseen_tasks(300, (3,))  # a resumed run draws the same pool
     assert [(t.id, t.prompt) for t in again] == [(t.id, t.prompt) for t in env.unseen_tasks(300, (3,))]
