@@ -30,8 +30,12 @@ from genenv_engine.training.roles import Roles
 if TYPE_CHECKING:
     import torch
 
-    from genenv_engine.method.strategies import Strategies
+    from genenv_engine.method.protocols import Strategies
+    from genenv_engine.storage.store import Store
     from genenv_engine.training.policy import Policy
+
+Pair = tuple[list[int], list[int], float]
+"""One RWR example: context token ids, target token ids, weight."""
 
 
 def simulator_update(
@@ -52,7 +56,7 @@ def simulator_update(
         return {"skipped": f"simulator mode {plan.tasks.name}"}
     kept = {b.id: b for b in scored if b.in_band}
     eos = roles.simulator.tokenizer.eos_token_id
-    current = []
+    current: list[Pair] = []
     for g in gens:
         b = kept.get(g.batch_id)
         if g.task.valid and b is not None:
@@ -67,8 +71,12 @@ def simulator_update(
     repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
     faults: dict[str, dict[str, int]] = {}
     if not current and not repairs:
-        info = {"skipped": "no batch in the band", "examples": 0, "drift": simulator_drift(roles, envs, cfg, faults)}
-        return {**info, "sibling_faults": faults} if faults else info
+        skipped: dict[str, Any] = {
+            "skipped": "no batch in the band",
+            "examples": 0,
+            "drift": simulator_drift(roles, envs, cfg, faults),
+        }
+        return {**skipped, "sibling_faults": faults} if faults else skipped
     older = _older_pairs(session, roles, envs, epoch, plan.note.text) if current else []
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
@@ -77,7 +85,7 @@ def simulator_update(
         roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg, faults
     )
     weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights, strict=False)] + repairs + anchors
-    info = roles.rwr.update(weighted, rng, tick)
+    info: dict[str, Any] = roles.rwr.update(weighted, rng, tick)
     roles.simulator_backend.sync()
     info.update(
         {
@@ -122,7 +130,7 @@ def simulator_drift(
     return round(sum(per_pair) / len(per_pair), 8)
 
 
-_INITIAL: weakref.WeakKeyDictionary[Policy, tuple[tuple, list[torch.Tensor]]] = weakref.WeakKeyDictionary()
+_INITIAL: weakref.WeakKeyDictionary[Policy, tuple[object, list[torch.Tensor]]] = weakref.WeakKeyDictionary()
 """Per initial simulator: the drift's probe tokens and its log-probs on them (fixed weights, fixed texts)."""
 
 
@@ -136,11 +144,11 @@ def _initial_logprobs(init: Policy, contexts: list[list[int]], targets: list[lis
     return cached[1]
 
 
-def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation], cfg: RunConfig) -> list[tuple]:
+def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation], cfg: RunConfig) -> list[Pair]:
     """Validator feedback: (the prompt a rejected draft was written under -> the task with its gold answer
     recomputed), weight 1, for every draft whose prompt was sound and answer wrong (`Generation.repair`)."""
     eos = roles.simulator.tokenizer.eos_token_id
-    out = []
+    out: list[Pair] = []
     for g in gens:
         if g.repair is None or g.task.valid:
             continue
@@ -158,11 +166,11 @@ def _anchor_pairs(
     rng: random.Random,
     cfg: RunConfig,
     faults: dict[str, dict[str, int]] | None = None,
-) -> list[tuple]:
+) -> list[Pair]:
     """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks; a plugin's pair
     whose sibling fails is left out and counted in ``faults``."""
     eos = roles.simulator.tokenizer.eos_token_id
-    out = []
+    out: list[Pair] = []
     names = sorted(envs)
     for i, name in enumerate(names):
         env = envs[name]
@@ -185,7 +193,7 @@ def _anchor_pairs(
     return out
 
 
-def simulator_version(store, epoch: int) -> int:
+def simulator_version(store: Store, epoch: int) -> int:
     """The version of the simulator weights at the start of ``epoch``: the last earlier finished epoch whose
     update took RWR steps (0: the warm start), as the agent's version is the epoch of its last update."""
     return max(
@@ -198,7 +206,7 @@ def simulator_version(store, epoch: int) -> int:
     )
 
 
-def success_by_epoch(store) -> dict[int, dict[str, float | None]]:
+def success_by_epoch(store: Store) -> dict[int, dict[str, float | None]]:
     """Each finished epoch's pooled agent success on generated tasks, per benchmark: the "recent success"
     the simulator is shown when it writes the next epoch's tasks."""
     return {m["epoch"]: m.get("generated_success_by_benchmark") or {} for m in store.epoch_metrics()}
@@ -220,7 +228,7 @@ def _older_pairs(
     envs: dict[str, Environment],
     epoch: int,
     note_of: Callable[[str, list[float | None]], str | None],
-) -> list[tuple]:
+) -> list[Pair]:
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
     store, cfg = session.store, session.config
     style = cfg.simulator.prompt
@@ -228,7 +236,7 @@ def _older_pairs(
     kept = [b for b in store.batches() if b["epoch"] < epoch and b["in_band"] and b["r_env"] is not None]
     rates = success_by_epoch(store)
     generated = store.tasks_in_batches([b["id"] for b in kept], origin="generated")
-    pairs = []
+    pairs: list[Pair] = []
     for b in kept:
         seed = store.get_task(b["seed_task_id"]) if b["seed_task_id"] else None
         if seed is None or seed.benchmark not in envs:
