@@ -110,7 +110,8 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as nested plain dicts (TOML-ready: no None values)."""
-        return drop_none(asdict(self))
+        table: dict[str, Any] = drop_none(asdict(self))
+        return table
 
     def with_overrides(self, overrides: dict[str, Any]) -> RunConfig:
         """Return a copy with dotted-key overrides applied (``{"curriculum.alpha": 0.4}``)."""

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import MISSING, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from genenv_engine.config.checks import check, default_of
 from genenv_engine.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Section = TypeVar("Section", bound="DataclassInstance")
+"""A config dataclass `build` makes."""
 
 RENAMED_SETTINGS = {
     "ray": "ray.address",
@@ -143,7 +149,7 @@ def coerce(cls: type, name: str, value: Any, path: str) -> Any:
     return value
 
 
-def build(cls: type, data: dict[str, Any], prefix: str, unknown: dict[str, Any] | None = None) -> Any:
+def build(cls: type[Section], data: dict[str, Any], prefix: str, unknown: dict[str, Any] | None = None) -> Section:
     """``cls`` from nested ``data``; a key ``cls`` has no field for raises, or with ``unknown`` given is set aside
     there by dotted key."""
     known = {f.name: f for f in fields(cls)}
@@ -155,10 +161,10 @@ def build(cls: type, data: dict[str, Any], prefix: str, unknown: dict[str, Any] 
                 raise ConfigError(path, f"unknown setting; known: {', '.join(known)}")
             unknown[path] = value
             continue
-        sub = known[key].default_factory if known[key].default_factory is not MISSING else None  # type: ignore[misc]
+        sub = known[key].default_factory if known[key].default_factory is not MISSING else None
         if sub is not None and is_dataclass(sub):
             check(isinstance(value, dict), path, "must be a table")
-            kwargs[key] = build(sub, value, f"{path}.", unknown)  # type: ignore[arg-type]
+            kwargs[key] = build(sub, value, f"{path}.", unknown)
         elif value is None:
             kwargs[key] = None
         else:

@@ -8,6 +8,8 @@ generator runs out of new prompts at a level before its splits are full.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ConfigError(ValueError):
     """A configuration value is wrong; the message names the field.
@@ -39,7 +41,7 @@ class SessionBusy(RuntimeError):
     """Another live process runs the session (`genenv_engine.storage.lease`); ``holder`` is its record (PID, host,
     since, what), or None when it did not write one."""
 
-    def __init__(self, message: str, holder: dict | None = None) -> None:
+    def __init__(self, message: str, holder: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.holder = holder
 

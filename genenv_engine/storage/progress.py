@@ -11,13 +11,23 @@ table.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from genenv_engine.core.events import Event
+from genenv_engine.core.events import (
+    BatchProgressed,
+    EpochFinished,
+    Event,
+    PhaseFinished,
+    WarmStartProgressed,
+    WarmStartSample,
+)
+
+if TYPE_CHECKING:
+    from genenv_engine.storage.session import Session
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -59,7 +69,7 @@ def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
 class ConsoleReporter:
     """Render engine events on the terminal."""
 
-    def __init__(self, session, quiet: bool = False) -> None:
+    def __init__(self, session: Session | None, quiet: bool = False) -> None:
         self.session = session
         self.quiet = quiet
         self.console = Console(stderr=False)
@@ -75,7 +85,7 @@ class ConsoleReporter:
             transient=True,
             disable=quiet,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
         self._warm_printed: dict[str, int] = {}
 
     def __enter__(self) -> ConsoleReporter:
@@ -90,10 +100,10 @@ class ConsoleReporter:
             self.tasks[key] = self.progress.add_task(key, total=total, info=info)
         self.progress.update(self.tasks[key], completed=done, total=total, info=info)
 
-    def _sample(self, event) -> None:
+    def _sample(self, event: WarmStartSample) -> None:
         self.console.print(sample_line(event), soft_wrap=True, markup=False, highlight=False)
 
-    def _warm(self, event) -> None:
+    def _warm(self, event: WarmStartProgressed) -> None:
         rate, eta = event.steps_per_second, event.eta
         info = f"loss {event.loss:.3f}" + (f"  {rate:.1f} steps/s" if rate else "")
         if not self.quiet:
@@ -112,24 +122,24 @@ class ConsoleReporter:
 
     def __call__(self, event: Event) -> None:
         kind = event.kind
-        if kind == "WarmStartProgressed":
+        if isinstance(event, WarmStartProgressed):
             self._warm(event)
-        elif kind == "WarmStartSample":
+        elif isinstance(event, WarmStartSample):
             self._sample(event)
-        elif kind == "BatchProgressed":
-            self._bar(f"epoch {event.epoch} {event.phase}", event.total, event.done)  # type: ignore[attr-defined]
-        elif kind == "PhaseFinished":
+        elif isinstance(event, BatchProgressed):
+            self._bar(f"epoch {event.epoch} {event.phase}", event.total, event.done)
+        elif isinstance(event, PhaseFinished):
             for key in [k for k in self.tasks if k.startswith(f"epoch {event.epoch} ")]:
                 self.progress.remove_task(self.tasks.pop(key))
-        elif kind == "EpochFinished":
+        elif isinstance(event, EpochFinished):
             for key in list(self.tasks):
                 self.progress.remove_task(self.tasks.pop(key))
-            self.console.print(epoch_line(event.metrics, event.epoch), soft_wrap=True, markup=False)  # type: ignore[attr-defined]
+            self.console.print(epoch_line(event.metrics, event.epoch), soft_wrap=True, markup=False)
         elif kind in ("RunPaused", "RunResumed", "RunStopped", "RunFailed"):
             self.console.print(f"{kind} {event.payload()}")
 
 
-def sample_line(event) -> str:
+def sample_line(event: WarmStartSample) -> str:
     r"""One printable line for a warm-start sample (control characters escaped by ``repr``, long text cut).
 
     >>> from genenv_engine.core.events import WarmStartSample

@@ -19,7 +19,9 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from genenv_engine.config import RunConfig, config_from_file, replace_config, save_config
 from genenv_engine.core.errors import ConfigError
@@ -52,12 +54,12 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_manifest(folder: Path) -> dict:
+def write_manifest(folder: Path) -> dict[str, Any]:
     """Record every file under ``folder`` (but the manifest and marker) with its size and SHA-256."""
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in (MANIFEST, "COMPLETE")):
         size = path.stat().st_size
-        entry: dict = {"size": size}
+        entry: dict[str, Any] = {"size": size}
         if size <= HASH_LIMIT:
             entry["sha256"] = file_sha256(path)
         files[path.relative_to(folder).as_posix()] = entry
@@ -270,7 +272,7 @@ class Session:
             shutil.rmtree(path, ignore_errors=True)
         return gone
 
-    def write_checkpoint(self, epoch: int, writer) -> Path:
+    def write_checkpoint(self, epoch: int, writer: Callable[[Path], object]) -> Path:
         """Call ``writer(tmp_folder)``, add the manifest and ``COMPLETE``, then rename the folder to ``epoch_NNN``.
 
         A full disk (or any other write error) removes the temp folder and raises `SessionError`; the
@@ -296,7 +298,7 @@ class Session:
         tmp.rename(final)
         return final
 
-    def prepare_resume(self) -> dict | None:
+    def prepare_resume(self) -> dict[str, Any] | None:
         """Before a run continues: remove stale temp folders and make sure the last finished epoch's
         checkpoint is intact, else fall back to the latest complete one.
 

@@ -2,8 +2,9 @@
 read-only readers of a database file.
 
 Modules: `core` (`Store`: connections, write transactions, the writes), `reads`, `search` and `lineage` (the reads
-`Store` inherits), `migrations` (the schema), `readers` (read-only connections and the funnel's queries), `funnel`
-(the funnel arithmetic, pure) and `rows` (row encoding, `TaskFilter`). Every public name is re-exported here.
+`Store` inherits, each a `part.StorePart`), `migrations` (the schema), `readers` (read-only connections and the
+funnel's queries), `funnel` (the funnel arithmetic, pure) and `rows` (row encoding, `TaskFilter`). Every public name
+is re-exported here.
 """
 
 from genenv_engine.storage.store.core import Store

@@ -136,7 +136,7 @@ class Store(TaskReads, TaskSearch, LineageReads):
         rows = [_task_row(task, batch_id) for task in tasks]
         if rows:
             with self.write():
-                self.db["tasks"].upsert_all(rows, pk="id")
+                self.db.table("tasks").upsert_all(rows, pk="id")
 
     def set_task_stats(
         self, task_id: str, *, p_hat: float | None = None, r_env: float | None = None, n_rollouts: int | None = None
@@ -194,7 +194,7 @@ class Store(TaskReads, TaskSearch, LineageReads):
         if rows:
             full = [{"purpose": "train", "error_type": None, "policy_version": None, **row} for row in rows]
             with self.write():
-                self.db["rollouts"].insert_all(full)
+                self.db.table("rollouts").insert_all(full)
 
     def set_rollout_scores(self, rows: Iterable[tuple[str, float, float, int]]) -> None:
         """Set (p_hat, r_env, n_rollouts) of many tasks at once: ``(task_id, p_hat, r_env, n_rollouts)`` rows."""
@@ -222,7 +222,7 @@ class Store(TaskReads, TaskSearch, LineageReads):
                 {**row, "prompt_note": _note_json(row["prompt_note"])} if "prompt_note" in row else row for row in rows
             ]
             with self.write():
-                self.db["batches"].upsert_all(encoded, pk="id")
+                self.db.table("batches").upsert_all(encoded, pk="id")
 
     def batches(self, epoch: int | None = None) -> list[dict[str, Any]]:
         """Variation batches, of one epoch or all, ordered by id; ``prompt_note`` decoded (None when not stored)."""
@@ -238,16 +238,16 @@ class Store(TaskReads, TaskSearch, LineageReads):
         """Record that an epoch began (restarting it resets its row)."""
         row = {"epoch": epoch, "status": "running", "started_at": _now()}
         with self.write():
-            self.db["epochs"].upsert({**row, "finished_at": None, "metrics": None}, pk="epoch")
+            self.db.table("epochs").upsert({**row, "finished_at": None, "metrics": None}, pk="epoch")
             self.db.execute("DELETE FROM funnels WHERE epoch = ?", [epoch])
 
     def finish_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
         """Record that an epoch completed, with its metrics, and store its funnel's snapshot (`funnel`)."""
         row = {"epoch": epoch, "status": "done", "finished_at": _now(), "metrics": json.dumps(metrics)}
         with self.write():
-            self.db["epochs"].upsert(row, pk="epoch")
+            self.db.table("epochs").upsert(row, pk="epoch")
             entries = _funnel_read(lambda sql, params: self._rows(sql, params), _COMPUTED_TABLES, epoch)
-            self.db["funnels"].upsert({"epoch": epoch, "entries": json.dumps(entries)}, pk="epoch")
+            self.db.table("funnels").upsert({"epoch": epoch, "entries": json.dumps(entries)}, pk="epoch")
 
     def set_epoch_metrics(self, epoch: int, values: dict[str, Any]) -> None:
         """Set some metrics of a finished epoch (the others, its status and times kept); KeyError when it has none."""
@@ -261,7 +261,7 @@ class Store(TaskReads, TaskSearch, LineageReads):
     def mark_partial(self, epoch: int) -> None:
         """Record that an epoch stopped before completing."""
         with self.write():
-            self.db["epochs"].upsert({"epoch": epoch, "status": "partial", "finished_at": _now()}, pk="epoch")
+            self.db.table("epochs").upsert({"epoch": epoch, "status": "partial", "finished_at": _now()}, pk="epoch")
 
     def epoch_metrics(self) -> list[dict[str, Any]]:
         """One dict per epoch: epoch, status, started_at, finished_at and the decoded metrics."""
@@ -287,7 +287,9 @@ class Store(TaskReads, TaskSearch, LineageReads):
         """Append an event and return its id."""
         row = {"ts": _now(), "epoch": epoch, "kind": kind, "payload": json.dumps(payload)}
         with self.write():
-            return int(self.db["events"].insert(row).last_rowid)
+            rowid = self.db.table("events").insert(row).last_rowid
+        assert rowid is not None  # an insert sets it
+        return rowid
 
     def last_event_id(self) -> int:
         """The id of the newest event (0 when none is stored)."""
@@ -306,4 +308,4 @@ class Store(TaskReads, TaskSearch, LineageReads):
     def set_meta(self, key: str, value: str) -> None:
         """Store a text value under `key`."""
         with self.write():
-            self.db["meta"].upsert({"key": key, "value": value}, pk="key")
+            self.db.table("meta").upsert({"key": key, "value": value}, pk="key")

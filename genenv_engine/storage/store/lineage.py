@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from genenv_engine.core.records import Task
+from genenv_engine.storage.store.part import StorePart
 from genenv_engine.storage.store.rows import _bools, _decode_row
 
 _COUNTED_TASKS_SQL = (
@@ -43,7 +44,7 @@ LINEAGE_PROMPT_CHARS = 400
 """Characters of each prompt a `Store.lineage_tree` row carries."""
 
 
-class LineageReads:
+class LineageReads(StorePart):
     """`Store`'s lineage reads (they use its ``db``, ``_rows`` and ``get_task``)."""
 
     def lineage(self, task_id: str) -> list[Task]:

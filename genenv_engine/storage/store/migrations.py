@@ -44,7 +44,7 @@ def m001_initial(db: Database) -> None:
         """
     )
     for column in ("epoch", "origin", "status", "benchmark", "batch_id", "parent_id"):
-        db["tasks"].create_index([column], f"idx_tasks_{column}")
+        db.table("tasks").create_index([column], f"idx_tasks_{column}")
 
 
 @MIGRATIONS()
@@ -52,7 +52,7 @@ def m002_fts(db: Database) -> None:
     """Full-text index over prompt and answer, kept current by insert/update/delete triggers."""
     # External-content FTS5 keys on the tasks rowid; a VACUUM may renumber rowids of a table with a
     # TEXT primary key, so run `rebuild` on tasks_fts after any VACUUM.
-    db["tasks"].enable_fts(["prompt", "answer"], fts_version="FTS5", create_triggers=True)
+    db.table("tasks").enable_fts(["prompt", "answer"], fts_version="FTS5", create_triggers=True)
 
 
 @MIGRATIONS()

@@ -9,12 +9,15 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from genenv_engine.storage.store.funnel import _fold_funnel
 from genenv_engine.storage.store.migrations import MIGRATIONS
 from genenv_engine.storage.store.rows import GENERATED_ORIGINS, _batch_rows, _epoch_rows
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another one's write transaction before giving up."""
@@ -47,7 +50,7 @@ _FUNNEL_TABLES = _COMPUTED_TABLES | {"funnels", "epochs"}
 
 
 def _funnel_read(
-    rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tables: set[str], epoch: int | None = None
+    rows: Callable[[str, list[Any]], Iterable[dict[str, Any]]], tables: AbstractSet[str], epoch: int | None = None
 ) -> list[dict[str, Any]]:
     """`Store.funnel`'s entries through ``rows(sql, params)``, from a database holding ``tables``: a finished
     epoch's stored snapshot (table ``funnels``), else computed from the tasks and rollouts (an epoch still running,
@@ -116,7 +119,7 @@ def read_only_rows(path: str | Path, batches: bool = True) -> tuple[list[dict[st
     so a session another process runs (or an older database) is read without being written. With ``batches``
     False the batches are not read (an empty list)."""
 
-    def read(conn: sqlite3.Connection, tables: set[str]):
+    def read(conn: sqlite3.Connection, tables: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         epochs = [dict(r) for r in conn.execute(_EPOCHS_SQL)] if "epochs" in tables else []
         rows = [dict(r) for r in conn.execute(_BATCHES_SQL)] if batches and "batches" in tables else []
         return _epoch_rows(epochs), _batch_rows(rows)
@@ -128,13 +131,13 @@ def read_only_funnel(path: str | Path) -> list[dict[str, Any]]:
     """`Store.funnel` of every epoch of a database file, read through a read-only connection (`read_only`).
     Empty for a database without tasks, rollouts or batches."""
 
-    def read(conn: sqlite3.Connection, tables: set[str]):
+    def read(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
         return _funnel_read(lambda sql, params: [dict(r) for r in conn.execute(sql, params)], tables)
 
     return read_only(path, read)
 
 
-def read_only(path: str | Path, read: Callable[[sqlite3.Connection, set[str]], Any]) -> Any:
+def read_only(path: str | Path, read: Callable[[sqlite3.Connection, set[str]], T]) -> T:
     """``read(connection, table names)`` in one read transaction (one snapshot) on a read-only connection to a
     database file. A WAL database in a folder this process cannot write (where SQLite cannot create the
     shared-memory file a reader needs) is read as immutable: nobody can be writing it there. FileNotFoundError when
@@ -150,7 +153,7 @@ def read_only(path: str | Path, read: Callable[[sqlite3.Connection, set[str]], A
         return _read_only(path, "?mode=ro&immutable=1", read)
 
 
-def _read_only(path: Path, query: str, read: Callable[[sqlite3.Connection, set[str]], Any]) -> Any:
+def _read_only(path: Path, query: str, read: Callable[[sqlite3.Connection, set[str]], T]) -> T:
     conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.row_factory = sqlite3.Row
     try:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from genenv_engine.core.records import Task
+from genenv_engine.storage.store.part import StorePart
 from genenv_engine.storage.store.readers import _FUNNEL_TABLES, _funnel_read
 from genenv_engine.storage.store.rows import (
     _POOL_ORIGINS,
@@ -21,7 +22,7 @@ from genenv_engine.storage.store.rows import (
 )
 
 
-class TaskReads:
+class TaskReads(StorePart):
     """`Store`'s reads of tasks and rollouts (they use its ``_rows``)."""
 
     def get_task(self, task_id: str) -> Task | None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from genenv_engine.storage.store.part import StorePart
 from genenv_engine.storage.store.rows import TaskFilter, _decode_row, _filter, _order_sql, fts_query
 
 SCAN_MATCHES = 2000
 """Above this many word-search matches, a page is found by walking the page-order index (see `Store.query_tasks`)."""
 
 
-class TaskSearch:
+class TaskSearch(StorePart):
     """`Store`'s filtered task pages and counts (they use its ``db`` and ``_rows``)."""
 
     def task_position(self, task_id: str, where: TaskFilter | None = None, **fields: Any) -> int | None:
@@ -87,7 +88,7 @@ class TaskSearch:
 
     def _word_matches(self, match: str) -> int:
         """How many tasks an FTS query matches (from the full-text index alone)."""
-        return self.db.execute("SELECT count(*) FROM tasks_fts WHERE tasks_fts MATCH ?", [match]).fetchone()[0]
+        return int(self.db.execute("SELECT count(*) FROM tasks_fts WHERE tasks_fts MATCH ?", [match]).fetchone()[0])
 
     def count_tasks(self, where: TaskFilter | None = None, **fields: Any) -> int:
         """How many tasks match the same filter as `query_tasks` (a word search alone: from the full-text index)."""
@@ -97,4 +98,4 @@ class TaskSearch:
             return self._word_matches(match)
         scan = bool(match) and self._word_matches(match) > SCAN_MATCHES
         sql_where, params = self._where(where, scan)
-        return self.db.execute(f"SELECT count(*) FROM tasks{sql_where}", params).fetchone()[0]
+        return int(self.db.execute(f"SELECT count(*) FROM tasks{sql_where}", params).fetchone()[0])
