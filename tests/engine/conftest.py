@@ -89,3 +89,69 @@ def plugin_module(tmp_path, monkeypatch) -> Callable[[str, str], ModuleType]:
     yield write
     for module in (*written, "countdown_env"):
         sys.modules.pop(module, None)
+
+
+# The flaky test plugin of the plugin-error and plugin-fault tests: each method raises, hangs or works as `MODE` says.
+FLAKY = '''
+import time
+
+from countdown_env import Countdown
+
+MODE = {"validate": "raise", "check": "ok", "sibling": "ok", "draft": "ok"}
+
+
+class Flaky(Countdown):
+    """Countdown whose loop-time validate, check, sibling and draft misbehave as MODE says (the warm start's
+    validate untouched; check and sibling everywhere; draft once the splits are built, "always": there too)."""
+
+    name = "flaky"
+
+    def parse_generation(self, text):  # every draft reaches validate
+        try:
+            return super().parse_generation(text)
+        except ValueError:
+            return text[:40] or "x", "1"
+
+    def validate(self, prompt, answer, *, task_id, parent=None, epoch=0, generator=None):
+        if generator and generator.startswith(("simulator@", "test")):
+            if MODE["validate"] == "raise":
+                raise RuntimeError("boom")
+            if MODE["validate"] == "sleep":
+                time.sleep(60)
+            if MODE["validate"] == "wrong":
+                return ["not", "a", "validation"]
+            if MODE["validate"] == "no_task":
+                return super().validate("numbers: 3 5 8 | target: 64", "8 * (3 + 5)", task_id=task_id).__class__(
+                    True, "", None)
+        return super().validate(prompt, answer, task_id=task_id, parent=parent, epoch=epoch, generator=generator)
+
+    def check(self, task, response):
+        if MODE["check"] == "raise":
+            raise KeyError("boom")
+        if MODE["check"] == "sleep":
+            time.sleep(60)
+        if MODE["check"] == "wrong":
+            return 1.0
+        return super().check(task, response)
+
+    def sibling(self, source, rng, task_id):
+        if MODE["sibling"] == "raise":
+            raise ValueError("no sibling today")
+        if MODE["sibling"] == "sleep":
+            time.sleep(60)
+        return super().sibling(source, rng, task_id)
+
+    def draft(self, level, rng):
+        if MODE["draft"] == "always" or (MODE["draft"] == "raise" and self._splits is not None):
+            raise ZeroDivisionError("draft")
+        if MODE["draft"] == "sleep" and self._splits is not None:
+            time.sleep(60)
+        return super().draft(level, rng)
+'''
+
+
+@pytest.fixture
+def flaky(plugin_module):
+    flaky_envs = plugin_module("flaky_envs", FLAKY)
+    flaky_envs.MODE.update(validate="raise", check="ok", sibling="ok", draft="ok")
+    return flaky_envs

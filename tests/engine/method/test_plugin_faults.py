@@ -3,7 +3,7 @@
 ``genenv status`` (text and --json), in ``genenv report`` and on the console's dashboard; a warm start that can draw no
 sibling, or a plugin raising where no item can fail (its splits), stops the run with one line, never a traceback;
 ``genenv resume --rescore-heldout`` re-checks the held-out answers a broken checker scored and loses no row. The
-plugin is the `Flaky` fixture of ``test_plugin_errors.py`` (micro runs)."""
+plugin is the `flaky` fixture of ``tests/engine/conftest.py`` (micro runs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import random
 import sqlite3
 
 import pytest
-from test_plugin_errors import flaky  # noqa: F401 - the fixture
 
 from genenv_engine.interfaces.cli import main
 from genenv_engine.storage.progress import fault_text
