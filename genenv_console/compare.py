@@ -20,7 +20,7 @@ from typing import Any
 from genenv_console.compare_funnel import TOTAL_COLUMNS, funnel_epoch_rows, funnel_total_rows
 from genenv_console.safe import clean
 from genenv_console.state import RunState
-from genenv_engine.experiments.arms import ARMS
+from genenv_engine.ablation.arms import ARMS
 from genenv_engine.reports.blocks import Block, Bullets, Heading, Para, Table
 from genenv_engine.reports.markdown import render_markdown
 from genenv_engine.storage.session_view import SessionView

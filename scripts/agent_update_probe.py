@@ -29,10 +29,10 @@ import time
 
 import torch
 
+from genenv_engine.ablation.stats import paired_change
 from genenv_engine.backends.base import Sampling
 from genenv_engine.config import load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.experiments.stats import paired_change
 from genenv_engine.interfaces.cli import parse_sets
 from genenv_engine.storage.session import Session
 from genenv_engine.training.agent import agent_prompt, evaluate, grpo_groups, rollout

@@ -343,7 +343,7 @@ class CurriculumConfig:
     its greedy success on 4 procedural siblings of each of a batch's valid tasks after the epoch's agent update minus
     before it, in [-1, 1], no band filter; one update covers all of an epoch's batches, so each batch is credited
     with the whole epoch's update; the sibling answers are extra generations, never taken from the agent's training
-    budget; see `genenv_engine.experiments.grounded`)."""
+    budget; a study variant, registered by the lab: `genenv_lab.grounded`)."""
     filter: str = "band"
     """Experimental: which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min)
     or ``none`` (every batch, weighted by its R_env: a sharp beta then does the selecting)."""

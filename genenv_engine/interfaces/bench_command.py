@@ -40,7 +40,7 @@ def add_bench_parser(sub) -> None:
             help="folder for bench-NAME.json (default bench-results/)",
         )
         mod.add_arguments(parser)
-    from genenv_engine.experiments.ablation import add_parser as add_ablation
+    from genenv_engine.ablation.bench import add_parser as add_ablation
 
     add_ablation(what)
 
@@ -48,7 +48,7 @@ def add_bench_parser(sub) -> None:
 def run_bench(args: argparse.Namespace) -> int:
     """Entry point of ``genenv bench``."""
     if args.bench == "ablation":
-        from genenv_engine.experiments.ablation import main as ablation
+        from genenv_engine.ablation.bench import main as ablation
 
         return ablation(args)
     if args.bench != "update-memory":

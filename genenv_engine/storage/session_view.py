@@ -1,6 +1,6 @@
 """One typed, read-only reader of a session: its saved config, epochs, variation batches and held-out results.
 
-The report (`genenv_engine.reports.data`), the ablation tables' reader (`genenv_engine.experiments.runs`) and the
+The report (`genenv_engine.reports.data`), the ablation tables' reader (`genenv_engine.ablation.runs`) and the
 console's reopen path (`genenv_console.state`) each used to read the store on their own and recompute some of what
 the engine had already decided: R_env with the alpha reward whatever ``curriculum.reward`` said, a partial epoch's
 calibration against the global alpha whatever ``curriculum.alpha_by_benchmark`` gave its benchmark. A

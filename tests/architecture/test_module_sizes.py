@@ -1,5 +1,5 @@
-"""Every module of the engine and the console is short enough to read as one job: at most `LIMIT` lines, and each
-opens with a docstring saying what it provides."""
+"""Every module of the engine, the console and the lab is short enough to read as one job: at most `LIMIT` lines,
+and each opens with a docstring saying what it provides."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import genenv_console
 import genenv_engine
+import genenv_lab
 
 LIMIT = 600
-"""The most lines a ``.py`` file under ``genenv_engine/`` or ``genenv_console/`` may have."""
+"""The most lines a ``.py`` file under ``genenv_engine/``, ``genenv_console/`` or ``genenv_lab/`` may have."""
 
-ROOTS = (Path(genenv_engine.__file__).parent, Path(genenv_console.__file__).parent)
+ROOTS = tuple(Path(package.__file__).parent for package in (genenv_engine, genenv_console, genenv_lab))
 
 
 def python_files() -> list[Path]:
@@ -27,6 +28,8 @@ def too_long(paths: list[Path], limit: int = LIMIT) -> dict[str, int]:
 
 def test_no_module_is_over_the_limit():
     assert len(python_files()) > 100
+    assert {root.name for root in ROOTS} == {"genenv_engine", "genenv_console", "genenv_lab"}
+    assert any(path.parent.name == "genenv_lab" for path in python_files())
     assert too_long(python_files()) == {}
 
 

@@ -18,6 +18,6 @@ BENCHES = {
     "ranking": "genenv_engine.interfaces.benches.ranking",
     "passk": "genenv_engine.interfaces.benches.passk",
     "grammar": "genenv_engine.interfaces.benches.grammar",
-    "records-diff": "genenv_engine.experiments.records_diff",  # study tooling: reads run records
+    "records-diff": "genenv_engine.ablation.records_diff",  # the ablation bench: reads run records
 }
 """Benchmark name -> module implementing it."""

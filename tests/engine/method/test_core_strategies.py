@@ -115,15 +115,19 @@ def test_trained_is_the_only_task_source_that_trains_the_simulator():
     assert {"none", "success_line", "steer", "fixed_line"} <= set(REGISTRY["note"])
 
 
-def test_study_variants_live_under_experiments():
+def test_study_variants_live_in_the_lab_and_the_engines_variants_beside_the_method():
     for kind, names in {
-        "tasks": ["sampler"],
         "seeds": ["alpha"],
-        "replay": ["train_subset", "unseen"],
         "note": ["steer", "fixed_line"],
     }.items():
         for name in names:
-            assert get(kind, name).__module__ == "genenv_engine.experiments.strategies", (kind, name)
+            assert get(kind, name).__module__ == "genenv_lab.strategies", (kind, name)
+    for kind, names in {
+        "tasks": ["sampler"],
+        "replay": ["train_subset", "unseen"],
+    }.items():
+        for name in names:
+            assert get(kind, name).__module__ == "genenv_engine.method.variants", (kind, name)
     for kind, names in {
         "tasks": ["trained", "frozen", "static", "off"],
         "seeds": ["uniform"],
@@ -139,16 +143,16 @@ def test_the_core_modules_do_not_import_the_study_code():
         tree = ast.parse(Path(module.__file__).read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        assert not {m for m in imported if m.startswith("genenv_engine.experiments")}, module.__name__
+        assert not {m for m in imported if m.startswith(("genenv_lab", "genenv_engine.ablation"))}, module.__name__
 
 
 def test_the_study_module_is_loaded_only_when_a_config_names_a_study_variant():
     code = (
         "import sys; from genenv_engine.config import load_config; "
         "from genenv_engine.method.strategies import resolve; "
-        "resolve(load_config('tiny')); print('genenv_engine.experiments.strategies' in sys.modules); "
+        "resolve(load_config('tiny')); print('genenv_lab.strategies' in sys.modules); "
         "resolve(load_config('tiny', overrides={'simulator.seed_sampling': 'alpha'})); "
-        "print('genenv_engine.experiments.strategies' in sys.modules)"
+        "print('genenv_lab.strategies' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]

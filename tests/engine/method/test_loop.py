@@ -450,7 +450,7 @@ def test_base_levels_restrict_the_base_replay_and_not_held_out(tmp_path):
 def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
     from genenv_engine.environments import get_environment
     from genenv_engine.environments.base import Environment
-    from genenv_engine.experiments.strategies import base_choices
+    from genenv_engine.method.variants import base_choices
 
     session = micro_session(
         tmp_path,
@@ -489,7 +489,7 @@ def test_unseen_base_source_trains_on_stored_tasks_no_split_has(tmp_path):
 
 def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_path):
     from genenv_engine.environments import get_environment
-    from genenv_engine.experiments.strategies import base_choices
+    from genenv_engine.method.variants import base_choices
 
     session = micro_session(
         tmp_path,
@@ -516,22 +516,3 @@ def test_base_pool_keeps_n_train_tasks_and_replays_them_to_the_full_budget(tmp_p
         load_config("micro", overrides={"agent.base_pool": -1})
     with pytest.raises(ConfigError, match="agent.base_pool.*unseen_tasks"):
         load_config("micro", overrides={"agent.base_pool": 5, "agent.base_source": "unseen"})
-
-
-def test_alpha_seed_sampler_weights_levels_by_their_recent_batches(tmp_path):
-    from genenv_engine.core.curriculum import seed_level_weights
-    from genenv_engine.environments import get_environment
-    from genenv_engine.experiments.strategies import seed_level_stats
-
-    session = micro_session(tmp_path, epochs=2, **{"simulator.seed_sampling": "alpha"})
-    run(session, backend_factory=scripted())
-    first, second = session.store.epoch_metrics()[1], session.store.epoch_metrics()[2]
-    assert first["seed_level_weights"]["bfcl"] == {"L2": 0.333, "L3": 0.333, "L4": 0.333}  # nothing measured yet
-    level_of = {t.id: t.level for t in get_environment("bfcl", session.config.seed).splits()["seed"]}
-    batches = [b for b in session.store.batches() if b["epoch"] == 1]
-    assert batches and all(level_of[b["seed_task_id"]] for b in batches)
-    want = seed_level_weights(seed_level_stats(batches, level_of, 2), 0.5, 20.0)
-    assert second["seed_level_weights"]["bfcl"] == {f"L{k}": round(v, 3) for k, v in want.items()}
-    assert second["seed_level_weights"]["bfcl"] != first["seed_level_weights"]["bfcl"]
-    for m in (first, second):
-        assert sum(m["seed_levels_drawn"]["bfcl"].values()) == session.config.simulator.seeds_per_epoch

@@ -14,11 +14,11 @@ from collections import Counter
 
 import pytest
 
+from genenv_engine.ablation.arms import ARMS, Plan, arm_config, check_equal_compute
 from genenv_engine.backends.base import Completion, Sampling
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import environments_of
 from genenv_engine.environments.chain.grammar import join_calls, read_prompt
-from genenv_engine.experiments.arms import ARMS, Plan, arm_config, check_equal_compute
 from genenv_engine.method.loop import run
 from genenv_engine.method.samplers import controller_policy, history_of, parse_cell, schedule_levels
 from genenv_engine.storage.session import Session

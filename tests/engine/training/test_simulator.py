@@ -40,23 +40,3 @@ def test_cap_rejects_repeats_templates_over_cap_and_heldout_copies():
     ]
     assert info == {"unique_fraction": 6 / 7, "duplicates_rejected": 4.0}
     assert keys[near_duplicate_key("Q: add 9 and 9")] == 2 and keys[near_duplicate_key("Q: neg 0")] == 2
-
-
-def test_draw_seeds_follows_level_weights_and_never_repeats_a_seed():
-    import random
-
-    from genenv_engine.experiments.strategies import draw_seeds
-
-    seeds = [
-        Task(id=f"t{i}", benchmark="bfcl", prompt=f"p{i}", answer="a", difficulty={"level": 2 + i % 3})
-        for i in range(30)
-    ]
-    only3 = draw_seeds(seeds, 8, random.Random(0), {2: 0.0, 3: 1.0, 4: 0.0})
-    assert len(only3) == 8 and {t.level for t in only3} == {3} and len({t.id for t in only3}) == 8
-    more = draw_seeds(seeds, 14, random.Random(0), {2: 0.0, 3: 1.0, 4: 0.0})  # 10 level-3 seeds, then the rest
-    assert len({t.id for t in more}) == 14 and sum(t.level == 3 for t in more) == 10
-    drawn = Counter(
-        t.level for _ in range(200) for t in draw_seeds(seeds, 1, random.Random(_), {2: 0.1, 3: 0.1, 4: 0.8})
-    )
-    assert drawn[4] > 130 and drawn[2] + drawn[3] > 10  # about 160 : 40
-    assert len(draw_seeds(seeds, 99, random.Random(1), {})) == 30
