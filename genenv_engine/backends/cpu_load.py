@@ -3,8 +3,8 @@
 A small model's decoding step is a few hundred tiny operations: split over two threads on idle cores it runs faster
 than on one, but when another process holds a core every operation waits for the descheduled thread.
 `decode_threads` therefore grants the configured threads only when other processes used less than `OTHERS_MAX` cores
-since it last looked, and one thread otherwise or wherever /proc cannot be read (the measurements:
-``docs/results/performance/openmp-spin.md``). `cores_idle` is the same look over a short wait, which an entry point
+since it last looked, and one thread otherwise or wherever /proc cannot be read (the measurements: the repository's
+OpenMP spin page among its performance results). `cores_idle` is the same look over a short wait, which an entry point
 takes once through `genenv_engine.backends.openmp.choose_spin`. `cpu_bfloat16` reads whether the CPU has bfloat16
 matrix units (the check of ``model.inference_dtype``). Nothing here imports torch.
 """

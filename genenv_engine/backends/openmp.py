@@ -6,8 +6,8 @@ sets `OPENMP_SPIN_IDLE` when other processes leave the cores free over a short l
 (`genenv_engine.backends.cpu_load.cores_idle`, which also primes the load reading that decoding looks at later) and
 `OPENMP_SPIN_BUSY` otherwise or where ``/proc`` cannot be read, unless the user chose: a set ``GOMP_SPINCOUNT`` or
 ``OMP_WAIT_POLICY`` is left alone. Child processes inherit the value, so they keep the parent's choice. The spin
-changes how fast a run is, never what it computes; the measurements behind the two values are in
-``docs/results/performance/openmp-spin.md``. Nothing here imports torch, and importing this module does nothing.
+changes how fast a run is, never what it computes; the measurements behind the two values are in the repository's
+performance results (the OpenMP spin page). Nothing here imports torch, and importing this module does nothing.
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-DEFAULT_OUT = Path("docs/results/reasoning-gym/datasets")
-"""Where the table's JSON (``datasets.json``) and Markdown (``datasets.md``) go by default."""
+DEFAULT_OUT = Path("rg-table")
+"""Where the table's JSON (``datasets.json``) and Markdown (``datasets.md``) go by default (under the working
+directory)."""
 DATASET_SECONDS = 900
 """How long one dataset's eligibility check and ``env check`` may take together."""
 OUTCOMES = ("passes", "breaks", "refused", "no result", "crashed")
