@@ -1,13 +1,13 @@
 """The co-evolution controller: one function per epoch that reads like the paper's Algorithm 1.
 
-`run` opens or continues a session: epoch 0 is the warm start and a held-out evaluation; every
-later epoch is `run_epoch`, which calls the epoch's steps in order (`genenv_engine.method.phases`): generate ->
-validate -> rollout -> agent update -> simulator update -> held-out eval -> checkpoint. Where the fresh tasks come from, how seeds are drawn, what
-the replay draws from, the note a simulator prompt carries and the simulator's reward (with its hooks before and
-after the agent's update) are the strategies the run resolved once from its config (`genenv_engine.method.strategies`),
-called without branching on settings. The loop emits typed events, checks the
-`RunControl` between phases and batches (pause/stop), and stores everything in the session's
-SQLite store, so a crash or a stop leaves a resumable session. A plugin's fault fails its item and is counted
+`run` opens or continues a session: epoch 0 is the warm start and a held-out evaluation; every later epoch is
+`run_epoch`, which calls the epoch's steps in order (`genenv_engine.method.phases`): generate -> validate ->
+rollout -> agent update -> simulator update -> held-out eval -> checkpoint. Where the fresh tasks come from, how
+seeds are drawn, what the replay draws from, the note a simulator prompt carries and the simulator's reward (with
+its hooks before and after the agent's update) are the strategies the run resolved once from its config
+(`genenv_engine.method.strategies`), called without branching on settings. The loop emits typed events, checks the
+`RunControl` between phases and batches (pause/stop), and stores everything in the session's SQLite store, so a
+crash or a stop leaves a resumable session. A plugin's fault fails its item and is counted
 (`genenv_engine.method.faults`: ``plugin_faults`` in each epoch's metrics and line); any other exception raised in a
 plugin's code stops the run with one line naming it (`genenv_engine.core.limits.plugin_failure`).
 """
