@@ -67,24 +67,33 @@ run-smol: setup
 TEST_WORKERS ?= $(shell python3 -c "import os; print((os.cpu_count() or 1) + 1)" 2>/dev/null || echo auto)
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: each of the suite's many child processes (CLI runs,
 # Ray workers, entry-point checks) would otherwise compile the engine again, and pytest its rewritten test modules.
-test: setup-ray setup-environments
-	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
+test: setup-ray setup-environments lint
 	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
-# The edit loop's quick check: the import contracts, then the unit-level tests (pure functions, config and presets,
-# layout and references, the store, every benchmark's checker and validator, the doctests of the engine's pure
-# modules); no end-to-end engine run. `make test` (and CI) runs everything.
-CHECK_TESTS := tests/engine/core/test_math.py tests/engine/config/test_config.py tests/engine/config/test_presets.py \
-	tests/architecture/test_layout.py tests/engine/interfaces/test_reference.py tests/engine/storage/test_store.py \
-	tests/engine/ablation/test_calibration_goals.py tests/engine/environments/test_checker_limits.py tests/engine/environments/test_env_contract.py \
-	tests/engine/environments/test_bfcl_env.py tests/engine/environments/test_apibank_env.py tests/engine/environments/test_bamboogle_env.py \
-	tests/engine/environments/test_alfworld_env.py tests/engine/environments/test_travelplanner_env.py tests/engine/method/test_core_strategies.py \
-	genenv_engine/method/strategies.py genenv_engine/core/curriculum.py genenv_engine/method/samplers.py genenv_engine/core/algorithms.py genenv_engine/config genenv_engine/core/errors.py \
-	genenv_engine/ablation genenv_lab
-.PHONY: check
-check: setup
+# The static checks: import contracts, ruff (lint and format) on the whole tree, mypy strict on the typed folders.
+# `make test` (and so CI) runs them first.
+MYPY_STRICT := genenv_engine/core genenv_engine/config genenv_engine/method genenv_engine/storage
+.PHONY: lint
+lint: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/lint-imports
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" --durations=5 $(CHECK_TESTS) $(PYTEST_ARGS)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy $(MYPY_STRICT)
+
+# The edit loop's quick check: the static checks, then every test the timing record (tests/durations.json, see
+# tests/timings.py) does not mark slow or as starting a process, and no Ray test: pure functions, config and
+# presets, layout and references, the store, the benchmarks' checkers and validators, the doctests.
+.PHONY: check
+check: lint
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not ray and not subprocess" --durations=5 \
+		$(PYTEST_ARGS)
+
+# Record each test's seconds and whether it starts a process into tests/durations.json (commit it): `make test`
+# orders the files by it and `make check` picks its quick set from it. Run again after adding or renaming tests.
+.PHONY: durations
+durations: setup-ray setup-environments
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= GENENV_RECORD_DURATIONS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) \
+		--dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The console in a real terminal, driven through tmux: plots appear and space pauses (a new micro session, up to a
 # minute); plot → batch → GRPO group on a finished micro session (about 20 s). Not part of `make test`.
