@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -52,18 +53,24 @@ def _digests() -> dict[str, str]:
 
 
 def test_splits_are_the_same_in_processes_with_other_hash_seeds():
+    """The child takes this process's eligibility verdicts instead of probing each dataset again (two processes a
+    dataset): the probe runs its children under fixed hash seeds 0 and 1 whatever the parent's, so its verdict is
+    the same in any process by construction, and the splits built on it are what this test compares."""
     code = (
-        "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport test_rg_adapter as t\n"
+        "import json, pickle, sys\nsys.path.insert(0, sys.argv[1])\nimport test_rg_adapter as t\n"
+        "from genenv_engine.environments.reasoning_gym import adapter\n"
+        "adapter.eligibility = pickle.loads(sys.stdin.buffer.read()).__getitem__\n"
         "print(json.dumps(t._digests()))"
     )
     here = _digests()
+    verdicts = pickle.dumps({dataset: adapter.eligibility(dataset) for dataset in DATASETS})
     hash_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # unlike this process's (random unless set)
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [sys.executable, "-c", code, os.path.dirname(__file__)],
         env=env,
+        input=verdicts,
         capture_output=True,
-        text=True,
         timeout=300,
         check=True,
     )
