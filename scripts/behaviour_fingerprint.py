@@ -159,7 +159,7 @@ def dump(folder: Path) -> dict[str, Any]:
 def shared_environments() -> Iterator[None]:
     """Runs of one benchmark and seed share its environment while this lasts (its splits are built once, not once
     per run: the chain benchmark's take seconds); what a run stores does not change."""
-    import genenv_engine.method.loop as loop_module
+    import genenv_engine.method.coevolution as core_module
     from genenv_engine.environments import get_environment
 
     made: dict[tuple, Any] = {}
@@ -173,12 +173,12 @@ def shared_environments() -> Iterator[None]:
             out[name] = made[key]
         return out
 
-    original = loop_module.environments_of
-    loop_module.environments_of = environments_of
+    original = core_module.environments_of
+    core_module.environments_of = environments_of
     try:
         yield
     finally:
-        loop_module.environments_of = original
+        core_module.environments_of = original
 
 
 def fingerprint(names: list[str] | None = None, root: Path | None = None) -> dict[str, dict[str, Any]]:

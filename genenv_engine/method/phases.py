@@ -1,8 +1,10 @@
-"""The steps of one epoch as Algorithm 1 names them, the functions `genenv_engine.method.loop.run_epoch` calls in
-order: `generate` and `validate` (by the run's task source), `rollout` (the replay sample, k attempts per task, each
-variation batch's p-hat and reward), `update_agent` (GRPO), `update_simulator` (RWR), `heldout` (greedy held-out
-success) and `checkpoint`. Each takes the epoch's context (`Epoch`), returns what a later step reads, and records its
-own figures in the epoch's metrics (``ep.metrics``).
+"""The steps of one epoch as Algorithm 1 names them, the functions the co-evolution core
+(`genenv_engine.method.coevolution`) and the native loop (`genenv_engine.method.loop.run_epoch`) call in order:
+`generate` and `validate` (by the run's task source), `training_tasks` (the fresh tasks and a replay sample),
+`rollout` (the native trainer's k attempts per task, by the executor), `score` (each variation batch's p-hat and
+reward from the stored attempts, whoever made them), `update_agent` (the agent's update: `grpo` natively),
+`update_simulator` (RWR), `heldout` (greedy held-out success) and `checkpoint`. Each takes the epoch's context
+(`Epoch`), returns what a later step reads, and records its own figures in the epoch's metrics (``ep.metrics``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from genenv_engine.core.records import ScoredBatch, Task
 from genenv_engine.environments.base import Environment
 from genenv_engine.executors.base import RolloutExecutor
 from genenv_engine.method.faults import Faults, draft_faults, heldout_summary, merge_faults, rollout_faults, usable
-from genenv_engine.method.protocols import Drafts, Epoch, FreshTasks, SimulatorReward, Strategies
+from genenv_engine.method.protocols import AgentLearner, Drafts, Epoch, FreshTasks, SimulatorReward, Strategies
 from genenv_engine.method.simulator_update import simulator_update
 from genenv_engine.method.strategies import replay_budget
 from genenv_engine.storage.session import Session
@@ -68,16 +70,28 @@ class Rollouts:
     faults: Faults
 
 
-def rollout(ep: Epoch, fresh: FreshTasks, notes: dict[str, str | None]) -> Rollouts:
-    """3. The agent attempts every fresh task and a replay sample of D_train, k times each; p-hat per variation
-    batch, its reward and whether the simulator's update keeps it (``notes``: each batch's prompt note, stored with
-    it). A plugin's faults are counted (the task source's draws add theirs) and kept out of the agent's update and
-    the batches' p-hat."""
+def training_tasks(ep: Epoch, fresh: FreshTasks) -> list[Task]:
+    """The tasks the agent attempts this epoch: the fresh tasks first, then a replay sample of D_train
+    (`replay_tasks`)."""
+    fresh_ids = {t.id for t in fresh.tasks}
+    return fresh.tasks + replay_tasks(ep.session, ep.envs, fresh_ids, ep.rng, len(fresh.tasks), ep.plan)
+
+
+def rollout(ep: Epoch, tasks: list[Task]) -> list[TaskAttempts]:
+    """3. The native trainer's rollouts: the agent attempts every task k times (by the executor), each attempt
+    scored by the task's environment; the caller stores them (`store_attempts`)."""
+    with PhaseTimer(ep.emit, ep.epoch, "rollout", ep.seconds):
+        scored = attempt(ep.session, ep.executor, tasks, ep.epoch, ep.emit, ep.check)
+    ep.metrics["rollout_workers"] = ep.executor.last_stats if scored else []
+    return scored
+
+
+def score(ep: Epoch, fresh: FreshTasks, scored: list[TaskAttempts], notes: dict[str, str | None]) -> Rollouts:
+    """p-hat per variation batch of the fresh tasks from the epoch's attempts (``scored``), its reward and whether
+    the simulator's update keeps it (``notes``: each batch's prompt note, stored with it). A plugin's faults are
+    counted (the task source's draws add theirs) and kept out of the agent's update and the batches' p-hat."""
     session, metrics = ep.session, ep.metrics
     fresh_ids = {t.id for t in fresh.tasks}
-    replay = replay_tasks(session, ep.envs, fresh_ids, ep.rng, len(fresh.tasks), ep.plan)
-    with PhaseTimer(ep.emit, ep.epoch, "rollout", ep.seconds):
-        scored = attempt(session, ep.executor, fresh.tasks + replay, ep.epoch, ep.emit, ep.check)
     faults = merge_faults(draft_faults({}, (g.task for g in fresh.generations)), metrics.pop("plugin_faults", {}))
     rollout_faults(faults, scored)
     trained = usable(scored)
@@ -93,19 +107,24 @@ def rollout(ep: Epoch, fresh: FreshTasks, notes: dict[str, str | None]) -> Rollo
     metrics.update(batch_metrics)
     metrics["tasks_trained"] = len(scored)
     metrics["tasks_trained_by_origin"] = dict(Counter(t.task.origin for t in scored))
-    metrics["rollout_workers"] = ep.executor.last_stats if scored else []
     ep.check()
     return Rollouts(scored, trained, batches, faults)
 
 
-def update_agent(ep: Epoch, roles: Roles, trained: list[TaskAttempts]) -> None:
-    """4. The agent's GRPO update on the rolled-out groups; the executor's workers take the new weights."""
+def update_agent(ep: Epoch, roles: Roles, trained: list[TaskAttempts], learn: AgentLearner) -> None:
+    """4. The agent's update by ``learn`` (natively `grpo`; an outside trainer's weights adopted); the agent's
+    backend and the executor's workers take the new weights."""
     with PhaseTimer(ep.emit, ep.epoch, "agent_update", ep.seconds) as phase:
-        phase.info = roles.grpo.update(grpo_groups(roles.agent, trained), ep.rng, ep.check)
+        phase.info = learn(ep, roles, trained)
         roles.agent_backend.sync()
         ep.executor.sync(ep.epoch)
     ep.emit(PolicyUpdated(ep.epoch, "agent", phase.info))
     ep.metrics["agent_update"] = phase.info
+
+
+def grpo(ep: Epoch, roles: Roles, trained: list[TaskAttempts]) -> dict[str, Any]:
+    """The native trainer's update: GRPO on the rolled-out groups."""
+    return dict(roles.grpo.update(grpo_groups(roles.agent, trained), ep.rng, ep.check))
 
 
 def update_simulator(
@@ -219,21 +238,24 @@ def attempt(
     emit: EventSink,
     check: Callable[[], None],
 ) -> list[TaskAttempts]:
-    """k rollouts per task (by the executor), stored with their rewards and the policy version that sampled them."""
+    """k scored rollouts per task, by the executor, stamped with the policy version that sampled them."""
     cfg = session.config
 
     def progress(done: int, total: int) -> None:
         emit(BatchProgressed(epoch, "rollout", done, total))
         check()
 
+    if not tasks:
+        return []
     sampling = Sampling(temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens)
-    scored = (
-        executor.rollout(
-            tasks, cfg.agent.rollouts, sampling, cfg.agent.success_threshold, epoch=epoch, progress=progress
-        )
-        if tasks
-        else []
+    return executor.rollout(
+        tasks, cfg.agent.rollouts, sampling, cfg.agent.success_threshold, epoch=epoch, progress=progress
     )
+
+
+def store_attempts(session: Session, scored: list[TaskAttempts], epoch: int, purpose: str = "train") -> None:
+    """Store every attempt of ``scored`` as a rollout of ``epoch`` with its reward and the policy version that
+    sampled it."""
     rows = [
         {
             "task_id": s.task.id,
@@ -242,15 +264,13 @@ def attempt(
             "reward": a.reward,
             "success": a.success,
             "error_type": a.result.error_type,
-            "purpose": "train",
+            "purpose": purpose,
             "policy_version": a.policy_version,
         }
         for s in scored
         for a in s.attempts
     ]
     session.store.insert_rollouts(rows)
-    session.store.add_rollout_stats((s.task.id, s.p_hat, len(s.attempts)) for s in scored)
-    return scored
 
 
 def score_batches(

@@ -12,7 +12,9 @@ The five kinds (registered by name in `genenv_engine.method.strategies`, each fa
 - ``reward`` (`SimulatorReward`): the simulator's reward per variation batch, with hooks before and after the
   agent's update.
 
-One run's resolved strategies are a `Strategies`; `Epoch` is what each of them works with in one epoch.
+One run's resolved strategies are a `Strategies`; `Epoch` is what each of them works with in one epoch. The agent's
+update is not a registered kind but the trainer's part (`AgentLearner`): genenv's GRPO, or an outside trainer's
+weights adopted.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from genenv_engine.storage.session import Session
 from genenv_engine.training import simulator as sim
 
 if TYPE_CHECKING:
+    from genenv_engine.training.agent import TaskAttempts
     from genenv_engine.training.roles import Roles
 
 
@@ -190,3 +193,10 @@ class Strategies:
         """Fail (``ConfigError``) before the warm start when a strategy cannot serve ``env``."""
         for strategy in (self.seeds, self.replay, self.tasks, self.reward):
             strategy.check(env)
+
+
+class AgentLearner(Protocol):
+    """The agent's update of one epoch (the ``agent_update`` phase): learns from the epoch's usable attempts, or
+    brings in the weights a trainer outside genenv learned, and returns the update's figures."""
+
+    def __call__(self, ep: Epoch, roles: Roles, trained: list[TaskAttempts]) -> dict[str, Any]: ...

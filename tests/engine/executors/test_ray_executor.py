@@ -33,7 +33,7 @@ from genenv_engine.environments import get_environment  # noqa: E402
 from genenv_engine.executors.base import GenerateJob  # noqa: E402
 from genenv_engine.executors.local import LocalExecutor  # noqa: E402
 from genenv_engine.executors.ray_exec import RayExecutor, WorkerTimeout  # noqa: E402
-from genenv_engine.method import loop  # noqa: E402
+from genenv_engine.method import coevolution, loop  # noqa: E402
 from genenv_engine.storage.session import Session  # noqa: E402
 from genenv_engine.testing import ScriptedSimulator, SlowCheckerWorker  # noqa: E402
 from genenv_engine.training import simulator as sim  # noqa: E402
@@ -176,8 +176,8 @@ def test_a_killed_worker_is_restarted_and_its_batches_retried(tmp_path, local_ra
         made.append(make(*args, **kwargs))
         return made[-1]
 
-    make = loop.make_executor
-    monkeypatch.setattr(loop, "make_executor", capture)
+    make = coevolution.make_executor
+    monkeypatch.setattr(coevolution, "make_executor", capture)
     killed = []
 
     def sink(event):

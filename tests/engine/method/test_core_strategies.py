@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.config import EXPERIMENTAL_FIELDS, load_config
-from genenv_engine.method import loop, phases, simulator_update
+from genenv_engine.method import coevolution, loop, phases, simulator_update
 from genenv_engine.method.strategies import REGISTRY, get, note_name, replay_name, resolve
 
-CORE_MODULES = (loop, phases, simulator_update)
+CORE_MODULES = (coevolution, loop, phases, simulator_update)
 """The modules the epoch's method lives in."""
 
 

@@ -1,7 +1,7 @@
 """The strategies' seams: `Strategies` typed by a Protocol per kind, a name registered once (a second factory under it
 raises, the same one again, as a reloaded module registers it, does not), plugins found through the
 ``genenv.strategies`` entry points (a broken one named in one line), and `run_epoch` calling Algorithm 1's steps in
-order with the run's strategies passed, never resolved again."""
+order through the co-evolution core, with the run's strategies passed, never resolved again."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.method import loop, protocols, strategies
+from genenv_engine.method import coevolution, loop, protocols, strategies
 from genenv_engine.method.strategies import REGISTRY, DuplicateStrategy, NoNote, Strategies, get, register
 
 PACKAGE = Path(strategies.__file__).parents[1]
@@ -123,13 +123,26 @@ def test_plugins_are_found_by_their_entry_points_not_by_a_module_name():
     assert "import_module" not in inspect.getsource(strategies)
 
 
+def names_used(function) -> list[str]:
+    """The names ``function`` calls or passes as an argument, in the order Python evaluates them (``f(x)`` and
+    ``o.f(x)`` give ``f``; ``g(f(x))``: ``f`` then ``g``; ``g(h)``: ``h`` then ``g``)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            found.append((node.end_lineno, node.end_col_offset, ast.unparse(node.func).split(".")[-1]))
+            found += [(a.end_lineno, a.end_col_offset, a.id) for a in node.args if isinstance(a, ast.Name)]
+    return [name for *_, name in sorted(found)]
+
+
 def test_run_epoch_calls_the_steps_of_algorithm_1_in_order():
-    tree = ast.parse(textwrap.dedent(inspect.getsource(loop.run_epoch)))
-    called = [
-        n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call)
-    ]
-    steps = ["generate", "validate", "rollout", "update_agent", "update_simulator", "heldout", "checkpoint"]
-    assert [c for c in called if c in steps] == steps
+    core = coevolution.CoEvolution
+    steps = ["generate", "validate", "training_tasks"]
+    assert [c for c in names_used(core.begin_epoch) if c in steps] == steps
+    steps = ["begin_epoch", "rollout", "record_attempts", "grpo", "end_epoch"]  # the native update, passed to the core
+    assert [c for c in names_used(loop.run_epoch) if c in steps] == steps
+    steps = ["score", "update_agent", "update_simulator", "heldout", "checkpoint"]
+    assert [c for c in names_used(core.end_epoch) if c in steps] == steps
 
 
 def resolved_again(source: str) -> list[int]:
