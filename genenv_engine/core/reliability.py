@@ -14,6 +14,10 @@ import math
 from collections.abc import Sequence
 from itertools import combinations
 
+TINY = 1e-18
+"""Variance at or below this per item is none: float rounding (a mean of equal numbers that is off by an ulp) is not
+a difference between items."""
+
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
@@ -24,6 +28,8 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
 
     >>> pearson([1, 2, 3], [2, 4, 6]), pearson([1, 2, 3], [3, 2, 1]), pearson([1, 1, 1], [1, 2, 3])
     (1.0, -1.0, None)
+    >>> pearson([0.6065306597126334] * 12, list(range(12))) is None  # equal up to rounding
+    True
     """
     if len(x) != len(y):
         raise ValueError(f"pearson needs sequences of one length, got {len(x)} and {len(y)}")
@@ -33,7 +39,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
     sxx = sum((a - mx) ** 2 for a in x)
     syy = sum((b - my) ** 2 for b in y)
-    if sxx == 0 or syy == 0:
+    if sxx <= TINY * len(x) or syy <= TINY * len(y):
         return None
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
 
@@ -96,7 +102,7 @@ def icc1(rounds: Sequence[Sequence[float]]) -> float | None:
     grand = _mean(item_means)
     msb = m * sum((mu - grand) ** 2 for mu in item_means) / (n - 1)
     msw = sum((r[i] - item_means[i]) ** 2 for r in rounds for i in range(n)) / (n * (m - 1))
-    if msb + (m - 1) * msw == 0:
+    if msb + (m - 1) * msw <= TINY:
         return None
     return (msb - msw) / (msb + (m - 1) * msw)
 
@@ -121,15 +127,21 @@ def split_half(first: Sequence[float], second: Sequence[float]) -> float | None:
     return None if r is None else spearman_brown(r)
 
 
-def binomial_reliability(batches: Sequence[Sequence[float]], attempts: int) -> float | None:
+def binomial_reliability(
+    batches: Sequence[Sequence[float]], attempts: int, estimated_from: int | None = None
+) -> float | None:
     """The reliability that sampling alone leaves to batch p-hats: each batch a sequence of its tasks' true success
     rates, each task tried ``attempts`` times. The true score of a batch is its tasks' mean rate; the noise of its
     p-hat has variance sum p(1 - p) / (attempts * B^2). Returns var(true) / (var(true) + mean noise variance); None
-    under 2 batches or with no variance.
+    under 2 batches or with no variance. With ``estimated_from``, the rates are themselves estimates, each from that
+    many attempts: their own sampling variance is taken out of var(true) (at least 0), which would otherwise count
+    noise as signal.
 
     >>> round(binomial_reliability([[0.1] * 4, [0.9] * 4], 8), 3)
     0.991
     >>> round(binomial_reliability([[0.4, 0.6], [0.5, 0.5], [0.6, 0.4]], 4), 3)
+    0.0
+    >>> binomial_reliability([[0.45], [0.55]], 8, estimated_from=48)  # a spread that 48 attempts give by chance
     0.0
     """
     if len(batches) < 2 or attempts < 1:
@@ -137,7 +149,11 @@ def binomial_reliability(batches: Sequence[Sequence[float]], attempts: int) -> f
     true = [_mean(b) for b in batches]
     mu = _mean(true)
     var_true = sum((t - mu) ** 2 for t in true) / (len(true) - 1)
+    if estimated_from:
+        var_true = max(
+            0.0, var_true - _mean([sum(p * (1 - p) for p in b) / (estimated_from * len(b) ** 2) for b in batches])
+        )
     noise = _mean([sum(p * (1 - p) for p in b) / (attempts * len(b) ** 2) for b in batches])
-    if var_true + noise == 0:
+    if var_true + noise <= TINY:
         return None
     return var_true / (var_true + noise)

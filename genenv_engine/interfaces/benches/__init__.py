@@ -18,6 +18,7 @@ BENCHES = {
     "ranking": "genenv_engine.interfaces.benches.ranking",
     "passk": "genenv_engine.interfaces.benches.passk",
     "grammar": "genenv_engine.interfaces.benches.grammar",
+    "reliability": "genenv_engine.interfaces.benches.reliability",
     "records-diff": "genenv_engine.ablation.records_diff",  # the ablation bench: reads run records
 }
 """Benchmark name -> module implementing it."""
