@@ -36,10 +36,10 @@ $(RAY_STAMP): $(STAMP)
 setup-ray: $(RAY_STAMP)
 
 # `make test` also installs the `environments` extra (reasoning-gym and verifiers, about 50 packages) so the
-# reasoning-gym adapter and the verifiers export are tested.
+# reasoning-gym adapter and the verifiers export are tested, and the `trl` extra for the TRL integration's tests.
 ENVS_STAMP := $(VENV)/.installed-environments
 $(ENVS_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[environments]"
+	$(PY) -m pip install --quiet -c constraints-cpu.txt -e ".[environments,trl]"
 	touch $(ENVS_STAMP)
 
 setup-environments: $(ENVS_STAMP)

@@ -54,6 +54,18 @@ def fault_text(faults: dict[str, dict[str, dict[str, int]]] | None) -> str:
     return "; ".join(parts)
 
 
+def recorded_text(metrics: dict[str, Any]) -> str:
+    """The rollouts an outside trainer sent that no p-hat counts (`genenv_engine.method.coevolution`): those of an
+    epoch already closed (late) and those of tasks no epoch issued (unknown); "" when there are none.
+
+    >>> recorded_text({"late_rollouts": {"1": 8}, "unknown_rollouts": 3}), recorded_text({"late_rollouts": {}})
+    (' late=8 (of epoch 1) unknown=3', '')
+    """
+    late = metrics.get("late_rollouts") or {}
+    text = f" late={sum(late.values())} (of epoch {', '.join(late)})" if late else ""
+    return text + (f" unknown={metrics['unknown_rollouts']}" if metrics.get("unknown_rollouts") else "")
+
+
 def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
     """One line summarising an epoch's metrics (ending with its plugin faults, when it has any)."""
     secs = sum((metrics.get("phase_seconds") or {}).values())
@@ -62,7 +74,9 @@ def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
         f"epoch {epoch}: p_hat={_fmt(metrics.get('generated_success'))} "
         f"|p-a|={_fmt(metrics.get('calibration_error'))} valid={_fmt(metrics.get('valid_fraction'))} "
         f"unique={_fmt(metrics.get('unique_fraction'))} mix={_fmt(metrics.get('difficulty_mix'))} "
-        f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s" + (f" PLUGIN FAULTS {faults}" if faults else "")
+        f"heldout={_fmt(metrics.get('heldout'))} {secs:.1f}s"
+        + recorded_text(metrics)
+        + (f" PLUGIN FAULTS {faults}" if faults else "")
     )
 
 

@@ -200,15 +200,17 @@ class TaskReads(StorePart):
 
     def plugin_faults(self, epochs: Sequence[int]) -> dict[int, dict[str, dict[str, dict[str, int]]]]:
         """Per epoch of ``epochs``: benchmark -> where -> fault kind -> items that a plugin's fault failed, from the
-        stored rows (an epoch's metrics count them since they exist): training rollouts (``rollouts``), held-out
-        answers (``heldout``), the grounded reward's probe answers (``probes``) and drafts (``drafts``)."""
+        stored rows (an epoch's metrics count them since they exist): training rollouts (``rollouts``, an outside
+        trainer's ``late`` ones too), held-out answers (``heldout``), the grounded reward's probe answers
+        (``probes``) and drafts (``drafts``)."""
         out: dict[int, dict[str, dict[str, dict[str, int]]]] = {}
         if not epochs:
             return out
         marks = ", ".join("?" * len(epochs))
         kind = "CASE WHEN {0} = 'plugin_timeout' THEN 'plugin_timeout' ELSE 'plugin_error' END"
         fault = "({0} = 'plugin_timeout' OR {0} LIKE 'plugin\\_error%' ESCAPE '\\')"
-        where = "CASE r.purpose WHEN 'train' THEN 'rollouts' WHEN 'heldout' THEN 'heldout' ELSE 'probes' END"
+        where = "CASE WHEN r.purpose IN ('train', 'late') THEN 'rollouts' WHEN r.purpose = 'heldout' THEN 'heldout' "
+        where += "ELSE 'probes' END"
         sqls = (
             f"SELECT r.epoch AS epoch, t.benchmark AS benchmark, {where} AS place, "
             f"{kind.format('r.error_type')} AS kind, count(*) AS n "

@@ -1,0 +1,451 @@
+"""GenEnv inside TRL's ``GRPOTrainer``: TRL trains the agent, genenv's simulator, validators, store and events run the
+environment, on one process or many (``torchrun``, ``accelerate launch``)::
+
+    with TrlCoEvolution("sessions/trl", config=load_config("tiny"), steps_per_epoch=8) as coevo:
+        trainer = GRPOTrainer(
+            model=coevo.agent_path,
+            reward_funcs=[coevo.reward],
+            args=coevo.grpo_config(output_dir="out", per_device_train_batch_size=8),
+            train_dataset=coevo.dataset(),
+            callbacks=[coevo.callback],
+        )
+        trainer.train()
+
+- Rank 0 owns the session (`genenv_engine.method.coevolution.CoEvolution`: the simulator, the store, the events;
+  one writer): it creates or continues the session (a new one's epoch 0 is the warm start) and opens each genenv
+  epoch. Every other rank holds a replica: the session's config, its environments and the tasks it was sent.
+- `TrlCoEvolution.dataset`: a ``datasets.IterableDataset``, the same stream on every rank (TRL's data loader reads
+  all of it on each rank and keeps its share): the open epoch's tasks in order, fresh ones first, cycled; each row
+  holds ``prompt`` (one user turn), ``task_id`` and ``genenv_epoch``.
+- `TrlCoEvolution.reward`: scores each completion with its task's environment (R_agent, what genenv's own trainer
+  uses; None for a task id no epoch issued, counted), then gathers every rank's (task, epoch, reward, success,
+  answer) to rank 0, which records them once (`CoEvolution.record`). Each task's attempts are TRL's
+  ``num_generations``. A row of a closed epoch that TRL read ahead of the boundary is recorded as late, by its tag.
+- `TrlCoEvolution.callback`: every ``steps_per_epoch`` optimizer steps rank 0 closes the genenv epoch (TRL's weights
+  become the session's agent, then p-hat and R_env per batch, the simulator's RWR update, held-out evaluation,
+  checkpoint) and opens the next; every rank receives its tasks. Training stops when the session's epochs are done.
+
+Importing this module does no work: trl, transformers, datasets, accelerate and torch load when used.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from genenv_engine.core.events import EventSink, RunControl, StopRequested, null_sink
+
+if TYPE_CHECKING:
+    from genenv_engine.config import RunConfig
+    from genenv_engine.core.records import Task
+    from genenv_engine.environments.base import Environment
+    from genenv_engine.method.coevolution import CoEvolution
+    from genenv_engine.training.roles import BackendFactory
+
+_STREAMS: dict[str, TaskStream] = {}
+"""Stream key -> the live stream a dataset reads (the dataset's generator holds the key alone, so that ``datasets``
+can hash it)."""
+
+
+class TaskStream:
+    """The tasks of the open genenv epoch as an endless sequence of TRL rows, restarted at each epoch."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self.tasks: list[Task] = []
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The open epoch's tasks, cycled; a new epoch starts from its first task; ends when no epoch is open."""
+        seen, i = -1, 0
+        while self.tasks:
+            if self.epoch != seen:
+                seen, i = self.epoch, 0
+            task = self.tasks[i % len(self.tasks)]
+            i += 1
+            yield {"prompt": [{"role": "user", "content": task.prompt}], "task_id": task.id, "genenv_epoch": seen}
+
+
+def stream_rows(key: str) -> Iterator[dict[str, Any]]:
+    """The rows of the stream registered under ``key`` (the dataset's generator)."""
+    yield from _STREAMS[key].rows()
+
+
+def completion_text(completion: str | Sequence[dict[str, Any]]) -> str:
+    """The answer of a TRL completion: a string, or the last message's content of a conversational one.
+
+    >>> completion_text("add(1, 2)"), completion_text([{"role": "assistant", "content": "add(1, 2)"}])
+    ('add(1, 2)', 'add(1, 2)')
+    """
+    return completion if isinstance(completion, str) else str(completion[-1]["content"])
+
+
+def grouped(rows: Sequence[Sequence[Any]]) -> list[tuple[str, int, list[Sequence[Any]]]]:
+    """Consecutive rows of one (task id, epoch) as one group, in order.
+
+    >>> [(t, e, len(g)) for t, e, g in grouped([("a", 1, 0.0), ("a", 1, 1.0), ("b", 1, 1.0), ("a", 2, 0.0)])]
+    [('a', 1, 2), ('b', 1, 1), ('a', 2, 1)]
+    """
+    out: list[tuple[str, int, list[Sequence[Any]]]] = []
+    for row in rows:
+        if out and out[-1][:2] == (row[0], row[1]):
+            out[-1][2].append(row)
+        else:
+            out.append((row[0], row[1], [row]))
+    return out
+
+
+def world() -> tuple[int, int]:
+    """This process's rank and the number of processes (1 without a launcher); under ``torchrun`` or
+    ``accelerate launch`` it starts accelerate's process group (gloo on CPU) that TRL then uses."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    from accelerate import PartialState
+
+    state = PartialState(cpu=not _cuda())  # accelerate starts no CPU process group unless told it runs on CPU
+    return state.process_index, state.num_processes
+
+
+class TrlCoEvolution:
+    """A genenv session co-evolving with TRL's ``GRPOTrainer`` (the module docstring shows the use)."""
+
+    def __init__(
+        self,
+        session: str | Path,
+        *,
+        steps_per_epoch: int,
+        config: RunConfig | None = None,
+        epochs: int | None = None,
+        sink: EventSink = null_sink,
+        control: RunControl | None = None,
+        backend_factory: BackendFactory | None = None,
+    ) -> None:
+        """``session``: the session folder, created from ``config`` when it holds none, else continued (as
+        ``genenv resume`` does; ``epochs`` raises its target). ``steps_per_epoch``: TRL optimizer steps per genenv
+        epoch. ``sink``, ``control`` and ``backend_factory`` are rank 0's, as `genenv_engine.method.loop.run`
+        takes them. Nothing happens until the ``with`` block is entered."""
+        if steps_per_epoch < 1:
+            raise ValueError(f"steps_per_epoch must be 1 or more, got {steps_per_epoch}")
+        self.folder = Path(session)
+        self.steps_per_epoch = steps_per_epoch
+        self._config, self._epochs = config, epochs
+        self._sink, self._control, self._factory = sink, control, backend_factory
+        self.rank, self.world = 0, 1
+        self.core: CoEvolution | None = None
+        """The co-evolution core (rank 0 only)."""
+        self.config: RunConfig | None = None
+        self.agent_path: Path | None = None
+        """The session agent's Hugging Face folder TRL starts from (the last finished epoch's checkpoint)."""
+        self.epochs_left = 0
+        self.late = 0
+        """Attempts recorded after their epoch closed (rank 0)."""
+        self.unknown = 0
+        """Attempts at task ids no epoch issued (rank 0)."""
+        self.scored = 0
+        """Completions this rank's reward function scored."""
+        self.summary: dict[str, Any] = {}
+        """What the run did (rank 0, once the ``with`` block is left): `CoEvolution.summary`."""
+        self._tasks: dict[int, dict[str, Task]] = {}
+        self._envs: dict[str, Environment] = {}
+        self._lease: Any = None
+        self._stream = TaskStream()
+        self._key = f"{os.getpid()}-{id(self)}"
+        self._opened_at = 0.0
+        self._steps_at = 0
+        self._callback: Any = None
+
+    # --- the session's lifetime on every rank --------------------------------------------------------------------
+
+    def __enter__(self) -> TrlCoEvolution:
+        self.rank, self.world = world()
+        payload: dict[str, Any] = {}
+        if self.rank == 0:
+            try:
+                payload = self._open_session()
+            except BaseException as exc:
+                self._broadcast({"error": f"{type(exc).__name__}: {exc}"})
+                self._close_core(exc)
+                raise
+        payload = self._broadcast(payload)
+        if "error" in payload:
+            raise RuntimeError(f"rank 0 could not open the genenv session {self.folder}: {payload['error']}")
+        from genenv_engine.config import config_from_dict
+
+        self.config = config_from_dict(payload["config"], f"rank 0's config of {self.folder}")
+        self.agent_path = Path(payload["agent"])
+        self.epochs_left = payload["epochs_left"]
+        if self.rank != 0:
+            from genenv_engine.environments import environments_of
+            from genenv_engine.environments.plugin_worker import time_limit_plugins
+
+            self._envs = environments_of(self.config)
+            time_limit_plugins(self._envs, self.config.simulator.plugin_timeout)
+        _STREAMS[self._key] = self._stream
+        self._receive(payload)
+        return self
+
+    def _open_session(self) -> dict[str, Any]:
+        """Rank 0: create or continue the session, bring its roles in, open its next epoch."""
+        from genenv_engine.method.coevolution import CoEvolution
+        from genenv_engine.storage.session import Session
+
+        if (self.folder / "config.toml").exists():
+            session = Session.open(self.folder, check=True)
+        elif self._config is not None:
+            session = Session.create(self._config, self.folder)
+        else:
+            raise FileNotFoundError(f"{self.folder} holds no genenv session: pass config= to create one there")
+        self._lease = session.lease("genenv trl")  # held until the with block is left: one engine per session
+        session.config.check_paths()
+        session.check_releases()
+        if self._epochs is not None:
+            session.set_epochs(self._epochs)
+        session.prepare_resume()
+        cfg = session.config
+        if cfg.model.tuning("agent") != "full":
+            raise ValueError("the TRL integration trains a fully fine-tuned agent: set model.agent_tuning = 'full'")
+        if session.store.last_finished_epoch() >= cfg.epochs or cfg.epochs < 1:  # nothing left for TRL to train
+            raise ValueError(f"{self.folder} asks for {cfg.epochs} epochs and has done them: pass epochs= above that")
+        self.core = core = CoEvolution(session, self._sink, self._control, self._factory)
+        core.__enter__()
+        core.start()
+        self._envs = core.envs
+        agent = session.checkpoint_dir(core.epoch - 1) / "agent"
+        epochs_left = cfg.epochs - core.epoch + 1
+        return {"config": cfg.to_dict(), "agent": str(agent), "epochs_left": epochs_left, **self._next_epoch()}
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        _STREAMS.pop(self._key, None)
+        if self.rank != 0:
+            from genenv_engine.environments.plugin_worker import release_plugins
+
+            release_plugins(self._envs)
+            return isinstance(exc, StopRequested)
+        return self._close_core(exc)
+
+    def _close_core(self, exc: BaseException | None) -> bool:
+        core, self.core = self.core, None
+        try:
+            if core is None:
+                return False
+            handled = core.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+            self.summary = dict(core.summary)
+            return bool(handled)
+        finally:
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
+
+    # --- what TRL is given ---------------------------------------------------------------------------------------
+
+    def dataset(self) -> Any:
+        """The task stream as a ``datasets.IterableDataset`` (give TRL ``shuffle_dataset=False``)."""
+        import datasets
+
+        return datasets.IterableDataset.from_generator(stream_rows, gen_kwargs={"key": self._key})
+
+    def grpo_config(self, **options: Any) -> Any:
+        """A ``trl.GRPOConfig`` with the session's agent settings (group size ``agent.rollouts``, temperature,
+        completion length, learning rate, clip, KL coefficient), the stream's needs (no shuffling) and
+        ``max_steps`` for the epochs left; ``options`` override any field but ``shuffle_dataset``."""
+        from trl import GRPOConfig
+
+        cfg = self._require_config()
+        a = cfg.agent
+        fields: dict[str, Any] = {
+            "num_generations": a.rollouts,
+            "temperature": a.temperature,
+            "max_completion_length": a.max_new_tokens,
+            "learning_rate": a.lr,
+            "epsilon": a.clip,
+            "beta": a.kl_coef,
+            "loss_type": "grpo",
+            "max_steps": self.steps_per_epoch * self.epochs_left,
+            "seed": cfg.seed,
+            "report_to": [],
+            "save_strategy": "no",
+            "use_cpu": cfg.runtime.device == "cpu" or not _cuda(),
+            **options,
+        }
+        if fields.get("shuffle_dataset", False):
+            raise ValueError("shuffle_dataset=True would read the live task stream far ahead: leave it False")
+        return GRPOConfig(**fields, shuffle_dataset=False)
+
+    @property
+    def callback(self) -> Any:
+        """The ``transformers.TrainerCallback`` that closes and opens genenv epochs."""
+        if self._callback is None:
+            self._callback = _epoch_callback(self)
+        return self._callback
+
+    def reward(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        task_id: Sequence[str],
+        genenv_epoch: Sequence[int],
+        **_: Any,
+    ) -> list[float | None]:
+        """TRL's reward function: R_agent of each completion by its task's environment (None for a task id no
+        epoch issued); every rank's scores are gathered to rank 0 and recorded there once."""
+        from genenv_engine.core.curriculum import is_success
+        from genenv_engine.core.limits import check_response
+
+        threshold = self._require_config().agent.success_threshold
+        out: list[float | None] = []
+        rows: list[tuple[str, int, float | None, bool, str, str | None]] = []
+        for completion, tid, tag in zip(completions, task_id, genenv_epoch, strict=True):
+            text, task = completion_text(completion), self._tasks.get(int(tag), {}).get(tid)
+            if task is None:
+                out.append(None)
+                rows.append((tid, int(tag), None, False, text, None))
+                continue
+            env = self._envs[task.benchmark]
+            result = check_response(env, task, text)
+            value = float(env.reward(result))
+            out.append(value)
+            rows.append((tid, int(tag), value, is_success(value, threshold), text, result.error_type))
+        self.scored += len(rows)
+        gathered = self._gather(rows)
+        if self.rank == 0:
+            self._record([row for part in gathered for row in part])
+        return out
+
+    # --- rank 0's records and epochs -----------------------------------------------------------------------------
+
+    def _record(self, rows: list[tuple[str, int, float | None, bool, str, str | None]]) -> None:
+        core = self._require_core()
+        for tid, tag, group in grouped(rows):
+            scored = [r for r in group if r[2] is not None]
+            if len(scored) < len(group):
+                core.count_unknown(tid, len(group) - len(scored), tag)
+                self.unknown += len(group) - len(scored)
+            if scored:
+                where = core.record(
+                    tid,
+                    [float(r[2] or 0.0) for r in scored],  # every r[2] is a number here
+                    epoch=tag,
+                    successes=[r[3] for r in scored],
+                    responses=[r[4] for r in scored],
+                    errors=[r[5] for r in scored],
+                )
+                self.late += len(scored) if where == "late" else 0
+                self.unknown += len(scored) if where == "unknown" else 0
+
+    def _next_epoch(self) -> dict[str, Any]:
+        """Rank 0: open the session's next epoch that has tasks to train on (an epoch without any is closed at
+        once); the payload every rank receives."""
+        core = self._require_core()
+        while not core.finished:
+            tasks = core.begin_epoch()
+            if tasks:
+                self._opened_at = time.monotonic()
+                return {"epoch": core.epoch, "tasks": tasks, "done": False}
+            core.end_epoch(_adopt(None, 0))
+        return {"epoch": core.epoch, "tasks": [], "done": True}
+
+    def step_end(self, state: Any, control: Any, model: Any) -> None:
+        """At TRL's step end (every rank): at an epoch boundary, rank 0 closes the genenv epoch and opens the next,
+        and every rank takes its tasks; training stops when the session's epochs are done."""
+        if state.global_step % self.steps_per_epoch:
+            return
+        payload: dict[str, Any] = {}
+        if self.rank == 0:
+            core = self._require_core()
+            try:
+                steps, self._steps_at = state.global_step - self._steps_at, state.global_step
+                core.end_epoch(_adopt(model, steps), {"trainer": time.monotonic() - self._opened_at})
+                payload = self._next_epoch()
+            except StopRequested:
+                self._broadcast({"stop": True})
+                raise
+            except BaseException as exc:
+                self._broadcast({"error": f"{type(exc).__name__}: {exc}"})
+                raise
+        payload = self._broadcast(payload)
+        if payload.get("stop"):
+            raise StopRequested()
+        if "error" in payload:
+            raise RuntimeError(f"rank 0 failed closing a genenv epoch: {payload['error']}")
+        self._receive(payload)
+        if payload["done"]:
+            control.should_training_stop = True
+
+    def _receive(self, payload: dict[str, Any]) -> None:
+        """Every rank: the open epoch's tasks, for the stream and the reward."""
+        tasks: list[Task] = payload["tasks"]
+        self._tasks[payload["epoch"]] = {t.id: t for t in tasks}
+        self._stream.epoch, self._stream.tasks = payload["epoch"], tasks
+
+    # --- collectives ---------------------------------------------------------------------------------------------
+
+    def _broadcast(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if self.world == 1:
+            return payload
+        import torch.distributed as dist
+
+        box = [payload]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def _gather(self, rows: list[Any]) -> list[list[Any]]:
+        if self.world == 1:
+            return [rows]
+        import torch.distributed as dist
+
+        parts: list[Any] | None = [None] * self.world if self.rank == 0 else None
+        dist.gather_object(rows, parts, dst=0)
+        return [list(p) for p in parts or []]
+
+    def _require_core(self) -> CoEvolution:
+        if self.core is None:
+            raise RuntimeError("only rank 0 holds the session, inside the with block")
+        return self.core
+
+    def _require_config(self) -> RunConfig:
+        if self.config is None:
+            raise RuntimeError("enter the with block first: rank 0 opens the session there")
+        return self.config
+
+
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _adopt(model: Any, steps: int) -> Any:
+    """The agent's update of an epoch TRL trained: TRL's weights become the session's agent (``model`` None: an
+    epoch without training, the agent unchanged); its figure is the epoch's TRL optimizer steps."""
+
+    def learn(ep: Any, roles: Any, trained: Any) -> dict[str, Any]:
+        if model is not None:
+            source = getattr(model, "module", model)
+            try:
+                roles.agent.model.load_state_dict(source.state_dict(), strict=True)
+            except RuntimeError as exc:
+                raise ValueError(
+                    "TRL's model does not match the session's agent: start the trainer from coevo.agent_path "
+                    f"({str(exc).splitlines()[0][:200]})"
+                ) from None
+        return {"steps": float(steps)}
+
+    return learn
+
+
+def _epoch_callback(coevo: TrlCoEvolution) -> Any:
+    """A ``transformers.TrainerCallback`` calling `TrlCoEvolution.step_end` (and refusing a shuffled stream)."""
+    from transformers import TrainerCallback
+
+    class GenenvEpochs(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if getattr(args, "shuffle_dataset", False):
+                raise ValueError("GRPOConfig(shuffle_dataset=True) reads genenv's task stream far ahead: set False")
+            coevo._steps_at = state.global_step
+
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            coevo.step_end(state, control, model)
+
+    return GenenvEpochs()
