@@ -35,7 +35,8 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def batch_p_hats(rounds: Sequence[Outcomes], batches: Sequence[Sequence[str]], k: int, b: int) -> list[list[float]]:
-    """Per round, each batch's p-hat over its first ``b`` tasks' first ``k`` attempts.
+    """Per round, each batch's p-hat over its first ``b`` tasks' first ``k`` attempts (``b`` 0: all its tasks, as
+    the loop scores a batch).
 
     >>> rounds = [{"a": [1, 0, 1], "b": [0, 0, 1]}, {"a": [1, 1, 1], "b": [0, 1, 1]}]
     >>> batch_p_hats(rounds, [["a", "b"]], k=2, b=2), batch_p_hats(rounds, [["a", "b"]], k=3, b=1)
@@ -43,7 +44,7 @@ def batch_p_hats(rounds: Sequence[Outcomes], batches: Sequence[Sequence[str]], k
     """
     out = []
     for outcomes in rounds:
-        out.append([_mean([s for t in batch[:b] for s in outcomes[t][:k]]) for batch in batches])
+        out.append([_mean([s for t in batch[: b or None] for s in outcomes[t][:k]]) for batch in batches])
     return out
 
 
@@ -77,7 +78,9 @@ def reliability_cell(
     p_hats = batch_p_hats(rounds, batches, k, b)
     rewards = [[reward(p) for p in ps] for ps in p_hats]
     weights = [rwr_weights(rs, lam) for rs in rewards]
-    true_rates = [[_mean([s for outcomes in rounds for s in outcomes[t]]) for t in batch[:b]] for batch in batches]
+    true_rates = [
+        [_mean([s for outcomes in rounds for s in outcomes[t]]) for t in batch[: b or None]] for batch in batches
+    ]
     return {
         "k": k,
         "tasks_per_batch": b,
@@ -109,7 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--k", type=int, action="append", default=[], help="attempts per task to evaluate (default: 1, 2, rollouts, 2x)"
     )
     parser.add_argument(
-        "--tasks", type=int, action="append", default=[], help="tasks per batch to evaluate (default: all, and half)"
+        "--tasks",
+        type=int,
+        action="append",
+        default=[],
+        help="tasks per batch to evaluate, 0 for each batch's own (default: 0 and the smallest batch's)",
     )
     parser.add_argument("--seed", type=int, default=0, help="the rounds' sampling seed")
 
@@ -165,9 +172,9 @@ def measure(
     if len(batches) < 2:
         raise SystemExit(f"epoch {epoch} has {len(batches)} batch(es) with valid tasks: at least 2 are needed")
     smallest = min(len(b) for b in batches)
-    bs = sorted(set(bs or [smallest, max(1, smallest // 2)]))
-    if min(bs) < 1 or max(bs) > smallest:
-        raise SystemExit(f"--tasks must be between 1 and the smallest batch's {smallest} tasks")
+    bs = sorted(set(bs or [0, smallest]))
+    if min(bs) < 0 or max(bs) > smallest:
+        raise SystemExit(f"--tasks must be between 0 (each batch's own tasks) and the smallest batch's {smallest}")
     task_ids = [t for b in batches for t in b]
     outcomes = _score_rounds(session, epoch, task_ids, rounds, attempts, seed, backend_factory)
     cur = cfg.curriculum
@@ -200,13 +207,53 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     quiet_transformers()
     session = Session.open(args.session)
     try:
-        return measure(session, args.epoch, args.rounds, args.k, args.tasks, args.attempts, args.seed)
+        result = measure(session, args.epoch, args.rounds, args.k, args.tasks, args.attempts, args.seed)
     finally:
         session.store.close()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench-reliability.md").write_text(markdown(result) + "\n", encoding="utf-8")
+    return result
 
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+COLUMNS = (
+    ("p_hat_icc", "p̂ ICC"),
+    ("p_hat_retest", "p̂ retest"),
+    ("reward_icc", "R_env ICC"),
+    ("reward_retest", "R_env retest"),
+    ("weights_rank", "RWR rank"),
+    ("binomial", "binomial"),
+    ("reward_sd", "R_env sd"),
+)
+"""The figures of a cell, as the tables name them."""
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The result as a Markdown table (written beside the JSON as ``bench-reliability.md``).
+
+    >>> cell = {"tasks_per_batch": 0, "k": 8, **{key: 0.5 for key, _ in COLUMNS}}
+    >>> print(markdown({"epoch": 1, "batches": 10, "rounds": 4, "mean_success": 0.5, "cells": [cell]}))
+    Reward reliability: epoch 1, 10 batches, 4 rounds, mean success 0.500.
+    <BLANKLINE>
+    | B | k | p̂ ICC | p̂ retest | R_env ICC | R_env retest | RWR rank | binomial | R_env sd |
+    |---|---|---|---|---|---|---|---|---|
+    | all | 8 | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 |
+    """
+    lines = [
+        f"Reward reliability: epoch {result['epoch']}, {result['batches']} batches, {result['rounds']} rounds, "
+        f"mean success {result['mean_success']:.3f}.",
+        "",
+        "| B | k | " + " | ".join(name for _, name in COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
+    ]
+    for c in result["cells"]:
+        cells = " | ".join(_fmt(c[key]) for key, _ in COLUMNS)
+        lines.append(f"| {c['tasks_per_batch'] or 'all'} | {c['k']} | {cells} |")
+    return "\n".join(lines)
 
 
 def table(result: dict[str, Any]) -> Any:
@@ -214,16 +261,8 @@ def table(result: dict[str, Any]) -> Any:
     t = rich_table(
         f"reward reliability: epoch {result['epoch']}, {result['batches']} batches, {result['rounds']} rounds, "
         f"mean success {result['mean_success']:.3f}",
-        ("B", "k", "p̂ ICC", "p̂ retest", "R_env ICC", "R_env retest", "RWR rank", "binomial", "R_env sd"),
+        ("B", "k", *(name for _, name in COLUMNS)),
     )
     for c in result["cells"]:
-        t.add_row(
-            str(c["tasks_per_batch"]),
-            str(c["k"]),
-            *(
-                _fmt(c[key])
-                for key in ("p_hat_icc", "p_hat_retest", "reward_icc", "reward_retest", "weights_rank", "binomial")
-            ),
-            _fmt(c["reward_sd"]),
-        )
+        t.add_row(str(c["tasks_per_batch"] or "all"), str(c["k"]), *(_fmt(c[key]) for key, _ in COLUMNS))
     return t

@@ -55,6 +55,8 @@ def test_the_command_writes_its_figures(session, tmp_path, capsys):
     result = json.loads((tmp_path / "bench-reliability.json").read_text())
     assert result["rounds"] == 2 and result["attempts"] == 2
     assert sorted({c["k"] for c in result["cells"]}) == [1, 2]
+    table = (tmp_path / "bench-reliability.md").read_text()
+    assert table.count("\n| ") == len(result["cells"]) + 1 and "| all | 2 |" in table
     assert "reward reliability" in capsys.readouterr().out
 
 
