@@ -245,6 +245,12 @@ def index_rows(root: Path) -> list[tuple[str, str]]:
             _reasoning_gym(root),
         ),
         (
+            "[reliability](reliability/README.md): is the simulator's reward a signal? Its batches scored again",
+            "tiny, seed 0, epoch 1: from k = 4 attempts per task p̂ is as reliable as binomial sampling allows, but "
+            "R_env and the order of the RWR weights agree below 0.5 between rounds at the preset's k = 8 "
+            "(figures on [its page](reliability/README.md))",
+        ),
+        (
             f"[performance](performance/README.md): the speed benchmarks, {performance_span(root)}",
             performance_finding(root),
         ),
