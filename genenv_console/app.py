@@ -521,7 +521,9 @@ class GenEnvConsole(AttachMixin, EngineWorkerMixin, App[None]):
             "Add an epoch", "Raise the session's target epochs by one (when idle)", self.action_more_epochs
         )
         yield SystemCommand(
-            "Export metrics and tasks", "Write export/metrics.jsonl and export/tasks.jsonl", self.action_export
+            "Export metrics and tasks",
+            "Write export/metrics.jsonl, tasks.jsonl (admitted) and rejected.jsonl",
+            self.action_export,
         )
         yield SystemCommand("Dashboard", "Live plots and the event log", lambda: self.action_show("dashboard"))
         yield SystemCommand("Tasks", "Browse, search, edit, pin and ban tasks", lambda: self.action_show("tasks"))

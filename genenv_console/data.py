@@ -309,23 +309,27 @@ def toggle_status(store: Store, task_id: str, status: str) -> str:
 
 
 def export_jsonl(session_dir: Path, page: int = EXPORT_PAGE) -> tuple[list[Path], int]:
-    """Write ``export/metrics.jsonl`` and ``export/tasks.jsonl`` (tasks streamed in pages); return paths, tasks."""
+    """Write ``export/metrics.jsonl``, ``export/tasks.jsonl`` (the admitted tasks: split tasks and valid generated
+    ones, as ``genenv tasks export`` writes them) and ``export/rejected.jsonl`` (the rejected drafts with their
+    reasons), tasks streamed in pages; return the paths and the number of tasks written to both."""
+    from genenv_engine.interfaces.interop import admitted
+
     out = session_dir / "export"
     out.mkdir(exist_ok=True)
-    metrics_path, tasks_path = out / "metrics.jsonl", out / "tasks.jsonl"
+    metrics_path, tasks_path, rejected_path = out / "metrics.jsonl", out / "tasks.jsonl", out / "rejected.jsonl"
     n = 0
     with Store(session_dir / "genenv.db") as store:
         with metrics_path.open("w") as fh:
             for row in store.epoch_metrics():
                 fh.write(json.dumps(row, default=str) + "\n")
-        with tasks_path.open("w") as fh:
+        with tasks_path.open("w") as kept, rejected_path.open("w") as rejected:
             offset = 0
             while True:
                 rows = store.query_tasks(limit=page, offset=offset, order="id")
                 for row in rows:
-                    fh.write(json.dumps(row, default=str) + "\n")
+                    (kept if admitted(row) else rejected).write(json.dumps(row, default=str) + "\n")
                 n += len(rows)
                 if len(rows) < page:
                     break
                 offset += page
-    return [metrics_path, tasks_path], n
+    return [metrics_path, tasks_path, rejected_path], n

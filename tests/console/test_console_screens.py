@@ -127,7 +127,7 @@ async def test_edit_rejects_invalid_and_stores_valid_revision_and_toggles(fixed_
         assert isinstance(app.screen, TasksScreen) and store.count_tasks(origin="edited") == 1
 
 
-async def test_export_writes_metrics_and_all_tasks(fixed_session):
+async def test_export_writes_metrics_and_every_task_admitted_or_rejected(fixed_session):
     app = idle_app(fixed_session)
     msgs: list = []
     async with app.run_test(size=SIZE, message_hook=msgs.append) as pilot:
@@ -135,7 +135,11 @@ async def test_export_writes_metrics_and_all_tasks(fixed_session):
         await wait_until(lambda: first(msgs, M.ExportWritten), 30, "the export")
         written = first(msgs, M.ExportWritten)
     metrics = [json.loads(line) for line in (fixed_session / "export" / "metrics.jsonl").read_text().splitlines()]
-    tasks = [json.loads(line) for line in (fixed_session / "export" / "tasks.jsonl").read_text().splitlines()]
+    tasks = [
+        json.loads(line)
+        for name in ("tasks.jsonl", "rejected.jsonl")
+        for line in (fixed_session / "export" / name).read_text().splitlines()
+    ]
     with Store(fixed_session / "genenv.db") as store:
         assert written.tasks == len(tasks) == store.count_tasks()
     assert [m["epoch"] for m in metrics] == [0, 1, 2] and metrics[1]["generated_success"] == 0.625

@@ -216,8 +216,11 @@ def test_sessions_listing_and_streamed_export(fixed_session, tmp_path):
     assert info.status == "resumable"
     assert list_sessions(tmp_path / "missing") == []
     paths, n = export_jsonl(fixed_session, page=7)
-    lines = paths[1].read_text().splitlines()
-    assert n == len(lines) == 36 and len({json.loads(x)["id"] for x in lines}) == 36
+    kept = [json.loads(x) for x in paths[1].read_text().splitlines()]
+    rejected = [json.loads(x) for x in paths[2].read_text().splitlines()]
+    assert n == len(kept) + len(rejected) == 36 and len({t["id"] for t in kept + rejected}) == 36
+    assert kept and all(t["valid"] or t["split"] in ("seed", "train", "heldout") for t in kept)
+    assert rejected and all(not t["valid"] and t["split"] == "generated" and t["reason"] for t in rejected)
 
 
 def test_latency_probe_and_percentiles():
