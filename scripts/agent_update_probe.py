@@ -118,7 +118,7 @@ def main(argv: list[str]) -> None:
         64,
         1,
         True,
-        micro_batch=cfg.model.micro_batch,
+        micro_batch=cfg.runtime.micro_batch,
         steps=steps,
     )
     n_tasks, k = int(opts.get("tasks", 96)), int(opts.get("k", 8))

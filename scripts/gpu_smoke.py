@@ -83,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides={
             "model.kind": "hf",
             "model.path": str(out / "base"),
-            "model.device": args.device,
+            "runtime.device": args.device,
             "model.dtype": "auto",
             "model.max_length": 384,
-            "model.threads": max(1, min(16, os.cpu_count() or 1)),
+            "runtime.threads": max(1, min(16, os.cpu_count() or 1)),
             "epochs": args.epochs,
             "warm_start.agent_steps": args.warm_steps,
             "warm_start.simulator_steps": args.warm_steps,

@@ -40,11 +40,11 @@ from genenv_engine.training.warmstart import agent_pairs, simulator_pairs, tail_
 
 def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, save: str | None = None) -> dict:
     cfg = load_config("tiny", None, {"seed": seed})
-    torch.set_num_threads(cfg.model.threads)
+    torch.set_num_threads(cfg.runtime.threads)
     envs = environments_of(cfg)
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    pol = warmstart_agent(cfg.model, seed)
+    pol = warmstart_agent(cfg.model, cfg.runtime, seed)
     pairs = agent_pairs(pol, envs)
     started = time.perf_counter()
     losses = sft(pol, pairs, steps, lr, batch, rng, None, 0, groups)
@@ -72,11 +72,11 @@ def agent(seed: int, steps: int, lr: float, groups: int = 4, batch: int = 32, sa
 
 def simulator(seed: int, folder: str, steps: int, lr: float, groups: int = 4) -> dict:
     cfg = load_config("tiny", None, {"seed": seed})
-    torch.set_num_threads(cfg.model.threads)
+    torch.set_num_threads(cfg.runtime.threads)
     envs = environments_of(cfg)
     rng = random.Random(seed + 1000)
     pol = Policy.load(Path(folder), torch.device("cpu"), cfg.model.max_length)
-    sim = warmstart_simulator(cfg.model, pol, Path(folder))
+    sim = warmstart_simulator(cfg.model, cfg.runtime, pol, Path(folder))
     pairs = simulator_pairs(sim, envs, cfg, rng)
     started = time.perf_counter()
     losses = sft(sim, pairs, steps, lr, cfg.warm_start.batch_size, rng, None, 0, groups)

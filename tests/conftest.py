@@ -4,7 +4,7 @@ run, and torch threads that share the cores.
 
 Run alone, a test process uses two torch threads. Under pytest-xdist (``make test`` runs one worker more than
 the cores) the workers split the machine's cores between them: each gets ``cores // workers`` threads (at least
-one), and a run's own ``model.threads`` setting is capped at that share, so the workers on two cores do not each
+one), and a run's own ``runtime.threads`` setting is capped at that share, so the workers on two cores do not each
 start two busy OpenMP threads.
 """
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genenv_engine.config import EXECUTION_FIELDS, RunConfig, load_config
+from genenv_engine.config import RunConfig, load_config
 from genenv_engine.core.errors import ConfigError
 
 ARMS: dict[str, tuple[dict[str, Any], str]] = {
@@ -68,11 +68,13 @@ COMPUTE_FIELDS = (
 """Agent settings that must be equal in every arm (what one epoch of agent training costs and does)."""
 
 
-HOW_FIELDS = EXECUTION_FIELDS + ("threads",)
-"""Model fields that say how a run computes, not what (`same_run` ignores them): two seeds run side by side on
-one thread each belong in one table with a seed run alone on two. ``threads`` can change float rounding, so the
-warm-start key keeps it: arms of one seed at other thread counts start from different warm starts, which the
-tables flag (`genenv_engine.ablation.runs.warm_start_mismatches`)."""
+HOW_FIELDS = ("threads", "micro_batch", "logprob_chunk", "gradient_checkpointing")
+"""``[runtime]`` settings that change how a run's updates compute, at most by float rounding (`same_run` ignores
+them): two seeds run side by side on one thread each belong in one table with a seed run alone on two. The rest
+of the runtime part (device, backend, the bfloat16, static and fused switches, the batch sizes, Ray, vLLM) still
+tells two runs apart here. The warm-start key reads no runtime setting: arms of one seed start from one warm start
+whatever their threads; the tables flag a pair of arms whose epoch-0 agents differ anyway
+(`genenv_engine.ablation.runs.warm_start_mismatches`)."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ def same_run(saved: RunConfig, wanted: RunConfig) -> bool:
         d.pop("epochs", None)
         d.pop("preset", None)
         for name in HOW_FIELDS:
-            d.get("model", {}).pop(name, None)
+            d.get("runtime", {}).pop(name, None)
         simulator = d.get("simulator", {})
         if simulator.get("mode") != "trained":
             for name in RWR_FIELDS:

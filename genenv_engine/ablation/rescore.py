@@ -100,7 +100,7 @@ def _evaluate(folder: Path, n: int, epochs: list[int], emit: Any) -> dict[int, d
     session = Session.open(folder)
     try:
         cfg = session.config
-        torch.set_num_threads(cfg.model.threads)
+        torch.set_num_threads(cfg.runtime.threads)
         envs = environments_of(cfg)
         tasks = heldout_tasks(envs, n)
         out: dict[int, dict[str, str]] = {}

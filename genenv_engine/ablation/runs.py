@@ -261,9 +261,10 @@ def warm_start_mismatches(
     runs: dict[str, dict[int, dict[str, Any]]], pairs: list[tuple[str, str]] | None = None
 ) -> list[dict[str, Any]]:
     """The pairings of two arms on one seed whose epoch-0 agents differ (`epoch0_difference`): another warm start
-    (e.g. made with other ``model.threads``, whose float rounding the warm-start key keeps apart), whose difference
-    every arm-against-arm comparison of that seed then includes. ``pairs``: the arm pairs compared (default: every
-    pair of arms); each entry names the seed and both arms, ``a`` and ``b``, and what differs.
+    (e.g. arms run on separate caches, each training its warm start on its own machine or thread count, whose float
+    rounding differs), whose difference every arm-against-arm comparison of that seed then includes. ``pairs``: the
+    arm pairs compared (default: every pair of arms); each entry names the seed and both arms, ``a`` and ``b``, and
+    what differs.
 
     >>> runs = {"off": {0: {"_fingerprints": {"agent": 1.0}}, 1: {"_fingerprints": {"agent": 1.0}}},
     ...         "unseen": {0: {"_fingerprints": {"agent": 2.0}}, 1: {"_fingerprints": {"agent": 1.0}}}}

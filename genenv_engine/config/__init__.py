@@ -7,15 +7,18 @@ Every value is checked when the dataclass is built; a bad value, or a setting ch
 default while the setting it depends on is off, raises `ConfigError` naming the field
 (``curriculum.alpha`` ...).
 
-Settings that exist for calibration studies rather than the paper's method are listed in
-`EXPERIMENTAL_FIELDS`. Top-level keys of earlier versions (`RENAMED_SETTINGS`: the Ray settings,
-now the ``[ray]`` table) are still read from TOML files, saved sessions and overrides, with a
+The config has parts: the method's settings (the top level, ``[model]``, ``[warm_start]``, ``[simulator]``,
+``[agent]``, ``[curriculum]``) and the runtime part (`RUNTIME_TABLES`: ``[runtime]``, ``[vllm]``, ``[ray]``), how
+and where a run computes, which the warm-start cache key never reads. Settings that exist for calibration studies
+rather than the paper's method are listed in `EXPERIMENTAL_FIELDS`. Keys of earlier versions (`RENAMED_SETTINGS`:
+the top-level Ray settings, now ``[ray]``; the model's threads, device and execution switches and the top-level
+backend and batch sizes, now ``[runtime]``) are still read from TOML files, saved sessions and overrides, with a
 `RenamedSettingWarning`.
 
-The modules, one job each: `choices` (the allowed values), `sections` (the section dataclasses, `field_docs`),
-`run` (`RunConfig`), `checks` (every value check), `tables` (nested tables merged, renamed keys moved, a dataclass
-built from a table), `loading` (presets, files, saved sessions) and `overrides` (``--set`` values). Every name is
-importable from this package.
+The modules, one job each: `choices` (the allowed values), `sections` (the method's section dataclasses,
+`field_docs`), `runtime` (the runtime part's), `run` (`RunConfig`), `checks` (every value check), `tables` (nested
+tables merged, renamed keys moved, a dataclass built from a table), `loading` (presets, files, saved sessions) and
+`overrides` (``--set`` values). Every name is importable from this package.
 """
 
 from __future__ import annotations
@@ -49,15 +52,13 @@ from genenv_engine.config.loading import (
 )
 from genenv_engine.config.overrides import parse_sets, parse_value
 from genenv_engine.config.run import RunConfig
+from genenv_engine.config.runtime import RUNTIME_TABLES, RayConfig, RuntimeConfig, VLLMConfig
 from genenv_engine.config.sections import (
-    EXECUTION_FIELDS,
     EXPERIMENTAL_FIELDS,
     AgentConfig,
     CurriculumConfig,
     ModelConfig,
-    RayConfig,
     SimulatorConfig,
-    VLLMConfig,
     WarmStartConfig,
     field_docs,
 )
@@ -70,7 +71,6 @@ __all__ = [
     "CURRICULUM_REWARDS",
     "DEFAULT_RAY_BATCH",
     "DTYPES",
-    "EXECUTION_FIELDS",
     "EXPERIMENTAL_FIELDS",
     "LEVEL_SAMPLERS",
     "LLAMA_LORA_TARGETS",
@@ -78,6 +78,7 @@ __all__ = [
     "NO_SIMULATOR_MODES",
     "PRESET_DIR",
     "RENAMED_SETTINGS",
+    "RUNTIME_TABLES",
     "SEED_SAMPLINGS",
     "SIMULATOR_MODES",
     "SIMULATOR_PROMPTS",
@@ -89,6 +90,7 @@ __all__ = [
     "RayConfig",
     "RenamedSettingWarning",
     "RunConfig",
+    "RuntimeConfig",
     "SimulatorConfig",
     "VLLMConfig",
     "WarmStartConfig",

@@ -16,25 +16,27 @@ from genenv_engine.config.choices import (
     BASE_SOURCES,
     CURRICULUM_FILTERS,
     CURRICULUM_REWARDS,
+    DEVICES,
     DTYPES,
+    INFERENCE_DTYPES,
     LEVEL_SAMPLERS,
     MODEL_KINDS,
     SEED_SAMPLINGS,
     SIMULATOR_MODES,
     SIMULATOR_PROMPTS,
+    TRAIN_FORWARDS,
     TUNINGS,
 )
 from genenv_engine.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from genenv_engine.config.run import RunConfig
+    from genenv_engine.config.runtime import RayConfig, RuntimeConfig, VLLMConfig
     from genenv_engine.config.sections import (
         AgentConfig,
         CurriculumConfig,
         ModelConfig,
-        RayConfig,
         SimulatorConfig,
-        VLLMConfig,
         WarmStartConfig,
     )
 
@@ -95,43 +97,52 @@ def check_model(model: ModelConfig) -> None:
             "a tiny model is trained from scratch",
         )
     check(model.dtype in DTYPES, "model.dtype", f"must be one of {', '.join(DTYPES)}; got {model.dtype!r}")
-    check(
-        model.train_forward in ("transformers", "fused"),
-        "model.train_forward",
-        f"must be transformers or fused; got {model.train_forward!r}",
-    )
-    check(
-        model.inference_dtype in ("weights", "bfloat16"),
-        "model.inference_dtype",
-        f"must be weights or bfloat16; got {model.inference_dtype!r}",
-    )
-    if model.inference_dtype == "bfloat16" and model.device != "cuda":
-        from genenv_engine.backends.cpu_load import cpu_bfloat16
-
-        check(
-            cpu_bfloat16() or _cuda_present(model.device),
-            "model.inference_dtype",
-            "bfloat16 needs a CPU with AVX-512 BF16 or AMX (avx512_bf16 / amx_bf16 in /proc/cpuinfo), or CUDA; "
-            "this CPU has neither: use weights",
-        )
-    for name in (
-        "hidden_size",
-        "num_layers",
-        "num_heads",
-        "intermediate_size",
-        "max_length",
-        "threads",
-        "lora_r",
-        "lora_alpha",
-        "logprob_chunk",
-    ):
+    for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_length", "lora_r", "lora_alpha"):
         check(getattr(model, name) > 0, f"model.{name}", "must be > 0")
-    check(model.micro_batch >= 0, "model.micro_batch", "must be >= 0 (0: the whole batch at once)")
     check(model.sft_length_groups >= 0, "model.sft_length_groups", "must be >= 0 (0: off)")
     check(0.0 <= model.lora_dropout < 1.0, "model.lora_dropout", "must be in [0, 1)")
     check(len(model.lora_targets) > 0, "model.lora_targets", "name at least one module")
     check(model.hidden_size % model.num_heads == 0, "model.num_heads", "must divide hidden_size")
-    check(model.device in ("auto", "cpu", "cuda"), "model.device", "must be auto, cpu or cuda")
+
+
+def check_runtime(runtime: RuntimeConfig) -> None:
+    """The ``[runtime]`` section."""
+    check(runtime.threads > 0, "runtime.threads", "must be > 0")
+    check(runtime.device in DEVICES, "runtime.device", f"must be one of {', '.join(DEVICES)}; got {runtime.device!r}")
+    from genenv_engine.backends import BACKENDS  # deferred: imports the backends' names only
+
+    check(
+        runtime.backend in BACKENDS,
+        "runtime.backend",
+        f"unknown backend {runtime.backend!r}; known: {', '.join(BACKENDS)}",
+    )
+    check(runtime.micro_batch >= 0, "runtime.micro_batch", "must be >= 0 (0: the whole batch at once)")
+    check(runtime.logprob_chunk > 0, "runtime.logprob_chunk", "must be > 0")
+    check(
+        runtime.train_forward in TRAIN_FORWARDS,
+        "runtime.train_forward",
+        f"must be {' or '.join(TRAIN_FORWARDS)}; got {runtime.train_forward!r}",
+    )
+    check(
+        runtime.inference_dtype in INFERENCE_DTYPES,
+        "runtime.inference_dtype",
+        f"must be {' or '.join(INFERENCE_DTYPES)}; got {runtime.inference_dtype!r}",
+    )
+    if runtime.inference_dtype == "bfloat16" and runtime.device != "cuda":
+        from genenv_engine.backends.cpu_load import cpu_bfloat16
+
+        check(
+            cpu_bfloat16() or _cuda_present(runtime.device),
+            "runtime.inference_dtype",
+            "bfloat16 needs a CPU with AVX-512 BF16 or AMX (avx512_bf16 / amx_bf16 in /proc/cpuinfo), or CUDA; "
+            "this CPU has neither: use weights",
+        )
+    check(runtime.rollout_batch >= 0, "runtime.rollout_batch", "must be >= 0 (0: one sampling stream in-process)")
+    check(
+        runtime.generate_batch >= 0,
+        "runtime.generate_batch",
+        "must be >= 0 (0: one sampling stream in the controller)",
+    )
 
 
 def _cuda_present(device: str) -> bool:
@@ -345,11 +356,6 @@ def check_run(config: RunConfig) -> None:
     )
     for name in config.curriculum.alpha_by_benchmark:
         check(name in known, f"curriculum.alpha_by_benchmark.{name}", f"unknown benchmark {name!r}")
-    check(config.rollout_batch >= 0, "rollout_batch", "must be >= 0 (0: one sampling stream in-process)")
-    check(config.generate_batch >= 0, "generate_batch", "must be >= 0 (0: one sampling stream in the controller)")
-    from genenv_engine.backends import BACKENDS
-
-    check(config.backend in BACKENDS, "backend", f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS)}")
 
 
 def check_data_paths(config: RunConfig) -> None:

@@ -16,12 +16,15 @@ LEVEL_SAMPLERS = ("uniform", "target", "schedule", "learnability", "controller")
 SIMULATOR_PROMPTS = ("compact", "instruct")
 SEED_SAMPLINGS = ("uniform", "alpha")
 DEFAULT_RAY_BATCH = 16
-"""Tasks per rollout batch on Ray when ``rollout_batch`` is 0 (16 tasks x k = 8 rollouts fill one 128-prompt
+"""Tasks per rollout batch on Ray when ``runtime.rollout_batch`` is 0 (16 tasks x k = 8 rollouts fill one 128-prompt
 decoding chunk of the hf backend)."""
 
 MODEL_KINDS = ("tiny", "hf", "smollm2")
 TUNINGS = ("full", "lora")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+DEVICES = ("auto", "cpu", "cuda")
+TRAIN_FORWARDS = ("transformers", "fused")
+INFERENCE_DTYPES = ("weights", "bfloat16")
 LLAMA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 BASE_SOURCES = ("train", "unseen")

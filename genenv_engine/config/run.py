@@ -1,4 +1,6 @@
-"""`RunConfig`: everything a co-evolution run needs, its top-level settings and one section per TOML table.
+"""`RunConfig`: everything a co-evolution run needs, its top-level settings and one section per TOML table: the
+method's settings (the top level, ``[model]``, ``[warm_start]``, ``[simulator]``, ``[agent]``, ``[curriculum]``)
+and the runtime part (``[runtime]``, ``[vllm]``, ``[ray]``: `genenv_engine.config.runtime`).
 
 Built from nested tables by `genenv_engine.config.loading`; checked when built (`genenv_engine.config.checks`,
 across sections too: a setting of one section that needs another's), its paths only where a run starts.
@@ -11,13 +13,12 @@ from typing import Any
 
 from genenv_engine.config.checks import check_data_paths, check_run
 from genenv_engine.config.choices import DEFAULT_RAY_BATCH
+from genenv_engine.config.runtime import RayConfig, RuntimeConfig, VLLMConfig
 from genenv_engine.config.sections import (
     AgentConfig,
     CurriculumConfig,
     ModelConfig,
-    RayConfig,
     SimulatorConfig,
-    VLLMConfig,
     WarmStartConfig,
 )
 from genenv_engine.config.tables import build, drop_none, merge, nest, renamed
@@ -35,8 +36,6 @@ class RunConfig:
     """Co-evolution epochs after the warm start (epoch 0)."""
     benchmarks: tuple[str, ...] = ("bfcl",)
     """Enabled environments."""
-    backend: str = "hf"
-    """Generation backend by name (``hf``; ``vllm`` with the gpu extra)."""
     heldout_size: int = 400
     """Held-out tasks evaluated per benchmark per epoch."""
     data_dirs: dict[str, str] = field(default_factory=dict)
@@ -59,19 +58,12 @@ class RunConfig:
     """The agent and its GRPO update."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     """The alpha-curriculum reward and band filter."""
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    """How the run computes: threads, device, backend, batch sizes, faster arithmetic (the runtime part)."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
-    """Options of the vllm backend."""
+    """Options of the vllm backend (the runtime part)."""
     ray: RayConfig = field(default_factory=RayConfig)
-    """Where the rollouts and the drafts' validation run: in this process or on Ray workers."""
-    rollout_batch: int = 0
-    """Tasks per rollout batch, each sampled with its own seed from (seed, epoch, batch index): the same seed and
-    batch size give the same rollouts in this process and on any number of Ray workers. 0: in-process, one sampling
-    stream over the whole rollout as before batches existed; on Ray, `DEFAULT_RAY_BATCH` tasks."""
-    generate_batch: int = 0
-    """Seeds per simulator generation batch, each batch writing its seeds' variations with its own sampling seed
-    from (seed, epoch, benchmark, batch index): the same value gives the same drafts in this process and on any
-    number of Ray workers, which then write them with their copies of the simulator. 0: each benchmark's drafts
-    from one sampling stream in the controller, as before batches existed (on Ray too)."""
+    """Where the rollouts and the drafts' validation run: in this process or on Ray workers (the runtime part)."""
 
     def __post_init__(self) -> None:
         if tuple(self.benchmarks) == ("all",):
@@ -91,10 +83,10 @@ class RunConfig:
 
         >>> on_ray = RunConfig(ray=RayConfig(address="local"))
         >>> (RunConfig().rollout_batch_tasks(), on_ray.rollout_batch_tasks(),
-        ...  RunConfig(rollout_batch=4).rollout_batch_tasks())
+        ...  RunConfig(runtime=RuntimeConfig(rollout_batch=4)).rollout_batch_tasks())
         (0, 16, 4)
         """
-        return self.rollout_batch or (DEFAULT_RAY_BATCH if self.ray.address else 0)
+        return self.runtime.rollout_batch or (DEFAULT_RAY_BATCH if self.ray.address else 0)
 
     def check_paths(self) -> RunConfig:
         """Raise ConfigError unless the model folders, data paths and environment classes this config names exist

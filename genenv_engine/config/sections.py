@@ -1,9 +1,10 @@
-"""The config sections: one frozen dataclass per TOML table (``[model]``, ``[warm_start]``, ``[simulator]``,
-``[agent]``, ``[curriculum]``, ``[vllm]``, ``[ray]``), with a docstring per field that `field_docs` reads.
+"""The method's config sections: one frozen dataclass per TOML table (``[model]``, ``[warm_start]``, ``[simulator]``,
+``[agent]``, ``[curriculum]``), with a docstring per field that `field_docs` reads.
 
 The dataclass defaults are the ``tiny`` preset. Each section's ``__post_init__`` runs its checks
 (`genenv_engine.config.checks`), so a section is checked when it is built. Settings that exist for calibration
-studies rather than the paper's method are listed in `EXPERIMENTAL_FIELDS`; `RunConfig`
+studies rather than the paper's method are listed in `EXPERIMENTAL_FIELDS`. How and where a run computes (threads,
+device, batch sizes, Ray, vLLM) is the runtime part (`genenv_engine.config.runtime`); `RunConfig`
 (`genenv_engine.config.run`) holds the sections and the top-level settings.
 """
 
@@ -19,9 +20,7 @@ from genenv_engine.config.checks import (
     check_curriculum,
     check_model,
     check_model_paths,
-    check_ray,
     check_simulator,
-    check_vllm,
     check_warm_start,
 )
 from genenv_engine.config.choices import LLAMA_LORA_TARGETS
@@ -47,16 +46,10 @@ EXPERIMENTAL_FIELDS = (
 """Dotted names of the settings that exist for calibration studies, not for the paper's method (each doc starts
 with "Experimental:"). Their defaults are the paper's behaviour."""
 
-EXECUTION_FIELDS = ("micro_batch", "logprob_chunk", "gradient_checkpointing")
-"""`ModelConfig` fields that change how, not what, an update computes (left out of the warm-start cache key)."""
-INFERENCE_FIELDS = ("inference_dtype", "static_decode")
-"""`ModelConfig` fields that change how the passes without gradients run (decoding, log-probs), never an update: left
-out of the warm-start cache key (the warm start's SFT has no such pass), kept in what tells two runs apart."""
-
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which language models play the two roles, how each is fine-tuned, and how they run.
+    """Which language models play the two roles and how each is fine-tuned (how they run is ``[runtime]``).
 
     By default both roles start from one base (``kind``/``path``). With ``lora`` tuning for both
     they are two PEFT adapters on that one base model in memory; ``agent_path`` / ``simulator_path``
@@ -88,26 +81,6 @@ class ModelConfig:
     """Module names that get LoRA adapters (Llama/Qwen2 attention and MLP projections)."""
     dtype: str = "auto"
     """Weights dtype: ``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``."""
-    inference_dtype: str = "weights"
-    """The dtype of the passes without gradients (decoding, reference and old log-probs, held-out scoring):
-    ``weights`` (the weights' own, ``dtype``) or ``bfloat16`` (autocast, or bfloat16 decode weights laid out once per
-    policy version, over the float32 weights the updates keep); bfloat16 on CPU needs AVX-512 BF16 or AMX."""
-    static_decode: bool = False
-    """Decode every Llama-architecture model (SmolLM2, LoRA roles) on the hand-written static-cache forward, not only
-    the tiny ones: faster, the same tokens as the transformers forward except where two candidates tie to float
-    rounding, so not the default for float32 runs (``inference_dtype = "bfloat16"`` decodes on it anyway)."""
-    train_forward: str = "transformers"
-    """The decoder forward of the updates and log-prob passes: ``transformers`` (the library's modules) or ``fused``
-    (`genenv_engine.training.fused_llama`: a hand-written forward of LoRA-tuned float32 Llama models such as SmolLM2,
-    with fewer, larger operations; equal up to float rounding, so part of the warm-start cache key; models it does
-    not serve keep the transformers forward). It keeps a stacked copy of the frozen q/k/v and gate/up weights (about
-    280 MB for SmolLM2-135M)."""
-    gradient_checkpointing: bool = False
-    """Recompute activations in the backward pass (less memory, about a third more compute)."""
-    micro_batch: int = 0
-    """Sequences per forward/backward pass; gradients of an optimizer step accumulate over micro-batches (0: all)."""
-    logprob_chunk: int = 2048
-    """Completion tokens per chunk of the log-prob gather: full-vocabulary logits exist for one chunk at a time."""
     hidden_size: int = 128
     """Tiny model width."""
     num_layers: int = 4
@@ -118,15 +91,12 @@ class ModelConfig:
     """Tiny model MLP width."""
     max_length: int = 384
     """Longest prompt + completion in tokens; longer sequences are truncated from the left of the prompt."""
-    threads: int = 2
-    """torch intra-op CPU threads."""
     sft_length_groups: int = 4
     """Warm-start SFT: run each step's batch as this many micro-batches of sequences of similar length, each padded
     only to its own longest, so less compute goes to padding (0: off, one batch padded to its longest). The same
-    gradient up to float rounding; unlike ``micro_batch`` it is part of the warm-start cache key, because that
-    rounding can change the warm-started weights."""
-    device: str = "auto"
-    """``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``."""
+    gradient up to float rounding, yet unlike ``runtime.micro_batch`` a setting of the warm-start recipe and part of
+    its cache key: it joined the key as one whose rounding changes a tiny warm start's weights, and every preset's
+    key records its value (tiny's 4, smol's 0)."""
 
     def __post_init__(self) -> None:
         check_model(self)
@@ -382,54 +352,6 @@ class CurriculumConfig:
 
     def __post_init__(self) -> None:
         check_curriculum(self)
-
-
-@dataclass(frozen=True)
-class VLLMConfig:
-    """Options of the ``vllm`` generation backend (used only when ``backend = "vllm"``)."""
-
-    gpu_memory_utilization: float = 0.4
-    """Share of GPU memory each vLLM engine takes; the rest stays with the trainer (on CPU vLLM sizes its KV cache
-    from ``VLLM_CPU_KVCACHE_SPACE`` GiB instead)."""
-    enforce_eager: bool = True
-    """Run without CUDA graphs (faster start, no capture memory)."""
-    chunk_size: int = 128
-    """Prompts per vLLM call; the pause/stop check runs between calls."""
-
-    def __post_init__(self) -> None:
-        check_vllm(self)
-
-
-@dataclass(frozen=True)
-class RayConfig:
-    """Where the agent's rollouts and the validation of the simulator's drafts run: in this process, or on Ray
-    worker actors (the ``ray`` extra). Every setting but ``address`` applies to Ray runs only."""
-
-    address: str = ""
-    """``""``: in this process (the default); ``"local"``: on the workers of a new local Ray instance; or the
-    address of a running Ray cluster (``"HOST:6379"``, ``"ray://HOST:10001"``). With ``generate_batch`` set, the
-    drafts' generation runs on the workers too; the controller keeps every phase (``genenv run --ray
-    local|ADDRESS``)."""
-    workers: int = 2
-    """Ray worker actors (> 0), each holding a copy of the agent with its generation backend, the checkers and
-    validators, and (with ``generate_batch`` set) a copy of the simulator with its own backend."""
-    validate_batch: int = 64
-    """Simulator drafts per validation call on a Ray worker (> 0; validation is deterministic: the batch size
-    changes where drafts are checked, never the verdicts). In-process the drafts are validated in one pass."""
-    call_timeout: float = 0.0
-    """Wall-clock limit in seconds of one Ray worker call (a generation, validation or rollout batch), counted from
-    when the controller sends it to its worker, which then has no other call in flight, until the result is back;
-    0: no limit. A call past the limit is cancelled and its worker killed (the only way to stop a checker stuck in
-    a loop or in C code); once Ray has restarted the worker the batch is sent once more, and past the limit again
-    the epoch stops with `genenv_engine.executors.ray_exec.WorkerTimeout`, naming the phase, the batch and its
-    tasks (the session stays resumable). A timeout is not scored as a failure: rewards that depend on machine
-    load would differ between runs of one seed, and between Ray and in-process runs; checks slow by the task's
-    own fault already fail deterministically (search budgets and size caps, `genenv_engine.core.limits`); and a
-    retried batch has the same seed and weights, so it gives exactly what the first attempt would have. In-process
-    calls are not limited; set it well above a batch's normal time."""
-
-    def __post_init__(self) -> None:
-        check_ray(self)
 
 
 @cache

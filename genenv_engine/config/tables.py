@@ -1,12 +1,14 @@
 """Nested TOML tables: dotted keys nested, one table merged over another, keys of earlier versions moved to their
 place now, a config dataclass built from a table (each value checked against its field's type) and back.
 
-Top-level keys of earlier versions (`RENAMED_SETTINGS`: the Ray settings, now the ``[ray]`` table) are still read,
-with a `RenamedSettingWarning`.
+Keys of earlier versions (`RENAMED_SETTINGS`: the Ray settings, now the ``[ray]`` table; the model's threads, device
+and execution switches and the top-level backend and batch sizes, now the ``[runtime]`` table) are still read, with
+a `RenamedSettingWarning`.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import MISSING, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,8 +27,20 @@ RENAMED_SETTINGS = {
     "ray_workers": "ray.workers",
     "validate_batch": "ray.validate_batch",
     "ray_call_timeout": "ray.call_timeout",
+    "backend": "runtime.backend",
+    "rollout_batch": "runtime.rollout_batch",
+    "generate_batch": "runtime.generate_batch",
+    "model.threads": "runtime.threads",
+    "model.device": "runtime.device",
+    "model.micro_batch": "runtime.micro_batch",
+    "model.logprob_chunk": "runtime.logprob_chunk",
+    "model.gradient_checkpointing": "runtime.gradient_checkpointing",
+    "model.train_forward": "runtime.train_forward",
+    "model.inference_dtype": "runtime.inference_dtype",
+    "model.static_decode": "runtime.static_decode",
 }
-"""Top-level keys of earlier versions -> their dotted key now; still read, with a `RenamedSettingWarning`."""
+"""Dotted keys of earlier versions -> their dotted key now; still read, with a `RenamedSettingWarning`. Every one
+names a value, never a table: a table under an old name (``[ray]``) is today's table of that name."""
 
 
 class RenamedSettingWarning(DeprecationWarning):
@@ -49,6 +63,27 @@ def nest(overrides: dict[str, Any]) -> dict[str, Any]:
     return nested
 
 
+def _table_of(data: dict[str, Any], dotted: str) -> tuple[dict[str, Any] | None, str]:
+    """The table of ``data`` that holds the dotted key (None where a table on the way is missing) and its leaf."""
+    *parents, leaf = dotted.split(".")
+    table: Any = data
+    for part in parents:
+        table = table.get(part)
+        if not isinstance(table, dict):
+            return None, leaf
+    return table, leaf
+
+
+def _old_keys(data: dict[str, Any]) -> list[str]:
+    """The keys of `RENAMED_SETTINGS` that ``data`` sets as values (a table under an old name is today's)."""
+    out = []
+    for old in RENAMED_SETTINGS:
+        table, leaf = _table_of(data, old)
+        if table is not None and leaf in table and not isinstance(table[leaf], dict):
+            out.append(old)
+    return out
+
+
 def renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
     """``data`` (nested, as read from TOML) with the keys of earlier versions moved to their new place
     (`RENAMED_SETTINGS`), warning once per key; a key given in both spellings is an error.
@@ -56,25 +91,30 @@ def renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
     >>> import warnings
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")
-    ...     renamed({"ray": "local", "ray_workers": 4, "epochs": 2}, "run.toml")
-    {'epochs': 2, 'ray': {'address': 'local', 'workers': 4}}
+    ...     renamed({"ray": "local", "ray_workers": 4, "model": {"threads": 1, "kind": "tiny"}}, "run.toml")
+    {'model': {'kind': 'tiny'}, 'ray': {'address': 'local', 'workers': 4}, 'runtime': {'threads': 1}}
     """
-    old = [key for key in RENAMED_SETTINGS if key in data and not (key == "ray" and isinstance(data[key], dict))]
-    if not old:
+    old_keys = _old_keys(data)
+    if not old_keys:
         return data
-    out = dict(data)
-    table = dict(out["ray"]) if isinstance(out.get("ray"), dict) else {}
-    for key in old:
-        new = RENAMED_SETTINGS[key]
-        section, leaf = new.split(".")
-        check(leaf not in table, key, f"is the old spelling of {new}, which {source} also sets; keep {new} alone")
-        table[leaf] = out.pop(key)
+    out = copy.deepcopy(data)
+    for old in old_keys:  # in the table's order: the old top-level ``ray`` value leaves before ``ray.*`` arrive
+        new = RENAMED_SETTINGS[old]
+        table, leaf = _table_of(out, old)
+        assert table is not None
+        value = table.pop(leaf)
+        *sections, new_leaf = new.split(".")
+        target = out
+        for part in sections:
+            target = target.setdefault(part, {})
+        check(new_leaf not in target, old, f"is the old spelling of {new}, which {source} also sets; keep {new} alone")
+        target[new_leaf] = value
         warnings.warn(
-            f"{source}: setting {key!r} is now {new!r} ([{section}] {leaf} = ...); the old key is read for now",
+            f"{source}: setting {old!r} is now {new!r} ([{'.'.join(sections)}] {new_leaf} = ...); the old key is read "
+            "for now",
             RenamedSettingWarning,
             stacklevel=3,
         )
-    out["ray"] = table
     return out
 
 

@@ -6,9 +6,9 @@ rollouts per task (`rollout`), learns of every agent and simulator update (`sync
 version: the epoch whose update produced the weights) and stamps each rollout and draft with the version of the
 weights that sampled it.
 
-With ``rollout_batch`` > 0 (always on Ray) the tasks are cut into batches of that many tasks in order, and each
-batch is one `genenv_engine.training.agent.rollout` call sampled with its own seed from (run seed, epoch, batch index).
-With ``generate_batch`` > 0 each job's seeds are cut into batches of that many, and each batch is one
+With ``runtime.rollout_batch`` > 0 (always on Ray) the tasks are cut into batches of that many tasks in order, and
+each batch is one `genenv_engine.training.agent.rollout` call sampled with its own seed from (run seed, epoch, batch
+index). With ``runtime.generate_batch`` > 0 each job's seeds are cut into batches of that many, and each batch is one
 `genenv_engine.training.simulator.sample` call sampled with its own seed from (run seed, epoch, benchmark, batch index),
 its task ids those the unbatched call gives. The hf backend's draws depend on the batch (its sampling noise is
 drawn for the whole decoding batch), so a rollout or a draft is reproduced exactly when the same batch meets

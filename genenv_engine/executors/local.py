@@ -1,11 +1,11 @@
 """The in-process executor (the default): the simulator's drafts and the agent's rollouts on the controller's own
 backends, and the validation of the drafts by the controller's own environments (one pass, as before executors).
 
-With ``rollout_batch = 0`` and ``generate_batch = 0`` it is exactly the engine before executors existed: one
-`genenv_engine.training.simulator.sample` call per benchmark and one `genenv_engine.training.agent.rollout` call, on the
-torch sampling streams the epoch seeded. With either > 0 it runs the seeded batches of `genenv_engine.executors.base`
-one after the other, under a forked torch RNG so the controller's stream is left as the Ray executor leaves it:
-the reference the Ray executor is tested against.
+With ``runtime.rollout_batch = 0`` and ``runtime.generate_batch = 0`` it is exactly the engine before executors
+existed: one `genenv_engine.training.simulator.sample` call per benchmark and one
+`genenv_engine.training.agent.rollout` call, on the torch sampling streams the epoch seeded. With either > 0 it runs
+the seeded batches of `genenv_engine.executors.base` one after the other, under a forked torch RNG so the
+controller's stream is left as the Ray executor leaves it: the reference the Ray executor is tested against.
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ class LocalExecutor:
         progress: GenerateProgress | None = None,
     ) -> list[sim.Draft]:
         """The jobs' drafts on ``roles.simulator_backend``, stamped with the current simulator version: one stream
-        per job, or (``generate_batch`` > 0) the seeded batches one after the other."""
+        per job, or (``runtime.generate_batch`` > 0) the seeded batches one after the other."""
         backend, policy = self.roles.simulator_backend, self.roles.simulator
-        size = self.config.generate_batch
+        size = self.config.runtime.generate_batch
         if not size:
             return sample_jobs(
                 backend,

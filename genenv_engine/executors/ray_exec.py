@@ -1,4 +1,4 @@
-"""The Ray executor: the agent's rollouts, the validation of the simulator's drafts and (with ``generate_batch``
+"""The Ray executor: the agent's rollouts, the validation of the simulator's drafts and (with ``runtime.generate_batch``
 set) the drafts' generation on worker actors, one batch per actor call.
 
 At start it joins Ray (``ray.address = "local"``: a new Ray instance on the machine running genenv; an address:
@@ -22,8 +22,8 @@ new process id on a worker's results is logged as a `WorkerRestarted` event. Tim
 once Ray has restarted it, the batch is sent again, once (`TIMEOUT_ATTEMPTS`); a second timeout raises
 `WorkerTimeout` (the config field's docstring says why a timeout stops the epoch instead of scoring the tasks as
 failures). Each timeout is logged as a `WorkerTimedOut` event. Workers build the configured backend
-(``config.backend``): a ``backend_factory`` given to `genenv_engine.method.loop.run` (test doubles) applies to the
-controller's roles only. Ray is imported only in here and in the worker, inside functions.
+(``config.runtime.backend``): a ``backend_factory`` given to `genenv_engine.method.loop.run` (test doubles) applies to
+the controller's roles only. Ray is imported only in here and in the worker, inside functions.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class _Call:
 
 
 class RayExecutor:
-    """Rollouts, draft validation and (``generate_batch`` > 0) generation on ``config.ray.workers`` Ray actors.
+    """Rollouts, draft validation and (``runtime.generate_batch`` > 0) generation on ``config.ray.workers`` Ray actors.
 
     ``worker`` is the actor class (`RolloutWorker`; tests pass a test double built on it)."""
 
@@ -169,22 +169,22 @@ class RayExecutor:
         self.config, self.roles, self.version, self.emit = config, roles, version, emit
         self.envs, self.simulator_version = envs, simulator_version
         self.workers = config.ray.workers
-        self.generates = config.generate_batch > 0
+        self.generates = config.runtime.generate_batch > 0
         """Whether the workers write the simulator's drafts (else the controller does, on its own backend)."""
         self._started = connect(config.ray.address, self.workers)
-        options = asdict(config.vllm) if config.backend == "vllm" else {}
+        options = asdict(config.vllm) if config.runtime.backend == "vllm" else {}
         actor = ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, num_cpus=1)(worker)
         policies = ray.put((roles.agent, roles.simulator if self.generates else None))  # one object: a shared base
         self.actors = [
             actor.remote(
                 policies,
                 version,
-                config.backend,
+                config.runtime.backend,
                 options,
                 list(config.benchmarks),
                 config.seed,
                 dict(config.data_dirs),
-                config.model.threads,
+                config.runtime.threads,
                 simulator_version=simulator_version,
                 environments=dict(config.environments),
                 environments_options=dict(config.environments_options),
@@ -264,8 +264,8 @@ class RayExecutor:
         style: str,
         progress: GenerateProgress | None = None,
     ) -> list[sim.Draft]:
-        """The jobs' drafts: with ``generate_batch`` > 0 the seeded seed batches round-robin on the workers, back
-        in order; else on the controller's simulator backend, one stream per job."""
+        """The jobs' drafts: with ``runtime.generate_batch`` > 0 the seeded seed batches round-robin on the workers,
+        back in order; else on the controller's simulator backend, one stream per job."""
         if not self.generates:
             return sample_jobs(
                 self.roles.simulator_backend,
@@ -278,7 +278,7 @@ class RayExecutor:
                 version=self.simulator_version,
                 progress=progress,
             )
-        batches = seed_batches(jobs, self.config.generate_batch)
+        batches = seed_batches(jobs, self.config.runtime.generate_batch)
         args = [
             (
                 [self._simulator_weights],

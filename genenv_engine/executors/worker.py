@@ -146,7 +146,7 @@ class RolloutWorker:
         """Write one batch of a job's drafts (seeds ``first`` onwards) with the simulator weights of ``version``
         (``weights[0]``: their object reference, or None when the worker was created with them)."""
         if self.simulator is None or self.simulator_backend is None:
-            raise RuntimeError("this worker holds no simulator: the executor was built with generate_batch = 0")
+            raise RuntimeError("this worker holds no simulator: the executor was built with runtime.generate_batch = 0")
         if version != self.simulator_version:
             _load(self.simulator, self.simulator_backend, weights)
             self.simulator_version = version

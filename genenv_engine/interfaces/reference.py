@@ -1,10 +1,11 @@
 """The configuration and command-line references, generated from the code: ``docs/reference/*.md``.
 
-`configuration_reference` renders one Markdown table per config section: `RunConfig`'s own fields, then each
-nested section dataclass (``[model]``, ``[agent]``, ...), every field with its type, default and docstring (read by
-`genenv_engine.config.field_docs`). `cli_reference` renders every ``genenv`` subcommand, nested ones included, from
-`genenv_engine.interfaces.cli.build_parser` as a synopsis and a table of its arguments. Both are built from the parser's
-actions and the dataclasses' fields, never from ``format_help()``, so the text does not depend on the terminal
+`configuration_reference` renders the config's parts (`PARTS`: the method's settings, the runtime part), each as one
+Markdown table per section: `RunConfig`'s own fields, then each nested section dataclass (``[model]``, ``[agent]``,
+...), every field with its type, default and docstring (read by `genenv_engine.config.field_docs`).
+`cli_reference` renders every ``genenv`` subcommand, nested ones included, from
+`genenv_engine.interfaces.cli.build_parser` as a synopsis and a table of its arguments. Both are built from the
+parser's actions and the dataclasses' fields, never from ``format_help()``, so the text does not depend on the terminal
 width or on the Python version's help formatter. `write` saves both under a repository root and `stale` names the
 files whose committed text differs from what the code gives now; ``python -m genenv_engine.interfaces.reference``
 (``make reference``) regenerates them and ``--check`` exits 1 naming the stale ones.
@@ -91,12 +92,36 @@ def sections(cls: type = config_module.RunConfig, prefix: str = "") -> list[tupl
     return out
 
 
+PARTS = (
+    (
+        "The method's settings",
+        "What a run does: the paper's method and its options, the models and their warm start (the top level, "
+        "`[model]`, `[warm_start]`, `[simulator]`, `[agent]`, `[curriculum]`). Any of them can change a run's "
+        "results; the warm-start cache key hashes those that shape the warm start (the model, the warm start, the "
+        "seed, the benchmarks). The settings that exist for calibration studies start with *Experimental:* "
+        "(`genenv_engine.config.EXPERIMENTAL_FIELDS`).",
+    ),
+    (
+        "The runtime part",
+        "How and where a run computes (`genenv_engine.config.RUNTIME_TABLES`): threads, device, the generation "
+        "backend, batch sizes and the fused, static and bfloat16 switches (`[runtime]`), the vllm backend's options "
+        "(`[vllm]`) and Ray (`[ray]`). They change speed, memory and the machine a run needs, not what the method "
+        "does: a run's numbers may differ by float rounding, by the precision of the passes without gradients or by "
+        "how the sampling streams are cut, and the warm-start cache key reads none of them. Keys of earlier versions "
+        "(`model.threads`, `model.micro_batch`, `rollout_batch`, `backend`, ...) still load, with a warning "
+        "(`genenv_engine.config.RENAMED_SETTINGS`).",
+    ),
+)
+"""The config's parts as the reference lists them: (heading, what the part holds); the runtime part is the sections
+`RUNTIME_TABLES` names, the method's every other one."""
+
+
 def _section_table(name: str, cls: type) -> str:
     hints = typing.get_type_hints(cls)
     docs = config_module.field_docs(cls)
     title = f"`[{name}]`" if name else "Top level"
     lines = [
-        f"## {title}",
+        f"### {title}",
         "",
         f"`{cls.__name__}`: {_cell(inspect.cleandoc(cls.__doc__ or ''))}",
         "",
@@ -117,7 +142,8 @@ def _section_table(name: str, cls: type) -> str:
 
 
 def configuration_reference() -> str:
-    """Markdown: every section of `RunConfig` as a table of field, type, default and meaning."""
+    """Markdown: the config's parts (`PARTS`), each section of `RunConfig` as a table of field, type, default and
+    meaning under its part."""
     parts = [
         "# Configuration reference",
         _GENERATED.format(source="`genenv_engine/config/`"),
@@ -126,10 +152,14 @@ def configuration_reference() -> str:
             "([configuration guide](../guide/configuration.md)). Each section below but the top level is a TOML table "
             "(`[model]`, ...); on the command line any field is `--set section.field=value` (a top-level field: "
             "`--set field=value`), the value parsed as TOML. Defaults are the dataclass defaults; a preset may change "
-            "them (`genenv_engine/presets/*.toml`)."
+            "them (`genenv_engine/presets/*.toml`). The sections fall in two parts: the method's settings and the "
+            "runtime part."
         ),
     ]
-    parts += [_section_table(name, cls) for name, cls in sections()]
+    runtime = set(config_module.RUNTIME_TABLES)
+    for (heading, intro), runs in zip(PARTS, (False, True), strict=True):
+        parts += [f"## {heading}", intro]
+        parts += [_section_table(name, cls) for name, cls in sections() if (name.split(".")[0] in runtime) == runs]
     return "\n\n".join(parts) + "\n"
 
 

@@ -156,7 +156,7 @@ class CoEvolution:
             cfg = session.config.check_paths()  # a session resumed elsewhere needs its model and data paths here
             session.check_releases()  # and the package versions its stored tasks came from
             self.emit = _recorder(session, self.sink)
-            torch.set_num_threads(cfg.model.threads)
+            torch.set_num_threads(cfg.runtime.threads)
             self.envs = environments_of(cfg)
             time_limit_plugins(self.envs, cfg.simulator.plugin_timeout)  # 0: a plugin's calls run here, unlimited
             stack.callback(release_plugins, self.envs)

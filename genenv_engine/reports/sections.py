@@ -32,7 +32,7 @@ from genenv_engine.storage.progress import fault_text
 def _run_section(b: Builder, s: SessionData, lvl: int, pre: str, img: str) -> None:
     cfg = s.config
     b.add(Heading(lvl, "Run", f"{pre}run"))
-    model = cfg["model"]
+    model, runtime = cfg["model"], cfg.get("runtime") or {}
     if model.get("kind") == "hf":
         model_text = f"local checkpoint {model.get('path')} (both roles start from it)"
     else:
@@ -62,7 +62,7 @@ def _run_section(b: Builder, s: SessionData, lvl: int, pre: str, img: str) -> No
         ["seed", str(cfg.get("seed"))],
         ["benchmarks", ", ".join(s.benchmarks)],
         ["models", model_text],
-        ["generation backend / device", f"{cfg.get('backend')} / {model.get('device')}"],
+        ["generation backend / device", f"{runtime.get('backend')} / {runtime.get('device')}"],
         ["co-evolution epochs done / target", f"{len(done)} / {cfg.get('epochs')}"],
         ["state", state],
         ["created", s.created_at or DASH],

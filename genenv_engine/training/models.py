@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genenv_engine.config import ConfigError, ModelConfig
+from genenv_engine.config import ConfigError, ModelConfig, RuntimeConfig
 from genenv_engine.training.policy import (
     Policy,
     build_tiny_model,
@@ -51,17 +51,23 @@ def role_source(cfg: ModelConfig, role: str) -> Path | None:
 class _Loader:
     """Loads role models once per folder: LoRA roles on the same base share one PeftModel."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
         self.cfg = cfg
-        self.device = pick_device(cfg.device)
+        self.runtime = runtime
+        self.device = pick_device(runtime.device)
         self.dtype = pick_dtype(cfg.dtype, self.device)
         self.shared: dict[Path, object] = {}
 
     def full(self, folder: Path) -> Policy:
         pol = Policy.load(
-            folder, self.device, self.cfg.max_length, self.dtype, self.cfg.logprob_chunk, **inference_options(self.cfg)
+            folder,
+            self.device,
+            self.cfg.max_length,
+            self.dtype,
+            self.runtime.logprob_chunk,
+            **inference_options(self.runtime),
         )
-        _prepare(pol.model, self.cfg)
+        _prepare(pol.model, self.runtime)
         return pol
 
     def lora(
@@ -79,7 +85,7 @@ class _Loader:
         else:
             model = new_adapter(model, adapter, self.cfg)
         if base not in self.shared:
-            _prepare(model, self.cfg)
+            _prepare(model, self.runtime)
         self.shared[base] = model
         return Policy(
             model,
@@ -89,47 +95,52 @@ class _Loader:
             adapter=adapter,
             source=base,
             frozen=not trainable,
-            logprob_chunk=self.cfg.logprob_chunk,
-            **inference_options(self.cfg),
+            logprob_chunk=self.runtime.logprob_chunk,
+            **inference_options(self.runtime),
         )
 
 
-def _prepare(model, cfg: ModelConfig) -> None:
-    if cfg.gradient_checkpointing:
+def _prepare(model, runtime: RuntimeConfig) -> None:
+    if runtime.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
-def warmstart_agent(cfg: ModelConfig, seed: int) -> Policy:
+def warmstart_agent(cfg: ModelConfig, runtime: RuntimeConfig, seed: int) -> Policy:
     """The agent before its warm start: the tiny model, its checkpoint, or a new adapter on it."""
-    loader = _Loader(cfg)
+    loader = _Loader(cfg, runtime)
     source = role_source(cfg, "agent")
     if source is None:
         from genenv_engine.training.tokenizer import build_byte_tokenizer
 
         tok = build_byte_tokenizer()
         model = build_tiny_model(cfg, tok, seed).to(loader.dtype)
-        _prepare(model, cfg)
+        _prepare(model, runtime)
         return Policy(
-            model, tok, loader.device, cfg.max_length, logprob_chunk=cfg.logprob_chunk, **inference_options(cfg)
+            model,
+            tok,
+            loader.device,
+            cfg.max_length,
+            logprob_chunk=runtime.logprob_chunk,
+            **inference_options(runtime),
         )
     if cfg.agent_tuning == "lora":
         return loader.lora(source, source, "agent", None)
     return loader.full(source)
 
 
-def load_warm_agent(cfg: ModelConfig, folder: Path) -> Policy:
+def load_warm_agent(cfg: ModelConfig, runtime: RuntimeConfig, folder: Path) -> Policy:
     """A warm-started agent saved in ``folder``, trainable as `warmstart_agent` left it after its SFT (the
     simulator's warm start can then start from it in a later run)."""
-    loader = _Loader(cfg)
+    loader = _Loader(cfg, runtime)
     source = role_source(cfg, "agent")
     if source is not None and cfg.agent_tuning == "lora":
         return loader.lora(source, folder, "agent", folder)
     return loader.full(folder)
 
 
-def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> Policy:
+def warmstart_simulator(cfg: ModelConfig, runtime: RuntimeConfig, agent: Policy, agent_folder: Path) -> Policy:
     """The simulator before its warm start (see the module docstring for where it starts from)."""
-    loader = _Loader(cfg)
+    loader = _Loader(cfg, runtime)
     if agent.adapter is not None:
         loader.shared[agent.source] = agent.model  # type: ignore[index]
     own = cfg.simulator_path is not None
@@ -156,14 +167,14 @@ def warmstart_simulator(cfg: ModelConfig, agent: Policy, agent_folder: Path) -> 
         "agent",  # type: ignore[arg-type]
         trainable=False,
     ).merge_and_unload()
-    _prepare(merged, cfg)
+    _prepare(merged, runtime)
     return Policy(
         merged,
         load_tokenizer(agent_folder),
         loader.device,
         cfg.max_length,
-        logprob_chunk=cfg.logprob_chunk,
-        **inference_options(cfg),
+        logprob_chunk=runtime.logprob_chunk,
+        **inference_options(runtime),
     )
 
 
@@ -182,7 +193,7 @@ def is_agent_only(folder: Path) -> bool:
     return (folder / AGENT_INFO).exists() and not (folder / DONE).exists()
 
 
-def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Policy]:
+def load_role_policies(cfg: ModelConfig, runtime: RuntimeConfig, here: Path, init: Path) -> dict[str, Policy]:
     """Both roles as saved in checkpoint ``here``, and their frozen references from warm start ``init``.
 
     Keys: ``agent``, ``agent_ref``, ``simulator``, ``simulator_ref``. A role saved as an adapter is
@@ -191,7 +202,7 @@ def load_role_policies(cfg: ModelConfig, here: Path, init: Path) -> dict[str, Po
     """
     from genenv_engine.training.adapters import is_adapter_folder
 
-    loader = _Loader(cfg)
+    loader = _Loader(cfg, runtime)
     out: dict[str, Policy] = {}
     for role in ROLES:
         folder, ref, source_role = here / role, init / role, role

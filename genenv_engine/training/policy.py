@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from genenv_engine.config import ModelConfig
+from genenv_engine.config import ModelConfig, RuntimeConfig
 
 PASS_TOKENS = {"forward": 0, "head": 0, "grad_forward": 0, "grad_head": 0}
 """Tokens the policies' log-prob passes ran through the decoder (``forward``) and the output head (``head``),
@@ -61,14 +61,18 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
     return getattr(torch, name)
 
 
-def inference_options(cfg: ModelConfig) -> dict:
-    """The `Policy` keywords of ``model.inference_dtype``, ``model.static_decode`` and ``model.train_forward``.
+def inference_options(runtime: RuntimeConfig) -> dict:
+    """The `Policy` keywords of ``runtime.inference_dtype``, ``runtime.static_decode`` and ``runtime.train_forward``.
 
-    >>> inference_options(ModelConfig(static_decode=True))
+    >>> inference_options(RuntimeConfig(static_decode=True))
     {'inference_dtype': None, 'static_decode': True, 'fused_forward': False}
     """
-    dtype = None if cfg.inference_dtype == "weights" else getattr(torch, cfg.inference_dtype)
-    return {"inference_dtype": dtype, "static_decode": cfg.static_decode, "fused_forward": cfg.train_forward == "fused"}
+    dtype = None if runtime.inference_dtype == "weights" else getattr(torch, runtime.inference_dtype)
+    return {
+        "inference_dtype": dtype,
+        "static_decode": runtime.static_decode,
+        "fused_forward": runtime.train_forward == "fused",
+    }
 
 
 def build_tiny_model(cfg: ModelConfig, tokenizer, seed: int):

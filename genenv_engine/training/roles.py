@@ -87,7 +87,7 @@ def load_roles(
                 "to fall back to the previous complete checkpoint"
             )
     try:
-        p = load_role_policies(cfg.model, here, init)
+        p = load_role_policies(cfg.model, cfg.runtime, here, init)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(
             f"checkpoint {here} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}): "
@@ -95,7 +95,7 @@ def load_roles(
         ) from None
     agent, agent_ref, simulator, simulator_init = p["agent"], p["agent_ref"], p["simulator"], p["simulator_ref"]
     a, s = cfg.agent, cfg.simulator
-    micro = cfg.model.micro_batch
+    micro = cfg.runtime.micro_batch
     grpo = GRPOTrainer(
         agent,
         agent_ref,
@@ -117,8 +117,8 @@ def load_roles(
                 f"checkpoint {here} has no {name}: resuming would silently restart the optimizer; "
                 "move the folder aside to fall back to the previous checkpoint"
             )
-    options = asdict(cfg.vllm) if cfg.backend == "vllm" else {}
-    make = backend_factory or (lambda role, policy: get_backend(cfg.backend, policy=policy, **options))
+    options = asdict(cfg.vllm) if cfg.runtime.backend == "vllm" else {}
+    make = backend_factory or (lambda role, policy: get_backend(cfg.runtime.backend, policy=policy, **options))
     return Roles(
         agent, agent_ref, simulator, simulator_init, grpo, rwr, make("agent", agent), make("simulator", simulator)
     )

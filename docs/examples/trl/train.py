@@ -3,7 +3,7 @@ attempts them (its `num_generations` per task) and learns, genenv records every 
 (p-hat, R_env), updates the simulator, evaluates held-out and checkpoints. See README.md beside this file.
 
     python docs/examples/trl/train.py --session sessions/trl-tiny --epochs 3 --steps-per-epoch 8
-    torchrun --nproc_per_node 2 docs/examples/trl/train.py --session sessions/trl-tiny2 --set model.threads=1
+    torchrun --nproc_per_node 2 docs/examples/trl/train.py --session sessions/trl-tiny2 --set runtime.threads=1
 """
 
 from __future__ import annotations

@@ -48,10 +48,10 @@ class PhaseTokens:
 
         from genenv_engine.backends import get_backend
 
-        options = asdict(config.vllm) if config.backend == "vllm" else {}
+        options = asdict(config.vllm) if config.runtime.backend == "vllm" else {}
 
         def make(role: str, policy):
-            backend = get_backend(config.backend, policy=policy, **options)
+            backend = get_backend(config.runtime.backend, policy=policy, **options)
             self.backends.append(backend)
             return backend
 

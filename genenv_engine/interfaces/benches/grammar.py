@@ -43,7 +43,7 @@ def simulator_policy(config) -> tuple[Any, str]:
     folder = cached_agent(config)
     if folder is not None and (folder / "simulator").exists():
         return Policy.load(folder / "simulator", torch.device("cpu"), config.model.max_length), cache_key(config)
-    return warmstart_agent(config.model, config.seed), "random weights (no cached warm start)"
+    return warmstart_agent(config.model, config.runtime, config.seed), "random weights (no cached warm start)"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def _setup(prompts_n: int, seed: int):
 
     cfg = load_config("tiny")
     torch.manual_seed(seed)
-    policy = warmstart_agent(cfg.model, seed)
+    policy = warmstart_agent(cfg.model, cfg.runtime, seed)
     env = get_environment("bfcl", 0)
     prompts = [agent_prompt(policy, t) for t in env.splits()["train"][:prompts_n]]
     return cfg, policy, prompts
@@ -191,7 +191,7 @@ def trl(prompts_n: int, group: int, max_new: int, steps: int, lr: float, beta: f
             # bfloat16), checkpointing as the preset has it (TRL's default: on), prompts in order
             bf16=False,
             fp16=False,
-            gradient_checkpointing=cfg.model.gradient_checkpointing,
+            gradient_checkpointing=cfg.runtime.gradient_checkpointing,
             shuffle_dataset=False,
         )
         trainer = TRLGRPOTrainer(

@@ -45,7 +45,7 @@ def tiny_agent(warm_steps: int):
         return Policy.load(
             folder / "agent", torch.device("cpu"), cfg.model.max_length
         ), f"cached warm start {folder.name}"
-    agent = warmstart_agent(cfg.model, 0)
+    agent = warmstart_agent(cfg.model, cfg.runtime, 0)
     env = get_environment("bfcl", 0)
     pairs = [(agent.encode(agent_prompt(agent, t)), agent.completion_ids(t.answer)) for t in env.splits()["train"]]
     sft(agent, pairs, warm_steps, cfg.warm_start.agent_lr, cfg.warm_start.batch_size, random.Random(0))
@@ -56,7 +56,7 @@ def load_policy(model: str, warm_steps: int):
     """The policy to generate with and a description of where it came from."""
     import torch
 
-    from genenv_engine.config import ModelConfig
+    from genenv_engine.config import ModelConfig, RuntimeConfig
     from genenv_engine.training.models import warmstart_agent
     from genenv_engine.training.policy import Policy
 
@@ -64,7 +64,7 @@ def load_policy(model: str, warm_steps: int):
         return tiny_agent(warm_steps)
     if model == "smollm2":
         return warmstart_agent(
-            ModelConfig(kind="smollm2", agent_tuning="lora", max_length=320), 0
+            ModelConfig(kind="smollm2", agent_tuning="lora", max_length=320), RuntimeConfig(), 0
         ), "SmolLM2-135M-Instruct (LoRA agent)"
     return Policy.load(model, torch.device("cpu"), 384), f"checkpoint {model}"
 

@@ -24,20 +24,15 @@ def _one(model: str, batch: int, seq: int, micro: int, chunk: int, checkpointing
 
     import torch
 
-    from genenv_engine.config import ModelConfig
+    from genenv_engine.config import ModelConfig, RuntimeConfig
     from genenv_engine.training.models import warmstart_agent
     from genenv_engine.training.trainer import Group, GRPOTrainer
 
     torch.set_num_threads(2)
-    common = dict(
-        agent_tuning="lora",
-        max_length=seq,
-        micro_batch=micro,
-        logprob_chunk=max(1, chunk),
-        gradient_checkpointing=checkpointing,
-    )
+    runtime = RuntimeConfig(micro_batch=micro, logprob_chunk=max(1, chunk), gradient_checkpointing=checkpointing)
+    common = dict(agent_tuning="lora", max_length=seq)
     cfg = ModelConfig(kind="smollm2", **common) if model == "smollm2" else ModelConfig(kind="hf", path=model, **common)
-    policy = warmstart_agent(cfg, 0)
+    policy = warmstart_agent(cfg, runtime, 0)
     reference = policy.frozen_copy()
     if chunk == 0:  # the naive baseline: logits and log-softmax over the full vocabulary at every position
         import types

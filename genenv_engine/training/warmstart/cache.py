@@ -15,8 +15,7 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from genenv_engine.config import EXECUTION_FIELDS, NO_SIMULATOR_MODES, ModelConfig, RunConfig
-from genenv_engine.config.sections import INFERENCE_FIELDS
+from genenv_engine.config import NO_SIMULATOR_MODES, ModelConfig, RunConfig
 from genenv_engine.training.models import AGENT_INFO, DONE
 
 WARM_START_VERSION = 1
@@ -36,13 +35,18 @@ _LATER_FIELDS = {
         "lora_dropout",
         "lora_targets",
         "dtype",
-        "train_forward",
     )
 } | {"sft_length_groups": 0}
 """Model fields added after warm-start version 1, with the value each had before it existed (see `cache_key`;
 ``sft_length_groups`` was 0, off, before it became the default 4). ``sft_length_groups`` joins the key although
 it computes the same gradient up to float rounding: a tiny warm start is sensitive enough to rounding that its
 weights, and so its held-out, differ."""
+
+_MODEL_TABLE_V1 = {"threads": 2, "device": "auto"}
+"""What the key hashed of two settings the ``[model]`` table held when keys were first made, now ``[runtime]``
+settings the key never reads: their defaults, as constants, so that every key made at them (every preset's, the
+shipped warm starts') stays byte-identical. The runtime's other settings were never hashed (or, as
+``train_forward``, only away from their default)."""
 
 
 def cache_root() -> Path:
@@ -51,18 +55,16 @@ def cache_root() -> Path:
 
 
 def cache_key(config: RunConfig) -> str:
-    """A short hash of everything that determines the warm-start weights.
+    """A short hash of everything that determines the warm-start weights: the method's settings of the model and
+    the warm start, the seed and the benchmarks, never the runtime part (`genenv_engine.config.RUNTIME_TABLES`):
+    how fast, where and with what rounding a warm start is computed does not make it another one.
 
     Model fields added after the first cache version join the hash only when set away from their
     defaults, so caches made before they existed stay valid; the simulator's prompt style joins it
-    the same way. How an update is executed (micro-batches, log-prob chunks, gradient checkpointing)
-    does not change its result, so it is left out, as is how the passes without gradients run (`INFERENCE_FIELDS`).
+    the same way.
     """
-    model = {
-        k: v
-        for k, v in asdict(config.model).items()
-        if k not in EXECUTION_FIELDS + INFERENCE_FIELDS and (k not in _LATER_FIELDS or v != _LATER_FIELDS[k])
-    }
+    model = {k: v for k, v in asdict(config.model).items() if k not in _LATER_FIELDS or v != _LATER_FIELDS[k]}
+    model |= _MODEL_TABLE_V1
     warm = asdict(config.warm_start)
     if not warm["agent_levels"]:  # a setting added later joins the key only when set (earlier keys stay valid)
         del warm["agent_levels"]

@@ -112,7 +112,7 @@ def _warm_start(
         if half is not None:
             if not need_sim:
                 return half, _agent_only_info(half)
-            agent = load_warm_agent(config.model, half / "agent")
+            agent = load_warm_agent(config.model, config.runtime, half / "agent")
             # after loading: a loaded adapter's fresh layers draw torch random numbers
             rng, info = training.restore(half)
             return half, _finish(config, envs, half, agent, rng, info, sink, check)

@@ -66,13 +66,13 @@ def train_agent(
     ws = config.warm_start
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
-    agent = warmstart_agent(config.model, config.seed)
+    agent = warmstart_agent(config.model, config.runtime, config.seed)
     started = time.perf_counter()
     pairs = agent_pairs(agent, envs, config.warm_start.agent_levels)
     env0 = next(iter(envs.values()))
     shown = env0.splits()["heldout"][0]
     report = _reporter(sink, "agent", ws.agent_steps, check, lambda: _agent_sample(agent, env0, shown, config))
-    micro = config.model.micro_batch
+    micro = config.runtime.micro_batch
     groups = config.model.sft_length_groups
     agent_losses = sft(agent, pairs, ws.agent_steps, ws.agent_lr, ws.batch_size, rng, report, micro, groups)
     agent.save(out / "agent")
@@ -133,13 +133,13 @@ def train_simulator(
     ws = config.warm_start
     started = time.perf_counter()
     # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
-    sim = warmstart_simulator(config.model, agent, agent_folder)
+    sim = warmstart_simulator(config.model, config.runtime, agent, agent_folder)
     failed: dict[str, dict[str, int]] = {}
     sim_pairs = simulator_pairs(sim, envs, config, rng, failed)
     env0 = next(iter(envs.values()))
     seed = env0.splits()["seed"][0]
     report = _reporter(sink, "simulator", ws.simulator_steps, check, lambda: _simulator_sample(sim, env0, seed, config))
-    micro = config.model.micro_batch
+    micro = config.runtime.micro_batch
     groups = config.model.sft_length_groups
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro, groups)
     sim.save(out / "simulator")

@@ -338,8 +338,9 @@ def test_how_a_run_computes_does_not_make_it_another_run():
     from genenv_engine.ablation.arms import same_run
 
     two = load_config("smol-l3")
-    assert same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "model.micro_batch": 4}))
-    assert not same_run(two, load_config("smol-l3", overrides={"model.threads": 1, "agent.lr": 1e-4}))
+    assert same_run(two, load_config("smol-l3", overrides={"runtime.threads": 1, "runtime.micro_batch": 8}))
+    assert not same_run(two, load_config("smol-l3", overrides={"runtime.threads": 1, "agent.lr": 1e-4}))
+    assert not same_run(two, load_config("smol-l3", overrides={"runtime.static_decode": True}))
 
 
 def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_start():
@@ -349,7 +350,7 @@ def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_st
     from genenv_engine.training.warmstart import cache_key
 
     arm = {"simulator.mode": "off", "agent.base_source": "unseen"}
-    made = load_config("smol-l3", overrides={**arm, "agent.base_levels": [3, 4], "model.threads": 1})
+    made = load_config("smol-l3", overrides={**arm, "agent.base_levels": [3, 4], "runtime.threads": 1})
     preset = load_config("smol-l34", overrides=arm)
     assert preset.agent.base_levels == (3, 4) and same_run(made, preset)
     assert not same_run(load_config("smol-l3", overrides=arm), preset)

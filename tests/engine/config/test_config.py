@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from genenv_engine.config import (
     RayConfig,
     RenamedSettingWarning,
     RunConfig,
+    RuntimeConfig,
     SimulatorConfig,
     VLLMConfig,
     WarmStartConfig,
@@ -31,6 +33,7 @@ ALL_CLASSES = [
     SimulatorConfig,
     AgentConfig,
     CurriculumConfig,
+    RuntimeConfig,
     VLLMConfig,
     RayConfig,
     RunConfig,
@@ -119,7 +122,11 @@ def test_paper_rwr_lambda_default(preset):
         (lambda: CurriculumConfig(reward="sharp"), "curriculum.reward"),
         (lambda: RunConfig(benchmarks=("nope",)), "benchmarks"),
         (lambda: RunConfig(benchmarks=()), "benchmarks"),
-        (lambda: RunConfig(backend="nope"), "backend"),
+        (lambda: RuntimeConfig(backend="nope"), "runtime.backend"),
+        (lambda: RuntimeConfig(threads=0), "runtime.threads"),
+        (lambda: RuntimeConfig(device="tpu"), "runtime.device"),
+        (lambda: RuntimeConfig(micro_batch=-1), "runtime.micro_batch"),
+        (lambda: RuntimeConfig(train_forward="fast"), "runtime.train_forward"),
         (lambda: ModelConfig(kind="hf"), "model.path"),
         (lambda: ModelConfig(kind="hf", path="/definitely/not/a/folder/genenv").check_paths(), "model.path"),
         (lambda: ModelConfig(kind="gguf"), "model.kind"),
@@ -138,6 +145,10 @@ def test_paper_rwr_lambda_default(preset):
         "benchmark",
         "no-benchmarks",
         "backend",
+        "threads",
+        "device",
+        "micro-batch",
+        "train-forward",
         "hf-no-path",
         "hf-missing-path",
         "model-kind",
@@ -399,12 +410,12 @@ def test_ray_settings_are_checked_and_pick_the_batch_size():
 
     assert load_config("micro").ray == RayConfig() and load_config("micro").rollout_batch_tasks() == 0
     assert load_config("micro", overrides={"ray.address": "127.0.0.1:6379"}).rollout_batch_tasks() == DEFAULT_RAY_BATCH
-    assert load_config("micro").ray.call_timeout == 0.0 and load_config("micro").generate_batch == 0
+    assert load_config("micro").ray.call_timeout == 0.0 and load_config("micro").runtime.generate_batch == 0
     for key, value in (
         ("ray.workers", 0),
-        ("rollout_batch", -1),
+        ("runtime.rollout_batch", -1),
         ("ray.address", "local host"),
-        ("generate_batch", -1),
+        ("runtime.generate_batch", -1),
         ("ray.validate_batch", 0),
         ("ray.call_timeout", -1.0),
     ):
@@ -461,35 +472,99 @@ def test_old_ray_key_beside_its_new_spelling_is_an_error(tmp_path):
     assert err.value.field == "ray_workers"
 
 
-def test_an_old_saved_session_config_reads_as_the_same_run(tmp_path):
-    """A config.toml saved before the [ray] table (every setting at its top level, as `save_config` wrote it) reads
-    with `config_from_file`, `saved_config` and `load_config` as the config built today."""
-    import json
+SAVED_BEFORE_RUNTIME = Path(__file__).parents[2] / "fixtures" / "configs" / "saved-before-runtime.toml"
+"""A session's config.toml as `save_config` wrote it before the ``[runtime]`` table: the smol preset for 3 epochs,
+every setting now in ``[runtime]`` away from its default (threads, device, micro-batches, log-prob chunks,
+checkpointing, the static and fused switches under ``[model]``; the batch sizes and backend at the top level), 3
+Ray workers and vLLM chunks of 64."""
+MOVED_TO_RUNTIME = RuntimeConfig(
+    threads=1,
+    device="cpu",
+    micro_batch=2,
+    logprob_chunk=512,
+    gradient_checkpointing=True,
+    static_decode=True,
+    train_forward="fused",
+    rollout_batch=4,
+    generate_batch=2,
+)
+
+
+def saved_before_runtime() -> RunConfig:
+    """The config built today that `SAVED_BEFORE_RUNTIME` describes."""
+    made = load_config("smol", overrides={"epochs": 3, "ray.workers": 3, "vllm.chunk_size": 64})
+    return dataclasses.replace(made, runtime=MOVED_TO_RUNTIME)
+
+
+def test_a_session_saved_before_the_runtime_table_loads_into_it(tmp_path):
+    """Its model and top-level runtime settings land in ``[runtime]`` (a warning naming each old and new key), as
+    `config_from_file`, `saved_config` and `load_config` read it; saved again, it has today's layout."""
+    from genenv_engine.config import RENAMED_SETTINGS, saved_config
+
+    text = SAVED_BEFORE_RUNTIME.read_text()
+    assert "[runtime]" not in text and "threads = 1" in text and "rollout_batch = 4" in text
+    want = saved_before_runtime()
+    with pytest.warns(RenamedSettingWarning) as caught:
+        assert config_from_file(SAVED_BEFORE_RUNTIME) == want
+    messages = [str(w.message) for w in caught]
+    moved = {old: new for old, new in RENAMED_SETTINGS.items() if new.startswith("runtime.")}
+    assert len(messages) == len(moved)
+    for old, new in moved.items():
+        assert any(f"{old!r} is now {new!r}" in m and str(SAVED_BEFORE_RUNTIME) in m for m in messages), old
+    with pytest.warns(RenamedSettingWarning):
+        assert saved_config(SAVED_BEFORE_RUNTIME) == (want, {})
+    with pytest.warns(RenamedSettingWarning):
+        assert load_config(None, SAVED_BEFORE_RUNTIME) == want
+    save_config(want, tmp_path / "config.toml")
+    again = (tmp_path / "config.toml").read_text()
+    assert "\n[runtime]\nthreads = 1\n" in again and "rollout_batch" not in again.split("[runtime]")[0]
+    assert config_from_file(tmp_path / "config.toml") == want  # no warning: today's keys
+
+
+def test_a_session_saved_before_the_ray_and_runtime_tables_reads_as_the_same_run(tmp_path):
+    """The same config with its Ray settings at the top level, as saved before the ``[ray]`` table."""
     import re
-    from pathlib import Path
+    import tomllib
 
     import tomli_w
 
     from genenv_engine.config import saved_config
 
-    old = json.loads((Path(__file__).parents[2] / "fixtures" / "presets" / "micro.json").read_text())
+    old = tomllib.loads(SAVED_BEFORE_RUNTIME.read_text())
+    del old["ray"]
     old.update(OLD_RAY)
-
-    def drop_none(table):
-        return {k: drop_none(v) if isinstance(v, dict) else v for k, v in table.items() if v is not None}
-
-    text = tomli_w.dumps(drop_none(old))
+    text = tomli_w.dumps(old)
     assert "\n[ray]" not in text and "ray_workers = 3" in text
     (tmp_path / "config.toml").write_text(text)
-    want = load_config(
-        "micro", overrides={"ray.address": "local", "ray.workers": 3, "ray.validate_batch": 5, "ray.call_timeout": 7.0}
-    )
+    want = dataclasses.replace(saved_before_runtime(), ray=NEW_RAY)
     with pytest.warns(RenamedSettingWarning, match=re.escape(str(tmp_path / "config.toml"))):
         assert config_from_file(tmp_path / "config.toml") == want
     with pytest.warns(RenamedSettingWarning):
         assert saved_config(tmp_path / "config.toml") == (want, {})
     with pytest.warns(RenamedSettingWarning):
         assert load_config(None, tmp_path / "config.toml") == want
+
+
+def test_old_runtime_spellings_in_a_toml_file_and_as_set_overrides_are_read_with_a_warning(tmp_path):
+    from genenv_engine.config import parse_sets
+
+    path = write(tmp_path, 'backend = "hf"\nrollout_batch = 4\n[model]\nthreads = 1\nmicro_batch = 3\n')
+    with pytest.warns(RenamedSettingWarning) as caught:
+        cfg = load_config("micro", path)
+    assert len(caught) == 4 and "'model.threads' is now 'runtime.threads'" in " ".join(str(w.message) for w in caught)
+    assert (cfg.runtime.threads, cfg.runtime.micro_batch, cfg.runtime.rollout_batch) == (1, 3, 4)
+    sets = parse_sets(["model.threads=1", "generate_batch=2", "model.static_decode=true", "backend=hf"])
+    with pytest.warns(RenamedSettingWarning) as caught:
+        cfg = load_config("smol", overrides=sets)
+    assert len(caught) == 4 and all("overrides" in str(w.message) for w in caught)
+    assert cfg.runtime == RuntimeConfig(
+        threads=1, generate_batch=2, static_decode=True, micro_batch=4, logprob_chunk=1024
+    )
+    with pytest.warns(RenamedSettingWarning, match="runtime.micro_batch"):
+        assert cfg.with_overrides({"model.micro_batch": 0}).runtime.micro_batch == 0  # smol's 4 replaced
+    with pytest.raises(ConfigError, match="old spelling of runtime.threads") as err:
+        load_config("micro", overrides={"model.threads": 1, "runtime.threads": 2})
+    assert err.value.field == "model.threads"
 
 
 def test_cli_ray_flag_sets_the_ray_address():
@@ -571,6 +646,7 @@ def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
         "CurriculumConfig": "curriculum.",
         "VLLMConfig": "vllm.",
         "RayConfig": "ray.",
+        "RuntimeConfig": "runtime.",
     }
     marked = {
         prefix[cls.__name__] + name

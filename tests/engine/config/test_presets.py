@@ -1,6 +1,7 @@
 """Preset tests: every built-in preset builds the config its snapshot records (tests/fixtures/presets, written
-before presets extended each other and the Ray settings moved into ``[ray]``), each experiment preset holds only
-what it changes over the preset it extends, and the dataclass defaults are the ``tiny`` preset."""
+before presets extended each other; since then only moved, value for value, as the Ray settings went into ``[ray]``
+and the runtime settings into ``[runtime]``), each experiment preset holds only what it changes over the preset it
+extends, and the dataclass defaults are the ``tiny`` preset."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from genenv_engine.config import (
     ModelConfig,
     RayConfig,
     RunConfig,
+    RuntimeConfig,
     SimulatorConfig,
     VLLMConfig,
     WarmStartConfig,
@@ -27,14 +29,6 @@ from genenv_engine.config import (
 
 SNAPSHOTS = Path(__file__).parents[2] / "fixtures" / "presets"
 SNAPSHOT_NAMES = sorted(p.stem for p in SNAPSHOTS.glob("*.json"))
-
-OLD_RAY_KEYS = {
-    "ray": "address",
-    "ray_workers": "workers",
-    "validate_batch": "validate_batch",
-    "ray_call_timeout": "call_timeout",
-}
-"""Top-level keys of the snapshots -> their name in the ``[ray]`` table (the one deliberate move)."""
 
 MAX_KEYS = 23
 """Most settings an experiment preset holds over the one it extends: ``smol``, another model family over tiny
@@ -51,10 +45,8 @@ def built(name: str) -> dict:
 
 
 def snapshot(name: str) -> dict:
-    """The snapshot of preset ``name``, its top-level Ray settings moved into ``ray`` as today's config has them."""
-    data = json.loads((SNAPSHOTS / f"{name}.json").read_text())
-    data["ray"] = {new: data.pop(old) for old, new in OLD_RAY_KEYS.items()}
-    return data
+    """The snapshot of preset ``name``."""
+    return json.loads((SNAPSHOTS / f"{name}.json").read_text())
 
 
 def leaves(table: dict, prefix: str = "") -> dict:
@@ -92,11 +84,14 @@ def test_preset_builds_its_snapshot_field_for_field(name):
         assert got[section] == want[section], section
 
 
-def test_the_snapshots_ray_settings_map_one_to_one():
-    """Every field of the ``[ray]`` table is one top-level field of the snapshots, with its value."""
-    assert sorted(OLD_RAY_KEYS.values()) == sorted(f.name for f in dataclasses.fields(RayConfig))
-    old = json.loads((SNAPSHOTS / "tiny.json").read_text())
-    assert {new: old[key] for key, new in OLD_RAY_KEYS.items()} == dataclasses.asdict(RayConfig())
+def test_every_renamed_key_names_a_setting_of_the_snapshots():
+    """Each key of an earlier version is read as a setting today's config has (the snapshots list every one)."""
+    from genenv_engine.config import RENAMED_SETTINGS
+
+    tiny = snapshot("tiny")
+    for old, new in RENAMED_SETTINGS.items():
+        section, leaf = new.split(".")
+        assert leaf in tiny[section] and not isinstance(tiny[section][leaf], dict), (old, new)
 
 
 def test_dataclass_defaults_are_the_tiny_preset():
@@ -108,6 +103,7 @@ def test_dataclass_defaults_are_the_tiny_preset():
         (SimulatorConfig, tiny.simulator),
         (AgentConfig, tiny.agent),
         (CurriculumConfig, tiny.curriculum),
+        (RuntimeConfig, tiny.runtime),
         (VLLMConfig, tiny.vllm),
         (RayConfig, tiny.ray),
     ):

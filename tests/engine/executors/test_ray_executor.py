@@ -1,6 +1,6 @@
 """The Ray executor against the in-process one, on the micro preset with real tiny models (agent on the hf backend).
 
-Equality is exact, by construction: with ``rollout_batch`` set, both executors cut the rollout into the same
+Equality is exact, by construction: with ``runtime.rollout_batch`` set, both executors cut the rollout into the same
 task batches and sample batch i with the seed from (run seed, epoch, i) (`genenv_engine.executors.base`). The
 hf backend's sampling noise is drawn for the whole decoding batch, so a row's tokens depend on its batch, not
 only on its task; giving both executors the same batches, seeds and weights (sent bit for bit through the
@@ -91,7 +91,9 @@ def real_backends(role, policy):
 def run_micro(path, sink=None, factory=real_agent_scripted_simulator, **overrides):
     """A 2-epoch micro run with rollout batches of one task (16 batches an epoch: room to kill a worker mid-way)
     and validation batches of 3 drafts (3 an epoch, so both workers validate)."""
-    cfg = load_config("micro", overrides={"epochs": 2, "rollout_batch": 1, "ray.validate_batch": 3, **overrides})
+    cfg = load_config(
+        "micro", overrides={"epochs": 2, "runtime.rollout_batch": 1, "ray.validate_batch": 3, **overrides}
+    )
     session = Session.create(cfg, path)
     loop.run(session, sink or (lambda e: None), backend_factory=factory)
     return session
@@ -156,8 +158,8 @@ def test_drafts_written_on_the_workers_store_what_the_in_process_run_stores(tmp_
     the workers sampled counted in the metrics. (Nothing updates the real micro simulator in these two epochs:
     its tasks all record version 0; the weight sync is checked in
     `test_workers_write_drafts_with_the_simulator_weights_of_the_latest_update`.)"""
-    here = run_micro(tmp_path / "local", factory=real_backends, generate_batch=3)
-    there = run_micro(tmp_path / "ray", factory=real_backends, generate_batch=3, **{"ray.address": "local"})
+    here = run_micro(tmp_path / "local", factory=real_backends, **{"runtime.generate_batch": 3})
+    there = run_micro(tmp_path / "ray", factory=real_backends, **{"runtime.generate_batch": 3, "ray.address": "local"})
     got = stored(there)
     assert got == stored(here)
     generated = [t for t in got[1] if t.get("origin") == "generated"]
@@ -216,9 +218,8 @@ class TestOneExecutorAcrossUpdates:
     @pytest.fixture(scope="class")
     def executors(self, local_ray, reference):
         ray_config = replace_config(reference.config.ray, address="local", validate_batch=2)
-        cfg = replace_config(
-            reference.config, ray=ray_config, rollout_batch=2, generate_batch=2, benchmarks=("bfcl", "apibank")
-        )
+        runtime = replace_config(reference.config.runtime, rollout_batch=2, generate_batch=2)
+        cfg = replace_config(reference.config, ray=ray_config, runtime=runtime, benchmarks=("bfcl", "apibank"))
         roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
         envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
         remote = RayExecutor(cfg, roles, envs, 0)
@@ -268,7 +269,9 @@ class TestOneExecutorAcrossUpdates:
 
         before = drafts(remote)
         assert before == drafts(local) and {d[-1] for d in before} == {0}
-        unbatched = LocalExecutor(replace_config(cfg, generate_batch=0), roles, envs, 0)
+        unbatched = LocalExecutor(
+            replace_config(cfg, runtime=replace_config(cfg.runtime, generate_batch=0)), roles, envs, 0
+        )
         assert [d[0] for d in before] == [
             d.task_id for d in unbatched.generate(jobs, sampling, epoch=2, style="compact")
         ]
@@ -303,7 +306,9 @@ class TestCallTimeouts:
         """A Ray executor on 2 `SlowCheckerWorker` test doubles (their checks sleep 30 s on tasks marked slow), with a
         3 s call timeout, the in-process executor beside it, and the list of the events it emits."""
         ray_config = replace_config(reference.config.ray, address="local", validate_batch=1, call_timeout=3.0)
-        cfg = replace_config(reference.config, rollout_batch=1, ray=ray_config)
+        cfg = replace_config(
+            reference.config, runtime=replace_config(reference.config.runtime, rollout_batch=1), ray=ray_config
+        )
         roles = load_roles(reference, 0, backend_factory=lambda role, policy: get_backend("hf", policy=policy))
         envs = {name: get_environment(name, cfg.seed) for name in cfg.benchmarks}
         events = []

@@ -178,7 +178,7 @@ def test_two_processes_under_torchrun_record_every_completion_once(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE)]
     command += ["--session", str(folder), "--preset", "micro", "--epochs", "2", "--steps-per-epoch", "2"]
-    command += ["--batch", "4", "--set", "model.threads=1"]
+    command += ["--batch", "4", "--set", "runtime.threads=1"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     scored = {int(r): int(n) for r, n in re.findall(r"rank (\d)/2: scored (\d+) completions", done.stdout)}

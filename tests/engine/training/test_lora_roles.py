@@ -11,7 +11,7 @@ import random
 import pytest
 import torch
 
-from genenv_engine.config import ConfigError, ModelConfig, load_config
+from genenv_engine.config import ConfigError, ModelConfig, RuntimeConfig, load_config
 from genenv_engine.training.adapters import is_adapter_folder
 from genenv_engine.training.models import load_role_policies, warmstart_agent, warmstart_simulator
 from genenv_engine.training.policy import Policy, build_tiny_model
@@ -19,6 +19,7 @@ from genenv_engine.training.tokenizer import build_byte_tokenizer
 from genenv_engine.training.trainer import Group, GRPOTrainer, RWRTrainer, sft
 
 SMALL = dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128, max_length=96)
+RUNTIME = RuntimeConfig()
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,8 @@ def same(a, b) -> bool:
 
 def test_two_adapters_share_one_base_and_train_independently(base_dir):
     cfg = lora_cfg(base_dir)
-    agent = warmstart_agent(cfg, seed=0)
-    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
+    sim = warmstart_simulator(cfg, RUNTIME, agent, base_dir / "unused")
     assert agent.model is sim.model  # one base model in memory
     assert (agent.adapter, sim.adapter) == ("agent", "simulator")
     base_params = [p for n, p in agent.model.named_parameters() if "lora_" not in n]
@@ -93,9 +94,9 @@ def test_two_adapters_share_one_base_and_train_independently(base_dir):
 
 def test_simulator_starts_as_a_copy_of_the_warm_started_agent(base_dir):
     cfg = lora_cfg(base_dir)
-    agent = warmstart_agent(cfg, seed=0)
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
     sft(agent, pairs_for(agent, AGENT_DATA), steps=2, lr=1e-2, batch_size=2, rng=random.Random(1))
-    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    sim = warmstart_simulator(cfg, RUNTIME, agent, base_dir / "unused")
     assert same(sim.parameters(), agent.parameters()) and sim.fingerprint() > 0
 
 
@@ -104,7 +105,7 @@ def test_adapter_saves_in_peft_format_and_reloads_with_plain_peft(base_dir, tmp_
     from transformers import AutoModelForCausalLM
 
     cfg = lora_cfg(base_dir)
-    agent = warmstart_agent(cfg, seed=0)
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
     sft(agent, pairs_for(agent, AGENT_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
     agent.save(tmp_path / "agent")
     assert is_adapter_folder(tmp_path / "agent")
@@ -121,8 +122,8 @@ def test_adapter_saves_in_peft_format_and_reloads_with_plain_peft(base_dir, tmp_
 
 def test_checkpoint_reload_shares_the_base_and_freezes_the_references(base_dir, tmp_path):
     cfg = lora_cfg(base_dir)
-    agent = warmstart_agent(cfg, seed=0)
-    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
+    sim = warmstart_simulator(cfg, RUNTIME, agent, base_dir / "unused")
     init = tmp_path / "init"
     agent.save(init / "agent")
     sim.save(init / "simulator")
@@ -130,7 +131,7 @@ def test_checkpoint_reload_shares_the_base_and_freezes_the_references(base_dir, 
     here = tmp_path / "e1"
     agent.save(here / "agent")
     sim.save(here / "simulator")
-    roles = load_role_policies(cfg, here, init)
+    roles = load_role_policies(cfg, RUNTIME, here, init)
     models = {id(p.model) for p in roles.values()}
     assert len(models) == 1  # four role views, one base in memory
     assert roles["agent"].fingerprint() == pytest.approx(agent.fingerprint(), rel=1e-6)
@@ -218,7 +219,7 @@ def instruct_lora(base_dir, **extra) -> dict:
         "model.agent_tuning": "lora",
         "model.simulator_tuning": "lora",
         "model.lora_r": 4,
-        "model.micro_batch": 4,
+        "runtime.micro_batch": 4,
         "simulator.prompt": "instruct",
         "simulator.seeds_per_epoch": 8,
         "simulator.variations": 4,
@@ -276,8 +277,8 @@ def test_hf_generation_uses_each_roles_own_adapter_whatever_was_active(base_dir)
     from genenv_engine.backends.hf import HFBackend
 
     cfg = lora_cfg(base_dir)
-    agent = warmstart_agent(cfg, seed=0)
-    sim = warmstart_simulator(cfg, agent, base_dir / "unused")
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
+    sim = warmstart_simulator(cfg, RUNTIME, agent, base_dir / "unused")
     # make the two adapters answer differently: train each on its own fixed text
     sft(agent, pairs_for(agent, [("q", "aaaa")]), steps=30, lr=3e-2, batch_size=2, rng=random.Random(0))
     sft(sim, pairs_for(sim, [("q", "zzzz")]), steps=30, lr=3e-2, batch_size=2, rng=random.Random(0))
@@ -293,18 +294,18 @@ def test_hf_generation_uses_each_roles_own_adapter_whatever_was_active(base_dir)
 def test_mixed_tunings_and_own_models_start_where_documented(base_dir, tmp_path):
     # a full simulator from a LoRA agent: the agent's base with its trained adapter merged in
     cfg = ModelConfig(kind="hf", path=str(base_dir), agent_tuning="lora", simulator_tuning="full", lora_r=4, **SMALL)
-    agent = warmstart_agent(cfg, seed=0)
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
     sft(agent, pairs_for(agent, AGENT_DATA), steps=3, lr=1e-2, batch_size=2, rng=random.Random(0))
     agent.save(tmp_path / "agent")
-    sim = warmstart_simulator(cfg, agent, tmp_path / "agent")
+    sim = warmstart_simulator(cfg, RUNTIME, agent, tmp_path / "agent")
     assert sim.adapter is None and sim.model is not agent.model
     batch = agent.make_batch(*zip(*pairs_for(agent, AGENT_DATA), strict=False))
     with torch.no_grad():
         torch.testing.assert_close(sim.logprobs(batch), agent.logprobs(batch), rtol=1e-4, atol=1e-5)
     # a LoRA simulator next to a full agent: a fresh adapter on the base (zero update: the base's outputs)
     cfg = ModelConfig(kind="hf", path=str(base_dir), agent_tuning="full", simulator_tuning="lora", lora_r=4, **SMALL)
-    agent = warmstart_agent(cfg, seed=0)
-    sim = warmstart_simulator(cfg, agent, base_dir)
+    agent = warmstart_agent(cfg, RUNTIME, seed=0)
+    sim = warmstart_simulator(cfg, RUNTIME, agent, base_dir)
     assert agent.adapter is None and sim.adapter == "simulator" and sim.model is not agent.model
     base = Policy.load(base_dir, torch.device("cpu"), max_length=96)
     with torch.no_grad():
@@ -315,7 +316,7 @@ def test_mixed_tunings_and_own_models_start_where_documented(base_dir, tmp_path)
     build_tiny_model(ModelConfig(**SMALL), tok, seed=11).save_pretrained(other)
     tok.save_pretrained(other)
     cfg = ModelConfig(kind="hf", path=str(base_dir), simulator_path=str(other), **SMALL)
-    sim = warmstart_simulator(cfg, warmstart_agent(cfg, seed=0), tmp_path / "unused")
+    sim = warmstart_simulator(cfg, RUNTIME, warmstart_agent(cfg, RUNTIME, seed=0), tmp_path / "unused")
     assert sim.source == other
     assert sim.fingerprint() == pytest.approx(Policy.load(other, torch.device("cpu"), 96).fingerprint(), rel=1e-6)
 
@@ -324,7 +325,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(base_dir):
     grads = []
     for checkpointing in (False, True):
         torch.manual_seed(0)  # the same random LoRA A matrices
-        policy = warmstart_agent(lora_cfg(base_dir, gradient_checkpointing=checkpointing), seed=0)
+        policy = warmstart_agent(lora_cfg(base_dir), RuntimeConfig(gradient_checkpointing=checkpointing), seed=0)
         assert policy.model.get_base_model().is_gradient_checkpointing == checkpointing
         sft(policy, pairs_for(policy, AGENT_DATA), steps=1, lr=1e-2, batch_size=2, rng=random.Random(0))
         grads.append([p.grad.clone() for p in policy.parameters()])

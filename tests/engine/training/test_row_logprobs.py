@@ -13,7 +13,7 @@ import random
 import pytest
 import torch
 
-from genenv_engine.config import ModelConfig
+from genenv_engine.config import ModelConfig, RuntimeConfig
 from genenv_engine.training.models import warmstart_agent
 from genenv_engine.training.policy import Policy, build_tiny_model
 from genenv_engine.training.tokenizer import build_byte_tokenizer
@@ -51,7 +51,9 @@ def lora_policy(max_length: int, tmp_path) -> Policy:
     build_tiny_model(ModelConfig(**small), tok, seed=3).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     agent = warmstart_agent(
-        ModelConfig(kind="hf", path=str(tmp_path), agent_tuning="lora", lora_r=4, lora_alpha=8, **small), seed=0
+        ModelConfig(kind="hf", path=str(tmp_path), agent_tuning="lora", lora_r=4, lora_alpha=8, **small),
+        RuntimeConfig(),
+        seed=0,
     )
     with torch.no_grad():  # LoRA's B starts at zero: make the adapter change the outputs
         for p in agent.parameters():

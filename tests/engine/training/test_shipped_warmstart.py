@@ -138,11 +138,10 @@ def test_an_agent_only_entry_of_the_key_is_completed_by_the_shipped_one(tmp_path
     [
         replace(TINY, seed=1),
         load_config("tiny", overrides={"warm_start.agent_steps": 699}),
-        load_config("tiny", overrides={"model.threads": 1}),
         load_config("micro"),
         replace(TINY, preset="tiny2"),  # the same hash under another preset's name: still not the exact key
     ],
-    ids=["seed-1", "another-recipe", "one-thread", "micro", "another-preset-name"],
+    ids=["seed-1", "another-recipe", "micro", "another-preset-name"],
 )
 def test_a_run_of_another_key_never_uses_the_shipped_warm_start(tmp_path, monkeypatch, config):
     monkeypatch.setenv("GENENV_CACHE", str(tmp_path))
@@ -153,6 +152,16 @@ def test_a_run_of_another_key_never_uses_the_shipped_warm_start(tmp_path, monkey
     with pytest.raises(Trained):
         warmstart.warm_start(config, {}, lambda e: None)
     assert KEY not in entries(tmp_path)
+
+
+def test_a_run_on_another_runtime_installs_the_shipped_warm_start(tmp_path, monkeypatch):
+    """Threads, micro-batches and the other ``[runtime]`` settings are not part of the key."""
+    monkeypatch.setenv("GENENV_CACHE", str(tmp_path))
+    stub_training(monkeypatch)
+    config = load_config("tiny", overrides={"runtime.threads": 1, "runtime.micro_batch": 8})
+    assert warmstart.cache_key(config) == KEY and warmstart.shipped_folder(config) == SHIPPED
+    folder, _ = warmstart.warm_start(config, {}, lambda e: None)
+    assert folder == tmp_path / "warmstart" / KEY
 
 
 def test_a_shipped_folder_whose_manifest_names_another_key_is_not_used(tmp_path, monkeypatch):

@@ -180,13 +180,13 @@ def test_only_an_agent_only_warm_start_lends_the_agent_to_the_simulator(tmp_path
     half, _ = warm(monkeypatch, tmp_path / "e", config("off"))
     assert is_agent_only_warm_start(half)
     cfg = config("off")
-    policies = load_role_policies(cfg.model, half, half)
+    policies = load_role_policies(cfg.model, cfg.runtime, half, half)
     assert policies["simulator"].fingerprint() == policies["agent"].fingerprint()
     done, _ = warm(monkeypatch, tmp_path / "e", config("trained"))
     shutil.rmtree(done / "simulator")
     assert not is_agent_only_warm_start(done)
     with pytest.raises(OSError):
-        load_role_policies(cfg.model, done, done)
+        load_role_policies(cfg.model, cfg.runtime, done, done)
 
 
 def test_a_second_process_waits_for_the_entry_another_one_trains_then_reuses_it(monkeypatch, tmp_path):
