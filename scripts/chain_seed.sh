@@ -5,7 +5,7 @@
 #
 #   scripts/chain_seed.sh OUT SEED [SEED ...]      # e.g. scripts/chain_seed.sh sessions/chain 1 2
 #
-# THREADS (default 1) sets model.threads; GENENV (default .venv/bin/genenv) the command.
+# THREADS (default 1) sets runtime.threads; GENENV (default .venv/bin/genenv) the command.
 set -euo pipefail
 OUT=$1; shift
 G=${GENENV:-.venv/bin/genenv}
@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE=1
 for SEED in "$@"; do
     mkdir -p "$OUT/gate-s$SEED"
     echo "$(date -u +%FT%TZ) seed $SEED: gate"
-    "$G" bench passk --preset chain --seed "$SEED" --n 8 --set simulator.mode=sampler --set model.threads="$THREADS" \
+    "$G" bench passk --preset chain --seed "$SEED" --n 8 --set simulator.mode=sampler --set runtime.threads="$THREADS" \
         --out "$OUT/gate-s$SEED" --json > /dev/null
     if ! "$PY" - "$OUT/gate-s$SEED/bench-passk.json" <<'PY'
 import json, sys
@@ -31,7 +31,7 @@ PY
     fi
     for ARM in $ARMS; do
         echo "$(date -u +%FT%TZ) seed $SEED: $ARM"
-        "$G" bench ablation --preset chain --set model.threads="$THREADS" --arms "$ARM" --seeds "$SEED" \
+        "$G" bench ablation --preset chain --set runtime.threads="$THREADS" --arms "$ARM" --seeds "$SEED" \
             --out "$OUT" --records "$OUT/records" --quiet
     done
 done

@@ -6,7 +6,7 @@ than on one, but when another process holds a core every operation waits for the
 since it last looked, and one thread otherwise or wherever /proc cannot be read (the measurements: the repository's
 OpenMP spin page among its performance results). `cores_idle` is the same look over a short wait, which an entry point
 takes once through `genenv_engine.backends.openmp.choose_spin`. `cpu_bfloat16` reads whether the CPU has bfloat16
-matrix units (the check of ``model.inference_dtype``). Nothing here imports torch.
+matrix units (the check of ``runtime.inference_dtype``). Nothing here imports torch.
 """
 
 from __future__ import annotations

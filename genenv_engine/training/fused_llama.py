@@ -13,7 +13,7 @@ output, the residual additions done by the output projections' matrix products, 
 rotary embedding as one complex multiplication (the query and key rows of each head reordered so that rotary pairs
 are adjacent; a reordering shared by queries and keys leaves every attention score unchanged). Equal to the
 transformers forward up to float rounding (tested on SmolLM2's weights with an adapter: hidden states and LoRA
-gradients), not bit for bit, so runs use it only when asked (``model.train_forward = "fused"``).
+gradients), not bit for bit, so runs use it only when asked (``runtime.train_forward = "fused"``).
 """
 
 from __future__ import annotations

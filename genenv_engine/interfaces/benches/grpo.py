@@ -22,7 +22,7 @@ versions, the slow step's time in the linear layers: capped at ``AVX2``, one 1-t
 default bench goes from 3.8 s to 23 s with that profile. The bench sets ``bf16=False``: both sides compute in float32,
 as the engine does on a CPU.
 (2) ``gradient_checkpointing=True``: TRL recomputes every layer's forward in the backward pass; ours
-follows the preset's ``model.gradient_checkpointing`` (off for the tiny model), and so does TRL here.
+follows the preset's ``runtime.gradient_checkpointing`` (off for the tiny model), and so does TRL here.
 `torch.utils.checkpoint` calls each layer through a ``torch._dynamo``-disabled wrapper, so a profile
 files the checkpointed layers (and their recomputation) under ``torch/_dynamo/eval_frame.py``:
 nothing is compiled (TRL generates with ``disable_compile=True`` and calls no ``torch.compile``),
@@ -238,7 +238,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--beta", type=float, default=0.01, help="KL coefficient (the tiny preset's agent.kl_coef)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (the presets' model.threads)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (the presets' runtime.threads)")
 
 
 def _median_after_first(values: list[float]) -> float | None:

@@ -157,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=2,
-        help="torch threads of the process (the presets' model.threads); the engine decodes small "
+        help="torch threads of the process (the presets' runtime.threads); the engine decodes small "
         "models on one thread whatever this says",
     )
     parser.add_argument("--skip-batched-generate", action="store_true")
