@@ -177,9 +177,9 @@ def test_smollm2_draws_the_transformers_tokens_with_and_without_lora(smol, lora)
     assert serves(model) and model.config.num_key_value_heads < model.config.num_attention_heads
     net = with_random_lora(model, r=8) if lora else model
     try:
-        for temperature in (None, 1.0):
+        for temperature in (None, 1.0):  # 6 tokens a row: the random model above checks the paths over 12
             assert_same_draws(
-                *both_paths(net, ids, attn, tok.eos_token_id, tok.pad_token_id, temperature, 10), atol=1e-4
+                *both_paths(net, ids, attn, tok.eos_token_id, tok.pad_token_id, temperature, 6), atol=1e-4
             )
     finally:
         if lora:
