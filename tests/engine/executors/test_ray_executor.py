@@ -453,5 +453,5 @@ def wait_until_true(check, seconds: float = 20.0) -> bool:
     while time.monotonic() < end:
         if check():
             return True
-        time.sleep(0.5)
+        time.sleep(0.05)
     return False
