@@ -1,4 +1,4 @@
-"""Whether a Ray cluster given by address can be used from this machine, checked before anything is run and
+"""Whether a Ray cluster given by address can be used from the host that runs genenv, checked before anything is run and
 without joining it in this process: `check_reachable` (its head accepts a TCP connection within `REACH_SECONDS`)
 and `check_joinable` (a trial driver in a child process joins it within `JOIN_SECONDS`), each failing with one
 `ConfigError` line on ``ray.address``; `join_failure` reads the telling line out of a failed trial's output.
