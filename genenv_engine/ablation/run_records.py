@@ -8,7 +8,8 @@ documented result can be committed; a later run on another machine reads them ba
 --records DIR``) and is compared with them on the same held-out tasks, since one seed fixes its held-out split.
 
 A recorded run is finished as far as the bench is concerned: it is never re-run or resumed (it has no
-checkpoints); held-out can be re-scored on it only at the sizes and epochs its record already carries.
+checkpoints); held-out can be re-scored on it only at the sizes and epochs its record already carries. Its config
+reads as today's (`recorded_config`: keys of earlier versions moved to their place, quietly).
 
 A record also carries its warm start (the cache key and each role's epoch-0 weight fingerprint), so that the tables
 can tell when a new run is paired with a recorded one whose epoch-0 agent differs
@@ -21,12 +22,13 @@ fails is refused, naming the file and the first thing wrong.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 from genenv_engine.ablation.arms import folder_name
 from genenv_engine.ablation.rescore import cached_results
-from genenv_engine.config import config_from_dict
+from genenv_engine.config import RenamedSettingWarning, RunConfig, config_from_dict
 from genenv_engine.core.errors import ConfigError
 
 RECORD_VERSION = 1
@@ -161,13 +163,21 @@ def from_record(data: dict[str, Any], source: Path) -> dict[str, Any]:
         "_levels": data["levels"],
         "_budget": data["budget"],
         "_folder": None,
-        "_config": config_from_dict(data["config"]),
+        "_config": recorded_config(data["config"], source),
         "_rescored": data.get("rescored", {}),
         "_warm_start": warm.get("key"),
         "_fingerprints": {role: float(v) for role, v in prints.items()},
         "_built_on": machine,
         "_heldout_split": data.get("heldout_split") or {},
     }
+
+
+def recorded_config(table: dict[str, Any], source: Path | str) -> RunConfig:
+    """A record's config as today's `RunConfig`: keys of earlier versions (`genenv_engine.config.RENAMED_SETTINGS`)
+    moved to their place without a warning, since a record is an archive of a finished run that nobody rewrites."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RenamedSettingWarning)
+        return config_from_dict(table, str(source))
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
