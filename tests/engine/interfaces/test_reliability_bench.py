@@ -39,7 +39,8 @@ def test_a_task_blind_agent_gives_a_reward_with_no_reliability(session):
         assert cell["batches"] == result["batches"]
     one = [c for (b, k), c in cells.items() if k == 1 and b == 1]
     for cell in one:  # a single attempt at a single task: p-hat is 0 or 1, and R_env(0) = R_env(1) at alpha 0.5
-        assert cell["reward_sd"] == pytest.approx(0.0, abs=1e-12) and cell["reward_icc"] is None and cell["weights_rank"] is None
+        assert cell["reward_sd"] == pytest.approx(0.0, abs=1e-12)
+        assert cell["reward_icc"] is None and cell["weights_rank"] is None
     eight = [c for (_, k), c in cells.items() if k == 8]
     assert eight and all(c["weights_rank"] is not None and c["weights_rank"] < 0.3 for c in eight)
 
