@@ -204,6 +204,8 @@ class CoEvolution:
     ) -> bool | None:
         """End the run (see the module docstring); a stop request is handled here, anything else raised again."""
         store, stopped = self.session.store, isinstance(exc, StopRequested)
+        # raised in a plugin's code: one line naming it (in the run's failure event, and raised instead of ``exc``)
+        failure = plugin_failure(exc, self.envs.values()) if isinstance(exc, Exception) and not stopped else None
         try:
             if self._started and isinstance(exc, Exception):
                 store.mark_partial(self.epoch)
@@ -211,10 +213,8 @@ class CoEvolution:
                     self.emit(RunStopped(self.epoch, "stop requested"))
                     self.summary = {"stopped_at": self.epoch, "epochs_done": self.epoch - 1}
                 else:
-                    failure = plugin_failure(exc, self.envs.values()) or (
-                        exc if isinstance(exc, PluginError | PluginFailed) else None
-                    )
-                    line = str(failure) if failure else "".join(traceback.format_exception_only(exc)).strip()
+                    named = failure or (exc if isinstance(exc, PluginError | PluginFailed) else None)
+                    line = str(named) if named else "".join(traceback.format_exception_only(exc)).strip()
                     self.emit(RunFailed(self.epoch, line))
         finally:
             if self._executor is not None:
@@ -230,10 +230,8 @@ class CoEvolution:
                     self.emit(RunFinished(self.epoch - 1, self.epoch - 1))
                     self.summary = {"epochs_done": self.epoch - 1}
             try:
-                if isinstance(exc, Exception) and not stopped:
-                    failure = plugin_failure(exc, self.envs.values())  # raised in a plugin's code: one line
-                    if failure is not None:
-                        raise failure from exc
+                if failure is not None:
+                    raise failure from exc
             finally:
                 self._stack.close()
         return stopped and self._started
@@ -253,9 +251,7 @@ class CoEvolution:
     @property
     def step(self) -> Epoch:
         """The open epoch's context (between `begin_epoch` and `end_epoch`)."""
-        if self._open is None:
-            raise RuntimeError(f"no epoch is open: call begin_epoch() first (next epoch: {self.epoch})")
-        return self._open.step
+        return self._require_open().step
 
     # --- one epoch ----------------------------------------------------------------------------------------------
 

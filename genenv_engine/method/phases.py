@@ -368,21 +368,7 @@ def evaluate_heldout(
             cfg.agent.success_threshold,
             progress,
         )
-    session.store.insert_rollouts(
-        [  # the greedy answers, so the console can show what changed between epochs
-            {
-                "task_id": s.task.id,
-                "epoch": epoch,
-                "response": a.completion.text,
-                "reward": a.reward,
-                "success": a.success,
-                "error_type": a.result.error_type,
-                "purpose": "heldout",
-            }
-            for s in scored
-            for a in s.attempts
-        ]
-    )
+    store_attempts(session, scored, epoch, "heldout")  # the greedy answers: the console shows what changed
     rollout_faults(faults, scored, "heldout")
     rates, by_level, correct = heldout_summary(envs, scored)
     emit(HeldoutEvaluated(epoch, rates))
