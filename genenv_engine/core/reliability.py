@@ -11,7 +11,7 @@ weighted by it (the simulator's RWR weights) learns noise. Pure functions over p
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 
 TINY = 1e-18
@@ -72,16 +72,21 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     return pearson(ranks(x), ranks(y))
 
 
-def retest_correlation(rounds: Sequence[Sequence[float]]) -> float | None:
-    """The mean Pearson correlation over every pair of rounds, each round one score per item (the same items in
-    the same order); None when no pair has a correlation.
+def retest_correlation(
+    rounds: Sequence[Sequence[float]],
+    correlation: Callable[[Sequence[float], Sequence[float]], float | None] = pearson,
+) -> float | None:
+    """The mean ``correlation`` (Pearson's; `spearman` for the agreement of their orders) over every pair of
+    rounds, each round one score per item (the same items in the same order); None when no pair has one.
 
     >>> retest_correlation([[0.1, 0.5, 0.9], [0.2, 0.5, 0.8], [0.1, 0.6, 0.9]]) > 0.95
     True
     >>> retest_correlation([[0.1, 0.9], [0.9, 0.1]])
     -1.0
+    >>> retest_correlation([[1.0, 2.0, 3.0], [1.1, 2.5, 2.9], [3.0, 2.0, 1.0]], spearman)
+    -0.3333333333333333
     """
-    pairs = [pearson(a, b) for a, b in combinations(rounds, 2)]
+    pairs = [correlation(a, b) for a, b in combinations(rounds, 2)]
     known = [r for r in pairs if r is not None]
     return _mean(known) if known else None
 

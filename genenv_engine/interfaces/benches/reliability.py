@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import random
 from collections.abc import Callable, Sequence
-from itertools import combinations
 from pathlib import Path
+from statistics import fmean, stdev
 from typing import Any
 
 from genenv_engine.core.curriculum import alpha_reward, rwr_weights
@@ -28,10 +28,6 @@ from genenv_engine.interfaces.benches.common import rich_table
 
 Outcomes = dict[str, list[int]]
 """One round: task id -> the success (0/1) of each of its attempts, in order."""
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 def batch_p_hats(rounds: Sequence[Outcomes], batches: Sequence[Sequence[str]], k: int, b: int) -> list[list[float]]:
@@ -44,19 +40,8 @@ def batch_p_hats(rounds: Sequence[Outcomes], batches: Sequence[Sequence[str]], k
     """
     out = []
     for outcomes in rounds:
-        out.append([_mean([s for t in batch[: b or None] for s in outcomes[t][:k]]) for batch in batches])
+        out.append([fmean([s for t in batch[: b or None] for s in outcomes[t][:k]]) for batch in batches])
     return out
-
-
-def mean_rank_agreement(rounds: Sequence[Sequence[float]]) -> float | None:
-    """The mean Spearman correlation over every pair of rounds; None when no pair has one.
-
-    >>> mean_rank_agreement([[1.0, 2.0, 3.0], [1.1, 2.5, 2.9], [3.0, 2.0, 1.0]])
-    -0.3333333333333333
-    """
-    pairs = [spearman(a, b) for a, b in combinations(rounds, 2)]
-    known = [r for r in pairs if r is not None]
-    return _mean(known) if known else None
 
 
 def reliability_cell(
@@ -79,7 +64,7 @@ def reliability_cell(
     rewards = [[reward(p) for p in ps] for ps in p_hats]
     weights = [rwr_weights(rs, lam) for rs in rewards]
     true_rates = [
-        [_mean([s for outcomes in rounds for s in outcomes[t]]) for t in batch[: b or None]] for batch in batches
+        [fmean([s for outcomes in rounds for s in outcomes[t]]) for t in batch[: b or None]] for batch in batches
     ]
     return {
         "k": k,
@@ -89,15 +74,10 @@ def reliability_cell(
         "p_hat_retest": retest_correlation(p_hats),
         "reward_icc": icc1(rewards),
         "reward_retest": retest_correlation(rewards),
-        "weights_rank": mean_rank_agreement(weights),
+        "weights_rank": retest_correlation(weights, spearman),
         "binomial": binomial_reliability(true_rates, k, estimated_from=sum(len(o[batches[0][0]]) for o in rounds)),
-        "reward_sd": _mean([_sd(rs) for rs in rewards]),
+        "reward_sd": fmean(stdev(rs) for rs in rewards),
     }
-
-
-def _sd(values: Sequence[float]) -> float:
-    mu = _mean(values)
-    return (sum((v - mu) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -194,7 +174,7 @@ def measure(
         "alpha": cur.alpha,
         "beta": cur.beta,
         "rwr_lambda": cfg.simulator.rwr_lambda,
-        "mean_success": _mean([s for o in outcomes for v in o.values() for s in v]),
+        "mean_success": fmean([s for o in outcomes for v in o.values() for s in v]),
         "cells": cells,
     }
 
