@@ -62,6 +62,7 @@ from genenv_engine.executors import make_executor, preflight
 from genenv_engine.executors.base import RolloutExecutor
 from genenv_engine.method.faults import Faults, merge_faults
 from genenv_engine.method.phases import (
+    attempt_rows,
     checkpoint,
     evaluate_heldout,
     generate,
@@ -317,15 +318,15 @@ class CoEvolution:
             raise ValueError(f"record({task_id!r}): rewards, responses, successes and errors differ in length")
         tag = self.epoch if epoch is None else int(epoch)
         op = self._open
+        new = [
+            Attempt(Completion(text, []), CheckResult(ok, float(r), {}, kind), float(r), bool(ok))
+            for r, ok, text, kind in zip(rewards, oks, texts, kinds, strict=True)
+        ]
         if op is not None and tag == op.step.epoch and task_id in op.tasks:
             group = op.recorded.get(task_id)
             if group is None:
                 task = op.tasks[task_id]
                 group = op.recorded[task_id] = TaskAttempts(task, task.prompt, [])
-            new = [
-                Attempt(Completion(text, []), CheckResult(ok, float(r), {}, kind), float(r), bool(ok))
-                for r, ok, text, kind in zip(rewards, oks, texts, kinds, strict=True)
-            ]
             group.attempts.extend(new)
             store_attempts(self.session, [TaskAttempts(group.task, group.prompt, new)], tag)
             return "recorded"
@@ -334,19 +335,7 @@ class CoEvolution:
                 self._unplaced[tag] = self._unplaced.get(tag, 0) + n
             else:
                 op.late[tag] = op.late.get(tag, 0) + n
-                rows: list[dict[str, Any]] = [
-                    {
-                        "task_id": task_id,
-                        "epoch": op.step.epoch,
-                        "response": text,
-                        "reward": float(r),
-                        "success": bool(ok),
-                        "error_type": kind,
-                        "purpose": "late",
-                    }
-                    for r, ok, text, kind in zip(rewards, oks, texts, kinds, strict=True)
-                ]
-                self.session.store.insert_rollouts(rows)
+                self.session.store.insert_rollouts(attempt_rows(task_id, new, op.step.epoch, "late"))
             return "late"
         self.count_unknown(task_id, n, tag)
         return "unknown"

@@ -35,7 +35,7 @@ from genenv_engine.method.simulator_update import simulator_update
 from genenv_engine.method.strategies import replay_budget
 from genenv_engine.storage.session import Session
 from genenv_engine.training import simulator as sim
-from genenv_engine.training.agent import TaskAttempts, evaluate, grpo_groups, heldout_tasks
+from genenv_engine.training.agent import Attempt, TaskAttempts, evaluate, grpo_groups, heldout_tasks
 from genenv_engine.training.roles import Roles, save_roles
 
 _T = TypeVar("_T")
@@ -253,12 +253,12 @@ def attempt(
     )
 
 
-def store_attempts(session: Session, scored: list[TaskAttempts], epoch: int, purpose: str = "train") -> None:
-    """Store every attempt of ``scored`` as a rollout of ``epoch`` with its reward and the policy version that
-    sampled it."""
-    rows = [
+def attempt_rows(task_id: str, attempts: list[Attempt], epoch: int, purpose: str = "train") -> list[dict[str, Any]]:
+    """The rollout rows of ``attempts`` at ``task_id`` as ``epoch`` stores them: each with its reward and the policy
+    version that sampled it."""
+    return [
         {
-            "task_id": s.task.id,
+            "task_id": task_id,
             "epoch": epoch,
             "response": a.completion.text,
             "reward": a.reward,
@@ -267,10 +267,13 @@ def store_attempts(session: Session, scored: list[TaskAttempts], epoch: int, pur
             "purpose": purpose,
             "policy_version": a.policy_version,
         }
-        for s in scored
-        for a in s.attempts
+        for a in attempts
     ]
-    session.store.insert_rollouts(rows)
+
+
+def store_attempts(session: Session, scored: list[TaskAttempts], epoch: int, purpose: str = "train") -> None:
+    """Store every attempt of ``scored`` as a rollout of ``epoch`` (`attempt_rows`)."""
+    session.store.insert_rollouts([row for s in scored for row in attempt_rows(s.task.id, s.attempts, epoch, purpose)])
 
 
 def score_batches(
