@@ -23,7 +23,20 @@ environment, on one process or many (``torchrun``, ``accelerate launch``)::
   ``num_generations``. A row of a closed epoch that TRL read ahead of the boundary is recorded as late, by its tag.
 - `TrlCoEvolution.callback`: every ``steps_per_epoch`` optimizer steps rank 0 closes the genenv epoch (TRL's weights
   become the session's agent, then p-hat and R_env per batch, the simulator's RWR update, held-out evaluation,
-  checkpoint) and opens the next; every rank receives its tasks. Training stops when the session's epochs are done.
+  checkpoint; the epoch's ``agent_update`` holds TRL's ``trainer_step``) and opens the next; every rank receives its
+  tasks. Training stops when the session's epochs are done.
+
+A run killed at any point (SIGKILL included) loses nothing the session committed. Started again, it continues the
+session from its last finished epoch (the partial epoch is dropped and redone, as ``genenv resume`` does) and TRL
+from its checkpoint: ``trainer.train(resume_from_checkpoint=coevo.resume_checkpoint(output_dir))``. Give TRL
+``save_strategy="steps"``: `TrlCoEvolution.grpo_config` saves at every genenv epoch boundary (``save_steps`` =
+``steps_per_epoch``), and `TrlCoEvolution.resume_checkpoint` picks the checkpoint saved at the session's last finished
+epoch, whose weights are that epoch's agent. The stream is not replayed: genenv draws each epoch's tasks when it opens
+the epoch, so the batches TRL read before the kill belong to the dropped epoch, and ``grpo_config`` sets
+``ignore_data_skip=True`` (TRL would otherwise read and throw away as many rows of the new epoch as it had trained
+steps). The resumed stream starts at the session's next epoch, whose ``steps_per_epoch`` steps count from the step TRL
+resumed at. A checkpoint from another step (saved inside an epoch, or none: a new trainer) still works: at the start
+of training the model takes the session's agent weights, and the optimizer and scheduler states are the checkpoint's.
 
 Importing this module does no work: trl, transformers, datasets, accelerate and torch load when used.
 """
@@ -154,6 +167,8 @@ class TrlCoEvolution:
         self._key = f"{os.getpid()}-{id(self)}"
         self._opened_at = 0.0
         self._steps_at = 0
+        self.trainer_step = 0
+        """TRL's step at the end of the last finished epoch (0 when TRL trained none of the session's epochs)."""
         self._callback: Any = None
 
     # --- the session's lifetime on every rank --------------------------------------------------------------------
@@ -176,6 +191,7 @@ class TrlCoEvolution:
         self.config = config_from_dict(payload["config"], f"rank 0's config of {self.folder}")
         self.agent_path = Path(payload["agent"])
         self.epochs_left = payload["epochs_left"]
+        self.trainer_step = payload["trainer_step"]
         if self.rank != 0:
             from genenv_engine.environments import environments_of
             from genenv_engine.environments.plugin_worker import time_limit_plugins
@@ -214,7 +230,15 @@ class TrlCoEvolution:
         self._envs = core.envs
         agent = session.checkpoint_dir(core.epoch - 1) / "agent"
         epochs_left = cfg.epochs - core.epoch + 1
-        return {"config": cfg.to_dict(), "agent": str(agent), "epochs_left": epochs_left, **self._next_epoch()}
+        last = {m["epoch"]: m for m in session.store.epoch_metrics()}.get(core.epoch - 1, {})
+        self.trainer_step = int((last.get("agent_update") or {}).get("trainer_step", 0))
+        return {
+            "config": cfg.to_dict(),
+            "agent": str(agent),
+            "epochs_left": epochs_left,
+            "trainer_step": self.trainer_step,
+            **self._next_epoch(),
+        }
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
         _STREAMS.pop(self._key, None)
@@ -248,8 +272,10 @@ class TrlCoEvolution:
 
     def grpo_config(self, **options: Any) -> Any:
         """A ``trl.GRPOConfig`` with the session's agent settings (group size ``agent.rollouts``, temperature,
-        completion length, learning rate, clip, KL coefficient), the stream's needs (no shuffling) and
-        ``max_steps`` for the epochs left; ``options`` override any field but ``shuffle_dataset``."""
+        completion length, learning rate, clip, KL coefficient), the stream's needs (no shuffling, no data skipped on
+        resume), ``max_steps`` for the epochs left after TRL's step at the last finished epoch, and checkpoints at
+        epoch boundaries when saving by steps; ``options`` override any field but ``shuffle_dataset`` and
+        ``ignore_data_skip``."""
         from trl import GRPOConfig
 
         cfg = self._require_config()
@@ -262,16 +288,31 @@ class TrlCoEvolution:
             "epsilon": a.clip,
             "beta": a.kl_coef,
             "loss_type": "grpo",
-            "max_steps": self.steps_per_epoch * self.epochs_left,
+            "max_steps": self.trainer_step + self.steps_per_epoch * self.epochs_left,
             "seed": cfg.seed,
             "report_to": [],
             "save_strategy": "no",
+            "save_steps": self.steps_per_epoch,
             "use_cpu": cfg.runtime.device == "cpu" or not _cuda(),
             **options,
         }
-        if fields.get("shuffle_dataset", False):
+        if fields.pop("shuffle_dataset", False):
             raise ValueError("shuffle_dataset=True would read the live task stream far ahead: leave it False")
-        return GRPOConfig(**fields, shuffle_dataset=False)
+        if not fields.pop("ignore_data_skip", True):
+            raise ValueError("ignore_data_skip=False would skip the new epoch's tasks on resume: leave it True")
+        return GRPOConfig(**fields, shuffle_dataset=False, ignore_data_skip=True)
+
+    def resume_checkpoint(self, output_dir: str | Path) -> str | None:
+        """The TRL checkpoint in ``output_dir`` to resume from (``trainer.train(resume_from_checkpoint=...)``): the
+        one saved at the session's last finished epoch, else the newest complete one, else None (a new trainer)."""
+        found: dict[int, Path] = {}
+        for folder in Path(output_dir).glob("checkpoint-*"):
+            step = folder.name.removeprefix("checkpoint-")
+            if step.isdigit() and (folder / "trainer_state.json").is_file():  # written last: a complete checkpoint
+                found[int(step)] = folder
+        if not found:
+            return None
+        return str(found.get(self.trainer_step) or found[max(found)])
 
     @property
     def callback(self) -> Any:
@@ -343,20 +384,22 @@ class TrlCoEvolution:
             if tasks:
                 self._opened_at = time.monotonic()
                 return {"epoch": core.epoch, "tasks": tasks, "done": False}
-            core.end_epoch(_adopt(None, 0))
+            core.end_epoch(_adopt(None, 0, self.trainer_step))
         return {"epoch": core.epoch, "tasks": [], "done": True}
 
     def step_end(self, state: Any, control: Any, model: Any) -> None:
         """At TRL's step end (every rank): at an epoch boundary, rank 0 closes the genenv epoch and opens the next,
         and every rank takes its tasks; training stops when the session's epochs are done."""
-        if state.global_step % self.steps_per_epoch:
+        steps = state.global_step - self._steps_at
+        if steps < self.steps_per_epoch:
             return
+        self._steps_at = self.trainer_step = state.global_step
         payload: dict[str, Any] = {}
         if self.rank == 0:
             core = self._require_core()
             try:
-                steps, self._steps_at = state.global_step - self._steps_at, state.global_step
-                core.end_epoch(_adopt(model, steps), {"trainer": time.monotonic() - self._opened_at})
+                learn = _adopt(model, steps, self.trainer_step)
+                core.end_epoch(learn, {"trainer": time.monotonic() - self._opened_at})
                 payload = self._next_epoch()
             except StopRequested:
                 self._broadcast({"stop": True})
@@ -372,6 +415,18 @@ class TrlCoEvolution:
         self._receive(payload)
         if payload["done"]:
             control.should_training_stop = True
+
+    def train_begin(self, state: Any, model: Any) -> None:
+        """At TRL's train begin (every rank): epochs count their steps from here; a trainer resumed from a checkpoint
+        of another step than the session's last finished epoch takes that epoch's agent weights; training stops
+        after the epochs left."""
+        self._steps_at = state.global_step
+        if state.global_step not in (0, self.trainer_step) and model is not None:
+            from transformers import AutoModelForCausalLM
+
+            agent = AutoModelForCausalLM.from_pretrained(str(self.agent_path))
+            getattr(model, "module", model).load_state_dict(agent.state_dict(), strict=True)
+        state.max_steps = state.global_step + self.steps_per_epoch * self.epochs_left
 
     def _receive(self, payload: dict[str, Any]) -> None:
         """Every rank: the open epoch's tasks, for the stream and the reward."""
@@ -416,9 +471,10 @@ def _cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _adopt(model: Any, steps: int) -> Any:
+def _adopt(model: Any, steps: int, trainer_step: int | None = None) -> Any:
     """The agent's update of an epoch TRL trained: TRL's weights become the session's agent (``model`` None: an
-    epoch without training, the agent unchanged); its figure is the epoch's TRL optimizer steps."""
+    epoch without training, the agent unchanged); its figures are the epoch's TRL optimizer steps and TRL's step at
+    its end (``trainer_step``, what a resumed run continues from)."""
 
     def learn(ep: Any, roles: Any, trained: Any) -> dict[str, Any]:
         if model is not None:
@@ -430,7 +486,7 @@ def _adopt(model: Any, steps: int) -> Any:
                     "TRL's model does not match the session's agent: start the trainer from coevo.agent_path "
                     f"({str(exc).splitlines()[0][:200]})"
                 ) from None
-        return {"steps": float(steps)}
+        return {"steps": float(steps), **({"trainer_step": trainer_step} if trainer_step is not None else {})}
 
     return learn
 
@@ -440,10 +496,12 @@ def _epoch_callback(coevo: TrlCoEvolution) -> Any:
     from transformers import TrainerCallback
 
     class GenenvEpochs(TrainerCallback):
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             if getattr(args, "shuffle_dataset", False):
                 raise ValueError("GRPOConfig(shuffle_dataset=True) reads genenv's task stream far ahead: set False")
-            coevo._steps_at = state.global_step
+            if state.global_step and not getattr(args, "ignore_data_skip", False):
+                raise ValueError("GRPOConfig(ignore_data_skip=False) skips the new epoch's tasks on resume: set True")
+            coevo.train_begin(state, model)
 
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             coevo.step_end(state, control, model)

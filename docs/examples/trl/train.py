@@ -4,6 +4,9 @@ attempts them (its `num_generations` per task) and learns, genenv records every 
 
     python docs/examples/trl/train.py --session sessions/trl-tiny --epochs 3 --steps-per-epoch 8
     torchrun --nproc_per_node 2 docs/examples/trl/train.py --session sessions/trl-tiny2 --set runtime.threads=1
+
+With --save, TRL saves a checkpoint at every genenv epoch boundary; the same command run again after a crash (or a
+kill) continues the session from its last finished epoch and TRL from the checkpoint saved there.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def main() -> None:
     p.add_argument("--out", help="TRL's output_dir (default <session>/trl)")
     p.add_argument("--vllm", choices=["colocate", "server"], help="generate with vLLM (TRL's use_vllm, on GPUs)")
     p.add_argument("--bf16", action="store_true", help="train in bfloat16 (GPUs)")
+    p.add_argument("--save", action="store_true", help="save a TRL checkpoint at every genenv epoch boundary")
     args = p.parse_args()
 
     sets = parse_sets(args.set) | ({"epochs": args.epochs} if args.epochs is not None else {})
@@ -38,12 +42,15 @@ def main() -> None:
         from transformers import AutoTokenizer
         from trl import GRPOTrainer
 
-        options = {"use_vllm": True, "vllm_mode": args.vllm} if args.vllm else {}
+        out = args.out or f"{args.session}/trl"
+        options: dict = {"use_vllm": True, "vllm_mode": args.vllm} if args.vllm else {}
+        if args.save:
+            options["save_strategy"] = "steps"  # every steps_per_epoch steps: at each genenv epoch boundary
         trainer = GRPOTrainer(
             model=str(coevo.agent_path),
             reward_funcs=[coevo.reward],
             args=coevo.grpo_config(
-                output_dir=args.out or f"{args.session}/trl",
+                output_dir=out,
                 per_device_train_batch_size=args.batch,
                 logging_steps=1,
                 disable_tqdm=True,
@@ -54,7 +61,7 @@ def main() -> None:
             processing_class=AutoTokenizer.from_pretrained(coevo.agent_path),
             callbacks=[coevo.callback],
         )
-        trainer.train()
+        trainer.train(resume_from_checkpoint=coevo.resume_checkpoint(out))  # None: a new trainer
         print(f"rank {coevo.rank}/{coevo.world}: scored {coevo.scored} completions", flush=True)
     if coevo.rank == 0:
         print(f"session {args.session}: {coevo.summary}, late {coevo.late}, unknown {coevo.unknown}", flush=True)

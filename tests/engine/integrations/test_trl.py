@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -91,7 +92,7 @@ def test_trl_trains_the_agent_of_a_co_evolving_session(tmp_path):
     scored_batches = 0
     for epoch in (1, 2):
         m = metrics[epoch]
-        assert m["status"] == "done" and m["agent_update"] == {"steps": 2.0}
+        assert m["status"] == "done" and m["agent_update"] == {"steps": 2.0, "trainer_step": 2 * epoch}
         assert m["rollouts_recorded"] == counts[epoch]["train"] and m["unknown_rollouts"] == 0
         assert {"generate", "validate", "trainer", "simulator_update", "heldout_eval", "checkpoint"} <= set(
             m["phase_seconds"]
@@ -162,6 +163,13 @@ def test_unknown_task_ids_are_counted_and_the_epoch_adopts_trls_weights(tmp_path
         trained = AutoModelForCausalLM.from_pretrained(coevo.agent_path)
         with torch.no_grad():
             trained.model.norm.weight.add_(0.25)  # stands for what TRL learned
+        # a trainer resumed from a checkpoint saved inside an epoch takes the session's agent, and counts from there
+        state = SimpleNamespace(global_step=3, max_steps=2)
+        coevo.train_begin(state, trained)
+        assert state.max_steps == 3 + 1 * 2 and coevo._steps_at == 3
+        assert torch.equal(trained.model.norm.weight, weights(coevo.agent_path)["model.norm.weight"])
+        with torch.no_grad():
+            trained.model.norm.weight.add_(0.25)
         coevo.core.end_epoch(_adopt(trained, 3))
     metrics = {m["epoch"]: m for m in Session.open(tmp_path / "s").store.epoch_metrics()}
     assert metrics[1]["unknown_rollouts"] == 2 and metrics[1]["rollouts_recorded"] == 1
@@ -200,3 +208,65 @@ def test_importing_the_integration_loads_no_trainer_or_torch():
     loaded = {name.split(".")[0] for name in json.loads(out.stdout.strip().splitlines()[-1])}
     assert "genenv_engine" in loaded
     assert loaded.isdisjoint({"trl", "transformers", "datasets", "accelerate", "torch"})
+
+
+def _tables(folder: Path, upto: int) -> dict[str, list[tuple]]:
+    """The rows the session committed for its epochs up to ``upto``: rollouts, batches, epoch rows, and each task's
+    identity (what later epochs may update, its counts and p-hat, left out)."""
+    return {
+        "rollouts": stored(folder, "select * from rollouts where epoch <= ? order by id", upto),
+        "batches": stored(folder, "select * from batches where epoch <= ? order by id", upto),
+        "epochs": stored(folder, "select * from epochs where epoch <= ? order by epoch", upto),
+        "tasks": stored(
+            folder,
+            "select id, benchmark, prompt, answer, epoch, origin, parent_id, batch_id, valid, reason from tasks "
+            "where epoch <= ? order by id",
+            upto,
+        ),
+    }
+
+
+@pytest.mark.subprocess
+@pytest.mark.slow
+def test_a_run_killed_mid_epoch_resumes_from_its_last_finished_epoch(tmp_path):
+    import signal
+    import time
+
+    folder, out = tmp_path / "s", tmp_path / "trl"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(EXAMPLE), "--session", str(folder), "--out", str(out), "--save", "--batch", "4"]
+    command += ["--epochs", "2", "--steps-per-epoch", "2", "--set", "runtime.threads=1"]
+    command += [f"--set={k}={v}" for k, v in SMALL.items() if k != "epochs"]
+    with (tmp_path / "killed.log").open("w") as log:
+        child = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+        try:
+            deadline = time.monotonic() + 240
+            while child.poll() is None and time.monotonic() < deadline:
+                if (out / "checkpoint-2" / "trainer_state.json").exists():  # saved after epoch 1 closed
+                    break
+                time.sleep(0.05)
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
+    assert stored(folder, "select epoch, status from epochs order by epoch")[:2] == [(0, "done"), (1, "done")]
+    assert (2, "done") not in stored(folder, "select epoch, status from epochs")  # killed inside epoch 2
+    before = _tables(folder, 1)
+
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "{'epochs_done': 2}" in again.stdout
+    assert _tables(folder, 1) == before  # the committed epochs, row for row
+    assert stored(folder, "select epoch, status from epochs order by epoch") == [(0, "done"), (1, "done"), (2, "done")]
+    finished = stored(folder, "select epoch from events where kind = 'EpochFinished' order by id")
+    assert finished == [(0,), (1,), (2,)]  # contiguous, none twice
+    updates = {
+        e: m["agent_update"] for e, m in ((m["epoch"], m) for m in Session.open(folder).store.epoch_metrics()) if e
+    }
+    assert updates == {1: {"steps": 2.0, "trainer_step": 2}, 2: {"steps": 2.0, "trainer_step": 4}}
+    scored = int(re.search(r"scored (\d+) completions", again.stdout).group(1))
+    assert scored == 8  # the resumed trainer's 2 steps x 4 completions, all of epoch 2
+    rows = stored(folder, "select purpose, count(*) from rollouts where epoch = 2 and purpose != 'heldout' group by 1")
+    assert dict(rows) == {"train": 8}  # nothing doubled: the killed run's epoch-2 rows were dropped
+    assert json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())["global_step"] == 4
