@@ -18,9 +18,12 @@ environment, on one process or many (``torchrun``, ``accelerate launch``)::
   all of it on each rank and keeps its share): the open epoch's tasks in order, fresh ones first, cycled; each row
   holds ``prompt`` (one user turn), ``task_id`` and ``genenv_epoch``.
 - `TrlCoEvolution.reward`: scores each completion with its task's environment (R_agent, what genenv's own trainer
-  uses; None for a task id no epoch issued, counted), then gathers every rank's (task, epoch, reward, success,
-  answer) to rank 0, which records them once (`CoEvolution.record`). Each task's attempts are TRL's
-  ``num_generations``. A row of a closed epoch that TRL read ahead of the boundary is recorded as late, by its tag.
+  uses; None for a task id no epoch issued, counted, and for a check a plugin's fault failed, counted as the native
+  loop counts it), then gathers every rank's (task, epoch, reward, success, answer) to rank 0, which records them
+  once (`CoEvolution.record`). Each task's attempts are TRL's ``num_generations``; a batch whose groups came in part
+  (or not at all) gets its p-hat from what was scored, and the epoch records how many attempts each p-hat counts
+  (``batch_attempts``) and the tasks no attempt reached (``unscored_tasks``, ``unscored_batches``). A row of a
+  closed epoch that TRL read ahead of the boundary is recorded as late, by its tag.
 - `TrlCoEvolution.callback`: every ``steps_per_epoch`` optimizer steps rank 0 closes the genenv epoch (TRL's weights
   become the session's agent, then p-hat and R_env per batch, the simulator's RWR update, held-out evaluation,
   checkpoint; the epoch's ``agent_update`` holds TRL's ``trainer_step``) and opens the next; every rank receives its
@@ -329,10 +332,13 @@ class TrlCoEvolution:
         genenv_epoch: Sequence[int],
         **_: Any,
     ) -> list[float | None]:
-        """TRL's reward function: R_agent of each completion by its task's environment (None for a task id no
-        epoch issued); every rank's scores are gathered to rank 0 and recorded there once."""
+        """TRL's reward function: R_agent of each completion by its task's environment; every rank's scores are
+        gathered to rank 0 and recorded there once. None (TRL gives the completion no advantage) for a task id no
+        epoch issued (counted in the epoch's ``unknown_rollouts``) and for a completion whose check a plugin's fault
+        failed: raised, or ran past ``simulator.plugin_timeout`` (stored with its fault and counted in the epoch's
+        ``plugin_faults``, kept out of every p-hat, as the native loop keeps it out of its update)."""
         from genenv_engine.core.curriculum import is_success
-        from genenv_engine.core.limits import check_response
+        from genenv_engine.core.limits import check_response, fault_kind
 
         threshold = self._require_config().agent.success_threshold
         out: list[float | None] = []
@@ -346,7 +352,7 @@ class TrlCoEvolution:
             env = self._envs[task.benchmark]
             result = check_response(env, task, text)
             value = float(env.reward(result))
-            out.append(value)
+            out.append(None if fault_kind(result.error_type) else value)
             rows.append((tid, int(tag), value, is_success(value, threshold), text, result.error_type))
         self.scored += len(rows)
         gathered = self._gather(rows)

@@ -62,6 +62,7 @@ from genenv_engine.executors import make_executor, preflight
 from genenv_engine.executors.base import RolloutExecutor
 from genenv_engine.method.faults import Faults, merge_faults
 from genenv_engine.method.phases import (
+    Rollouts,
     attempt_rows,
     checkpoint,
     evaluate_heldout,
@@ -396,6 +397,7 @@ class CoEvolution:
             metrics["rollouts_recorded"] = sum(len(s.attempts) for s in recorded)
             metrics["late_rollouts"] = {str(e): n for e, n in sorted(op.late.items())}
             metrics["unknown_rollouts"] = op.unknown
+            metrics.update(_coverage(op, rolled))
         store.finish_epoch(step.epoch, metrics)
         self.emit(EpochFinished(step.epoch, metrics))
         self._open = None
@@ -412,6 +414,24 @@ class CoEvolution:
         if self._unplaced:
             late = {str(e): n for e, n in sorted(self._unplaced.items())}
             self.session.store.log_event("LateRolloutsUnplaced", self.epoch - 1, {"late_rollouts": late})
+
+
+def _coverage(op: OpenEpoch, rolled: Rollouts) -> dict[str, Any]:
+    """What an outside trainer's epoch scored its batches from: the usable attempts behind each batch's p-hat (in
+    ``batch_p_hats`` order), and the epoch's tasks and fresh batches that none reached (a trainer that filtered
+    groups, or stopped before it came to them; a batch without any has no p-hat)."""
+    fresh, batch_of = {t.id for t in op.fresh.tasks}, op.fresh.batch_of
+    attempts: dict[str, int] = {}
+    for s in rolled.trained:
+        if s.task.id in fresh:
+            batch = batch_of.get(s.task.id, s.task.id)
+            attempts[batch] = attempts.get(batch, 0) + len(s.attempts)
+    scored = {s.task.id for s in rolled.trained}
+    return {
+        "batch_attempts": [attempts.get(b.id, 0) for b in rolled.batches],
+        "unscored_tasks": sum(task not in scored for task in op.tasks),
+        "unscored_batches": len({batch_of.get(t, t) for t in fresh} - set(attempts)),
+    }
 
 
 def _record_environment(session: Session) -> None:

@@ -56,14 +56,18 @@ def fault_text(faults: dict[str, dict[str, dict[str, int]]] | None) -> str:
 
 def recorded_text(metrics: dict[str, Any]) -> str:
     """The rollouts an outside trainer sent that no p-hat counts (`genenv_engine.method.coevolution`): those of an
-    epoch already closed (late) and those of tasks no epoch issued (unknown); "" when there are none.
+    epoch already closed (late) and those of tasks no epoch issued (unknown), and the epoch's tasks it sent none
+    for (unscored); "" when there are none.
 
     >>> recorded_text({"late_rollouts": {"1": 8}, "unknown_rollouts": 3}), recorded_text({"late_rollouts": {}})
     (' late=8 (of epoch 1) unknown=3', '')
+    >>> recorded_text({"late_rollouts": {}, "unscored_tasks": 5})
+    ' unscored=5 tasks'
     """
     late = metrics.get("late_rollouts") or {}
     text = f" late={sum(late.values())} (of epoch {', '.join(late)})" if late else ""
-    return text + (f" unknown={metrics['unknown_rollouts']}" if metrics.get("unknown_rollouts") else "")
+    text += f" unknown={metrics['unknown_rollouts']}" if metrics.get("unknown_rollouts") else ""
+    return text + (f" unscored={metrics['unscored_tasks']} tasks" if metrics.get("unscored_tasks") else "")
 
 
 def epoch_line(metrics: dict[str, Any], epoch: int) -> str:
