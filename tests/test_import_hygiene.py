@@ -53,3 +53,16 @@ def test_the_check_itself_sees_a_forbidden_import():
 def test_the_check_sees_ray_when_installed():
     pytest.importorskip("ray")
     assert "ray" in loaded_after_import("ray")
+
+
+def test_building_the_command_line_parser_loads_no_torch():
+    """``genenv --help`` and every subcommand's parser (the benches' included) are built without torch, which a
+    command loads only when it runs."""
+    code = (
+        "import json, sys; from genenv_engine.interfaces.cli import build_parser; build_parser(); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "genenv_engine.interfaces.bench_command" in loaded
+    assert "torch" not in loaded and "transformers" not in loaded

@@ -30,9 +30,6 @@ from genenv_engine.ablation.arms import (
 )
 from genenv_engine.ablation.markdown import epoch0_text, fmt, markdown, versus_cells
 from genenv_engine.ablation.plots import plots
-from genenv_engine.ablation.run_records import read_record, record_path, write_record
-from genenv_engine.ablation.runs import read_session
-from genenv_engine.ablation.tables import collect
 from genenv_engine.config import config_from_file, parse_sets
 from genenv_engine.core.errors import ConfigError
 
@@ -58,6 +55,8 @@ def open_or_create(plan: Plan, arm: str, seed: int):
 def recorded_run(plan: Plan, arm: str, seed: int) -> Path | None:
     """The record standing for this arm x seed when its folder holds no session (None: run it); a record made
     with other settings is an error, as a session folder with other settings is."""
+    from genenv_engine.ablation.run_records import read_record, record_path
+
     if (plan.out / folder_name(arm, seed) / "config.toml").exists():
         return None
     path = record_path(plan.records_folder(), arm, seed)
@@ -101,6 +100,9 @@ def run_plan(plan: Plan, quiet: bool = False) -> dict[str, Any]:
     collected results."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from genenv_engine.ablation.run_records import write_record
+    from genenv_engine.ablation.runs import read_session
+    from genenv_engine.ablation.tables import collect
     from genenv_engine.core.events import RunControl
     from genenv_engine.method.loop import run
 
@@ -265,6 +267,8 @@ def main(args: argparse.Namespace) -> int:
     if args.rescore is not None and args.rescore < 1:
         raise ConfigError("--rescore", "must be a number of held-out tasks >= 1")
     if args.report_only or args.rescore:
+        from genenv_engine.ablation.tables import collect
+
         results = collect(plan.out, plan.arms, plan.seeds, rescore=args.rescore, records=plan.records_folder())
         write_outputs(plan.out, results)
     else:
