@@ -1,15 +1,15 @@
 """Published figures, generated from the JSON and run records under ``docs/results/``.
 
-Five Markdown sections are rendered by the lab and typed nowhere else: the README's performance table
+Six Markdown sections are rendered by the lab and typed nowhere else: the README's performance table
 (`genenv_lab.performance.performance_table`, from the speed benchmarks' JSON), the rows of the results index,
-``docs/results/README.md`` (`genenv_lab.index.results_index`, from the studies' run records and JSON), and the
-grounded-reward study's verdict table, its table of arms and the README's line on it
-(`genenv_lab.reading.grounded_table`, `genenv_lab.arm_signals.arms_table`, `genenv_lab.reading.grounded_summary`,
-from its records). Each section sits in its file between two marker comments (`begin_marker`, `end_marker`);
-`write` rewrites the sections under a repository root, `stale` names those whose committed text differs from what
-the JSON gives now. ``python -m genenv_lab.figures [--root DIR]`` (``make figures``) regenerates them under the
-repository root (default: the working directory) and ``--check`` exits 1 naming the stale ones. It reads only
-JSON: no torch, no training code.
+``docs/results/README.md`` (`genenv_lab.index.results_index`, from the studies' run records and JSON), the README's
+lines on the grounded-reward and chain studies (`genenv_lab.index.findings`), the chain page's paragraph on its lead
+over all levels (`genenv_lab.index.chain_section`), and the grounded-reward study's verdict table and its table of
+arms (`genenv_lab.reading.grounded_table`, `genenv_lab.arm_signals.arms_table`, from its records). Each section sits
+in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites the sections under a
+repository root, `stale` names those whose committed text differs from what the JSON gives now. ``python -m
+genenv_lab.figures [--root DIR]`` (``make figures``) regenerates them under the repository root (default: the
+working directory) and ``--check`` exits 1 naming the stale ones. It reads only JSON: no torch, no training code.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 from genenv_engine.interfaces.generated import generated_main
 from genenv_lab.arm_signals import arms_table
 from genenv_lab.figure_text import bare, signed
-from genenv_lab.index import held_out, index_rows, results_index, versus
+from genenv_lab.index import CHAIN_PAGE, chain_section, findings, held_out, index_rows, results_index, versus
 from genenv_lab.performance import PERFORMANCE, RESULTS, dated, performance_rows, performance_table
-from genenv_lab.reading import GROUNDED_PAGE, grounded_summary, grounded_table
+from genenv_lab.reading import GROUNDED_PAGE, grounded_table
 
 __all__ = [
     "INDEX",
@@ -65,8 +65,9 @@ def end_marker(name: str) -> str:
 
 SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (README, "performance"): performance_table,
-    (README, "grounded"): grounded_summary,
+    (README, "findings"): findings,
     (INDEX, "index"): results_index,
+    (CHAIN_PAGE, "levels"): chain_section,
     (GROUNDED_PAGE, "reading"): grounded_table,
     (GROUNDED_PAGE, "arms"): arms_table,
 }

@@ -3,19 +3,22 @@ its run records and JSON under ``docs/results/``.
 
 `held_out`, `change` and `versus` read a run record's held-out answers into a change or a difference with its
 paired SE; a study's finding is rendered from them (`index_rows`), and a study whose finding has no JSON source gets
-a cell without figures that links to its page. `results_index` is the index's table. It reads only JSON.
+a cell without figures that links to its page. `results_index` is the index's table; `findings` the README's
+generated findings (the grounded and chain studies) and `chain_section` the chain page's paragraph on its lead over
+all levels. It reads only JSON.
 """
 
 from __future__ import annotations
 
 import statistics
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from genenv_engine.ablation.stats import paired_change
-from genenv_lab.figure_text import bare, joined, seed_spread, signed
+from genenv_lab.figure_text import bare, joined, rounded, seed_spread, signed, t_two_sided
 from genenv_lab.performance import RESULTS, load, performance_finding, performance_span
-from genenv_lab.reading import answers, grounded_finding
+from genenv_lab.reading import answers, grounded_finding, grounded_summary
 
 
 def held_out(root: Path, rel: str, benchmark: str = "bfcl") -> tuple[str, str]:
@@ -52,27 +55,50 @@ def _se_range(pairs: list[tuple[float, float]]) -> str:
 # ---- the results index ---------------------------------------------------------------------------------------
 
 
+def epoch0_differ(root: Path, a: str, b: str) -> int:
+    """On how many held-out tasks the epoch-0 agents of runs ``a`` and ``b`` answered differently (the pair's
+    difference then includes the two epoch-0 agents')."""
+    a0, b0 = held_out(root, a)[0], held_out(root, b)[0]
+    assert len(a0) == len(b0), (a, b)
+    return sum(x != y for x, y in zip(a0, b0, strict=True))
+
+
+def _flagged(root: Path, a: str, b: str) -> tuple[float, float, int]:
+    """Run ``a`` minus run ``b`` with its paired SE and the epoch-0 answers that differ."""
+    return (*versus(root, a, b), epoch0_differ(root, a, b))
+
+
+def _marked(pairs: list[tuple[float, float, int]]) -> str:
+    """Differences listed, each marked ⚠ where the epoch-0 agents differ."""
+    return joined([signed(d) + (" ⚠" if n else "") for d, _, n in pairs])
+
+
 def _smol_l34(root: Path) -> str:
     r = "docs/results/smol-l34"
     seeds = range(3)
     unseen = [change(root, f"{r}/records/unseen-s{s}.json") for s in seeds]
-    vs_off = [versus(root, f"{r}/records/unseen-s{s}.json", f"{r}/records/off-s{s}.json") for s in seeds]
-    vs_80 = [versus(root, f"{r}/records/unseen-s{s}.json", f"{r}/pool80/records/off-s{s}.json") for s in seeds]
-    vs_20 = [versus(root, f"{r}/records/unseen-s{s}.json", f"{r}/pool20/records/off-s{s}.json") for s in seeds]
-    off20 = [change(root, f"{r}/pool20/records/off-s{s}.json")[0] for s in seeds]
-    mean, sd, _ = seed_spread([d for d, _ in vs_off])
 
-    def passing(pairs: list[tuple[float, float]]) -> int:
-        return sum(d >= 0.03 and d > 2 * se for d, se in pairs)
+    def against(off: str) -> list[tuple[float, float, int]]:
+        return [_flagged(root, f"{r}/records/unseen-s{s}.json", f"{r}/{off}/off-s{s}.json") for s in seeds]
+
+    vs_off, vs_80, vs_20 = against("records"), against("pool80/records"), against("pool20/records")
+    off20 = [change(root, f"{r}/pool20/records/off-s{s}.json")[0] for s in seeds]
+    mean, sd, _ = seed_spread([d for d, _, _ in vs_off])
+    counts = sorted({n for pairs in (vs_off, vs_80, vs_20) for _, _, n in pairs if n})
+    size = len(held_out(root, f"{r}/records/unseen-s0.json")[0])
+    span = "" if not counts else str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]}–{counts[-1]}"
+    legend = f"; ⚠ epoch-0 agents differ on {span} of {size} tasks" if counts else ""
+
+    def passing(pairs: list[tuple[float, float, int]]) -> int:
+        return sum(d >= 0.03 and d > 2 * se for d, se, _ in pairs)
 
     return (
         f"the oracle `unseen` arm rises by more than 2 paired SE on {sum(d > 2 * se for d, se in unseen)} seeds "
         f"of 3 ({joined([signed(d) for d, _ in unseen])}); its Off control: new tasks beat replayed ones on "
-        f"{passing(vs_off)} seed of 3 ({joined([signed(d) for d, _ in vs_off])}; mean {signed(mean)} ± "
-        f"{bare(sd)}), and on {passing(vs_80)} of 3 with the base pool capped at 80 tasks "
-        f"({joined([signed(d) for d, _ in vs_80])}); at 20 tasks ahead on {passing(vs_20)} of 3 "
-        f"({joined([signed(d) for d, _ in vs_20])}; {_se_range(vs_20)}), where replay changes held-out by "
-        f"{signed(statistics.mean(off20), 2)}: the setting for the GenEnv arms"
+        f"{passing(vs_off)} seed of 3 ({_marked(vs_off)}{legend}; mean {signed(mean)} ± {bare(sd)}), and on "
+        f"{passing(vs_80)} of 3 with the base pool capped at 80 tasks ({_marked(vs_80)}); at 20 tasks ahead on "
+        f"{passing(vs_20)} of 3 ({_marked(vs_20)}; {_se_range([(d, se) for d, se, _ in vs_20])}), where replay "
+        f"changes held-out by {signed(statistics.mean(off20), 2)}: the setting for the GenEnv arms"
     )
 
 
@@ -104,13 +130,72 @@ def _genenv20(root: Path) -> str:
     )
 
 
+CHAIN = f"{RESULTS}/chain"
+CHAIN_PAGE = f"{CHAIN}/README.md"
+CHAIN_ARMS = ("target", "uniform-levels", "schedule", "learnability", "controller", "trained", "frozen")
+CHAIN_SEEDS = range(5)
+
+
+def chain_levels(root: Path) -> dict[str, list[float]]:
+    """`trained` minus each other chain arm over all levels at the last epoch, one paired difference per seed."""
+
+    def final(arm: str, s: int) -> str:
+        return held_out(root, f"{CHAIN}/records/{arm}-s{s}.json", "chain")[1]
+
+    return {
+        arm: [
+            (final("trained", s).count("1") - final(arm, s).count("1")) / len(final("trained", s)) for s in CHAIN_SEEDS
+        ]
+        for arm in CHAIN_ARMS
+        if arm != "trained"
+    }
+
+
+def chain_test(diffs: list[float]) -> bool:
+    """The chain plan's test, either way: the mean over seeds beyond twice its SE over seeds, on the side of at least
+    4 of 5 seeds."""
+    mean, _, ratio = seed_spread(diffs)
+    return abs(ratio) > 2 and sum((x > 0) if mean > 0 else (x < 0) for x in diffs) >= len(diffs) - 1
+
+
+def chain_lead(root: Path) -> dict[str, Any]:
+    """`learnability`'s lead over `trained` over all levels: the differences' mean, sd, SE ratio, the two-sided
+    t-test's p over the seeds, the seeds below zero, and how many of the comparisons of `trained` pass the test."""
+    levels = chain_levels(root)
+    diffs = levels["learnability"]
+    mean, sd, ratio = seed_spread(diffs)
+    return {
+        "mean": mean,
+        "sd": sd,
+        "ratio": ratio,
+        "p": t_two_sided(ratio, len(diffs) - 1),
+        "below": sum(x < 0 for x in diffs),
+        "seeds": len(diffs),
+        "passing": sum(chain_test(d) for d in levels.values()),
+        "comparisons": len(levels),
+    }
+
+
+def chain_marginal(root: Path) -> str:
+    """How the pages qualify `learnability`'s lead: its p-value and how many comparisons it is one of."""
+    lead = chain_lead(root)
+    return f"p ≈ {rounded(lead['p'], 2)}, {_count_word(lead['passing'])} of {lead['comparisons']} comparisons"
+
+
+def _count_word(n: int) -> str:
+    """Small counts as words.
+
+    >>> _count_word(1), _count_word(12)
+    ('one', '12')
+    """
+    return {0: "none", 1: "one", 2: "two", 3: "three"}.get(n, str(n))
+
+
 def _chain(root: Path) -> str:
-    r = "docs/results/chain"
-    arms = ("target", "uniform-levels", "schedule", "learnability", "controller", "trained", "frozen")
-    seeds = range(5)
+    r = CHAIN
     k6 = 0
-    for arm in arms:
-        for s in seeds:
+    for arm in CHAIN_ARMS:
+        for s in CHAIN_SEEDS:
             record = load(root, f"{r}/records/{arm}-s{s}.json")
             levels = record["levels"]["chain"]
             k6 += sum(
@@ -122,23 +207,52 @@ def _chain(root: Path) -> str:
     levels_gate = gate["benchmarks"]["chain"]["levels"]
     k3 = levels_gate["L3"]["pass_at_n"]
     above = [lv for lv in ("L4", "L5", "L6", "L7", "L8") if levels_gate[lv]["pass_at_n"] > 0]
-
-    def final(arm: str, s: int) -> str:
-        return held_out(root, f"{r}/records/{arm}-s{s}.json", "chain")[1]
-
-    diffs = [
-        (final("trained", s).count("1") - final("learnability", s).count("1")) / len(final("trained", s)) for s in seeds
-    ]
-    mean, sd, ratio = seed_spread(diffs)
+    lead = chain_lead(root)
     gate_text = f"pass@{gate['n']} {bare(k3, 2)} at k = 3, " + ("0 at k ≥ 4" if not above else "above 0 at k ≥ 4")
     return (
         f"the gate before RL is met on seed 0 at the sixteenth attempt ({gate_text}), with hint-free long "
         f"chains cut after their first calls added to the warm start; all five seeds, all seven arms: "
         f"{k6} k = 6 tasks solved at any epoch of any seed, so GenEnv does not beat any controller there; over "
-        f"all levels `learnability` is ahead of it (trained − learnability {signed(mean, 4)} ± {bare(sd, 4)}, "
-        f"below zero on {sum(x < 0 for x in diffs)} of 5 seeds, {abs(ratio):.1f} SE over seeds); GenEnv's "
-        "simulator admits almost none of its drafts"
+        f"all levels `learnability` is ahead of it, marginally (trained − learnability {signed(lead['mean'], 4)} ± "
+        f"{bare(lead['sd'], 4)}, below zero on {lead['below']} of {lead['seeds']} seeds, {abs(lead['ratio']):.1f} SE "
+        f"over seeds, {chain_marginal(root)}); GenEnv's simulator admits almost none of its drafts"
     )
+
+
+def chain_summary(root: Path) -> str:
+    """The README's line on the chain study."""
+    line = (
+        "- **Chain**: no arm reaches the target level; over all levels `learnability` leads GenEnv, marginally "
+        f"({chain_marginal(root)}) ([chain](docs/results/chain/README.md))."
+    )
+    return textwrap.fill(line, 118, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+def chain_section(root: Path) -> str:
+    """The chain page's paragraph on the lead over all levels: every comparison of `trained` with another arm and
+    `learnability`'s lead, with its t-test over the seeds."""
+    levels = chain_levels(root)
+    lead = chain_lead(root)
+    each = ", ".join(
+        f"`{arm}` {signed(mean, 4)} ± {bare(sd, 4)} ({sum(x > 0 for x in d)}/{len(d)})"
+        for arm, d in levels.items()
+        for mean, sd, _ in [seed_spread(d)]
+    )
+    text = (
+        f"**Over all levels at epoch 8**, `trained` minus each arm (mean ± sd over seeds of the paired differences; "
+        f"seeds above zero): {each}. The plan's test (mean beyond twice its SE over seeds, on the side of at least 4 "
+        f"of 5 seeds) passes for {_count_word(lead['passing'])} of the {lead['comparisons']}: `learnability` ahead "
+        f"of `trained`, {abs(lead['ratio']):.1f} times its SE over seeds, below zero on {lead['below']} of "
+        f"{lead['seeds']}. That lead is marginal: a t-test over the {lead['seeds']} seeds gives p ≈ "
+        f"{rounded(lead['p'], 2)} (two-sided, {lead['seeds'] - 1} degrees of freedom), on one of "
+        f"{lead['comparisons']} comparisons read without a correction for their number."
+    )
+    return textwrap.fill(text, 118, break_long_words=False, break_on_hyphens=False)
+
+
+def findings(root: Path) -> str:
+    """The README's generated findings: the grounded study's line and the chain study's."""
+    return f"{grounded_summary(root)}\n{chain_summary(root)}"
 
 
 def _first_run(root: Path) -> str:
@@ -204,8 +318,10 @@ def index_rows(root: Path) -> list[tuple[str, str]]:
         ),
         (
             "[smol-l3-replication](smol-l3-replication/README.md): `smol-l3` seed 2 rerun on another machine",
-            "reproduced exactly (Δ {} on the 400-task re-score, {:.2f} SE): the runs are deterministic across "
-            "machines, so a rerun adds no draw".format(
+            "reproduced exactly (Δ {} on the 400-task re-score, {:.2f} SE); later warm starts built on other machines "
+            "differ in their weights and a few epoch-0 answers ([smol-l34](smol-l34/README.md), "
+            "[grounded](smol-l34/grounded/README.md)), so runs are not deterministic across machines and a rerun "
+            "elsewhere can be a new draw".format(
                 *(lambda c: (signed(c[0]), c[0] / c[1]))(
                     change(root, f"{RESULTS}/smol-l3-replication/records/unseen-s2.json")
                 )

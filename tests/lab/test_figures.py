@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab import figures
+from genenv_lab import figures, index, reading
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,3 +117,67 @@ def test_the_generator_imports_no_torch():
     code = "import sys, genenv_lab.figures; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+GROUNDED = "docs/results/smol-l34/grounded/records"
+
+
+def test_grounded_seed2_that_the_rule_does_not_count_is_shown_from_its_records():
+    got = reading.seed_pair(ROOT, "grounded", "frozen", 2)
+    ratio = f"{abs(got.diff) / got.se:.1f}"
+    assert (figures.signed(got.diff), figures.bare(got.se), ratio) == ("−0.038", ".013", "2.8")
+    page = (ROOT / reading.GROUNDED_PAGE).read_text()
+    assert "| `grounded` − `frozen` | +0.015 (.012) | +0.013 (.013) | −0.038 (.013) ‡, not counted | 0 of 2 |" in page
+    assert "`frozen` − `grounded` +0.038 on seed 2 (2.8 paired SE)" in " ".join(page.split())
+    assert "not needed |" not in page.replace("not run: not needed |", "")  # every seed-2 pair that was run is shown
+
+
+def test_grounded_probe_answers_are_counted_from_the_records():
+    assert reading.probe_answers(ROOT) == [(0, 2992), (1, 2672), (2, 2832)]  # eval_generations over epochs 1-8
+    readme, index = ((ROOT / rel).read_text() for rel in (figures.README, figures.INDEX))
+    assert "progress on 2,992 / 2,672 / 2,832 probe answers (seeds 0–2)" in " ".join(readme.split())
+    assert "the grounded reward read 2,992 / 2,672 / 2,832 probe answers on seeds 0–2" in index
+    assert "no arm is apart from another on 3 seeds" in " ".join(readme.split()) and "matches it" not in readme
+
+
+def test_a_grounded_record_that_drifts_makes_its_figures_stale(copy_root):
+    path = copy_root / GROUNDED / "grounded-s2.json"
+    data = json.loads(path.read_text())
+    last = max(data["rescored"]["400"], key=int)
+    answers = data["rescored"]["400"][last]["bfcl"]
+    flip = answers.index("0")
+    data["rescored"]["400"][last]["bfcl"] = answers[:flip] + "1" + answers[flip + 1 :]  # seed 2: −0.038 -> −0.035
+    data["epochs"][1]["eval_generations"] += 8  # 2,832 -> 2,840 probe answers
+    path.write_text(json.dumps(data))
+    assert set(figures.stale(copy_root)) == {
+        f"{figures.README}#findings",
+        f"{figures.INDEX}#index",
+        f"{reading.GROUNDED_PAGE}#reading",
+        f"{reading.GROUNDED_PAGE}#arms",
+    }
+    figures.write(copy_root)
+    assert "2,992 / 2,672 / 2,840 probe answers" in (copy_root / figures.INDEX).read_text()
+    assert "−0.035 (.014) ‡, not counted" in (copy_root / reading.GROUNDED_PAGE).read_text()
+
+
+def test_the_index_marks_each_pair_whose_epoch0_agents_differ():
+    rows = dict(figures.index_rows(ROOT))
+    smol = rows["[smol-l34](smol-l34/README.md): L4 in the training mix"]
+    assert "(+0.028 ⚠, +0.048 ⚠, −0.038; ⚠ epoch-0 agents differ on 2–3 of 400 tasks; mean +0.013 ± .044)" in smol
+    assert "(+0.078, +0.015 ⚠, +0.005)" in smol and "(+0.153, +0.095 ⚠, +0.088; 4.9–7.2 SE)" in smol
+    base = "docs/results/smol-l34"
+    assert index.epoch0_differ(ROOT, f"{base}/genenv20/records/trained-s0.json", f"{base}/records/off-s0.json") == 2
+    assert "`off`: −0.018 (.018) ⚠ and +0.020 (.018)" in (ROOT / base / "genenv20/README.md").read_text()
+    replication = next(v for k, v in rows.items() if k.startswith("[smol-l3-replication]"))
+    assert "adds no draw" not in replication and "not deterministic across machines" in replication
+
+
+def test_chains_lead_is_stated_as_marginal_from_its_records():
+    lead = index.chain_lead(ROOT)
+    assert (round(lead["p"], 3), lead["passing"], lead["comparisons"]) == (0.052, 1, 6)  # t 2.74 on 4 df
+    for rel in (figures.README, figures.INDEX, index.CHAIN_PAGE):
+        text = " ".join((ROOT / rel).read_text().split())
+        assert "marginal" in text and "p ≈ 0.05" in text, rel
+    assert "leads GenEnv, marginally (p ≈ 0.05, one of 6 comparisons)" in " ".join(
+        (ROOT / figures.README).read_text().split()
+    )

@@ -66,27 +66,57 @@ def test_a_split_is_decided_by_the_third_seed_two_of_three():
     assert not reading.third_needed([win, waiting]) and not reading.third_needed([win, refused])
 
 
-def test_the_table_shows_seed2_only_where_seeds_0_and_1_split(tmp_path):
+def test_the_table_counts_seed2_only_where_seeds_0_and_1_split_and_shows_it_where_run(tmp_path):
     base = tmp_path / "docs/results/smol-l34/grounded/records"
     for arm, wins in (("grounded", (30, 30)), ("frozen", (0, 0)), ("controller", (30, 0, 30))):
         for seed, n in enumerate(wins):
             _record(base / f"{arm}-s{seed}.json", "0" * 100, "1" * n + "0" * (100 - n))
-    _record(base / "frozen-s2.json", "0" * 100)
+    _record(base / "frozen-s2.json", "0" * 100, "1" * 40 + "0" * 60)
     rows = {line.split(" | ")[0]: line.split(" | ") for line in reading.grounded_table(tmp_path).splitlines()}
     assert rows["| `grounded` − `frozen`"][1:] == ["**+0.300 (.046)**"] * 2 + [
-        "not needed",
+        "not run: not needed",
         "2 of 2",
         "`grounded` beats `frozen` |",
     ]
     assert rows["| `controller` − `frozen`"][1:] == [
         "**+0.300 (.046)**",
         "+0.000 (.000)",
-        "**+0.300 (.046)**",
-        "2 of 3",
-        "`controller` beats `frozen` on 2 of 3 seeds |",
+        "−0.100 (.030)",
+        "1 of 3",
+        "`controller` does not beat `frozen` (1 of 3 seeds) |",
     ]
     assert rows["| `grounded` − `controller`"][3:] == ["no record yet", "1 of 2", "split: a third seed decides |"]
     assert rows["| `grounded` − `off(20)`"][3] == "—"  # seeds 0 and 1 not both read yet
+    # a seed 2 run for another comparison is shown where seeds 0 and 1 agree, not counted and never bold
+    _record(base / "grounded-s2.json", "0" * 100)
+    table = reading.grounded_table(tmp_path)
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in table.splitlines()}
+    assert rows["| `grounded` − `frozen`"][3:5] == ["−0.400 (.049), not counted", "2 of 2"]
+    assert "it passes the rule the other way: `frozen` − `grounded` +0.400 on seed 2 (8.1 paired SE)." in " ".join(
+        table.split()
+    )
+
+
+def test_pairs_of_two_builds_of_one_warm_start_or_two_thread_counts_are_marked_and_named(tmp_path):
+    base = tmp_path / reading.STUDY_RECORDS
+    made = {
+        "grounded": (51513.352, 1, None),
+        "trained": (51513.355, 2, "AMD EPYC (avx2)"),
+        "frozen": (51513.352, 1, None),
+    }
+    for arm, (fingerprint, threads, built_on) in made.items():
+        path = _record(base / f"{arm}-s1.json", "0" * 100, ("1" * (40 if arm == "grounded" else 10)).ljust(100, "0"))
+        data = json.loads(path.read_text())
+        data["warm_start"] = {"key": "k-s1", "fingerprints": {"agent": fingerprint}, "built_on": built_on}
+        data["config"] = {"model": {"threads": threads}}
+        path.write_text(json.dumps(data))
+    got = reading.seed_pair(tmp_path, "grounded", "trained", 1)
+    assert (got.rebuilt, got.threads_differ, got.flags) == (True, True, " § ‡")
+    assert reading.seed_pair(tmp_path, "grounded", "frozen", 1).flags == ""
+    table = " ".join(reading.grounded_table(tmp_path).split())
+    assert "| **+0.300 (.046)** § ‡ |" in table
+    assert "`grounded`-s1 51513.352 against `trained`-s1 51513.355; `trained`-s1's record: built on AMD EPYC" in table
+    assert "`grounded`-s1 at 1 against `trained`-s1 at 2" in table
 
 
 def test_the_study_reads_its_own_rerun_before_the_committed_record(tmp_path):
@@ -121,7 +151,12 @@ def test_the_index_cell_waits_for_every_pair_then_gives_the_rule(tmp_path):
 def test_the_committed_index_cell_lists_seed0():
     cell = dict(figures.index_rows(ROOT))
     finding = next(v for k, v in cell.items() if k.startswith("[smol-l34 at N = 20, a grounded"))
-    assert finding.startswith("seeds 0 / 1 (and 2 where they split) on 400 tasks: grounded − frozen +0.015 / ")
+    assert finding.startswith(
+        "seeds 0 / 1 on 400 tasks, and seed 2 where they split (in brackets where it is run but not counted): "
+        "grounded − frozen +0.015 / +0.013 / (−0.038); "
+    )
+    # the ⚠ legend stands by the comparison whose pairs it marks
+    assert "grounded − static +0.020 ⚠ / +0.028 ⚠ (⚠ refused: epoch-0 agents differ);" in finding
 
 
 def test_the_readme_finding_follows_the_verdicts(tmp_path):
@@ -130,11 +165,18 @@ def test_the_readme_finding_follows_the_verdicts(tmp_path):
         for seed in (0, 1):
             _record(base / f"{arm}-s{seed}.json", "0" * 100, ("1" * {"off": 0}.get(arm, 10)).ljust(100, "0"))
     line = " ".join(reading.grounded_summary(tmp_path).split())  # unwrapped
-    assert "the simulator beats neither itself frozen nor the α-trained one;" in line
-    assert "a procedural controller matches it (" in line
+    assert "the simulator beats neither itself frozen nor α-trained;" in line
+    assert "neither it nor a procedural controller beats the other (" in line  # two seeds: no reading on three
+    assert "match" not in line
+    for arm in ("grounded", "controller", "frozen", "trained"):
+        _record(base / f"{arm}-s2.json", "0" * 100, ("1" * 10).ljust(100, "0"))
+    line = " ".join(reading.grounded_summary(tmp_path).split())
+    assert "with a procedural controller, no arm is apart from another on 3 seeds (" in line
+    for arm in ("grounded", "controller", "frozen", "trained"):
+        (base / f"{arm}-s2.json").unlink()
     _record(base / "controller-s1.json", "0" * 100, "1" * 40 + "0" * 60)  # seed 1 only: a split
     line = " ".join(reading.grounded_summary(tmp_path).split())
-    assert line.endswith("matches it is still open ([grounded](docs/results/smol-l34/grounded/README.md)).")
+    assert line.endswith("is apart from it is still open ([grounded](docs/results/smol-l34/grounded/README.md)).")
     _record(base / "controller-s0.json", "0" * 100, "1" * 40 + "0" * 60)
     line = " ".join(reading.grounded_summary(tmp_path).split())
     assert "a procedural controller beats the frozen and α-trained simulators" in line
@@ -148,7 +190,7 @@ def test_the_readme_finding_follows_the_verdicts(tmp_path):
     assert "beats itself frozen is being measured" in " ".join(reading.grounded_summary(tmp_path).split())
     _record(base / "grounded-s2.json", "0" * 100, "1" * 40 + "0" * 60)  # level with frozen-s2, ahead of trained-s2
     line = " ".join(reading.grounded_summary(tmp_path).split())
-    assert "the simulator does not beat itself frozen but beats the α-trained one;" in line
+    assert "the simulator does not beat itself frozen but beats it α-trained;" in line
     (base / "trained-s2.json").unlink()  # grounded − trained open again: the sentence names frozen only
     assert "the simulator does not beat itself frozen; " in " ".join(reading.grounded_summary(tmp_path).split())
     (base / "frozen-s1.json").unlink()
@@ -167,9 +209,9 @@ def test_a_refused_pair_is_read_from_two_runs_of_genenv20s_start_and_marked(tmp_
     assert (got.diff, got.epoch0_differ, got.same_start, got.passes) == (0.4, 0, True, True)
     table = reading.grounded_table(tmp_path)
     assert "| `controller` − `trained` | no record yet | **+0.400 (.049)** † |" in table
-    assert table.splitlines()[-1].startswith("† read from two runs that started from genenv20's warm start")
+    assert "\n\n† read from two runs that started from genenv20's warm start" in table
     cell = reading.grounded_finding(tmp_path)
-    assert "controller − trained … / +0.400 †;" in cell and "† two runs from genenv20's warm start" in cell
+    assert "controller − trained … / +0.400 † († two runs from genenv20's warm start);" in cell
 
 
 def test_the_studys_own_pair_is_read_before_genenv20s_start_whatever_that_gives(tmp_path):
