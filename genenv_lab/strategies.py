@@ -2,9 +2,11 @@
 through the lab's ``genenv.strategies`` entry point:
 
 - seed sampler ``alpha`` (``simulator.seed_sampling``): seed levels weighted by how close their recent variation
-  batches came to alpha (`seed_level_stats`, `genenv_engine.core.curriculum.seed_level_weights`, `draw_seeds`);
-- notes ``steer`` (``simulator.steer``: the compact prompt's direction word, `steer_schedule`) and ``fixed_line``
-  (``simulator.success_note`` off: the instruct prompt's "not measured yet" line every epoch);
+  batches came to alpha (`seed_level_stats`, `genenv_engine.core.curriculum.seed_level_weights`, `draw_seeds`;
+  sharpness ``study.seed_beta``);
+- notes (``simulator.note``) ``steer``, the compact prompt's direction word (`steer_schedule`; its warm-start pairs
+  ask for the level change they show, `direction`; ``study.steer_hold``, ``study.steer_relabel``), and
+  ``fixed_line``, the instruct prompt's "not measured yet" line every epoch;
 - reward ``grounded`` (``curriculum.reward``: the agent's measured progress on siblings of a batch's tasks across its
   update), which lives in `genenv_lab.grounded`, registered by its import here.
 """
@@ -14,17 +16,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from genenv_engine.config import RunConfig
+from genenv_engine.config.checks import check
 from genenv_engine.core.curriculum import seed_level_weights
 from genenv_engine.core.records import Task
 from genenv_engine.method.strategies import Epoch, NoNote, UniformSeeds, register
 from genenv_engine.training import simulator as sim
 from genenv_lab import grounded  # noqa: F401  (its import registers the ``grounded`` reward)
+from genenv_lab.settings import lab_settings
 
 SEED_WINDOW = 2
 """Epochs of variation batches the ``alpha`` seed sampler pools per level (the latest ones)."""
 
 
 # --- notes ---------------------------------------------------------------------------------------------------
+
+STEER_WORDS = ("easier", "same", "harder")
+"""The ``steer`` note's directions."""
+
+
+def direction(source_level: int, sibling_level: int) -> str:
+    """The direction a (seed -> sibling) pair shows: the sibling's level against its source's.
+
+    >>> direction(2, 3), direction(3, 3), direction(4, 3)
+    ('harder', 'same', 'easier')
+    """
+    return STEER_WORDS[(sibling_level > source_level) - (sibling_level < source_level) + 1]
 
 
 def steer_word(rate: float | None, alpha: float, band: float, held: str = "same") -> str:
@@ -62,17 +79,45 @@ def steer_schedule(rates: Sequence[float | None], alpha: float, band: float, hol
 
 @register("note", "steer")
 class SteerNote(NoNote):
-    """The compact prompt's direction word (`steer_schedule`, band ``curriculum.k_min``, ``simulator.steer_hold``)."""
+    """The compact prompt's direction word: in an epoch, `steer_schedule` of the agent's measured success (band
+    ``curriculum.k_min``, ``study.steer_hold``); in a (seed -> sibling) pair, the level change it shows, so the
+    warm start teaches the word; with ``study.steer_relabel`` the RWR update trains a task under the change it
+    shows."""
+
+    def __init__(self, config: RunConfig) -> None:
+        check(
+            config.simulator.prompt == "compact",
+            "simulator.note",
+            "steer is the compact prompt's note (the instruct prompt carries the success line itself)",
+        )
+        super().__init__(config)
+        self.settings = lab_settings(config)
 
     def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
         cfg = self.config
         alpha = cfg.curriculum.alpha_for(benchmark)
-        return steer_schedule(rates, alpha, cfg.curriculum.k_min, cfg.simulator.steer_hold)
+        return steer_schedule(rates, alpha, cfg.curriculum.k_min, self.settings.steer_hold)
+
+    def pair_note(self, source: Task, sibling: Task) -> str | None:
+        return direction(source.level, sibling.level)
+
+    def hindsight(self, seed: Task, task: Task) -> str | None:
+        if self.settings.steer_relabel and seed.level and task.level:  # 0: level unknown
+            return direction(seed.level, task.level)
+        return None
 
 
 @register("note", "fixed_line")
 class FixedLine(NoNote):
     """The instruct prompt's success line as the warm start wrote it ("not measured yet"), every epoch."""
+
+    def __init__(self, config: RunConfig) -> None:
+        check(
+            config.simulator.prompt == "instruct",
+            "simulator.note",
+            "fixed_line is the instruct prompt's line: it needs simulator.prompt = 'instruct'",
+        )
+        super().__init__(config)
 
     def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
         return sim.success_note(benchmark, None, self.config.curriculum.alpha_for(benchmark))
@@ -130,12 +175,12 @@ def draw_seeds(seeds: list[Task], n: int, rng, weights: dict[int, float]) -> lis
 @register("seeds", "alpha")
 class AlphaSeeds(UniformSeeds):
     """Seeds drawn level first, each level weighted by its recent batches' closeness to alpha
-    (``simulator.seed_beta``); the weights go into the epoch's metrics."""
+    (``study.seed_beta``); the weights go into the epoch's metrics."""
 
     def draw(self, ep: Epoch, name: str, seeds: list[Task]) -> list[Task]:
         cfg = self.config
         level_of = {t.id: t.level for t in seeds}
         stats = seed_level_stats(ep.session.store.batches(), level_of, ep.epoch)
-        weights = seed_level_weights(stats, cfg.curriculum.alpha_for(name), cfg.simulator.seed_beta)
+        weights = seed_level_weights(stats, cfg.curriculum.alpha_for(name), lab_settings(cfg).seed_beta)
         ep.metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
         return draw_seeds(seeds, cfg.simulator.seeds_per_epoch, ep.rng, weights)

@@ -55,7 +55,7 @@ RUNS: dict[str, dict[str, Any]] = {
     },
     "base_pool": {"agent.base_levels": [3], "agent.base_pool": 5, "agent.tasks_per_epoch": 24},
     "alpha_seeds": {"simulator.seed_sampling": "alpha", "simulator.seed_levels": [2, 3]},
-    "steer": {"simulator.steer": True, "simulator.steer_hold": True, "simulator.steer_relabel": True},
+    "steer": {"simulator.note": "steer", "study.steer_hold": True, "study.steer_relabel": True},
     **{
         f"sampler_{name}": {**CHAIN, "curriculum.sampler": name}
         for name in ("uniform", "target", "schedule", "learnability", "controller")

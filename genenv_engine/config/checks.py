@@ -207,25 +207,11 @@ def check_simulator(sim: SimulatorConfig) -> None:
         "simulator.seed_sampling",
         f"must be one of {', '.join(SEED_SAMPLINGS)}, got {sim.seed_sampling!r}",
     )
-    check(sim.seed_beta > 0, "simulator.seed_beta", "must be > 0")
     check(
-        sim.seed_beta == default_of(type(sim), "seed_beta") or sim.seed_sampling == "alpha",
-        "simulator.seed_beta",
-        "weights the alpha seed sampler: it needs simulator.seed_sampling = 'alpha'",
+        bool(sim.note) and sim.note.replace("_", "").isalnum(),
+        "simulator.note",
+        f"must name a note strategy (auto, none, success_line, or one a package registers), got {sim.note!r}",
     )
-    check(
-        sim.success_note or sim.prompt == "instruct",
-        "simulator.success_note",
-        "applies to the instruct prompt: false needs simulator.prompt = 'instruct' (the compact prompt "
-        "carries no success note; see simulator.steer)",
-    )
-    check(
-        not (sim.steer and sim.prompt != "compact"),
-        "simulator.steer",
-        "applies to the compact prompt (the instruct prompt carries the success note itself)",
-    )
-    check(not (sim.steer_hold and not sim.steer), "simulator.steer_hold", "needs simulator.steer = true")
-    check(not (sim.steer_relabel and not sim.steer), "simulator.steer_relabel", "needs simulator.steer = true")
     check(
         not (sim.admit_mended and sim.answer_check),
         "simulator.admit_mended",

@@ -1,6 +1,7 @@
-"""`RunConfig`: everything a co-evolution run needs, its top-level settings and one section per TOML table: the
-method's settings (the top level, ``[model]``, ``[warm_start]``, ``[simulator]``, ``[agent]``, ``[curriculum]``)
-and the runtime part (``[runtime]``, ``[vllm]``, ``[ray]``: `genenv_engine.config.runtime`).
+"""`RunConfig`: everything a co-evolution run needs, its top-level settings and one section per TOML table, in three
+parts: the method's settings (the top level, ``[model]``, ``[warm_start]``, ``[simulator]``, ``[agent]``,
+``[curriculum]``), the runtime part (``[runtime]``, ``[vllm]``, ``[ray]``: `genenv_engine.config.runtime`) and the
+study part (``[study]``: settings only the package that registers them reads).
 
 Built from nested tables by `genenv_engine.config.loading`; checked when built (`genenv_engine.config.checks`,
 across sections too: a setting of one section that needs another's), its paths only where a run starts.
@@ -64,6 +65,10 @@ class RunConfig:
     """Options of the vllm backend (the runtime part)."""
     ray: RayConfig = field(default_factory=RayConfig)
     """Where the rollouts and the drafts' validation run: in this process or on Ray workers (the runtime part)."""
+    study: dict[str, Any] = field(default_factory=dict, metadata={"values": "setting"})
+    """A study's own settings (the study part: ``[study] steer_hold = true``), read only by the package that
+    registers them (`genenv_engine.method.strategies.register_settings`), never by the engine's roles or epoch;
+    checked against the registered settings where a run resolves its strategies. Empty: none."""
 
     def __post_init__(self) -> None:
         if tuple(self.benchmarks) == ("all",):

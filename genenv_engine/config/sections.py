@@ -2,10 +2,10 @@
 ``[agent]``, ``[curriculum]``), with a docstring per field that `field_docs` reads.
 
 The dataclass defaults are the ``tiny`` preset. Each section's ``__post_init__`` runs its checks
-(`genenv_engine.config.checks`), so a section is checked when it is built. Settings that exist for calibration
-studies rather than the paper's method are listed in `EXPERIMENTAL_FIELDS`. How and where a run computes (threads,
-device, batch sizes, Ray, vLLM) is the runtime part (`genenv_engine.config.runtime`); `RunConfig`
-(`genenv_engine.config.run`) holds the sections and the top-level settings.
+(`genenv_engine.config.checks`), so a section is checked when it is built. The settings of the method's variants
+(its ablations) are listed in `VARIANT_FIELDS`. How and where a run computes (threads, device, batch sizes, Ray,
+vLLM) is the runtime part (`genenv_engine.config.runtime`); a study's own settings are the ``[study]`` table;
+`RunConfig` (`genenv_engine.config.run`) holds the sections, the tables and the top-level settings.
 """
 
 from __future__ import annotations
@@ -26,25 +26,22 @@ from genenv_engine.config.checks import (
 from genenv_engine.config.choices import LLAMA_LORA_TARGETS
 from genenv_engine.core.curriculum import in_band
 
-EXPERIMENTAL_FIELDS = (
+VARIANT_FIELDS = (
     "curriculum.filter",
-    "curriculum.alpha_by_benchmark",
+    "curriculum.sampler",
     "simulator.seed_levels",
     "simulator.seed_sampling",
-    "simulator.seed_beta",
-    "simulator.success_note",
-    "simulator.steer",
-    "simulator.steer_hold",
-    "simulator.steer_relabel",
     "agent.base_levels",
     "agent.base_source",
     "agent.unseen_tasks",
     "agent.base_pool",
-    "curriculum.sampler",
     "warm_start.agent_levels",
 )
-"""Dotted names of the settings that exist for calibration studies, not for the paper's method (each doc starts
-with "Experimental:"). Their defaults are the paper's behaviour."""
+"""Dotted names of the settings of the method's variants (each doc starts with "Variant:"): the ablations a shipped
+preset or the ablation bench's documented arms run. Their defaults are the paper's method, and only a named
+strategy reads them (`genenv_engine.method.strategies`), never the epoch's own steps. The settings of this
+repository's studies are not here: they are the ``[study]`` table, which only the package that registers them
+reads."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ class WarmStartConfig:
     cache: bool = True
     """Reuse a cached warm start for the same preset, model and seed."""
     agent_levels: tuple[int, ...] = ()
-    """Experimental: the train split's levels the agent's SFT sees (empty: all), e.g. ``[1, 2]`` so that every
+    """Variant: the train split's levels the agent's SFT sees (empty: all), e.g. ``[1, 2]`` so that every
     higher level is out of the warm-started agent's reach; the simulator's warm start still sees every level."""
 
     def __post_init__(self) -> None:
@@ -147,16 +144,13 @@ class SimulatorConfig:
     seeds_per_epoch: int = 16
     """Conditioning seed tasks drawn per epoch per benchmark."""
     seed_levels: tuple[int, ...] = ()
-    """Experimental: difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split),
+    """Variant: difficulty levels the conditioning seeds are drawn from (empty: every level of the seed split),
     e.g. ``[3, 4]`` to start the variations from the levels the agent is weak at; static mode augments the same
     seeds, and sampler mode draws its tasks at these levels (its ``target`` is the highest)."""
     seed_sampling: str = "uniform"
-    """Experimental: how each epoch's conditioning seeds are drawn: ``uniform`` (the paper: any seed alike) or
-    ``alpha`` (a difficulty-aligned sampler over seed levels: a level is drawn in proportion to its recent share of
-    valid variations times exp(-seed_beta * (p_hat - alpha)^2), p_hat being the agent's success on them)."""
-    seed_beta: float = 20.0
-    """Experimental: sharpness of the ``alpha`` seed sampler's weighting (> 0; used only with
-    ``seed_sampling = "alpha"``)."""
+    """Variant: how each epoch's conditioning seeds are drawn: ``uniform`` (the paper: any seed alike) or
+    a sampler an installed package registers (this repository's lab registers ``alpha``: seed levels weighted by how
+    close their recent variation batches came to alpha)."""
     variations: int = 4
     """n: task variations written per seed; one variation batch gives one p-hat."""
     temperature: float = 0.7
@@ -215,24 +209,13 @@ class SimulatorConfig:
     """Teach the simulator from its rejected drafts whose prompt was sound but answer wrong: each joins the RWR
     update with weight 1, as (its prompt -> the task with the gold answer the validator recomputed); ``false``:
     rejected drafts teach nothing, as in the paper."""
-    success_note: bool = True
-    """Experimental: instruct prompt only. Show the agent's measured success on the benchmark's previous epoch (the
-    paper's "recent success statistics"); ``false`` keeps the warm start's "not measured yet" line every epoch, so
-    the prompt carries no feedback and the simulator can only calibrate through its RWR update."""
-    steer: bool = False
-    """Experimental: compact prompt only. The success note for a model trained from scratch: each prompt starts
-    with a direction, ``harder``, ``easier`` or ``same``: at warm start the level change from the seed to its
-    sibling, so the simulator learns what the word asks for; in an epoch the agent's measured success on the
-    benchmark's previous epoch against alpha +- ``curriculum.k_min`` (``same`` before any is measured). Changes the
-    warm start."""
-    steer_hold: bool = False
-    """Experimental: with ``steer``, an epoch whose measured success is inside alpha +- ``curriculum.k_min`` keeps
-    the previous epoch's word instead of asking for ``same`` (the seed's level), so the direction that reached the
-    band is held there. Does not change the warm start."""
-    steer_relabel: bool = False
-    """Experimental: with ``steer``, the RWR update trains each generated task under the word for the level change
-    it shows (seed level to task level) instead of the word it was asked with, so the update does not teach that
-    ``harder`` means "the same level" when the asked-for change did not happen. Does not change the warm start."""
+    note: str = "auto"
+    """The note a simulator prompt carries, a ``note`` strategy by name (`genenv_engine.method.strategies`):
+    ``auto`` (the paper's: on the instruct prompt ``success_line``, the agent's measured success on the benchmark's
+    previous epoch, its "recent success statistics"; on the compact prompt ``none``), ``none``, ``success_line``, or
+    a note an installed package registers (this repository's lab registers ``steer``, a direction word for a model
+    trained from scratch, and ``fixed_line``, the "not measured yet" line every epoch). A note that also shapes the
+    warm start's pairs (``steer``) makes the warm start another one."""
 
     def __post_init__(self) -> None:
         check_simulator(self)
@@ -257,18 +240,18 @@ class AgentConfig:
     base_fraction: float = 0.5
     """Share of the replayed tasks drawn from the base data; the rest come from the generated pool."""
     base_levels: tuple[int, ...] = ()
-    """Experimental: difficulty levels the replayed base tasks are drawn from (empty: every level), e.g. ``[3, 4]``
+    """Variant: difficulty levels the replayed base tasks are drawn from (empty: every level), e.g. ``[3, 4]``
     to spend the agent's rollouts where it is neither always right nor always wrong; held-out keeps every level."""
     base_source: str = "train"
-    """Experimental: where the base replay comes from: ``train`` (the benchmark's train split, which the warm start
+    """Variant: where the base replay comes from: ``train`` (the benchmark's train split, which the warm start
     trained on) or ``unseen`` (``unseen_tasks`` new tasks from the benchmark's own generator, at ``base_levels``,
     that no split has: an oracle source of unseen tasks, the upper bound of what a simulator could give; ladder
     benchmarks only)."""
     unseen_tasks: int = 5000
-    """Experimental: size of the ``unseen`` base pool per benchmark, in tasks (> 0; used only with
+    """Variant: size of the ``unseen`` base pool per benchmark, in tasks (> 0; used only with
     ``base_source = "unseen"``)."""
     base_pool: int = 0
-    """Experimental: keep only this many distinct train tasks (at ``base_levels``) in the base replay, drawn once per
+    """Variant: keep only this many distinct train tasks (at ``base_levels``) in the base replay, drawn once per
     run from the seed and replayed to fill each epoch's budget (0: all of them), so that base data is scarce and a
     task generator can matter; ``base_source = "unseen"`` is sized by ``unseen_tasks`` instead."""
     lr: float = 2.5e-7
@@ -315,18 +298,18 @@ class CurriculumConfig:
     with the whole epoch's update; the sibling answers are extra generations, never taken from the agent's training
     budget; a study variant, registered by the lab: `genenv_lab.grounded`)."""
     filter: str = "band"
-    """Experimental: which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min)
+    """Variant: which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min)
     or ``none`` (every batch, weighted by its R_env: a sharp beta then does the selecting)."""
     alpha: float = 0.5
     """Target success rate of generated tasks (the zone of proximal development)."""
     alpha_by_benchmark: dict[str, float] = field(default_factory=dict, metadata={"values": float})
-    """Experimental: per-benchmark targets in (0, 1) that override ``alpha`` (e.g. ``{bfcl = 0.4}``)."""
+    """Per-benchmark targets in (0, 1) that override ``alpha`` (e.g. ``{bfcl = 0.4}``)."""
     beta: float = 2.0
     """Sharpness of R_env; not given by the paper, 2.0 as in the official config (see the class docstring)."""
     k_min: float = 0.1
     """Band half-width: variation batches with |p_hat - alpha| > k_min are left out of the simulator update."""
     sampler: str = "uniform"
-    """Experimental: the difficulty sampler of ``simulator.mode = "sampler"``: ``uniform`` (every level alike),
+    """Variant: the difficulty sampler of ``simulator.mode = "sampler"``: ``uniform`` (every level alike),
     ``target`` (the highest level only), ``schedule`` (easy to hard over the epochs), ``learnability`` (levels in
     proportion to p_hat (1 - p_hat), as measured on the agent) or ``controller`` (a softmax over difficulty cells,
     level x the benchmark's knobs, trained by reward-weighted regression on R_env: GenEnv's objective without a

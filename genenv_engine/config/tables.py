@@ -2,8 +2,9 @@
 place now, a config dataclass built from a table (each value checked against its field's type) and back.
 
 Keys of earlier versions (`RENAMED_SETTINGS`: the Ray settings, now the ``[ray]`` table; the model's threads, device
-and execution switches and the top-level backend and batch sizes, now the ``[runtime]`` table) are still read, with
-a `RenamedSettingWarning`.
+and execution switches and the top-level backend and batch sizes, now the ``[runtime]`` table; the settings retired
+with their study, `RETIRED_VALUES`, now a note strategy or the ``[study]`` table) are still read, with a
+`RenamedSettingWarning`.
 """
 
 from __future__ import annotations
@@ -38,9 +39,26 @@ RENAMED_SETTINGS = {
     "model.train_forward": "runtime.train_forward",
     "model.inference_dtype": "runtime.inference_dtype",
     "model.static_decode": "runtime.static_decode",
+    "simulator.steer": "simulator.note",
+    "simulator.success_note": "simulator.note",
+    "simulator.steer_hold": "study.steer_hold",
+    "simulator.steer_relabel": "study.steer_relabel",
+    "simulator.seed_beta": "study.seed_beta",
 }
 """Dotted keys of earlier versions -> their dotted key now; still read, with a `RenamedSettingWarning`. Every one
 names a value, never a table: a table under an old name (``[ray]``) is today's table of that name."""
+
+RETIRED_VALUES: dict[str, dict[Any, Any]] = {
+    "simulator.steer": {False: None, True: "steer"},
+    "simulator.success_note": {True: None, False: "fixed_line"},
+    "simulator.steer_hold": {False: None},
+    "simulator.steer_relabel": {False: None},
+    "simulator.seed_beta": {20.0: None},
+}
+"""The settings retired with their study, old value -> the value their new key takes (`RENAMED_SETTINGS`): the
+success note's two switches became note strategies (``simulator.note``), the rest settings of the ``[study]``
+table. None marks the old default, which changed nothing: a saved config holding it (every config saved before the
+retirement holds every setting) drops it without a warning. A value not listed moves unchanged."""
 
 
 class RenamedSettingWarning(DeprecationWarning):
@@ -102,16 +120,22 @@ def renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
         new = RENAMED_SETTINGS[old]
         table, leaf = _table_of(out, old)
         assert table is not None
-        value = table.pop(leaf)
+        value = was = table.pop(leaf)
+        if old in RETIRED_VALUES:
+            values = RETIRED_VALUES[old]
+            value = values.get(value, value) if isinstance(value, (bool, int, float, str)) else value
+            if value is None:  # the old default: nothing to carry
+                continue
         *sections, new_leaf = new.split(".")
         target = out
         for part in sections:
             target = target.setdefault(part, {})
         check(new_leaf not in target, old, f"is the old spelling of {new}, which {source} also sets; keep {new} alone")
         target[new_leaf] = value
+        spelled = f"{new_leaf} = {value!r}" if value is not was else f"{new_leaf} = ..."
         warnings.warn(
-            f"{source}: setting {old!r} is now {new!r} ([{'.'.join(sections)}] {new_leaf} = ...); the old key is read "
-            "for now",
+            f"{source}: setting {old!r}{f' = {was!r}' if value is not was else ''} is now {new!r} "
+            f"([{'.'.join(sections)}] {spelled}); the old key is read for now",
             RenamedSettingWarning,
             stacklevel=3,
         )
@@ -174,6 +198,13 @@ def coerce(cls: type, name: str, value: Any, path: str) -> Any:
             f"must be a table of tables (benchmark -> options), got {value!r}",
         )
         value = {str(k): dict(v) for k, v in value.items()}
+    elif isinstance(sample, dict) and values == "setting":
+        check(
+            isinstance(value, dict) and not any(isinstance(v, dict) for v in value.values()),
+            path,
+            f"must be a table of settings (name = value, no nested table), got {value!r}",
+        )
+        value = {str(k): list(v) if isinstance(v, tuple) else v for k, v in value.items()}
     elif isinstance(sample, dict):
         check(
             isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),

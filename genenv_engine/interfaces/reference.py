@@ -1,8 +1,9 @@
 """The configuration and command-line references, generated from the code: ``docs/reference/*.md``.
 
-`configuration_reference` renders the config's parts (`PARTS`: the method's settings, the runtime part), each as one
-Markdown table per section: `RunConfig`'s own fields, then each nested section dataclass (``[model]``, ``[agent]``,
-...), every field with its type, default and docstring (read by `genenv_engine.config.field_docs`).
+`configuration_reference` renders the config's three parts (`PARTS`: the method's settings, the runtime part, the
+study part), each as one Markdown table per section: `RunConfig`'s own fields, then each nested section dataclass
+(``[model]``, ``[agent]``, ...), every field with its type, default and docstring (read by
+`genenv_engine.config.field_docs`); the study part lists the ``[study]`` settings the installed packages register.
 `cli_reference` renders every ``genenv`` subcommand, nested ones included, from
 `genenv_engine.interfaces.cli.build_parser` as a synopsis and a table of its arguments. Both are built from the
 parser's actions and the dataclasses' fields, never from ``format_help()``, so the text does not depend on the terminal
@@ -98,8 +99,9 @@ PARTS = (
         "What a run does: the paper's method and its options, the models and their warm start (the top level, "
         "`[model]`, `[warm_start]`, `[simulator]`, `[agent]`, `[curriculum]`). Any of them can change a run's "
         "results; the warm-start cache key hashes those that shape the warm start (the model, the warm start, the "
-        "seed, the benchmarks). The settings that exist for calibration studies start with *Experimental:* "
-        "(`genenv_engine.config.EXPERIMENTAL_FIELDS`).",
+        "seed, the benchmarks, a note that writes into the warm start's pairs). The settings of the method's "
+        "variants, the ablations a shipped preset or the ablation bench's arms run, start with *Variant:* "
+        "(`genenv_engine.config.VARIANT_FIELDS`): only a named strategy reads them, never the epoch's own steps.",
     ),
     (
         "The runtime part",
@@ -111,9 +113,48 @@ PARTS = (
         "(`model.threads`, `model.micro_batch`, `rollout_batch`, `backend`, ...) still load, with a warning "
         "(`genenv_engine.config.RENAMED_SETTINGS`).",
     ),
+    (
+        "The study part",
+        "The `[study]` table: settings that exist for one study, which only the package registering them reads "
+        "(`genenv_engine.config.register_settings`); the engine's roles and epoch never do, and a run checks each key "
+        "against the registered settings when it starts. Below, those of the packages installed where this page was "
+        "made. Settings retired with their study still load from old configs, sessions and records, with a warning: "
+        '`simulator.steer = true` as `simulator.note = "steer"`, `simulator.success_note = false` as '
+        '`simulator.note = "fixed_line"`, and `simulator.steer_hold`, `simulator.steer_relabel` and '
+        "`simulator.seed_beta` as `study.*` (`genenv_engine.config.RETIRED_VALUES`).",
+    ),
 )
 """The config's parts as the reference lists them: (heading, what the part holds); the runtime part is the sections
-`RUNTIME_TABLES` names, the method's every other one."""
+`RUNTIME_TABLES` names, the study part the ``[study]`` table, the method's every other one."""
+
+STUDY_FIELD = "study"
+"""`RunConfig`'s field holding the study part, listed under it rather than in the top level's table."""
+
+
+def _study_tables() -> list[str]:
+    """The registered study settings, one table per registering dataclass (the packages' plugins loaded first)."""
+    from genenv_engine.method.strategies import load_plugins
+
+    load_plugins()
+    out = []
+    for cls in config_module.STUDY_SETTINGS:
+        docs = config_module.field_docs(cls)
+        lines = [
+            f"### `[study]`: `{cls.__module__}.{cls.__name__}`",
+            "",
+            _cell(inspect.cleandoc(cls.__doc__ or "")),
+            "",
+            "| field | type | default | meaning |",
+            "|---|---|---|---|",
+        ]
+        for f in dataclasses.fields(cls):
+            value = _default(f)
+            lines.append(
+                f"| `study.{f.name}` | `{_cell(str(f.type))}` | `{_cell(toml_value(value))}` | "
+                f"{_cell(docs.get(f.name, ''))} |"
+            )
+        out.append("\n".join(lines))
+    return out or ["No installed package registers study settings."]
 
 
 def _section_table(name: str, cls: type) -> str:
@@ -129,6 +170,8 @@ def _section_table(name: str, cls: type) -> str:
         "|---|---|---|---|",
     ]
     for f in dataclasses.fields(cls):
+        if not name and f.name == STUDY_FIELD:
+            continue
         kind = hints.get(f.name)
         if isinstance(kind, type) and dataclasses.is_dataclass(kind):
             link = f"{name}.{f.name}" if name else f.name
@@ -152,14 +195,16 @@ def configuration_reference() -> str:
             "([configuration guide](../guide/configuration.md)). Each section below but the top level is a TOML table "
             "(`[model]`, ...); on the command line any field is `--set section.field=value` (a top-level field: "
             "`--set field=value`), the value parsed as TOML. Defaults are the dataclass defaults; a preset may change "
-            "them (`genenv_engine/presets/*.toml`). The sections fall in two parts: the method's settings and the "
-            "runtime part."
+            "them (`genenv_engine/presets/*.toml`). The sections fall in three parts: the method's settings, the "
+            "runtime part and the study part."
         ),
     ]
     runtime = set(config_module.RUNTIME_TABLES)
-    for (heading, intro), runs in zip(PARTS, (False, True), strict=True):
+    for (heading, intro), runs in zip(PARTS[:2], (False, True), strict=True):
         parts += [f"## {heading}", intro]
         parts += [_section_table(name, cls) for name, cls in sections() if (name.split(".")[0] in runtime) == runs]
+    heading, intro = PARTS[2]
+    parts += [f"## {heading}", intro, *_study_tables()]
     return "\n\n".join(parts) + "\n"
 
 

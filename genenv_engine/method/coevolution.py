@@ -481,7 +481,7 @@ def _epoch_zero(
             store.insert_tasks(tasks)
         store.insert_tasks(plan.replay.stored(env))  # a base pool no split holds, stored so rollouts can name it
     with PhaseTimer(emit, 0, "warm_start", seconds) as phase:
-        folder, info = warm_start(cfg, envs, emit, check)
+        folder, info = warm_start(cfg, envs, emit, check, plan.note.pair_note)
         phase.info = info
     roles = load_roles(session, 0, warm_start_dir=folder, backend_factory=backend_factory)
     faults: Faults = {}

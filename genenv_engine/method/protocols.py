@@ -8,7 +8,7 @@ The five kinds (registered by name in `genenv_engine.method.strategies`, each fa
   (`Drafts`), ``validate`` checks them and returns the fresh tasks (`FreshTasks`, with `ValidationMetrics`);
 - ``seeds`` (`SeedSampler`): which seed tasks the simulator is conditioned on;
 - ``replay`` (`ReplaySource`): what the agent's base replay draws from;
-- ``note`` (`PromptNote`): the note a simulator prompt carries;
+- ``note`` (`PromptNote`): the note a simulator prompt carries, at warm start and in the RWR update too;
 - ``reward`` (`SimulatorReward`): the simulator's reward per variation batch, with hooks before and after the
   agent's update.
 
@@ -155,10 +155,22 @@ class ReplaySource(Protocol):
 
 
 class PromptNote(Protocol):
-    """The note a simulator prompt carries (kind ``note``)."""
+    """The note a simulator prompt carries (kind ``note``, ``simulator.note``): in an epoch's prompts, in the
+    warm start's (seed -> sibling) pairs and the update's anchor pairs, and in the context the RWR update trains a
+    generated task under."""
 
     def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
         """The note for ``benchmark`` from its measured success at each earlier epoch (oldest first)."""
+        ...
+
+    def pair_note(self, source: Task, sibling: Task) -> str | None:
+        """The note of a (seed -> sibling) pair's prompt (None: the prompt's own; a note that is not None here
+        changes the warm start, so the cache key names the strategy)."""
+        ...
+
+    def hindsight(self, seed: Task, task: Task) -> str | None:
+        """The note the RWR update trains ``task`` (written on ``seed``) under instead of the one it was asked with
+        (None: as asked)."""
         ...
 
 

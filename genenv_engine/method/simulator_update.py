@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from genenv_engine.config import RunConfig
 from genenv_engine.core.algorithms import low_var_kl
 from genenv_engine.core.curriculum import rwr_weights
-from genenv_engine.core.records import ScoredBatch
+from genenv_engine.core.records import ScoredBatch, Task
 from genenv_engine.environments.base import Environment
 from genenv_engine.environments.plugin_worker import sibling_pairs
 from genenv_engine.storage.session import Session
@@ -30,7 +30,7 @@ from genenv_engine.training.roles import Roles
 if TYPE_CHECKING:
     import torch
 
-    from genenv_engine.method.protocols import Strategies
+    from genenv_engine.method.protocols import PromptNote, Strategies
     from genenv_engine.storage.store import Store
     from genenv_engine.training.policy import Policy
 
@@ -61,28 +61,28 @@ def simulator_update(
         b = kept.get(g.batch_id)
         if g.task.valid and b is not None:
             env = envs[g.seed.benchmark]
-            context = sim.rwr_context(roles.simulator, env, g.seed, g.task, cfg, g.context)
+            context = rwr_context(roles.simulator, env, g.seed, g.task, cfg, g.context, plan.note)
             target = (
                 roles.simulator.encode(sim.simulator_target(env, g.task, cfg.simulator.prompt))
                 if g.recomputed
                 else g.token_ids
             )  # admitted on the recomputed gold: learn that answer
             current.append((roles.simulator.encode(context), target + [eos], b.r_env))
-    repairs = repair_pairs(roles, envs, gens, cfg) if cfg.simulator.repairs else []
+    repairs = repair_pairs(roles, envs, gens, cfg, plan.note) if cfg.simulator.repairs else []
     faults: dict[str, dict[str, int]] = {}
     if not current and not repairs:
         skipped: dict[str, Any] = {
             "skipped": "no batch in the band",
             "examples": 0,
-            "drift": simulator_drift(roles, envs, cfg, faults),
+            "drift": simulator_drift(roles, envs, cfg, plan.note, faults),
         }
         return {**skipped, "sibling_faults": faults} if faults else skipped
-    older = _older_pairs(session, roles, envs, epoch, plan.note.text) if current else []
+    older = _older_pairs(session, roles, envs, epoch, plan.note) if current else []
     extra = rng.sample(older, min(len(older), int(cfg.simulator.replay * len(current))))
     examples = current + extra
     weights = rwr_weights([e[2] for e in examples], cfg.simulator.rwr_lambda) if examples else []
     anchors = _anchor_pairs(
-        roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg, faults
+        roles, envs, round(cfg.simulator.init_replay * (len(current) + len(repairs))), rng, cfg, plan.note, faults
     )
     weighted = [(c, t, w) for (c, t, _), w in zip(examples, weights, strict=False)] + repairs + anchors
     info: dict[str, Any] = roles.rwr.update(weighted, rng, tick)
@@ -96,7 +96,7 @@ def simulator_update(
             "weight_min": min(weights, default=1.0),
             "weight_max": max(weights, default=1.0),
             "weight_sd": pstdev(weights) if weights else 0.0,
-            "drift": simulator_drift(roles, envs, cfg, faults),
+            "drift": simulator_drift(roles, envs, cfg, plan.note, faults),
         }
     )
     if faults:
@@ -109,7 +109,11 @@ DRIFT_PAIRS = 8
 
 
 def simulator_drift(
-    roles: Roles, envs: dict[str, Environment], cfg: RunConfig, faults: dict[str, dict[str, int]] | None = None
+    roles: Roles,
+    envs: dict[str, Environment],
+    cfg: RunConfig,
+    note: PromptNote,
+    faults: dict[str, dict[str, int]] | None = None,
 ) -> float | None:
     """How far the simulator has moved from its initial weights: over a fixed probe set (`DRIFT_PAIRS` warm-start
     (seed -> sibling) pairs drawn with the run's seed, the same every epoch), the mean per target token of the k3
@@ -117,7 +121,7 @@ def simulator_drift(
     update's KL term uses). The tokens are fixed texts, not samples of the simulator, so it measures movement (0
     when their log-probs are unchanged) rather than the exact KL; None without a probe pair. A plugin's probe pair
     whose sibling fails is left out and counted in ``faults`` (benchmark -> fault kind -> pairs)."""
-    probe = _anchor_pairs(roles, envs, DRIFT_PAIRS, random.Random(f"drift/{cfg.seed}"), cfg, faults)
+    probe = _anchor_pairs(roles, envs, DRIFT_PAIRS, random.Random(f"drift/{cfg.seed}"), cfg, note, faults)
     if not probe:
         return None
     contexts, targets = [c for c, _, _ in probe], [t for _, t, _ in probe]
@@ -144,7 +148,18 @@ def _initial_logprobs(init: Policy, contexts: list[list[int]], targets: list[lis
     return cached[1]
 
 
-def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation], cfg: RunConfig) -> list[Pair]:
+def rwr_context(
+    policy: Policy, env: Environment, seed: Task, task: Task, cfg: RunConfig, asked: str, note: PromptNote
+) -> str:
+    """The RWR training context of a generated ``task``: ``asked``, the prompt it was written under, or the prompt
+    on ``seed`` with the note strategy's hindsight note for it (`PromptNote.hindsight`), when it gives one."""
+    relabel = note.hindsight(seed, task)
+    return asked if relabel is None else sim.simulator_prompt(policy, env, seed, cfg.simulator.prompt, relabel)
+
+
+def repair_pairs(
+    roles: Roles, envs: dict[str, Environment], gens: list[sim.Generation], cfg: RunConfig, note: PromptNote
+) -> list[Pair]:
     """Validator feedback: (the prompt a rejected draft was written under -> the task with its gold answer
     recomputed), weight 1, for every draft whose prompt was sound and answer wrong (`Generation.repair`)."""
     eos = roles.simulator.tokenizer.eos_token_id
@@ -153,7 +168,7 @@ def repair_pairs(roles: Roles, envs: dict[str, Environment], gens: list[sim.Gene
         if g.repair is None or g.task.valid:
             continue
         env = envs[g.seed.benchmark]
-        context = sim.rwr_context(roles.simulator, env, g.seed, g.repair, cfg, g.context)
+        context = rwr_context(roles.simulator, env, g.seed, g.repair, cfg, g.context, note)
         target = sim.simulator_target(env, g.repair, cfg.simulator.prompt)
         out.append((roles.simulator.encode(context), roles.simulator.encode(target) + [eos], 1.0))
     return out
@@ -165,10 +180,12 @@ def _anchor_pairs(
     n: int,
     rng: random.Random,
     cfg: RunConfig,
+    note: PromptNote,
     faults: dict[str, dict[str, int]] | None = None,
 ) -> list[Pair]:
-    """Fresh warm-start-style (seed -> sibling) pairs with weight 1, spread over the benchmarks; a plugin's pair
-    whose sibling fails is left out and counted in ``faults``."""
+    """Fresh warm-start-style (seed -> sibling) pairs with weight 1 (their prompts carrying the note strategy's
+    `PromptNote.pair_note`), spread over the benchmarks; a plugin's pair whose sibling fails is left out and counted
+    in ``faults``."""
     eos = roles.simulator.tokenizer.eos_token_id
     out: list[Pair] = []
     names = sorted(envs)
@@ -185,7 +202,11 @@ def _anchor_pairs(
             for src, sib in drawn.pairs:
                 out.append(
                     (
-                        roles.simulator.encode(sim.sibling_prompt(roles.simulator, env, src, sib, cfg)),
+                        roles.simulator.encode(
+                            sim.simulator_prompt(
+                                roles.simulator, env, src, cfg.simulator.prompt, note.pair_note(src, sib)
+                            )
+                        ),
                         roles.simulator.encode(sim.simulator_target(env, sib, cfg.simulator.prompt)) + [eos],
                         1.0,
                     )
@@ -227,7 +248,7 @@ def _older_pairs(
     roles: Roles,
     envs: dict[str, Environment],
     epoch: int,
-    note_of: Callable[[str, list[float | None]], str | None],
+    note: PromptNote,
 ) -> list[Pair]:
     """D_env: (seed context -> generated task) pairs from earlier epochs' kept batches, with their R_env."""
     store, cfg = session.store, session.config
@@ -243,13 +264,13 @@ def _older_pairs(
             continue
         env = envs[seed.benchmark]
         if b.get("prompt_note") is not None:  # the note the batch's prompt carried, stored when it was written
-            note = sim.note_text(b["prompt_note"])
+            written = sim.note_text(b["prompt_note"])
         else:  # a batch stored before notes were (or whose prompt had none): re-derived from the history
-            note = note_of(env.name, success_history(rates, env.name, b["epoch"]))
-        asked = sim.simulator_prompt(roles.simulator, env, seed, style, note)
+            written = note.text(env.name, success_history(rates, env.name, b["epoch"]))
+        asked = sim.simulator_prompt(roles.simulator, env, seed, style, written)
         asked_ids = roles.simulator.encode(asked)  # once per batch; a relabelled task encodes its own
         for task in generated[b["id"]]:
-            text = sim.rwr_context(roles.simulator, env, seed, task, cfg, asked)
+            text = rwr_context(roles.simulator, env, seed, task, cfg, asked, note)
             context = asked_ids if text == asked else roles.simulator.encode(text)
             pairs.append(
                 (context, roles.simulator.encode(sim.simulator_target(env, task, style)) + [eos], float(b["r_env"]))

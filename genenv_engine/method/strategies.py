@@ -8,8 +8,8 @@ Five kinds (`genenv_engine.method.protocols`: a Protocol each), each a registry 
   (``static``), or none (``off``, whose replay takes the generation budget instead);
 - ``seeds``, which seed tasks the simulator is conditioned on (``simulator.seed_sampling``): ``uniform``;
 - ``replay``, what the agent's base replay draws from (`replay_name`): ``train``, the whole train split;
-- ``note``, the note a simulator prompt carries (`note_name`): ``none`` (compact), ``success_line`` (instruct:
-  the agent's measured success against alpha);
+- ``note``, the note a simulator prompt carries (``simulator.note``, `note_name`): ``none`` (compact),
+  ``success_line`` (instruct: the agent's measured success against alpha);
 - ``reward``, the simulator's reward per variation batch (``curriculum.reward``): ``alpha``, ``agent0`` and
   ``uniform`` score a batch by its p-hat when it is scored (`CurriculumReward`); a reward that measures the agent
   around its update hooks in before and after it (`CurriculumReward.before`, `CurriculumReward.after`).
@@ -32,7 +32,8 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from genenv_engine.backends.base import Sampling
-from genenv_engine.config import RunConfig
+from genenv_engine.config import RunConfig, check_study
+from genenv_engine.config.checks import check
 from genenv_engine.core.curriculum import env_reward
 from genenv_engine.core.events import BatchProgressed, PhaseTimer, TasksGenerated
 from genenv_engine.core.records import ScoredBatch, Task
@@ -202,21 +203,23 @@ def replay_name(config: RunConfig) -> str:
 
 
 def note_name(config: RunConfig) -> str:
-    """The prompt note's strategy: instruct ``success_line`` (or ``fixed_line``, the warm start's "not measured
-    yet" line, with ``simulator.success_note`` off); compact ``none`` (or ``steer`` with ``simulator.steer``).
+    """The prompt note's strategy: ``simulator.note``, whose ``auto`` is the paper's, the instruct prompt's
+    ``success_line`` and the compact prompt's ``none``.
 
     >>> from genenv_engine.config import load_config
     >>> note_name(load_config("tiny")), note_name(load_config("smol-ablation"))
     ('none', 'success_line')
     """
     s = config.simulator
-    if s.prompt == "instruct":
-        return "success_line" if s.success_note else "fixed_line"
-    return "steer" if s.steer else "none"
+    if s.note != "auto":
+        return s.note
+    return "success_line" if s.prompt == "instruct" else "none"
 
 
 def resolve(config: RunConfig) -> Strategies:
-    """The strategies ``config`` names, built once."""
+    """The strategies ``config`` names, built once; its ``[study]`` table checked against the settings the installed
+    packages register (`genenv_engine.config.check_study`)."""
+    check_study(config, load_plugins)  # a package registers its study settings as its strategies are imported
     return Strategies(
         tasks=get("tasks", config.simulator.mode)(config),
         seeds=get("seeds", config.simulator.seed_sampling)(config),
@@ -234,11 +237,8 @@ def epoch_note(config: RunConfig, benchmark: str, rates: Sequence[float | None])
     >>> cfg = load_config("smol-ablation")
     >>> epoch_note(cfg, "bfcl", [0.9, 0.25])
     'Agent success on recent bfcl tasks: 25% (target 50%).'
-    >>> epoch_note(cfg.with_overrides({"simulator.success_note": False}), "bfcl", [0.25])
-    'Agent success on recent bfcl tasks: not measured yet (target 50%).'
-    >>> tiny = load_config("tiny")
-    >>> epoch_note(tiny, "bfcl", [0.8]), epoch_note(tiny.with_overrides({"simulator.steer": True}), "bfcl", [0.8])
-    (None, 'harder')
+    >>> epoch_note(load_config("tiny"), "bfcl", [0.8]) is None
+    True
     """
     return get("note", note_name(config))(config).text(benchmark, rates)
 
@@ -284,7 +284,7 @@ class CurriculumReward:
 
 @register("note", "none")
 class NoNote:
-    """The compact prompt as the paper's method writes it: the seed only."""
+    """The compact prompt as the paper's method writes it: the seed only, in every prompt and pair."""
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
@@ -292,10 +292,25 @@ class NoNote:
     def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
         return None
 
+    def pair_note(self, source: Task, sibling: Task) -> str | None:
+        return None
+
+    def hindsight(self, seed: Task, task: Task) -> str | None:
+        return None
+
 
 @register("note", "success_line")
 class SuccessLine(NoNote):
-    """The instruct prompt's line with the agent's last measured success on the benchmark against alpha."""
+    """The instruct prompt's line with the agent's last measured success on the benchmark against alpha (its pairs
+    carry the warm start's "not measured yet" line, as every instruct prompt without a note does)."""
+
+    def __init__(self, config: RunConfig) -> None:
+        check(
+            config.simulator.prompt == "instruct",
+            "simulator.note",
+            "success_line is the instruct prompt's line: it needs simulator.prompt = 'instruct'",
+        )
+        super().__init__(config)
 
     def text(self, benchmark: str, rates: Sequence[float | None]) -> str | None:
         return sim.success_note(benchmark, rates[-1] if rates else None, self.config.curriculum.alpha_for(benchmark))

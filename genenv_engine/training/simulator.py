@@ -98,19 +98,6 @@ def success_note(benchmark: str, rate: float | None, alpha: float) -> str:
     return f"Agent success on recent {benchmark} tasks: {seen} (target {alpha:.0%})."
 
 
-STEER_WORDS = ("easier", "same", "harder")
-"""The compact prompt's directions (``simulator.steer``)."""
-
-
-def direction(source_level: int, sibling_level: int) -> str:
-    """The direction a warm-start pair teaches: the sibling's level against its source's.
-
-    >>> direction(2, 3), direction(3, 3), direction(4, 3)
-    ('harder', 'same', 'easier')
-    """
-    return STEER_WORDS[(sibling_level > source_level) - (sibling_level < source_level) + 1]
-
-
 def note_fields(style: str, note: str | None) -> dict[str, str | None] | None:
     """An epoch's prompt note (`genenv_engine.method.strategies.epoch_note`) as its variation batches store it
     (``batches.prompt_note``): the compact style's steer word or the instruct style's success line; None when the
@@ -137,34 +124,18 @@ def note_text(fields: dict[str, Any] | None) -> str | None:
     return fields.get("steer") or fields.get("success_line")
 
 
-def sibling_prompt(policy: Policy, env: Environment, source: Task, sibling: Task, config: RunConfig) -> str:
-    """The prompt of a warm-start (source -> sibling) pair: with ``simulator.steer`` it asks for the direction
-    the pair shows, so the simulator learns the word."""
-    steer = config.simulator.steer and config.simulator.prompt == "compact"
-    note = direction(source.level, sibling.level) if steer else None
-    return simulator_prompt(policy, env, source, config.simulator.prompt, note)
-
-
 def simulator_prompt(
     policy: Policy, env: Environment, seed: Task, style: str = "compact", note: str | None = None
 ) -> str:
     """The simulator's chat prompt for one conditioning seed (``note``: the instruct style's success line, or the
-    compact style's steer word, written before the seed as ``<word>| <seed>``)."""
+    compact style's note, a word written before the seed as ``<word>| <seed>``). A warm-start or anchor pair's
+    prompt is this on its source with the note strategy's `pair_note`."""
     if style == "compact":
         text = env.simulator_text(seed) if note is None else f"{note}| {env.simulator_text(seed)}"
         return policy.chat([{"role": "system", "content": SIMULATOR_SYSTEM}, {"role": "user", "content": text}])
     note = note or success_note(env.name, None, 0.5)
     user = f"Benchmark: {env.name}\nExample task: {seed.prompt}\nExample answer: {seed.answer}\n{note}"
     return policy.chat([{"role": "system", "content": INSTRUCT_SYSTEM}, {"role": "user", "content": user}])
-
-
-def rwr_context(policy: Policy, env: Environment, seed: Task, task: Task, config: RunConfig, asked: str) -> str:
-    """The RWR training context of a generated ``task``: ``asked``, the prompt it was written under; or, with
-    ``simulator.steer_relabel``, the prompt asking for the level change it shows (hindsight relabelling: a task
-    that came out no harder is not taught as the answer to ``harder``, so the word keeps its meaning)."""
-    if config.simulator.steer_relabel and seed.level and task.level:  # 0: level unknown; relabel implies steer
-        return sibling_prompt(policy, env, seed, task, config)
-    return asked
 
 
 def simulator_target(env: Environment, task: Task, style: str = "compact") -> str:

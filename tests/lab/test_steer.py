@@ -1,5 +1,6 @@
-"""`simulator.steer`: the compact prompt's success note. Warm-start pairs ask for the level change they show, and
-an epoch's prompts ask for the direction the agent's measured success calls for."""
+"""The ``steer`` note (``simulator.note = "steer"``): the compact prompt's success note. Warm-start pairs ask for the
+level change they show, an epoch's prompts ask for the direction the agent's measured success calls for, and its
+study settings (``study.steer_hold``, ``study.steer_relabel``) hold the word and relabel the RWR update's tasks."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pytest
 
 from genenv_engine.config import ConfigError, load_config
 from genenv_engine.environments import get_environment
-from genenv_engine.training.simulator import STEER_WORDS, direction
+from genenv_engine.method.strategies import resolve
 from genenv_engine.training.warmstart import cache_key, simulator_pairs
-from genenv_lab.strategies import steer_word
+from genenv_lab.strategies import STEER_WORDS, direction, steer_word
+
+STEER = {"simulator.note": "steer"}
 
 
 class _Chat:
@@ -32,9 +35,10 @@ def _user(ids) -> str:
 
 
 def test_warm_start_pairs_ask_for_the_level_change_each_sibling_shows():
-    cfg = load_config("micro", overrides={"simulator.steer": True})
+    cfg = load_config("micro", overrides=STEER)
     env = get_environment("bfcl", cfg.seed)
-    pairs = simulator_pairs(_Chat(), {"bfcl": env}, cfg, random.Random(3))
+    note = resolve(cfg).note
+    pairs = simulator_pairs(_Chat(), {"bfcl": env}, cfg, random.Random(3), pair_note=note.pair_note)
     pool = env.splits()["train"] + env.splits()["seed"]
     same_draw = env.sibling_pairs(pool, random.Random(3), len(pairs))
     words = []
@@ -51,11 +55,19 @@ def test_warm_start_pairs_ask_for_the_level_change_each_sibling_shows():
 
 
 def test_steer_changes_the_warm_start_key_and_needs_the_compact_prompt():
-    assert cache_key(load_config("tiny")) != cache_key(load_config("tiny", overrides={"simulator.steer": True}))
-    assert cache_key(load_config("tiny")) == cache_key(load_config("tiny", overrides={"simulator.steer": False}))
+    assert cache_key(load_config("tiny")) != cache_key(load_config("tiny", overrides=STEER))
+    assert cache_key(load_config("tiny")) == cache_key(load_config("tiny", overrides={"simulator.note": "auto"}))
     with pytest.raises(ConfigError) as err:
-        load_config("smol-ablation", overrides={"simulator.steer": True})
-    assert err.value.field == "simulator.steer"
+        resolve(load_config("smol-ablation", overrides=STEER))
+    assert err.value.field == "simulator.note"
+
+
+def test_a_config_of_the_steer_study_spelled_as_it_was_runs_the_same_strategy():
+    with pytest.warns(DeprecationWarning, match="simulator.steer"):
+        old = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_hold": True})
+    assert old == load_config("micro", overrides=STEER | {"study.steer_hold": True})
+    note = resolve(old).note
+    assert type(note).__name__ == "SteerNote" and note.settings.steer_hold
 
 
 @pytest.mark.parametrize("p", [0.95, 0.05])
@@ -64,7 +76,7 @@ def test_an_epochs_prompts_ask_for_what_the_measured_success_calls_for(tmp_path,
     from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
-    cfg = load_config("micro", overrides={"simulator.steer": True, "epochs": 2})
+    cfg = load_config("micro", overrides=STEER | {"epochs": 2})
     session = Session.create(cfg, tmp_path / "s")
     factory = scripted_backends(p=p)
     assert run(session, backend_factory=factory) == {"epochs_done": 2}
@@ -85,7 +97,7 @@ def test_steer_hold_keeps_the_word_that_reached_the_band(tmp_path, hold):
     from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
-    cfg = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_hold": hold, "epochs": 3})
+    cfg = load_config("micro", overrides=STEER | {"study.steer_hold": hold, "epochs": 3})
     session = Session.create(cfg, tmp_path / "s")
     factory = scripted_backends(p=0.05)
 
@@ -105,34 +117,32 @@ def test_steer_hold_keeps_the_word_that_reached_the_band(tmp_path, hold):
     assert words == [{"same"}, {"easier"}, {"easier" if hold else "same"}]
 
 
-def test_steer_hold_needs_steer():
+@pytest.mark.parametrize("setting", ["study.steer_hold", "study.steer_relabel"])
+def test_a_steer_study_setting_needs_the_steer_note(setting):
     with pytest.raises(ConfigError) as err:
-        load_config("micro", overrides={"simulator.steer_hold": True})
-    assert err.value.field == "simulator.steer_hold"
+        resolve(load_config("micro", overrides={setting: True}))
+    assert err.value.field == setting and "simulator.note = 'steer'" in str(err.value)
+    resolve(load_config("micro", overrides=STEER | {setting: True}))
 
 
 @pytest.mark.parametrize("relabel", [True, False])
 def test_rwr_relabels_a_generated_task_with_the_level_change_it_shows(relabel):
-    from genenv_engine.training.simulator import rwr_context, simulator_prompt
+    from genenv_engine.method.simulator_update import rwr_context
+    from genenv_engine.training.simulator import simulator_prompt
 
-    cfg = load_config("micro", overrides={"simulator.steer": True, "simulator.steer_relabel": relabel})
+    cfg = load_config("micro", overrides=STEER | {"study.steer_relabel": relabel})
+    note = resolve(cfg).note
     env = get_environment("bfcl", cfg.seed)
     seeds = env.splits()["seed"]
     seed = next(t for t in seeds if t.level == 2)
     same = next(t for t in seeds if t.level == 2 and t.id != seed.id)
     harder = next(t for t in seeds if t.level == 3)
     asked = simulator_prompt(_Chat(), env, seed, "compact", "harder")
-    got_same = rwr_context(_Chat(), env, seed, same, cfg, asked)
-    got_harder = rwr_context(_Chat(), env, seed, harder, cfg, asked)
+    got_same = rwr_context(_Chat(), env, seed, same, cfg, asked, note)
+    got_harder = rwr_context(_Chat(), env, seed, harder, cfg, asked, note)
     assert got_harder == asked  # it did come out harder: the asked prompt either way
     if relabel:
         assert got_same == simulator_prompt(_Chat(), env, seed, "compact", "same") != asked
     else:
         assert got_same == asked
-    assert rwr_context(_Chat(), env, seed, same.with_(difficulty={}), cfg, asked) == asked  # no level: as asked
-
-
-def test_steer_relabel_needs_steer():
-    with pytest.raises(ConfigError) as err:
-        load_config("micro", overrides={"simulator.steer_relabel": True})
-    assert err.value.field == "simulator.steer_relabel"
+    assert rwr_context(_Chat(), env, seed, same.with_(difficulty={}), cfg, asked, note) == asked  # no level: as asked

@@ -84,8 +84,8 @@ def cache_key(config: RunConfig) -> str:
         parts["environments_options"] = config.environments_options
     if config.simulator.prompt != "compact":
         parts["simulator_prompt"] = config.simulator.prompt
-    if config.simulator.steer:
-        parts["simulator_steer"] = True
+    if config.simulator.note != "auto":  # a note strategy may write its own note into the pairs (`pair_note`)
+        parts["simulator_note"] = config.simulator.note
     blob = json.dumps(parts, sort_keys=True, default=list)
     return f"{config.preset}-s{config.seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 

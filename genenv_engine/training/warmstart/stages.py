@@ -55,6 +55,7 @@ from genenv_engine.training.warmstart.cache import (
     serves,
 )
 from genenv_engine.training.warmstart.shipped import install_shipped
+from genenv_engine.training.warmstart.training import PairNote, no_pair_note
 
 
 def is_cached(config: RunConfig) -> bool:
@@ -74,9 +75,11 @@ def warm_start(
     envs: dict[str, Environment],
     sink: EventSink = null_sink,
     check: Callable[[], None] = lambda: None,
+    pair_note: PairNote = no_pair_note,
 ) -> tuple[Path, dict]:
     """Return the folder holding the warm-started ``agent/`` and, when the run needs one, ``simulator/``
-    (training what is not cached; see the module docstring for the two stages).
+    (training what is not cached; see the module docstring for the two stages). ``pair_note`` is the run's note
+    strategy's (`genenv_engine.method.protocols.PromptNote.pair_note`): the note of the simulator's pairs.
 
     ``check`` runs between SFT steps (the loop passes its pause/stop check); a stop discards the stage it
     interrupted (a trained agent stays cached).
@@ -84,7 +87,7 @@ def warm_start(
     remove_stale_temp()
     folder = cache_root() / "warmstart" / cache_key(config)
     if not config.warm_start.cache:
-        return _warm_start(config, envs, folder, sink, check)
+        return _warm_start(config, envs, folder, sink, check, pair_note)
     if (found := cached_folder(folder)) is not None:
         return found, json.loads((found / DONE).read_text())
     if not needs_simulator(config) and (half := cached_folder(folder, AGENT_INFO)) is not None:
@@ -97,11 +100,16 @@ def warm_start(
 
     # one process trains an entry at a time; another one waits, then finds it cached
     with waiting_lock(entry_lock(folder), check, waiting, what="a warm start training it"):
-        return _warm_start(config, envs, folder, sink, check)
+        return _warm_start(config, envs, folder, sink, check, pair_note)
 
 
 def _warm_start(
-    config: RunConfig, envs: dict[str, Environment], folder: Path, sink: EventSink, check: Callable[[], None]
+    config: RunConfig,
+    envs: dict[str, Environment],
+    folder: Path,
+    sink: EventSink,
+    check: Callable[[], None],
+    pair_note: PairNote,
 ) -> tuple[Path, dict]:
     need_sim = needs_simulator(config)
     if config.warm_start.cache:
@@ -115,7 +123,7 @@ def _warm_start(
             agent = load_warm_agent(config.model, config.runtime, half / "agent")
             # after loading: a loaded adapter's fresh layers draw torch random numbers
             rng, info = training.restore(half)
-            return half, _finish(config, envs, half, agent, rng, info, sink, check)
+            return half, _finish(config, envs, half, agent, rng, info, sink, check, pair_note)
     tmp = fresh_temp(folder)
     try:
         agent, rng, info = training.train_agent(config, envs, tmp, sink, check)
@@ -127,7 +135,7 @@ def _warm_start(
     tmp.rename(folder)
     if not need_sim:
         return folder, _agent_only_info(folder)
-    return folder, _finish(config, envs, folder, agent, rng, info, sink, check)
+    return folder, _finish(config, envs, folder, agent, rng, info, sink, check, pair_note)
 
 
 def _agent_only_info(folder: Path) -> dict:
@@ -145,6 +153,7 @@ def _finish(
     info: dict,
     sink: EventSink,
     check: Callable[[], None],
+    pair_note: PairNote,
 ) -> dict:
     """Stage 2: train the simulator of the agent-only entry ``folder`` and mark the entry finished. Another run
     that finished the same entry meanwhile wins: its simulator is kept and this one's discarded."""
@@ -152,7 +161,7 @@ def _finish(
     try:
         info = {
             **info,
-            **training.train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check),
+            **training.train_simulator(config, envs, agent, folder / "agent", rng, tmp, sink, check, pair_note),
             "key": folder.name,
         }
         if _install_simulator(tmp, folder, info):

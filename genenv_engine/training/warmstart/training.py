@@ -33,14 +33,17 @@ from genenv_engine.environments.plugin_worker import sibling_pairs
 from genenv_engine.training.agent import agent_prompt
 from genenv_engine.training.models import AGENT_INFO, TORCH_RNG, warmstart_agent, warmstart_simulator
 from genenv_engine.training.policy import Policy
-from genenv_engine.training.simulator import (
-    job_grammar,
-    parse_and_validate,
-    sibling_prompt,
-    simulator_prompt,
-    simulator_target,
-)
+from genenv_engine.training.simulator import job_grammar, parse_and_validate, simulator_prompt, simulator_target
 from genenv_engine.training.trainer import sft
+
+PairNote = Callable[[Task, Task], str | None]
+"""The note a (seed -> sibling) pair's prompt carries: the run's note strategy's ``pair_note``
+(`genenv_engine.method.protocols.PromptNote`)."""
+
+
+def no_pair_note(source: Task, sibling: Task) -> str | None:
+    """The pairs of a note strategy that writes none into them (the paper's prompts)."""
+    return None
 
 
 def built_on() -> str:
@@ -127,18 +130,21 @@ def train_simulator(
     out: Path,
     sink: EventSink,
     check: Callable[[], None],
+    pair_note: PairNote = no_pair_note,
 ) -> dict:
-    """Stage 2: the simulator's SFT from the agent saved in ``agent_folder``, saved as ``out/simulator``; returns
-    its figures."""
+    """Stage 2: the simulator's SFT from the agent saved in ``agent_folder``, saved as ``out/simulator``, its pairs'
+    prompts carrying ``pair_note``; returns its figures."""
     ws = config.warm_start
     started = time.perf_counter()
     # the simulator starts from the agent's weights (one base, two roles) unless it has its own model
     sim = warmstart_simulator(config.model, config.runtime, agent, agent_folder)
     failed: dict[str, dict[str, int]] = {}
-    sim_pairs = simulator_pairs(sim, envs, config, rng, failed)
+    sim_pairs = simulator_pairs(sim, envs, config, rng, failed, pair_note)
     env0 = next(iter(envs.values()))
     seed = env0.splits()["seed"][0]
-    report = _reporter(sink, "simulator", ws.simulator_steps, check, lambda: _simulator_sample(sim, env0, seed, config))
+    report = _reporter(
+        sink, "simulator", ws.simulator_steps, check, lambda: _simulator_sample(sim, env0, seed, config, pair_note)
+    )
     micro = config.runtime.micro_batch
     groups = config.model.sft_length_groups
     sim_losses = sft(sim, sim_pairs, ws.simulator_steps, ws.simulator_lr, ws.batch_size, rng, report, micro, groups)
@@ -198,10 +204,11 @@ def simulator_pairs(
     config: RunConfig,
     rng: random.Random,
     failed: dict[str, dict[str, int]] | None = None,
+    pair_note: PairNote = no_pair_note,
 ) -> list[tuple[list[int], list[int]]]:
-    """The simulator's SFT pairs: (prompt on a seed, a sibling task as the target), drawn from each benchmark's
-    train and seed splits, about a quarter of the steps' sequences per benchmark plus 256. A plugin's pair whose
-    sibling fails is left out and counted in ``failed`` (benchmark -> fault kind -> pairs); `PluginFailed` when
+    """The simulator's SFT pairs: (prompt on a seed with ``pair_note``, a sibling task as the target), drawn from each
+    benchmark's train and seed splits, about a quarter of the steps' sequences per benchmark plus 256. A plugin's pair
+    whose sibling fails is left out and counted in ``failed`` (benchmark -> fault kind -> pairs); `PluginFailed` when
     none of a benchmark's could be drawn (the simulator would learn nothing of it)."""
     ws, style = config.warm_start, config.simulator.prompt
     per_env = max(1, (ws.simulator_steps * ws.batch_size) // max(1, len(envs)) // 4 + 256)
@@ -221,7 +228,7 @@ def simulator_pairs(
         for src, sib in drawn.pairs:
             out.append(
                 (
-                    sim.encode(sibling_prompt(sim, env, src, sib, config)),
+                    sim.encode(simulator_prompt(sim, env, src, style, pair_note(src, sib))),
                     sim.completion_ids(simulator_target(env, sib, style)),
                 )
             )
@@ -259,13 +266,14 @@ def _agent_sample(agent, env: Environment, task: Task, config: RunConfig) -> Sam
     return task.prompt, out, result.success, f"gold: {task.answer}{fault}"
 
 
-def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig) -> Sample:
-    """The simulator's greedy variation of one seed task, parsed and validated like an epoch's generations."""
+def _simulator_sample(sim, env: Environment, seed: Task, config: RunConfig, pair_note: PairNote) -> Sample:
+    """The simulator's greedy variation of one seed task (its prompt carrying the pair note of the seed with itself),
+    parsed and validated like an epoch's generations."""
     from genenv_engine.backends.base import Sampling
     from genenv_engine.backends.hf import HFBackend
 
     style = config.simulator.prompt
-    note = "same" if config.simulator.steer and style == "compact" else None
+    note = pair_note(seed, seed)
     sampling = Sampling(max_new_tokens=config.simulator.max_new_tokens, greedy=True, grammar=job_grammar(config, env))
     out = HFBackend(sim).generate([simulator_prompt(sim, env, seed, style, note)], sampling)[0].text
     task = parse_and_validate(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from genenv_engine.config import (
-    EXPERIMENTAL_FIELDS,
+    VARIANT_FIELDS,
     AgentConfig,
     ConfigError,
     CurriculumConfig,
@@ -580,15 +580,11 @@ def test_cli_ray_flag_sets_the_ray_address():
 @pytest.mark.parametrize(
     ("overrides", "field", "needs"),
     [
-        ({"simulator.success_note": False}, "simulator.success_note", "simulator.prompt = 'instruct'"),
-        ({"simulator.seed_beta": 5.0}, "simulator.seed_beta", "simulator.seed_sampling = 'alpha'"),
         ({"agent.unseen_tasks": 300}, "agent.unseen_tasks", "agent.base_source = 'unseen'"),
         ({"model.path": "/tmp"}, "model.path", "model.kind = 'hf'"),
         ({"model.hub_download": True}, "model.hub_download", "model.kind = 'hf'"),
-        ({"simulator.steer_hold": True}, "simulator.steer_hold", "simulator.steer = true"),
-        ({"simulator.steer_relabel": True}, "simulator.steer_relabel", "simulator.steer = true"),
     ],
-    ids=["success_note", "seed_beta", "unseen_tasks", "path", "hub_download", "steer_hold", "steer_relabel"],
+    ids=["unseen_tasks", "path", "hub_download"],
 )
 def test_a_setting_changed_without_the_one_it_depends_on_is_an_error(overrides, field, needs):
     with pytest.raises(ConfigError) as err:
@@ -599,14 +595,9 @@ def test_a_setting_changed_without_the_one_it_depends_on_is_an_error(overrides, 
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"simulator.success_note": False, "simulator.prompt": "instruct"},
-        {"simulator.success_note": True},
-        {"simulator.seed_beta": 5.0, "simulator.seed_sampling": "alpha"},
-        {"simulator.seed_beta": 20.0},
         {"agent.unseen_tasks": 300, "agent.base_source": "unseen"},
         {"agent.unseen_tasks": 5000},
         {"model.kind": "hf", "model.path": "/tmp", "model.hub_download": True},
-        {"simulator.steer": True, "simulator.steer_hold": True, "simulator.steer_relabel": True},
     ],
 )
 def test_a_dependent_setting_is_accepted_with_its_parent_on_or_at_its_default(overrides):
@@ -620,7 +611,7 @@ def test_per_benchmark_alpha_must_name_a_known_benchmark():
     assert load_config("micro", overrides={"curriculum.alpha_by_benchmark": {"apibank": 0.4}})  # known, not enabled
 
 
-# --- experimental settings and field docs -----------------------------------------------------------------
+# --- the variants' settings and field docs -----------------------------------------------------------------
 
 
 def _section(dotted: str):
@@ -631,12 +622,12 @@ def _section(dotted: str):
     return cls, leaf
 
 
-def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
-    assert len(EXPERIMENTAL_FIELDS) == len(set(EXPERIMENTAL_FIELDS))
-    for dotted in EXPERIMENTAL_FIELDS:
+def test_variant_fields_name_real_settings_whose_docs_say_variant():
+    assert len(VARIANT_FIELDS) == len(set(VARIANT_FIELDS))
+    for dotted in VARIANT_FIELDS:
         cls, name = _section(dotted)
         assert name in {f.name for f in dataclasses.fields(cls)}, dotted
-        assert field_docs(cls)[name].startswith("Experimental:"), dotted
+        assert field_docs(cls)[name].startswith("Variant:"), dotted
     prefix = {
         "RunConfig": "",
         "ModelConfig": "model.",
@@ -652,9 +643,9 @@ def test_experimental_fields_name_real_settings_whose_docs_say_experimental():
         prefix[cls.__name__] + name
         for cls in ALL_CLASSES
         for name, doc in field_docs(cls).items()
-        if doc.startswith("Experimental")
+        if doc.startswith("Variant")
     }
-    assert marked == set(EXPERIMENTAL_FIELDS)
+    assert marked == set(VARIANT_FIELDS)
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)

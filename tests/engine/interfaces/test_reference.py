@@ -93,7 +93,11 @@ def test_configuration_reference_names_every_field_of_every_section():
     for name, cls in tables:
         for f in dataclasses.fields(cls):
             key = f"{name}.{f.name}" if name else f.name
+            if key == reference.STUDY_FIELD:  # the study part lists its registered settings instead
+                continue
             assert f"| `{key}` |" in text, f"{key} is not in the configuration reference"
+    for key in config_module.study_keys():
+        assert f"| `study.{key}` |" in text, f"study.{key} is not in the configuration reference"
 
 
 def test_output_does_not_depend_on_the_terminal_width(monkeypatch):
@@ -104,12 +108,21 @@ def test_output_does_not_depend_on_the_terminal_width(monkeypatch):
 
 
 def test_configuration_reference_lists_each_section_under_its_part():
-    """The method's settings, then the runtime part (`RUNTIME_TABLES`), each section under its own part."""
+    """The method's settings, then the runtime part (`RUNTIME_TABLES`), then the study part (``[study]``, the
+    registered study settings), each section under its own part."""
     text = reference.configuration_reference()
-    assert [heading for heading, _ in reference.PARTS] == ["The method's settings", "The runtime part"]
-    method, runtime = text.split("\n## The method's settings\n", 1)[1].split("\n## The runtime part\n", 1)
+    assert [heading for heading, _ in reference.PARTS] == [
+        "The method's settings",
+        "The runtime part",
+        "The study part",
+    ]
+    method, rest = text.split("\n## The method's settings\n", 1)[1].split("\n## The runtime part\n", 1)
+    runtime, study = rest.split("\n## The study part\n", 1)
     for name in config_module.RUNTIME_TABLES:
         assert f"### `[{name}]`" in runtime and f"### `[{name}]`" not in method, name
     for name in ("model", "warm_start", "simulator", "agent", "curriculum"):
         assert f"### `[{name}]`" in method and f"### `[{name}]`" not in runtime, name
-    assert "### Top level" in method
+    assert "### Top level" in method and "| `study` |" not in method
+    assert "### `[study]`: `genenv_lab.settings.StudySettings`" in study
+    for key in ("steer_hold", "steer_relabel", "seed_beta"):
+        assert f"| `study.{key}` |" in study and f"study.{key}" not in method + runtime, key

@@ -1,6 +1,6 @@
 """The epoch calls the strategies its run resolved (`genenv_engine.method.strategies`) instead of branching on study
 settings: the modules `run_epoch`, its steps and the simulator's update live in read no setting named in
-`EXPERIMENTAL_FIELDS` and compare nothing on ``simulator.mode``; each setting resolves to its strategy by name."""
+`VARIANT_FIELDS` and compare nothing on ``simulator.mode``; each setting resolves to its strategy by name."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_engine.config import EXPERIMENTAL_FIELDS, load_config
+from genenv_engine.config import VARIANT_FIELDS, load_config
 from genenv_engine.method import coevolution, loop, phases, simulator_update
 from genenv_engine.method.strategies import REGISTRY, get, note_name, replay_name, resolve
 
@@ -28,9 +28,9 @@ def _is_mode(node: ast.AST) -> bool:
 
 
 def study_branches(source: str) -> list[str]:
-    """Every read of a setting named in `EXPERIMENTAL_FIELDS` (an attribute, or ``getattr`` with its name) and
+    """Every read of a setting named in `VARIANT_FIELDS` (an attribute, or ``getattr`` with its name) and
     every comparison or ``match`` on ``simulator.mode`` in ``source``, as ``line N: what``."""
-    names = {dotted.rsplit(".", 1)[1] for dotted in EXPERIMENTAL_FIELDS}
+    names = {dotted.rsplit(".", 1)[1] for dotted in VARIANT_FIELDS}
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and node.attr in names:
@@ -97,7 +97,7 @@ def test_every_setting_resolves_to_its_named_strategy():
         ({"agent.base_levels": [3]}, ("TrainedSimulatorTasks", "UniformSeeds", "SubsetReplay", "NoNote")),
         ({"agent.base_pool": 5}, ("TrainedSimulatorTasks", "UniformSeeds", "SubsetReplay", "NoNote")),
         ({"agent.base_source": "unseen"}, ("TrainedSimulatorTasks", "UniformSeeds", "UnseenReplay", "NoNote")),
-        ({"simulator.steer": True}, ("TrainedSimulatorTasks", "UniformSeeds", "TrainReplay", "SteerNote")),
+        ({"simulator.note": "steer"}, ("TrainedSimulatorTasks", "UniformSeeds", "TrainReplay", "SteerNote")),
     ]
     for overrides, want in cases:
         plan = resolve(load_config("micro", overrides=overrides))
@@ -105,7 +105,7 @@ def test_every_setting_resolves_to_its_named_strategy():
         assert got == want, overrides
     smol = load_config("smol-ablation")
     assert type(resolve(smol).note).__name__ == "SuccessLine"
-    assert note_name(smol.with_overrides({"simulator.success_note": False})) == "fixed_line"
+    assert note_name(smol.with_overrides({"simulator.note": "fixed_line"})) == "fixed_line"
     assert replay_name(load_config("micro")) == "train"
 
 
@@ -175,17 +175,29 @@ EXPERIMENTAL_SETTINGS = (
     "curriculum.sampler",
     "warm_start.agent_levels",
 )
-"""The study settings when the strategies took them out of the core: each stays experimental or is renamed."""
+"""The study settings when the strategies took them out of the core: each is now a variant's setting, a method
+setting (per-benchmark alpha), or retired through a rename (to a note strategy or the ``[study]`` table)."""
+METHOD_NOW = ("curriculum.alpha_by_benchmark",)
+"""A setting of that list that became one of the method's own (documented for users' task families)."""
 
 
-def dropped(known: tuple[str, ...], experimental: tuple[str, ...], renamed: dict[str, str]) -> list[str]:
-    """The settings of ``known`` that left ``experimental`` without a rename entry."""
-    return [name for name in known if name not in experimental and name not in renamed]
+def dropped(known: tuple[str, ...], kept: tuple[str, ...], renamed: dict[str, str]) -> list[str]:
+    """The settings of ``known`` that left ``kept`` without a rename entry."""
+    return [name for name in known if name not in kept and name not in renamed]
 
 
-def test_an_experimental_setting_leaves_the_list_only_with_a_rename():
+def test_a_study_setting_leaves_the_config_only_with_a_rename():
     from genenv_engine.config import RENAMED_SETTINGS
 
-    assert dropped(EXPERIMENTAL_SETTINGS, EXPERIMENTAL_FIELDS, RENAMED_SETTINGS) == []
+    assert dropped(EXPERIMENTAL_SETTINGS, VARIANT_FIELDS + METHOD_NOW, RENAMED_SETTINGS) == []
     assert dropped(("simulator.steer",), ("agent.base_pool",), {}) == ["simulator.steer"]
     assert dropped(("simulator.steer",), (), {"simulator.steer": "simulator.note"}) == []
+    retired = [name for name in EXPERIMENTAL_SETTINGS if name in RENAMED_SETTINGS]
+    assert retired == [
+        "simulator.seed_beta",
+        "simulator.success_note",
+        "simulator.steer",
+        "simulator.steer_hold",
+        "simulator.steer_relabel",
+    ]
+    assert load_config("micro", overrides={"curriculum.alpha_by_benchmark": {"apibank": 0.4}})  # known, not enabled

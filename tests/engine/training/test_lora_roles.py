@@ -227,12 +227,12 @@ def instruct_lora(base_dir, **extra) -> dict:
     return over | extra
 
 
-def test_success_note_off_keeps_the_warm_start_line_although_success_was_measured(base_dir, tmp_path):
+def test_the_fixed_line_note_keeps_the_warm_start_line_although_success_was_measured(base_dir, tmp_path):
     from genenv_engine.method.loop import run
     from genenv_engine.storage.session import Session
     from genenv_engine.testing import scripted_backends
 
-    cfg = load_config("micro", overrides=instruct_lora(base_dir, epochs=2) | {"simulator.success_note": False})
+    cfg = load_config("micro", overrides=instruct_lora(base_dir, epochs=2) | {"simulator.note": "fixed_line"})
     session = Session.create(cfg, tmp_path / "s")
     factory = scripted_backends(p=0.5, style="instruct")
     assert run(session, backend_factory=factory) == {"epochs_done": 2}

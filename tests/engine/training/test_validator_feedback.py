@@ -18,6 +18,7 @@ from genenv_engine.environments import get_environment
 from genenv_engine.environments.bfcl.mini import generate_task
 from genenv_engine.method.loop import run
 from genenv_engine.method.simulator_update import repair_pairs
+from genenv_engine.method.strategies import resolve
 from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
 from genenv_engine.training.policy import Policy, build_tiny_model
@@ -63,7 +64,8 @@ def test_repair_pairs_teach_the_recomputed_gold():
     )
     gens = validate(env, drafts(env, [f"{PROMPT} => {WRONG}", f"{PROMPT} => {GOLD}"]), epoch=1, generator="test")
     cfg = load_config("micro")
-    ((context, target, weight),) = repair_pairs(SimpleNamespace(simulator=policy), {"bfcl": env}, gens, cfg)
+    note = resolve(cfg).note
+    ((context, target, weight),) = repair_pairs(SimpleNamespace(simulator=policy), {"bfcl": env}, gens, cfg, note)
     assert context == policy.encode("ctx") and weight == 1.0
     assert target == policy.encode(f"{PROMPT} => {GOLD}") + [tok.eos_token_id]
 
