@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from genenv_engine.core.records import Task
     from genenv_engine.environments.base import Environment
     from genenv_engine.method.coevolution import CoEvolution
+    from genenv_engine.storage.session import Session
     from genenv_engine.training.roles import BackendFactory
 
 _STREAMS: dict[str, TaskStream] = {}
@@ -129,7 +130,7 @@ class TrlCoEvolution:
 
     def __init__(
         self,
-        session: str | Path,
+        session: str | Path | Session,
         *,
         steps_per_epoch: int,
         config: RunConfig | None = None,
@@ -139,12 +140,14 @@ class TrlCoEvolution:
         backend_factory: BackendFactory | None = None,
     ) -> None:
         """``session``: the session folder, created from ``config`` when it holds none, else continued (as
-        ``genenv resume`` does; ``epochs`` raises its target). ``steps_per_epoch``: TRL optimizer steps per genenv
+        ``genenv resume`` does; ``epochs`` raises its target), or an open `Session` (its lease taken here unless
+        the caller holds it). ``steps_per_epoch``: TRL optimizer steps per genenv
         epoch. ``sink``, ``control`` and ``backend_factory`` are rank 0's, as `genenv_engine.method.loop.run`
         takes them. Nothing happens until the ``with`` block is entered."""
         if steps_per_epoch < 1:
             raise ValueError(f"steps_per_epoch must be 1 or more, got {steps_per_epoch}")
-        self.folder = Path(session)
+        self._session = None if isinstance(session, str | Path) else session
+        self.folder = Path(session) if isinstance(session, str | Path) else session.path
         self.steps_per_epoch = steps_per_epoch
         self._config, self._epochs = config, epochs
         self._sink, self._control, self._factory = sink, control, backend_factory
@@ -210,13 +213,16 @@ class TrlCoEvolution:
         from genenv_engine.method.coevolution import CoEvolution
         from genenv_engine.storage.session import Session
 
-        if (self.folder / "config.toml").exists():
+        if self._session is not None:
+            session = self._session
+        elif (self.folder / "config.toml").exists():
             session = Session.open(self.folder, check=True)
         elif self._config is not None:
             session = Session.create(self._config, self.folder)
         else:
             raise FileNotFoundError(f"{self.folder} holds no genenv session: pass config= to create one there")
-        self._lease = session.lease("genenv trl")  # held until the with block is left: one engine per session
+        if session.held is None:
+            self._lease = session.lease("genenv trl")  # held until the with block is left: one engine per session
         session.config.check_paths()
         session.check_releases()
         if self._epochs is not None:

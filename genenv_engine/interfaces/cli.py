@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the agent's rollouts on Ray workers: a new local instance or a cluster address (ray extra)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bars, one line per epoch")
+    _trainer_options(run, "native (default): genenv's GRPO; trl: TRL's GRPOTrainer in this process (trl extra)")
     run.add_argument(
         "--log",
         action="append",
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         "environments as they are now (a fixed plugin) and update those whose verdict changed",
     )
     resume.add_argument("--quiet", action="store_true")
+    _trainer_options(resume, "default: the trainer the session ran with")
     resume.add_argument(
         "--log",
         action="append",
@@ -311,18 +313,43 @@ def status_json(session_dir: Path) -> dict[str, Any]:
     }
 
 
-def _run(session, quiet: bool, log: list[str] = ()) -> int:
+def _trainer_options(parser: argparse.ArgumentParser, which: str) -> None:
+    parser.add_argument("--agent-trainer", choices=("native", "trl"), help=f"what trains the agent: {which}")
+    parser.add_argument(
+        "--trl-steps", type=int, metavar="N", help="with trl: TRL optimizer steps per genenv epoch (default 8)"
+    )
+    parser.add_argument(
+        "--trl-batch",
+        type=int,
+        metavar="N",
+        help="with trl: completions per TRL step, a multiple of agent.rollouts (default 2 x agent.rollouts)",
+    )
+
+
+def _run(session, quiet: bool, log: list[str] | tuple[str, ...] = (), args: argparse.Namespace | None = None) -> int:
     from genenv_engine.core.events import RunControl
     from genenv_engine.interfaces.loggers import logging_sink, make_loggers
     from genenv_engine.method.loop import run
     from genenv_engine.storage.progress import ConsoleReporter
 
+    trainer = getattr(args, "agent_trainer", None)
+    if trainer is None:  # resume: as the session ran; run: native
+        from genenv_engine.integrations.trl_run import trainer_settings
+
+        trainer = trainer_settings(session)["trainer"]
     control = RunControl()
     signal.signal(signal.SIGINT, lambda *_: (control.stop(), signal.signal(signal.SIGINT, signal.default_int_handler)))
     loggers = make_loggers(session, list(log))
     try:
         with ConsoleReporter(session, quiet=quiet) as reporter:
-            summary = run(session, logging_sink(session, loggers, reporter) if loggers else reporter, control)
+            sink = logging_sink(session, loggers, reporter) if loggers else reporter
+            if trainer == "trl":
+                from genenv_engine.integrations.trl_run import run_trl
+
+                steps, batch = getattr(args, "trl_steps", None), getattr(args, "trl_batch", None)
+                summary = run_trl(session, steps_per_epoch=steps, batch=batch, sink=sink, control=control)
+            else:
+                summary = run(session, sink, control)
     finally:
         for logger in loggers:
             logger.close()
@@ -427,10 +454,14 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "run":
             config = load_config(args.preset, args.config, _overrides(args))
+            if args.agent_trainer == "trl":
+                from genenv_engine.integrations.trl_run import check_trl
+
+                check_trl(config, args.trl_batch)  # before the session is created
             session = Session.create(config, args.session)
             print(f"session: {session.path}")
             with session.lease("genenv run"):
-                return _run(session, args.quiet, args.log)
+                return _run(session, args.quiet, args.log, args)
         session = Session.open(args.session, check=True)
         with session.lease("genenv resume"):  # before anything changes: a second engine changes nothing
             session.config.check_paths()
@@ -448,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
                 from genenv_engine.method.faults import rescore_heldout, rescore_line
 
                 print(rescore_line(rescore_heldout(session)))
-            return _run(session, args.quiet, args.log)
+            return _run(session, args.quiet, args.log, args)
     except SessionBusy as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 3
