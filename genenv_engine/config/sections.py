@@ -35,7 +35,6 @@ VARIANT_FIELDS = (
     "agent.base_source",
     "agent.unseen_tasks",
     "agent.base_pool",
-    "warm_start.agent_levels",
 )
 """Dotted names of the settings of the method's variants (each doc starts with "Variant:"): the ablations a shipped
 preset or the ablation bench's documented arms run. Their defaults are the paper's method, and only a named
@@ -126,7 +125,7 @@ class WarmStartConfig:
     cache: bool = True
     """Reuse a cached warm start for the same preset, model and seed."""
     agent_levels: tuple[int, ...] = ()
-    """Variant: the train split's levels the agent's SFT sees (empty: all), e.g. ``[1, 2]`` so that every
+    """The train split's levels the agent's SFT sees (empty: all), e.g. ``[1, 2]`` so that every
     higher level is out of the warm-started agent's reach; the simulator's warm start still sees every level."""
 
     def __post_init__(self) -> None:

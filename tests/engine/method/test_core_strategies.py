@@ -177,8 +177,9 @@ EXPERIMENTAL_SETTINGS = (
 )
 """The study settings when the strategies took them out of the core: each is now a variant's setting, a method
 setting (per-benchmark alpha), or retired through a rename (to a note strategy or the ``[study]`` table)."""
-METHOD_NOW = ("curriculum.alpha_by_benchmark",)
-"""A setting of that list that became one of the method's own (documented for users' task families)."""
+METHOD_NOW = ("curriculum.alpha_by_benchmark", "warm_start.agent_levels")
+"""Settings of that list that became the method's own: per-benchmark alpha (documented for users' task families)
+and the agent warm start's levels (a setting of the warm-start recipe, which the warm start reads)."""
 
 
 def dropped(known: tuple[str, ...], kept: tuple[str, ...], renamed: dict[str, str]) -> list[str]:
