@@ -9,7 +9,7 @@ from __future__ import annotations
 SIMULATOR_MODES = ("trained", "frozen", "static", "off", "sampler")
 NO_SIMULATOR_MODES = ("off", "sampler")
 """The simulator modes whose runs never use the simulator model (no simulator warm start, no simulator fingerprint)."""
-CURRICULUM_REWARDS = ("alpha", "uniform", "agent0", "grounded")
+CURRICULUM_REWARDS = ("alpha", "uniform", "agent0", "grounded", "shrunk", "predicted")
 CURRICULUM_FILTERS = ("band", "none")
 LEVEL_SAMPLERS = ("uniform", "target", "schedule", "learnability", "controller")
 """The difficulty samplers of ``simulator.mode = "sampler"`` (`genenv_engine.method.samplers`)."""

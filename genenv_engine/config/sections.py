@@ -295,7 +295,10 @@ class CurriculumConfig:
     its greedy success on 4 procedural siblings of each of a batch's valid tasks after the epoch's agent update minus
     before it, in [-1, 1], no band filter; one update covers all of an epoch's batches, so each batch is credited
     with the whole epoch's update; the sibling answers are extra generations, never taken from the agent's training
-    budget; a study variant, registered by the lab: `genenv_lab.grounded`)."""
+    budget; a study variant, registered by the lab: `genenv_lab.grounded`). ``shrunk`` and ``predicted`` are
+    ``alpha`` on a more reliable estimate of a batch's success than its p_hat, from the same attempts: shrunk toward
+    the other generated tasks at its levels, or blended with a difficulty predictor fitted on every training rollout
+    so far (`genenv_engine.method.rewards`)."""
     filter: str = "band"
     """Variant: which scored batches the simulator learns from: ``band`` (the paper: |p_hat - alpha| <= k_min)
     or ``none`` (every batch, weighted by its R_env: a sharp beta then does the selecting)."""

@@ -36,6 +36,8 @@ REWARD_KINDS = {
     "agent0": "max(0, 1 - 2 |p̂ - alpha|)",
     "uniform": "1",
     "grounded": "success after − before the agent's update on siblings of the batch's tasks",
+    "shrunk": "exp(-beta (p̃ - alpha)²), p̃ the batch's p̂ shrunk toward the success at its tasks' levels",
+    "predicted": "exp(-beta (p̃ - alpha)²), p̃ the batch's p̂ blended with a difficulty predictor's",
 }
 """Each ``curriculum.reward`` kind (`curriculum.env_reward`) with its R_env formula."""
 
