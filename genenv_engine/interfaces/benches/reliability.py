@@ -11,6 +11,14 @@ correlation of the RWR weights between rounds, and the reliability binomial samp
 (each task's true rate estimated from all its attempts in all rounds, less the spread that estimate has by
 chance). A reliability near 0 means the simulator's
 update is weighted by noise; the figures say how many attempts and tasks per batch would make it a signal.
+
+Beside the raw p-hat, each cell reports every success estimator of `genenv_engine.core.estimators` (the
+``shrunk`` and ``predicted`` rewards' p~) from the same attempts. Their history is what the loop had when it scored
+epoch E: the stored training rollouts of the epochs before it, fixed, and epoch E's replayed tasks, which every
+round samples again (k attempts each, their own seeds) as it does the batches', so that a round retests everything
+an estimate reads of epoch E. Beside the agreement figures, two tell a steadier estimate from a truer one:
+``validity``, the mean correlation of a round's estimates with each batch's p-hat over every attempt of the other
+rounds, and ``bias``, the estimates' mean less that of the p-hat over every attempt of every round.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from statistics import fmean, stdev
 from typing import Any
 
 from genenv_engine.core.curriculum import alpha_reward, rwr_weights
-from genenv_engine.core.reliability import binomial_reliability, icc1, retest_correlation, spearman
+from genenv_engine.core.estimators import ESTIMATORS, Estimator, Tally
+from genenv_engine.core.reliability import binomial_reliability, icc1, pearson, retest_correlation, spearman
 from genenv_engine.interfaces.benches.common import rich_table
 
 Outcomes = dict[str, list[int]]
@@ -44,6 +53,61 @@ def batch_p_hats(rounds: Sequence[Outcomes], batches: Sequence[Sequence[str]], k
     return out
 
 
+Kinds = dict[str, tuple[str, int | None, bool]]
+"""Task id -> its benchmark, level and whether the simulator wrote it."""
+
+
+def batch_tallies(
+    outcomes: Outcomes, batches: Sequence[Sequence[str]], k: int, b: int, kinds: Kinds
+) -> list[list[Tally]]:
+    """One round's tallies of each batch's first ``b`` tasks' first ``k`` attempts.
+
+    >>> kinds = {"a": ("x", 1, True), "b": ("x", 2, True)}
+    >>> batch = batch_tallies({"a": [1, 0, 1], "b": [0, 0, 1]}, [["a", "b"]], 2, 0, kinds)
+    >>> [(t.benchmark, t.level, t.successes, t.attempts) for t in batch[0]]
+    [('x', 1, 1, 2), ('x', 2, 0, 2)]
+    """
+    return [[_tally(outcomes, t, k, kinds) for t in batch[: b or None]] for batch in batches]
+
+
+def _tally(outcomes: Outcomes, task: str, k: int, kinds: Kinds) -> Tally:
+    """One task's first ``k`` attempts of a round as a `Tally`."""
+    benchmark, level, generated = kinds[task]
+    return Tally(benchmark, level, sum(outcomes[task][:k]), len(outcomes[task][:k]), generated)
+
+
+def estimator_figures(
+    values: Sequence[Sequence[float]],
+    reference: Sequence[Sequence[float]],
+    reward: Callable[[float], float],
+    lam: float,
+) -> dict[str, float | None]:
+    """How the rounds agree on one estimate of every batch (``values``: per round, one per batch) and on its
+    R_env and RWR weights, its ``validity`` (the mean correlation of a round with ``reference``'s other rounds
+    pooled: per round, each batch's p-hat over all its attempts) and its ``bias`` against the reference's mean.
+
+    >>> fig = estimator_figures([[0.2, 0.8, 0.5], [0.3, 0.7, 0.5]], [[0.2, 0.9, 0.4], [0.2, 0.7, 0.6]], abs, 1.0)
+    >>> fig["icc"] > 0.9, round(fig["validity"], 3), round(fig["bias"], 3)  # validity: mean of 0.945 and 0.971
+    (True, 0.958, 0.0)
+    """
+    rewards = [[reward(p) for p in ps] for ps in values]
+    validity = []
+    for r, ps in enumerate(values):
+        others = [[ref[i] for j, ref in enumerate(reference) if j != r] for i in range(len(ps))]
+        v = pearson(ps, [fmean(o) for o in others]) if all(others) else None
+        if v is not None:
+            validity.append(v)
+    return {
+        "icc": icc1(values),
+        "retest": retest_correlation(values),
+        "reward_icc": icc1(rewards),
+        "reward_retest": retest_correlation(rewards),
+        "weights_rank": retest_correlation([rwr_weights(rs, lam) for rs in rewards], spearman),
+        "validity": fmean(validity) if validity else None,
+        "bias": fmean(p for ps in values for p in ps) - fmean(p for ps in reference for p in ps),
+    }
+
+
 def reliability_cell(
     rounds: Sequence[Outcomes],
     batches: Sequence[Sequence[str]],
@@ -51,9 +115,16 @@ def reliability_cell(
     b: int,
     reward: Callable[[float], float],
     lam: float,
+    estimators: dict[str, Estimator] | None = None,
+    kinds: Kinds | None = None,
+    past: Sequence[Tally] = (),
+    replay: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The figures of one (k, B) cell: how the rounds agree on p-hat, R_env and the RWR weights, and what binomial
-    sampling alone allows (true rates estimated from every attempt of every round).
+    sampling alone allows (true rates estimated from every attempt of every round); with ``estimators``, the cell's
+    ``estimators`` holds each one's `estimator_figures` and the raw p-hat's (``p_hat``), each estimate's history
+    the tallies of the epochs before (``past``) and the round's first ``k`` attempts at the epoch's replayed tasks
+    (``replay``, in the rounds' outcomes too).
 
     >>> rounds = [{"a": [1, 1], "b": [0, 0], "c": [1, 0]}, {"a": [1, 1], "b": [0, 0], "c": [0, 1]}]
     >>> cell = reliability_cell(rounds, [["a"], ["b"], ["c"]], 2, 1, lambda p: p, 1.0)
@@ -66,6 +137,17 @@ def reliability_cell(
     true_rates = [
         [fmean([s for outcomes in rounds for s in outcomes[t]]) for t in batch[: b or None]] for batch in batches
     ]
+    figures: dict[str, Any] = {}
+    if estimators:
+        every = batch_p_hats(rounds, batches, max(len(o[t]) for o in rounds for batch in batches for t in batch), b)
+        figures["p_hat"] = estimator_figures(p_hats, every, reward, lam)
+        kinds = kinds or {}
+        measured = [
+            (batch_tallies(o, batches, k, b, kinds), [*past, *(_tally(o, t, k, kinds) for t in replay)]) for o in rounds
+        ]
+        for name, estimate in estimators.items():
+            values = [[float(v) for v in estimate(tallies, history).values] for tallies, history in measured]
+            figures[name] = estimator_figures(values, every, reward, lam)
     return {
         "k": k,
         "tasks_per_batch": b,
@@ -77,6 +159,7 @@ def reliability_cell(
         "weights_rank": retest_correlation(weights, spearman),
         "binomial": binomial_reliability(true_rates, k, estimated_from=sum(len(o[batches[0][0]]) for o in rounds)),
         "reward_sd": fmean(stdev(rs) for rs in rewards),
+        **({"estimators": figures} if figures else {}),
     }
 
 
@@ -102,9 +185,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _score_rounds(
-    session: Any, epoch: int, task_ids: list[str], rounds: int, attempts: int, seed: int, backend_factory: Any = None
+    session: Any,
+    epoch: int,
+    task_ids: list[str],
+    rounds: int,
+    attempts: int,
+    seed: int,
+    backend_factory: Any = None,
+    replay: Sequence[str] = (),
 ) -> list[Outcomes]:
-    """Each round's outcomes of every task (``attempts`` sampled completions scored by the checker)."""
+    """Each round's outcomes of every task (``attempts`` sampled completions scored by the checker); the ``replay``
+    tasks' from a second rollout per round with seeds of their own (the batches' seeds are as without them)."""
     from genenv_engine.backends.base import Sampling
     from genenv_engine.environments import environments_of
     from genenv_engine.training.agent import rollout
@@ -114,14 +205,22 @@ def _score_rounds(
     envs = environments_of(cfg)
     roles = load_roles(session, epoch - 1, backend_factory=backend_factory)
     tasks = [session.store.get_task(t) for t in task_ids]
-    rng = random.Random(seed)
+    replayed = [session.store.get_task(t) for t in replay]
+    rng, replay_rng = random.Random(seed), random.Random(f"{seed}/replay")
     out = []
     for _ in range(rounds):
-        sampling = Sampling(
-            temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens, seed=rng.randrange(2**31)
-        )
-        scored = rollout(roles.agent_backend, roles.agent, envs, tasks, attempts, sampling, cfg.agent.success_threshold)
-        out.append({s.task.id: [int(a.success) for a in s.attempts] for s in scored})
+        outcomes: Outcomes = {}
+        for group, seeds in ((tasks, rng), (replayed, replay_rng)):
+            if not group:
+                continue
+            sampling = Sampling(
+                temperature=cfg.agent.temperature, max_new_tokens=cfg.agent.max_new_tokens, seed=seeds.randrange(2**31)
+            )
+            scored = rollout(
+                roles.agent_backend, roles.agent, envs, group, attempts, sampling, cfg.agent.success_threshold
+            )
+            outcomes.update({s.task.id: [int(a.success) for a in s.attempts] for s in scored})
+        out.append(outcomes)
     return out
 
 
@@ -156,13 +255,26 @@ def measure(
     if min(bs) < 0 or max(bs) > smallest:
         raise SystemExit(f"--tasks must be between 0 (each batch's own tasks) and the smallest batch's {smallest}")
     task_ids = [t for b in batches for t in b]
-    outcomes = _score_rounds(session, epoch, task_ids, rounds, attempts, seed, backend_factory)
+    tallies = session.store.training_tallies(epoch)
+    replay = sorted({r["task_id"] for r in tallies if r["epoch"] == epoch} - set(task_ids))
+    outcomes = _score_rounds(session, epoch, task_ids, rounds, attempts, seed, backend_factory, replay)
     cur = cfg.curriculum
 
     def reward(p: float) -> float:
         return alpha_reward(p, cur.alpha, cur.beta)
 
-    cells = [reliability_cell(outcomes, batches, k, b, reward, cfg.simulator.rwr_lambda) for b in bs for k in ks]
+    from genenv_engine.method.rewards import tally
+    from genenv_engine.storage.store import GENERATED_ORIGINS
+
+    kinds: Kinds = {}
+    for t in [*task_ids, *replay]:
+        task = session.store.get_task(t)
+        kinds[t] = (task.benchmark, task.level, task.origin in GENERATED_ORIGINS)
+    past = [tally(r, epoch) for r in tallies if r["epoch"] < epoch]
+    lam = cfg.simulator.rwr_lambda
+    cells = [
+        reliability_cell(outcomes, batches, k, b, reward, lam, ESTIMATORS, kinds, past, replay) for b in bs for k in ks
+    ]
     return {
         "session": str(session.path),
         "epoch": epoch,
@@ -171,10 +283,11 @@ def measure(
         "seed": seed,
         "batches": len(batches),
         "tasks": len(task_ids),
+        "replayed_tasks": len(replay),
         "alpha": cur.alpha,
         "beta": cur.beta,
         "rwr_lambda": cfg.simulator.rwr_lambda,
-        "mean_success": fmean([s for o in outcomes for v in o.values() for s in v]),
+        "mean_success": fmean([s for o in outcomes for t in task_ids for s in o[t]]),
         "cells": cells,
     }
 
@@ -212,8 +325,39 @@ COLUMNS = (
 """The figures of a cell, as the tables name them."""
 
 
+ESTIMATE_COLUMNS = (
+    ("icc", "ICC"),
+    ("retest", "retest"),
+    ("reward_icc", "R_env ICC"),
+    ("reward_retest", "R_env retest"),
+    ("weights_rank", "RWR rank"),
+    ("validity", "validity"),
+    ("bias", "bias"),
+)
+"""The figures of an estimate of a cell (`estimator_figures`), as the estimators' table names them."""
+
+
+def estimator_rows(result: dict[str, Any]) -> list[list[str]]:
+    """One row per (tasks per batch, attempts, estimate): the raw p-hat's (``p̂``) and each estimator's figures;
+    none for a result without them.
+
+    >>> figs = {key: 0.5 for key, _ in ESTIMATE_COLUMNS}
+    >>> estimator_rows({"cells": [{"tasks_per_batch": 0, "k": 8, "estimators": {"p_hat": figs, "shrunk": figs}}]})[1]
+    ['all', '8', 'shrunk', '0.500', '0.500', '0.500', '0.500', '0.500', '0.500', '0.500']
+    """
+    rows = []
+    for c in result["cells"]:
+        for name, figs in c.get("estimators", {}).items():
+            label = "p̂" if name == "p_hat" else name
+            rows.append(
+                [str(c["tasks_per_batch"] or "all"), str(c["k"]), label, *(_fmt(figs[k]) for k, _ in ESTIMATE_COLUMNS)]
+            )
+    return rows
+
+
 def markdown(result: dict[str, Any]) -> str:
-    """The result as a Markdown table (written beside the JSON as ``bench-reliability.md``).
+    """The result as Markdown tables (written beside the JSON as ``bench-reliability.md``): the cells, then each
+    estimate's figures where the result has them.
 
     >>> cell = {"tasks_per_batch": 0, "k": 8, **{key: 0.5 for key, _ in COLUMNS}}
     >>> print(markdown({"epoch": 1, "batches": 10, "rounds": 4, "mean_success": 0.5, "cells": [cell]}))
@@ -233,11 +377,26 @@ def markdown(result: dict[str, Any]) -> str:
     for c in result["cells"]:
         cells = " | ".join(_fmt(c[key]) for key, _ in COLUMNS)
         lines.append(f"| {c['tasks_per_batch'] or 'all'} | {c['k']} | {cells} |")
+    rows = estimator_rows(result)
+    if rows:
+        lines += [
+            "",
+            "Each estimate of a batch's success from the same attempts: the raw p̂ and the estimators of "
+            "`genenv_engine.core.estimators` (validity: correlation with the p̂ over every attempt of the other "
+            "rounds; bias: against its mean).",
+            "",
+            "| B | k | estimate | " + " | ".join(name for _, name in ESTIMATE_COLUMNS) + " |",
+            "|---|---|---|" + "---|" * len(ESTIMATE_COLUMNS),
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
 
 def table(result: dict[str, Any]) -> Any:
-    """Rich table: one row per (tasks per batch, attempts) cell."""
+    """Rich tables: one row per (tasks per batch, attempts) cell, then one per cell and estimate where the result
+    has them."""
+    from rich.console import Group
+
     t = rich_table(
         f"reward reliability: epoch {result['epoch']}, {result['batches']} batches, {result['rounds']} rounds, "
         f"mean success {result['mean_success']:.3f}",
@@ -245,4 +404,10 @@ def table(result: dict[str, Any]) -> Any:
     )
     for c in result["cells"]:
         t.add_row(str(c["tasks_per_batch"] or "all"), str(c["k"]), *(_fmt(c[key]) for key, _ in COLUMNS))
-    return t
+    rows = estimator_rows(result)
+    if not rows:
+        return t
+    e = rich_table("each estimate of a batch's success", ("B", "k", "estimate", *(n for _, n in ESTIMATE_COLUMNS)))
+    for row in rows:
+        e.add_row(*row)
+    return Group(t, e)

@@ -10,8 +10,9 @@ import random
 import pytest
 
 from genenv_engine.config import load_config
+from genenv_engine.core.estimators import ESTIMATORS
 from genenv_engine.environments.bfcl.mini import generate_task
-from genenv_engine.interfaces.benches.reliability import measure
+from genenv_engine.interfaces.benches.reliability import markdown, measure
 from genenv_engine.method.loop import run
 from genenv_engine.storage.session import Session
 from genenv_engine.testing import scripted_backends
@@ -30,7 +31,7 @@ def session(tmp_path_factory) -> Session:
 
 def test_a_task_blind_agent_gives_a_reward_with_no_reliability(session):
     result = measure(session, 1, rounds=6, ks=(1, 8), attempts=8, backend_factory=scripted_backends(p=0.5))
-    assert result["batches"] >= 10 and result["tasks"] >= 20
+    assert result["batches"] >= 10 and result["tasks"] >= 20 and result["replayed_tasks"] > 0
     assert result["mean_success"] == pytest.approx(0.5, abs=0.1)
     cells = {(c["tasks_per_batch"], c["k"]): c for c in result["cells"]}
     assert {k for _, k in cells} == {1, 8}
@@ -45,6 +46,21 @@ def test_a_task_blind_agent_gives_a_reward_with_no_reliability(session):
     assert eight and all(c["weights_rank"] is not None and c["weights_rank"] < 0.3 for c in eight)
 
 
+def test_each_estimator_is_reported_beside_the_raw_p_hat(session):
+    result = measure(session, 1, rounds=3, ks=(4,), attempts=4, backend_factory=scripted_backends(p=0.5))
+    for cell in result["cells"]:
+        figures = cell["estimators"]
+        assert set(figures) == {"p_hat", *ESTIMATORS}
+        assert figures["p_hat"]["icc"] == pytest.approx(cell["p_hat_icc"])  # the raw row is the cell's own p-hat
+        assert figures["p_hat"]["weights_rank"] == pytest.approx(cell["weights_rank"])
+        assert figures["p_hat"]["bias"] == pytest.approx(0.0, abs=1e-12)  # k = all attempts: its own reference
+        for name in ESTIMATORS:  # every batch's true rate is 0.5: an estimate may not drift from the mean
+            assert abs(figures[name]["bias"]) < 0.05
+            assert figures[name]["icc"] is not None and figures[name]["validity"] is not None
+    rows = [line for line in markdown(result).splitlines() if line.startswith("| all |") or line.startswith("| 1 |")]
+    assert len(rows) == len(result["cells"]) * (2 + len(ESTIMATORS))  # a cell's row, then p̂'s and each estimator's
+
+
 def test_the_command_writes_its_figures(session, tmp_path, capsys):
     from genenv_engine.interfaces.cli import main
 
@@ -57,7 +73,8 @@ def test_the_command_writes_its_figures(session, tmp_path, capsys):
     assert result["rounds"] == 2 and result["attempts"] == 2
     assert sorted({c["k"] for c in result["cells"]}) == [1, 2]
     table = (tmp_path / "bench-reliability.md").read_text()
-    assert table.count("\n| ") == len(result["cells"]) + 1 and "| all | 2 |" in table
+    cells = table.split("\n\n")[1]  # the cells' table, before the estimates'
+    assert cells.count("\n| ") == len(result["cells"]) and "| all | 2 |" in table  # a row each, under the header
     assert "reward reliability" in capsys.readouterr().out
 
 
