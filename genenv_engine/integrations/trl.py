@@ -3,7 +3,7 @@ environment, on one process or many (``torchrun``, ``accelerate launch``)::
 
     with TrlCoEvolution("sessions/trl", config=load_config("tiny"), steps_per_epoch=8) as coevo:
         trainer = GRPOTrainer(
-            model=coevo.agent_path,
+            model=coevo.model(),
             reward_funcs=[coevo.reward],
             args=coevo.grpo_config(output_dir="out", per_device_train_batch_size=8),
             train_dataset=coevo.dataset(),
@@ -24,6 +24,8 @@ environment, on one process or many (``torchrun``, ``accelerate launch``)::
   (or not at all) gets its p-hat from what was scored, and the epoch records how many attempts each p-hat counts
   (``batch_attempts``) and the tasks no attempt reached (``unscored_tasks``, ``unscored_batches``). A row of a
   closed epoch that TRL read ahead of the boundary is recorded as late, by its tag.
+- `TrlCoEvolution.model`: what TRL trains, the session's agent: its folder, or for a LoRA agent its base with the
+  session's adapter loaded trainable (TRL trains the adapter alone; its adapter becomes the session's).
 - `TrlCoEvolution.callback`: every ``steps_per_epoch`` optimizer steps rank 0 closes the genenv epoch (TRL's weights
   become the session's agent, then p-hat and R_env per batch, the simulator's RWR update, held-out evaluation,
   checkpoint; the epoch's ``agent_update`` holds TRL's ``trainer_step``) and opens the next; every rank receives its
@@ -229,8 +231,6 @@ class TrlCoEvolution:
             session.set_epochs(self._epochs)
         session.prepare_resume()
         cfg = session.config
-        if cfg.model.tuning("agent") != "full":
-            raise ValueError("the TRL integration trains a fully fine-tuned agent: set model.agent_tuning = 'full'")
         if session.store.last_finished_epoch() >= cfg.epochs or cfg.epochs < 1:  # nothing left for TRL to train
             raise ValueError(f"{self.folder} asks for {cfg.epochs} epochs and has done them: pass epochs= above that")
         self.core = core = CoEvolution(session, self._sink, self._control, self._factory)
@@ -272,6 +272,25 @@ class TrlCoEvolution:
                 self._lease = None
 
     # --- what TRL is given ---------------------------------------------------------------------------------------
+
+    def model(self) -> Any:
+        """What to give TRL's trainer as its model: the session agent's folder (a fully fine-tuned agent), or for a
+        LoRA agent (``model.agent_tuning = "lora"``) its base with the session's adapter loaded trainable, a
+        ``peft.PeftModel`` whose LoRA settings (rank, alpha, dropout, target modules) are the session's: TRL then
+        trains the adapter alone (give it no ``peft_config``)."""
+        from genenv_engine.training.adapters import is_adapter_folder
+
+        if self.agent_path is None:
+            raise RuntimeError("enter the with block first: rank 0 opens the session there")
+        if not is_adapter_folder(self.agent_path):
+            return str(self.agent_path)
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM
+
+        from genenv_engine.training.models import role_source
+
+        base = AutoModelForCausalLM.from_pretrained(str(role_source(self._require_config().model, "agent")))
+        return PeftModel.from_pretrained(base, str(self.agent_path), is_trainable=True)
 
     def dataset(self) -> Any:
         """The task stream as a ``datasets.IterableDataset`` (give TRL ``shuffle_dataset=False``)."""
@@ -434,10 +453,7 @@ class TrlCoEvolution:
         after the epochs left."""
         self._steps_at = state.global_step
         if state.global_step not in (0, self.trainer_step) and model is not None:
-            from transformers import AutoModelForCausalLM
-
-            agent = AutoModelForCausalLM.from_pretrained(str(self.agent_path))
-            getattr(model, "module", model).load_state_dict(agent.state_dict(), strict=True)
+            _copy_weights(self.model(), getattr(model, "module", model))
         state.max_steps = state.global_step + self.steps_per_epoch * self.epochs_left
 
     def _receive(self, payload: dict[str, Any]) -> None:
@@ -490,17 +506,39 @@ def _adopt(model: Any, steps: int, trainer_step: int | None = None) -> Any:
 
     def learn(ep: Any, roles: Any, trained: Any) -> dict[str, Any]:
         if model is not None:
-            source = getattr(model, "module", model)
             try:
-                roles.agent.model.load_state_dict(source.state_dict(), strict=True)
-            except RuntimeError as exc:
+                _copy_weights(getattr(model, "module", model), roles.agent.model, roles.agent.adapter)
+            except (RuntimeError, KeyError, ValueError) as exc:
                 raise ValueError(
-                    "TRL's model does not match the session's agent: start the trainer from coevo.agent_path "
+                    "TRL's model does not match the session's agent: start the trainer from coevo.model() "
                     f"({str(exc).splitlines()[0][:200]})"
                 ) from None
         return {"steps": float(steps), **({"trainer_step": trainer_step} if trainer_step is not None else {})}
 
     return learn
+
+
+def _copy_weights(source: Any, target: Any, adapter: str | None = None) -> None:
+    """Copy what a trainer trains from ``source`` into ``target``: a whole model's weights (``source`` may be a model
+    folder), or, from a ``peft.PeftModel``, its active adapter's LoRA weights into ``target``'s adapter ``adapter``
+    (default: ``target``'s active one)."""
+    from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
+
+    if isinstance(source, str):
+        from transformers import AutoModelForCausalLM
+
+        source = AutoModelForCausalLM.from_pretrained(source)
+    if not isinstance(source, PeftModel):
+        target.load_state_dict(source.state_dict(), strict=True)
+        return
+    if not isinstance(target, PeftModel):
+        raise ValueError("a LoRA adapter cannot become a fully fine-tuned agent")
+    name = adapter or target.active_adapter
+    state = get_peft_model_state_dict(source, adapter_name=source.active_adapter)
+    loaded: Any = set_peft_model_state_dict(target, state, adapter_name=name)
+    missing = [k for k in loaded.missing_keys if f".{name}." in k]  # the keys of target's other adapters stay
+    if loaded.unexpected_keys or missing:
+        raise ValueError(f"adapter keys differ: {(loaded.unexpected_keys or missing)[:3]}")
 
 
 def _epoch_callback(coevo: TrlCoEvolution) -> Any:

@@ -39,13 +39,11 @@ def trainer_settings(session: Session) -> dict[str, Any]:
 
 def check_trl(config: RunConfig, batch: int | None) -> None:
     """Raise ValueError, before a session is created or changed, when TRL cannot train this config's agent: TRL
-    not installed, an agent that is not fully fine-tuned, or a ``batch`` that splits a group of ``agent.rollouts``."""
+    not installed, or a ``batch`` that splits a group of ``agent.rollouts``."""
     import importlib.util
 
     if importlib.util.find_spec("trl") is None:
         raise ValueError("--agent-trainer trl needs TRL: pip install -e '.[trl]'")
-    if config.model.tuning("agent") != "full":
-        raise ValueError("--agent-trainer trl trains a fully fine-tuned agent: set model.agent_tuning = 'full'")
     rollouts = config.agent.rollouts
     if batch is not None and (batch < 1 or batch % rollouts):
         raise ValueError(
@@ -84,7 +82,7 @@ def run_trl(
         from trl import GRPOTrainer
 
         trainer = GRPOTrainer(
-            model=str(coevo.agent_path),
+            model=coevo.model(),  # the agent's folder, or its base with the session's LoRA adapter
             reward_funcs=[coevo.reward],
             args=coevo.grpo_config(
                 output_dir=str(out),

@@ -47,7 +47,7 @@ def main() -> None:
         if args.save:
             options["save_strategy"] = "steps"  # every steps_per_epoch steps: at each genenv epoch boundary
         trainer = GRPOTrainer(
-            model=str(coevo.agent_path),
+            model=coevo.model(),  # the agent's folder, or its base with the session's LoRA adapter
             reward_funcs=[coevo.reward],
             args=coevo.grpo_config(
                 output_dir=out,
