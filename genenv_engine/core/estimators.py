@@ -22,6 +22,10 @@ small and the estimate stays near p-hat.
   fitted per benchmark on every training rollout so far (replayed base tasks too, weighted by `DECAY` per epoch of
   age) with features level and whether the simulator wrote the task (`fit_logistic`).
 
+A prior mean is itself measured (`Prior`): on so many attempts, and on so many tasks, each of which strays from its
+level as a batch does from its prior. Both noises count against it in tau^2's fit and in M, so a prior resting on a
+few tasks is worth as little as they are.
+
 Pure functions over `Tally` records; `ESTIMATORS` names them for the reward strategies
 (`genenv_engine.method.rewards`) and the reliability bench.
 """
@@ -113,70 +117,95 @@ def posterior_mean(successes: float, attempts: float, mean: float, strength: flo
     return (successes + strength * mean) / (attempts + strength)
 
 
-def prior_spread(
-    tallies: Sequence[tuple[float, float]], means: Sequence[float], prior_attempts: Sequence[float] | None = None
-) -> float | None:
-    """tau^2, the variance of batches' true rates around their prior means, by moments from their (successes,
-    attempts) and prior means: the mean of (p-hat - m)^2 less p-hat (1 - p-hat) / (n - 1) (unbiased for p-hat's
-    binomial variance) and less m (1 - m) / n_prior where a prior mean was itself measured on ``prior_attempts``
-    attempts; at least 0. Batches under 2 attempts carry no measure of spread: None when none has more.
+@dataclass(frozen=True)
+class Prior:
+    """A batch's prior mean and what it was measured on: ``attempts`` (its binomial noise is v / attempts, v the
+    benchmark's m (1 - m)) and ``tasks`` (each task's true rate strays from its level's by about tau^2, so a mean
+    of few tasks does too: tau^2 / tasks); either infinite when it adds no noise."""
 
-    >>> round(prior_spread([(2, 8), (5, 8), (4, 8), (7, 8)], [0.5] * 4), 4)  # 0.0547 - 0.0279
+    mean: float
+    attempts: float = math.inf
+    tasks: float = math.inf
+
+    def noise(self, tau2: float, v: float) -> float:
+        """The variance of the prior mean about the rate it stands for (``v``: the binomial variance of one
+        attempt).
+
+        >>> Prior(0.5, 25, 4).noise(0.04, 0.25), Prior(0.5).noise(0.04, 0.25)
+        (0.02, 0.0)
+        """
+        return v / self.attempts + tau2 / self.tasks
+
+
+def _variance(priors: Sequence[Prior]) -> float:
+    """The binomial variance of one attempt at the priors' mean rate: m (1 - m), m their mean (one variance for
+    the benchmark, as a level measured at 0 has no plug-in variance of its own)."""
+    m = sum(p.mean for p in priors) / len(priors) if priors else 0.5
+    return m * (1 - m)
+
+
+def prior_spread(tallies: Sequence[tuple[float, float]], priors: Sequence[Prior]) -> float | None:
+    """tau^2, the variance of batches' true rates around their prior means, by moments from their (successes,
+    attempts): the mean of (p-hat - m)^2 less p-hat (1 - p-hat) / (n - 1) (unbiased for p-hat's binomial variance)
+    and less the prior mean's own binomial noise, over the mean of 1 + 1 / tasks (its noise from the few tasks it
+    rests on, `Prior.noise`); at least 0. Batches under 2 attempts carry no measure of spread: None when none has
+    more.
+
+    >>> round(prior_spread([(2, 8), (5, 8), (4, 8), (7, 8)], [Prior(0.5)] * 4), 4)  # 0.0547 - 0.0279
     0.0268
-    >>> prior_spread([(3, 8), (5, 8), (4, 8), (4, 8)], [0.5] * 4)  # no wider than binomial noise
+    >>> round(prior_spread([(2, 8), (5, 8), (4, 8), (7, 8)], [Prior(0.5, tasks=1)] * 4), 4)  # the half of it
+    0.0134
+    >>> prior_spread([(3, 8), (5, 8), (4, 8), (4, 8)], [Prior(0.5)] * 4)  # no wider than binomial noise
     0.0
-    >>> prior_spread([(1, 1), (0, 1)], [0.5, 0.5]) is None
+    >>> prior_spread([(1, 1), (0, 1)], [Prior(0.5)] * 2) is None
     True
     """
-    terms = []
-    for i, ((s, n), m) in enumerate(zip(tallies, means, strict=True)):
+    terms, scale = [], []
+    v = _variance(priors)
+    for (s, n), prior in zip(tallies, priors, strict=True):
         if n < 2:
             continue
-        p = s / n
-        own = (p - m) ** 2 - p * (1 - p) / (n - 1)
-        terms.append(own - (m * (1 - m) / prior_attempts[i] if prior_attempts and prior_attempts[i] > 0 else 0.0))
-    return max(0.0, sum(terms) / len(terms)) if terms else None
+        p, m = s / n, prior.mean
+        terms.append((p - m) ** 2 - p * (1 - p) / (n - 1) - prior.noise(0.0, v))
+        scale.append(1 + 1 / prior.tasks)
+    return max(0.0, sum(terms) / sum(scale)) if terms else None
 
 
-def prior_strength(tau2: float | None, mean: float, prior_attempts: float = math.inf) -> float:
-    """The beta prior's strength M in attempts: m (1 - m) / (tau^2 + m (1 - m) / n_prior) - 1, within [0,
-    `MAX_STRENGTH`], where n_prior is the attempts the prior mean was measured on (a prior is never worth more
-    than the attempts behind it); 0 without a measured spread (the estimate is p-hat).
+def prior_strength(tau2: float | None, prior: Prior, v: float = 0.25) -> float:
+    """The beta prior's strength M in attempts: v / (tau^2 + noise) - 1 within [0, `MAX_STRENGTH`], v the
+    benchmark's m (1 - m) and the noise that of the prior mean itself (`Prior.noise`: a prior is never worth more
+    than what it was measured on); 0 without a measured spread (the estimate is p-hat).
 
-    >>> round(prior_strength(0.0268, 0.5), 2), round(prior_strength(0.0268, 0.5, prior_attempts=16), 2)
+    >>> round(prior_strength(0.0268, Prior(0.5)), 2), round(prior_strength(0.0268, Prior(0.5, attempts=16)), 2)
     (8.33, 4.89)
-    >>> prior_strength(0.0, 0.5), prior_strength(0.0, 0.5, 24), prior_strength(None, 0.5), prior_strength(0.3, 0.5)
-    (64.0, 23.0, 0.0, 0.0)
+    >>> prior_strength(0.0, Prior(0.5)), prior_strength(0.0, Prior(0.5, 24)), prior_strength(None, Prior(0.5))
+    (64.0, 23.0, 0.0)
+    >>> round(prior_strength(0.02, Prior(0.5, tasks=2)), 2), prior_strength(0.3, Prior(0.5))
+    (7.33, 0.0)
     """
-    if tau2 is None or prior_attempts <= 0:
+    if tau2 is None:
         return 0.0
-    v = mean * (1 - mean)
-    noise = tau2 + v / prior_attempts
+    noise = tau2 + prior.noise(tau2, v)
     if noise <= 1e-12:
         return MAX_STRENGTH
     return min(MAX_STRENGTH, max(0.0, v / noise - 1))
 
 
-Prior = tuple[float, float]
-"""A batch's prior mean and the (weighted) attempts it was measured on."""
-
-
 def _blend(batches: Sequence[Batch], priors: Sequence[Prior | None]) -> Estimates:
     """Each batch's posterior mean toward its prior mean, tau^2 fitted per benchmark over the batches that have one
     and M per batch (`prior_strength`); a batch without a prior keeps its p-hat. ``strength``: each benchmark's M
-    for a prior measured without noise."""
+    for a prior mean measured without noise."""
     strength: dict[str, float] = {}
     spread: dict[str, float | None] = {}
-    centre: dict[str, float] = {}
-    by_bench: dict[str, list[int]] = {}
-    for i, batch in enumerate(batches):
-        if batch and priors[i] is not None and _sum(batch)[1]:
-            by_bench.setdefault(batch[0].benchmark, []).append(i)
-    for bench, idx in by_bench.items():
-        means = [p[0] for i in idx if (p := priors[i])]
-        spread[bench] = prior_spread([_sum(batches[i]) for i in idx], means, [p[1] for i in idx if (p := priors[i])])
-        centre[bench] = sum(means) / len(means)
-        strength[bench] = prior_strength(spread[bench], centre[bench])
+    variance: dict[str, float] = {}
+    by_bench: dict[str, list[tuple[Batch, Prior]]] = {}
+    for batch, prior in zip(batches, priors, strict=True):
+        if batch and prior is not None and _sum(batch)[1]:
+            by_bench.setdefault(batch[0].benchmark, []).append((batch, prior))
+    for bench, pairs in by_bench.items():
+        spread[bench] = prior_spread([_sum(b) for b, _ in pairs], [p for _, p in pairs])
+        variance[bench] = _variance([p for _, p in pairs])
+        strength[bench] = prior_strength(spread[bench], Prior(0.5), variance[bench])
     out: list[float | None] = []
     for batch, prior in zip(batches, priors, strict=True):
         s, n = _sum(batch)
@@ -186,38 +215,44 @@ def _blend(batches: Sequence[Batch], priors: Sequence[Prior | None]) -> Estimate
             out.append(s / n)
         else:
             bench = batch[0].benchmark
-            out.append(posterior_mean(s, n, prior[0], prior_strength(spread[bench], centre[bench], prior[1])))
+            out.append(posterior_mean(s, n, prior.mean, prior_strength(spread[bench], prior, variance[bench])))
     return Estimates(out, strength)
 
 
-def _cells(tallies: Iterable[Tally], key: Callable[[Tally], _Key]) -> dict[_Key, tuple[float, float]]:
-    """Weighted successes and attempts per ``key`` of the tallies, each weighted by `DECAY` per epoch of age."""
-    out: dict[_Key, tuple[float, float]] = {}
+Cell = tuple[float, float, float]
+"""Weighted successes, attempts and tasks."""
+
+
+def _cells(tallies: Iterable[Tally], key: Callable[[Tally], _Key]) -> dict[_Key, Cell]:
+    """Weighted successes, attempts and tasks per ``key`` of the tallies, each weighted by `DECAY` per epoch of
+    age."""
+    out: dict[_Key, Cell] = {}
     for t in tallies:
         w = DECAY**t.age
-        s, n = out.get(key(t), (0.0, 0.0))
-        out[key(t)] = (s + w * t.successes, n + w * t.attempts)
+        s, n, k = out.get(key(t), (0.0, 0.0, 0.0))
+        out[key(t)] = (s + w * t.successes, n + w * t.attempts, k + w)
     return out
 
 
 def _weighted_prior(batch: Batch, priors: Sequence[Prior | None]) -> Prior | None:
-    """The attempts-weighted mean of the batch's tasks' prior means and the attempts behind it (1 / sum of w^2 /
-    n over its tasks' priors, w a task's share of the batch's attempts); None when a task has no prior.
+    """The attempts-weighted mean of the batch's tasks' prior means and what it rests on (1 / sum of w^2 / n over
+    its tasks' priors, w a task's share of the batch's attempts, for attempts and for tasks alike); None when a task
+    has no prior.
 
-    >>> _weighted_prior([Tally("b", 1, 1, 4), Tally("b", 2, 1, 4)], [(0.8, 40.0), (0.4, 40.0)])
-    (0.6000000000000001, 80.0)
+    >>> _weighted_prior([Tally("b", 1, 1, 4), Tally("b", 2, 1, 4)], [Prior(0.8, 40, 5), Prior(0.4, 40, 5)])
+    Prior(mean=0.6000000000000001, attempts=80.0, tasks=10.0)
     """
-    if not batch or any(p is None for p in priors):
-        return None
     weight = sum(t.attempts for t in batch)
-    if not weight:
+    if not weight or any(p is None for p in priors):
         return None
-    mean = var = 0.0
+    mean = per_attempt = per_task = 0.0
     for t, p in zip(batch, priors, strict=True):
-        m, n = p or (0.0, 0.0)
-        mean += t.attempts / weight * m
-        var += (t.attempts / weight) ** 2 / n if n > 0 else math.inf
-    return mean, (1 / var if var > 0 else math.inf)
+        assert p is not None
+        w = t.attempts / weight
+        mean += w * p.mean
+        per_attempt += w**2 / p.attempts
+        per_task += w**2 / p.tasks
+    return Prior(mean, 1 / per_attempt if per_attempt else math.inf, 1 / per_task if per_task else math.inf)
 
 
 def _level(t: Tally) -> tuple[str, int | None]:
@@ -228,10 +263,10 @@ def _bench(t: Tally) -> tuple[str, int | None]:
     return t.benchmark, None
 
 
-def _left_out(pooled: tuple[float, float], own: tuple[float, float]) -> Prior | None:
-    """The pooled rate less the batch's own share and the attempts it rests on (None when nothing else is left)."""
+def _left_out(pooled: Cell, own: Cell) -> Prior | None:
+    """The pooled rate less the batch's own share, and what it rests on (None when nothing else is left)."""
     n = pooled[1] - own[1]
-    return ((pooled[0] - own[0]) / n, n) if n > 1e-9 else None
+    return Prior((pooled[0] - own[0]) / n, n, pooled[2] - own[2]) if n > 1e-9 else None
 
 
 def shrunk(batches: Sequence[Batch], history: Sequence[Tally] = ()) -> Estimates:
@@ -244,7 +279,7 @@ def shrunk(batches: Sequence[Batch], history: Sequence[Tally] = ()) -> Estimates
     >>> hard = [[Tally("b", 3, 1, 8)], [Tally("b", 3, 2, 8)], [Tally("b", 3, 0, 8)]]
     >>> est = shrunk(easy + hard)
     >>> [round(v, 3) for v in est.values], round(est.strength["b"], 2)  # each leans on its level's other batches
-    ([0.875, 0.865, 0.885, 0.125, 0.135, 0.115], 64.0)
+    ([0.875, 0.872, 0.878, 0.125, 0.128, 0.122], 64.0)
     >>> shrunk([[Tally("b", 2, 3, 8)]]).values  # nothing else measured: its p-hat
     [0.375]
     """
@@ -353,12 +388,13 @@ def predicted(batches: Sequence[Batch], history: Sequence[Tally] = ()) -> Estima
     rows: dict[str, dict[tuple[float, ...], list[float]]] = {}
     for t in [*history, *(t for b in batches for t in b)]:
         w = DECAY**t.age
-        cell = rows.setdefault(t.benchmark, {}).setdefault(features(t), [0.0, 0.0])
+        cell = rows.setdefault(t.benchmark, {}).setdefault(features(t), [0.0, 0.0, 0.0])
         cell[0] += w * t.successes
         cell[1] += w * t.attempts
+        cell[2] += w
     fits = {}
     for bench, cells in rows.items():
-        data = [(x, s, n) for x, (s, n) in cells.items() if n > 0]
+        data = [(x, s, n) for x, (s, n, _) in cells.items() if n > 0]
         coef = fit_logistic(data)
         fits[bench] = coef, _information(data, coef)
 
@@ -370,7 +406,8 @@ def predicted(batches: Sequence[Batch], history: Sequence[Tally] = ()) -> Estima
         p = _sigmoid(sum(c * v for c, v in zip(coef, x, strict=True)))
         # the prediction's variance by the delta method, p (1 - p) times x' I^-1 x on the logit, as attempts
         spread = p * (1 - p) * sum(a * b for a, b in zip(x, _solve(info, list(x)), strict=True))
-        return p, (1 / spread if spread > 0 else math.inf)
+        # and its tasks: those sharing the task's features (the fit's smoothing across levels only adds to them)
+        return Prior(p, 1 / spread if spread > 0 else math.inf, rows[t.benchmark][x][2])
 
     return _blend(batches, [_weighted_prior(b, [prior_of(t) for t in b]) for b in batches])
 

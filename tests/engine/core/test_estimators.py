@@ -72,7 +72,7 @@ def measure(agent: KnownRatesAgent, k: int, rounds: int = 6, seed: int = 0) -> d
 
 
 # The figures at each k, from the fixed seeds: ICC of raw p-hat, shrunk, predicted.
-LEVELS_TELL = {2: (0.509, 0.892, 0.935), 4: (0.663, 0.946, 0.967), 8: (0.803, 0.959, 0.971)}
+LEVELS_TELL = {2: (0.509, 0.893, 0.936), 4: (0.663, 0.946, 0.967), 8: (0.803, 0.959, 0.971)}
 
 
 @pytest.mark.parametrize("k", sorted(LEVELS_TELL))
@@ -110,7 +110,7 @@ def test_a_level_with_no_other_task_falls_back_to_its_benchmark_and_older_histor
     old = shrunk(batches, [Tally("b", 3, 0, 8, age=3)] * 4).values[-1]
     assert recent is not None and old is not None
     assert recent < old < 0.5  # level 3 measured hard pulls it down, less when long ago
-    assert recent == pytest.approx(0.1066, abs=1e-4) and old == pytest.approx(0.3644, abs=1e-4)
+    assert recent == pytest.approx(0.1026, abs=1e-4) and old == pytest.approx(0.3636, abs=1e-4)
 
 
 def test_a_prior_is_never_worth_more_than_the_attempts_behind_it():
