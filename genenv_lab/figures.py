@@ -1,10 +1,11 @@
 """Published figures, generated from the JSON and run records under ``docs/results/``.
 
-Six Markdown sections are rendered by the lab and typed nowhere else: the README's performance table
+Seven Markdown sections are rendered by the lab and typed nowhere else: the README's performance table
 (`genenv_lab.performance.performance_table`, from the speed benchmarks' JSON), the rows of the results index,
 ``docs/results/README.md`` (`genenv_lab.index.results_index`, from the studies' run records and JSON), the README's
 lines on the grounded-reward and chain studies (`genenv_lab.index.findings`), the chain page's paragraph on its lead
-over all levels (`genenv_lab.index.chain_section`), and the grounded-reward study's verdict table and its table of
+over all levels (`genenv_lab.index.chain_section`), the reliability page's table of each success estimator
+(`genenv_lab.index.reliability_section`), and the grounded-reward study's verdict table and its table of
 arms (`genenv_lab.reading.grounded_table`, `genenv_lab.arm_signals.arms_table`, from its records). Each section sits
 in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites the sections under a
 repository root, `stale` names those whose committed text differs from what the JSON gives now. ``python -m
@@ -21,7 +22,17 @@ from pathlib import Path
 from genenv_engine.interfaces.generated import generated_main
 from genenv_lab.arm_signals import arms_table
 from genenv_lab.figure_text import bare, signed
-from genenv_lab.index import CHAIN_PAGE, chain_section, findings, held_out, index_rows, results_index, versus
+from genenv_lab.index import (
+    CHAIN_PAGE,
+    RELIABILITY_PAGE,
+    chain_section,
+    findings,
+    held_out,
+    index_rows,
+    reliability_section,
+    results_index,
+    versus,
+)
 from genenv_lab.performance import PERFORMANCE, RESULTS, dated, performance_rows, performance_table
 from genenv_lab.reading import GROUNDED_PAGE, grounded_table
 
@@ -68,6 +79,7 @@ SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (README, "findings"): findings,
     (INDEX, "index"): results_index,
     (CHAIN_PAGE, "levels"): chain_section,
+    (RELIABILITY_PAGE, "estimators"): reliability_section,
     (GROUNDED_PAGE, "reading"): grounded_table,
     (GROUNDED_PAGE, "arms"): arms_table,
 }

@@ -250,6 +250,71 @@ def chain_section(root: Path) -> str:
     return textwrap.fill(text, 118, break_long_words=False, break_on_hyphens=False)
 
 
+RELIABILITY_PAGE = f"{RESULTS}/reliability/README.md"
+RELIABILITY_RECORD = f"{RESULTS}/reliability/tiny-s0/bench-reliability.json"
+PRESET_K = 8
+"""The tiny preset's attempts per task (``agent.rollouts``): the k the reliability page reads its estimators at."""
+ESTIMATES = (("p_hat", "p̂"), ("shrunk", "`shrunk`"), ("predicted", "`predicted`"))
+"""The estimates of a batch's success the reliability bench reports, as the page names them."""
+
+
+def reliability_estimates(root: Path, tasks_per_batch: int = 0, k: int = PRESET_K) -> dict[str, dict[str, Any]]:
+    """The reliability record's figures of each estimate in one (B, k) cell (B 0: each batch's own tasks)."""
+    cells = load(root, RELIABILITY_RECORD)["cells"]
+    cell = next(c for c in cells if c["tasks_per_batch"] == tasks_per_batch and c["k"] == k)
+    return dict(cell["estimators"])
+
+
+def _figure(value: float | None) -> str:
+    return "—" if value is None else rounded(value, 3)
+
+
+def reliability_section(root: Path) -> str:
+    """The reliability page's table of each estimate at the preset's k, on each batch's tasks and on its first, and
+    a line on how the estimators moved R_env's agreement and the RWR weights' from the raw p̂'s."""
+    lines = [
+        "| B | estimate | ICC | R_env ICC | RWR rank | validity | bias |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for b in (0, 1):
+        figures = reliability_estimates(root, b)
+        for name, label in ESTIMATES:
+            f = figures[name]
+            row = [f["icc"], f["reward_icc"], f["weights_rank"], f["validity"], f["bias"]]
+            lines.append(f"| {b or 'all'} | {label} | " + " | ".join(_figure(v) for v in row) + " |")
+    return "\n".join(lines) + "\n\n" + textwrap.fill(_reliability_moves(root), 118, break_long_words=False)
+
+
+def _reliability_moves(root: Path) -> str:
+    """How each estimator moved R_env's ICC and the RWR rank agreement from p̂'s at the preset's k, all tasks."""
+    figures = reliability_estimates(root)
+    raw = figures["p_hat"]
+    parts = []
+    for name, label in ESTIMATES[1:]:
+        f = figures[name]
+        moves = [
+            f"{what} {_figure(raw[key])} → {_figure(f[key])}"
+            for key, what in (("icc", "ICC"), ("reward_icc", "R_env ICC"), ("weights_rank", "RWR rank"))
+        ]
+        parts.append(f"{label}: {', '.join(moves)}")
+    return f"At k = {PRESET_K} on each batch's tasks, from p̂ to each estimator: " + "; ".join(parts) + "."
+
+
+def _reliability(root: Path) -> str:
+    """The index's finding of the reliability study."""
+    figures = reliability_estimates(root)
+    each = ", ".join(
+        f"{label} {_figure(figures[name]['reward_icc'])} and {_figure(figures[name]['weights_rank'])}"
+        for name, label in ESTIMATES
+    )
+    return (
+        "tiny, seed 0, epoch 1: from k = 4 attempts per task p̂ is as reliable as binomial sampling allows, but R_env "
+        "and the order of the RWR weights agree below 0.5 between rounds at the preset's k = 8; from the same "
+        f"attempts, R_env's ICC and the RWR rank agreement there: {each} "
+        "(figures on [its page](reliability/README.md))"
+    )
+
+
 def findings(root: Path) -> str:
     """The README's generated findings: the grounded study's line and the chain study's."""
     return f"{grounded_summary(root)}\n{chain_summary(root)}"
@@ -362,9 +427,7 @@ def index_rows(root: Path) -> list[tuple[str, str]]:
         ),
         (
             "[reliability](reliability/README.md): is the simulator's reward a signal? Its batches scored again",
-            "tiny, seed 0, epoch 1: from k = 4 attempts per task p̂ is as reliable as binomial sampling allows, but "
-            "R_env and the order of the RWR weights agree below 0.5 between rounds at the preset's k = 8 "
-            "(figures on [its page](reliability/README.md))",
+            _reliability(root),
         ),
         (
             f"[performance](performance/README.md): the speed benchmarks, {performance_span(root)}",
