@@ -20,7 +20,8 @@ small and the estimate stays near p-hat.
   has no other task.
 - `predicted` (a difficulty predictor): m_b is the mean of a logistic model's predictions for the batch's tasks,
   fitted per benchmark on every training rollout so far (replayed base tasks too, weighted by `DECAY` per epoch of
-  age) with features level and whether the simulator wrote the task (`fit_logistic`).
+  age; the callers read the last `HORIZON` epochs) with features level and whether the simulator wrote the task
+  (`fit_logistic`).
 
 A prior mean is itself measured (`Prior`): on so many attempts, and on so many tasks, each of which strays from its
 level as a batch does from its prior. Both noises count against it in tau^2's fit and in M, so a prior resting on a
@@ -42,6 +43,9 @@ counts half as much as this epoch's."""
 MAX_STRENGTH = 64.0
 """The most attempts a prior counts for: even where the prior means seem to explain every difference between the
 batches (tau^2 measured 0), a batch's own outcomes still move its estimate."""
+HORIZON = 10
+"""Epochs of history an estimate reads, this one included: an older epoch would weigh under `DECAY` ** 10, about a
+thousandth of this one's."""
 RIDGE = 1.0
 """L2 penalty on the difficulty predictor's slopes (not its intercept), in units of weighted attempts: it keeps the
 fit finite when a level is always solved or always failed."""

@@ -14,10 +14,10 @@ Both use only attempts the loop makes anyway (the epoch's rollouts and the earli
 agent's compute is the alpha reward's; each batch's own p-hat stays stored as measured (the ``batches`` table's
 ``p_hat``) and only its R_env and band flag follow the estimate. Nothing is kept in memory between epochs: every
 epoch reads its history from the session's store (`Store.training_tallies`), so a resumed run scores as an
-uninterrupted one does. The batches are scored on their raw p-hat first (`EstimatedReward.score`) and on the
-estimate once the epoch's rollouts are all stored (`EstimatedReward.after`, before the simulator's update reads
-them); the epoch's metrics get ``reward_estimate`` (the estimator, each batch's estimate by batch id and the prior
-strength per benchmark).
+uninterrupted one does; only the last `HORIZON` epochs are read, as older ones weigh next to nothing. The batches
+are scored on their raw p-hat first (`EstimatedReward.score`) and on the estimate once the epoch's rollouts are all
+stored (`EstimatedReward.after`, before the simulator's update reads them); the epoch's metrics get
+``reward_estimate`` (the estimator, each batch's estimate by batch id and the prior strength per benchmark).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from genenv_engine.config import RunConfig
 from genenv_engine.core.curriculum import alpha_reward
-from genenv_engine.core.estimators import ESTIMATORS, Tally
+from genenv_engine.core.estimators import ESTIMATORS, HORIZON, Tally
 from genenv_engine.core.records import ScoredBatch, Task
 from genenv_engine.environments.base import Environment
 from genenv_engine.method.protocols import Epoch
@@ -120,7 +120,7 @@ class EstimatedReward:
         their R_env and band flag stored on them and their tasks."""
         if not batches:
             return batches
-        rows = ep.session.store.training_tallies(ep.epoch)
+        rows = ep.session.store.training_tallies(ep.epoch, since=ep.epoch - HORIZON + 1)
         mine, history = split_tallies(rows, ep.epoch, [b.id for b in batches])
         found = self.estimator(mine, history)
         estimates = [b.p_hat if v is None else v for b, v in zip(batches, found.values, strict=True)]

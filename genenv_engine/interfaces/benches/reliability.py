@@ -31,7 +31,7 @@ from statistics import fmean, stdev
 from typing import Any
 
 from genenv_engine.core.curriculum import alpha_reward, rwr_weights
-from genenv_engine.core.estimators import ESTIMATORS, Estimator, Tally
+from genenv_engine.core.estimators import ESTIMATORS, HORIZON, Estimator, Tally
 from genenv_engine.core.reliability import binomial_reliability, icc1, pearson, retest_correlation, spearman
 from genenv_engine.interfaces.benches.common import rich_table
 
@@ -255,7 +255,7 @@ def measure(
     if min(bs) < 0 or max(bs) > smallest:
         raise SystemExit(f"--tasks must be between 0 (each batch's own tasks) and the smallest batch's {smallest}")
     task_ids = [t for b in batches for t in b]
-    tallies = session.store.training_tallies(epoch)
+    tallies = session.store.training_tallies(epoch, since=epoch - HORIZON + 1)
     replay = sorted({r["task_id"] for r in tallies if r["epoch"] == epoch} - set(task_ids))
     outcomes = _score_rounds(session, epoch, task_ids, rounds, attempts, seed, backend_factory, replay)
     cur = cfg.curriculum

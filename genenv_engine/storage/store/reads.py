@@ -226,20 +226,20 @@ class TaskReads(StorePart):
                 places.setdefault(row["place"], {})[row["kind"]] = int(row["n"])
         return out
 
-    def training_tallies(self, epoch: int) -> list[dict[str, Any]]:
-        """The agent's training attempts per (task, epoch) up to ``epoch``: task_id, benchmark, level, origin,
-        batch_id, epoch, attempts and successes, by epoch then task id; attempts a plugin's fault failed are left
-        out (as p-hat leaves them out). What a reward's success estimators (`genenv_engine.core.estimators`) learn
-        from."""
+    def training_tallies(self, epoch: int, since: int = 0) -> list[dict[str, Any]]:
+        """The agent's training attempts per (task, epoch) from ``since`` up to ``epoch``: task_id, benchmark,
+        level, origin, batch_id, epoch, attempts and successes, by epoch then task id; attempts a plugin's fault
+        failed are left out (as p-hat leaves them out). What a reward's success estimators
+        (`genenv_engine.core.estimators`) learn from."""
         sql = (
             "SELECT t.id AS task_id, t.benchmark AS benchmark, t.level AS level, t.origin AS origin, "
             "t.batch_id AS batch_id, r.epoch AS epoch, count(*) AS attempts, sum(r.success) AS successes "
-            "FROM rollouts r JOIN tasks t ON t.id = r.task_id WHERE r.epoch <= ? AND r.purpose = 'train' "
+            "FROM rollouts r JOIN tasks t ON t.id = r.task_id WHERE r.epoch BETWEEN ? AND ? AND r.purpose = 'train' "
             "AND (r.error_type IS NULL OR NOT (r.error_type = 'plugin_timeout' "
             "OR r.error_type LIKE 'plugin\\_error%' ESCAPE '\\')) "
             "GROUP BY t.id, r.epoch ORDER BY r.epoch, t.id"
         )
-        return [{**row, "successes": int(row["successes"] or 0)} for row in self._rows(sql, [epoch])]
+        return [{**row, "successes": int(row["successes"] or 0)} for row in self._rows(sql, [since, epoch])]
 
     def train_rollouts(self, epoch: int) -> list[dict[str, Any]]:
         """(task_id, reward, response) of the agent's training rollouts of ``epoch``, in insertion order."""

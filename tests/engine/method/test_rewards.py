@@ -9,7 +9,7 @@ import pytest
 
 from genenv_engine.config import load_config
 from genenv_engine.core.curriculum import alpha_reward
-from genenv_engine.core.estimators import ESTIMATORS
+from genenv_engine.core.estimators import ESTIMATORS, HORIZON
 from genenv_engine.method.loop import run
 from genenv_engine.method.rewards import EstimatedReward, split_tallies
 from genenv_engine.method.strategies import get
@@ -35,7 +35,8 @@ def test_every_batch_is_scored_on_its_estimate_which_the_store_gives_back(sessio
     for epoch in (1, 2):
         rows = [b for b in session.store.batches(epoch) if b["p_hat"] is not None]
         assert len(rows) >= 4
-        batches, history = split_tallies(session.store.training_tallies(epoch), epoch, [b["id"] for b in rows])
+        tallies = session.store.training_tallies(epoch, since=epoch - HORIZON + 1)
+        batches, history = split_tallies(tallies, epoch, [b["id"] for b in rows])
         assert all(batches) and history  # each batch's attempts, and the replayed base tasks' beside them
         found = estimator(batches, history)
         for row, tallies, value in zip(rows, batches, found.values, strict=True):
