@@ -21,19 +21,17 @@ step-task records two or more benchmarks share are in `genenv_engine.environment
 
 from __future__ import annotations
 
-import gc
 import json
 import random
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from genenv_engine.core.errors import SplitsExhausted
-from genenv_engine.core.records import CheckResult, Task, Validation
+from genenv_engine.core.records import CheckResult, Task, Validation, paused_gc
 from genenv_engine.environments.drafts import StepDraft, step_task
 
 SEP = " => "
@@ -326,28 +324,6 @@ SPLIT_PATIENCE = 1000
 """Draws in a row at one level, every prompt already taken, after which `LadderEnvironment._make_split` (without
 ``tries``) stops with `SplitsExhausted`: the level has run out of new prompts. A level one new prompt short in 40
 still passes this many draws but once in 10^11; at 200 it would stop once in 160 (and the stop costs only these)."""
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block (and back as it was after): building a split allocates
-    hundreds of thousands of containers and no cycle, and each allocation burst would otherwise start a collection
-    that walks every object of the process (a test worker's torch and transformers included), two thirds of a
-    `chain` split's time. Reference counting still frees what the block drops; nothing built changes.
-
-    >>> with paused_gc():
-    ...     gc.isenabled()
-    False
-    >>> gc.isenabled()
-    True
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def level_shares(n: int, levels: tuple[int, ...]) -> Counter[int]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from genenv_engine.core.records import STATUSES, Task
+from genenv_engine.core.records import STATUSES, Task, paused_gc
 from genenv_engine.storage.store.lineage import LineageReads
 from genenv_engine.storage.store.migrations import MIGRATIONS
 from genenv_engine.storage.store.readers import (
@@ -132,11 +132,13 @@ class Store(TaskReads, TaskSearch, LineageReads):
     # -- tasks ---------------------------------------------------------------------------------
 
     def insert_tasks(self, tasks: Iterable[Task], batch_id: str | None = None) -> None:
-        """Upsert tasks by id; their stats and created_at survive a re-insert."""
-        rows = [_task_row(task, batch_id) for task in tasks]
-        if rows:
-            with self.write():
-                self.db.table("tasks").upsert_all(rows, pk="id")
+        """Upsert tasks by id; their stats and created_at survive a re-insert (a split's rows are encoded and
+        written with the cyclic garbage collector paused: `paused_gc`)."""
+        with paused_gc():
+            rows = [_task_row(task, batch_id) for task in tasks]
+            if rows:
+                with self.write():
+                    self.db.table("tasks").upsert_all(rows, pk="id")
 
     def set_task_stats(
         self, task_id: str, *, p_hat: float | None = None, r_env: float | None = None, n_rollouts: int | None = None
