@@ -2,9 +2,10 @@
 
 `rg_environment` (the function the registry's ``rg`` prefix names) reads a dataset's curriculum and returns an
 environment class for it, once it has checked that the dataset can be one: it is registered, it has a curriculum,
-and `genenv_engine.environments.reasoning_gym.eligibility` admits it (its generator finishes, its golds score 1.0,
-its entries are the same across processes, its scorer refuses wrong answers, and a scorer that evaluates the
-reply as code is run only where the sandbox contains it). Any other dataset is refused with a one-line
+its splits can be built (`UNBUILDABLE` names those that cannot), and
+`genenv_engine.environments.reasoning_gym.eligibility` admits it (its generator finishes, its golds score 1.0, its
+entries are the same across processes, its scorer refuses wrong answers, and a scorer that evaluates the reply as
+code is run only where the sandbox contains it). Any other dataset is refused with a one-line
 `ConfigError` naming the condition that fails.
 
 genenv level k is the curriculum's global level k - 1 (``set_global_level``); a dataset has as many levels as its
@@ -33,7 +34,7 @@ from genenv_engine.core.records import CheckResult, Task, Validation
 from genenv_engine.environments.base import SEP, LadderEnvironment, SplitSizes
 from genenv_engine.environments.reasoning_gym.calls import MAX_LEVELS, CallFailed, RgCalls, read_curriculum
 from genenv_engine.environments.reasoning_gym.eligibility import Eligibility
-from genenv_engine.environments.reasoning_gym.entry_cache import EntryCache
+from genenv_engine.environments.reasoning_gym.entry_cache import EntryCache, cache_root
 from genenv_engine.environments.reasoning_gym.spec import (
     SEED_LIMIT,
     Attribute,
@@ -59,6 +60,13 @@ DRAFT_TRIES = 20
 """Seeds a split draw tries before the generator's error stops it."""
 ENTRY_CACHE = 20_000
 """Materialized questions and golds an environment keeps."""
+UNBUILDABLE: dict[tuple[str, str], str] = {
+    ("sokoban", "0.1.25"): "its splits cannot be built in time: level 1 (6 x 6 boards, 10 boxes) gave 8 distinct "
+    "puzzles in 161 seeds, each taking 1-26 s to generate (18 past the 20 s a generation may take), so a split "
+    "redraws for tens of minutes",
+}
+"""Datasets of a reasoning-gym release refused before their eligibility probe, with why (what ``genenv env check``
+found: no split can be built within a contract's time, though each entry the probe makes is fine)."""
 __all__ = ["MAX_LEVELS", "RgEnvironment", "read_curriculum", "rg_environment", "rg_environment_origin"]
 
 
@@ -91,13 +99,14 @@ def rg_environment_origin() -> tuple[str, str]:
 
 @functools.cache
 def eligibility(dataset: str) -> Eligibility:
-    """The eligibility verdict on reasoning-gym dataset ``dataset``, once per process; a one-line `ConfigError`
-    when the dataset is unknown, has no curriculum or the eligibility check refuses it."""
+    """The eligibility verdict on reasoning-gym dataset ``dataset``, once per process (and an admitted one read
+    from the cache when another process kept it: `checked_or_kept`); a one-line `ConfigError` when the dataset is
+    unknown, has no curriculum or the eligibility check refuses it."""
     version = rg_version()
     from reasoning_gym.factory import DATASETS, has_curriculum
 
     from genenv_engine.environments.reasoning_gym.calls import dataset_class
-    from genenv_engine.environments.reasoning_gym.eligibility import check_eligibility
+    from genenv_engine.environments.reasoning_gym.eligibility import checked_or_kept
     from genenv_engine.environments.reasoning_gym.scan import scan_scorer
     from genenv_engine.environments.sandbox import unavailable_reason
 
@@ -111,7 +120,10 @@ def eligibility(dataset: str) -> Eligibility:
         raise ConfigError(
             "benchmarks", f"rg:{dataset}: the reasoning-gym dataset has no curriculum, so it has no difficulty levels"
         )
-    return check_eligibility(dataset, tuple(scan_scorer(dataset_class(dataset))), unavailable_reason())
+    if (dataset, version) in UNBUILDABLE:
+        raise ConfigError("benchmarks", f"rg:{dataset}: {UNBUILDABLE[dataset, version]}")
+    findings = tuple(scan_scorer(dataset_class(dataset)))
+    return checked_or_kept(dataset, findings, unavailable_reason(), version, cache_root())
 
 
 def reply_bound(longest_gold: int) -> int:
