@@ -44,6 +44,26 @@ $(ENVS_STAMP): $(STAMP)
 
 setup-environments: $(ENVS_STAMP)
 
+# veRL's legacy trainer driving a co-evolving session (genenv_engine.integrations.verl, docs/examples/verl/).
+# verl is installed with --no-deps: its requirements pin transformers<5.11 and pull ray[default], wandb and a CUDA
+# stack, none of which genenv's pins allow; the light modules its data, DataProto and Hydra-config layers import are
+# added by hand (tensordict at verl's own pin; pyvers 0.1.0, which tensordict 0.10 asks for, also --no-deps: it pins
+# packaging<26 and works with genenv's). hydra-core 1.3 (veRL's configs use '..' defaults, which hydra 1.4 refuses)
+# needs omegaconf 2.3 and antlr4-python3-runtime 4.9.*, so antlr4 moves to 4.9.3 (latex2sympy2_extended, which TRL
+# and verifiers can use, accepts 4.9.3 to 4.13.2; genenv parses no LaTeX). About 11 s on top of setup (wheels cached); `make test`
+# installs it so the veRL integration's tests run. veRL's rollout and training workers (vLLM or SGLang, a GPU) are
+# not installed: see docs/examples/verl/README.md.
+VERL_VERSION := 0.9.1
+VERL_STAMP := $(VENV)/.installed-verl
+$(VERL_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --no-deps verl==$(VERL_VERSION) tensordict==0.10.0 pyvers==0.1.0
+	$(PY) -m pip install --quiet -c constraints-cpu.txt codetiming==1.4.0 torchdata==0.11.0 hydra-core==1.3.8 \
+		"omegaconf>=2.3,<2.4" cloudpickle importlib_metadata
+	touch $(VERL_STAMP)
+
+.PHONY: setup-verl
+setup-verl: $(VERL_STAMP)
+
 setup-bfcl: setup
 
 # Optional: the real TextWorld engine + Fast-Downward planner for `alfworld_textworld` (compiles C++, 3-4 min on
@@ -67,7 +87,7 @@ run-smol: setup
 TEST_WORKERS ?= $(shell python3 -c "import os; print((os.cpu_count() or 1) + 1)" 2>/dev/null || echo auto)
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: each of the suite's many child processes (CLI runs,
 # Ray workers, entry-point checks) would otherwise compile the engine again, and pytest its rewritten test modules.
-test: setup-ray setup-environments lint
+test: setup-ray setup-environments setup-verl lint
 	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 # The static checks: import contracts, ruff (lint and format) on the whole tree, mypy strict on the typed folders.
@@ -91,7 +111,7 @@ check: lint
 # Record each test's seconds and whether it starts a process into tests/durations.json (commit it): `make test`
 # orders the files by it and `make check` picks its quick set from it. Run again after adding or renaming tests.
 .PHONY: durations
-durations: setup-ray setup-environments
+durations: setup-ray setup-environments setup-verl
 	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= GENENV_RECORD_DURATIONS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) \
 		--dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
