@@ -3,7 +3,7 @@ an optional user TOML file, then dotted-key overrides; a saved session's ``confi
 settings this version does not know set aside for reports.
 
 Keys of earlier versions (`genenv_engine.config.tables.RENAMED_SETTINGS`) are read from every source, with a
-warning.
+warning; a saved config without a setting whose default changed since reads as the run it was (`SAVED_BEFORE`).
 """
 
 from __future__ import annotations
@@ -77,10 +77,36 @@ def config_from_file(path: str | Path) -> RunConfig:
     return config_from_dict(read_toml(path), str(path))
 
 
+SAVED_BEFORE = {
+    "runtime.train_forward": "transformers",
+    "runtime.static_decode": False,
+    "model.sft_length_groups": 0,
+}
+"""Settings whose default changed after saved configs existed without them -> the value a run had before the
+setting existed: a saved config (a session's, a run record's) holds every setting of its version, so one without
+the key ran that way, and reads so (a user's TOML file gets today's defaults)."""
+
+
+def as_saved(data: dict[str, Any]) -> dict[str, Any]:
+    """A saved config's table with each `SAVED_BEFORE` setting it lacks set to the value it ran with.
+
+    >>> as_saved({"model": {"kind": "tiny"}, "runtime": {"static_decode": True}})["runtime"]
+    {'static_decode': True, 'train_forward': 'transformers'}
+    """
+    out = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
+    for dotted, before in SAVED_BEFORE.items():
+        table, leaf = dotted.split(".")
+        section = out.setdefault(table, {})
+        if isinstance(section, dict) and leaf not in section:
+            section[leaf] = before
+    return out
+
+
 def config_from_dict(data: dict[str, Any], source: str = "saved config") -> RunConfig:
     """Rebuild a RunConfig from `RunConfig.to_dict`'s nested dicts (paths unchecked, as for a saved session); keys
-    of earlier versions are read as their new ones (`RENAMED_SETTINGS`), ``source`` naming the data in the warning."""
-    return build(RunConfig, renamed(data, source), "")
+    of earlier versions are read as their new ones (`RENAMED_SETTINGS`), ``source`` naming the data in the warning,
+    and a setting the data lacks whose default changed since as it ran then (`SAVED_BEFORE`)."""
+    return build(RunConfig, as_saved(renamed(data, source)), "")
 
 
 def saved_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
@@ -89,7 +115,7 @@ def saved_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
 
     Paths are not checked: the session may come from another machine."""
     unknown: dict[str, Any] = {}
-    return build(RunConfig, renamed(read_toml(path), str(path)), "", unknown), unknown
+    return build(RunConfig, as_saved(renamed(read_toml(path), str(path))), "", unknown), unknown
 
 
 def replace_config(config: RunConfig, **changes: Any) -> RunConfig:

@@ -42,22 +42,24 @@ class RuntimeConfig:
     """Completion tokens per chunk of the log-prob gather: full-vocabulary logits exist for one chunk at a time."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, about a third more compute)."""
-    train_forward: str = "transformers"
+    train_forward: str = "fused"
     """The decoder forward of the updates and log-prob passes: ``transformers`` (the library's modules) or ``fused``
     (`genenv_engine.training.fused_llama`: a hand-written forward of LoRA-tuned float32 Llama models such as SmolLM2,
-    with fewer, larger operations; models it does not serve keep the transformers forward). It computes the same
-    model, equal up to float rounding (as threads and micro-batches are), so it is a runtime setting and a warm start
-    made with either forward serves both. It keeps a stacked copy of the frozen q/k/v and gate/up weights (about
-    280 MB for SmolLM2-135M)."""
+    with fewer, larger operations; models it does not serve keep the transformers forward, so ``fused``, the
+    default, changes nothing for them). It computes the same model, equal up to float rounding (as threads and
+    micro-batches are), so it is a runtime setting and a warm start made with either forward serves both. It keeps a
+    stacked copy of the frozen q/k/v and gate/up weights (about 280 MB for SmolLM2-135M). Runs recorded before this
+    default ran ``transformers``: their saved configs say so, and a config saved without the setting reads as it."""
     inference_dtype: str = "weights"
     """The dtype of the passes without gradients (decoding, reference and old log-probs, held-out scoring):
     ``weights`` (the weights' own, ``model.dtype``) or ``bfloat16`` (autocast, or bfloat16 decode weights laid out
     once per policy version, over the float32 weights the updates keep); bfloat16 on CPU needs AVX-512 BF16 or
     AMX."""
-    static_decode: bool = False
-    """Decode every Llama-architecture model (SmolLM2, LoRA roles) on the hand-written static-cache forward, not only
-    the tiny ones: faster, the same tokens as the transformers forward except where two candidates tie to float
-    rounding, so not the default for float32 runs (``inference_dtype = "bfloat16"`` decodes on it anyway)."""
+    static_decode: bool = True
+    """Decode every Llama-architecture model (SmolLM2, LoRA roles) on the hand-written static-cache forward, as the
+    small ones always are: faster, the same tokens as the transformers forward except where two candidates tie to
+    float rounding; ``false`` keeps the transformers forward for the models over 30M parameters (as runs recorded
+    before this default did: their saved configs say so, and a config saved without the setting reads as false)."""
     rollout_batch: int = 0
     """Tasks per rollout batch, each sampled with its own seed from (seed, epoch, batch index): the same seed and
     batch size give the same rollouts in this process and on any number of Ray workers. 0: in-process, one sampling

@@ -92,7 +92,7 @@ class ModelConfig:
     only to its own longest, so less compute goes to padding (0: off, one batch padded to its longest). The same
     gradient up to float rounding, yet unlike ``runtime.micro_batch`` a setting of the warm-start recipe and part of
     its cache key: it joined the key as one whose rounding changes a tiny warm start's weights, and every preset's
-    key records its value (tiny's 4, smol's 0)."""
+    key records its value (4 in tiny, smol and the presets extending them; 0 in micro and ablation)."""
 
     def __post_init__(self) -> None:
         check_model(self)

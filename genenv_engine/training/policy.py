@@ -64,7 +64,7 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
 def inference_options(runtime: RuntimeConfig) -> dict:
     """The `Policy` keywords of ``runtime.inference_dtype``, ``runtime.static_decode`` and ``runtime.train_forward``.
 
-    >>> inference_options(RuntimeConfig(static_decode=True))
+    >>> inference_options(RuntimeConfig(train_forward="transformers"))
     {'inference_dtype': None, 'static_decode': True, 'fused_forward': False}
     """
     dtype = None if runtime.inference_dtype == "weights" else getattr(torch, runtime.inference_dtype)

@@ -340,7 +340,7 @@ def test_how_a_run_computes_does_not_make_it_another_run():
     two = load_config("smol-l3")
     assert same_run(two, load_config("smol-l3", overrides={"runtime.threads": 1, "runtime.micro_batch": 8}))
     assert not same_run(two, load_config("smol-l3", overrides={"runtime.threads": 1, "agent.lr": 1e-4}))
-    assert not same_run(two, load_config("smol-l3", overrides={"runtime.static_decode": True}))
+    assert not same_run(two, load_config("smol-l3", overrides={"runtime.static_decode": False}))
 
 
 def test_smol_l34_preset_is_smol_l3_with_l4_in_the_replay_and_shares_its_warm_start():

@@ -492,7 +492,9 @@ MOVED_TO_RUNTIME = RuntimeConfig(
 
 def saved_before_runtime() -> RunConfig:
     """The config built today that `SAVED_BEFORE_RUNTIME` describes."""
-    made = load_config("smol", overrides={"epochs": 3, "ray.workers": 3, "vllm.chunk_size": 64})
+    made = load_config(
+        "smol", overrides={"epochs": 3, "ray.workers": 3, "vllm.chunk_size": 64, "model.sft_length_groups": 0}
+    )  # the smol recipe then (its SFT batches ungrouped)
     return dataclasses.replace(made, runtime=MOVED_TO_RUNTIME)
 
 

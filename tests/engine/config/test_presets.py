@@ -1,8 +1,10 @@
 """Preset tests: every built-in preset builds the config its snapshot records (tests/fixtures/presets, written
 before presets extended each other; since then only moved, value for value, as the Ray settings went into ``[ray]``
 and the runtime settings into ``[runtime]``, and retired at their defaults, as the success note's switches became
-``simulator.note`` and the study settings the ``[study]`` table), each experiment preset holds only what it changes
-over the preset it extends, and the dataclass defaults are the ``tiny`` preset."""
+``simulator.note`` and the study settings the ``[study]`` table; changed only where a faster setting became the
+default: the fused training forward and the static decode, and SFT length groups in the ``smol`` family's warm
+start), each experiment preset holds only what it changes over the preset it extends, and the dataclass defaults
+are the ``tiny`` preset."""
 
 from __future__ import annotations
 

@@ -36,12 +36,13 @@ def test_bfloat16_on_a_cpu_without_it_is_a_config_error(monkeypatch):
 
 
 def test_settings_reach_the_policy_and_its_siblings():
-    assert inference_options(RuntimeConfig()) == {
+    assert inference_options(RuntimeConfig()) == {  # the defaults: the faster paths, where they serve the model
         "inference_dtype": None,
-        "static_decode": False,
-        "fused_forward": False,
+        "static_decode": True,
+        "fused_forward": True,
     }
-    assert inference_options(RuntimeConfig(train_forward="fused"))["fused_forward"]
+    assert not inference_options(RuntimeConfig(train_forward="transformers"))["fused_forward"]
+    assert not inference_options(RuntimeConfig(static_decode=False))["static_decode"]
     tok = build_byte_tokenizer()
     cfg = ModelConfig(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_length=64)
     pol = Policy(
