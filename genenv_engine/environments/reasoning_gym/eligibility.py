@@ -9,8 +9,9 @@ score 1.0 with the dataset's own ``score_answer``, the two processes' entries di
 level and seed), its scorer accepts wrong answers (another entry's different gold on more than
 `MAX_OTHER_GOLD_SHARE` of the entries, unless `WRONG_SHARE_EXCEPTIONS` names why another gold may be right, or the
 constant `CONSTANT_REPLY` on more than `MAX_WRONG_SHARE`), or its scorer evaluates text
-(`genenv_engine.environments.reasoning_gym.scan`) where the sandbox is not available. Provides `Eligibility` (the verdict: ``scoring`` is ``sandboxed`` for a scorer
-that evaluates text, ``direct`` otherwise; the shares and scan findings), `check_eligibility` and `probe`.
+(`genenv_engine.environments.reasoning_gym.scan`) where the sandbox is not available. Provides `Eligibility` (the
+verdict: ``scoring`` is ``sandboxed`` for a scorer that evaluates text, ``direct`` otherwise; the shares and scan
+findings), `check_eligibility`, `probe`, `cross_digests` and `child` (what each child process runs).
 
 `checked_or_kept` keeps an admitted verdict on disk, one small JSON file under
 ``$GENENV_CACHE/reasoning-gym/<release>/eligibility/`` named by the dataset and a digest of what decides the verdict
