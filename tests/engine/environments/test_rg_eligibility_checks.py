@@ -1,11 +1,13 @@
-"""The reasoning-gym eligibility check refuses entries that follow the hash seed with one line naming how many of
-the compared entries differ and the first level and seed.
+"""The reasoning-gym eligibility check refuses up front what env check would find broken: entries that follow the
+hash seed (on a probed seed or only on one of the further seeds compared across the two processes, named by level
+and seed), another entry's gold accepted beyond env check's own limit, and a dataset whose splits cannot be built.
 
 `HashOrderDouble` is a test double of a reasoning-gym dataset, installed in the probe's real child processes (run
 under hash seeds 0 and 1 as always), so the cross-process comparison itself is what is checked."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from genenv_engine.core.errors import ConfigError
 from genenv_engine.environments.reasoning_gym import calls
 from genenv_engine.environments.reasoning_gym import eligibility as elig
 from genenv_engine.environments.reasoning_gym.spec import Attribute
+from genenv_engine.interfaces.conformance import SWAP_PASS_LIMIT
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -77,8 +80,8 @@ COMPARED = len(DOUBLE_LEVELS) * (len(elig.PROBE_SEEDS) + len(elig.CROSS_SEEDS))
 
 @pytest.mark.parametrize(
     "hashed, first",
-    [("1,1", "level 1 seed 1")],
-    ids=["a probed seed"],
+    [("1,1", "level 1 seed 1"), ("2,4", "level 2 seed 4")],
+    ids=["a probed seed", "a further seed only"],
 )
 def test_entries_that_follow_the_hash_seed_are_refused_naming_the_first_level_and_seed(double, hashed, first):
     double(hashed)
@@ -93,3 +96,52 @@ def test_the_same_double_without_a_hashed_entry_is_admitted(double):
     double("-")
     verdict = elig.check_eligibility("hash_order_double", (), None, seconds=120)
     assert (verdict.entries, verdict.other_gold_share, verdict.constant_share) == (6, 0.0, 0.0)
+
+
+def test_a_further_seed_that_never_finishes_stops_the_comparison_not_the_verdict(double, monkeypatch):
+    """The children are stopped at the limit once their probe's result is out; the entries both compared count."""
+    double("-", hang="2,5")
+    started = time.monotonic()
+    verdict = elig.check_eligibility("hash_order_double", (), None, seconds=8)
+    assert verdict.entries == 6 and time.monotonic() - started < 30
+
+
+def _fake_results(other: list[int]):
+    result = {"digests": [[1, 0, "d"]], "entries": 12, "longest_gold": 3, "other": other, "constant": [0, 12]}
+    return lambda *_: [(dict(result), {}), (dict(result), {})]
+
+
+def test_the_other_gold_limit_is_env_checks_own():
+    assert elig.MAX_OTHER_GOLD_SHARE == SWAP_PASS_LIMIT == 0.1
+
+
+@pytest.mark.parametrize("dataset, other, refused", [("d", [1, 12], False), ("d", [2, 12], True)])
+def test_another_golds_share_past_env_checks_limit_is_refused(monkeypatch, dataset, other, refused):
+    monkeypatch.setattr(elig, "_results", _fake_results(other))
+    if not refused:
+        assert elig.check_eligibility(dataset, (), None).other_gold_share == pytest.approx(1 / 12)
+        return
+    with pytest.raises(ConfigError, match=r"rg:d: its score_answer accepts another entry's different gold on 2 of 12"):
+        elig.check_eligibility(dataset, (), None)
+
+
+def test_a_named_exception_is_admitted_with_its_reason(monkeypatch):
+    monkeypatch.setattr(elig, "_results", _fake_results([3, 15]))
+    verdict = elig.check_eligibility("n_queens", (), None)
+    assert verdict.other_gold_share == 0.2 and verdict.notes == (elig.WRONG_SHARE_EXCEPTIONS["n_queens"],)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("reasoning_gym") is None, reason="reasoning-gym is not installed")
+def test_a_dataset_whose_splits_cannot_be_built_is_refused_before_any_probe(monkeypatch):
+    from genenv_engine.environments.reasoning_gym import adapter
+
+    def no_probe(*_):
+        raise AssertionError("the probe ran")
+
+    monkeypatch.setattr(elig, "check_eligibility", no_probe)
+    monkeypatch.setattr(adapter, "rg_version", lambda: "0.1.25")
+    with pytest.raises(ConfigError) as refused:
+        adapter.eligibility.__wrapped__("sokoban")
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith("config error in 'benchmarks': rg:sokoban: its splits cannot be built")
+    assert "8 distinct puzzles in 161 seeds" in line
