@@ -212,35 +212,21 @@ class TrlCoEvolution:
 
     def _open_session(self) -> dict[str, Any]:
         """Rank 0: create or continue the session, bring its roles in, open its next epoch."""
-        from genenv_engine.method.coevolution import CoEvolution
-        from genenv_engine.storage.session import Session
+        from genenv_engine.integrations.outside import find_session, open_core
 
-        if self._session is not None:
-            session = self._session
-        elif (self.folder / "config.toml").exists():
-            session = Session.open(self.folder, check=True)
-        elif self._config is not None:
-            session = Session.create(self._config, self.folder)
-        else:
-            raise FileNotFoundError(f"{self.folder} holds no genenv session: pass config= to create one there")
-        if session.held is None:
-            self._lease = session.lease("genenv trl")  # held until the with block is left: one engine per session
-        session.config.check_paths()
-        session.check_releases()
-        if self._epochs is not None:
-            session.set_epochs(self._epochs)
-        session.prepare_resume()
-        cfg = session.config
-        if session.store.last_finished_epoch() >= cfg.epochs or cfg.epochs < 1:  # nothing left for TRL to train
-            raise ValueError(f"{self.folder} asks for {cfg.epochs} epochs and has done them: pass epochs= above that")
-        self.core = core = CoEvolution(session, self._sink, self._control, self._factory)
-        core.__enter__()
-        core.start()
+        session = find_session(self._session, self.folder, self._config, "pass config= to create one there")
+        core, self._lease, self.trainer_step = open_core(
+            session,
+            "genenv trl",  # held until the with block is left: one engine per session
+            epochs=self._epochs,
+            sink=self._sink,
+            control=self._control,
+            backend_factory=self._factory,
+        )
+        self.core, cfg = core, session.config
         self._envs = core.envs
         agent = session.checkpoint_dir(core.epoch - 1) / "agent"
         epochs_left = cfg.epochs - core.epoch + 1
-        last = {m["epoch"]: m for m in session.store.epoch_metrics()}.get(core.epoch - 1, {})
-        self.trainer_step = int((last.get("agent_update") or {}).get("trainer_step", 0))
         return {
             "config": cfg.to_dict(),
             "agent": str(agent),
@@ -259,17 +245,13 @@ class TrlCoEvolution:
         return self._close_core(exc)
 
     def _close_core(self, exc: BaseException | None) -> bool:
-        core, self.core = self.core, None
-        try:
-            if core is None:
-                return False
-            handled = core.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
-            self.summary = dict(core.summary)
-            return bool(handled)
-        finally:
-            if self._lease is not None:
-                self._lease.release()
-                self._lease = None
+        from genenv_engine.integrations.outside import close_core
+
+        core, self.core, lease, self._lease = self.core, None, self._lease, None
+        handled, summary = close_core(core, lease, exc)
+        if core is not None:
+            self.summary = summary
+        return handled
 
     # --- what TRL is given ---------------------------------------------------------------------------------------
 

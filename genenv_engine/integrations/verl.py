@@ -175,37 +175,22 @@ class VerlCoEvolution:
     def open(self) -> VerlCoEvolution:
         """Create or continue the session, bring its roles in (a new one's warm start), open its next epoch and fill
         the slots; registered for this process's datasets, and closed when the process exits."""
-        from genenv_engine.method.coevolution import CoEvolution
-        from genenv_engine.storage.session import Session
+        from genenv_engine.integrations.outside import find_session, open_core
 
         if self.core is not None:
             return self
         if self.folder in _LIVE:
             raise RuntimeError(f"{self.folder} is already open in this process")
-        if self._session is not None:
-            session = self._session
-        elif (self.folder / "config.toml").exists():
-            session = Session.open(self.folder, check=True)
-        elif self._config is not None:
-            session = Session.create(self._config, self.folder)
-        else:
-            raise FileNotFoundError(f"{self.folder} holds no genenv session: set data.genenv.preset to create one")
+        session = find_session(self._session, self.folder, self._config, "set data.genenv.preset to create one")
+        self.core, self._lease, self.trainer_step = open_core(
+            session,
+            "genenv verl",  # one engine per session, until close()
+            epochs=self._epochs,
+            sink=self._sink,
+            control=self._control,
+            backend_factory=self._factory,
+        )
         try:
-            if session.held is None:
-                self._lease = session.lease("genenv verl")  # one engine per session, until close()
-            session.config.check_paths()
-            session.check_releases()
-            if self._epochs is not None:
-                session.set_epochs(self._epochs)
-            session.prepare_resume()
-            cfg = session.config
-            if session.store.last_finished_epoch() >= cfg.epochs or cfg.epochs < 1:
-                raise ValueError(f"{self.folder} asks for {cfg.epochs} epochs and has done them: raise epochs")
-            self.core = core = CoEvolution(session, self._sink, self._control, self._factory)
-            core.__enter__()
-            core.start()
-            last = {m["epoch"]: m for m in session.store.epoch_metrics()}.get(core.epoch - 1, {})
-            self.trainer_step = int((last.get("agent_update") or {}).get("trainer_step", 0))
             self._steps_at = 0
             self._next_epoch()
         except BaseException as exc:
@@ -218,20 +203,16 @@ class VerlCoEvolution:
     def close(self, exc: BaseException | None = None) -> bool:
         """Leave the session: an epoch still open is marked partial (redone on resume); returns whether ``exc`` (a
         stop request) was handled."""
-        core, self.core = self.core, None
+        from genenv_engine.integrations.outside import close_core
+
+        core, self.core, lease, self._lease = self.core, None, self._lease, None
         if _LIVE.get(self.folder) is self:
             del _LIVE[self.folder]
         atexit.unregister(self.close)
-        try:
-            if core is None:
-                return False
-            handled = core.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
-            self.summary = dict(core.summary)
-            return bool(handled)
-        finally:
-            if self._lease is not None:
-                self._lease.release()
-                self._lease = None
+        handled, summary = close_core(core, lease, exc)
+        if core is not None:
+            self.summary = summary
+        return handled
 
     def __enter__(self) -> VerlCoEvolution:
         return self.open()
