@@ -1,12 +1,13 @@
 """Published figures, generated from the JSON and run records under ``docs/results/``.
 
-Seven Markdown sections are rendered by the lab and typed nowhere else: the README's performance table
+Eight Markdown sections are rendered by the lab and typed nowhere else: the README's performance table
 (`genenv_lab.performance.performance_table`, from the speed benchmarks' JSON), the rows of the results index,
 ``docs/results/README.md`` (`genenv_lab.index.results_index`, from the studies' run records and JSON), the README's
 lines on the grounded-reward and chain studies (`genenv_lab.index.findings`), the chain page's paragraph on its lead
 over all levels (`genenv_lab.index.chain_section`), the reliability page's table of each success estimator
 (`genenv_lab.index.reliability_section`), and the grounded-reward study's verdict table and its table of
-arms (`genenv_lab.reading.grounded_table`, `genenv_lab.arm_signals.arms_table`, from its records). Each section sits
+arms (`genenv_lab.reading.grounded_table`, `genenv_lab.arm_signals.arms_table`, from its records), and the trainers
+study's table of genenv's GRPO against TRL's (`genenv_lab.trainers.trainers_table`, from its records). Each section sits
 in its file between two marker comments (`begin_marker`, `end_marker`); `write` rewrites the sections under a
 repository root, `stale` names those whose committed text differs from what the JSON gives now. ``python -m
 genenv_lab.figures [--root DIR]`` (``make figures``) regenerates them under the repository root (default: the
@@ -35,6 +36,7 @@ from genenv_lab.index import (
 )
 from genenv_lab.performance import PERFORMANCE, RESULTS, dated, performance_rows, performance_table
 from genenv_lab.reading import GROUNDED_PAGE, grounded_table
+from genenv_lab.trainers import TRAINERS_PAGE, trainers_table
 
 __all__ = [
     "INDEX",
@@ -82,6 +84,7 @@ SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (RELIABILITY_PAGE, "estimators"): reliability_section,
     (GROUNDED_PAGE, "reading"): grounded_table,
     (GROUNDED_PAGE, "arms"): arms_table,
+    (TRAINERS_PAGE, "table"): trainers_table,
 }
 """(file, section name) -> the function that renders the section from the JSON under a root."""
 

@@ -19,6 +19,7 @@ from genenv_engine.ablation.stats import paired_change
 from genenv_lab.figure_text import bare, joined, rounded, seed_spread, signed, t_two_sided
 from genenv_lab.performance import RESULTS, load, performance_finding, performance_span
 from genenv_lab.reading import answers, grounded_finding, grounded_summary
+from genenv_lab.trainers import trainers_finding
 
 
 def held_out(root: Path, rel: str, benchmark: str = "bfcl") -> tuple[str, str]:
@@ -428,6 +429,10 @@ def index_rows(root: Path) -> list[tuple[str, str]]:
         (
             "[reliability](reliability/README.md): is the simulator's reward a signal? Its batches scored again",
             _reliability(root),
+        ),
+        (
+            "[trainers](trainers/README.md): genenv's GRPO against TRL's GRPOTrainer, tiny, seeds 0 and 1",
+            trainers_finding(root),
         ),
         (
             f"[performance](performance/README.md): the speed benchmarks, {performance_span(root)}",
