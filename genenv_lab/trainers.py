@@ -172,7 +172,8 @@ def trainers_table(root: Path) -> str:
                 f"{_cell([_held(e) for e in rows], lambda v: bare(v, 4))} | "
                 f"{_cell([e.get('seconds') for e in rows], lambda v: rounded(v, 0))} |"
             )
-    lines += ["", *verdict_lines(found, arms, seeds), "", *machine_lines(found, arms, seeds)]
+    for block in (verdict_lines(found, arms, seeds), machine_lines(found, arms, seeds)):
+        lines += ["", *block] if block else []
     return "\n".join(lines)
 
 
