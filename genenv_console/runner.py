@@ -1,4 +1,5 @@
-"""The only bridge between the console and the engine: one thread worker running `genenv_engine.method.loop.run`.
+"""The only bridge between the console and the engine: one thread worker running a session with its trainer
+(`genenv_engine.integrations.trl_run.run_session`: genenv's loop, or TRL for a session TRL trains).
 
 The worker (``@work(thread=True, exclusive=True, exit_on_error=False, group="engine")``) opens the
 session in its own thread (so the engine owns its SQLite connection) and runs the loop with a sink
@@ -64,14 +65,15 @@ class EngineRunner:
             pass
 
     def run(self, session_path: Path) -> dict[str, Any]:
-        """Open the session in this thread and run the loop to its target epoch (or a stop)."""
-        from genenv_engine.method.loop import run
+        """Open the session in this thread and run it to its target epoch (or a stop) with the trainer it was run
+        with (genenv's own, or TRL's: `genenv_engine.integrations.trl_run.run_session`)."""
+        from genenv_engine.integrations.trl_run import run_session
 
         session = Session.open(session_path, check=True)
         try:
             with session.lease("genenv-console"):  # refuses, changing nothing, while another engine runs it
                 session.prepare_resume()  # stale temp folders; fall back from a damaged checkpoint (logged)
-                return run(session, self.sink, self.control, self.backend_factory)
+                return run_session(session, self.sink, self.control, self.backend_factory)
         finally:
             session.store.close()
 

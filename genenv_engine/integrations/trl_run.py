@@ -1,12 +1,13 @@
 """``genenv run --agent-trainer trl`` and ``genenv resume``'s TRL path: TRL's ``GRPOTrainer`` trains the agent of a
 session in this process (`genenv_engine.integrations.trl`), for a user who writes no script.
 
-`run_trl` builds the trainer from the session's agent and settings (`TrlCoEvolution.grpo_config`), saves a TRL
-checkpoint in ``SESSION/trl`` at every genenv epoch boundary (the last two kept) and resumes from the one at the
-session's last finished epoch, so a run that was stopped, crashed or killed continues with ``genenv resume``. The
-trainer's settings, ``steps_per_epoch`` and ``batch`` (completions per step), are kept in the session's meta
-(`TRAINER_KEY`): ``genenv resume`` reads them back and trains with TRL again. The session is an ordinary one:
-``genenv status``, ``genenv report`` and the console read it as a native run's.
+`run_session` runs a session with the trainer it was run with (``genenv resume`` and the console call it), genenv's
+own or TRL's. `run_trl` builds the trainer from the session's agent and settings (`TrlCoEvolution.grpo_config`),
+saves a TRL checkpoint in ``SESSION/trl`` at every genenv epoch boundary (the last two kept) and resumes from the
+one at the session's last finished epoch, so a run that was stopped, crashed or killed continues with ``genenv
+resume``. The trainer's settings, ``steps_per_epoch`` and ``batch`` (completions per step), are kept in the
+session's meta (`TRAINER_KEY`): ``genenv resume`` reads them back and trains with TRL again. The session is an
+ordinary one: ``genenv status``, ``genenv report`` and the console read it as a native run's.
 
 Importing this module does no work: trl, transformers and torch load when `run_trl` runs.
 """
@@ -22,6 +23,7 @@ from genenv_engine.core.events import EventSink, RunControl, null_sink
 if TYPE_CHECKING:
     from genenv_engine.config import RunConfig
     from genenv_engine.storage.session import Session
+    from genenv_engine.training.roles import BackendFactory
 
 TRAINER_KEY = "agent_trainer"
 """The session meta key holding the agent's trainer and its settings, as JSON (absent: the native trainer)."""
@@ -57,6 +59,33 @@ def default_batch(session: Session) -> int:
     return 2 * session.config.agent.rollouts
 
 
+def run_session(
+    session: Session,
+    sink: EventSink = null_sink,
+    control: RunControl | None = None,
+    backend_factory: BackendFactory | None = None,
+    *,
+    trainer: str | None = None,
+    steps_per_epoch: int | None = None,
+    batch: int | None = None,
+) -> dict[str, Any]:
+    """Run ``session`` to its target epoch (or a stop) with ``trainer``, ``native`` or ``trl`` (None: the one the
+    session was run with, `trainer_settings`): what ``genenv run``, ``genenv resume`` and the console call; returns
+    what the run did."""
+    if (trainer or trainer_settings(session)["trainer"]) == "trl":
+        return run_trl(
+            session,
+            steps_per_epoch=steps_per_epoch,
+            batch=batch,
+            sink=sink,
+            control=control,
+            backend_factory=backend_factory,
+        )
+    from genenv_engine.method.loop import run
+
+    return run(session, sink, control, backend_factory)
+
+
 def run_trl(
     session: Session,
     *,
@@ -64,6 +93,7 @@ def run_trl(
     batch: int | None = None,
     sink: EventSink = null_sink,
     control: RunControl | None = None,
+    backend_factory: BackendFactory | None = None,
 ) -> dict[str, Any]:
     """Train the session's agent with TRL until its epochs are done (or a stop request); returns what the run did
     (`TrlCoEvolution.summary`). ``steps_per_epoch`` and ``batch`` default to those the session was run with, else 8
@@ -76,7 +106,9 @@ def run_trl(
     check_trl(session.config, size)
     settings = {"trainer": "trl", "steps_per_epoch": steps, "batch": size}
     out = Path(session.path) / "trl"
-    with TrlCoEvolution(session, steps_per_epoch=steps, sink=sink, control=control) as coevo:
+    with TrlCoEvolution(
+        session, steps_per_epoch=steps, sink=sink, control=control, backend_factory=backend_factory
+    ) as coevo:
         session.store.set_meta(TRAINER_KEY, json.dumps(settings))
         from transformers import AutoTokenizer
         from trl import GRPOTrainer

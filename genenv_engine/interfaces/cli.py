@@ -328,28 +328,19 @@ def _trainer_options(parser: argparse.ArgumentParser, which: str) -> None:
 
 def _run(session, quiet: bool, log: list[str] | tuple[str, ...] = (), args: argparse.Namespace | None = None) -> int:
     from genenv_engine.core.events import RunControl
+    from genenv_engine.integrations.trl_run import run_session
     from genenv_engine.interfaces.loggers import logging_sink, make_loggers
-    from genenv_engine.method.loop import run
     from genenv_engine.storage.progress import ConsoleReporter
 
-    trainer = getattr(args, "agent_trainer", None)
-    if trainer is None:  # resume: as the session ran; run: native
-        from genenv_engine.integrations.trl_run import trainer_settings
-
-        trainer = trainer_settings(session)["trainer"]
+    trainer = getattr(args, "agent_trainer", None)  # None (resume): as the session ran
     control = RunControl()
     signal.signal(signal.SIGINT, lambda *_: (control.stop(), signal.signal(signal.SIGINT, signal.default_int_handler)))
     loggers = make_loggers(session, list(log))
     try:
         with ConsoleReporter(session, quiet=quiet) as reporter:
             sink = logging_sink(session, loggers, reporter) if loggers else reporter
-            if trainer == "trl":
-                from genenv_engine.integrations.trl_run import run_trl
-
-                steps, batch = getattr(args, "trl_steps", None), getattr(args, "trl_batch", None)
-                summary = run_trl(session, steps_per_epoch=steps, batch=batch, sink=sink, control=control)
-            else:
-                summary = run(session, sink, control)
+            steps, batch = getattr(args, "trl_steps", None), getattr(args, "trl_batch", None)
+            summary = run_session(session, sink, control, trainer=trainer, steps_per_epoch=steps, batch=batch)
     finally:
         for logger in loggers:
             logger.close()
