@@ -20,9 +20,11 @@ from genenv_lab.figure_text import DATED_FOLDER, day, minutes, thousands
 RESULTS = "docs/results"
 PERFORMANCE = "docs/results/performance"
 FAST_WARMSTART = "bench-warmstart-smol-fused-lg4.json"
-"""The `smol` warm start with the opt-in float32 settings that shorten it (fused forward, length-grouped SFT)."""
+"""The `smol` warm start with the float32 settings that shorten it (fused forward, length-grouped SFT), opt-in when
+measured and the defaults since."""
 FAST_EPOCH = "bench-epoch-smol-l34-fused.json"
-"""The `smol-l34` epoch with every opt-in float32 setting (fused forward, static decode, whole-step micro-batches)."""
+"""The `smol-l34` epoch with every opt-in float32 setting when measured (fused forward, static decode, whole-step
+micro-batches; the first two are the defaults since)."""
 
 
 # ---- reading the JSON ------------------------------------------------------------------------------------------
@@ -178,7 +180,7 @@ def performance_rows(root: Path, prefix: str = "docs/results/performance/") -> l
         (
             "`smol` warm start, float32, over its compute bound",
             f"{minutes(d['seconds'])}; its SFT and held-out {warmstart_multiple(d):.2f}× (agent "
-            f"{b['agent_sft']['multiple']:.1f}×, simulator {b['simulator_sft']['multiple']:.1f}×); opt-in: "
+            f"{b['agent_sft']['multiple']:.1f}×, simulator {b['simulator_sft']['multiple']:.1f}×); defaults now: "
             f"{minutes(fast['seconds'])}, {warmstart_multiple(fast):.2f}× ({f}, "
             f"{_link(f, 'bench-warmstart-smol.json', prefix)}, {_link(f, FAST_WARMSTART, prefix)})",
             "≤ 2×",

@@ -71,7 +71,7 @@ def test_performance_rows_read_their_json():
     assert rows["rollouts vs one `generate` per prompt"][0].startswith("13.5×")
     smol = rows["`smol` warm start, float32, over its compute bound"]  # 244.8 + 727.1 + 18.4 s over 475.7 s of bound
     assert smol[0].startswith(
-        "16.4 min; its SFT and held-out 2.08× (agent 2.2×, simulator 2.0×); opt-in: 14.9 min, 1.64× (2026-12-06,"
+        "16.4 min; its SFT and held-out 2.08× (agent 2.2×, simulator 2.0×); defaults now: 14.9 min, 1.64× (2026-12-06,"
     )  # 207.4 + 674.7 + 19.9 s over 549.3 s of bound
     assert smol[2] == "yes"
     epochs = rows["`smol` / `smol-l34` epoch: float32; static decode; bfloat16"]
