@@ -27,6 +27,8 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "off": ({"simulator.mode": "off", "curriculum.reward": "alpha"}, "Off (base data only)"),
     "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
     "grounded": ({"simulator.mode": "trained", "curriculum.reward": "grounded"}, "Grounded reward"),
+    "predicted": ({"simulator.mode": "trained", "curriculum.reward": "predicted"}, "GenEnv, predicted success"),
+    "shrunk": ({"simulator.mode": "trained", "curriculum.reward": "shrunk"}, "GenEnv, shrunk success"),
     "unseen": (
         {"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
         "Off on unseen tasks (oracle)",
@@ -44,7 +46,8 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
 }
 """Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base
 data only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the
-upper bound of what a simulator could hand the agent. The sampler arms write ``seeds_per_epoch x variations`` tasks an
+upper bound of what a simulator could hand the agent. ``predicted`` and ``shrunk`` are GenEnv on the α-reward of a
+more reliable estimate of a batch's success (`genenv_engine.method.rewards`). The sampler arms write ``seeds_per_epoch x variations`` tasks an
 epoch with the benchmark's generator at ``simulator.seed_levels`` (``generated benchmarks only``)."""
 
 

@@ -66,6 +66,10 @@ def test_arm_switches_and_plan_errors(tmp_path):
     assert "unseen" not in Plan(tmp_path).arms and check_equal_compute(
         {"off": arm_config(plan, "off", 1), "unseen": oracle}
     )
+    for arm in ("predicted", "shrunk"):  # GenEnv on a more reliable success estimate: the reward strategy named so
+        cfg = arm_config(plan, arm, 1)
+        assert (cfg.simulator.mode, cfg.curriculum.reward) == ("trained", arm)
+        assert check_equal_compute({"trained": arm_config(plan, "trained", 1), arm: cfg})
     with pytest.raises(ConfigError, match="unknown arm"):
         Plan(tmp_path, ("trained", "gemini"))
 
