@@ -44,11 +44,12 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
         )
     },
 }
-"""Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base
-data only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the
-upper bound of what a simulator could hand the agent. ``predicted`` and ``shrunk`` are GenEnv on the α-reward of a
-more reliable estimate of a batch's success (`genenv_engine.method.rewards`). The sampler arms write ``seeds_per_epoch x variations`` tasks an
-epoch with the benchmark's generator at ``simulator.seed_levels`` (``generated benchmarks only``)."""
+"""Arm name -> (config overrides that make the arm, the name it has in tables). ``unseen`` is not the paper's: base data
+only, but new tasks from the benchmark's own generator that the warm start never saw (`agent.base_source`), the upper
+bound of what a simulator could hand the agent. ``predicted`` and ``shrunk`` are GenEnv on the α-reward of a more
+reliable estimate of a batch's success (`genenv_engine.method.rewards`). The sampler arms write ``seeds_per_epoch x
+variations`` tasks an epoch with the benchmark's generator at ``simulator.seed_levels`` (``generated benchmarks
+only``)."""
 
 
 DEFAULT_ARMS = ("trained", "frozen", "static", "off", "uniform")
