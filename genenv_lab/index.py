@@ -252,16 +252,27 @@ def chain_section(root: Path) -> str:
 
 
 RELIABILITY_PAGE = f"{RESULTS}/reliability/README.md"
-RELIABILITY_RECORD = f"{RESULTS}/reliability/tiny-s0/bench-reliability.json"
-PRESET_K = 8
-"""The tiny preset's attempts per task (``agent.rollouts``): the k the reliability page reads its estimators at."""
+RELIABILITY_SETTINGS = {"tiny-s0": 8}
+"""Each reliability record on the page (its folder under ``docs/results/reliability/``) -> the attempts per task its
+preset trains with (``agent.rollouts``), the k the page reads its estimators at."""
+PRESET_K = RELIABILITY_SETTINGS["tiny-s0"]
 ESTIMATES = (("p_hat", "p̂"), ("shrunk", "`shrunk`"), ("predicted", "`predicted`"))
 """The estimates of a batch's success the reliability bench reports, as the page names them."""
 
 
-def reliability_estimates(root: Path, tasks_per_batch: int = 0, k: int = PRESET_K) -> dict[str, dict[str, Any]]:
-    """The reliability record's figures of each estimate in one (B, k) cell (B 0: each batch's own tasks)."""
-    cells = load(root, RELIABILITY_RECORD)["cells"]
+def reliability_record(setting: str) -> str:
+    """The JSON of one reliability record (``docs/results/reliability/<setting>/``)."""
+    return f"{RESULTS}/reliability/{setting}/bench-reliability.json"
+
+
+RELIABILITY_RECORD = reliability_record("tiny-s0")
+
+
+def reliability_estimates(
+    root: Path, tasks_per_batch: int = 0, k: int = PRESET_K, setting: str = "tiny-s0"
+) -> dict[str, dict[str, Any]]:
+    """A reliability record's figures of each estimate in one (B, k) cell (B 0: each batch's own tasks)."""
+    cells = load(root, reliability_record(setting))["cells"]
     cell = next(c for c in cells if c["tasks_per_batch"] == tasks_per_batch and c["k"] == k)
     return dict(cell["estimators"])
 
@@ -270,25 +281,30 @@ def _figure(value: float | None) -> str:
     return "—" if value is None else rounded(value, 3)
 
 
-def reliability_section(root: Path) -> str:
-    """The reliability page's table of each estimate at the preset's k, on each batch's tasks and on its first, and
-    a line on how the estimators moved R_env's agreement and the RWR weights' from the raw p̂'s."""
+def reliability_section(root: Path, setting: str = "tiny-s0") -> str:
+    """A reliability record's table of each estimate at its preset's k, on each batch's tasks and on its first
+    (the smallest batch's size in the record, when that is more), and a line on how the estimators moved R_env's
+    agreement and the RWR weights' from the raw p̂'s."""
+    k = RELIABILITY_SETTINGS[setting]
     lines = [
         "| B | estimate | ICC | R_env ICC | RWR rank | validity | bias |",
         "|---|---|---|---|---|---|---|",
     ]
-    for b in (0, 1):
-        figures = reliability_estimates(root, b)
+    sizes = sorted({c["tasks_per_batch"] for c in load(root, reliability_record(setting))["cells"]})
+    for b in sizes:
+        figures = reliability_estimates(root, b, k, setting)
         for name, label in ESTIMATES:
             f = figures[name]
             row = [f["icc"], f["reward_icc"], f["weights_rank"], f["validity"], f["bias"]]
             lines.append(f"| {b or 'all'} | {label} | " + " | ".join(_figure(v) for v in row) + " |")
-    return "\n".join(lines) + "\n\n" + textwrap.fill(_reliability_moves(root), 118, break_long_words=False)
+    moves = _reliability_moves(root, setting)
+    return "\n".join(lines) + "\n\n" + textwrap.fill(moves, 118, break_long_words=False)
 
 
-def _reliability_moves(root: Path) -> str:
+def _reliability_moves(root: Path, setting: str = "tiny-s0") -> str:
     """How each estimator moved R_env's ICC and the RWR rank agreement from p̂'s at the preset's k, all tasks."""
-    figures = reliability_estimates(root)
+    k = RELIABILITY_SETTINGS[setting]
+    figures = reliability_estimates(root, 0, k, setting)
     raw = figures["p_hat"]
     parts = []
     for name, label in ESTIMATES[1:]:
@@ -298,7 +314,7 @@ def _reliability_moves(root: Path) -> str:
             for key, what in (("icc", "ICC"), ("reward_icc", "R_env ICC"), ("weights_rank", "RWR rank"))
         ]
         parts.append(f"{label}: {', '.join(moves)}")
-    return f"At k = {PRESET_K} on each batch's tasks, from p̂ to each estimator: " + "; ".join(parts) + "."
+    return f"At k = {k} on each batch's tasks, from p̂ to each estimator: " + "; ".join(parts) + "."
 
 
 def _reliability(root: Path) -> str:
