@@ -177,6 +177,14 @@ def trainers_table(root: Path) -> str:
     return "\n".join(lines)
 
 
+def flips(run: dict[str, Any]) -> tuple[int, int]:
+    """Held-out tasks a run's last epoch solves that epoch 0 did not (up), and the reverse (down)."""
+    first, last = run["epochs"][0]["heldout_correct"][HELD_OUT], run["epochs"][-1]["heldout_correct"][HELD_OUT]
+    up = sum(a == "0" and b == "1" for a, b in zip(first, last, strict=True))
+    down = sum(a == "1" and b == "0" for a, b in zip(first, last, strict=True))
+    return up, down
+
+
 def verdict_lines(found: dict[tuple[str, int], dict[str, Any]], arms: list[str], seeds: list[int]) -> list[str]:
     """One line per arm and seed against the baseline: the two differences, their paired SE, agree or not."""
     out = []
@@ -192,7 +200,9 @@ def verdict_lines(found: dict[tuple[str, int], dict[str, Any]], arms: list[str],
             out.append(
                 f"- {LABELS.get(arm, arm)} − native, seed {seed}: held-out at epoch {p['epoch']} {signed(hd, 4)} "
                 f"(paired SE {bare(hse, 4)}): {'agrees' if p['heldout_agrees'] else 'differs'}; mean p̂ over "
-                f"{n} epochs {signed(pd)} (paired SE {bare(pse)}): {'agrees' if p['p_hat_agrees'] else 'differs'}."
+                f"{n} epochs {signed(pd)} (paired SE {bare(pse)}): {'agrees' if p['p_hat_agrees'] else 'differs'}. "
+                f"Held-out tasks up / down from epoch 0: native {'/'.join(map(str, flips(base)))}, "
+                f"{LABELS.get(arm, arm)} {'/'.join(map(str, flips(other)))}."
             )
     return out
 
