@@ -207,6 +207,18 @@ def verdict_lines(found: dict[tuple[str, int], dict[str, Any]], arms: list[str],
     return out
 
 
+AGENT_PHASES = ("rollout", "agent_update", "trainer")
+"""The phases that hold the agent's side of an epoch: the native loop's rollouts and update, TRL's trainer (its
+rollouts and steps) and the adoption of its weights."""
+
+
+def agent_seconds(run: dict[str, Any]) -> float | None:
+    """Mean seconds per trained epoch of the agent's side (`AGENT_PHASES`)."""
+    phases = [e.get("phase_seconds") or {} for e in run["epochs"] if e["epoch"] > 0]
+    spent = [sum(ph.get(p, 0.0) for p in AGENT_PHASES) for ph in phases]
+    return sum(spent) / len(spent) if spent else None
+
+
 def machine_lines(found: dict[tuple[str, int], dict[str, Any]], arms: list[str], seeds: list[int]) -> list[str]:
     """Each run's wall time, threads and the machine line its session recorded."""
     parts = []
@@ -219,10 +231,15 @@ def machine_lines(found: dict[tuple[str, int], dict[str, Any]], arms: list[str],
             wall = r.get("wall_seconds")
             parts.append(
                 f"{LABELS.get(arm, arm)} seed {seed}: {'–' if wall is None else rounded(wall, 0)} s in all, "
+                f"agent side {_cell([agent_seconds(r)], lambda v: rounded(v, 1))} s an epoch, "
                 f"{r.get('torch_threads') or r.get('threads')} threads, {m.get('cpu', '?')} ({m.get('cores', '?')} "
                 "cores)"
             )
-    return [f"Runs (wall time including the warm start and epoch 0): {'; '.join(parts)}."] if parts else []
+    head = (
+        "Runs (wall time including the warm start and epoch 0; agent side: the mean over epochs 1 on of the "
+        "native rollouts and update, or TRL's trainer phase and the adoption of its weights)"
+    )
+    return [f"{head}: {'; '.join(parts)}."] if parts else []
 
 
 def trainers_finding(root: Path) -> str:
