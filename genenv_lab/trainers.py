@@ -172,7 +172,7 @@ def trainers_table(root: Path) -> str:
                 f"{_cell([_held(e) for e in rows], lambda v: bare(v, 4))} | "
                 f"{_cell([e.get('seconds') for e in rows], lambda v: rounded(v, 0))} |"
             )
-    for block in (verdict_lines(found, arms, seeds), machine_lines(found, arms, seeds)):
+    for block in (verdict_lines(found, arms, seeds), machine_lines(found, arms, seeds), smol_lines(root)):
         lines += ["", *block] if block else []
     return "\n".join(lines)
 
@@ -240,6 +240,29 @@ def machine_lines(found: dict[tuple[str, int], dict[str, Any]], arms: list[str],
         "native rollouts and update, or TRL's trainer phase and the adoption of its weights)"
     )
     return [f"{head}: {'; '.join(parts)}."] if parts else []
+
+
+SMOL = f"{STUDY}/smol-trl-s0.json"
+"""The record of one SmolLM2 epoch trained by TRL (a timing, not a side-by-side comparison)."""
+
+
+def smol_lines(root: Path) -> list[str]:
+    """The SmolLM2 run's wall time and each epoch's phase times, when its record exists."""
+    path = root / SMOL
+    if not path.is_file():
+        return []
+    r = json.loads(path.read_text())
+    epochs = []
+    for e in r["epochs"]:
+        phases = ", ".join(f"{k} {rounded(v, 1)}" for k, v in (e.get("phase_seconds") or {}).items())
+        epochs.append(f"epoch {e['epoch']} {rounded(e['seconds'], 0)} s ({phases})")
+    trainer = r.get("trainer") or {}
+    return [
+        f"SmolLM2-135M through TRL (`{r['command']}`, {trainer.get('steps_per_epoch')} steps of "
+        f"{trainer.get('batch')} completions, LoRA agent, float32 on the CPU cores, "
+        f"{r.get('torch_threads') or r.get('threads')} threads): {rounded(r['wall_seconds'], 0)} s in all; "
+        f"{'; '.join(epochs)} ([record]({Path(SMOL).name}))."
+    ]
 
 
 def trainers_finding(root: Path) -> str:
