@@ -16,6 +16,7 @@ working directory) and ``--check`` exits 1 naming the stale ones. It reads only 
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +83,7 @@ SECTIONS: dict[tuple[str, str], Callable[[Path], str]] = {
     (INDEX, "index"): results_index,
     (CHAIN_PAGE, "levels"): chain_section,
     (RELIABILITY_PAGE, "estimators"): reliability_section,
+    (RELIABILITY_PAGE, "estimators-rg"): functools.partial(reliability_section, setting="rg-letter_counting-s0"),
     (GROUNDED_PAGE, "reading"): grounded_table,
     (GROUNDED_PAGE, "arms"): arms_table,
     (TRAINERS_PAGE, "table"): trainers_table,

@@ -252,7 +252,7 @@ def chain_section(root: Path) -> str:
 
 
 RELIABILITY_PAGE = f"{RESULTS}/reliability/README.md"
-RELIABILITY_SETTINGS = {"tiny-s0": 8}
+RELIABILITY_SETTINGS = {"tiny-s0": 8, "rg-letter_counting-s0": 8}
 """Each reliability record on the page (its folder under ``docs/results/reliability/``) -> the attempts per task its
 preset trains with (``agent.rollouts``), the k the page reads its estimators at."""
 PRESET_K = RELIABILITY_SETTINGS["tiny-s0"]
@@ -291,8 +291,11 @@ def reliability_section(root: Path, setting: str = "tiny-s0") -> str:
         "|---|---|---|---|---|---|---|",
     ]
     sizes = sorted({c["tasks_per_batch"] for c in load(root, reliability_record(setting))["cells"]})
+    whole = reliability_estimates(root, 0, k, setting)
     for b in sizes:
         figures = reliability_estimates(root, b, k, setting)
+        if b and figures == whole:  # every batch has b tasks: the same cell as B = all
+            continue
         for name, label in ESTIMATES:
             f = figures[name]
             row = [f["icc"], f["reward_icc"], f["weights_rank"], f["validity"], f["bias"]]
@@ -324,10 +327,16 @@ def _reliability(root: Path) -> str:
         f"{label} {_figure(figures[name]['reward_icc'])} and {_figure(figures[name]['weights_rank'])}"
         for name, label in ESTIMATES
     )
+    rg = reliability_estimates(root, 0, RELIABILITY_SETTINGS["rg-letter_counting-s0"], "rg-letter_counting-s0")
+    on_rg = ", ".join(
+        f"{label} {_figure(rg[name]['reward_icc'])} and {_figure(rg[name]['weights_rank'])}"
+        for name, label in ESTIMATES
+    )
     return (
         "tiny, seed 0, epoch 1: from k = 4 attempts per task p̂ is as reliable as binomial sampling allows, but R_env "
         "and the order of the RWR weights agree below 0.5 between rounds at the preset's k = 8; from the same "
-        f"attempts, R_env's ICC and the RWR rank agreement there: {each} "
+        f"attempts, R_env's ICC and the RWR rank agreement there: {each}; on `rg:letter_counting` (tiny, 16 batches "
+        f"of 4 tasks): {on_rg} "
         "(figures on [its page](reliability/README.md))"
     )
 
