@@ -66,6 +66,7 @@ def answers(config, root: Path) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_the_committed_record_rerun_from_its_config_gives_its_answers(tmp_path):
     base = base_folder(tmp_path)
     if os.environ.get("GENENV_WRITE_RECORD"):
