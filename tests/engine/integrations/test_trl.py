@@ -185,20 +185,25 @@ def test_two_processes_under_torchrun_record_every_completion_once(tmp_path):
     folder = tmp_path / "s"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE)]
-    command += ["--session", str(folder), "--preset", "micro", "--epochs", "2", "--steps-per-epoch", "2"]
+    command += ["--session", str(folder), "--preset", "micro", "--epochs", "3", "--steps-per-epoch", "2"]
     command += ["--batch", "4", "--set", "runtime.threads=1"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     scored = {int(r): int(n) for r, n in re.findall(r"rank (\d)/2: scored (\d+) completions", done.stdout)}
     assert sorted(scored) == [0, 1]  # both ranks ran in a world of 2
-    assert scored == {0: 16, 1: 16}  # 2 epochs x 2 steps x 4 completions on each rank
+    assert scored == {0: 24, 1: 24}  # 3 epochs x 2 steps x 4 completions on each rank
     counts = Session.open(folder).store.rollout_counts()
-    assert sum(n for e in (1, 2) for p, n in counts[e].items() if p in ("train", "late")) == sum(scored.values())
+    assert sum(n for e in (1, 2, 3) for p, n in counts[e].items() if p in ("train", "late")) == sum(scored.values())
     rows = stored(
         folder, "select epoch, purpose, task_id, count(*) from rollouts where purpose != 'heldout' group by 1, 2, 3"
     )
     assert rows and all(n % 4 == 0 for *_, n in rows)  # whole groups, each recorded once
-    assert "{'epochs_done': 2}" in done.stdout
+    assert "{'epochs_done': 3}" in done.stdout
+    metrics = {m["epoch"]: m for m in Session.open(folder).store.epoch_metrics()}
+    for epoch in (1, 2, 3):  # each epoch: its batches scored from both ranks' rollouts, the updates, held-out
+        m = metrics[epoch]
+        assert m["status"] == "done" and "simulator_update" in m and m["heldout"]
+        assert m["rollouts_recorded"] == counts[epoch]["train"]
 
 
 @pytest.mark.subprocess
