@@ -47,7 +47,7 @@ import atexit
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from genenv_engine.core.events import EventSink, RunControl, null_sink
 
@@ -386,7 +386,8 @@ class _Rows:
         else:
             from verl.utils.dataset.rl_dataset import RLHFDataset
 
-            self._files = RLHFDataset(files, tokenizer, config, processor, max_samples)
+            # veRL hands its data config as an OmegaConf DictConfig, which this class reads as a Mapping
+            self._files = RLHFDataset(files, tokenizer, cast(Any, config), processor, max_samples)
 
     def __len__(self) -> int:
         if self._files is not None:
