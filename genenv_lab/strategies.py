@@ -177,10 +177,14 @@ class AlphaSeeds(UniformSeeds):
     """Seeds drawn level first, each level weighted by its recent batches' closeness to alpha
     (``study.seed_beta``); the weights go into the epoch's metrics."""
 
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config)
+        self.beta = lab_settings(config).seed_beta
+
     def draw(self, ep: Epoch, name: str, seeds: list[Task]) -> list[Task]:
         cfg = self.config
         level_of = {t.id: t.level for t in seeds}
         stats = seed_level_stats(ep.session.store.batches(), level_of, ep.epoch)
-        weights = seed_level_weights(stats, cfg.curriculum.alpha_for(name), lab_settings(cfg).seed_beta)
+        weights = seed_level_weights(stats, cfg.curriculum.alpha_for(name), self.beta)
         ep.metrics.setdefault("seed_level_weights", {})[name] = {f"L{k}": round(v, 3) for k, v in weights.items()}
         return draw_seeds(seeds, cfg.simulator.seeds_per_epoch, ep.rng, weights)

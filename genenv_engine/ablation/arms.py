@@ -25,10 +25,15 @@ ARMS: dict[str, tuple[dict[str, Any], str]] = {
     "frozen": ({"simulator.mode": "frozen", "curriculum.reward": "alpha"}, "GenEnv-Random"),
     "static": ({"simulator.mode": "static", "curriculum.reward": "alpha"}, "Static augmentation"),
     "off": ({"simulator.mode": "off", "curriculum.reward": "alpha"}, "Off (base data only)"),
-    "uniform": ({"simulator.mode": "trained", "curriculum.reward": "uniform"}, "Uniform curriculum"),
-    "grounded": ({"simulator.mode": "trained", "curriculum.reward": "grounded"}, "Grounded reward"),
-    "predicted": ({"simulator.mode": "trained", "curriculum.reward": "predicted"}, "GenEnv, predicted success"),
-    "shrunk": ({"simulator.mode": "trained", "curriculum.reward": "shrunk"}, "GenEnv, shrunk success"),
+    **{  # the trained simulator under another reward (`curriculum.reward`, named as the arm)
+        reward: ({"simulator.mode": "trained", "curriculum.reward": reward}, label)
+        for reward, label in (
+            ("uniform", "Uniform curriculum"),
+            ("grounded", "Grounded reward"),
+            ("predicted", "GenEnv, predicted success"),
+            ("shrunk", "GenEnv, shrunk success"),
+        )
+    },
     "unseen": (
         {"simulator.mode": "off", "curriculum.reward": "alpha", "agent.base_source": "unseen"},
         "Off on unseen tasks (oracle)",
